@@ -1,0 +1,26 @@
+"""amp_lessons: the tested support module of the amp-course (mixed precision in PyTorch).
+
+One module per concern:
+
+- :mod:`amp_lessons.formats` - any binary floating-point format and exact rounding to it
+- :mod:`amp_lessons.device`  - what this machine runs natively, emulates, or shows as reference
+- :mod:`amp_lessons.plots`   - one ``plot_*`` function per picture, in the course style
+- :mod:`amp_lessons.widgets` - the interactive explorers
+- :mod:`amp_lessons.checks`  - checkers for the exercises
+"""
+
+__version__ = "0.1.0"
+
+from .formats import FORMATS, FloatFormat, compose, decompose, from_bits, get_format, quantize, to_bits
+
+__all__ = [
+    "FORMATS",
+    "FloatFormat",
+    "__version__",
+    "compose",
+    "decompose",
+    "from_bits",
+    "get_format",
+    "quantize",
+    "to_bits",
+]

@@ -1,0 +1,559 @@
+"""The formats engine: any binary floating-point format, its constants, and exact rounding.
+
+A :class:`FloatFormat` is described by its exponent width, its mantissa (fraction) width and how
+it encodes special values:
+
+``"ieee"``
+    IEEE 754 style: the all-ones exponent holds inf (mantissa 0) and NaN (anything else).
+    fp32, fp16, bf16, TF32 and OCP fp8 e5m2.
+``"fn"``
+    finite + NaN: no inf; only the all-ones code (exponent and mantissa) is NaN, so the top
+    binade holds normal numbers. OCP fp8 e4m3 (``torch.float8_e4m3fn``).
+``"fnuz"``
+    finite, NaN, unsigned zero: no inf, no negative zero, the "negative zero" code is the single
+    NaN and the bias is one larger than IEEE's (``torch.float8_e4m3fnuz``, ``float8_e5m2fnuz``).
+``"finite"``
+    no inf and no NaN at all: every code is a number (OCP MX fp6 / fp4, e.g. fp4 e2m1).
+
+:func:`quantize` rounds float32 values to the nearest value of a format (three rounding modes,
+selectable overflow behaviour) and returns float32. Where torch has the format as a dtype and the
+requested rounding/overflow is what torch's cast does, it uses torch's cast; otherwise an exact
+bit-level emulation. ``emulate=True`` forces the emulation; the tests check that the emulation
+agrees bit for bit with torch's casts.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import torch
+
+__all__ = [
+    "ENCODINGS",
+    "FORMATS",
+    "OVERFLOW_MODES",
+    "ROUNDING_MODES",
+    "FloatFormat",
+    "compose",
+    "decompose",
+    "from_bits",
+    "get_format",
+    "quantize",
+    "representable_values",
+    "rounding_error",
+    "to_bits",
+]
+
+ENCODINGS = ("ieee", "fn", "fnuz", "finite")
+ROUNDING_MODES = ("nearest_even", "nearest_away", "toward_zero")
+OVERFLOW_MODES = ("inf", "saturate", "nan")
+
+_F32_MAX = float.fromhex("0x1.fffffep127")
+_INF_BITS = 0x7F800000
+_NAN_BITS = 0x7FC00000
+_SIGN_BITS = -0x80000000  # 0x80000000 as a signed int32
+_ABS_MASK = 0x7FFFFFFF
+
+# Which overflow modes an encoding can express, default first.
+_ALLOWED_OVERFLOW = {
+    "ieee": ("inf", "saturate"),
+    "fn": ("saturate", "nan"),
+    "fnuz": ("nan", "saturate"),
+    "finite": ("saturate",),
+}
+
+
+def _choices(values) -> str:
+    return ", ".join(repr(v) for v in values)
+
+
+@dataclass(frozen=True)
+class FloatFormat:
+    """A binary floating-point format with ``exponent_bits`` (1..8) and ``mantissa_bits`` (0..23).
+
+    All constants are exact Python floats (every value of every allowed format is a float32).
+
+    >>> fp16 = FloatFormat("fp16", 5, 10)
+    >>> fp16.max, fp16.eps, fp16.smallest_subnormal
+    (65504.0, 0.0009765625, 5.960464477539063e-08)
+    """
+
+    name: str
+    exponent_bits: int
+    mantissa_bits: int
+    encoding: str = "ieee"
+    description: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"FloatFormat name must be a non-empty string, got {self.name!r}")
+        for field, lo, hi in (("exponent_bits", 1, 8), ("mantissa_bits", 0, 23)):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+                raise ValueError(
+                    f"{field}={value!r} is not allowed for format {self.name!r}: "
+                    f"use an integer from {lo} to {hi}"
+                )
+        if self.encoding not in ENCODINGS:
+            raise ValueError(
+                f"encoding={self.encoding!r} is not allowed for format {self.name!r}: "
+                f"use one of {_choices(ENCODINGS)}"
+            )
+        if self.encoding == "ieee" and self.exponent_bits < 2:
+            raise ValueError(
+                f"format {self.name!r}: an 'ieee' format needs exponent_bits >= 2 (with 1 bit the "
+                "all-ones exponent is the only non-zero one and holds inf/NaN, leaving no normal "
+                "numbers); use encoding 'fn', 'fnuz' or 'finite' for 1 exponent bit"
+            )
+        if self.max > _F32_MAX or self.emin < -126 or self.emin - self.mantissa_bits < -149:
+            raise ValueError(
+                f"format {self.name!r} (e{self.exponent_bits}m{self.mantissa_bits}, "
+                f"{self.encoding}) has values float32 cannot hold exactly (max {self.max:.4g}, "
+                f"smallest subnormal 2**{self.emin - self.mantissa_bits}); the engine works in "
+                "float32, so the format must fit inside it"
+            )
+
+    # --- layout -----------------------------------------------------------------------------
+    @property
+    def bits(self) -> int:
+        """Total storage bits: sign + exponent + mantissa."""
+        return 1 + self.exponent_bits + self.mantissa_bits
+
+    @property
+    def bias(self) -> int:
+        """Exponent bias: stored exponent field minus bias = power of two (for normals)."""
+        base = 2 ** (self.exponent_bits - 1) - 1
+        return base + 1 if self.encoding == "fnuz" else base
+
+    @property
+    def emin(self) -> int:
+        """Exponent of the smallest normal number."""
+        return 1 - self.bias
+
+    @property
+    def emax(self) -> int:
+        """Exponent of the largest binade that holds finite numbers."""
+        top_field = 2**self.exponent_bits - 1
+        if self.encoding == "ieee":
+            top_field -= 1  # the all-ones exponent is inf/NaN
+        elif self.encoding == "fn" and self.mantissa_bits == 0:
+            top_field -= 1  # the all-ones exponent's only code is NaN
+        return top_field - self.bias
+
+    @property
+    def has_inf(self) -> bool:
+        return self.encoding == "ieee"
+
+    @property
+    def has_nan(self) -> bool:
+        return self.encoding != "finite"
+
+    @property
+    def has_negative_zero(self) -> bool:
+        return self.encoding != "fnuz"
+
+    @property
+    def default_overflow(self) -> str:
+        """What overflow gives unless told otherwise: inf for 'ieee'; saturation to max for 'fn'
+        (what torch 2.13's float8_e4m3fn cast does) and 'finite'; NaN for 'fnuz' (torch's casts)."""
+        return _ALLOWED_OVERFLOW[self.encoding][0]
+
+    # --- constants ----------------------------------------------------------------------------
+    @property
+    def max(self) -> float:
+        """Largest finite value."""
+        m = self.mantissa_bits
+        top_mantissa = 2 - 2.0 ** (1 - m) if (self.encoding == "fn" and m > 0) else 2 - 2.0**-m
+        return math.ldexp(top_mantissa, self.emax)
+
+    @property
+    def smallest_normal(self) -> float:
+        """Smallest positive normal value, ``2**emin`` (``torch.finfo(...).tiny``)."""
+        return math.ldexp(1.0, self.emin)
+
+    @property
+    def smallest_subnormal(self) -> float:
+        """Smallest positive value, ``2**(emin - mantissa_bits)`` (equals smallest_normal if m=0)."""
+        return math.ldexp(1.0, self.emin - self.mantissa_bits)
+
+    @property
+    def eps(self) -> float:
+        """Machine epsilon: the gap between 1 and the next larger value, ``2**-mantissa_bits``."""
+        return math.ldexp(1.0, -self.mantissa_bits)
+
+    @property
+    def unit_roundoff(self) -> float:
+        """Largest relative error of round-to-nearest for normal values, ``eps / 2``."""
+        return self.eps / 2
+
+    @property
+    def decimal_digits(self) -> int:
+        """Decimal digits resolved, ``floor(-log10(eps))`` (numpy's/torch's ``precision``)."""
+        return int(math.floor(-math.log10(self.eps)))
+
+    @property
+    def resolution(self) -> float:
+        """``10**-decimal_digits``, as ``torch.finfo(...).resolution``."""
+        return 10.0 ** -self.decimal_digits
+
+    @property
+    def dynamic_range_decades(self) -> float:
+        """log10(max / smallest_subnormal): how many decades the format spans."""
+        return math.log10(self.max / self.smallest_subnormal)
+
+    @property
+    def torch_dtype(self) -> torch.dtype | None:
+        """The torch dtype with exactly this format, if torch has one."""
+        return _TORCH_DTYPES.get((self.exponent_bits, self.mantissa_bits, self.encoding))
+
+    def summary(self) -> dict:
+        """The format's template, the same for every format (for tables)."""
+        return {
+            "format": self.name,
+            "bits": self.bits,
+            "exponent bits": self.exponent_bits,
+            "mantissa bits": self.mantissa_bits,
+            "bias": self.bias,
+            "inf": self.has_inf,
+            "NaN": self.has_nan,
+            "max": self.max,
+            "smallest normal": self.smallest_normal,
+            "smallest subnormal": self.smallest_subnormal,
+            "eps": self.eps,
+            "decimal digits": self.decimal_digits,
+        }
+
+    def __str__(self) -> str:
+        return (
+            f"{self.name}: e{self.exponent_bits}m{self.mantissa_bits} ({self.encoding}), "
+            f"max {self.max:.6g}, eps {self.eps:.3g}, smallest subnormal {self.smallest_subnormal:.3g}"
+        )
+
+
+_TORCH_DTYPES = {
+    (8, 23, "ieee"): torch.float32,
+    (5, 10, "ieee"): torch.float16,
+    (8, 7, "ieee"): torch.bfloat16,
+    (4, 3, "fn"): torch.float8_e4m3fn,
+    (5, 2, "ieee"): torch.float8_e5m2,
+    (4, 3, "fnuz"): torch.float8_e4m3fnuz,
+    (5, 2, "fnuz"): torch.float8_e5m2fnuz,
+}
+
+FORMATS: dict[str, FloatFormat] = {
+    f.name: f
+    for f in (
+        FloatFormat("fp32", 8, 23, "ieee", "IEEE 754 single precision (torch.float32)"),
+        FloatFormat("tf32", 8, 10, "ieee", "NVIDIA TensorFloat-32: a tensor-core math mode, not a dtype"),
+        FloatFormat("fp16", 5, 10, "ieee", "IEEE 754 half precision (torch.float16)"),
+        FloatFormat("bf16", 8, 7, "ieee", "bfloat16 (torch.bfloat16): fp32's range, 8 bits of precision"),
+        FloatFormat("fp8_e4m3", 4, 3, "fn", "OCP fp8 E4M3 (torch.float8_e4m3fn): no inf, max 448"),
+        FloatFormat("fp8_e5m2", 5, 2, "ieee", "OCP fp8 E5M2 (torch.float8_e5m2): IEEE-like"),
+        FloatFormat("fp8_e4m3fnuz", 4, 3, "fnuz", "fp8 E4M3 FNUZ (torch.float8_e4m3fnuz), AMD/Graphcore"),
+        FloatFormat("fp8_e5m2fnuz", 5, 2, "fnuz", "fp8 E5M2 FNUZ (torch.float8_e5m2fnuz), AMD/Graphcore"),
+        FloatFormat("fp6_e3m2", 3, 2, "finite", "OCP MX fp6 E3M2: no inf, no NaN"),
+        FloatFormat("fp6_e2m3", 2, 3, "finite", "OCP MX fp6 E2M3: no inf, no NaN"),
+        FloatFormat("fp4_e2m1", 2, 1, "finite", "OCP MX fp4 E2M1: no inf, no NaN, values up to 6"),
+    )
+}
+
+
+def get_format(fmt: str | FloatFormat) -> FloatFormat:
+    """Return a :class:`FloatFormat` from a name in :data:`FORMATS` (or pass one through)."""
+    if isinstance(fmt, FloatFormat):
+        return fmt
+    if isinstance(fmt, str) and fmt in FORMATS:
+        return FORMATS[fmt]
+    raise ValueError(
+        f"unknown format {fmt!r}: use a FloatFormat or one of {_choices(FORMATS)}"
+    )
+
+
+def _check_tensor(x, what="x") -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(
+            f"{what} must be a floating-point tensor (float32, or a narrower float), got {x.dtype}"
+        )
+    if x.dtype == torch.float64:
+        raise TypeError(
+            f"{what} is float64; the engine rounds float32 inputs: pass x.float() "
+            "(float64 -> float32 is itself a rounding, so make it explicit)"
+        )
+    return x.float()
+
+
+def _check_modes(f: FloatFormat, rounding: str, overflow: str | None) -> str:
+    if rounding not in ROUNDING_MODES:
+        raise ValueError(f"unknown rounding mode {rounding!r}: use one of {_choices(ROUNDING_MODES)}")
+    if overflow is None:
+        return f.default_overflow
+    allowed = _ALLOWED_OVERFLOW[f.encoding]
+    if overflow not in allowed:
+        raise ValueError(
+            f"overflow={overflow!r} is not possible for {f.name} ({f.encoding} encoding): "
+            f"use one of {_choices(allowed)}"
+        )
+    return overflow
+
+
+@lru_cache(maxsize=None)
+def _torch_cast_overflow(dtype: torch.dtype) -> str:
+    """What the installed torch's cast does with an overflowing finite value (it changed across
+    versions for float8_e4m3fn: NaN in older torch, saturation in newer)."""
+    big = torch.tensor([_F32_MAX, -_F32_MAX]).to(dtype).float()
+    if torch.isinf(big).all():
+        return "inf"
+    if torch.isnan(big).all():
+        return "nan"
+    return "saturate"
+
+
+@lru_cache(maxsize=None)
+def _torch_cast_infinity(dtype: torch.dtype) -> str:
+    """What the installed torch's cast does with +-inf."""
+    out = torch.tensor([math.inf, -math.inf]).to(dtype).float()
+    if torch.isinf(out).all():
+        return "inf"
+    if torch.isnan(out).all():
+        return "nan"
+    return "saturate"
+
+
+def _native_dtype(f: FloatFormat, rounding: str, overflow: str) -> torch.dtype | None:
+    """torch's dtype if ``x.to(dtype)`` does exactly what was asked, else None."""
+    dtype = f.torch_dtype
+    if dtype is None or rounding != "nearest_even":
+        return None
+    if dtype == torch.float32:
+        return dtype
+    if _torch_cast_overflow(dtype) != overflow or _torch_cast_infinity(dtype) != overflow:
+        return None
+    return dtype
+
+
+_CHUNK = 1 << 17  # elements per block: the emulation's temporaries stay in the CPU cache
+
+
+def _round_bits_(a: torch.Tensor, shift: int, rounding: str) -> torch.Tensor:
+    """Round non-negative float32 bit patterns ``a`` (int32) to a multiple of ``2**shift``.
+
+    Returns a new tensor. Carries out of the mantissa move into the exponent, which is exactly
+    what rounding up into the next binade must do."""
+    keep = ~((1 << shift) - 1)
+    if shift == 0:
+        return a.clone()
+    if rounding == "toward_zero":
+        return a & keep
+    half = 1 << (shift - 1)
+    if rounding == "nearest_away":
+        return (a + half).bitwise_and_(keep)
+    # nearest_even: add half - 1, plus 1 more when the kept part is odd
+    r = (a >> shift).bitwise_and_(1)
+    return r.add_(a).add_(half - 1).bitwise_and_(keep)
+
+
+def _round_subnormal_(mag: torch.Tensor, f: FloatFormat, rounding: str) -> torch.Tensor:
+    """Round magnitudes below the smallest normal to multiples of the smallest subnormal.
+
+    ``q = mag * 2**(m - emin)`` is exact (a power-of-two scaling up) and below ``2**m <= 2**23``
+    for the magnitudes this is used for, so the integer rounding of q is exact in float32:
+    ``(q + 2**23) - 2**23`` is round-half-even by the FPU itself. Returns float32 bit patterns."""
+    q = mag * math.ldexp(1.0, -f.emin)
+    q.mul_(math.ldexp(1.0, f.mantissa_bits))
+    if rounding == "nearest_even":
+        q.add_(8388608.0).sub_(8388608.0)
+    elif rounding == "nearest_away":
+        t = torch.trunc(q)
+        q = t.add_((q - t).ge_(0.5))
+    else:
+        q.trunc_()
+    return q.mul_(math.ldexp(1.0, f.emin - f.mantissa_bits)).view(torch.int32)
+
+
+def _emulate_block(x: torch.Tensor, out: torch.Tensor, f: FloatFormat, rounding: str, overflow: str):
+    bits = x.view(torch.int32)
+    a = bits & _ABS_MASK
+    r = _round_bits_(a, 23 - f.mantissa_bits, rounding)
+    min_normal_bits = _f32_bits(f.smallest_normal)
+    if f.emin - f.mantissa_bits > -149:  # the format has subnormals float32 rounding can miss
+        small = a < min_normal_bits
+        r = torch.where(small, _round_subnormal_(a.view(torch.float32), f, rounding), r)
+    # overflow: a rounded magnitude above max (inf inputs included)
+    max_bits = _f32_bits(f.max)
+    over = r > max_bits
+    target = {"inf": _INF_BITS, "saturate": max_bits, "nan": _NAN_BITS}[overflow]
+    if rounding == "toward_zero" and target != max_bits:
+        # IEEE 754: rounding toward zero never turns a finite value into inf; it gives max
+        r.masked_fill_(over & (a == _INF_BITS), target)
+        r.masked_fill_(over & (a < _INF_BITS), max_bits)
+    else:
+        r.masked_fill_(over, target)
+    sign = bits & _SIGN_BITS
+    if not f.has_negative_zero:  # fnuz: zero is unsigned
+        sign.masked_fill_(r == 0, 0)
+    r.bitwise_or_(sign)
+    r.masked_fill_(a > _INF_BITS, _NAN_BITS)  # NaN in, NaN out
+    out.view(torch.int32).copy_(r)
+
+
+def _quantize_emulated(x: torch.Tensor, f: FloatFormat, rounding: str, overflow: str) -> torch.Tensor:
+    flat = x.contiguous().view(-1)
+    out = torch.empty_like(flat)
+    for start in range(0, flat.numel(), _CHUNK):
+        _emulate_block(flat[start:start + _CHUNK], out[start:start + _CHUNK], f, rounding, overflow)
+    return out.view(x.shape)
+
+
+@lru_cache(maxsize=None)
+def _f32_bits(value: float) -> int:
+    return int(torch.tensor(value, dtype=torch.float32).view(torch.int32))
+
+
+def quantize(
+    x: torch.Tensor,
+    fmt: str | FloatFormat,
+    rounding: str = "nearest_even",
+    overflow: str | None = None,
+    *,
+    emulate: bool = False,
+) -> torch.Tensor:
+    """Round ``x`` to the nearest value of ``fmt`` and return it as float32 (same shape).
+
+    Args:
+        x: a floating-point tensor (float32, or a narrower float, which is widened exactly first).
+        fmt: a name from :data:`FORMATS` (``"fp16"``, ``"bf16"``, ``"tf32"``, ``"fp8_e4m3"`` ...)
+            or a :class:`FloatFormat`.
+        rounding: ``"nearest_even"`` (IEEE default; torch's casts), ``"nearest_away"`` (ties away
+            from zero: NVIDIA's fp32 -> TF32 conversion ``cvt.rna.tf32.f32``) or
+            ``"toward_zero"`` (truncation: dropping the low mantissa bits).
+        overflow: what a value beyond ``max`` becomes: ``"inf"`` (IEEE formats' default),
+            ``"saturate"`` (+-max; default for "fn" and "finite" formats) or ``"nan"`` (default
+            for "fnuz"). With ``"toward_zero"`` a finite value never overflows (it gives +-max).
+        emulate: always use the bit-level emulation, even where torch has the dtype.
+
+    NaN stays NaN; signed zeros keep their sign (except in "fnuz" formats, which have no -0);
+    values below the smallest subnormal round to zero; subnormals are kept, not flushed.
+    """
+    f = get_format(fmt)
+    x = _check_tensor(x)
+    overflow = _check_modes(f, rounding, overflow)
+    if not isinstance(emulate, bool):
+        raise TypeError(f"emulate must be True or False, got {emulate!r}")
+    if not emulate:
+        dtype = _native_dtype(f, rounding, overflow)
+        if dtype is not None:
+            return x.clone() if dtype == torch.float32 else x.to(dtype).float()
+    return _quantize_emulated(x, f, rounding, overflow)
+
+
+def rounding_error(x: torch.Tensor, fmt: str | FloatFormat, rounding: str = "nearest_even") -> torch.Tensor:
+    """Relative rounding error ``|quantize(x) - x| / |x|`` (0 where x is 0; inf where x overflows)."""
+    x = _check_tensor(x)
+    q = quantize(x, fmt, rounding)
+    err = (q.double() - x.double()).abs() / x.double().abs()
+    return torch.where(x == 0, torch.zeros_like(err), err)
+
+
+# --- bit fields ----------------------------------------------------------------------------------
+
+def decompose(x: torch.Tensor, fmt: str | FloatFormat, rounding: str = "nearest_even"):
+    """Split values into the ``(sign, exponent, mantissa)`` bit fields of ``fmt`` (int64 tensors).
+
+    Values are first rounded with :func:`quantize` (default overflow). The exponent is the stored
+    (biased) field; the mantissa is the stored fraction field without the implicit leading 1.
+    """
+    f = get_format(fmt)
+    code = to_bits(x, f, rounding)
+    m, e = f.mantissa_bits, f.exponent_bits
+    return (code >> (e + m)) & 1, (code >> m) & ((1 << e) - 1), code & ((1 << m) - 1)
+
+
+def to_bits(x: torch.Tensor, fmt: str | FloatFormat, rounding: str = "nearest_even") -> torch.Tensor:
+    """The format's integer code (``bits`` wide, as int64) of each value of ``x`` after rounding."""
+    f = get_format(fmt)
+    q = quantize(x, f, rounding).double()
+    m, e = f.mantissa_bits, f.exponent_bits
+    sign = torch.signbit(q).long()
+    mag = q.abs()
+    nan = torch.isnan(q)
+    if nan.any() and not f.has_nan:
+        raise ValueError(f"{f.name} has no NaN code ({f.encoding} encoding); x contains NaN")
+    sub = mag < f.smallest_normal
+    _, exp2 = torch.frexp(torch.where(sub | ~torch.isfinite(mag), torch.ones_like(mag), mag))
+    e_unb = exp2.long() - 1
+    exp_field = torch.where(sub, torch.zeros_like(e_unb), e_unb + f.bias)
+    frac = torch.where(
+        sub,
+        mag / f.smallest_subnormal,
+        (torch.ldexp(mag, -e_unb.double()) - 1.0) * 2.0**m,
+    )
+    mant_field = torch.where(torch.isfinite(frac), frac, torch.zeros_like(frac)).round().long()
+    code = (sign << (e + m)) | (exp_field << m) | mant_field
+    all_ones_exp = ((1 << e) - 1) << m
+    if f.has_inf:
+        code = torch.where(torch.isinf(mag), (sign << (e + m)) | all_ones_exp, code)
+    if f.has_nan:
+        nan_code = {
+            "ieee": all_ones_exp | (1 << (m - 1) if m > 0 else 0),
+            "fn": (1 << (e + m)) - 1,
+            "fnuz": 1 << (e + m),
+        }[f.encoding]
+        code = torch.where(nan, torch.full_like(code, nan_code), code)
+    return code
+
+
+def from_bits(code, fmt: str | FloatFormat) -> torch.Tensor:
+    """The float32 value of each integer code of ``fmt`` (inverse of :func:`to_bits`)."""
+    f = get_format(fmt)
+    code = torch.as_tensor(code)
+    if code.is_floating_point() or code.dtype == torch.bool:
+        raise TypeError(f"codes must be an integer tensor, got {code.dtype}")
+    code = code.long()
+    if ((code < 0) | (code >= (1 << f.bits))).any():
+        bad = code[(code < 0) | (code >= (1 << f.bits))][0].item()
+        raise ValueError(f"code {bad} does not fit in {f.name}'s {f.bits} bits: use 0..{(1 << f.bits) - 1}")
+    m, e = f.mantissa_bits, f.exponent_bits
+    return compose((code >> (e + m)) & 1, (code >> m) & ((1 << e) - 1), code & ((1 << m) - 1), f)
+
+
+def compose(sign, exponent, mantissa, fmt: str | FloatFormat) -> torch.Tensor:
+    """The float32 value of the bit fields ``(sign, exponent, mantissa)`` of ``fmt``."""
+    f = get_format(fmt)
+    m, e = f.mantissa_bits, f.exponent_bits
+    s, ex, mt = (torch.as_tensor(v).long() for v in (sign, exponent, mantissa))
+    for name, v, hi in (("sign", s, 1), ("exponent", ex, (1 << e) - 1), ("mantissa", mt, (1 << m) - 1)):
+        if ((v < 0) | (v > hi)).any():
+            raise ValueError(f"{name} field {v.max().item()} out of range for {f.name}: use 0..{hi}")
+    sub = ex == 0
+    frac = mt.double() / 2.0**m
+    mag = torch.where(
+        sub,
+        torch.ldexp(frac, torch.full_like(frac, float(f.emin))),
+        torch.ldexp(1.0 + frac, (ex - f.bias).double()),
+    )
+    top = ex == (1 << e) - 1
+    if f.encoding == "ieee":
+        mag = torch.where(top & (mt == 0), math.inf, mag)
+        mag = torch.where(top & (mt != 0), math.nan, mag)
+    elif f.encoding == "fn":
+        mag = torch.where(top & (mt == (1 << m) - 1), math.nan, mag)
+    value = torch.where(s == 1, -mag, mag)
+    if f.encoding == "fnuz":
+        value = torch.where((s == 1) & (ex == 0) & (mt == 0), math.nan, value)
+    return value.float()
+
+
+def representable_values(fmt: str | FloatFormat, positive_only: bool = True) -> torch.Tensor:
+    """Every finite value of a format of at most 16 bits, sorted (float32)."""
+    f = get_format(fmt)
+    if f.bits > 16:
+        raise ValueError(f"{f.name} has {f.bits} bits; listing its values is only offered up to 16 bits")
+    v = from_bits(torch.arange(1 << f.bits), f)
+    v = v[torch.isfinite(v)]
+    if positive_only:
+        v = v[v >= 0]
+    return torch.unique(v)
