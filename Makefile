@@ -1,0 +1,54 @@
+# amp-course: `make lab` opens the course, `make test` runs every test. Both set up .venv first.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.amp-course-installed
+KERNEL := amp-course
+# pytest-xdist: one worker per core, whole files per worker (nbval cells of one notebook must
+# share a kernel, so never split a notebook across workers)
+XDIST  ?= -n 2 --dist loadfile
+# Optional: an extra index for torch, e.g. PyTorch's CPU-only or CUDA wheel index (README.md).
+TORCH_INDEX ?=
+
+.PHONY: setup lab test unit nbtest notebooks bench clean
+
+setup: $(STAMP)
+
+$(PY):
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "amp-course needs Python >= 3.10, found " + sys.version'
+	$(PYTHON) -m venv $(VENV)
+
+# Reinstall whenever the pins or the package metadata change.
+$(STAMP): requirements.txt pyproject.toml | $(PY)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(PY) -m ipykernel install --user --name $(KERNEL) --display-name "Python (amp-course)" >/dev/null
+	$(PY) -c 'import torch, amp_lessons; print("amp-course ready: torch", torch.__version__, "| amp_lessons", amp_lessons.__version__)'
+	@touch $(STAMP)
+
+## Open the course in JupyterLab (localhost only, token authentication: Jupyter's defaults).
+lab: setup
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks
+
+## Every test: unit tests, then every notebook executed and compared by nbval.
+test: setup
+	$(PY) -m pytest $(XDIST) tests notebooks
+
+unit: setup
+	$(PY) -m pytest $(XDIST) tests
+
+nbtest: setup
+	$(PY) -m pytest $(XDIST) notebooks
+
+## Maintainers: re-execute every notebook in a fresh kernel and store clean, reproducible outputs.
+notebooks: setup
+	$(PY) scripts/run_notebooks.py notebooks/*.ipynb
+
+## Benchmarks (figures, not pass/fail tests).
+bench: setup
+	$(PY) benchmarks/bench_quantize.py
+	$(PY) benchmarks/bench_widgets.py
+
+clean:
+	-$(VENV)/bin/jupyter kernelspec remove -y $(KERNEL)
+	rm -rf $(VENV) .pytest_cache build *.egg-info

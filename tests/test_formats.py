@@ -1,0 +1,342 @@
+"""The formats engine against torch's own casts, torch.finfo, and an independent reference.
+
+The reference rounding below does not use the engine's bit tricks: it lists every value of a
+format (decoded from its codes), finds the two neighbours of each input with searchsorted in
+float64, and applies the rounding rule. Codes of consecutive non-negative values are consecutive
+integers, so "even" is the parity of a value's index in that list.
+"""
+
+import math
+
+import pytest
+import torch
+
+from amp_lessons import formats
+from amp_lessons.formats import FORMATS, FloatFormat, from_bits, quantize, to_bits
+
+TORCH_DTYPES = {
+    "fp32": torch.float32,
+    "fp16": torch.float16,
+    "bf16": torch.bfloat16,
+    "fp8_e4m3": torch.float8_e4m3fn,
+    "fp8_e5m2": torch.float8_e5m2,
+    "fp8_e4m3fnuz": torch.float8_e4m3fnuz,
+    "fp8_e5m2fnuz": torch.float8_e5m2fnuz,
+}
+NARROW_TORCH = [n for n in TORCH_DTYPES if n != "fp32"]
+CUSTOM = [
+    FloatFormat("e3m4", 3, 4),
+    FloatFormat("e4m0", 4, 0),
+    FloatFormat("e6m9fn", 6, 9, "fn"),
+    FloatFormat("e1m2fn", 1, 2, "fn"),
+    FloatFormat("e1m3", 1, 3, "finite"),
+    FloatFormat("e7m12fnuz", 7, 12, "fnuz"),
+    FloatFormat("e8m0fn", 8, 0, "fn"),
+    FloatFormat("e2m0fn", 2, 0, "fn"),
+]
+ENUMERABLE = [f for f in FORMATS.values() if f.bits <= 19] + CUSTOM  # tf32 has 19 bits
+MODES = formats.ROUNDING_MODES
+
+
+def bits_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Same float32 bit patterns, except that any NaN equals any NaN."""
+    na, nb = torch.isnan(a), torch.isnan(b)
+    return torch.equal(na, nb) and torch.equal(a[~na].view(torch.int32), b[~nb].view(torch.int32))
+
+
+def first_mismatch(a, b, x):
+    na, nb = torch.isnan(a), torch.isnan(b)
+    bad = (na != nb) | (~na & ~nb & (a.view(torch.int32) != b.view(torch.int32)))
+    i = int(bad.nonzero()[0])
+    return f"x={x[i].item()!r} ({x[i].view(torch.int32).item():#x}): got {a[i].item()!r}, want {b[i].item()!r}"
+
+
+def positive_values(f: FloatFormat) -> torch.Tensor:
+    """All non-negative finite values of f, ascending, in code order (float64)."""
+    codes = torch.arange(1 << (f.bits - 1))  # sign bit 0
+    v = from_bits(codes, f).double()
+    return v[torch.isfinite(v)]
+
+
+def reference_round(x: torch.Tensor, f: FloatFormat, rounding: str, overflow: str) -> torch.Tensor:
+    pos = positive_values(f)
+    assert torch.all(pos[1:] > pos[:-1]), "codes of non-negative values must be ascending"
+    ulp_max = math.ldexp(1.0, f.emax - f.mantissa_bits)
+    ext = torch.cat([pos, torch.tensor([f.max + ulp_max], dtype=torch.float64)])
+    xd = x.double()
+    t = xd.abs()
+    i = torch.searchsorted(ext, t).clamp(1, len(ext) - 1)
+    lo, hi = ext[i - 1], ext[i]
+    exact = ext[i.clamp(max=len(ext) - 1)] == t
+    if rounding == "toward_zero":
+        r = torch.where(exact, t, lo)
+    else:
+        dlo, dhi = t - lo, hi - t
+        if rounding == "nearest_even":
+            tie = torch.where((i % 2) == 0, hi, lo)  # hi has index i
+        else:
+            tie = hi
+        r = torch.where(dlo < dhi, lo, torch.where(dhi < dlo, hi, tie))
+        r = torch.where(exact, t, r)
+    r = torch.where(t == 0, t, r)
+    beyond = (t > f.max + ulp_max) | (r > f.max)
+    ovf = {"inf": math.inf, "saturate": f.max, "nan": math.nan}[overflow]
+    if rounding == "toward_zero":
+        r = torch.where(beyond, torch.tensor(f.max, dtype=torch.float64), r)
+        r = torch.where(torch.isinf(t), torch.tensor(ovf, dtype=torch.float64), r)
+    else:
+        r = torch.where(beyond, torch.tensor(ovf, dtype=torch.float64), r)
+    out = torch.where(torch.signbit(xd), -r, r)
+    if not f.has_negative_zero:
+        out = torch.where(out == 0, torch.zeros_like(out), out)
+    out = torch.where(torch.isnan(xd), torch.tensor(math.nan, dtype=torch.float64), out)
+    return out.float()
+
+
+def hard_inputs(f: FloatFormat, n_random: int, seed: int) -> torch.Tensor:
+    """Every value, every exact tie (midpoints), their float32 neighbours, random values across
+    and beyond the range (subnormals and overflow included), random bit patterns, and specials."""
+    g = torch.Generator().manual_seed(seed)
+    pos = positive_values(f)
+    mids = (pos[1:] + pos[:-1]) / 2
+    ulp_max = math.ldexp(1.0, f.emax - f.mantissa_bits)
+    edge = torch.tensor([f.max + ulp_max / 2, f.max + ulp_max, f.max * 4], dtype=torch.float64)
+    exact = torch.cat([pos, mids, edge]).float()
+    near = torch.cat([torch.nextafter(exact, torch.tensor(math.inf)), torch.nextafter(exact, torch.tensor(-math.inf))])
+    lo, hi = math.log2(f.smallest_subnormal) - 3, math.log2(f.max) + 2
+    logs = torch.rand(n_random, generator=g, dtype=torch.float64) * (hi - lo) + lo
+    spread = (2.0**logs).float()
+    raw = torch.randint(-(2**31), 2**31 - 1, (n_random,), generator=g, dtype=torch.int64).to(torch.int32).view(torch.float32)
+    special = torch.tensor([0.0, math.inf, math.nan, 1.0, 1e-45, 3.4028234663852886e38])
+    x = torch.cat([exact, near, spread, raw, special])
+    return torch.cat([x, -x])
+
+
+# --- constants ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", list(TORCH_DTYPES))
+def test_constants_equal_torch_finfo(name):
+    f, fi = FORMATS[name], torch.finfo(TORCH_DTYPES[name])
+    assert f.bits == fi.bits
+    assert f.max == fi.max
+    assert f.smallest_normal == fi.smallest_normal == fi.tiny
+    assert f.resolution == pytest.approx(fi.resolution)
+    if name == "fp8_e5m2fnuz":
+        # torch reports eps 0.125 for e5m2fnuz, but with 2 mantissa bits the gap above 1 is 0.25
+        assert fi.eps == 0.125 and f.eps == 0.25
+    else:
+        assert f.eps == fi.eps
+
+
+@pytest.mark.parametrize("f", ENUMERABLE, ids=lambda f: f.name)
+def test_constants_match_the_enumerated_values(f):
+    pos = positive_values(f)
+    assert pos[0] == 0 and pos[1] == f.smallest_subnormal
+    assert pos[-1] == f.max
+    normals = pos[pos >= f.smallest_normal]
+    assert normals[0] == f.smallest_normal
+    if f.smallest_normal <= 1.0 and f.max >= 2:  # 1.0 is a normal value
+        one = int((pos == 1.0).nonzero())
+        assert pos[one + 1] - 1.0 == f.eps
+    # finite values counted from the encoding rules
+    n_codes = 1 << f.bits
+    specials = {"ieee": 2 * (1 << f.mantissa_bits), "fn": 2, "fnuz": 1, "finite": 0}[f.encoding]
+    n_zero_codes = 2 if f.has_negative_zero else 1
+    assert 2 * (len(pos) - 1) + n_zero_codes == n_codes - specials
+
+
+@pytest.mark.parametrize("f", list(FORMATS.values()) + CUSTOM, ids=lambda f: f.name)
+def test_invariants_across_formats(f):
+    assert f.bits == 1 + f.exponent_bits + f.mantissa_bits
+    assert f.eps == 2.0**-f.mantissa_bits
+    assert f.smallest_subnormal == f.smallest_normal * f.eps
+    assert f.smallest_normal == 2.0**f.emin
+    assert f.unit_roundoff == f.eps / 2
+    assert f.decimal_digits == math.floor(-math.log10(f.eps))
+    assert f.has_inf == (f.encoding == "ieee")
+    assert set(f.summary()) >= {"max", "eps", "bias", "smallest subnormal"}
+
+
+def test_exact_literals():
+    assert FORMATS["fp16"].max == float.fromhex("0x1.ffcp15") == 65504
+    assert FORMATS["bf16"].max == float.fromhex("0x1.fep127")
+    assert FORMATS["tf32"].max == float.fromhex("0x1.ffcp127")
+    assert FORMATS["tf32"].eps == FORMATS["fp16"].eps == float.fromhex("0x1p-10")
+    assert FORMATS["fp8_e4m3"].max == 448 and FORMATS["fp8_e5m2"].max == 57344
+    assert FORMATS["fp4_e2m1"].max == 6 and FORMATS["fp6_e2m3"].max == 7.5 and FORMATS["fp6_e3m2"].max == 28
+    assert FORMATS["fp16"].smallest_subnormal == float.fromhex("0x1p-24")
+    assert FORMATS["bf16"].smallest_subnormal == float.fromhex("0x1p-133")
+
+
+# --- rounding: bit-exact against torch's casts ---------------------------------------------------
+
+@pytest.mark.parametrize("name", ["fp16", "bf16"])
+def test_every_16_bit_pattern_and_every_tie_against_torch(name):
+    dtype = TORCH_DTYPES[name]
+    allbits = torch.arange(1 << 16, dtype=torch.int32).to(torch.int16).view(dtype).float()
+    fin = allbits[torch.isfinite(allbits)].double().unique()
+    mids = ((fin[1:] + fin[:-1]) / 2).float()  # every exact tie between neighbours
+    x = torch.cat([allbits, mids, torch.nextafter(mids, torch.tensor(math.inf)),
+                   torch.nextafter(mids, torch.tensor(-math.inf))])
+    got, want = quantize(x, name, emulate=True), x.to(dtype).float()
+    assert bits_equal(got, want), first_mismatch(got, want, x)
+
+
+@pytest.mark.parametrize("name", NARROW_TORCH)
+def test_millions_of_random_inputs_against_torch(name):
+    f, dtype = FORMATS[name], TORCH_DTYPES[name]
+    x = hard_inputs(f, n_random=1_000_000, seed=1)  # > 2 million values with the negatives
+    got, want = quantize(x, name, emulate=True), x.to(dtype).float()
+    assert bits_equal(got, want), first_mismatch(got, want, x)
+    assert bits_equal(quantize(x, name), want)  # the default (native) path too
+
+
+def test_fp32_is_the_identity():
+    g = torch.Generator().manual_seed(2)
+    x = torch.randint(-(2**31), 2**31 - 1, (1_000_000,), generator=g, dtype=torch.int64).to(torch.int32).view(torch.float32)
+    assert bits_equal(quantize(x, "fp32", emulate=True), x)
+    assert bits_equal(quantize(x, "fp32"), x)
+
+
+def test_torch_fp8_e4m3fn_overflow_matches_the_default_or_is_detected():
+    # torch changed e4m3fn overflow from NaN to saturation; quantize's default is saturation and
+    # the native path is only used when the installed torch agrees.
+    x = torch.tensor([500.0, math.inf, -1e5])
+    assert quantize(x, "fp8_e4m3").tolist() == [448.0, 448.0, -448.0]
+    assert torch.isnan(quantize(x, "fp8_e4m3", overflow="nan")).all()
+    torch_says = x.to(torch.float8_e4m3fn).float()
+    mode = "saturate" if torch.isfinite(torch_says).all() else "nan"
+    assert bits_equal(quantize(x, "fp8_e4m3", overflow=mode, emulate=True), torch_says)
+
+
+# --- rounding: all modes against the independent reference ---------------------------------------
+
+@pytest.mark.parametrize("rounding", MODES)
+@pytest.mark.parametrize("f", ENUMERABLE, ids=lambda f: f.name)
+def test_all_modes_against_reference(f, rounding):
+    x = hard_inputs(f, n_random=200_000, seed=3)
+    for overflow in formats._ALLOWED_OVERFLOW[f.encoding]:
+        got = quantize(x, f, rounding, overflow, emulate=True)
+        want = reference_round(x, f, rounding, overflow)
+        assert bits_equal(got, want), f"{overflow}: " + first_mismatch(got, want, x)
+
+
+def test_tf32_nearest_away_is_the_hardware_bit_rule():
+    # cvt.rna.tf32.f32: add 0x1000 to the bits and clear the low 13 (for finite, in-range values)
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(1_000_000, generator=g) * 2.0 ** torch.randint(-100, 100, (1_000_000,), generator=g)
+    rule = ((x.view(torch.int32) + 0x1000) & ~0x1FFF).view(torch.float32)
+    assert bits_equal(quantize(x, "tf32", "nearest_away"), rule)
+    trunc = (x.view(torch.int32) & ~0x1FFF).view(torch.float32)
+    assert bits_equal(quantize(x, "tf32", "toward_zero"), trunc)
+
+
+def test_specials_signed_zero_nan_overflow():
+    x = torch.tensor([-0.0, 0.0, math.nan, math.inf, -math.inf, 70000.0, -1e-10, 65519.0, 65520.0])
+    q = quantize(x, "fp16")
+    assert torch.signbit(q[0]) and not torch.signbit(q[1])
+    assert torch.isnan(q[2]) and q[3] == math.inf and q[4] == -math.inf and q[5] == math.inf
+    assert q[6] == 0 and torch.signbit(q[6])  # underflow keeps the sign
+    assert q[7] == 65504 and q[8] == math.inf  # the overflow threshold is 65520
+    assert quantize(x, "fp16", overflow="saturate")[[3, 4, 5]].tolist() == [65504, -65504, 65504]
+    assert quantize(x, "fp16", "toward_zero")[[3, 5, 8]].tolist() == [math.inf, 65504, 65504]
+    z = quantize(torch.tensor([-0.0, -1e-9]), "fp8_e4m3fnuz")
+    assert not torch.signbit(z).any()  # fnuz has no negative zero
+    assert torch.isnan(quantize(torch.tensor([1e6]), "fp8_e5m2fnuz")).all()
+    assert quantize(torch.tensor([1e6, -7.0]), "fp4_e2m1").tolist() == [6.0, -6.0]
+
+
+def test_subnormals_are_kept_not_flushed():
+    tiny = FORMATS["fp16"].smallest_subnormal
+    x = torch.tensor([tiny, tiny * 0.5, tiny * 0.51, tiny * 1.5, tiny * 2.5])
+    assert quantize(x, "fp16").tolist() == [tiny, 0.0, tiny, 2 * tiny, 2 * tiny]
+    assert quantize(x, "fp16", "nearest_away").tolist() == [tiny, tiny, tiny, 2 * tiny, 3 * tiny]
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
+def test_idempotent_monotone_and_bounded_error(name):
+    f = FORMATS[name]
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(200_000, generator=g).sort().values * min(f.max / 8, 1e4)
+    q = quantize(x, name)
+    assert bits_equal(quantize(q, name), q)
+    assert torch.all(q[1:] >= q[:-1])
+    normal = (x.abs() >= f.smallest_normal) & (x.abs() <= f.max)
+    rel = ((q.double() - x.double()).abs() / x.double().abs())[normal]
+    assert rel.max() <= f.unit_roundoff
+    assert formats.rounding_error(x, name)[normal].max() <= f.unit_roundoff
+
+
+def test_shape_and_narrow_inputs():
+    x = torch.randn(3, 4, 5)
+    assert quantize(x, "bf16").shape == (3, 4, 5)
+    assert quantize(x[:, ::2], "tf32", emulate=True).shape == (3, 2, 5)  # non-contiguous input
+    h = torch.randn(10).half()
+    assert bits_equal(quantize(h, "fp16"), h.float())
+
+
+# --- bit fields -----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", NARROW_TORCH)
+def test_codes_decode_like_torch(name):
+    f, dtype = FORMATS[name], TORCH_DTYPES[name]
+    codes = torch.arange(1 << f.bits)
+    if f.bits == 8:
+        viewed = codes.to(torch.uint8).view(dtype).float()
+    else:
+        viewed = codes.to(torch.int32).to(torch.int16).view(dtype).float()
+    values = from_bits(codes, f)
+    assert bits_equal(values, viewed)
+    finite_or_inf = ~torch.isnan(values)
+    assert torch.equal(to_bits(values, f)[finite_or_inf], codes[finite_or_inf])
+
+
+@pytest.mark.parametrize("f", ENUMERABLE, ids=lambda f: f.name)
+def test_fields_round_trip(f):
+    codes = torch.arange(1 << f.bits)
+    values = from_bits(codes, f)
+    s, e, m = formats.decompose(values[~torch.isnan(values)], f)
+    assert bits_equal(formats.compose(s, e, m, f), values[~torch.isnan(values)])
+
+
+def test_decompose_examples():
+    s, e, m = formats.decompose(torch.tensor([1.0, -2.5, 65504.0, 1e-7]), "fp16")
+    assert s.tolist() == [0, 1, 0, 0]
+    assert e.tolist() == [15, 16, 30, 0]
+    assert m.tolist() == [0, 256, 1023, 2]
+    assert to_bits(torch.tensor([math.nan]), "fp8_e4m3").item() == 0x7F
+    assert to_bits(torch.tensor([math.nan]), "fp8_e4m3fnuz").item() == 0x80
+    assert formats.representable_values("fp4_e2m1").tolist() == [0, 0.5, 1, 1.5, 2, 3, 4, 6]
+
+
+# --- bad input --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (lambda: quantize(torch.ones(2), "fp12"), ValueError, ["'fp12'", "fp16"]),
+        (lambda: quantize(torch.ones(2), "bf16", "stochastic"), ValueError, ["'stochastic'", "nearest_even"]),
+        (lambda: quantize(torch.ones(2), "fp8_e4m3", overflow="inf"), ValueError, ["'inf'", "saturate"]),
+        (lambda: quantize(torch.ones(2), "fp16", overflow="wrap"), ValueError, ["'wrap'", "saturate"]),
+        (lambda: quantize(torch.arange(3), "fp16"), TypeError, ["floating-point", "int64"]),
+        (lambda: quantize(torch.ones(2, dtype=torch.float64), "fp16"), TypeError, ["float64", ".float()"]),
+        (lambda: quantize([1.0], "fp16"), TypeError, ["torch.Tensor", "list"]),
+        (lambda: quantize(torch.ones(2), "fp16", emulate="yes"), TypeError, ["emulate"]),
+        (lambda: FloatFormat("x", 9, 3), ValueError, ["exponent_bits=9", "1 to 8"]),
+        (lambda: FloatFormat("x", 4, 24), ValueError, ["mantissa_bits=24", "0 to 23"]),
+        (lambda: FloatFormat("x", 4, 2.0), ValueError, ["mantissa_bits=2.0"]),
+        (lambda: FloatFormat("x", 4, 3, "posit"), ValueError, ["'posit'", "'fnuz'"]),
+        (lambda: FloatFormat("x", 1, 3, "ieee"), ValueError, ["exponent_bits >= 2"]),
+        (lambda: FloatFormat("x", 8, 5, "fn"), ValueError, ["float32"]),
+        (lambda: from_bits(torch.tensor([256]), "fp8_e5m2"), ValueError, ["256", "0..255"]),
+        (lambda: from_bits(torch.tensor([1.5]), "fp8_e5m2"), TypeError, ["integer"]),
+        (lambda: formats.compose(0, 32, 0, "fp16"), ValueError, ["exponent", "0..31"]),
+        (lambda: to_bits(torch.tensor([math.nan]), "fp4_e2m1"), ValueError, ["no NaN"]),
+        (lambda: formats.representable_values("fp32"), ValueError, ["16 bits"]),
+    ],
+)
+def test_bad_input_gets_a_clear_error(call, error, words):
+    with pytest.raises(error) as info:
+        call()
+    for w in words:
+        assert w in str(info.value)
