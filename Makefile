@@ -15,7 +15,7 @@ TORCH_INDEX ?=
 setup: $(STAMP)
 
 $(PY):
-	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 10), "amp-course needs Python >= 3.10, found " + sys.version'
+	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "amp-course needs Python >= 3.11, found " + sys.version'
 	$(PYTHON) -m venv $(VENV)
 
 # Reinstall whenever the pins or the package metadata change.

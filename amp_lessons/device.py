@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .course import LESSONS as _COURSE
+
 __all__ = [
     "CPUInfo",
     "DeviceReport",
@@ -129,19 +131,10 @@ class LessonSupport:
     detail: str
 
 
-LESSONS = {
-    "00": "Start here",
-    "01": "Floating-point formats and their bits",
-    "02": "TF32",
-    "03": "fp16 overflow, underflow and swamping",
-    "04": "Autocast policies",
-    "05": "Loss scaling",
-    "06": "AMP end to end",
-    "07": "fp8",
-}
+LESSONS = {lesson.number: lesson.title for lesson in _COURSE}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DeviceReport:
     torch_version: str
     python_version: str
@@ -232,6 +225,8 @@ class DeviceReport:
         lines.append("What each lesson runs here:")
         lines += [f"  {s.lesson} {s.title:<38} {s.mode:<16} {s.detail}" for s in self.lesson_support()]
         return "\n".join(lines)
+
+    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         esc = html.escape

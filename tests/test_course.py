@@ -1,0 +1,54 @@
+"""The lesson list and the workshop schedule computed from it."""
+
+from pathlib import Path
+
+import pytest
+
+from amp_lessons.course import LESSONS, workshop_schedule
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_lessons_are_ordered_and_named_after_their_notebooks():
+    assert [lesson.number for lesson in LESSONS] == [f"{i:02d}" for i in range(len(LESSONS))]
+    for lesson in LESSONS:
+        assert lesson.notebook.startswith(lesson.number + "_") and lesson.notebook.endswith(".ipynb")
+        assert lesson.minutes > 0
+
+
+def test_every_notebook_in_the_repo_is_a_listed_lesson():
+    listed = {lesson.notebook for lesson in LESSONS}
+    on_disk = {p.name for p in (ROOT / "notebooks").glob("*.ipynb")}
+    assert on_disk <= listed, f"notebooks missing from course.LESSONS: {sorted(on_disk - listed)}"
+
+
+def test_schedule_adds_up():
+    s = workshop_schedule("09:00", break_every=90, break_minutes=15, lunch_minutes=45)
+    assert s.rows[0][:2] == ("09:00", "00")
+    assert s.teaching_minutes == sum(lesson.minutes for lesson in LESSONS)
+    breaks = [r for r in s.rows if r[1] == "break"]
+    assert [r[2] for r in breaks].count("lunch") == 1
+    total = s.teaching_minutes + sum(r[3] for r in breaks)
+    h, m = map(int, s.end.split(":"))
+    assert h * 60 + m == 9 * 60 + total
+    # each start time is the previous start plus its length
+    for (s0, _, _, m0, _), (s1, *_rest) in zip(s.rows, s.rows[1:]):
+        a, b = (int(x[:2]) * 60 + int(x[3:]) for x in (s0, s1))
+        assert b - a == m0
+    assert "lunch" in repr(s) and "<table>" in s._repr_html_()
+
+
+def test_schedule_marks_missing_notebooks(tmp_path):
+    (tmp_path / LESSONS[0].notebook).write_text("{}")
+    s = workshop_schedule(notebooks_dir=tmp_path)
+    status = {r[1]: r[4] for r in s.rows if r[1] != "break"}
+    assert status["00"] == "ready" and status["07"] == "coming"
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"start": "9am"}, "'9am'"), ({"start": "25:00"}, "'25:00'"),
+    ({"break_every": 0}, "break_every"), ({"lunch_minutes": -5}, "lunch_minutes"),
+])
+def test_bad_input(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        workshop_schedule(**kwargs)
