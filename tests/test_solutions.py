@@ -1,0 +1,28 @@
+"""The instructors' solutions pass the learners' checkers (so both stay correct)."""
+
+import importlib.util
+from pathlib import Path
+
+from amp_lessons import checks
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def load(name):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "instructors" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_lesson_01_solutions():
+    s = load("solutions_01")
+    assert checks.check_max_finite(s.max_finite)
+    assert checks.check_ulp(s.ulp_bf16, "bf16")
+    assert checks.check_decode_bits(s.DECODED_E4M3, 0b0_1000_011, "fp8_e4m3")
+    assert checks.check_format_choice(s.FORMAT_CHOICE_A, 1e-6, 1e6, 0.01)
+    assert checks.check_format_choice(s.FORMAT_CHOICE_B, 1e-2, 1e2, 0.001)
+    # and each is the only right answer of the course's formats
+    from amp_lessons.formats import FORMATS
+    assert [n for n in FORMATS if checks.check_format_choice(n, 1e-6, 1e6, 0.01)] == ["bf16"]
+    assert [n for n in FORMATS if checks.check_format_choice(n, 1e-2, 1e2, 0.001)] == ["fp16"]
