@@ -1,0 +1,543 @@
+"""One ``plot_*`` function per picture of the course, drawn in the course style.
+
+Each takes an optional ``ax`` (a new figure is made when it is None) and returns the Axes. Every
+number drawn comes from :mod:`amp_lessons.formats`: spacing and ranges from the format's
+constants, stored values and bits from its exact rounding.
+
+:func:`describe_value` / :func:`describe_code` give the facts behind a bit-layout picture
+(stored value, fields, formula, rounding error, class) as a :class:`BitInfo`; the widgets reuse
+them for their read-outs.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.axes import Axes
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch, Rectangle
+from matplotlib.ticker import FuncFormatter, NullLocator
+
+from .formats import (
+    FORMATS,
+    ROUNDING_MODES,
+    FloatFormat,
+    from_bits,
+    get_format,
+    quantize,
+    representable_values,
+    to_bits,
+)
+from .style import FIELD_COLORS, format_color, style_context
+
+__all__ = [
+    "BitInfo",
+    "describe_code",
+    "describe_value",
+    "plot_bit_layout",
+    "plot_number_line",
+    "plot_range_precision",
+    "plot_rounding_error",
+    "plot_spacing",
+]
+
+SPACING_FORMATS = ("fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
+
+
+# --- facts behind a bit layout ---------------------------------------------------------------
+
+@dataclass(frozen=True)
+class BitInfo:
+    """What one value looks like in one format.
+
+    ``typed`` is the value asked for (None when a code was given), ``stored`` the format's value
+    (float32, as a Python float), ``code`` the integer bit pattern (None when the format cannot
+    encode the stored value: NaN in a format without NaN), ``kind`` one of ``normal``,
+    ``subnormal``, ``zero``, ``inf``, ``NaN``, ``overflow saturated``, ``overflow to inf``,
+    ``overflow to NaN``, ``underflow to zero``.
+    """
+
+    fmt: FloatFormat
+    typed: float | None
+    stored: float
+    code: int | None
+    kind: str
+    formula: str
+
+    @property
+    def fields(self) -> tuple[int, int, int] | None:
+        """(sign, biased exponent, mantissa) bit fields, or None without a code."""
+        if self.code is None:
+            return None
+        m, e = self.fmt.mantissa_bits, self.fmt.exponent_bits
+        return self.code >> (e + m), (self.code >> m) & ((1 << e) - 1), self.code & ((1 << m) - 1)
+
+    @property
+    def bit_string(self) -> str:
+        """The bits, most significant first, fields separated by spaces: ``"0 01111 0000000000"``."""
+        if self.code is None:
+            return ""
+        digits = format(self.code, f"0{self.fmt.bits}b")
+        e = self.fmt.exponent_bits
+        return " ".join(part for part in (digits[0], digits[1:1 + e], digits[1 + e:]) if part)
+
+    @property
+    def caption(self) -> str:
+        """Three lines: what was stored (and as what class), the formula, the relative error."""
+        if self.typed is None:
+            lines = [f"bits {self.bit_string}: {self.stored!r} ({self.kind})", self.formula]
+        else:
+            lines = [f"{self.typed!r} is stored as {self.stored!r} ({self.kind})", self.formula,
+                     f"relative rounding error {_fmt_err(self.rel_error)}"]
+        return "\n".join(lines)
+
+    @property
+    def abs_error(self) -> float:
+        """``|stored - typed|`` (0 when equal, NaN when undefined)."""
+        t, s = self.typed, self.stored
+        if t is None or math.isnan(t) or math.isnan(s):
+            return math.nan
+        return 0.0 if s == t else abs(s - t)
+
+    @property
+    def rel_error(self) -> float:
+        """``|stored - typed| / |typed|`` (0 when equal, NaN when undefined)."""
+        err = self.abs_error
+        if err == 0.0 or math.isnan(err):
+            return err
+        return err / abs(self.typed) if self.typed != 0 else math.inf
+
+
+def _real(value, what: str) -> float:
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and value.is_floating_point():
+        return float(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{what} must be a real number, got {value!r} ({type(value).__name__})")
+    return float(value)
+
+
+def _check_rounding(rounding) -> None:
+    if rounding not in ROUNDING_MODES:
+        raise ValueError(f"unknown rounding mode {rounding!r}: use one of {', '.join(map(repr, ROUNDING_MODES))}")
+
+
+@functools.lru_cache(maxsize=None)
+def _wide(mantissa_bits: int) -> FloatFormat:
+    """Same precision, fp32's exponent range: rounding there tells whether a value overflows."""
+    return FloatFormat(f"e8m{mantissa_bits}", 8, mantissa_bits, "ieee")
+
+
+def describe_value(value, fmt, rounding: str = "nearest_even") -> BitInfo:
+    """Round ``value`` (a real number, first made float32 as the engine works in float32) to
+    ``fmt`` and describe the result. Never raises for inf, NaN, -0.0 or out-of-range values."""
+    f = get_format(fmt)
+    v = _real(value, "value")
+    _check_rounding(rounding)
+    x = torch.tensor([v], dtype=torch.float32)
+    stored = float(quantize(x, f, rounding)[0])
+    code = None if math.isnan(stored) and not f.has_nan else int(to_bits(x, f, rounding)[0])
+    overflow = math.isfinite(v) and (
+        math.isinf(float(x[0])) or abs(float(quantize(x, _wide(f.mantissa_bits), rounding)[0])) > f.max
+    )
+    return _info(f, v, stored, code, overflow)
+
+
+def describe_code(code, fmt) -> BitInfo:
+    """Describe the value of the bit pattern ``code`` (an int, 0 .. 2**bits - 1) of ``fmt``."""
+    f = get_format(fmt)
+    if isinstance(code, bool) or not isinstance(code, numbers.Integral):
+        raise TypeError(f"code must be an int, got {code!r} ({type(code).__name__})")
+    stored = float(from_bits(torch.tensor([int(code)]), f)[0])  # raises ValueError out of range
+    return _info(f, None, stored, int(code), False)
+
+
+def _info(f: FloatFormat, typed, stored: float, code, overflow: bool) -> BitInfo:
+    if math.isnan(stored):
+        kind = "NaN"
+    elif math.isinf(stored):
+        kind = "inf"
+    elif stored == 0:
+        kind = "zero"
+    else:
+        kind = "subnormal" if abs(stored) < f.smallest_normal else "normal"
+    if overflow:
+        kind = {"normal": "overflow saturated", "inf": "overflow to inf", "NaN": "overflow to NaN"}[kind]
+    elif kind == "zero" and typed not in (None, 0.0) and not math.isnan(typed):
+        kind = "underflow to zero"
+    return BitInfo(f, typed, stored, code, kind, _formula(f, stored, code))
+
+
+def _formula(f: FloatFormat, stored: float, code) -> str:
+    if code is None:
+        return f"NaN: {f.name} has no NaN code ({f.encoding} encoding)"
+    m, e = f.mantissa_bits, f.exponent_bits
+    s, ex, mt = code >> (e + m), (code >> m) & ((1 << e) - 1), code & ((1 << m) - 1)
+    if math.isnan(stored):
+        return {
+            "ieee": "exponent all ones, mantissa not zero: NaN",
+            "fn": "exponent and mantissa all ones: NaN",
+            "fnuz": "sign 1, all other bits 0 (no -0 in fnuz): NaN",
+        }[f.encoding]
+    if math.isinf(stored):
+        return f"exponent all ones, mantissa zero: {'-' if s else '+'}inf"
+    frac = format(mt, f"0{m}b") if m else ""
+    if ex == 0:
+        lead, power = "0", f"2^(1-{f.bias})"
+    else:
+        lead, power = "1", f"2^({ex}-{f.bias})"
+    significand = f"{lead}.{frac}b" if m else f"{lead}b"
+    return f"(-1)^{s} x {power} x {significand} = {stored!r}"
+
+
+# --- shared helpers ----------------------------------------------------------------------------
+
+def _styled(func):
+    """Draw inside the course style, so a plot looks the same with or without use_style()."""
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        with style_context():
+            return func(*args, **kwargs)
+    return wrapper
+
+
+def _axes(ax, figsize) -> Axes:
+    if ax is None:
+        return plt.subplots(figsize=figsize, layout="constrained")[1]
+    if not isinstance(ax, Axes):
+        raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
+    return ax
+
+
+def _formats(formats) -> list[FloatFormat]:
+    if isinstance(formats, (str, FloatFormat)):
+        formats = [formats]
+    try:
+        fmts = [get_format(f) for f in formats]
+    except TypeError:
+        raise TypeError(f"formats must be format names or FloatFormats, got {formats!r}") from None
+    if not fmts:
+        raise ValueError("formats is empty: give at least one format name")
+    return fmts
+
+
+def _label(f: FloatFormat) -> str:
+    return f.name if f.name in FORMATS else f"{f.name} (e{f.exponent_bits}m{f.mantissa_bits}, {f.encoding})"
+
+
+def _pow2(k: int) -> str:
+    return f"2^{k}" if k >= 0 else f"2^-{-k}"
+
+
+def _decade_ticks(ax: Axes, which: str = "xy") -> None:
+    """Ticks at round decades (every 1, 2, 5 or 10) on log axes spanning many decades."""
+    for name in which:
+        axis = getattr(ax, f"{name}axis")
+        lo, hi = sorted(getattr(ax, f"get_{name}lim")())
+        a, b = math.ceil(math.log10(lo)), math.floor(math.log10(hi))
+        if b - a < 2:  # a narrow range: plain numbers on the default ticks
+            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+            continue
+        step = next((s for s in (1, 2, 5, 10, 20) if (b - a) / s <= 10), 20)
+        axis.set_ticks([10.0**k for k in range(a + (-a) % step, b + 1, step)])
+        axis.set_major_formatter(FuncFormatter(_power_of_ten))
+        if step > 1:
+            axis.set_minor_locator(NullLocator())
+
+
+_SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
+
+
+def _power_of_ten(v: float, _pos=None) -> str:
+    """``10⁻⁴⁰`` in plain text (superscript digits): no mathtext parsing, so cheap to redraw."""
+    return "10" + str(round(math.log10(v))).translate(_SUPERSCRIPT)
+
+
+def _staircase(f: FloatFormat):
+    """Edges and gaps of the spacing staircase, exactly from the constants: the subnormal range
+    has the constant gap 2**(emin-m); the binade [2**e, 2**(e+1)) the gap 2**(e-m)."""
+    m = f.mantissa_bits
+    if f.emax < f.emin:  # a degenerate design with no positive finite value (e1m0 "fn")
+        return np.empty(0), np.empty(0)
+    edges, gaps = ([f.smallest_subnormal], [f.smallest_subnormal]) if m else ([], [])
+    for e in range(f.emin, f.emax + 1):
+        edges.append(math.ldexp(1.0, e))
+        gaps.append(math.ldexp(1.0, e - m))
+    edges.append(f.max)
+    gaps.append(gaps[-1])
+    return np.array(edges), np.array(gaps)
+
+
+# --- bit layout --------------------------------------------------------------------------------
+
+@_styled
+def plot_bit_layout(fmt, value=None, ax=None, rounding: str = "nearest_even", *, code=None,
+                    caption: bool = True) -> Axes:
+    """The format's bits as a row of boxes (sign / exponent / mantissa in three colours).
+
+    With ``value``, the bits of ``value`` after rounding and (``caption=True``) a caption with
+    the stored value, its class, the formula and the relative rounding error; with ``code`` (an
+    int) the bits of that exact pattern instead. ``inf``/``NaN`` show their bits and say so.
+    """
+    f = get_format(fmt)
+    if value is not None and code is not None:
+        raise ValueError("give value or code, not both")
+    info = describe_value(value, f, rounding) if value is not None else None
+    info = describe_code(code, f) if code is not None else info
+    n, e = f.bits, f.exponent_bits
+    ax = _axes(ax, (min(13.0, max(7.0, 0.36 * n + 2.0)), 3.1 if caption and info is not None else 2.6))
+    span = max(n, 12) + 0.6
+    ax.set_xlim(n / 2 - span / 2, n / 2 + span / 2)
+    ax.set_ylim(-1.35, 2.1)
+    ax.set_axis_off()
+    # the axes' final width: constrained layout (figures made here) widens it when it runs
+    frac = 0.97 if ax.figure.get_layout_engine() is not None else ax.get_position().width
+    box_pt = ax.figure.get_figwidth() * 72 * frac / span
+    fields = ["sign"] + ["exponent"] * e + ["mantissa"] * f.mantissa_bits
+    digits = format(info.code, f"0{n}b") if info is not None and info.code is not None else ""
+    for i, field in enumerate(fields):
+        # add_artist, not add_patch: the limits are fixed, so skip the (slow) data-limit update
+        ax.add_artist(Rectangle((i, 0), 1, 1, facecolor=FIELD_COLORS[field], edgecolor="#333333", lw=1))
+        ax.text(i + 0.5, 1.08, str(n - 1 - i), ha="center", va="bottom", color="#777777",
+                fontsize=min(9.0, max(5.0, 0.32 * box_pt)))
+        if digits:
+            ax.text(i + 0.5, 0.5, digits[i], ha="center", va="center", family="monospace", gid="bit digit",
+                    fontsize=min(16.0, max(6.0, 0.55 * box_pt)), fontweight="bold")
+    low = _field_labels(ax, f, box_pt)
+    caption = caption and info is not None
+    ax.set_ylim(-0.75 if low else -0.55, 2.3 if caption else 1.45)
+    ax.set_title(f"{f.name} (e{e}m{f.mantissa_bits}, {f.encoding}): {n} bits")
+    if caption:
+        ax.text(n / 2 - span / 2 + 0.1, 1.5, info.caption, ha="left", va="bottom",
+                family="monospace", fontsize=10, linespacing=1.4, gid="caption")
+    return ax
+
+
+def _fmt_err(err: float) -> str:
+    if math.isnan(err) or err == 0:
+        return "n/a" if err != 0 else "0 (exact)"
+    return f"{err:.4g}" if 1e-3 <= err < 1e4 else f"{err:.3e}"
+
+
+def _field_labels(ax: Axes, f: FloatFormat, box_pt: float) -> bool:
+    """A bar under each field and its label; a label that would overlap a neighbour drops a row
+    (returns whether one did)."""
+    e, m = f.exponent_bits, f.mantissa_bits
+    spans = [("sign", 0, 1, "sign"), ("exponent", 1, 1 + e, f"exponent ({e} bit{'s' * (e > 1)}, bias {f.bias})")]
+    if m:
+        spans.append(("mantissa", 1 + e, f.bits, f"mantissa ({m} bit{'s' * (m > 1)})"))
+    fs = 10.5
+    half = [len(t) * 0.27 * fs / box_pt + 0.1 for *_, t in spans]  # half a label's width, in boxes
+    centers = [(a + b) / 2 for _, a, b, _ in spans]
+    clash = any(centers[i + 1] - centers[i] < half[i] + half[i + 1] for i in range(len(spans) - 1))
+    for k, (field, a, b, text) in enumerate(spans):
+        y = -0.5 if (clash and field == "exponent") else -0.2
+        ax.plot([a + 0.06, b - 0.06], [-0.1, -0.1], color=FIELD_COLORS[field], lw=5, solid_capstyle="butt")
+        if y < -0.22:
+            ax.plot([centers[k]] * 2, [-0.12, y + 0.02], color="#999999", lw=0.8)
+        ax.text(centers[k], y, text, ha="center", va="top", fontsize=fs)
+    return clash
+
+
+# --- spacing -----------------------------------------------------------------------------------
+
+@_styled
+def plot_spacing(formats=SPACING_FORMATS, ax=None) -> Axes:
+    """Gap to the next representable value (ulp) against magnitude, log-log: one staircase per
+    format from its smallest subnormal to its max, computed exactly from the format's constants.
+    Filled dots mark each max, hollow dots each smallest normal (left of it: subnormals)."""
+    fmts = _formats(formats)
+    ax = _axes(ax, (9, 5))
+    for f in fmts:
+        xs, ys = _staircase(f)
+        color = format_color(f.name)
+        if xs.size == 0:
+            ax.plot([], [], color=color, label=f"{_label(f)}: no positive values")
+            continue
+        ax.step(xs, ys, where="post", color=color, label=_label(f), gid=f.name)
+        ax.plot([f.max], [ys[-1]], "o", color=color, gid=f"{f.name} max")
+        ax.plot([f.smallest_normal], [math.ldexp(1.0, f.emin - f.mantissa_bits)], "o",
+                mfc="white", mec=color, mew=1.5, gid=f"{f.name} smallest normal")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("magnitude |x|")
+    ax.set_ylabel("gap to next representable value")
+    ax.set_title("Spacing of representable values (1 ulp)")
+    ax.autoscale_view()
+    _decade_ticks(ax)
+    handles, _ = ax.get_legend_handles_labels()
+    handles += [Line2D([], [], ls="", marker="o", color="k", label="max"),
+                Line2D([], [], ls="", marker="o", mfc="white", mec="k", mew=1.5, label="smallest normal")]
+    ax.legend(handles=handles, loc="upper left", ncols=2 if len(handles) > 6 else 1)
+    return ax
+
+
+# --- range and precision -----------------------------------------------------------------------
+
+@_styled
+def plot_range_precision(formats=None, ax=None) -> Axes:
+    """Each format as a horizontal bar over the magnitudes it holds (log axis): hatched and light
+    from the smallest subnormal to the smallest normal, solid from there to max. The bar's
+    thickness grows with the precision (mantissa bits + 1); the label gives eps and digits."""
+    fmts = _formats(FORMATS.values() if formats is None else formats)
+    ax = _axes(ax, (10, 0.5 * len(fmts) + 1.6))
+    for row, f in enumerate(fmts):
+        color, h = format_color(f.name), _bar_height(f)
+        if f.mantissa_bits:
+            ax.barh(row, f.smallest_normal - f.smallest_subnormal, left=f.smallest_subnormal, height=h,
+                    color=color, alpha=0.3, hatch="///", edgecolor=color, lw=0, gid=f"{f.name} subnormals")
+        if f.max >= f.smallest_normal:
+            ax.barh(row, f.max - f.smallest_normal, left=f.smallest_normal, height=h, color=color,
+                    gid=f"{f.name} normals")
+    ax.set_yticks(range(len(fmts)), [_precision_label(f) for f in fmts], fontsize=9.5)
+    ax.set_ylim(len(fmts) - 0.5, -0.5)  # first format on top
+    ax.set_xscale("log")
+    ax.set_xlim(min(f.smallest_subnormal for f in fmts) / 3, max(f.max for f in fmts) * 3)
+    _decade_ticks(ax, "x")
+    ax.grid(False, axis="y")
+    ax.axvline(1.0, color="#999999", lw=0.8, ls=":")
+    ax.set_xlabel("magnitude |x| (log scale)")
+    ax.set_title("Range (bar length) and precision (bar thickness) of each format")
+    ax.legend(handles=[Patch(facecolor="#999999", alpha=0.3, hatch="///", edgecolor="#999999", label="subnormals"),
+                       Patch(facecolor="#999999", label="normal numbers (smallest normal to max)")],
+              loc="lower right", fontsize=9)
+    return ax
+
+
+def _bar_height(f: FloatFormat) -> float:
+    """Bar thickness: grows with the precision, mantissa bits + 1 (fp32's 24 bits: 0.9)."""
+    return 0.2 + 0.7 * (f.mantissa_bits + 1) / 24
+
+
+def _precision_label(f: FloatFormat) -> str:
+    digits = f"{f.decimal_digits} digit{'s' * (f.decimal_digits != 1)}" if f.decimal_digits else "<1 digit"
+    name = f"{f.name}  e{f.exponent_bits}m{f.mantissa_bits}" if f.name in FORMATS else _label(f)
+    return f"{name}\neps {f.eps:.2g}, {digits}"
+
+
+# --- rounding error ----------------------------------------------------------------------------
+
+_OVERFLOW_TEXT = {"ieee": "inf", "fn": "saturates", "fnuz": "NaN", "finite": "saturates"}
+
+
+def _magnitudes(x) -> torch.Tensor:
+    if x is None:
+        return torch.logspace(-30, 20, 3000, base=2.0, dtype=torch.float32)
+    try:
+        t = torch.as_tensor(x)
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"x must be a 1-D tensor, array or list of numbers, got {type(x).__name__}") from None
+    if t.dtype == torch.bool or not (t.is_floating_point() or t.dtype in (torch.int32, torch.int64)):
+        raise TypeError(f"x must hold real numbers, got dtype {t.dtype}")
+    t = t.float()
+    if t.dim() != 1 or t.numel() == 0:
+        raise ValueError(f"x must be a non-empty 1-D sequence of magnitudes, got shape {tuple(t.shape)}")
+    bad = ~torch.isfinite(t) | (t <= 0)
+    if bad.any():
+        raise ValueError(f"x must hold positive finite magnitudes, got {t[bad][0].item()!r}")
+    return t.sort().values
+
+
+@_styled
+def plot_rounding_error(fmt_names, x=None, ax=None, rounding: str = "nearest_even") -> Axes:
+    """Relative rounding error ``|q(x) - x| / |x|`` against ``|x|`` (log-log) for each format, with
+    its unit roundoff eps/2 dashed. Below the smallest normal (hollow dot) subnormals make the
+    error grow, to 1 where x rounds to 0; past max (dotted line) the value overflows (inf or NaN:
+    not drawn; saturation: the error climbs towards 1). Exact results (error 0) are gaps."""
+    fmts = _formats(fmt_names)
+    _check_rounding(rounding)
+    xs = _magnitudes(x)
+    ax = _axes(ax, (11, 5))
+    x64 = xs.double()
+    handles = []
+    for f in fmts:
+        color = format_color(f.name)
+        err = ((quantize(xs, f, rounding).double() - x64).abs() / x64).numpy()
+        err[(err == 0) | ~np.isfinite(err)] = np.nan
+        label = f"{_label(f)}: eps/2 = {_pow2(-f.mantissa_bits - 1)}"
+        if np.isnan(err).all():
+            label += " (every x is exact)"
+        elif f.max < xs[-1]:
+            label += f"; max {f.max:.6g}, then {_OVERFLOW_TEXT[f.encoding]}"
+            ax.axvline(f.max, color=color, ls=":", lw=1.5)
+        ax.plot(xs.numpy(), err, ".", color=color, ms=2.5, label=label)
+        handles.append(Line2D([], [], ls="", marker="o", ms=5, color=color, label=label))
+        ax.axhline(f.unit_roundoff, color=color, ls="--", lw=1.2)
+        ax.plot([f.smallest_normal], [f.unit_roundoff], "o", mfc="white", mec=color, mew=1.5, ms=8, zorder=5)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(float(xs[0]), float(xs[-1]))
+    ax.set_ylim(min(f.unit_roundoff for f in fmts) * 1e-2, 2.0)
+    _decade_ticks(ax, "x")
+    ax.set_xlabel("magnitude |x|")
+    ax.set_ylabel("relative error |q(x) - x| / |x|")
+    ax.set_title(f"Relative rounding error ({rounding})")
+    handles += [Line2D([], [], color="k", ls="--", label="unit roundoff eps/2"),
+                Line2D([], [], ls="", marker="o", mfc="white", mec="k", mew=1.5, ms=8, label="smallest normal"),
+                Line2D([], [], color="k", ls=":", label="max (overflow beyond)")]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9)
+    return ax
+
+
+# --- number line -------------------------------------------------------------------------------
+
+@_styled
+def plot_number_line(fmt, lo=None, hi=None, ax=None, scale: str = "linear") -> Axes:
+    """A tick at every representable value of a format of at most 8 bits between ``lo`` (default
+    0; negative to include negative values) and ``hi`` (default max). Tall ticks: normals; short,
+    lighter ticks: subnormals. On a ``"linear"`` axis the values crowd near zero; ``"symlog"``
+    spreads each binade evenly. Each wide enough binade is labelled with its gap."""
+    f = get_format(fmt)
+    if f.bits > 8:
+        raise ValueError(f"{f.name} has {f.bits} bits: plot_number_line draws formats of at most 8 bits "
+                         "(fp8, fp6, fp4); use plot_spacing for wider formats")
+    if scale not in ("linear", "symlog"):
+        raise ValueError(f"scale must be 'linear' or 'symlog', got {scale!r}")
+    lo = 0.0 if lo is None else _real(lo, "lo")
+    hi = f.max if hi is None else _real(hi, "hi")
+    if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
+        raise ValueError(f"need finite lo < hi, got lo={lo!r}, hi={hi!r}")
+    vals = representable_values(f, positive_only=lo >= 0).numpy().astype(float)
+    shown = vals[(vals >= lo) & (vals <= hi)]
+    sub = (np.abs(shown) < f.smallest_normal) & (shown != 0)
+    color = format_color(f.name)
+    ax = _axes(ax, (10, 2.6))
+    ax.vlines(shown[~sub & (shown != 0)], 0, 1, color=color, lw=1.2)
+    ax.vlines(shown[sub], 0, 0.6, color=color, lw=1.2, alpha=0.5)
+    ax.vlines(shown[shown == 0], 0, 1, color="k", lw=1.5)
+    if scale == "symlog":
+        ax.set_xscale("symlog", linthresh=f.smallest_normal, linscale=0.5)
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(0, 1.45)
+    _binade_gaps(ax, f, lo, hi)
+    ax.set_yticks([])
+    ax.grid(False, axis="y")
+    ax.spines["left"].set_visible(False)
+    ax.set_xlabel("value x")
+    pos = vals[vals > 0]
+    below = int((pos < 1).sum())
+    ax.set_title(f"{f.name}: {shown.size} values in [{lo:g}, {hi:g}]; {below} of the {pos.size} positive "
+                 f"values are below 1 (tall: normal, short: subnormal)", fontsize=11)
+    return ax
+
+
+def _binade_gaps(ax: Axes, f: FloatFormat, lo: float, hi: float) -> None:
+    scale = ax.xaxis.get_transform()
+    to_axis, from_axis = scale.transform, scale.inverted().transform
+    t_lo, t_hi = to_axis(np.array([lo, hi]))
+    m = f.mantissa_bits
+    ranges = [(0.0, f.smallest_normal, f.emin - m)] if m else []
+    ranges += [(math.ldexp(1.0, e), min(math.ldexp(1.0, e + 1), f.max), e - m) for e in range(f.emin, f.emax + 1)]
+    for a, b, k in ranges:
+        a, b = max(a, lo), min(b, hi)
+        ta, tb = to_axis(np.array([a, b]))
+        if b > a and (tb - ta) / (t_hi - t_lo) > 0.06:
+            ax.text(float(from_axis(np.array([(ta + tb) / 2]))[0]), 1.08, f"gap {_pow2(k)}", ha="center", va="bottom", fontsize=8.5, color="#555555")
+            inset = 0.004 * (hi - lo) if ax.get_xscale() == "linear" else 0.0
+            ax.plot([a + inset, a + inset, b - inset, b - inset], [1.01, 1.04, 1.04, 1.01], color="#999999", lw=0.8)

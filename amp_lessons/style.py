@@ -1,0 +1,65 @@
+"""The course's plot style and its fixed colours: every plot colours a format the same way.
+
+>>> from amp_lessons.style import use_style, format_color
+>>> use_style()                  # once, in a notebook's setup cell
+>>> format_color("bf16")
+'#D55E00'
+"""
+
+from __future__ import annotations
+
+import zlib
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+__all__ = ["FIELD_COLORS", "FORMAT_COLORS", "STYLE_PATH", "format_color", "style_context", "use_style"]
+
+#: The style file shipped in the package (``package-data``), never a URL.
+STYLE_PATH = Path(__file__).with_name("amp_lessons.mplstyle")
+
+#: One colour per format of :data:`amp_lessons.formats.FORMATS` (colour-blind-safe where possible;
+#: the FNUZ variants are lighter shades of their OCP siblings).
+FORMAT_COLORS: dict[str, str] = {
+    "fp32": "#000000",
+    "tf32": "#7F7F7F",
+    "fp16": "#0072B2",
+    "bf16": "#D55E00",
+    "fp8_e4m3": "#009E73",
+    "fp8_e5m2": "#CC79A7",
+    "fp8_e4m3fnuz": "#7FCEB5",
+    "fp8_e5m2fnuz": "#E6B8D3",
+    "fp6_e3m2": "#E69F00",
+    "fp6_e2m3": "#56B4E9",
+    "fp4_e2m1": "#8C564B",
+}
+
+#: Colours of the sign / exponent / mantissa fields in bit-layout pictures.
+FIELD_COLORS: dict[str, str] = {"sign": "#F4B6B4", "exponent": "#B5DFB0", "mantissa": "#B3D7EF"}
+
+# Fallbacks for formats the course does not name (a learner's own FloatFormat): none of them is
+# one of the colours above, and the choice depends only on the name, so it is stable across runs.
+_FALLBACK = ("#6A3D9A", "#B15928", "#1F78B4", "#33A02C", "#E31A1C", "#FF7F00", "#A6761D", "#666666")
+
+
+def format_color(name) -> str:
+    """The colour of a format name (or a :class:`~amp_lessons.formats.FloatFormat`).
+
+    Names in :data:`FORMAT_COLORS` get their fixed colour; any other name a fallback colour that
+    depends only on the name."""
+    name = getattr(name, "name", name)
+    if not isinstance(name, str):
+        raise TypeError(f"format_color needs a format name, got {name!r}")
+    if name in FORMAT_COLORS:
+        return FORMAT_COLORS[name]
+    return _FALLBACK[zlib.crc32(name.encode()) % len(_FALLBACK)]
+
+
+def use_style() -> None:
+    """Apply the course style to all later plots (``plt.style.use`` on the packaged file)."""
+    plt.style.use(STYLE_PATH)
+
+
+def style_context():
+    """A ``with`` block that applies the course style only inside it."""
+    return plt.style.context(STYLE_PATH)
