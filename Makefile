@@ -27,8 +27,9 @@ $(STAMP): requirements.txt pyproject.toml | $(PY)
 	@touch $(STAMP)
 
 ## Open the course in JupyterLab (localhost only, token authentication: Jupyter's defaults).
+## As root (containers), Jupyter refuses to start without --allow-root; nothing else is relaxed.
 lab: setup
-	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks
+	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 ## Every test: unit tests, then every notebook executed and compared by nbval.
 test: setup
