@@ -53,3 +53,23 @@ def test_offline_and_current_apis(nb):
 
 def test_kernelspec_is_portable(nb):
     assert nb.metadata["kernelspec"]["name"] == "python3"
+
+
+def test_make_notebooks_strips_what_churns():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("run_notebooks", ROOT / "scripts" / "run_notebooks.py")
+    run_notebooks = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run_notebooks)
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["widgets"] = {"state": {}}
+    cell = nbformat.v4.new_code_cell("w", execution_count=1)
+    cell.metadata["execution"] = {"iopub.status.busy": "2026-01-01T00:00:00"}
+    cell.outputs = [nbformat.v4.new_output("display_data", data={
+        "application/vnd.jupyter.widget-view+json": {"model_id": "abc"}, "text/plain": "VBox(...)"})]
+    nb.cells = [nbformat.v4.new_markdown_cell("x"), cell]
+    out = run_notebooks.clean(nb)
+    assert "widgets" not in out.metadata
+    assert [c["id"] for c in out.cells] == ["cell-01", "cell-02"]
+    assert "execution" not in out.cells[1].metadata
+    assert out.cells[1].outputs[0].data == {"text/plain": run_notebooks.WIDGET_NOTE}
