@@ -29,7 +29,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image as PILImage
 
-from .formats import ENCODINGS, FORMATS, FloatFormat, get_format
+from .formats import ENCODINGS, FORMATS, ROUNDING_MODES, FloatFormat, get_format
 from .plots import (
     BitInfo,
     _bar_height,
@@ -38,12 +38,21 @@ from .plots import (
     describe_code,
     describe_value,
     plot_bit_layout,
+    plot_error_vs_k,
     plot_range_precision,
     plot_spacing,
 )
 from .style import style_context
 
-__all__ = ["BitExplorer", "FormatDesigner", "bit_explorer", "format_designer", "measure_update_ms"]
+__all__ = [
+    "BitExplorer",
+    "FormatDesigner",
+    "MatmulPrecisionExplorer",
+    "bit_explorer",
+    "format_designer",
+    "matmul_precision_explorer",
+    "measure_update_ms",
+]
 
 _DPI = 80
 _BUTTON_STYLE = {"sign": "danger", "exponent": "success", "mantissa": "info"}
@@ -458,6 +467,84 @@ def format_designer(exponent_bits: int = 5, mantissa_bits: int = 10, encoding: s
     return FormatDesigner(exponent_bits, mantissa_bits, encoding).widget
 
 
+# --- matmul precision explorer (lesson 02) ------------------------------------------------------
+
+class MatmulPrecisionExplorer:
+    """The format designer's idea applied to a matmul: a slider for the mantissa bits of the
+    inputs (exponent fixed at 8, like fp32/TF32/bf16) and a rounding menu; the designed inputs'
+    RMS error against K is drawn over fp32, TF32, bf16 and fp16 inputs (all accumulated in fp32,
+    emulated bit-exactly on the CPU)."""
+
+    def __init__(self, mantissa_bits: int = 10, rounding: str = "nearest_even", *, m: int = 32, n: int = 32,
+                 kmax: int = 4096, seed: int = 0):
+        from . import tf32  # lesson-specific experiments, imported when this explorer is built
+
+        if isinstance(mantissa_bits, bool) or not isinstance(mantissa_bits, int) or not 0 <= mantissa_bits <= 23:
+            raise ValueError(f"mantissa_bits={mantissa_bits!r}: use an int from 0 to 23")
+        if rounding not in ROUNDING_MODES:
+            raise ValueError(f"rounding={rounding!r}: use one of {', '.join(map(repr, ROUNDING_MODES))}")
+        if isinstance(kmax, bool) or not isinstance(kmax, int) or kmax < 32:
+            raise ValueError(f"kmax={kmax!r}: use an int >= 32")
+        self._tf32 = tf32
+        self.ks = [2**i for i in range(4, int(math.log2(kmax)) + 1)]
+        self._shape = dict(m=m, n=n, seed=seed)
+        self.data = tf32.error_vs_k(self.ks, **self._shape)
+        self.mantissa_slider = widgets.IntSlider(mantissa_bits, min=0, max=23, description="mantissa bits",
+                                                 style={"description_width": "initial"})
+        self.rounding_menu = widgets.Dropdown(options=list(ROUNDING_MODES), value=rounding, description="rounding")
+        self.readout = widgets.HTML()
+        self.image = _image()
+        self.widget = widgets.VBox([widgets.HBox([self.mantissa_slider, self.rounding_menu]), self.readout, self.image])
+        self.widget.explorer = self
+        self._pic = self._background_picture()
+        self.rms: list[float] = []
+        for w in (self.mantissa_slider, self.rounding_menu):
+            w.observe(self._on_change, names="value")
+        self.update()
+
+    def set(self, mantissa_bits=None, rounding=None) -> None:
+        if mantissa_bits is not None:
+            self.mantissa_slider.value = mantissa_bits
+        if rounding is not None:
+            self.rounding_menu.value = rounding
+
+    def _on_change(self, change) -> None:
+        self.update()
+
+    def _background_picture(self) -> _Picture:
+        pic = _Picture((9, 4.8))
+        with style_context():
+            ax = pic.fig.add_subplot()
+            pic.fig.subplots_adjust(left=0.11, right=0.98, bottom=0.12, top=0.92)
+            plot_error_vs_k(self.data, ax=ax, extra={"your inputs": self.data["rms"]["tf32"]})
+            all_rms = [v for line in self.data["rms"].values() for v in line if v > 0]
+            ax.set_ylim(min(all_rms) / 30, 10 * max(self.data["ref_rms"]))
+        line, = _by_gid(ax, "your inputs")
+        line.set(lw=3, zorder=3)
+        pic.freeze([line])
+        return pic
+
+    def update(self) -> None:
+        m, rounding = self.mantissa_slider.value, self.rounding_menu.value
+        f = FloatFormat(f"e8m{m}", 8, m)
+        self.rms = self._tf32.error_vs_k(self.ks, (f,), rounding=rounding, **self._shape)["rms"][f.name]
+        same = [n for n, g in FORMATS.items() if (g.exponent_bits, g.mantissa_bits, g.encoding) == (8, m, "ieee")]
+        name = f"e8m{m}" + (f" = {same[0]}" if same else "")
+        self.readout.value = _table([
+            ("your inputs", f"{name}, rounded {rounding}, fp32 accumulation"),
+            (f"RMS error at K={self.ks[-1]}", f"{self.rms[-1]:.3g}"),
+            ("RMS of the exact result", f"{self.data['ref_rms'][-1]:.3g}"),
+        ])
+        line = self._pic.moving[0]
+        line.set_data(self.ks, [max(v, 1e-30) for v in self.rms])
+        self.image.value = self._pic.png()
+
+
+def matmul_precision_explorer(mantissa_bits: int = 10, rounding: str = "nearest_even") -> widgets.VBox:
+    """The matmul precision explorer's widget (its :class:`MatmulPrecisionExplorer` is ``.explorer``)."""
+    return MatmulPrecisionExplorer(mantissa_bits, rounding).widget
+
+
 # --- timing ------------------------------------------------------------------------------------
 
 _VALUES = ["0.1", "-0.0", "1e39", "nan", "inf", "1e-50", "65504", "3.14159", "-2.5e-6", "448", "1e-7"]
@@ -495,6 +582,16 @@ def _designer_steps(d: FormatDesigner) -> dict:
     }
 
 
+def _matmul_steps(ex: MatmulPrecisionExplorer) -> dict:
+    def nothing(i):
+        return None
+
+    return {
+        "mantissa bits": (nothing, lambda i: ex.set(mantissa_bits=(i * 7) % 24)),  # visits 0 and 23
+        "rounding": (nothing, lambda i: ex.set(rounding=ROUNDING_MODES[(i + 1) % len(ROUNDING_MODES)])),
+    }
+
+
 def measure_update_ms(widget_box, n: int = 20) -> dict[str, dict[str, float]]:
     """Time ``n`` updates of each kind on an explorer (its VBox or the controller), in-process:
     each update is what one learner action costs (readout, plot and PNG). Returns
@@ -506,8 +603,10 @@ def measure_update_ms(widget_box, n: int = 20) -> dict[str, dict[str, float]]:
         steps = _bit_explorer_steps(ex)
     elif isinstance(ex, FormatDesigner):
         steps = _designer_steps(ex)
+    elif isinstance(ex, MatmulPrecisionExplorer):
+        steps = _matmul_steps(ex)
     else:
-        raise TypeError(f"expected a bit_explorer() or format_designer() widget, got {type(widget_box).__name__}")
+        raise TypeError(f"expected an explorer widget from amp_lessons.widgets, got {type(widget_box).__name__}")
     result = {}
     for kind, (prepare, act) in steps.items():
         times = []

@@ -19,7 +19,12 @@ matplotlib.use("Agg")
 import ipywidgets  # noqa: E402
 import torch  # noqa: E402
 
-from amp_lessons.widgets import bit_explorer, format_designer, measure_update_ms  # noqa: E402
+from amp_lessons.widgets import (  # noqa: E402
+    bit_explorer,
+    format_designer,
+    matmul_precision_explorer,
+    measure_update_ms,
+)
 
 N = 20
 GOAL_MS = 100.0
@@ -29,7 +34,8 @@ def main() -> int:
     print(f"{os.cpu_count()} CPUs, torch {torch.__version__} ({torch.get_num_threads()} threads), "
           f"matplotlib {matplotlib.__version__}, ipywidgets {ipywidgets.__version__}; {N} updates per kind")
     ok = True
-    for name, make in (("bit_explorer", bit_explorer), ("format_designer", format_designer)):
+    for name, make in (("bit_explorer", bit_explorer), ("format_designer", format_designer),
+                       ("matmul_precision_explorer", matmul_precision_explorer)):
         t0 = time.perf_counter()
         box = make()
         print(f"{name}() built and drawn in {1e3 * (time.perf_counter() - t0):.0f} ms")

@@ -26,3 +26,9 @@ def test_lesson_01_solutions():
     from amp_lessons.formats import FORMATS
     assert [n for n in FORMATS if checks.check_format_choice(n, 1e-6, 1e6, 0.01)] == ["bf16"]
     assert [n for n in FORMATS if checks.check_format_choice(n, 1e-2, 1e2, 0.001)] == ["fp16"]
+
+
+def test_lesson_02_solutions():
+    s = load("solutions_02")
+    assert checks.check_tf32_matmul(s.tf32_matmul)
+    assert checks.check_error_ratio(s.ERROR_RATIO, "bf16", "tf32")

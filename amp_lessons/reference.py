@@ -1,0 +1,529 @@
+"""Reference measurements: GPU results shown next to what a learner's machine measures, each with
+its provenance (device, compute capability, torch and CUDA versions, date, the command).
+
+Two kinds of reference:
+
+- recorded: measured by this course's own command on a CUDA GPU and stored in
+  ``amp_lessons/data/references.json``::
+
+      python -m amp_lessons.reference record [--only NAME ...] [--file PATH]
+      python -m amp_lessons.reference show [EXPERIMENT]
+
+- published: figures from a cited source (``PUBLISHED``), labelled as not measured by the course.
+
+An experiment becomes recordable with ``@register("name")`` on a function ``fn(device: str) -> dict``
+in one of ``EXPERIMENT_MODULES``; ``compare()`` puts this machine's results next to every reference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import html
+import importlib
+import json
+import math
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import torch
+
+from .timing import _fmt_seconds
+
+__all__ = [
+    "Comparison",
+    "DEFAULT_PATH",
+    "EXPERIMENT_MODULES",
+    "PUBLISHED",
+    "Record",
+    "compare",
+    "find",
+    "load",
+    "load_experiments",
+    "main",
+    "record",
+    "register",
+    "registered",
+    "save",
+]
+
+DEFAULT_PATH = Path(__file__).resolve().parent / "data" / "references.json"
+"""The recorded references shipped with the package."""
+
+EXPERIMENT_MODULES = ("amp_lessons.tf32",)
+"""Modules whose ``@register`` calls define the recordable experiments (imported by the CLI)."""
+
+CLI = "python -m amp_lessons.reference"
+NO_CUDA_MESSAGE = (
+    "reference measurements need a CUDA GPU, and torch.cuda.is_available() is False on this machine; "
+    "the lessons show the published figures meanwhile")
+
+_FIELDS = ("experiment", "device", "capability", "torch", "cuda", "date", "command", "results", "source")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_CAPABILITY = re.compile(r"\d+\.\d+")
+
+
+# --------------------------------------------------------------------------------------------
+# Records
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Record:
+    """One reference: an experiment's results on one device, and where they come from."""
+
+    experiment: str
+    device: str  # GPU name as torch reports it
+    capability: str  # "9.0", or "" if unknown
+    torch: str
+    cuda: str  # torch.version.cuda, or ""
+    date: str  # ISO "YYYY-MM-DD", or "" for a published figure without one
+    command: str  # the exact command that produced it ("" for published figures)
+    results: dict = field(default_factory=dict)  # name -> number, string or small dict
+    source: str = ""  # "" if measured by the course's command, else the citation
+
+    def __post_init__(self):
+        problem = _record_problem(_asdict(self))
+        if problem:
+            raise ValueError(f"invalid Record: {problem}")
+
+    @property
+    def published(self) -> bool:
+        return bool(self.source)
+
+    @property
+    def provenance(self) -> str:
+        if self.source:
+            return f"published: {self.source} (not measured by this course)"
+        parts = [self.device + (f" (sm {self.capability})" if self.capability else "")]
+        parts.append(f"torch {self.torch}" if self.torch else "torch version unknown")
+        if self.cuda:
+            parts.append(f"CUDA {self.cuda}")
+        if self.date:
+            parts.append(self.date)
+        return "measured on " + ", ".join(parts) + f", by `{self.command}`"
+
+    def to_dict(self) -> dict:
+        return _asdict(self)
+
+
+def _asdict(r: Record) -> dict:
+    return {f.name: getattr(r, f.name) for f in fields(r)}
+
+
+def _value_problem(v, *, nested: bool) -> str | None:
+    if isinstance(v, bool) or v is None:
+        return f"{v!r} is not a number, string or small dict"
+    if isinstance(v, (int, float)):
+        return None if math.isfinite(v) else f"{v!r} is not finite (JSON cannot store it)"
+    if isinstance(v, str):
+        return None
+    if isinstance(v, dict) and not nested:
+        for k, inner in v.items():
+            if not isinstance(k, str):
+                return f"key {k!r} is not a string"
+            p = _value_problem(inner, nested=True)
+            if p:
+                return f"[{k!r}]: {p}"
+        return None
+    return f"{v!r} is not a number, string or dict of those"
+
+
+def _results_problem(results) -> str | None:
+    if not isinstance(results, dict):
+        return f"field 'results' must be an object (name -> value), got {results!r}"
+    for k, v in results.items():
+        if not isinstance(k, str) or not k:
+            return f"field 'results' has a key {k!r} that is not a non-empty string"
+        p = _value_problem(v, nested=False)
+        if p:
+            return f"field 'results' entry {k!r}: {p}"
+    return None
+
+
+def _record_problem(d) -> str | None:
+    """What is wrong with a record given as a dict, or None."""
+    if not isinstance(d, dict):
+        return f"a record must be an object, got {d!r}"
+    missing = [f for f in _FIELDS if f not in d]
+    if missing:
+        return f"missing field(s) {', '.join(repr(m) for m in missing)}"
+    unknown = sorted(set(d) - set(_FIELDS))
+    if unknown:
+        return f"unknown field(s) {', '.join(repr(u) for u in unknown)} (allowed: {', '.join(_FIELDS)})"
+    for f in _FIELDS:
+        if f != "results" and not isinstance(d[f], str):
+            return f"field {f!r} must be a string, got {d[f]!r}"
+    if not d["experiment"]:
+        return "field 'experiment' must not be empty"
+    if not d["device"]:
+        return "field 'device' must not be empty"
+    if d["capability"] and not _CAPABILITY.fullmatch(d["capability"]):
+        return f"field 'capability' must look like '9.0' (or be empty), got {d['capability']!r}"
+    if d["date"]:
+        try:
+            ok = bool(_DATE.fullmatch(d["date"])) and datetime.date.fromisoformat(d["date"]) is not None
+        except ValueError:
+            ok = False
+        if not ok:
+            return f"field 'date' must be an ISO date YYYY-MM-DD (or empty), got {d['date']!r}"
+    if not d["source"]:
+        if not d["command"]:
+            return "field 'command' must name the command that measured it (or 'source' must cite a publication)"
+        if not d["date"]:
+            return "field 'date' must be set for a measured record"
+    return _results_problem(d["results"])
+
+
+# Published figures: what the lessons show until the course's own command has recorded a GPU.
+PUBLISHED: tuple[Record, ...] = (
+    Record(
+        experiment="tf32_matmul",
+        device="NVIDIA A100",
+        capability="8.0",
+        torch="",
+        cuda="",
+        date="",
+        command="",
+        results={
+            "shape": "10240x51200 inputs",
+            "tf32_time_s": 0.016,
+            "tf32_rel_error": 0.0022,
+            "fp32_time_s": 0.11,
+            "fp32_rel_error": 0.000088,
+        },
+        source="seed notebook of this course (PyTorch TF32 example), NVIDIA A100",
+    ),
+)
+
+
+# --------------------------------------------------------------------------------------------
+# The data file
+# --------------------------------------------------------------------------------------------
+
+def _path(path) -> Path:
+    return DEFAULT_PATH if path is None else Path(path)
+
+
+def load(path=None) -> list[Record]:
+    """The records in ``path`` (default: the file shipped with the package), validated.
+
+    A missing file raises FileNotFoundError; a malformed one raises ValueError naming the file,
+    the record and the bad field."""
+    p = _path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no reference file at {p}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{p}: not valid JSON ({e})") from None
+    if not isinstance(data, dict) or set(data) != {"records"} or not isinstance(data["records"], list):
+        raise ValueError(f"{p}: expected an object {{\"records\": [...]}} and nothing else")
+    out = []
+    for i, d in enumerate(data["records"]):
+        problem = _record_problem(d)
+        if problem:
+            what = f" ({d['experiment']!r})" if isinstance(d, dict) and isinstance(d.get("experiment"), str) else ""
+            raise ValueError(f"{p}: record {i}{what}: {problem}")
+        out.append(Record(**d))
+    return out
+
+
+def _sorted_dict(v):
+    return {k: _sorted_dict(v[k]) for k in sorted(v)} if isinstance(v, dict) else v
+
+
+def _sort_key(r: Record):
+    return (r.experiment, r.device, r.torch, r.cuda, r.date, r.command, r.source)
+
+
+def save(records: Iterable[Record], path=None) -> Path:
+    """Write ``records`` to ``path`` (default: the shipped file): sorted by experiment, device,
+    torch version and date, fields in a fixed order, results keys sorted, two-space indent and a
+    trailing newline, so that saving the same records twice gives the same bytes."""
+    records = list(records)
+    for r in records:
+        if not isinstance(r, Record):
+            raise TypeError(f"save() takes Record objects, got {r!r}")
+    body = {"records": [{**r.to_dict(), "results": _sorted_dict(r.results)} for r in sorted(records, key=_sort_key)]}
+    text = json.dumps(body, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    p = _path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=p.name, suffix=".tmp", dir=p.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(text)
+        os.replace(tmp, p)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    return p
+
+
+def find(experiment: str, *, published: bool = True, path=None) -> list[Record]:
+    """References for ``experiment``: recorded ones first (newest first), then published ones."""
+    if not isinstance(experiment, str) or not experiment:
+        raise ValueError(f"experiment must be a non-empty string, got {experiment!r}")
+    p = _path(path)
+    recorded = [r for r in (load(p) if p.exists() else []) if r.experiment == experiment]
+    recorded.sort(key=lambda r: (r.device, r.torch))
+    recorded.sort(key=lambda r: r.date, reverse=True)  # stable: newest first, ties by device
+    pub = [r for r in PUBLISHED if r.experiment == experiment] if published else []
+    return recorded + pub
+
+
+# --------------------------------------------------------------------------------------------
+# Recording on a GPU
+# --------------------------------------------------------------------------------------------
+
+_REGISTRY: dict[str, Callable[[str], dict]] = {}
+
+
+def register(name: str):
+    """Decorator: ``@register("tf32_matmul")`` on ``fn(device: str) -> dict`` makes it recordable.
+    Registering a name again replaces the earlier function (a reloaded module)."""
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9_]+", name):
+        raise ValueError(f"experiment name must be lower-case letters, digits and '_', got {name!r}")
+
+    def deco(fn):
+        if not callable(fn):
+            raise TypeError(f"@register({name!r}) needs a function, got {fn!r}")
+        _REGISTRY[name] = fn
+        return fn
+
+    return deco
+
+
+def registered() -> dict[str, Callable[[str], dict]]:
+    """The recordable experiments registered so far (a copy)."""
+    return dict(_REGISTRY)
+
+
+def load_experiments(modules: Iterable[str] | None = None, *, file=None) -> list[str]:
+    """Import the modules that register experiments (default ``EXPERIMENT_MODULES``). A module that
+    does not exist is skipped with a note printed to ``file`` (stderr); errors inside an existing
+    module propagate. Returns the modules imported."""
+    file = sys.stderr if file is None else file
+    done = []
+    for name in EXPERIMENT_MODULES if modules is None else modules:
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name is not None and (name == e.name or name.startswith(e.name + ".")):
+                print(f"note: {name} not found; its experiments are skipped", file=file)
+                continue
+            raise
+        done.append(name)
+    return done
+
+
+def _cuda_device(device) -> torch.device:
+    try:
+        d = torch.device(device)
+    except (RuntimeError, TypeError):
+        d = None
+    if d is None or d.type != "cuda":
+        raise ValueError(f"device must be 'cuda' or 'cuda:N', got {device!r}")
+    return d
+
+
+def record(names: Iterable[str] | None = None, path=None, device="cuda", command: str | None = None) -> list[Record]:
+    """Run the registered experiments (all, or ``names``) on the CUDA GPU ``device`` and store them.
+
+    Each result becomes a Record with the GPU's name and compute capability, torch and CUDA
+    versions, today's date and ``command`` (default: the equivalent Python call). It replaces any
+    earlier record of the same experiment on the same GPU name with the same torch version, and
+    the file is saved after each experiment. Returns the new records."""
+    d = _cuda_device(device)
+    if not torch.cuda.is_available():
+        raise RuntimeError(NO_CUDA_MESSAGE)
+    known = registered()
+    if names is None:
+        todo = sorted(known)
+        if not todo:
+            raise ValueError("no experiments are registered: import the modules in EXPERIMENT_MODULES "
+                             "(load_experiments() does) before record()")
+    else:
+        todo = [names] if isinstance(names, str) else list(names)
+        unknown = [n for n in todo if n not in known]
+        if unknown:
+            raise ValueError(f"unknown experiment(s) {', '.join(repr(u) for u in unknown)}; "
+                             f"known: {', '.join(sorted(known)) or 'none registered'}")
+    if command is None:
+        command = f"amp_lessons.reference.record(names={todo!r}, device={str(d)!r})"
+    p = _path(path)
+    gpu = torch.cuda.get_device_name(d)
+    major, minor = torch.cuda.get_device_capability(d)
+    cuda = torch.version.cuda or ""
+    existing = load(p) if p.exists() else []
+    new = []
+    for name in todo:
+        results = known[name](str(d))
+        problem = _results_problem(results)
+        if problem:
+            raise ValueError(f"experiment {name!r} returned bad results: {problem}")
+        rec = Record(experiment=name, device=gpu, capability=f"{major}.{minor}", torch=torch.__version__,
+                     cuda=cuda, date=datetime.date.today().isoformat(), command=command,
+                     results=dict(results), source="")
+        existing = [r for r in existing
+                    if not (r.experiment == rec.experiment and r.device == rec.device and r.torch == rec.torch
+                            and not r.source)]
+        existing.append(rec)
+        save(existing, p)
+        new.append(rec)
+    return new
+
+
+# --------------------------------------------------------------------------------------------
+# Showing references next to this machine
+# --------------------------------------------------------------------------------------------
+
+def _fmt(key: str, v) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={_fmt(k, x)}" for k, x in v.items())
+    if isinstance(v, str) or isinstance(v, bool):
+        return str(v)
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return str(v)
+        return _fmt_seconds(v) if key.endswith("_s") else f"{v:.3g}"
+    return str(v)
+
+
+def _column_title(i: int, r: Record) -> str:
+    return f"{r.device} [{i}]" + (" (published)" if r.source else "")
+
+
+@dataclass(frozen=True, repr=False)
+class Comparison:
+    """This machine's results next to every reference of one experiment (a table)."""
+
+    experiment: str
+    label: str
+    this_machine: dict
+    references: tuple[Record, ...]
+
+    def header(self) -> list[str]:
+        return [self.label] + [_column_title(i, r) for i, r in enumerate(self.references, 1)]
+
+    def rows(self) -> list[tuple[str, list[str]]]:
+        keys = list(self.this_machine)
+        for r in self.references:
+            keys += [k for k in r.results if k not in keys]
+        return [(k, [_fmt(k, self.this_machine.get(k))] + [_fmt(k, r.results.get(k)) for r in self.references])
+                for k in keys]
+
+    def notes(self) -> list[str]:
+        if not self.references:
+            return [f"no reference recorded yet for {self.experiment}: run `{CLI} record` on a CUDA GPU"]
+        return [f"[{i}] {r.provenance}" for i, r in enumerate(self.references, 1)]
+
+    def __str__(self) -> str:
+        header, rows = self.header(), self.rows()
+        table = [["", *header]] + [[k, *cells] for k, cells in rows]
+        widths = [max(len(line[c]) for line in table) for c in range(len(table[0]))]
+        lines = [f"{self.experiment}: this machine vs reference"]
+        for n, line in enumerate(table):
+            lines.append("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip())
+            if n == 0:
+                lines.append("  ".join("-" * w for w in widths))
+        return "\n".join(lines + self.notes())
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        head = "".join(f"<th>{esc(h)}</th>" for h in self.header())
+        body = "".join(
+            f"<tr><th style='text-align:left'>{esc(k)}</th>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>"
+            for k, cells in self.rows())
+        notes = "".join(f"<li>{esc(n)}</li>" for n in self.notes())
+        return (f"<b>{esc(self.experiment)}</b>: this machine vs reference"
+                f"<table><tr><th></th>{head}</tr>{body}</table><ul style='font-size:smaller'>{notes}</ul>")
+
+
+def compare(experiment: str, this_machine: Mapping, label: str, *, path=None, published: bool = True) -> Comparison:
+    """A table of ``this_machine``'s results (column ``label``, e.g. "measured on this machine
+    (cpu)" or "emulated bit-exactly on this machine") next to every reference of ``experiment``,
+    with each reference's provenance under it."""
+    if not isinstance(this_machine, Mapping):
+        raise TypeError(f"this_machine must be a dict of results, got {this_machine!r}")
+    if not isinstance(label, str) or not label:
+        raise ValueError(f"label must say where this machine's results come from, got {label!r}")
+    return Comparison(experiment, label, dict(this_machine), tuple(find(experiment, published=published, path=path)))
+
+
+# --------------------------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------------------------
+
+def _print_record(r: Record, file) -> None:
+    print(f"{r.experiment}: {r.provenance}", file=file)
+    width = max((len(k) for k in r.results), default=0)
+    for k, v in r.results.items():
+        print(f"  {k:<{width}}  {_fmt(k, v)}", file=file)
+
+
+def main(argv=None) -> int:
+    """``record`` / ``show`` (see the module docstring). Returns the exit code: 0 on success,
+    1 if ``show`` found nothing, 2 if ``record`` cannot run (no CUDA GPU, unknown experiment)."""
+    parser = argparse.ArgumentParser(prog=CLI, description="Record or show the course's reference measurements.")
+    sub = parser.add_subparsers(dest="action", required=True)
+    rec = sub.add_parser("record", help="measure the registered experiments on this machine's CUDA GPU")
+    rec.add_argument("--only", nargs="+", metavar="NAME", help="only these experiments")
+    rec.add_argument("--file", default=None, help=f"the JSON file to update (default: {DEFAULT_PATH})")
+    show = sub.add_parser("show", help="print references with their provenance")
+    show.add_argument("experiment", nargs="?", help="one experiment (default: all)")
+    show.add_argument("--file", default=None, help=f"the JSON file to read (default: {DEFAULT_PATH})")
+    args = parser.parse_args(argv)
+
+    if args.action == "record":
+        if not torch.cuda.is_available():
+            print(f"error: {NO_CUDA_MESSAGE}", file=sys.stderr)
+            return 2
+        load_experiments(EXPERIMENT_MODULES)
+        command = " ".join([CLI, "record"] + (["--only", *args.only] if args.only else [])
+                           + (["--file", args.file] if args.file else []))
+        try:
+            new = record(args.only, path=args.file, command=command)
+        except ValueError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        for r in new:
+            _print_record(r, sys.stdout)
+        print(f"saved to {_path(args.file)}")
+        return 0
+
+    p = _path(args.file)
+    if args.experiment:
+        found = find(args.experiment, path=p)
+    else:
+        recorded = load(p) if p.exists() else []
+        names = sorted({r.experiment for r in [*recorded, *PUBLISHED]})
+        found = [r for n in names for r in find(n, path=p)]
+    if not found:
+        what = args.experiment or "any experiment"
+        print(f"no reference recorded yet for {what}: run `{CLI} record` on a CUDA GPU")
+        return 1
+    for r in found:
+        _print_record(r, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    # Under ``python -m`` this file runs as __main__, a second copy of the module; the experiment
+    # modules register into the canonical ``amp_lessons.reference``, so run that copy's main().
+    from amp_lessons.reference import main as _main
+
+    sys.exit(_main())

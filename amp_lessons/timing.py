@@ -1,0 +1,335 @@
+"""How long a function takes, on the CPU or on a CUDA GPU, and how far that is from the spec sheet.
+
+``time_fn(fn, device=...)`` runs ``fn`` a few times to warm up, then times ``repeats`` calls:
+with CUDA events on a GPU (GPU time, not the time Python took to queue the kernels), with
+``time.perf_counter`` on the CPU. It returns a :class:`Timing`, which prints as one line, e.g.
+(the format, not a measurement)
+
+    median 1.39 ms over 10 runs on NVIDIA H100 80GB HBM3 (cuda events, L2 flushed): 791 TFLOP/s = 80% of the 989 TFLOP/s bf16 spec peak
+
+``SPEC_PEAKS`` holds the dense peak TFLOP/s that NVIDIA's spec sheets give for a few GPUs, so a
+measured rate can be put next to what the hardware promises. A CPU has no entry: its peak
+depends on the model, the clock and the instructions, and the course does not guess it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+
+__all__ = [
+    "DTYPE_KEYS",
+    "GPUSpec",
+    "L2_FLUSH_BYTES",
+    "SPEC_PEAKS",
+    "Timing",
+    "gpu_spec",
+    "matmul_flops",
+    "spec_peak_tflops",
+    "time_fn",
+]
+
+DTYPE_KEYS = ("fp32", "tf32", "bf16", "fp16", "fp8")
+"""The math a timed matmul runs in, as the spec sheets name it (``dtype_key`` of ``time_fn``)."""
+
+L2_FLUSH_BYTES = 256 * 2**20
+"""Size of the buffer zeroed before each timed call when ``flush_l2=True``: larger than the L2
+cache of every GPU in ``SPEC_PEAKS`` (the largest, H100/H200, has 50 MiB; L40S 96 MiB)."""
+
+_METHODS = ("cuda events", "perf_counter")
+
+
+# --------------------------------------------------------------------------------------------
+# Spec-sheet peaks
+# --------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GPUSpec:
+    """Dense peak TFLOP/s of one GPU from its NVIDIA spec sheet; None where it lacks the format.
+
+    ``match`` says how a ``torch.cuda.get_device_name()`` string is recognised: a tuple of
+    alternatives, each a tuple of tokens that must ALL be among the name's tokens (the name is
+    lower-cased and split at every character that is not a letter or digit, so "A100-SXM4-80GB"
+    gives "a100", "sxm4", "80gb"). A token written "!nvl" must NOT be among them. Whole tokens,
+    not substrings: "a10" does not match "NVIDIA A100", "l4" does not match "NVIDIA L40S".
+    """
+
+    name: str
+    match: tuple[tuple[str, ...], ...]
+    fp32: float | None
+    tf32: float | None
+    bf16: float | None
+    fp16: float | None
+    fp8: float | None
+    note: str = ""
+
+    def peak(self, dtype_key: str) -> float | None:
+        _check_dtype_key(dtype_key, allow_none=False)
+        return getattr(self, dtype_key)
+
+    def matches(self, device_name: str) -> bool:
+        tokens = set(_tokens(device_name))
+        for alternative in self.match:
+            need = {t for t in alternative if not t.startswith("!")}
+            refuse = {t[1:] for t in alternative if t.startswith("!")}
+            if need <= tokens and not (refuse & tokens):
+                return True
+        return False
+
+
+# Source: NVIDIA product datasheets (V100, T4, A10, A100, L4, L40S, H100, H200) and the Ampere
+# GA102 / Ada AD102 architecture whitepapers (GeForce RTX 3090 / 4090). DENSE figures: the
+# datasheets print tensor-core rates "with sparsity" (2:4 structured sparsity, twice the dense
+# rate) for Ampere and later; those are halved here. fp32 is the plain CUDA-core (FMA) rate.
+# fp16 is tensor-core fp16 (with fp32 accumulation where the sheet distinguishes). fp8 is the
+# tensor-core rate of e4m3/e5m2 inputs. GeForce figures are WITH fp32 ACCUMULATION (what torch
+# uses); their fp16-accumulate rates are twice as high. Peaks are at boost clock: a real matmul
+# reaching 70-90 % of them is excellent.
+# Not listed, on purpose (gpu_spec returns None): H100 NVL / H200 NVL (lower clocks than SXM and
+# PCIe; they must not borrow either row), GH200, A10G, L40 (without S), V100S, RTX 3090 Ti,
+# RTX 4090 D and laptop parts: each has figures of its own.
+SPEC_PEAKS: tuple[GPUSpec, ...] = (
+    GPUSpec("Tesla V100 SXM2", (("v100", "sxm2"),), 15.7, None, None, 125.0, None,
+            "Volta: fp16 tensor cores only (no TF32, bf16 or fp8)"),
+    GPUSpec("Tesla V100 PCIe", (("v100", "pcie"),), 14.0, None, None, 112.0, None,
+            "Volta: fp16 tensor cores only (no TF32, bf16 or fp8)"),
+    GPUSpec("Tesla T4", (("t4",),), 8.1, None, None, 65.0, None,
+            "Turing: fp16 tensor cores only (no TF32, bf16 or fp8)"),
+    GPUSpec("NVIDIA A10", (("a10",),), 31.2, 62.5, 125.0, 125.0, None,
+            "Ampere GA102; the AWS A10G is a different, slower part"),
+    GPUSpec("NVIDIA A100", (("a100",),), 19.5, 156.0, 312.0, 312.0, None,
+            "Ampere GA100; SXM4 and PCIe, 40 and 80 GB share these figures"),
+    GPUSpec("NVIDIA L4", (("l4",),), 30.3, 60.0, 121.0, 121.0, 242.5,
+            "Ada AD104; datasheet: 120 / 242 / 485 TFLOP/s with sparsity"),
+    GPUSpec("NVIDIA L40S", (("l40s",),), 91.6, 183.0, 362.0, 362.0, 733.0,
+            "Ada AD102; datasheet: 366 / 733 / 1466 TFLOP/s with sparsity"),
+    GPUSpec("NVIDIA H100 SXM", (("h100", "sxm5"), ("h100", "sxm"), ("h100", "hbm3")),
+            67.0, 495.0, 989.0, 989.0, 1979.0,
+            "Hopper SXM5; torch names it e.g. 'NVIDIA H100 80GB HBM3'"),
+    GPUSpec("NVIDIA H100 PCIe", (("h100", "pcie"),), 51.0, 378.0, 756.0, 756.0, 1513.0,
+            "Hopper PCIe (fewer SMs, lower clocks than SXM)"),
+    GPUSpec("NVIDIA H200", (("h200", "!nvl"),), 67.0, 495.0, 989.0, 989.0, 1979.0,
+            "Hopper SXM with HBM3e: the H100 SXM's compute, more and faster memory"),
+    GPUSpec("NVIDIA GeForce RTX 3090", (("rtx", "3090", "!ti", "!laptop", "!mobile"),),
+            35.6, 35.6, 71.0, 71.0, None,
+            "Ampere GA102 whitepaper; tensor rates with fp32 accumulation (fp16 accumulation: 142)"),
+    GPUSpec("NVIDIA GeForce RTX 4090", (("rtx", "4090", "!ti", "!d", "!laptop", "!mobile"),),
+            82.6, 82.6, 165.2, 165.2, 330.3,
+            "Ada AD102 whitepaper; tensor rates with fp32 accumulation (fp16 accumulation: 330.3 / 660.6)"),
+)
+
+
+def _tokens(name: str) -> list[str]:
+    return [t for t in re.split(r"[^a-z0-9]+", name.lower()) if t]
+
+
+def gpu_spec(name: str) -> GPUSpec | None:
+    """The ``SPEC_PEAKS`` row for a ``torch.cuda.get_device_name()`` string, or None if unknown."""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a GPU name string such as 'NVIDIA A100-SXM4-80GB', got {name!r}")
+    for spec in SPEC_PEAKS:
+        if spec.matches(name):
+            return spec
+    return None
+
+
+def spec_peak_tflops(name: str, dtype_key: str) -> float | None:
+    """Dense spec-sheet peak TFLOP/s of GPU ``name`` in ``dtype_key`` math; None if the GPU is
+    unknown or has no such format (a V100 has no TF32)."""
+    _check_dtype_key(dtype_key, allow_none=False)
+    spec = gpu_spec(name)
+    return None if spec is None else spec.peak(dtype_key)
+
+
+def _check_dtype_key(dtype_key, *, allow_none: bool) -> None:
+    if dtype_key is None and allow_none:
+        return
+    if not isinstance(dtype_key, str) or dtype_key not in DTYPE_KEYS:
+        allowed = ", ".join(repr(k) for k in DTYPE_KEYS) + (" or None" if allow_none else "")
+        raise ValueError(f"dtype_key must be one of {allowed}, got {dtype_key!r}")
+
+
+# --------------------------------------------------------------------------------------------
+# Timing
+# --------------------------------------------------------------------------------------------
+
+def _fmt_rate(x: float) -> str:
+    """3 significant digits in fixed notation: 989, 89.4, 16.0, 0.213."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    digits = max(0, 2 - math.floor(math.log10(abs(x))))
+    return f"{x:.{digits}f}"
+
+
+def _fmt_seconds(s: float) -> str:
+    """A duration with 3 significant digits in s, ms or µs: "1.23 s", "16.0 ms", "157 µs"."""
+    a = abs(s)
+    if a >= 1 or a == 0 or not math.isfinite(s):
+        return f"{_fmt_rate(s)} s"
+    if a >= 1e-3:
+        return f"{_fmt_rate(s * 1e3)} ms"
+    return f"{_fmt_rate(s * 1e6)} µs"
+
+
+@dataclass(frozen=True, repr=False)
+class Timing:
+    """The result of :func:`time_fn`: the median and every timed run, in seconds."""
+
+    median_s: float
+    times_s: tuple[float, ...]
+    device: str  # "cpu", or the GPU's name
+    flops: float | None = None
+    dtype_key: str | None = None
+    method: str = "perf_counter"  # "cuda events" or "perf_counter"
+    l2_flushed: bool = False
+
+    def __post_init__(self):
+        if not isinstance(self.times_s, tuple) or not self.times_s:
+            raise ValueError(f"times_s must be a non-empty tuple of seconds, got {self.times_s!r}")
+        if self.method not in _METHODS:
+            raise ValueError(f"method must be one of {_METHODS}, got {self.method!r}")
+        _check_dtype_key(self.dtype_key, allow_none=True)
+
+    @property
+    def tflops(self) -> float | None:
+        """Achieved TFLOP/s: flops / median / 1e12 (None without ``flops``)."""
+        if self.flops is None or self.median_s <= 0:
+            return None
+        return self.flops / self.median_s / 1e12
+
+    @property
+    def peak_tflops(self) -> float | None:
+        """Spec-sheet peak of this GPU in ``dtype_key`` math; None on a CPU or if unknown."""
+        if self.method != "cuda events" or self.dtype_key is None:
+            return None
+        return spec_peak_tflops(self.device, self.dtype_key)
+
+    @property
+    def percent_of_peak(self) -> float | None:
+        rate, peak = self.tflops, self.peak_tflops
+        if rate is None or not peak:
+            return None
+        return 100.0 * rate / peak
+
+    def __str__(self) -> str:
+        how = self.method + (", L2 flushed" if self.l2_flushed else "")
+        runs = "run" if len(self.times_s) == 1 else "runs"
+        text = f"median {_fmt_seconds(self.median_s)} over {len(self.times_s)} {runs} on {self.device} ({how})"
+        rate = self.tflops
+        if rate is None:
+            return text
+        text += f": {_fmt_rate(rate)} TFLOP/s"
+        if self.method != "cuda events":
+            return text + " (no spec peak known for CPUs)"
+        if self.dtype_key is None:
+            return text + " (give dtype_key to compare with the spec peak)"
+        peak = self.peak_tflops
+        if peak is None:
+            if gpu_spec(self.device) is None:
+                return text + f" (no spec peak known for {self.device})"
+            return text + f" (the {self.device} has no {self.dtype_key} spec peak)"
+        return text + f" = {self.percent_of_peak:.0f}% of the {_fmt_rate(peak)} TFLOP/s {self.dtype_key} spec peak"
+
+    __repr__ = __str__
+
+
+def matmul_flops(m: int, k: int, n: int) -> float:
+    """Floating-point operations of an (m, k) @ (k, n) matmul: one multiply and one add per
+    term, 2*m*k*n."""
+    for label, v in (("m", m), ("k", k), ("n", n)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{label} must be a positive int, got {v!r}")
+    return float(2 * m * k * n)
+
+
+def _parse_device(device) -> torch.device:
+    bad = ValueError(
+        f"device must be 'cpu', 'cuda', 'cuda:N' or a torch.device of type cpu or cuda, got {device!r}")
+    if isinstance(device, torch.device):
+        d = device
+    elif isinstance(device, str):
+        try:
+            d = torch.device(device)
+        except RuntimeError:
+            raise bad from None
+    else:
+        raise bad
+    if d.type not in ("cpu", "cuda"):
+        raise bad
+    return d
+
+
+def _l2_flush_buffer(device: torch.device) -> torch.Tensor:
+    """A buffer larger than the L2 cache, zeroed before each timed call to evict ``fn``'s data."""
+    return torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=device)
+
+
+def time_fn(fn, *, device="cpu", warmup: int = 3, repeats: int = 10, flush_l2: bool = False,
+            flops: float | None = None, dtype_key: str | None = None) -> Timing:
+    """Time ``fn()``: ``warmup`` untimed calls, then ``repeats`` timed calls; the median is reported.
+
+    On CUDA each timed call sits between a pair of ``torch.cuda.Event(enable_timing=True)``, so
+    the time is GPU time, and ``torch.cuda.synchronize()`` runs before the warm-up, before the
+    timed calls and before the events are read. With ``flush_l2=True`` a 256 MiB buffer is zeroed
+    before each timed call (outside the events), so ``fn`` starts with a cold L2 cache.
+    On the CPU, ``time.perf_counter`` brackets each call and ``flush_l2`` is ignored
+    (``l2_flushed`` is False in the result). ``fn`` must do its work on ``device``.
+
+    ``flops`` (e.g. ``matmul_flops(m, k, n)``) gives the achieved TFLOP/s; ``dtype_key`` (one of
+    ``DTYPE_KEYS``) compares it with the GPU's spec-sheet peak.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be a callable taking no arguments, got {fn!r}")
+    for label, v, least in (("warmup", warmup, 0), ("repeats", repeats, 1)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < least:
+            raise ValueError(f"{label} must be an int >= {least}, got {v!r}")
+    if flops is not None and (isinstance(flops, bool) or not isinstance(flops, (int, float))
+                              or not math.isfinite(flops) or flops <= 0):
+        raise ValueError(f"flops must be a positive number or None, got {flops!r}")
+    _check_dtype_key(dtype_key, allow_none=True)
+    if not isinstance(flush_l2, bool):
+        raise ValueError(f"flush_l2 must be True or False, got {flush_l2!r}")
+    dev = _parse_device(device)
+
+    if dev.type == "cpu":
+        for _ in range(warmup):
+            fn()
+        times = []
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t0)
+        return Timing(statistics.median(times), tuple(times), "cpu", None if flops is None else float(flops),
+                      dtype_key, "perf_counter", False)
+
+    if not torch.cuda.is_available():
+        raise RuntimeError(
+            f"time_fn(device={device!r}) needs a CUDA GPU, but torch.cuda.is_available() is False "
+            f"on this machine (torch {torch.__version__}); use device='cpu'")
+    name = torch.cuda.get_device_name(dev)
+    buffer = _l2_flush_buffer(dev) if flush_l2 else None
+    pairs = []
+    # Events record on the current device's stream: make "cuda:N" current while timing.
+    with torch.cuda.device(dev.index) if dev.index is not None else contextlib.nullcontext():
+        torch.cuda.synchronize(dev)
+        for _ in range(warmup):
+            fn()
+        torch.cuda.synchronize(dev)
+        for _ in range(repeats):
+            if buffer is not None:
+                buffer.zero_()
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            fn()
+            end.record()
+            pairs.append((start, end))
+        torch.cuda.synchronize(dev)
+    times = [start.elapsed_time(end) / 1e3 for start, end in pairs]  # elapsed_time is in ms
+    return Timing(statistics.median(times), tuple(times), name, None if flops is None else float(flops),
+                  dtype_key, "cuda events", flush_l2)

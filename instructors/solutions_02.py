@@ -1,0 +1,15 @@
+"""Instructor solutions for lesson 02's exercises (run through the learners' checkers by
+tests/test_solutions.py)."""
+
+from amp_lessons.formats import quantize
+
+
+def tf32_matmul(a, b):
+    """Exercise 1: a TF32 tensor-core matmul, emulated: both inputs rounded to TF32 the way
+    NVIDIA's cvt.rna.tf32.f32 does (nearest, ties away from zero), then an fp32 product."""
+    return quantize(a, "tf32", "nearest_away") @ quantize(b, "tf32", "nearest_away")
+
+
+# Exercise 2: bf16 has 7 mantissa bits, TF32 has 10: eps is 2**3 = 8 times larger, and the matmul
+# error (dominated by the rounding of the inputs) scales with it.
+ERROR_RATIO = 2 ** (10 - 7)

@@ -1,0 +1,283 @@
+"""time_fn on the CPU for real, on CUDA with fake events; the spec-sheet table and its name matching."""
+
+import statistics
+
+import pytest
+import torch
+
+from amp_lessons import timing
+from amp_lessons.timing import SPEC_PEAKS, Timing, gpu_spec, matmul_flops, spec_peak_tflops, time_fn
+
+# Every name torch reports for the GPUs in the table -> the row it must match.
+NAMES = {
+    "Tesla V100-SXM2-16GB": "Tesla V100 SXM2",
+    "Tesla V100-SXM2-32GB": "Tesla V100 SXM2",
+    "Tesla V100-PCIE-32GB": "Tesla V100 PCIe",
+    "Tesla T4": "Tesla T4",
+    "NVIDIA A10": "NVIDIA A10",
+    "NVIDIA A100-SXM4-80GB": "NVIDIA A100",
+    "NVIDIA A100-SXM4-40GB": "NVIDIA A100",
+    "NVIDIA A100-PCIE-40GB": "NVIDIA A100",
+    "NVIDIA A100 80GB PCIe": "NVIDIA A100",
+    "NVIDIA L4": "NVIDIA L4",
+    "NVIDIA L40S": "NVIDIA L40S",
+    "NVIDIA H100 80GB HBM3": "NVIDIA H100 SXM",
+    "NVIDIA H100 PCIe": "NVIDIA H100 PCIe",
+    "NVIDIA H200": "NVIDIA H200",
+    "NVIDIA GeForce RTX 3090": "NVIDIA GeForce RTX 3090",
+    "NVIDIA GeForce RTX 4090": "NVIDIA GeForce RTX 4090",
+}
+# Near misses that have figures of their own: no row may claim them.
+UNKNOWN = ["NVIDIA H100 NVL", "NVIDIA H200 NVL", "NVIDIA A10G", "NVIDIA L40", "Tesla V100S-PCIE-32GB",
+           "NVIDIA GeForce RTX 3090 Ti", "NVIDIA GeForce RTX 4090 D", "NVIDIA GeForce RTX 4090 Laptop GPU",
+           "NVIDIA GH200 480GB", "NVIDIA B200", "Tesla P100-PCIE-16GB", "cpu", ""]
+
+
+# ---------------------------------------------------------------------------- CPU path
+
+def test_cpu_counts_calls_and_takes_the_median():
+    calls = []
+    t = time_fn(lambda: calls.append(1), warmup=2, repeats=7)
+    assert len(calls) == 2 + 7
+    assert len(t.times_s) == 7 and all(x >= 0 for x in t.times_s)
+    assert t.median_s == statistics.median(t.times_s)
+    assert (t.device, t.method, t.l2_flushed, t.flops, t.dtype_key) == ("cpu", "perf_counter", False, None, None)
+    assert t.tflops is None and t.peak_tflops is None and t.percent_of_peak is None
+
+
+def test_cpu_real_matmul_rate_and_repr():
+    a = torch.randn(64, 64)
+    flops = matmul_flops(64, 64, 64)
+    t = time_fn(lambda: a @ a, warmup=0, repeats=3, flops=flops, dtype_key="fp32", flush_l2=True)
+    assert t.l2_flushed is False  # flush_l2 is ignored on the CPU
+    assert t.tflops == pytest.approx(flops / t.median_s / 1e12)
+    assert t.peak_tflops is None and t.percent_of_peak is None  # no spec peak for CPUs
+    text = repr(t)
+    assert text == str(t) and "\n" not in text
+    assert text.startswith("median ") and "over 3 runs on cpu (perf_counter)" in text
+    assert text.endswith("TFLOP/s (no spec peak known for CPUs)")
+
+
+def test_cpu_accepts_torch_device():
+    assert time_fn(lambda: None, device=torch.device("cpu"), warmup=0, repeats=1).device == "cpu"
+
+
+# ---------------------------------------------------------------------------- CUDA path, faked
+
+class FakeEvent:
+    def __init__(self, log, clock, enable_timing=False):
+        assert enable_timing is True
+        self.log, self.clock, self.t = log, clock, None
+
+    def record(self, stream=None):
+        self.t = self.clock[0]
+        self.log.append("record")
+
+    def elapsed_time(self, end):
+        assert self.log[-1] == "sync", "events read before torch.cuda.synchronize()"
+        return end.t - self.t  # milliseconds
+
+
+class FakeBuffer:
+    def __init__(self, log):
+        self.log = log
+
+    def zero_(self):
+        self.log.append("zero")
+        return self
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """A CUDA 'GPU' where each call of fn advances a clock by 2, 4, 6 ... ms."""
+    log, clock, allocated = [], [0.0], []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: log.append("sync"))
+    monkeypatch.setattr(torch.cuda, "Event", lambda enable_timing=False: FakeEvent(log, clock, enable_timing))
+
+    def alloc(device):
+        allocated.append(device)
+        return FakeBuffer(log)
+
+    monkeypatch.setattr(timing, "_l2_flush_buffer", alloc)
+    step = [0]
+
+    def fn():
+        step[0] += 1
+        clock[0] += 2.0 * step[0]
+        log.append("fn")
+
+    return fn, log, allocated
+
+
+def test_cuda_events_synchronize_and_flush(fake_cuda):
+    fn, log, allocated = fake_cuda
+    flops = matmul_flops(8192, 8192, 8192)
+    t = time_fn(fn, device="cuda", warmup=2, repeats=3, flush_l2=True, flops=flops, dtype_key="bf16")
+    assert log == (["sync", "fn", "fn", "sync"]
+                   + ["zero", "record", "fn", "record"] * 3
+                   + ["sync"])
+    assert len(allocated) == 1 and allocated[0].type == "cuda"  # one buffer per time_fn call
+    # warm-up calls took 2 and 4 ms; the timed ones 6, 8, 10 ms
+    assert t.times_s == pytest.approx((0.006, 0.008, 0.010))
+    assert t.median_s == pytest.approx(0.008)
+    assert (t.device, t.method, t.l2_flushed) == ("NVIDIA H100 80GB HBM3", "cuda events", True)
+    assert t.peak_tflops == 989
+    assert t.tflops == pytest.approx(flops / 0.008 / 1e12)
+    assert t.percent_of_peak == pytest.approx(100 * t.tflops / 989)
+    assert str(t) == ("median 8.00 ms over 3 runs on NVIDIA H100 80GB HBM3 (cuda events, L2 flushed): "
+                      f"137 TFLOP/s = {t.percent_of_peak:.0f}% of the 989 TFLOP/s bf16 spec peak")
+
+
+def test_cuda_without_flush_allocates_nothing(fake_cuda):
+    fn, log, allocated = fake_cuda
+    t = time_fn(fn, device=torch.device("cuda"), warmup=0, repeats=2)
+    assert allocated == [] and "zero" not in log
+    assert log == ["sync", "sync", "record", "fn", "record", "record", "fn", "record", "sync"]
+    assert t.l2_flushed is False and "(cuda events)" in str(t)
+
+
+def test_cuda_with_index_makes_that_device_current(fake_cuda, monkeypatch):
+    import contextlib
+
+    fn, log, _ = fake_cuda
+    entered = []
+
+    @contextlib.contextmanager
+    def fake_device(index):
+        start = len(log)
+        yield
+        entered.append((index, log[start:]))  # what ran while the device was current
+
+    monkeypatch.setattr(torch.cuda, "device", fake_device)
+    time_fn(fn, device="cuda:1", warmup=0, repeats=1)
+    assert entered == [(1, ["sync", "sync", "record", "fn", "record", "sync"])]
+    time_fn(fn, device="cuda", warmup=0, repeats=1)
+    assert len(entered) == 1  # plain "cuda": the current device, no switch
+
+
+def test_cuda_requested_without_cuda(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(RuntimeError, match=r"needs a CUDA GPU.*is_available\(\) is False.*device='cpu'"):
+        time_fn(lambda: None, device="cuda")
+
+
+# ---------------------------------------------------------------------------- Timing text
+
+def test_timing_text_variants():
+    h100 = dict(device="NVIDIA H100 80GB HBM3", method="cuda events")
+    t = Timing(0.001, (0.001,), flops=1e12, dtype_key="fp16", **h100)
+    assert str(t).endswith("1000 TFLOP/s = 101% of the 989 TFLOP/s fp16 spec peak")
+    assert "over 1 run on" in str(t)
+    assert str(Timing(0.001, (0.001,), flops=1e12, **h100)).endswith("(give dtype_key to compare with the spec peak)")
+    v100 = Timing(0.01, (0.01,), "Tesla V100-SXM2-16GB", 1e12, "tf32", "cuda events")
+    assert v100.peak_tflops is None and v100.percent_of_peak is None
+    assert str(v100).endswith("(the Tesla V100-SXM2-16GB has no tf32 spec peak)")
+    other = Timing(0.01, (0.01,), "NVIDIA B200", 1e12, "bf16", "cuda events")
+    assert str(other).endswith("(no spec peak known for NVIDIA B200)")
+    assert str(Timing(2.5, (2.5,), "cpu")) == "median 2.50 s over 1 run on cpu (perf_counter)"
+    assert "157 µs" in str(Timing(157e-6, (157e-6,), "cpu"))
+
+
+def test_timing_rejects_bad_fields():
+    with pytest.raises(ValueError, match="'gpu time'"):
+        Timing(1.0, (1.0,), "cpu", method="gpu time")
+    with pytest.raises(ValueError, match="'int8'"):
+        Timing(1.0, (1.0,), "cpu", dtype_key="int8")
+    with pytest.raises(ValueError, match="non-empty tuple"):
+        Timing(1.0, (), "cpu")
+
+
+# ---------------------------------------------------------------------------- argument checks
+
+@pytest.mark.parametrize(
+    "kwargs, exc, shown",
+    [
+        (dict(repeats=0), ValueError, "repeats must be an int >= 1, got 0"),
+        (dict(repeats=2.5), ValueError, "got 2.5"),
+        (dict(warmup=-1), ValueError, "warmup must be an int >= 0, got -1"),
+        (dict(device="mps"), ValueError, "'mps'"),
+        (dict(device="gpu"), ValueError, "'gpu'"),
+        (dict(device=0), ValueError, "got 0"),
+        (dict(dtype_key="float16"), ValueError, "'float16'"),
+        (dict(flops=-1.0), ValueError, "got -1.0"),
+        (dict(flush_l2="yes"), ValueError, "'yes'"),
+    ],
+)
+def test_time_fn_rejects(kwargs, exc, shown):
+    with pytest.raises(exc) as info:
+        time_fn(lambda: None, **kwargs)
+    assert shown in str(info.value)
+
+
+def test_time_fn_error_lists_allowed_values():
+    with pytest.raises(ValueError, match="'fp32', 'tf32', 'bf16', 'fp16', 'fp8' or None"):
+        time_fn(lambda: None, dtype_key="int8")
+    with pytest.raises(ValueError, match="'cpu', 'cuda'"):
+        time_fn(lambda: None, device="mps")
+    with pytest.raises(TypeError, match="callable.*got 42"):
+        time_fn(42)
+
+
+def test_matmul_flops():
+    assert matmul_flops(2, 3, 4) == 48.0 and isinstance(matmul_flops(1, 1, 1), float)
+    assert matmul_flops(8192, 8192, 8192) == 2 * 8192**3
+    for bad, shown in [((0, 1, 1), "m must be a positive int, got 0"), ((1, -2, 1), "k must be a positive int, got -2"),
+                       ((1, 1, 2.0), "n must be a positive int, got 2.0"), ((True, 1, 1), "got True")]:
+        with pytest.raises(ValueError) as info:
+            matmul_flops(*bad)
+        assert shown in str(info.value)
+
+
+# ---------------------------------------------------------------------------- spec table
+
+@pytest.mark.parametrize("name, row", sorted(NAMES.items()))
+def test_every_listed_name_matches_exactly_one_row(name, row):
+    assert gpu_spec(name).name == row
+    assert [s.name for s in SPEC_PEAKS if s.matches(name)] == [row]
+
+
+@pytest.mark.parametrize("name", UNKNOWN)
+def test_near_misses_match_no_row(name):
+    assert gpu_spec(name) is None
+    assert spec_peak_tflops(name, "fp32") is None
+
+
+def test_spec_figures():
+    assert spec_peak_tflops("NVIDIA H100 80GB HBM3", "bf16") == 989
+    assert spec_peak_tflops("NVIDIA H100 80GB HBM3", "fp8") == 1979
+    assert spec_peak_tflops("NVIDIA H100 PCIe", "bf16") == 756
+    assert spec_peak_tflops("NVIDIA A100-SXM4-80GB", "tf32") == 156
+    assert spec_peak_tflops("NVIDIA A10", "tf32") == 62.5  # not the A100's 156
+    assert spec_peak_tflops("NVIDIA L4", "fp8") == 242.5 and spec_peak_tflops("NVIDIA L40S", "fp8") == 733
+    assert spec_peak_tflops("Tesla V100-SXM2-16GB", "tf32") is None
+    assert spec_peak_tflops("Tesla V100-SXM2-16GB", "fp16") == 125
+    assert spec_peak_tflops("NVIDIA A100-PCIE-40GB", "fp8") is None
+    assert spec_peak_tflops("NVIDIA H200", "bf16") == spec_peak_tflops("NVIDIA H100 80GB HBM3", "bf16")
+
+
+def test_spec_table_is_consistent_with_the_hardware():
+    for s in SPEC_PEAKS:
+        peaks = {k: s.peak(k) for k in timing.DTYPE_KEYS}
+        assert peaks["fp32"] and peaks["fp16"], s.name  # every GPU listed has fp16 tensor cores
+        assert (peaks["tf32"] is None) == (peaks["bf16"] is None), s.name  # both arrived with Ampere
+        assert peaks["bf16"] in (None, peaks["fp16"]), s.name  # same tensor-core rate
+        if peaks["tf32"] is not None:
+            assert peaks["fp32"] <= peaks["tf32"] < peaks["bf16"], s.name
+        if peaks["fp8"] is not None:  # L40S datasheet: 733 fp8 vs 2 x 362 fp16, hence 2 %
+            assert peaks["fp8"] == pytest.approx(2 * peaks["fp16"], rel=0.02), s.name
+        assert s.note, s.name
+
+
+def test_spec_arguments_checked():
+    with pytest.raises(ValueError, match="'int8'"):
+        spec_peak_tflops("NVIDIA A100-SXM4-80GB", "int8")
+    with pytest.raises(TypeError, match="got None"):
+        gpu_spec(None)
+
+
+def test_public_surface():
+    assert sorted(timing.__all__) == timing.__all__
+    for name in timing.__all__:
+        assert hasattr(timing, name)
