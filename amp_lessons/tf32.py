@@ -291,17 +291,48 @@ def switches_tour() -> dict:
 
 
 @reference.register("tf32_matmul")
-def _record_tf32(device: str = "cuda", size: int | None = None) -> dict:
-    """Reference measurement on a GPU: the seed's TF32 experiment and the speed ratio."""
+def _record_tf32(device: str = "cuda", size: int | None = None, speed_size: int = 8192) -> dict:
+    """Reference measurement on a GPU: the seed's experiment (errors of fp32, real TF32 and emulated
+    TF32 against fp64 at ``size``) and the TF32/fp32 speed ratio at ``speed_size``^3."""
     d = _device(device)
     size = size or pick_size(d)
     errs = {e.variant: e for e in matmul_errors(size, size, size, device=d)}
-    times = time_matmuls(size, device=d)
     out = {"shape": f"{size}x{size} @ {size}x{size}",
-           "fp32_time_s": times["fp32"].median_s, "fp32_rel_error": errs["fp32"].rel_error,
+           "fp32_rel_error": errs["fp32"].rel_error,
            "tf32_emulated_rel_error": errs["tf32 emulated (ties away)"].rel_error,
            "tf32_truncated_rel_error": errs["tf32 emulated (truncation)"].rel_error}
+    if "tf32 hardware" in errs:
+        out["tf32_rel_error"] = errs["tf32 hardware"].rel_error
+        out["emulated_over_real_tf32_error"] = out["tf32_emulated_rel_error"] / out["tf32_rel_error"]
+    speed_size = min(speed_size, size) if d.type == "cpu" else speed_size
+    times = time_matmuls(speed_size, device=d, repeats=10)
+    out["speed_shape"] = f"{speed_size}^3"
+    out["fp32_time_s"] = times["fp32"].median_s
     if "tf32" in times:
-        out.update({"tf32_time_s": times["tf32"].median_s, "tf32_rel_error": errs["tf32 hardware"].rel_error,
-                    "tf32_speedup": times["fp32"].median_s / times["tf32"].median_s})
+        out["tf32_time_s"] = times["tf32"].median_s
+        out["tf32_speedup"] = times["fp32"].median_s / times["tf32"].median_s
+    return out
+
+
+@reference.register("matmul_timing_check")
+def _record_timing_check(device: str = "cuda", size: int = 8192) -> dict:
+    """The timing helper against ``triton.testing.do_bench`` on the same bf16 matmul (median of
+    both), with the share of the GPU's spec peak."""
+    d = _device(device)
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(size, size, generator=g).to(d, torch.bfloat16)
+    b = torch.randn(size, size, generator=g).to(d, torch.bfloat16)
+    t = timing.time_fn(lambda: a @ b, device=d.type, repeats=20, flush_l2=d.type == "cuda",
+                       flops=timing.matmul_flops(size, size, size), dtype_key="bf16")
+    out = {"shape": f"{size}^3 bf16", "bf16_time_s": t.median_s, "bf16_tflops": t.tflops}
+    if t.percent_of_peak is not None:
+        out["percent_of_spec_peak"] = t.percent_of_peak
+    try:
+        from triton.testing import do_bench
+    except ImportError:
+        out["do_bench"] = "triton not installed: no comparison"
+        return out
+    ms = do_bench(lambda: a @ b, return_mode="median")
+    out["do_bench_time_s"] = ms / 1e3
+    out["time_fn_over_do_bench"] = t.median_s / (ms / 1e3)
     return out

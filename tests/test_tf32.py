@@ -110,6 +110,11 @@ def test_registered_reference_experiment_runs_small_on_cpu():
     assert out["shape"] == "64x64 @ 64x64"
     assert out["tf32_truncated_rel_error"] > out["tf32_emulated_rel_error"] > out["fp32_rel_error"]
     assert "tf32_time_s" not in out  # no TF32 hardware: no TF32 time is invented
+    assert out["speed_shape"] == "64^3" and out["fp32_time_s"] > 0
+    assert "matmul_timing_check" in reference.registered()
+    check = tf32._record_timing_check("cpu", size=64)
+    assert check["shape"] == "64^3 bf16" and check["bf16_time_s"] > 0
+    assert check["bf16_tflops"] == pytest.approx(2 * 64**3 / check["bf16_time_s"] / 1e12)
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, True])
