@@ -329,7 +329,7 @@ def _native_dtype(f: FloatFormat, rounding: str, overflow: str) -> torch.dtype |
     if dtype is None or rounding != "nearest_even":
         return None
     if dtype == torch.float32:
-        return dtype
+        return dtype if overflow == "inf" else None  # the identity keeps inf; saturation needs the emulation
     if _torch_cast_overflow(dtype) != overflow or _torch_cast_infinity(dtype) != overflow:
         return None
     return dtype

@@ -1,8 +1,8 @@
 """Benchmark the explorers' updates in-process (run: make bench).
 
 Goal: every update a learner triggers (typing a value, picking a format, flipping a bit, moving
-a slider, picking an encoding) takes under 100 ms on a 2-core CPU, readout, picture and PNG
-included. Times 20 updates of each kind with the Agg backend and prints the median and the
+a slider, picking an encoding or a sign, typing v) takes under 100 ms on a 2-core CPU, readout,
+picture and PNG included. Times 20 updates of each kind with the Agg backend and prints the median and the
 maximum; exits non-zero if a maximum is over the goal.
 """
 
@@ -22,8 +22,10 @@ import torch  # noqa: E402
 from amp_lessons.widgets import (  # noqa: E402
     bit_explorer,
     format_designer,
+    magnitude_explorer,
     matmul_precision_explorer,
     measure_update_ms,
+    sum_explorer,
 )
 
 N = 20
@@ -35,7 +37,8 @@ def main() -> int:
           f"matplotlib {matplotlib.__version__}, ipywidgets {ipywidgets.__version__}; {N} updates per kind")
     ok = True
     for name, make in (("bit_explorer", bit_explorer), ("format_designer", format_designer),
-                       ("matmul_precision_explorer", matmul_precision_explorer)):
+                       ("matmul_precision_explorer", matmul_precision_explorer),
+                       ("magnitude_explorer", magnitude_explorer), ("sum_explorer", sum_explorer)):
         t0 = time.perf_counter()
         box = make()
         print(f"{name}() built and drawn in {1e3 * (time.perf_counter() - t0):.0f} ms")

@@ -246,6 +246,12 @@ def test_specials_signed_zero_nan_overflow():
     assert quantize(torch.tensor([1e6, -7.0]), "fp4_e2m1").tolist() == [6.0, -6.0]
 
 
+def test_fp32_saturation_is_not_the_identity():
+    x = torch.tensor([math.inf, -math.inf, 1.0])
+    assert quantize(x, "fp32", overflow="saturate").tolist() == [FORMATS["fp32"].max, -FORMATS["fp32"].max, 1.0]
+    assert quantize(x, "fp32").tolist() == [math.inf, -math.inf, 1.0]
+
+
 def test_subnormals_are_kept_not_flushed():
     tiny = FORMATS["fp16"].smallest_subnormal
     x = torch.tensor([tiny, tiny * 0.5, tiny * 0.51, tiny * 1.5, tiny * 2.5])

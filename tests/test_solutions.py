@@ -32,3 +32,9 @@ def test_lesson_02_solutions():
     s = load("solutions_02")
     assert checks.check_tf32_matmul(s.tf32_matmul)
     assert checks.check_error_ratio(s.ERROR_RATIO, "bf16", "tf32")
+
+
+def test_lesson_03_solutions():
+    s = load("solutions_03")
+    assert checks.check_stall_value(s.STALL_VALUE, 1.0, "fp16")
+    assert checks.check_lost_update(s.smallest_update, "fp16")
