@@ -38,3 +38,23 @@ def test_lesson_03_solutions():
     s = load("solutions_03")
     assert checks.check_stall_value(s.STALL_VALUE, 1.0, "fp16")
     assert checks.check_lost_update(s.smallest_update, "fp16")
+
+
+def test_lesson_04_solution():
+    s = load("solutions_04")
+    assert checks.check_dtype_predictions(s.DTYPE_PREDICTIONS)
+    wrong = dict(s.DTYPE_PREDICTIONS, **{"cuda: (a @ b).sum()": "torch.float16"})
+    r = checks.check_dtype_predictions(wrong)
+    assert not r and "it is torch.float32" in r.message
+    assert "still to predict" in checks.check_dtype_predictions({}).message
+
+
+def test_lesson_04_bce_solution():
+    import torch
+    import torch.nn.functional as F
+
+    s = load("solutions_04")
+    assert checks.check_bce_fix(s.bce_fix)
+    r = checks.check_bce_fix(lambda z, y: F.binary_cross_entropy(torch.sigmoid(z), y))
+    assert not r and "refuses" in r.message
+    assert "your loss is" in checks.check_bce_fix(lambda z, y: F.binary_cross_entropy_with_logits(z, y, reduction="sum")).message
