@@ -1,7 +1,7 @@
 """Benchmark the explorers' updates in-process (run: make bench).
 
 Goal: every update a learner triggers (typing a value, picking a format, flipping a bit, moving
-a slider, picking an encoding or a sign, typing v) takes under 100 ms on a 2-core CPU, readout,
+a slider, picking an encoding or a sign, typing v, injecting an overflow) takes under 100 ms on a 2-core CPU, readout,
 picture and PNG included. Times 20 updates of each kind with the Agg backend and prints the median and the
 maximum; exits non-zero if a maximum is over the goal.
 """
@@ -25,6 +25,8 @@ from amp_lessons.widgets import (  # noqa: E402
     magnitude_explorer,
     matmul_precision_explorer,
     measure_update_ms,
+    scale_explorer,
+    scaler_state_explorer,
     sum_explorer,
 )
 
@@ -38,7 +40,8 @@ def main() -> int:
     ok = True
     for name, make in (("bit_explorer", bit_explorer), ("format_designer", format_designer),
                        ("matmul_precision_explorer", matmul_precision_explorer),
-                       ("magnitude_explorer", magnitude_explorer), ("sum_explorer", sum_explorer)):
+                       ("magnitude_explorer", magnitude_explorer), ("sum_explorer", sum_explorer),
+                       ("scale_explorer", scale_explorer), ("scaler_state_explorer", scaler_state_explorer)):
         t0 = time.perf_counter()
         box = make()
         print(f"{name}() built and drawn in {1e3 * (time.perf_counter() - t0):.0f} ms")

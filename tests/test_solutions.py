@@ -58,3 +58,25 @@ def test_lesson_04_bce_solution():
     r = checks.check_bce_fix(lambda z, y: F.binary_cross_entropy(torch.sigmoid(z), y))
     assert not r and "refuses" in r.message
     assert "your loss is" in checks.check_bce_fix(lambda z, y: F.binary_cross_entropy_with_logits(z, y, reduction="sum")).message
+
+
+def test_lesson_05_solutions():
+    from amp_lessons.scaling import small_loss_census
+
+    s = load("solutions_05")
+    assert checks.check_smallest_scale(s.SMALLEST_SCALE_DEFAULT)
+    census = small_loss_census()
+    assert checks.check_smallest_scale(s.SMALLEST_SCALE_SMALL_LOSS, census)
+    r = checks.check_smallest_scale(s.SMALLEST_SCALE_SMALL_LOSS // 2, census)
+    assert not r and "larger scale" in r.message
+    r = checks.check_smallest_scale(s.SMALLEST_SCALE_SMALL_LOSS * 2, census)
+    assert not r and "not the smallest" in r.message
+    assert "not a power of two" in checks.check_smallest_scale(3000, census).message
+    assert "overflow" in checks.check_smallest_scale(2**40, census).message
+    assert not checks.check_smallest_scale(..., census)
+    e = dict(s.SCALE_PREDICTION_EXERCISE)
+    n, infs = e.pop("n_steps"), e.pop("inf_steps")
+    assert checks.check_scale_prediction(s.SCALE_PREDICTION, n, infs, **e)
+    r = checks.check_scale_prediction(2.0**12, n, infs, **e)
+    assert not r
+    assert not checks.check_scale_prediction(None, 10, (0, 3))
