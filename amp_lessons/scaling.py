@@ -30,7 +30,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .formats import FloatFormat, get_format
-from .fp16 import CENSUS_CATEGORIES, _one_thread, classify_codes
+from .fp16 import CENSUS_CATEGORIES, _one_thread, classify_codes, gradient_census_of
 
 __all__ = [
     "CensusIndex",
@@ -411,61 +411,6 @@ def compare_with_gradscaler(steps: int = 30, *, inf_steps=(3, 4, 10), init_scale
 
 
 # --- census of any model ------------------------------------------------------------------------------
-
-def gradient_census_of(model: torch.nn.Module, loss_fn, batch, fmt="fp16") -> dict:
-    """:func:`amp_lessons.fp16.gradient_census` for any module and loss: one fp32 forward and
-    backward pass of ``loss_fn(model(inputs), targets)`` (``batch`` = ``(inputs, targets)``; a
-    single tensor is the inputs, and the loss is ``loss_fn(model(batch))``), activation gradients
-    from hooks on every leaf module's output, weight gradients from every parameter.
-
-    Returns the same dict as ``gradient_census``; raises ValueError ("no gradients") when the loss
-    reaches no parameter and no module output (everything frozen)."""
-    from .fp16 import census_fractions
-
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if not callable(loss_fn):
-        raise TypeError(f"loss_fn must be callable, e.g. torch.nn.functional.mse_loss; got {loss_fn!r}")
-    f = get_format(fmt)
-    if isinstance(batch, (tuple, list)) and len(batch) == 2:
-        inputs, targets = batch
-        compute = lambda out: loss_fn(out, targets)  # noqa: E731
-    elif isinstance(batch, torch.Tensor):
-        inputs, compute = batch, loss_fn
-    else:
-        raise TypeError("batch must be a pair (inputs, targets) or an inputs tensor")
-    grads: list[torch.Tensor] = []
-
-    def on_output(module, args, output):
-        if isinstance(output, torch.Tensor) and output.requires_grad:
-            output.register_hook(lambda grad: grads.append(grad.detach().reshape(-1).float()))
-
-    leaves = [m for m in model.modules() if not list(m.children())]
-    handles = [m.register_forward_hook(on_output) for m in leaves]
-    try:
-        model.zero_grad(set_to_none=True)
-        loss = compute(model(inputs))
-        if not (isinstance(loss, torch.Tensor) and loss.numel() == 1):
-            raise TypeError(f"loss_fn must return a scalar tensor, got {loss!r:.80}")
-        if not loss.requires_grad:
-            raise ValueError("no gradients: the loss does not depend on any parameter that requires grad "
-                             "(is the whole model frozen?)")
-        loss.backward()
-    finally:
-        for h in handles:
-            h.remove()
-    params = [p.grad.detach().reshape(-1).float() for p in model.parameters() if p.grad is not None]
-    if not params or not grads:
-        raise ValueError("no gradients: no parameter of the model received a gradient")
-    weights, activations = torch.cat(params), torch.cat(grads)
-    return {
-        "weights": weights,
-        "activations": activations,
-        "fractions": {"weights": census_fractions(weights, f), "activations": census_fractions(activations, f)},
-        "loss": loss.item(),
-        "fmt": f.name,
-    }
-
 
 # --- training four ways ---------------------------------------------------------------------------------
 
