@@ -49,6 +49,7 @@ notebooks: setup
 bench: setup
 	$(PY) benchmarks/bench_quantize.py
 	$(PY) benchmarks/bench_widgets.py
+	$(PY) benchmarks/bench_experiments.py
 
 clean:
 	-$(VENV)/bin/jupyter kernelspec remove -y $(KERNEL)

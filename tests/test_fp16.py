@@ -2,7 +2,6 @@
 engine and the measured facts (shared/FACTS.md)."""
 
 import math
-import time
 
 import numpy as np
 import pytest
@@ -200,10 +199,8 @@ def test_running_sums_of_copies_are_prefixes_and_match_running_sum():
         assert same(long["fp16 addends, fp32 accumulator"], fp16.running_sum(v16.expand(6000), "fp32")), v
 
 
-def test_sum_copies_is_fast_for_a_million():
-    t0 = time.perf_counter()
+def test_sum_copies_handles_a_million():  # its speed is measured in benchmarks/bench_experiments.py
     r = fp16.sum_copies(1e-4, 1_000_000)
-    assert time.perf_counter() - t0 < 2.0
     assert r["stall value"] == 0.25 and r["fp16 running sum"] == 0.25
 
 
@@ -331,16 +328,13 @@ def test_small_model_and_batch_are_seeded():
 @pytest.fixture(scope="module")
 def training():
     threads = torch.get_num_threads()
-    t0 = time.process_time()  # CPU time: a busy machine (tests in parallel) does not inflate it
     result = fp16.train_master_weights(progress=False)
-    seconds = time.process_time() - t0
     assert torch.get_num_threads() == threads  # the one-thread section is undone
-    return result, seconds
+    return result
 
 
 def test_master_weights_keep_learning_where_fp16_weights_stall(training):
-    r, seconds = training
-    assert seconds < 3.0
+    r = training
     assert r["steps"] == 300 and set(r["loss"]) == {"fp32", "fp16 weights", "fp32 master weights"}
     final = {k: v[-1] for k, v in r["loss"].items()}
     assert all(len(v) == 300 for v in r["loss"].values())
@@ -355,7 +349,7 @@ def test_master_weights_keep_learning_where_fp16_weights_stall(training):
 
 def test_training_is_seeded_and_shows_progress(training, capsys):
     r = fp16.train_master_weights(20, progress=True)
-    assert r["loss"]["fp16 weights"] == training[0]["loss"]["fp16 weights"][:20]
+    assert r["loss"]["fp16 weights"] == training["loss"]["fp16 weights"][:20]
     assert "training 3 ways" in capsys.readouterr().err
     bf16 = fp16.train_master_weights(20, progress=False, fmt="bf16")
     assert bf16["fmt"] == "bf16"
