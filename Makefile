@@ -50,6 +50,7 @@ bench: setup
 	$(PY) benchmarks/bench_quantize.py
 	$(PY) benchmarks/bench_widgets.py
 	$(PY) benchmarks/bench_experiments.py
+	$(PY) benchmarks/bench_e2e.py
 
 clean:
 	-$(VENV)/bin/jupyter kernelspec remove -y $(KERNEL)
