@@ -7,7 +7,7 @@ One module per concern:
 - :mod:`amp_lessons.course`  - the lessons in order and a workshop schedule
 - :mod:`amp_lessons.timing`, :mod:`amp_lessons.reference` - timings and GPU reference measurements
 - :mod:`amp_lessons.tf32`, :mod:`amp_lessons.fp16`, :mod:`amp_lessons.autocast`, :mod:`amp_lessons.scaling`,
-  :mod:`amp_lessons.e2e` - each lesson's experiments
+  :mod:`amp_lessons.e2e`, :mod:`amp_lessons.fp8` - each lesson's experiments
 - :mod:`amp_lessons.plots`   - one ``plot_*`` function per picture, in the course style
 - :mod:`amp_lessons.widgets` - the interactive explorers
 - :mod:`amp_lessons.checks`  - checkers for the exercises

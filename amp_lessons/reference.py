@@ -55,7 +55,7 @@ __all__ = [
 DEFAULT_PATH = Path(__file__).resolve().parent / "data" / "references.json"
 """The recorded references shipped with the package."""
 
-EXPERIMENT_MODULES = ("amp_lessons.tf32", "amp_lessons.e2e")
+EXPERIMENT_MODULES = ("amp_lessons.tf32", "amp_lessons.e2e", "amp_lessons.fp8")
 """Modules whose ``@register`` calls define the recordable experiments (imported by the CLI)."""
 
 CLI = "python -m amp_lessons.reference"

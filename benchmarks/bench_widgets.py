@@ -21,6 +21,7 @@ import torch  # noqa: E402
 
 from amp_lessons.widgets import (  # noqa: E402
     bit_explorer,
+    fp8_scaling_explorer,
     format_designer,
     magnitude_explorer,
     matmul_precision_explorer,
@@ -41,7 +42,8 @@ def main() -> int:
     for name, make in (("bit_explorer", bit_explorer), ("format_designer", format_designer),
                        ("matmul_precision_explorer", matmul_precision_explorer),
                        ("magnitude_explorer", magnitude_explorer), ("sum_explorer", sum_explorer),
-                       ("scale_explorer", scale_explorer), ("scaler_state_explorer", scaler_state_explorer)):
+                       ("scale_explorer", scale_explorer), ("scaler_state_explorer", scaler_state_explorer),
+                       ("fp8_scaling_explorer", fp8_scaling_explorer)):
         t0 = time.perf_counter()
         box = make()
         print(f"{name}() built and drawn in {1e3 * (time.perf_counter() - t0):.0f} ms")

@@ -80,3 +80,30 @@ def test_lesson_05_solutions():
     r = checks.check_scale_prediction(2.0**12, n, infs, **e)
     assert not r
     assert not checks.check_scale_prediction(None, 10, (0, 3))
+
+
+def test_lesson_07_solutions():
+    import torch
+
+    s = load("solutions_07")
+    assert checks.check_amax_scale(s.amax_scale)
+    r = checks.check_amax_scale(lambda x, m: float(x.abs().max()) / m if x.abs().max() > 0 else 1.0)
+    assert not r and "inverse" in r.message
+    r = checks.check_amax_scale(lambda x, m: m / float(x.max()) if x.abs().max() > 0 else 1.0)
+    assert not r and "MAGNITUDE" in r.message
+    r = checks.check_amax_scale(lambda x, m: m / float(x.abs().max()))
+    assert not r and "all-zero" in r.message  # ZeroDivisionError becomes feedback
+    r = checks.check_amax_scale(lambda x, m: m / x.abs().max())  # a tensor: inf for zeros
+    assert not r and "1.0" in r.message
+    assert not checks.check_amax_scale(None)
+    assert checks.check_fp8_format_choice(s.FP8_FORMAT_CHOICE)
+    assert checks.check_fp8_format_choice({"weights": torch.float8_e4m3fn, "activations": "fp8_e4m3",
+                                           "gradients": "E5M2"})
+    r = checks.check_fp8_format_choice({"weights": "e4m3", "activations": "e4m3", "gradients": "e4m3"})
+    assert not r and "57344" in r.message
+    r = checks.check_fp8_format_choice({"weights": "e5m2", "activations": "e4m3", "gradients": "e5m2"})
+    assert not r and "weights" in r.message and "mantissa" in r.message
+    assert "gradients" in checks.check_fp8_format_choice({"weights": "e4m3", "activations": "e4m3"}).message
+    assert "not an fp8 format" in checks.check_fp8_format_choice({"weights": "fp16", "activations": "e4m3",
+                                                                  "gradients": "e5m2"}).message
+    assert not checks.check_fp8_format_choice(["e4m3"])
