@@ -27,6 +27,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .formats import OVERFLOW_MODES, ROUNDING_MODES, FloatFormat, get_format, quantize
+from ._validate import real as _real
 
 __all__ = [
     "CENSUS_CATEGORIES",
@@ -75,14 +76,6 @@ def _values(values, what="values") -> torch.Tensor:
         except (TypeError, ValueError, RuntimeError):
             raise TypeError(f"{what} must be a tensor or a list of numbers, got {values!r:.80}") from None
     raise TypeError(f"{what} must be a float32 tensor or a list of numbers, got {type(values).__name__}")
-
-
-def _real(value, what: str) -> float:
-    if isinstance(value, torch.Tensor) and value.numel() == 1 and value.is_floating_point():
-        return float(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{what} must be a real number, got {value!r} ({type(value).__name__})")
-    return float(value)
 
 
 def _modes(f: FloatFormat, rounding: str, overflow: str | None) -> str:

@@ -28,6 +28,8 @@ import torch
 
 from . import reference
 from .formats import FloatFormat, _torch_cast_overflow, get_format, quantize, representable_values
+from ._validate import int_at_least as _int
+from ._validate import positive as _positive
 
 __all__ = [
     "BLOCK_SHAPES",
@@ -63,23 +65,6 @@ def _tensor(x, what: str = "x") -> torch.Tensor:
     if not x.is_floating_point():
         raise TypeError(f"{what} must be a floating-point tensor, got {x.dtype}")
     return x.detach().float()
-
-
-def _positive(value, what: str) -> float:
-    if isinstance(value, torch.Tensor) and value.numel() == 1 and value.is_floating_point():
-        value = float(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{what} must be a real number, got {value!r} ({type(value).__name__})")
-    value = float(value)
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{what}={value!r} is not allowed: it must be a positive finite number")
-    return value
-
-
-def _int(value, what: str, least: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < least:
-        raise ValueError(f"{what} must be an int >= {least}, got {value!r}")
-    return int(value)
 
 
 def _f32(v: float) -> float:

@@ -35,6 +35,7 @@ from .formats import (
     to_bits,
 )
 from .style import FIELD_COLORS, format_color, style_context
+from ._validate import real as _real
 
 __all__ = [
     "BitInfo",
@@ -123,14 +124,6 @@ class BitInfo:
         if err == 0.0 or math.isnan(err):
             return err
         return err / abs(self.typed) if self.typed != 0 else math.inf
-
-
-def _real(value, what: str) -> float:
-    if isinstance(value, torch.Tensor) and value.numel() == 1 and value.is_floating_point():
-        return float(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{what} must be a real number, got {value!r} ({type(value).__name__})")
-    return float(value)
 
 
 def _check_rounding(rounding) -> None:

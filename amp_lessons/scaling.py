@@ -31,6 +31,8 @@ from tqdm.auto import tqdm
 
 from .formats import FloatFormat, get_format
 from .fp16 import CENSUS_CATEGORIES, _one_thread, classify_codes, gradient_census_of
+from ._validate import int_at_least as _int_at_least
+from ._validate import positive as _positive
 
 __all__ = [
     "CensusIndex",
@@ -58,24 +60,6 @@ TRAIN_RUNS = {
 
 
 # --- checks --------------------------------------------------------------------------------------
-
-def _positive(value, what: str) -> float:
-    """A positive finite real number (a number or a one-element float tensor)."""
-    if isinstance(value, torch.Tensor) and value.numel() == 1 and value.is_floating_point():
-        value = float(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{what} must be a real number, got {value!r} ({type(value).__name__})")
-    value = float(value)
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{what}={value!r} is not allowed: it must be a positive finite number")
-    return value
-
-
-def _int_at_least(value, what: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise ValueError(f"{what}={value!r} is not allowed: it must be an int >= {low}")
-    return int(value)
-
 
 def _scaler_params(init_scale, growth_factor, backoff_factor, growth_interval) -> tuple:
     """Validate GradScaler's four parameters (ValueError naming the value and the allowed range)."""
