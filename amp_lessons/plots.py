@@ -783,22 +783,29 @@ _RUN_STYLES = {"fp32": dict(color=format_color("fp32"), lw=1.6),
                "fp32 master weights": dict(color="#33A02C", lw=2.2, ls="--")}
 
 
+def _plot_runs(result: dict, ax, *, source: str, note_key: str, note: str, styles: dict, figsize) -> Axes:
+    """Loss against step of each run in ``result["loss"]``; the legend gives each run's final loss and,
+    where ``result[note_key]`` has the run, ``note`` filled with that fraction."""
+    if not isinstance(result, dict) or not isinstance(result.get("loss"), dict):
+        raise TypeError(f"result must be the dict returned by {source} (key 'loss')")
+    extra = result.get(note_key, {})
+    ax = _axes(ax, figsize)
+    for run, losses in result["loss"].items():
+        y = _series(losses, run)
+        label = f"{run}: final loss {y[-1]:.3g}"
+        if run in extra:
+            label += ", " + note.format(_pct(extra[run]))
+        ax.plot(np.arange(y.size), y, label=label, gid=run, **styles.get(run, dict(color=format_color(run), lw=1.8)))
+    return ax
+
+
 @_styled
 def plot_loss_curves(result: dict, ax=None) -> Axes:
     """Training loss against step (log y) of each run of
     :func:`amp_lessons.fp16.train_master_weights`; the legend gives each run's final loss and the
     share of its weight updates that were lost to rounding."""
-    if not isinstance(result, dict) or "loss" not in result or not isinstance(result["loss"], dict):
-        raise TypeError("result must be the dict returned by amp_lessons.fp16.train_master_weights (key 'loss')")
-    lost = result.get("lost_fraction", {})
-    ax = _axes(ax, (8, 4.8))
-    for run, losses in result["loss"].items():
-        y = _series(losses, run)
-        label = f"{run}: final loss {y[-1]:.3g}"
-        if run in lost:
-            label += f", {_pct(lost[run])} of updates lost"
-        style = _RUN_STYLES.get(run, dict(color=format_color(run), lw=1.8))
-        ax.plot(np.arange(y.size), y, label=label, gid=run, **style)
+    ax = _plot_runs(result, ax, source="amp_lessons.fp16.train_master_weights", note_key="lost_fraction",
+                    note="{} of updates lost", styles=_RUN_STYLES, figsize=(8, 4.8))
     ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss")
@@ -1059,16 +1066,8 @@ _TRAIN_STYLES = {"fp32": dict(color=format_color("fp32"), lw=3.0, alpha=0.5),
 def plot_train_comparison(result: dict, ax=None) -> Axes:
     """Loss against step (log y) of each run of :func:`amp_lessons.scaling.train_comparison`; the
     legend gives each run's final loss and its share of exactly-zero gradient elements."""
-    if not isinstance(result, dict) or not isinstance(result.get("loss"), dict):
-        raise TypeError("result must be the dict returned by amp_lessons.scaling.train_comparison (key 'loss')")
-    zeros = result.get("zero_grad_fraction", {})
-    ax = _axes(ax, (9, 4.8))
-    for run, losses in result["loss"].items():
-        y = _series(losses, run)
-        label = f"{run}: final loss {y[-1]:.3g}"
-        if run in zeros:
-            label += f", {_pct(zeros[run])} of gradients exactly 0"
-        ax.plot(np.arange(y.size), y, label=label, gid=run, **_TRAIN_STYLES.get(run, dict(color=format_color(run))))
+    ax = _plot_runs(result, ax, source="amp_lessons.scaling.train_comparison", note_key="zero_grad_fraction",
+                    note="{} of gradients exactly 0", styles=_TRAIN_STYLES, figsize=(9, 4.8))
     ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (MSE)")

@@ -1184,24 +1184,13 @@ def measure_update_ms(widget_box, n: int = 20) -> dict[str, dict[str, float]]:
     ex = getattr(widget_box, "explorer", widget_box)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
-    if isinstance(ex, BitExplorer):
-        steps = _bit_explorer_steps(ex)
-    elif isinstance(ex, FormatDesigner):
-        steps = _designer_steps(ex)
-    elif isinstance(ex, MatmulPrecisionExplorer):
-        steps = _matmul_steps(ex)
-    elif isinstance(ex, MagnitudeExplorer):
-        steps = _magnitude_steps(ex)
-    elif isinstance(ex, SumExplorer):
-        steps = _sum_steps(ex)
-    elif isinstance(ex, ScaleExplorer):
-        steps = _scale_steps(ex)
-    elif isinstance(ex, ScalerStateExplorer):
-        steps = _scaler_state_steps(ex)
-    elif isinstance(ex, Fp8ScalingExplorer):
-        steps = _fp8_scaling_steps(ex)
-    else:
+    steps_of = {BitExplorer: _bit_explorer_steps, FormatDesigner: _designer_steps,
+                MatmulPrecisionExplorer: _matmul_steps, MagnitudeExplorer: _magnitude_steps,
+                SumExplorer: _sum_steps, ScaleExplorer: _scale_steps,
+                ScalerStateExplorer: _scaler_state_steps, Fp8ScalingExplorer: _fp8_scaling_steps}
+    if type(ex) not in steps_of:
         raise TypeError(f"expected an explorer widget from amp_lessons.widgets, got {type(widget_box).__name__}")
+    steps = steps_of[type(ex)](ex)
     result = {}
     for kind, (prepare, act) in steps.items():
         times = []

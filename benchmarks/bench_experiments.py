@@ -7,23 +7,16 @@ assertions flake on shared machines.
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 
 import torch
 
 from amp_lessons import fp16, scaling
+from amp_lessons.timing import time_fn
 
 
 def median_ms(fn, repeats: int = 5) -> float:
-    fn()
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
+    return 1e3 * time_fn(fn, warmup=1, repeats=repeats).median_s
 
 
 def main() -> int:

@@ -7,28 +7,21 @@ to fp8 e4m3 and back. Prints a table; exits non-zero if a goal is missed.
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 
 import ml_dtypes
 import numpy as np
 import torch
 
 from amp_lessons.formats import quantize
+from amp_lessons.timing import time_fn
 
 N = 2**24
 REPEATS = 7
 
 
 def median_ms(fn) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(REPEATS):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
+    return 1e3 * time_fn(fn, warmup=1, repeats=REPEATS).median_s
 
 
 def main() -> int:
