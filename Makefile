@@ -10,7 +10,7 @@ XDIST  ?= -n 2 --dist loadfile
 # Optional: an extra index for torch, e.g. PyTorch's CPU-only or CUDA wheel index (README.md).
 TORCH_INDEX ?=
 
-.PHONY: setup lab test unit nbtest notebooks bench clean
+.PHONY: setup lab present test unit nbtest browser screenshots notebooks bench clean
 
 setup: $(STAMP)
 
@@ -31,19 +31,32 @@ $(STAMP): requirements.txt pyproject.toml | $(PY)
 lab: setup
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
-## Every test: unit tests, then every notebook executed and compared by nbval.
+## The explorers as one page for the projector (Voila, no code shown; localhost only).
+## The course's template (presenter/jupyter) keeps the page offline.
+present: setup
+	JUPYTER_PATH=presenter/jupyter $(VENV)/bin/voila presenter/explorers.ipynb --template=amp-offline --Voila.ip=127.0.0.1
+
+## Every test: unit tests, every notebook executed and compared by nbval, and the real-browser tests
+## (JupyterLab and the Voila presenter view in Chromium; skipped with a message where Chromium is missing).
 test: setup
-	$(PY) -m pytest $(XDIST) tests notebooks
+	$(PY) -m pytest $(XDIST) tests notebooks presenter
 
 unit: setup
 	$(PY) -m pytest $(XDIST) tests
 
 nbtest: setup
-	$(PY) -m pytest $(XDIST) notebooks
+	$(PY) -m pytest $(XDIST) notebooks presenter
+
+browser: setup
+	$(PY) -m pytest $(XDIST) tests/browser
+
+## Maintainers: refresh the README's explorer screenshots in imgs/ (taken by the browser tests).
+screenshots: setup
+	AMP_COURSE_UPDATE_IMGS=1 $(PY) -m pytest $(XDIST) tests/browser/test_lab_lessons_00_03.py tests/browser/test_lab_lessons_04_07.py
 
 ## Maintainers: re-execute every notebook in a fresh kernel and store clean, reproducible outputs.
 notebooks: setup
-	$(PY) scripts/run_notebooks.py notebooks/*.ipynb
+	$(PY) scripts/run_notebooks.py notebooks/*.ipynb presenter/*.ipynb
 
 ## Benchmarks (figures, not pass/fail tests).
 bench: setup
@@ -54,4 +67,4 @@ bench: setup
 
 clean:
 	-$(VENV)/bin/jupyter kernelspec remove -y $(KERNEL)
-	rm -rf $(VENV) .pytest_cache build *.egg-info
+	rm -rf $(VENV) .pytest_cache build *.egg-info artifacts

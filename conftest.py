@@ -1,31 +1,83 @@
-"""Project-wide pytest hooks: report how long each notebook took under nbval.
+"""Project-wide pytest hooks: report each notebook's run time and its kernel's peak memory, and the
+figures the browser tests measure (slider-to-redraw latency, kernel memory in JupyterLab).
 
-The budgets (issue 2: each notebook under 30 s, the suite under 2 minutes on the 2-core CI
-machine) are reported, not asserted: timing assertions flake on shared machines.
+Budgets (issue 2: each notebook under 30 s, the suite under 2 minutes on the 2-core CI machine) are
+reported, not asserted: timing assertions flake on shared machines. Memory is asserted (issue 8: no
+notebook's kernel above 3 GB): a cell that pushes its kernel's peak resident memory over the limit
+fails, naming the figure.
 """
+
+from __future__ import annotations
 
 from collections import defaultdict
 
+import pytest
+
+from amp_lessons.device import peak_memory_bytes
+
 NOTEBOOK_BUDGET_S = 30.0
 SUITE_BUDGET_S = 120.0
+KERNEL_MEMORY_LIMIT_BYTES = 3 * 1024**3
+
+# Figures travel from xdist workers to the controller in report.user_properties, as
+# ("amp-figure", (section, label, value, unit)) pairs.
+FIGURE_KEY = "amp-figure"
 
 _durations: dict[str, float] = defaultdict(float)
+_peak_rss: dict[str, int] = {}
+_figures: dict[str, dict[str, tuple[float, str]]] = defaultdict(dict)
+
+
+def _nbval_kernel_pid(item) -> int | None:
+    kernel = getattr(getattr(item, "parent", None), "kernel", None)
+    km = getattr(kernel, "km", None)
+    process = getattr(getattr(km, "provisioner", None), "process", None)
+    return getattr(process, "pid", None)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if call.when != "call" or not item.nodeid.split("::", 1)[0].endswith(".ipynb"):
+        return
+    pid = _nbval_kernel_pid(item)
+    peak = peak_memory_bytes(pid) if pid else None
+    if peak is None:
+        return
+    report.user_properties.append(("kernel-peak-rss", peak))
+    if peak > KERNEL_MEMORY_LIMIT_BYTES and report.passed:
+        report.outcome = "failed"
+        report.longrepr = (f"the notebook's kernel reached a peak resident memory of {peak / 2**30:.2f} GiB "
+                           f"after this cell; the limit is {KERNEL_MEMORY_LIMIT_BYTES / 2**30:.0f} GiB")
 
 
 def pytest_runtest_logreport(report):
     path = report.nodeid.split("::", 1)[0]
     if path.endswith(".ipynb"):
         _durations[path] += report.duration
+    for key, value in report.user_properties:
+        if key == "kernel-peak-rss":
+            _peak_rss[path] = max(_peak_rss.get(path, 0), value)
+        elif key == FIGURE_KEY:
+            section, label, number, unit = value
+            _figures[section][label] = (number, unit)
 
 
 def pytest_terminal_summary(terminalreporter):
-    if not _durations:
-        return
     tr = terminalreporter
-    tr.section("notebook run times (nbval, kernel start included)")
-    for path, seconds in sorted(_durations.items()):
-        flag = "" if seconds <= NOTEBOOK_BUDGET_S else f"  OVER the {NOTEBOOK_BUDGET_S:.0f} s budget"
-        tr.write_line(f"{seconds:7.1f} s  {path}{flag}")
-    total = sum(_durations.values())
-    flag = "" if total <= SUITE_BUDGET_S else f"  OVER the {SUITE_BUDGET_S:.0f} s budget"
-    tr.write_line(f"{total:7.1f} s  all notebooks (sum over workers){flag}")
+    if _durations:
+        tr.section("notebook run times and kernel peak memory (nbval, kernel start included)")
+        for path, seconds in sorted(_durations.items()):
+            flag = "" if seconds <= NOTEBOOK_BUDGET_S else f"  OVER the {NOTEBOOK_BUDGET_S:.0f} s budget"
+            rss = _peak_rss.get(path)
+            mem = f"{rss / 2**20:7.0f} MiB" if rss else "    n/a    "
+            tr.write_line(f"{seconds:7.1f} s  {mem}  {path}{flag}")
+        total = sum(_durations.values())
+        flag = "" if total <= SUITE_BUDGET_S else f"  OVER the {SUITE_BUDGET_S:.0f} s budget"
+        tr.write_line(f"{total:7.1f} s  all notebooks (sum over workers){flag}; "
+                      f"memory limit {KERNEL_MEMORY_LIMIT_BYTES / 2**30:.0f} GiB per kernel")
+    for section, rows in sorted(_figures.items()):
+        tr.section(section)
+        for label, (number, unit) in sorted(rows.items()):
+            tr.write_line(f"{number:9.1f} {unit:4s} {label}")

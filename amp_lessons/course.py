@@ -53,6 +53,14 @@ class Schedule:
         lines.append(f"{self.end:<6} end    ({self.teaching_minutes} min of lessons)")
         return "\n".join(lines)
 
+    def to_markdown(self) -> str:
+        """The schedule as a Markdown table (instructors/schedule.md is this, for the default day)."""
+        lines = ["| start | lesson | title | minutes |", "|---|---|---|---|"]
+        for s, n, t, m, _ in self.rows:
+            lines.append(f"| {s} | {'—' if n == 'break' else n} | {t} | {m} |")
+        lines.append(f"| {self.end} | end | {self.teaching_minutes} min of lessons | |")
+        return "\n".join(lines)
+
     def _repr_html_(self) -> str:
         body = "".join(
             f"<tr><td>{s}</td><td>{n}</td><td style='text-align:left'>{html.escape(t)}</td><td>{m}</td>"
@@ -96,3 +104,25 @@ def workshop_schedule(start: str = "09:00", break_every: int = 90, break_minutes
         t += lesson.minutes
         since_break += lesson.minutes
     return Schedule(tuple(rows), _clock(t))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m amp_lessons.course [--start HH:MM] ...``: print the workshop schedule (Markdown)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m amp_lessons.course", description=main.__doc__)
+    parser.add_argument("--start", default="09:00")
+    parser.add_argument("--break-every", type=int, default=90)
+    parser.add_argument("--break-minutes", type=int, default=15)
+    parser.add_argument("--lunch-minutes", type=int, default=45)
+    args = parser.parse_args(argv)
+    try:
+        schedule = workshop_schedule(args.start, args.break_every, args.break_minutes, args.lunch_minutes)
+    except ValueError as e:
+        parser.error(str(e))
+    print(schedule.to_markdown())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

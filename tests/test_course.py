@@ -52,3 +52,27 @@ def test_schedule_marks_missing_notebooks(tmp_path):
 def test_bad_input(kwargs, words):
     with pytest.raises(ValueError, match=words):
         workshop_schedule(**kwargs)
+
+
+def test_markdown_schedule_and_the_instructors_copy():
+    from pathlib import Path
+
+    md = workshop_schedule().to_markdown()
+    lines = md.splitlines()
+    assert lines[0] == "| start | lesson | title | minutes |"
+    assert lines[2] == "| 09:00 | 00 | Start here | 15 |"
+    assert lines[-1].startswith("| ") and "min of lessons" in lines[-1]
+    assert len(lines) == 2 + len(workshop_schedule().rows) + 1
+    readme = (Path(__file__).resolve().parent.parent / "instructors" / "README.md").read_text(encoding="utf-8")
+    copy = readme.split("<!-- schedule:start -->\n", 1)[1].split("\n<!-- schedule:end -->", 1)[0]
+    assert copy == md, "instructors/README.md: paste the output of `python -m amp_lessons.course`"
+
+
+def test_course_command_line(capsys):
+    from amp_lessons.course import main
+
+    assert main(["--start", "13:00"]) == 0
+    assert "| 13:00 | 00 | Start here | 15 |" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["--start", "25:00"])
+    assert "start must be a time like '09:00', got '25:00'" in capsys.readouterr().err

@@ -95,3 +95,40 @@ def test_bad_input():
         GPUInfo("x", (9, 0), -1)
     with pytest.raises(TypeError, match="cpu must be a CPUInfo, got dict"):
         device_report(cpu={"name": "x"})
+
+
+def test_peak_memory_bytes_of_this_process_grows_with_an_allocation():
+    before = device.peak_memory_bytes()
+    if before is None:
+        pytest.skip("no /proc and no resource module here")
+    block = bytearray(64 * 2**20)  # 64 MiB, touched so that it is resident
+    block[:: 4096] = b"\x01" * len(block[:: 4096])
+    after = device.peak_memory_bytes()
+    assert after >= before + 60 * 2**20
+    del block
+
+
+def test_peak_memory_bytes_of_another_process():
+    import os
+    import subprocess
+    import sys
+
+    if not os.path.exists("/proc/self/status"):
+        pytest.skip("needs Linux /proc")
+    child = subprocess.Popen([sys.executable, "-c", "import time; print('ready', flush=True); time.sleep(30)"],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        peak = device.peak_memory_bytes(child.pid)
+        assert peak is not None and 1 * 2**20 < peak < 2**30
+    finally:
+        child.kill()
+        child.wait()
+        child.stdout.close()
+    assert device.peak_memory_bytes(child.pid) is None  # gone
+
+
+@pytest.mark.parametrize("bad", [0, -3, 1.5, "12", True])
+def test_peak_memory_bytes_rejects_bad_pids(bad):
+    with pytest.raises(ValueError, match="pid must be a positive int"):
+        device.peak_memory_bytes(bad)

@@ -7,7 +7,7 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "presenter").glob("*.ipynb"))
 MARKER = re.compile(r"#\s*NBVAL_\w+")
 KNOWN = {"NBVAL_IGNORE_OUTPUT", "NBVAL_SKIP", "NBVAL_CHECK_OUTPUT", "NBVAL_RAISES_EXCEPTION"}
 
@@ -49,6 +49,23 @@ def test_offline_and_current_apis(nb):
         assert not re.search(r"!\[[^]]*\]\(https?:|<img[^>]+src=.https?:|Image\(url=", c.source), "remote image"
         assert not re.search(r"torch\.(cuda|cpu)\.amp\.(autocast|GradScaler)\(", c.source), "deprecated AMP API"
         assert "plt.style.use(\"http" not in c.source
+
+
+def test_presenter_view_shows_every_explorer_of_the_lessons():
+    """presenter/explorers.ipynb (make present) has one cell per explorer the lessons show."""
+    call = re.compile(r"\bwidgets\.(\w+)\(")
+    def explorers(paths):
+        return {m for p in paths for c in code_cells(nbformat.read(p, as_version=4)) for m in call.findall(c.source)}
+    lessons = explorers(sorted((ROOT / "notebooks").glob("*.ipynb")))
+    presenter = explorers([ROOT / "presenter" / "explorers.ipynb"])
+    assert len(lessons) >= 8 and presenter == lessons
+
+
+def test_no_network_access_in_the_module():
+    """amp_lessons never opens a connection: no networking module is imported anywhere in it."""
+    net = re.compile(r"^\s*(import|from)\s+(urllib|http|socket|requests|httpx|aiohttp|ftplib|smtplib)\b", re.M)
+    offenders = [p.name for p in (ROOT / "amp_lessons").rglob("*.py") if net.search(p.read_text(encoding="utf-8"))]
+    assert not offenders, offenders
 
 
 def test_kernelspec_is_portable(nb):

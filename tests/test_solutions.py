@@ -107,3 +107,18 @@ def test_lesson_07_solutions():
     assert "not an fp8 format" in checks.check_fp8_format_choice({"weights": "fp16", "activations": "e4m3",
                                                                   "gradients": "e5m2"}).message
     assert not checks.check_fp8_format_choice(["e4m3"])
+
+
+def test_every_lesson_with_an_exercise_has_a_solution_file():
+    import json
+    import re
+
+    placeholder = re.compile(r"#\s*YOUR\b")
+    with_exercises = set()
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        if any(c["cell_type"] == "code" and placeholder.search("".join(c["source"])) for c in cells):
+            with_exercises.add(path.name[:2])
+    solutions = {p.stem.removeprefix("solutions_") for p in (ROOT / "instructors").glob("solutions_*.py")}
+    assert with_exercises >= {"01", "02", "03", "04", "05", "07"}
+    assert with_exercises == solutions, f"exercises without solutions: {with_exercises - solutions}"

@@ -1,0 +1,21 @@
+"""Lessons 04-07 in JupyterLab in a real Chromium (what is checked: lab_session.py). The lessons are
+split over two files so that pytest-xdist (--dist loadfile) runs the two halves in parallel."""
+
+import pytest
+
+import harness
+from lab_session import check_notebook_in_jupyterlab
+
+NOTEBOOKS = [p.name for p in harness.lesson_files() if p.name[:2] in {"04", "05", "06", "07"}]
+
+
+def test_the_two_halves_cover_every_lesson_once():
+    from test_lab_lessons_00_03 import NOTEBOOKS as FIRST
+
+    assert sorted(FIRST + NOTEBOOKS) == [p.name for p in harness.lesson_files()]
+    assert len(NOTEBOOKS) == 4 and not set(FIRST) & set(NOTEBOOKS)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS)
+def test_notebook_in_jupyterlab(notebook, browser, lab_server, figure):
+    check_notebook_in_jupyterlab(notebook, browser, lab_server, figure)
