@@ -42,7 +42,7 @@ test: setup
 	$(PY) -m pytest $(XDIST) tests notebooks presenter
 
 unit: setup
-	$(PY) -m pytest $(XDIST) tests
+	$(PY) -m pytest $(XDIST) tests --ignore=tests/browser
 
 nbtest: setup
 	$(PY) -m pytest $(XDIST) notebooks presenter

@@ -182,7 +182,9 @@ class BitExplorer:
         self.info: BitInfo | None = None
         self.error = ""
         self._busy = False
-        self._buttons: dict[str, list[widgets.ToggleButton]] = {}
+        # One pool of bit buttons, grown to the widest format shown and restyled on a format change:
+        # switching formats then updates existing buttons instead of opening up to 32 new widgets.
+        self._pool: list[widgets.ToggleButton] = []
         self._pictures: dict[str, _Picture] = {}
         self._button_layout = widgets.Layout(width="30px", padding="0px")  # one, shared: cheaper rows
         self.value_box.observe(self._on_value, names="value")
@@ -211,7 +213,7 @@ class BitExplorer:
         n = self.fmt.bits
         if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < n:
             raise ValueError(f"bit position {position!r} is not in 0..{n - 1} for {self.fmt.name}")
-        button = self._buttons[self.fmt.name][n - 1 - position]
+        button = self._row()[n - 1 - position]
         if button.disabled:
             raise ValueError(f"the bits are undefined: {self.info.formula}")
         button.value = not button.value
@@ -226,10 +228,10 @@ class BitExplorer:
             self._use_buttons()
             self.show_value()
 
-    def _on_bit(self, position: int, change) -> None:
+    def _on_bit(self, index: int, change) -> None:
         if self._busy:
             return
-        row = self._buttons[self.fmt.name]
+        row = self._row()
         self.show_code(sum(int(b.value) << (len(row) - 1 - i) for i, b in enumerate(row)))
 
     # updates
@@ -255,29 +257,34 @@ class BitExplorer:
         self.error = ""
         self._show(info)
 
+    def _row(self) -> list[widgets.ToggleButton]:
+        """The buttons of the current format's bits, most significant first."""
+        return self._pool[:self.fmt.bits]
+
     def _use_buttons(self) -> None:
         f = self.fmt
-        if f.name not in self._buttons:
-            row = []
-            for i in range(f.bits):
-                field = "sign" if i == 0 else "exponent" if i <= f.exponent_bits else "mantissa"
-                b = widgets.ToggleButton(description="0", button_style=_BUTTON_STYLE[field],
-                                         tooltip=f"bit {f.bits - 1 - i} ({field})", layout=self._button_layout)
-                b.observe(functools.partial(self._on_bit, f.bits - 1 - i), names="value")
-                row.append(b)
-            self._buttons[f.name] = row
-        self.bit_row.children = self._buttons[f.name]
+        while len(self._pool) < f.bits:
+            b = widgets.ToggleButton(description="0", layout=self._button_layout)
+            b.observe(functools.partial(self._on_bit, len(self._pool)), names="value")
+            self._pool.append(b)
+        for i, b in enumerate(self._pool[:f.bits]):
+            field = "sign" if i == 0 else "exponent" if i <= f.exponent_bits else "mantissa"
+            with b.hold_sync():  # one message per button, and none where nothing changes
+                b.button_style = _BUTTON_STYLE[field]
+                b.tooltip = f"bit {f.bits - 1 - i} ({field})"
+        self.bit_row.children = self._row()
 
     def _show(self, info: BitInfo) -> None:
         self.info = info
-        row = self._buttons[info.fmt.name]
+        row = self._pool[:info.fmt.bits]
         digits = format(info.code, f"0{len(row)}b") if info.code is not None else None
         self._busy = True
         try:
             for i, b in enumerate(row):
-                b.value = digits is not None and digits[i] == "1"
-                b.description = digits[i] if digits is not None else "?"
-                b.disabled = digits is None
+                with b.hold_sync():
+                    b.value = digits is not None and digits[i] == "1"
+                    b.description = digits[i] if digits is not None else "?"
+                    b.disabled = digits is None
         finally:
             self._busy = False
         self.readout.value = self._readout(info)

@@ -329,6 +329,8 @@ class DemoDriver:
             if measure and s["t0"] is not None:
                 end = s["img"] if s["img"] is not None else s["first"]
                 self.latencies_ms.append(end - s["t0"])
+                if os.environ.get("AMP_COURSE_TRACE"):
+                    print(f"{self.name}: {description}: {end - s['t0']:.0f} ms")
         return changed
 
     # -- the controls ---------------------------------------------------------------------------

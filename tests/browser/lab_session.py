@@ -22,7 +22,8 @@ import time
 import harness
 from amp_lessons.device import peak_memory_bytes
 
-LATENCY_SECTION = "browser: control-to-redraw latency in JupyterLab (median of 5 moves; goal < 300 ms)"
+LATENCY_SECTION = ("browser: control-to-redraw latency in JupyterLab, median of the timed moves "
+                   "(5 slider steps; the bit explorer: menu changes and bit flips); goal < 300 ms")
 RUN_SECTION = "browser: JupyterLab Run All time and kernel peak memory"
 KERNEL_MEMORY_LIMIT = 3 * 1024**3
 
@@ -86,12 +87,13 @@ def exercise_demo(page, root, stem: str, i: int, explorer: str, kernel, figure, 
     demo.exercise_sliders(latency_moves=5)
     demo.exercise_dropdowns(measure=not demo.latencies_ms)
     demo.exercise_toggle_buttons(measure=False)
-    demo.exercise_bit_buttons(measure=not demo.latencies_ms)
+    demo.exercise_bit_buttons(measure=True)  # the bit explorer's own "moves" (it has no slider)
     demo.exercise_texts(["1e5", "-0.0", "1e400", "not a number", ""])
     demo.exercise_buttons()
     assert demo.changes > 0, f"{name}: no control changed the picture or readout ({demo.actions})"
     assert demo.latencies_ms, f"{name}: no redraw could be timed ({demo.actions})"
-    figure(section, name, statistics.median(demo.latencies_ms), "ms")
+    figure(section, f"{name}: median", statistics.median(demo.latencies_ms), "ms")
+    figure(section, f"{name}: slowest of {len(demo.latencies_ms)}", max(demo.latencies_ms), "ms")
     sent_errors, _ = kernel.take()
     assert not sent_errors, f"{name}: the kernel raised while its controls moved: {sent_errors}"
     text = demo.text()

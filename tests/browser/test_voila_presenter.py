@@ -13,7 +13,7 @@ import harness
 from lab_session import artifact, assert_page_clean, demo_names, exercise_demo
 
 PRESENTER = harness.REPO / "presenter" / "explorers.ipynb"
-LATENCY_SECTION = "browser: control-to-redraw latency in the Voila presenter view (median of 5 moves)"
+LATENCY_SECTION = "browser: control-to-redraw latency in the Voila presenter view (median of the timed moves)"
 # In Voilà each explorer is the output of one cell, inside the page's rendered cells.
 _DEMOS = ("#rendered_cells .jp-OutputArea:has(.widget-slider, .widget-dropdown, .widget-text, "
           ".widget-toggle-buttons)")

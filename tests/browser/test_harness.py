@@ -1,0 +1,64 @@
+"""The browser harness's own logic, without a browser: when tests skip or fail, and what counts as a
+kernel error or a request off this machine."""
+
+import json
+
+import pytest
+
+import harness
+
+
+def test_missing_chromium_skips_outside_ci_and_fails_in_ci(monkeypatch):
+    monkeypatch.setattr(harness, "find_chromium", lambda: None)
+    monkeypatch.delenv("CI", raising=False)
+    with pytest.raises(pytest.skip.Exception, match="browser tests need Chromium"):
+        harness.require_browser()
+    monkeypatch.setenv("CI", "true")
+    with pytest.raises(pytest.fail.Exception, match="CI=true, so they must run"):
+        harness.require_browser()
+
+
+def test_chromium_override_must_exist(monkeypatch, tmp_path):
+    monkeypatch.setenv("AMP_COURSE_CHROMIUM", str(tmp_path / "no-such-browser"))
+    assert harness.find_chromium() is None
+    exe = tmp_path / "chrome"
+    exe.write_text("")
+    monkeypatch.setenv("AMP_COURSE_CHROMIUM", str(exe))
+    assert harness.find_chromium() == str(exe)
+
+
+def _frame(msg_type, content):
+    # a v1 kernel-protocol frame: binary offsets, then the channel and JSON parts
+    header = json.dumps({"msg_type": msg_type, "msg_id": "1"}).encode()
+    return b"\x00" * 16 + b"iopub" + header + b"{}" + b"{}" + json.dumps(content).encode()
+
+
+def test_kernel_messages_pick_out_errors_and_stderr():
+    km = harness.KernelMessages.__new__(harness.KernelMessages)
+    km.errors, km.stderr = [], []
+    km._on_frame(_frame("error", {"ename": "ValueError", "evalue": "boom \"at\" max", "traceback": []}))
+    km._on_frame(_frame("stream", {"name": "stderr", "text": "a warning\n"}))
+    km._on_frame(_frame("stream", {"name": "stdout", "text": "fine\n"}))
+    km._on_frame(_frame("comm_msg", {"data": {"state": {"value": 3}}}))
+    km._on_frame(json.dumps({"header": {"msg_type": "error"}, "content": {"ename": "KeyError", "evalue": "k"}}))
+    errors, stderr = km.take()
+    assert errors == ['ValueError: boom \\"at\\" max', "KeyError: k"]
+    assert stderr == ["a warning\\n"]
+    assert km.take() == ([], [])
+
+
+def test_remote_requests_flag_everything_off_this_machine():
+    rr = harness.RemoteRequests.__new__(harness.RemoteRequests)
+    rr.urls = []
+    for url in ["http://127.0.0.1:8888/lab/api/settings", "ws://127.0.0.1:9/api/kernels/x/channels",
+                "data:image/png;base64,xx", "blob:http://127.0.0.1:8888/abc", "about:blank"]:
+        rr._check(url)
+    assert rr.urls == []
+    rr._check("https://cdn.jsdelivr.net/npm/font.css")
+    rr._check("http://example.org/x.png")
+    assert rr.urls == ["https://cdn.jsdelivr.net/npm/font.css", "http://example.org/x.png"]
+
+
+def test_server_kind_is_checked():
+    with pytest.raises(ValueError, match="kind must be 'lab' or 'voila', got 'notebook'"):
+        harness.Server("notebook", [])
