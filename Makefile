@@ -38,8 +38,13 @@ present: setup
 
 ## Every test: unit tests, every notebook executed and compared by nbval, and the real-browser tests
 ## (JupyterLab and the Voila presenter view in Chromium; skipped with a message where Chromium is missing).
+## Two runs, so that the notebooks' timings are not taken while browsers run beside them; both always
+## run, and make fails if either failed.
 test: setup
-	$(PY) -m pytest $(XDIST) tests notebooks presenter
+	@status=0; \
+	$(PY) -m pytest $(XDIST) tests notebooks presenter --ignore=tests/browser || status=$$?; \
+	$(PY) -m pytest $(XDIST) tests/browser || status=$$?; \
+	exit $$status
 
 unit: setup
 	$(PY) -m pytest $(XDIST) tests --ignore=tests/browser

@@ -66,3 +66,15 @@ def test_binder_installs_the_package():
 def test_ci_calls_make_test():
     text = (ROOT / ".ci" / "run").read_text()
     assert "make test" in text and "CI=true" in text
+
+
+def test_ci_runs_the_readme_test_command_with_the_browser_tests_and_offline():
+    root = Path(__file__).resolve().parent.parent
+    readme = (root / "README.md").read_text(encoding="utf-8")
+    ci = (root / ".ci" / "run").read_text(encoding="utf-8")
+    makefile = (root / "Makefile").read_text(encoding="utf-8")
+    assert "make lab " in readme and "make test " in readme  # the two quick-start commands
+    assert "export CI=true" in ci and "apt-get install" in ci and "chromium" in ci
+    assert "unshare --net sh -c 'ip link set lo up && make test'" in ci
+    test_target = makefile.split("\ntest: setup\n", 1)[1].split("\n\n", 1)[0]
+    assert "tests notebooks presenter" in test_target and "tests/browser" in test_target
