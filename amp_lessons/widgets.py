@@ -113,7 +113,8 @@ def _by_gid(ax, gid):
 
 
 def _image() -> widgets.Image:
-    return widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto"))
+    # flex-start: never stretched wider than the PNG (Voila stretches flex children to the page width)
+    return widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto", align_self="flex-start"))
 
 
 def _table(rows) -> str:
