@@ -15,7 +15,6 @@ into a background, and an update restores it and draws only the artists that mov
 
 from __future__ import annotations
 
-import functools
 import html
 import io
 import math
@@ -229,7 +228,7 @@ class BitExplorer:
             self._use_buttons()
             self.show_value()
 
-    def _on_bit(self, index: int, change) -> None:
+    def _on_bit(self, change) -> None:
         if self._busy:
             return
         row = self._row()
@@ -266,7 +265,7 @@ class BitExplorer:
         f = self.fmt
         while len(self._pool) < f.bits:
             b = widgets.ToggleButton(description="0", layout=self._button_layout)
-            b.observe(functools.partial(self._on_bit, len(self._pool)), names="value")
+            b.observe(self._on_bit, names="value")
             self._pool.append(b)
         for i, b in enumerate(self._pool[:f.bits]):
             field = "sign" if i == 0 else "exponent" if i <= f.exponent_bits else "mantissa"
