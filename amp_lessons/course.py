@@ -54,7 +54,7 @@ class Schedule:
         return "\n".join(lines)
 
     def to_markdown(self) -> str:
-        """The schedule as a Markdown table (instructors/schedule.md is this, for the default day)."""
+        """The schedule as a Markdown table (instructors/README.md holds the default day's)."""
         lines = ["| start | lesson | title | minutes |", "|---|---|---|---|"]
         for s, n, t, m, _ in self.rows:
             lines.append(f"| {s} | {'—' if n == 'break' else n} | {t} | {m} |")
