@@ -1,18 +1,29 @@
 """What this machine is, and what each lesson can run on it: natively, emulated, or as reference.
 
-``device_report()`` probes the CPU and the first CUDA GPU. Every probe can be replaced by data
-(``cpu=``, ``gpu_properties=``), so that the GPU branches are tested on machines without one.
+``device_report()`` probes the CPU, the first GPU torch reaches through ``torch.cuda`` (an NVIDIA GPU
+on a CUDA build of torch, an AMD GPU on a ROCm build) and an Apple GPU (MPS). Every probe can be
+replaced by data (``cpu=``, ``gpu_properties=``, ``mps=``), so that the GPU branches are tested on
+machines without one.
+
+What is measured and what is assumed: the CPU flags, the GPU's name, memory, compute capability /
+``gcnArchName`` and MPS availability are read from torch on this machine. Which formats an NVIDIA GPU
+runs on its tensor cores is *looked up* from its compute capability (NVIDIA's architecture
+generations), not measured. AMD GPUs are not classified: only what torch reports about them is shown.
+The lessons never use an Apple GPU: :func:`default_device` is ``cuda`` or ``cpu``.
 """
 
 from __future__ import annotations
 
 import html
 import platform
+import subprocess
 import sys
+import warnings
 from dataclasses import dataclass, field
 
 import torch
 
+from ._validate import int_at_least
 from .course import LESSONS as _COURSE
 
 __all__ = [
@@ -21,10 +32,12 @@ __all__ = [
     "GPUInfo",
     "LESSONS",
     "LessonSupport",
+    "MPSInfo",
     "cpu_info",
     "default_device",
     "device_report",
     "gpu_info",
+    "mps_info",
     "peak_memory_bytes",
 ]
 
@@ -65,23 +78,52 @@ class CPUInfo:
         return self.amx_fp16
 
 
+_VENDORS = ("nvidia", "amd")
+_MPS_AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+
+
 @dataclass(frozen=True)
 class GPUInfo:
-    """A CUDA GPU and the low-precision formats its tensor cores run natively."""
+    """A GPU that torch reaches through ``torch.cuda``, and the low-precision formats it runs natively.
+
+    NVIDIA (``rocm=False``): the formats are looked up from the compute capability (NVIDIA's
+    architecture generations), not measured. AMD (``rocm=True``, a ROCm build of torch): nothing is
+    looked up; ``arch_name`` is the ``gcnArchName`` torch reports (e.g. ``"gfx942:sramecc+:xnack-"``),
+    ``bf16_supported`` is ``torch.cuda.is_bf16_supported()`` (``None``: not probed), and TF32, fp8,
+    fp4 and the tensor-core generation are unknown (``tf32``/``fp8``/``fp4`` are ``False``: not claimed).
+    ``capability`` is what torch reports as (major, minor); for AMD GPUs it is not an NVIDIA compute
+    capability.
+    """
 
     name: str
     capability: tuple[int, int]
     memory_bytes: int
-    multiprocessors: int = 0
+    multiprocessors: int = 0  # NVIDIA: streaming multiprocessors; AMD: compute units
     rocm: bool = False
+    arch_name: str = ""  # AMD: gcnArchName
+    bf16_supported: bool | None = None  # AMD: torch.cuda.is_bf16_supported(); None = not probed
 
     def __post_init__(self):
         cap = self.capability
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"name must be a non-empty str, got {self.name!r}")
         if (not isinstance(cap, tuple) or len(cap) != 2
-                or not all(isinstance(v, int) and v >= 0 for v in cap)):
+                or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in cap)):
             raise ValueError(f"capability must be a (major, minor) tuple of ints >= 0, got {cap!r}")
-        if not isinstance(self.memory_bytes, int) or self.memory_bytes < 0:
+        if isinstance(self.memory_bytes, bool) or not isinstance(self.memory_bytes, int) or self.memory_bytes < 0:
             raise ValueError(f"memory_bytes must be an int >= 0, got {self.memory_bytes!r}")
+        int_at_least(self.multiprocessors, "multiprocessors", 0)
+        if not isinstance(self.rocm, bool):
+            raise TypeError(f"rocm must be True (AMD GPU, ROCm) or False (NVIDIA GPU, CUDA), got {self.rocm!r}")
+        if not isinstance(self.arch_name, str):
+            raise TypeError(f"arch_name must be a str (AMD gcnArchName, or ''), got {self.arch_name!r}")
+        if self.bf16_supported is not None and not isinstance(self.bf16_supported, bool):
+            raise TypeError(f"bf16_supported must be True, False or None (not probed), got {self.bf16_supported!r}")
+
+    @property
+    def vendor(self) -> str:
+        """``"amd"`` for a ROCm GPU, else ``"nvidia"``."""
+        return "amd" if self.rocm else "nvidia"
 
     def _arch(self):
         for cap, arch, gen in _ARCHITECTURES:
@@ -91,37 +133,76 @@ class GPUInfo:
 
     @property
     def architecture(self) -> str:
+        """NVIDIA architecture looked up from the compute capability; ``"AMD (ROCm)"`` for AMD GPUs."""
         return "AMD (ROCm)" if self.rocm else self._arch()[0]
 
     @property
     def tensor_core_generation(self) -> int:
-        """NVIDIA tensor-core generation (1 Volta ... 5 Blackwell); 0 if none or unknown."""
+        """NVIDIA tensor-core generation (1 Volta ... 5 Blackwell); 0 if none or unknown (AMD GPUs)."""
         return 0 if self.rocm else self._arch()[1]
 
     @property
     def memory_gib(self) -> float:
         return self.memory_bytes / 2**30
 
-    # Which formats the tensor cores run natively (NVIDIA; ROCm is not classified here).
+    # Which formats the tensor cores run natively (NVIDIA, by compute capability; AMD: see each).
     @property
     def fp16_tensor_cores(self) -> bool:
+        """NVIDIA compute capability >= 7.0 (Volta); False for AMD GPUs (not classified)."""
         return not self.rocm and self.capability >= (7, 0)
 
     @property
     def tf32(self) -> bool:
+        """NVIDIA compute capability >= 8.0 (Ampere); False for AMD GPUs (unknown, not claimed)."""
         return not self.rocm and self.capability >= (8, 0)
 
     @property
     def bf16(self) -> bool:
-        return not self.rocm and self.capability >= (8, 0)
+        """NVIDIA: bf16 tensor cores, compute capability >= 8.0 (Ampere). AMD: what
+        ``torch.cuda.is_bf16_supported()`` answered (False if not probed): torch's answer, not a
+        statement about the GPU's matrix cores."""
+        return bool(self.bf16_supported) if self.rocm else self.capability >= (8, 0)
 
     @property
     def fp8(self) -> bool:
+        """NVIDIA compute capability >= 8.9 (Ada Lovelace); False for AMD GPUs (unknown, not claimed)."""
         return not self.rocm and self.capability >= (8, 9)
 
     @property
     def fp4(self) -> bool:
+        """NVIDIA compute capability >= 10.0 (Blackwell); False for AMD GPUs (unknown, not claimed)."""
         return not self.rocm and self.capability >= (10, 0)
+
+
+@dataclass(frozen=True)
+class MPSInfo:
+    """An Apple GPU as torch's MPS backend sees it. The lessons do not use it (they run on the CPU).
+
+    ``available``: ``torch.backends.mps.is_available()`` (measured). ``name``: the Metal device name
+    torch reports (``torch.backends.mps.get_name()``), else the chip name from
+    ``sysctl -n machdep.cpu.brand_string``, else ``"Apple GPU (MPS)"``. ``autocast_dtypes``: the
+    formats (``"fp16"``, ``"bf16"``) that ``torch.autocast("mps", dtype=...)`` accepts in the installed
+    torch, decided without running anything on the GPU (see :func:`mps_info`): torch accepting a dtype
+    does not say how fast it runs.
+    """
+
+    name: str
+    available: bool
+    autocast_dtypes: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"name must be a non-empty str, got {self.name!r}")
+        if not isinstance(self.available, bool):
+            raise TypeError(f"available must be True or False, got {self.available!r}")
+        dts = self.autocast_dtypes
+        if not isinstance(dts, tuple):
+            raise TypeError(f"autocast_dtypes must be a tuple of {', '.join(map(repr, _MPS_AUTOCAST_DTYPES))}, "
+                            f"got {dts!r}")
+        bad = [d for d in dts if d not in _MPS_AUTOCAST_DTYPES]
+        if bad or len(set(dts)) != len(dts):
+            raise ValueError(f"autocast_dtypes={dts!r} is not allowed: use distinct values from "
+                             f"{', '.join(map(repr, _MPS_AUTOCAST_DTYPES))}")
 
 
 @dataclass(frozen=True)
@@ -142,15 +223,34 @@ class DeviceReport:
     cpu: CPUInfo
     gpu: GPUInfo | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    mps: MPSInfo | None = None
 
     @property
     def device(self) -> str:
-        """Where the lessons run their experiments: "cuda" if a GPU was found, else "cpu"."""
+        """Where the lessons run their experiments: "cuda" if a GPU was found through ``torch.cuda``
+        (NVIDIA, or AMD on ROCm), else "cpu". Never "mps": the lessons do not use an Apple GPU."""
         return "cuda" if self.gpu is not None else "cpu"
 
+    @property
+    def apple_gpu(self) -> MPSInfo | None:
+        """The Apple GPU (MPS) if torch can use one here, else None. The lessons do not use it."""
+        return self.mps if self.mps is not None and self.mps.available else None
+
+    def _mps_autocast(self) -> str:
+        a = self.apple_gpu
+        dts = ", ".join(a.autocast_dtypes) if a is not None else ""
+        return f"torch.autocast('mps') accepts {dts}" if dts else "torch.autocast('mps') accepts neither fp16 nor bf16"
+
     def lesson_support(self) -> list[LessonSupport]:
-        """For each lesson, what runs natively here, what is emulated, what is reference."""
-        g, c = self.gpu, self.cpu
+        """For each lesson, what runs natively here, what is emulated, what is reference.
+
+        Follows what the lessons do with this report: they run on ``self.device`` (CUDA GPU or CPU),
+        never on an Apple GPU; NVIDIA formats come from the compute-capability table, AMD formats are
+        not classified (TF32 and fp8 are treated as absent, bf16 follows torch.cuda.is_bf16_supported()).
+        """
+        g, c, a = self.gpu, self.cpu, self.apple_gpu
+        amd = g is not None and g.rocm
+        on_cpu = "; on the CPU (the Apple GPU is not used)" if a is not None and g is None else ""
         out = [
             LessonSupport("00", LESSONS["00"], "native", "this report"),
             LessonSupport(
@@ -161,42 +261,80 @@ class DeviceReport:
         if g is not None and g.tf32:
             out.append(LessonSupport("02", LESSONS["02"], "native", f"real TF32 matmuls on the {g.name}"))
         else:
-            why = f"the {g.name} has no TF32" if g is not None else "no CUDA GPU"
+            if g is None:
+                why = "no CUDA GPU"
+            elif amd:
+                why = f"TF32 on the {g.name} (AMD) is not classified here"
+            else:
+                why = f"the {g.name} has no TF32"
             out.append(LessonSupport(
                 "02", LESSONS["02"], "emulated",
-                f"{why}: TF32 inputs emulated bit-exactly, multiplied in fp32; GPU speed from reference"))
+                f"{why}: TF32 inputs emulated bit-exactly, multiplied in fp32; GPU speed from reference{on_cpu}"))
         out.append(LessonSupport(
-            "03", LESSONS["03"], "native", "fp16/bf16 tensors and sums run on any device (kept small on CPU)"))
-        if g is not None:
-            out.append(LessonSupport("04", LESSONS["04"], "native", "CPU and CUDA autocast both run here"))
-        else:
+            "03", LESSONS["03"], "native",
+            f"fp16/bf16 tensors and sums run on any device (kept small on CPU){on_cpu}"))
+        if g is None:
+            mps = f"; {self._mps_autocast()}, but the lesson does not use the Apple GPU" if a is not None else ""
             out.append(LessonSupport(
                 "04", LESSONS["04"], "partly emulated",
-                "CPU autocast runs here; the CUDA policy is previewed with fake CUDA tensors"))
+                f"CPU autocast runs here; the CUDA policy is previewed with fake CUDA tensors{mps}"))
+        elif amd:
+            out.append(LessonSupport(
+                "04", LESSONS["04"], "native",
+                f"CPU and CUDA autocast both run here (on ROCm, torch's 'cuda' device is the {g.name})"))
+        elif not g.bf16:
+            out.append(LessonSupport(
+                "04", LESSONS["04"], "native",
+                f"CPU and CUDA autocast both run here; the {g.name} has no bf16 tensor cores, so CUDA "
+                "bf16 autocast runs emulated (slow)"))
+        else:
+            out.append(LessonSupport("04", LESSONS["04"], "native", "CPU and CUDA autocast both run here"))
         out.append(LessonSupport(
             "05", LESSONS["05"], "native",
-            f"GradScaler('{self.device}') with fp16 autocast on a small model"))
-        if g is not None and (g.bf16 or g.fp16_tensor_cores):
-            fmts = "bf16 and fp16" if g.bf16 else "fp16 (no bf16 tensor cores)"
-            out.append(LessonSupport("06", LESSONS["06"], "native", f"{fmts} training and inference timed on the {g.name}"))
+            f"GradScaler('{self.device}') with fp16 autocast on a small model{on_cpu}"))
+        if amd:
+            if g.bf16:
+                fmts = "fp16 and bf16"
+            else:
+                fmts = ("fp16 (bf16 run skipped: torch.cuda.is_bf16_supported() said no)"
+                        if g.bf16_supported is False else "fp16 (bf16 run skipped: bf16 support not probed)")
+            out.append(LessonSupport(
+                "06", LESSONS["06"], "native",
+                f"{fmts} training and inference timed on the {g.name} (AMD: whether they run on its matrix "
+                "cores is not classified here)"))
+        elif g is not None and g.bf16:
+            out.append(LessonSupport(
+                "06", LESSONS["06"], "native", f"bf16 and fp16 training and inference timed on the {g.name}"))
+        elif g is not None and g.fp16_tensor_cores:
+            out.append(LessonSupport(
+                "06", LESSONS["06"], "native",
+                f"fp16 training and inference timed on the {g.name}; it has no bf16 tensor cores: bf16 "
+                "runs emulated (slow) and the bf16 training run is skipped"))
         elif c.bf16_hardware:
             out.append(LessonSupport(
                 "06", LESSONS["06"], "partly emulated",
-                "bf16 measured on this CPU (it has bf16 instructions); fp16 and GPU speed-ups from reference"))
+                f"bf16 measured on this CPU (it has bf16 instructions); fp16 and GPU speed-ups from reference{on_cpu}"))
         else:
             out.append(LessonSupport(
                 "06", LESSONS["06"], "reference",
-                "this CPU has no bf16/fp16 matrix instructions: accuracy measured here, speed from reference"))
+                "this CPU has no bf16/fp16 matrix instructions: accuracy measured here, speed from reference"
+                f"{on_cpu}"))
         if g is not None and g.fp8:
             out.append(LessonSupport("07", LESSONS["07"], "native", f"fp8 scaled matmuls on the {g.name}'s tensor cores"))
         else:
+            if g is None:
+                why = "no CUDA GPU with fp8 tensor cores"
+            elif amd:
+                why = f"fp8 on the {g.name} (AMD) is not classified here"
+            else:
+                why = f"the {g.name} has no fp8 tensor cores"
             out.append(LessonSupport(
                 "07", LESSONS["07"], "emulated",
-                "fp8 casts and torch._scaled_mm run on the CPU (no fp8 hardware); speed from reference"))
+                f"fp8 casts and torch._scaled_mm run on the CPU ({why}); speed from reference"))
         return out
 
     def rows(self) -> list[tuple[str, str]]:
-        c, g = self.cpu, self.gpu
+        c, g, a = self.cpu, self.gpu, self.apple_gpu
         yes = {True: "yes", False: "no"}
         rows = [
             ("torch", self.torch_version),
@@ -207,7 +345,18 @@ class DeviceReport:
             ("CPU fp16 instructions", f"{yes[c.fp16_hardware]} (AMX-FP16 {yes[c.amx_fp16]})"),
         ]
         if g is None:
-            rows.append(("GPU", "none found: experiments run on the CPU"))
+            rows.append(("GPU", "no CUDA GPU found: experiments run on the CPU" if a is not None
+                         else "none found: experiments run on the CPU"))
+        elif g.rocm:
+            bf16 = {True: "yes (torch.cuda.is_bf16_supported())", False: "no (torch.cuda.is_bf16_supported())",
+                    None: "unknown (not probed)"}[g.bf16_supported]
+            rows += [
+                ("GPU", f"{g.name} (AMD, ROCm), {g.memory_gib:.1f} GiB, {g.multiprocessors} compute units"),
+                ("gcnArchName", g.arch_name or "unknown"),
+                ("tensor cores", "not classified: the NVIDIA generations do not apply to AMD GPUs"),
+                ("bf16", bf16),
+                ("TF32, fp8, fp4", "unknown: not classified for AMD GPUs"),
+            ]
         else:
             rows += [
                 ("GPU", f"{g.name}, {g.memory_gib:.1f} GiB, {g.multiprocessors} SMs"),
@@ -215,6 +364,12 @@ class DeviceReport:
                 ("tensor cores", f"generation {g.tensor_core_generation}" if g.tensor_core_generation else "none known"),
                 ("native formats", ", ".join(n for n, ok in (("fp16", g.fp16_tensor_cores), ("TF32", g.tf32),
                                                                ("bf16", g.bf16), ("fp8", g.fp8), ("fp4", g.fp4)) if ok) or "none"),
+            ]
+        if a is not None:
+            rows += [
+                ("Apple GPU", f"{a.name} (MPS): not used by the lessons, they run on the "
+                              f"{'CPU' if g is None else 'CUDA GPU'}"),
+                ("MPS autocast", f"{self._mps_autocast()} in this torch (checked in torch, not run on the GPU)"),
             ]
         rows += [("note", n) for n in self.notes]
         return rows
@@ -276,45 +431,164 @@ def _cpu_model_name() -> str | None:
                     return line.split(":", 1)[1].strip()
     except OSError:
         pass
+    if sys.platform == "darwin":  # platform.processor() says only "arm" or "i386" there
+        return _sysctl("machdep.cpu.brand_string")
     return None
 
 
+def _sysctl(key: str) -> str | None:
+    """``sysctl -n key`` (macOS), or None where it fails."""
+    try:
+        out = subprocess.run(["sysctl", "-n", key], capture_output=True, text=True, timeout=5, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.strip() or None
+
+
+_REQUIRED_PROPERTIES = ("name", "major", "minor", "total_memory")
+
+
 def gpu_info(properties=None) -> GPUInfo | None:
-    """The first CUDA GPU, or None. ``properties`` replaces ``torch.cuda.get_device_properties(0)``
-    (anything with name, major, minor, total_memory, multi_processor_count)."""
-    if properties is None:
+    """The first GPU torch reaches through ``torch.cuda``, or None if there is none.
+
+    ``properties`` replaces ``torch.cuda.get_device_properties(0)``: anything with ``name``, ``major``,
+    ``minor``, ``total_memory`` and optionally ``multi_processor_count``. To describe an AMD GPU it may
+    also have ``vendor`` (``"amd"`` or ``"nvidia"``), ``gcnArchName`` and ``bf16_supported`` (replaces
+    ``torch.cuda.is_bf16_supported()``; absent: not probed). The vendor is ``vendor`` if given, else AMD
+    when ``gcnArchName`` names a ``gfx`` architecture or torch is a ROCm build (``torch.version.hip``),
+    else NVIDIA.
+    """
+    real = properties is None
+    if real:
         if not torch.cuda.is_available():
             return None
         properties = torch.cuda.get_device_properties(0)
+    missing = [k for k in _REQUIRED_PROPERTIES if not hasattr(properties, k)]
+    if missing:
+        raise TypeError(f"properties must look like torch.cuda.get_device_properties(0) (with "
+                        f"{', '.join(_REQUIRED_PROPERTIES)}); {properties!r} lacks {', '.join(missing)}")
+    vendor = getattr(properties, "vendor", None)
+    arch_name = getattr(properties, "gcnArchName", "")
+    if not isinstance(arch_name, str):
+        raise TypeError(f"properties.gcnArchName must be a str, got {arch_name!r}")
+    if vendor is None:
+        amd = arch_name.startswith("gfx") or getattr(torch.version, "hip", None) is not None
+    elif vendor in _VENDORS:
+        amd = vendor == "amd"
+    else:
+        raise ValueError(f"properties.vendor={vendor!r} is not allowed: use one of {', '.join(map(repr, _VENDORS))}")
+    if not amd:
+        bf16_supported = None  # NVIDIA: looked up from the compute capability
+    elif real:
+        bf16_supported = bool(torch.cuda.is_bf16_supported())
+    else:
+        bf16_supported = getattr(properties, "bf16_supported", None)
     return GPUInfo(
         name=str(properties.name),
-        capability=(int(properties.major), int(properties.minor)),
-        memory_bytes=int(properties.total_memory),
-        multiprocessors=int(getattr(properties, "multi_processor_count", 0)),
-        rocm=getattr(torch.version, "hip", None) is not None,
+        capability=(int_at_least(properties.major, "properties.major", 0),
+                    int_at_least(properties.minor, "properties.minor", 0)),
+        memory_bytes=int_at_least(properties.total_memory, "properties.total_memory", 0),
+        multiprocessors=int_at_least(getattr(properties, "multi_processor_count", 0),
+                                     "properties.multi_processor_count", 0),
+        rocm=amd,
+        arch_name=arch_name if amd else "",
+        bf16_supported=bf16_supported,
     )
 
 
-def device_report(*, cpu: CPUInfo | None = None, gpu_properties=None, no_gpu: bool = False) -> DeviceReport:
-    """Probe this machine. Pass ``cpu``/``gpu_properties`` to describe another machine (tests),
-    or ``no_gpu=True`` to describe this one as if it had no GPU."""
+def mps_info() -> MPSInfo:
+    """Probe for an Apple GPU (MPS) and for what ``torch.autocast("mps")`` accepts in the installed torch.
+
+    Measured: ``available`` is ``torch.backends.mps.is_available()``; the name is the Metal device name
+    torch reports (``torch.backends.mps.get_name()``, newer torch versions), else on macOS the chip
+    name from ``sysctl -n machdep.cpu.brand_string``, else ``"Apple GPU (MPS)"``. ``autocast_dtypes``
+    is decided without an Apple GPU, from the installed torch: MPS autocast must be available
+    (``torch.amp.autocast_mode.is_autocast_available("mps")`` where torch has it), the dispatcher must
+    have an ``AutocastMPS`` kernel for ``aten::mm`` (an MPS autocast policy is registered), and
+    constructing ``torch.autocast("mps", dtype=...)`` (not entering it) must neither raise nor warn
+    that it disables itself (torch's own dtype check; on a Mac some torch versions also check the macOS
+    version there). It says what torch accepts, not how fast the Apple GPU runs it.
+    """
+    try:
+        available = bool(torch.backends.mps.is_available())
+    except (AttributeError, RuntimeError):
+        available = False
+    name = _mps_name() if available else None
+    return MPSInfo(name=name or "Apple GPU (MPS)", available=available, autocast_dtypes=_mps_autocast_dtypes())
+
+
+def _mps_name() -> str | None:
+    get_name = getattr(torch.backends.mps, "get_name", None)
+    try:
+        name = get_name() if get_name is not None else None
+    except RuntimeError:
+        name = None
+    if not name and sys.platform == "darwin":
+        name = _sysctl("machdep.cpu.brand_string")
+    return name or None
+
+
+def _mps_autocast_dtypes() -> tuple[str, ...]:
+    available = getattr(getattr(torch.amp, "autocast_mode", None), "is_autocast_available", None)
+    try:
+        if available is not None and not available("mps"):
+            return ()
+        if not torch._C._dispatch_has_kernel_for_dispatch_key("aten::mm", "AutocastMPS"):
+            return ()
+    except (AttributeError, RuntimeError):  # private API, or a torch without the AutocastMPS key
+        return ()
+    accepted = []
+    for fmt, dtype in _MPS_AUTOCAST_DTYPES.items():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                ctx = torch.autocast("mps", dtype=dtype)
+            except (RuntimeError, ValueError, AssertionError):
+                continue
+        if not caught and getattr(ctx, "_enabled", True):
+            accepted.append(fmt)
+    return tuple(accepted)
+
+
+def device_report(*, cpu: CPUInfo | None = None, gpu_properties=None, mps: MPSInfo | None = None,
+                  no_gpu: bool = False) -> DeviceReport:
+    """Probe this machine. Each argument replaces a probe, to describe another machine (tests):
+    ``cpu`` (a :class:`CPUInfo`) replaces :func:`cpu_info`, ``gpu_properties`` replaces
+    ``torch.cuda.get_device_properties(0)`` (see :func:`gpu_info`), ``mps`` (an :class:`MPSInfo`)
+    replaces :func:`mps_info`. ``no_gpu=True`` describes the machine as if it had no GPU: neither GPU
+    probe runs (``mps`` may still describe an Apple GPU; ``gpu_properties`` may not be given)."""
     if cpu is not None and not isinstance(cpu, CPUInfo):
         raise TypeError(f"cpu must be a CPUInfo, got {type(cpu).__name__}")
+    if mps is not None and not isinstance(mps, MPSInfo):
+        raise TypeError(f"mps must be an MPSInfo (or None: probe this machine), got {type(mps).__name__}")
+    if not isinstance(no_gpu, bool):
+        raise TypeError(f"no_gpu must be True or False, got {no_gpu!r}")
+    if no_gpu and gpu_properties is not None:
+        raise ValueError("no_gpu=True and gpu_properties contradict each other: give one or the other")
     gpu = None if no_gpu else gpu_info(gpu_properties)
+    if mps is None and not no_gpu:
+        mps = mps_info()
     notes = []
     if gpu is not None and gpu.rocm:
-        notes.append("ROCm GPU: the native-format columns cover NVIDIA GPUs only")
+        notes.append("AMD GPU (ROCm): torch runs it as the 'cuda' device; the NVIDIA tensor-core table "
+                     "does not apply, so its formats are not classified")
+    if mps is not None and mps.available:
+        notes.append("Apple GPU (MPS): the lessons do not use it; default_device() is "
+                     f"{'cuda' if gpu is not None else 'cpu'}, so the experiments run "
+                     f"{'on the CUDA GPU' if gpu is not None else 'on the CPU'}")
     return DeviceReport(
         torch_version=torch.__version__,
         python_version=sys.version.split()[0],
         cpu=cpu if cpu is not None else cpu_info(),
         gpu=gpu,
         notes=tuple(notes),
+        mps=mps,
     )
 
 
 def default_device() -> torch.device:
-    """``cuda`` if a CUDA GPU is usable, else ``cpu`` (never fails)."""
+    """``cuda`` if a GPU is usable through ``torch.cuda`` (NVIDIA, or AMD on a ROCm build), else ``cpu``
+    (never fails). Never ``mps``: on an Apple-silicon Mac the lessons run on the CPU."""
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
