@@ -505,11 +505,23 @@ def _classify(device_type: str) -> tuple[dict[str, str], dict[str, str]]:
     return table, sources
 
 
+# CPU autocast ops whose sample inputs run only on some CPUs, with their class as registered in
+# aten/src/ATen/autocast_mode.cpp (https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.cpp,
+# ``KERNEL_CPU(mkldnn_rnn_layer, lower_precision_fp)``). Measured with torch 2.13: on a CPU with AVX512 the
+# op runs under bf16 autocast and returns bf16; on an AVX2-only CPU oneDNN refuses it ("could not create a
+# primitive descriptor for the LSTM forward propagation primitive", also what nn.LSTM raises under CPU
+# bf16 autocast there), so measuring gives a class on one machine and none on another.
+_CPU_LISTED = {"mkldnn_rnn_layer": "lower_precision"}
+
+
 def _fallback(name: str, device_type: str) -> str | None:
     """For an op that neither the header lists nor a sample input could call, in this order:
-    the class the CUDA header gives an op of the same name; the class measured for the other
+    for the CPU, the class :data:`_CPU_LISTED` copies from ``autocast_mode.cpp`` (ops that run only on
+    some CPUs); the class the CUDA header gives an op of the same name; the class measured for the other
     device type; the header's class of the longest op name (4 letters or more) inside this one
     (``cudnn_convolution`` -> ``convolution``)."""
+    if device_type == "cpu" and name in _CPU_LISTED:
+        return _CPU_LISTED[name]
     header = {_base(q): p for q, p in sorted(_header_policies().items())}
     if name in header:
         return header[name]
@@ -548,11 +560,14 @@ def policy_sources(device_type: str) -> dict[str, str]:
     :data:`SOURCES`: ``"header"`` (CUDA only: listed in the installed ``autocast_mode.h``),
     ``"measured"`` (the dtype the op returned under autocast on this machine, on fake CUDA
     tensors for CUDA, for at least one overload) or ``"fallback"``: no sample input could call
-    the op, so its class is borrowed, in this order, from an op of the same name in the CUDA
-    header, from the class measured for the other device type, or from the longest header op
-    name inside its name. A guess: in torch 2.13 only CUDA's ``cudnn_convolution`` and
-    ``cudnn_convolution_transpose`` (fake tensors cannot run them) get their class this way,
-    from ``convolution`` (lower_precision, which is what ``autocast_mode.cpp`` registers)."""
+    the op, so its class is borrowed, in this order: for the CPU, from the few ops whose class the
+    module copies from ``autocast_mode.cpp`` because they run only on some CPUs (``mkldnn_rnn_layer``:
+    measured where the CPU has AVX512, a fallback on AVX2-only CPUs, where oneDNN refuses it); from
+    an op of the same name in the CUDA header, from the class measured for the other device type, or
+    from the longest header op name inside its name (a guess: in torch 2.13 only CUDA's
+    ``cudnn_convolution`` and ``cudnn_convolution_transpose``, which fake tensors cannot run, get
+    their class this way, from ``convolution``: lower_precision, which is what ``autocast_mode.cpp``
+    registers). Which ops are "measured" therefore depends on the CPU; the table does not."""
     return dict(_classify(_check_device_type(device_type))[1])
 
 

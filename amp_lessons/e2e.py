@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import functools
 import html
 import math
 import numbers
@@ -42,6 +43,8 @@ __all__ = [
     "peak_memory",
     "tensor_core_table",
     "train",
+    "training_plan",
+    "matmul_rates",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -145,6 +148,12 @@ def _int(v, name: str, least: int = 1) -> int:
     return int(v)
 
 
+def _positive(v, name: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or math.isnan(v) or v <= 0:
+        raise ValueError(f"{name} must be a positive number of seconds (math.inf: no limit), got {v!r}")
+    return float(v)
+
+
 def _sync(d: torch.device) -> None:
     if d.type == "cuda":
         torch.cuda.synchronize(d)
@@ -157,6 +166,43 @@ def _exact_fp32(d: torch.device):
 
 def _slow_fp16(d: torch.device, report: DeviceReport) -> bool:
     return d.type == "cpu" and not report.cpu.fp16_hardware
+
+
+# --------------------------------------------------------------------------------------------
+# Sizing the work by what this machine measures
+# --------------------------------------------------------------------------------------------
+
+_RATE_DTYPES = ("fp32", "bf16", "fp16")
+_RATE_PROBE_SIZE = 128
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_rates(device: str) -> tuple[tuple[str, float], ...]:
+    d = torch.device(device)
+    out = []
+    g = torch.Generator().manual_seed(0)
+    a32 = torch.randn(_RATE_PROBE_SIZE, _RATE_PROBE_SIZE, generator=g).to(d)
+    with _exact_fp32(d):
+        for dt in _RATE_DTYPES:
+            a = a32.to(_TORCH_DTYPES[dt])
+            t = timing.time_fn(lambda a=a: a @ a, device=d.type, warmup=1, repeats=3)
+            out.append((dt, timing.matmul_flops(_RATE_PROBE_SIZE, _RATE_PROBE_SIZE, _RATE_PROBE_SIZE) / t.median_s))
+    return tuple(out)
+
+
+def matmul_rates(device="cpu") -> dict[str, float]:
+    """FLOP/s of a 128x128x128 matmul in fp32 (IEEE), bf16 and fp16 on ``device``, measured once per
+    process (median of 3, a few ms where the formats are fast, up to ~0.1 s where they take a slow
+    fallback) and cached. The lessons size their work from these rates, so that a laptop whose CPU
+    has no bf16 or fp16 instructions (hundreds of times slower there) runs a smaller experiment
+    instead of running for minutes. A 128^3 matmul runs slower per FLOP than large ones, so times
+    predicted from these rates are over-estimates (about 2x for the lesson's transformer)."""
+    d = _device(device)
+    return dict(_cached_rates(str(d)))
+
+
+def _rate_note(dtype: str, rates: dict[str, float]) -> str:
+    return f"{dtype} matmuls run at {rates[dtype] / 1e9:.3g} GFLOP/s here against {rates['fp32'] / 1e9:.3g} for fp32"
 
 
 # --------------------------------------------------------------------------------------------
@@ -204,7 +250,7 @@ def _matmul_fn(dtype: str, size: int, d: torch.device):
 
 
 def matmul_throughput(sizes, dtypes=("fp32", "bf16", "fp16"), *, device="cpu", repeats: int = 5,
-                      max_fp16_cpu_size: int = 256) -> list[dict]:
+                      max_fp16_cpu_size: int = 256, budget_s: float = 1.0) -> list[dict]:
     """TFLOP/s of square size^3 matmuls in each of ``dtypes`` ("fp32", "tf32", "bf16", "fp16",
     "fp8"), timed with :func:`amp_lessons.timing.time_fn` (median of ``repeats``).
 
@@ -212,7 +258,11 @@ def matmul_throughput(sizes, dtypes=("fp32", "bf16", "fp16"), *, device="cpu", r
     is the share of the GPU's spec-sheet peak (None on a CPU, or for a GPU not in ``SPEC_PEAKS``);
     ``skipped`` is None for a measured row, else the reason (then the figures are None). Skipped:
     "tf32"/"fp8" without a GPU that has them; on a CPU without fp16 instructions, "fp16" above
-    ``max_fp16_cpu_size`` (such a CPU runs fp16 matmuls hundreds of times slower)."""
+    ``max_fp16_cpu_size`` (such a CPU runs fp16 matmuls hundreds of times slower); and any row whose
+    predicted time (warm-up and repeats, from the rate measured at the dtype's previous size, or from
+    :func:`matmul_rates` for its first) exceeds ``budget_s`` seconds, with the prediction in the reason:
+    a CPU without bf16 instructions runs bf16 matmuls ~40x slower than fp32, and the lesson must not
+    wait minutes for it."""
     d = _device(device)
     try:
         sizes = [_int(s, "each size") for s in sizes]
@@ -228,37 +278,71 @@ def matmul_throughput(sizes, dtypes=("fp32", "bf16", "fp16"), *, device="cpu", r
         raise ValueError("dtypes is empty: give at least one of " + ", ".join(_THROUGHPUT_DTYPES))
     repeats = _int(repeats, "repeats")
     max_fp16_cpu_size = _int(max_fp16_cpu_size, "max_fp16_cpu_size", 0)
+    budget_s = _positive(budget_s, "budget_s")
     report = device_report()
+    warmup = 1 if d.type == "cpu" else 3
+    rate = {dt: r for dt, r in matmul_rates(d).items() if dt in dtypes}  # FLOP/s, updated as rows run
     rows = []
     for size in sizes:
         for dt in dtypes:
+            flops = timing.matmul_flops(size, size, size)
             row = {"size": size, "dtype": dt, "median_s": None, "tflops": None, "percent_of_peak": None,
                    "skipped": _skip_reason(dt, size, d, report, max_fp16_cpu_size)}
+            if row["skipped"] is None and dt in rate:
+                predicted = (warmup + repeats) * flops / rate[dt]
+                if predicted > budget_s:
+                    row["skipped"] = (f"{dt} at n={size} would take about {predicted:.2g} s here "
+                                      f"({rate[dt] / 1e9:.3g} GFLOP/s measured), over budget_s={budget_s:g}")
             if row["skipped"] is None:
                 fn, ctx = _matmul_fn(dt, size, d)
                 with ctx:
-                    t = timing.time_fn(fn, device=d.type, warmup=1 if d.type == "cpu" else 3, repeats=repeats,
-                                       flops=timing.matmul_flops(size, size, size), dtype_key=dt)
+                    t = timing.time_fn(fn, device=d.type, warmup=warmup, repeats=repeats,
+                                       flops=flops, dtype_key=dt)
                 row.update(median_s=t.median_s, tflops=t.tflops, percent_of_peak=t.percent_of_peak)
+                rate[dt] = flops / t.median_s
             rows.append(row)
     return rows
 
 
-def odd_size_effect(base: int = 1024, offsets=(0, 1, 7, 8), dtype: str = "bf16", *, device="cpu",
-                    repeats: int = 5) -> list[dict]:
+def odd_size_effect(base: int | None = None, offsets=(0, 1, 7, 8), dtype: str = "bf16", *, device="cpu",
+                    repeats: int = 5, budget_s: float = 3.0) -> list[dict]:
     """TFLOP/s of (base+offset)^3 matmuls in ``dtype``: the AMP recipe's "try batch 513" point
     (tensor cores like sizes that are multiples of 8). Rows as :func:`matmul_throughput`, plus
     ``"offset"`` and ``"relative_to_first"`` (this row's TFLOP/s over the first measured row's).
-    On a CPU the effect may be small or absent: measured, not assumed."""
-    base = _int(base, "base")
+    On a CPU the effect may be small or absent: measured, not assumed.
+
+    ``base=None`` (the default): 1024 on a CPU, 4096 on a GPU, halved (down to 64) until all the
+    rows are predicted to take at most ``budget_s`` seconds by :func:`matmul_rates` (on a CPU
+    without bf16 instructions a 1024^3 bf16 matmul takes over a second). Each row also carries
+    ``"base_chosen"``: a sentence saying which base was used and why."""
     offs = [_int(o, "each offset", 0) for o in offsets]
     if not offs:
         raise ValueError("offsets is empty: give at least one offset (0 is the base size)")
-    rows = matmul_throughput([base + o for o in offs], (dtype,), device=device, repeats=repeats)
+    d = _device(device)
+    repeats = _int(repeats, "repeats")
+    budget_s = _positive(budget_s, "budget_s")
+    if base is not None:
+        base = _int(base, "base")
+        why = f"base {base}, as asked"
+    else:
+        base = start = 1024 if d.type == "cpu" else 4096
+        rate = matmul_rates(d).get(dtype)
+
+        def predicted(n):
+            return sum((2 + repeats) * timing.matmul_flops(n + o, n + o, n + o) for o in offs) / rate
+
+        while rate and base > 64 and predicted(base) > budget_s:
+            base //= 2
+        why = (f"base {base}" if base == start or not rate else
+               f"base {base}, not {start}: {_rate_note(dtype, matmul_rates(d))}, and {start} would take "
+               f"about {predicted(start):.2g} s (budget_s={budget_s:g})")
+    rows = matmul_throughput([base + o for o in offs], (dtype,), device=d, repeats=repeats,
+                             budget_s=math.inf)  # sized above
     first = next((r["tflops"] for r in rows if r["tflops"]), None)
     for r, o in zip(rows, offs):
         r["offset"] = o
         r["relative_to_first"] = r["tflops"] / first if r["tflops"] and first else None
+        r["base_chosen"] = why
     return rows
 
 
@@ -288,19 +372,40 @@ def _mlp_step_times(width: int, batch: int, d: torch.device, repeats: int) -> di
             "speedup": t32.median_s / t16.median_s}
 
 
-def launch_bound_demo(*, device="cpu", repeats: int = 20, large_width: int | None = None) -> dict:
+def launch_bound_demo(*, device="cpu", repeats: int = 20, large_width: int | None = None,
+                      budget_s: float = 3.0) -> dict:
     """One training step (forward, backward) of a tiny MLP (3 x Linear(64, 64), batch 8) in fp32
     and under bf16 autocast, measured: with so little work per op the time is per-op overhead
     (Python, dispatch, autocast's casts, kernel launches), so bf16 buys nothing. The same step of a
-    large MLP (``large_width``, default 512 on a CPU, 4096 on a GPU, batch = width) for contrast.
+    large MLP (batch = width) for contrast: ``large_width`` if given, else 512 on a CPU, 4096 on a
+    GPU, halved (down to 64) until its bf16 steps are predicted by :func:`matmul_rates` to take at
+    most ``budget_s`` seconds (a CPU without bf16 instructions runs them ~40x slower than fp32).
 
     Returns ``{"tiny": {...}, "large": {...}}``, each ``{"model", "flops_per_step", "fp32_step_s",
-    "bf16_autocast_step_s", "speedup"}`` (speedup = fp32 time / bf16 time)."""
+    "bf16_autocast_step_s", "speedup"}`` (speedup = fp32 time / bf16 time); "large" also has
+    ``"width_chosen"``, a sentence saying which width was used and why."""
     d = _device(device)
     repeats = _int(repeats, "repeats")
-    width = _int(large_width, "large_width") if large_width is not None else (512 if d.type == "cpu" else 4096)
-    return {"tiny": _mlp_step_times(64, 8, d, repeats),
-            "large": _mlp_step_times(width, width, d, max(3, repeats // 4))}
+    budget_s = _positive(budget_s, "budget_s")
+    large_repeats = max(3, repeats // 4)
+    if large_width is not None:
+        width = _int(large_width, "large_width")
+        why = f"width {width}, as asked"
+    else:
+        width = start = 512 if d.type == "cpu" else 4096
+        rate = matmul_rates(d)["bf16"]
+
+        def predicted(w):  # 3 layers x (forward + 2 backward) matmuls of w^3, warm-up 2
+            return (2 + large_repeats) * 9 * timing.matmul_flops(w, w, w) / rate
+
+        while width > 64 and predicted(width) > budget_s:
+            width //= 2
+        why = (f"width {width}" if width == start else
+               f"width {width}, not {start}: {_rate_note('bf16', matmul_rates(d))}, and {start} would take "
+               f"about {predicted(start):.2g} s (budget_s={budget_s:g})")
+    large = _mlp_step_times(width, width, d, large_repeats)
+    large["width_chosen"] = why
+    return {"tiny": _mlp_step_times(64, 8, d, repeats), "large": large}
 
 
 # --------------------------------------------------------------------------------------------
@@ -454,6 +559,75 @@ def _not_run_reason(config: str, d: torch.device, report: DeviceReport, allow_sl
     return None
 
 
+# Smaller and smaller CPU sizes for :func:`training_plan`, the default first: (model kwargs, batch).
+_CPU_LADDER = (
+    (_CPU_MODEL, _CPU_RUN["batch"]),
+    (dict(_CPU_MODEL, d_model=128, seq_len=32), 16),
+    (dict(_CPU_MODEL, d_model=64, seq_len=32), 16),
+    (dict(_CPU_MODEL, d_model=64, seq_len=32), 8),
+)
+_CONFIG_DTYPE = {"fp32": "fp32", "tf32": "fp32", "bf16 autocast": "bf16", "fp16 autocast + GradScaler": "fp16"}
+
+
+def _step_flops(mk: dict, batch: int) -> float:
+    """Matmul FLOPs of one training step of a :class:`TinyTransformer` (forward x 3 for the backward):
+    per layer 12 d^2 weights (attention 4 d^2, feed-forward 8 d^2) per token, the head d x vocab,
+    and attention's two (seq x seq x d) products."""
+    d, n, seq, vocab = mk["d_model"], mk["n_layers"], mk["seq_len"], mk["vocab"]
+    tokens = batch * seq
+    forward = 2 * tokens * (n * 12 * d * d + d * vocab) + n * 2 * 2 * batch * seq * seq * d
+    return 3.0 * forward
+
+
+def training_plan(*, device="cpu", budget_s: float = 12.0, allow_slow_fp16: bool = False) -> dict:
+    """The model and batch that :func:`train` uses by default on ``device``, chosen from a measurement.
+
+    On a GPU: d_model 768, 6 layers, 256 tokens, batch 32, 100 steps. On a CPU: the first of four
+    sizes, from d_model 256 / 64 tokens / batch 16 (40 steps) down to d_model 64 / 32 tokens / batch 8,
+    whose run of every configuration that runs here (see :func:`train`) is predicted to take at most
+    ``budget_s`` seconds, predicted from each dtype's :func:`matmul_rates` and the step's matmul FLOPs
+    (an over-estimate, about 2x). On a CPU with bf16 instructions the default fits; on one without
+    (most laptops), bf16 matmuls run ~40x slower than fp32 and the model is scaled down for every
+    configuration alike, so that the runs stay comparable. The smallest size is used if none fits.
+
+    Returns ``{"model": TinyTransformer kwargs, "batch", "steps", "configs": those that run here,
+    "predicted_s": {config: seconds} (CPU only, else None), "scaled_down": bool, "note": a sentence
+    saying what was chosen and why}``."""
+    d = _device(device)
+    budget_s = _positive(budget_s, "budget_s")
+    if not isinstance(allow_slow_fp16, bool):
+        raise TypeError(f"allow_slow_fp16 must be True or False, got {allow_slow_fp16!r}")
+    report = device_report()
+    configs = [c for c in CONFIGS if _not_run_reason(c, d, report, allow_slow_fp16) is None]
+    if d.type != "cpu":
+        return {"model": dict(_GPU_MODEL), "batch": _GPU_RUN["batch"], "steps": _GPU_RUN["steps"],
+                "configs": configs, "predicted_s": None, "scaled_down": False,
+                "note": "GPU: the full-size model (d_model 768, 6 layers, 256 tokens, batch 32, 100 steps)"}
+    rates = matmul_rates(d)
+    steps = _CPU_RUN["steps"]
+
+    def predicted(mk, batch):
+        return {c: steps * _step_flops(mk, batch) / rates[_CONFIG_DTYPE[c]] for c in configs}
+
+    for mk, batch in _CPU_LADDER:
+        pred = predicted(mk, batch)
+        if sum(pred.values()) <= budget_s:
+            break
+    scaled = mk is not _CPU_MODEL or batch != _CPU_RUN["batch"]
+    size = f"d_model {mk['d_model']}, {mk['n_layers']} layers, {mk['seq_len']} tokens, batch {batch}, {steps} steps"
+    if scaled:
+        full = predicted(_CPU_MODEL, _CPU_RUN["batch"])
+        slowest = min(configs, key=lambda c: rates[_CONFIG_DTYPE[c]])
+        note = (f"scaled down to {size} for every configuration: "
+                f"{_rate_note(_CONFIG_DTYPE[slowest], rates)} (measured), so the full-size model "
+                f"(d_model 256, 64 tokens, batch 16) would take about {sum(full.values()):.0f} s "
+                f"over the budget of {budget_s:g} s")
+    else:
+        note = f"full size: {size} (about {sum(pred.values()):.1f} s predicted for {len(configs)} runs)"
+    return {"model": dict(mk), "batch": batch, "steps": steps, "configs": configs, "predicted_s": pred,
+            "scaled_down": scaled, "note": note}
+
+
 def train(config: str, *, steps: int | None = None, device="cpu", seed: int = 0, progress: bool = True,
           model_kwargs: dict | None = None, batch: int | None = None, lr: float = 3e-3,
           allow_slow_fp16: bool = False) -> dict:
@@ -464,10 +638,11 @@ def train(config: str, *, steps: int | None = None, device="cpu", seed: int = 0,
     :func:`amp_lessons.tf32.fp32_precision` (fp32 runs with IEEE fp32 matmuls). AdamW, cross-entropy,
     a fresh batch each step, same start and data for every config of a seed.
 
-    Defaults: on a CPU a small model (d_model 256, 2 layers, 64 tokens; 40 steps of batch 16: about 2 s
-    per config on a 2-core CPU);
-    on a GPU a larger one (d_model 768, 6 layers, 256 tokens; 100 steps of batch 32). ``model_kwargs`` overrides
-    the model's sizes.
+    Defaults: :func:`training_plan` (with ``allow_slow_fp16``): on a CPU a small model (d_model 256,
+    2 layers, 64 tokens; 40 steps of batch 16: about 2 s per config on a 2-core CPU with bf16
+    instructions), scaled down for every config alike where the measured bf16/fp16 matmul rate says
+    the runs would take too long; on a GPU a larger one (d_model 768, 6 layers, 256 tokens; 100 steps
+    of batch 32). ``model_kwargs`` overrides the model's sizes, ``batch`` and ``steps`` the run's.
 
     Returns ``{"config", "ran": True, "loss": [per step], "final_loss", "step_time_s": median
     step time (synchronised on a GPU), "peak_memory_bytes": :func:`peak_memory` of the last step
@@ -481,10 +656,10 @@ def train(config: str, *, steps: int | None = None, device="cpu", seed: int = 0,
     reason = _not_run_reason(config, d, device_report(), allow_slow_fp16)
     if reason:
         return {"config": config, "ran": False, "reason": reason}
-    run = _CPU_RUN if d.type == "cpu" else _GPU_RUN
-    steps = _int(steps if steps is not None else run["steps"], "steps", 2)
-    batch = _int(batch if batch is not None else run["batch"], "batch")
-    mk = dict(_CPU_MODEL if d.type == "cpu" else _GPU_MODEL)
+    plan = training_plan(device=d, allow_slow_fp16=allow_slow_fp16)
+    steps = _int(steps if steps is not None else plan["steps"], "steps", 2)
+    batch = _int(batch if batch is not None else plan["batch"], "batch")
+    mk = plan["model"]
     if model_kwargs is not None:
         if not isinstance(model_kwargs, dict):
             raise TypeError(f"model_kwargs must be a dict of TinyTransformer arguments, got {model_kwargs!r}")

@@ -70,6 +70,14 @@ def test_cpu_and_cuda_policies_differ_where_the_facts_say():
     assert cuda["binary_cross_entropy"] == "banned" and cpu["binary_cross_entropy"] == "fp32"
 
 
+def test_cpu_table_does_not_depend_on_the_cpus_kernels():
+    # mkldnn_rnn_layer runs under bf16 autocast only where oneDNN has a bf16 RNN for the CPU (AVX512);
+    # its class is the same on every CPU, and its source says how it was found here
+    assert A.policy_table("cpu")["mkldnn_rnn_layer"] == "lower_precision"
+    assert A.policy_sources("cpu")["mkldnn_rnn_layer"] in ("measured", "fallback")
+    assert len(A.policy_groups("cpu")["lower_precision"]) == 21
+
+
 def test_sources():
     cuda, cpu = A.policy_sources("cuda"), A.policy_sources("cpu")
     assert cuda["mm"] == cuda["layer_norm"] == cuda["addcmul"] == "header"

@@ -234,3 +234,102 @@ def test_reference_experiments_run_small_on_cpu():
     assert reference._results_problem(tr) is None
     with pytest.raises(ValueError, match="device"):
         e2e._record_throughput("gpu")
+
+
+# --- sizing the work by measured matmul rates ----------------------------------------------------
+
+FAST = {"fp32": 1e11, "bf16": 2e11, "fp16": 2e11}       # a CPU with bf16/fp16 instructions
+NO_BF16 = {"fp32": 5e10, "bf16": 1.5e9, "fp16": 1.5e9}  # an AVX2 laptop: bf16 ~30x slower than fp32
+CRAWL = {"fp32": 1e6, "bf16": 1e6, "fp16": 1e6}         # nothing fits any budget
+
+
+@pytest.fixture
+def fake_rates(monkeypatch):
+    def use(rates):
+        monkeypatch.setattr(e2e, "matmul_rates", lambda device="cpu": dict(rates))
+    return use
+
+
+def test_matmul_rates_are_measured_once_per_process():
+    rates = e2e.matmul_rates()
+    assert set(rates) == {"fp32", "bf16", "fp16"} and all(v > 0 and math.isfinite(v) for v in rates.values())
+    assert e2e.matmul_rates("cpu") == rates  # cached: the same measurement
+    with pytest.raises(ValueError, match="device"):
+        e2e.matmul_rates("tpu")
+
+
+def test_training_plan_keeps_the_full_model_where_bf16_is_fast(fake_cpu, fake_rates):
+    fake_cpu(NO_FP16_CPU)
+    fake_rates(FAST)
+    plan = e2e.training_plan()
+    assert plan["model"] == e2e._CPU_MODEL and plan["batch"] == 16 and plan["steps"] == 40
+    assert plan["configs"] == ["fp32", "bf16 autocast"] and not plan["scaled_down"]
+    assert plan["note"].startswith("full size: d_model 256")
+    # predicted time = steps x step FLOPs / rate, per config
+    assert plan["predicted_s"]["bf16 autocast"] == pytest.approx(40 * e2e._step_flops(e2e._CPU_MODEL, 16) / 2e11)
+
+
+def test_training_plan_scales_every_config_down_where_bf16_is_slow(fake_cpu, fake_rates):
+    fake_cpu(NO_FP16_CPU)
+    fake_rates(NO_BF16)
+    plan = e2e.training_plan()
+    assert plan["scaled_down"] and plan["model"]["d_model"] < 256
+    assert sum(plan["predicted_s"].values()) <= 12.0
+    assert "bf16 matmuls run at 1.5 GFLOP/s here against 50 for fp32" in plan["note"]
+    # train() uses the plan for every config alike
+    seen = []
+    real_model = e2e.TinyTransformer
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(e2e, "TinyTransformer", lambda **kw: seen.append(kw) or real_model(**kw))
+        for config in ("fp32", "bf16 autocast"):
+            assert e2e.train(config, steps=2, progress=False)["model"] == dict(plan["model"], batch=plan["batch"])
+    assert seen == [plan["model"]] * 2
+    # a bigger budget allows a bigger model; nothing fits -> the smallest size
+    assert e2e.training_plan(budget_s=1e6)["model"] == e2e._CPU_MODEL
+    fake_rates(CRAWL)
+    assert e2e.training_plan()["model"] == e2e._CPU_LADDER[-1][0] and e2e.training_plan()["batch"] == 8
+
+
+def test_training_plan_counts_fp16_only_where_it_runs(fake_cpu, fake_rates):
+    fake_rates({"fp32": 5e10, "bf16": 1e11, "fp16": 1e9})
+    fake_cpu(FP16_CPU)
+    assert "fp16 autocast + GradScaler" in e2e.training_plan()["configs"]
+    assert "fp16 matmuls run at 1 GFLOP/s" in e2e.training_plan()["note"]
+    fake_cpu(NO_FP16_CPU)
+    assert "fp16 autocast + GradScaler" not in e2e.training_plan()["configs"]
+    assert e2e.training_plan(allow_slow_fp16=True)["scaled_down"]
+
+
+@pytest.mark.parametrize("kwargs, err, match", [
+    (dict(budget_s=0), ValueError, "budget_s"), (dict(budget_s=float("nan")), ValueError, "budget_s"),
+    (dict(budget_s="10"), ValueError, "budget_s"), (dict(device="tpu"), ValueError, "device"),
+    (dict(allow_slow_fp16="no"), TypeError, "allow_slow_fp16")])
+def test_training_plan_bad_inputs(kwargs, err, match):
+    with pytest.raises(err, match=match):
+        e2e.training_plan(**kwargs)
+
+
+def test_throughput_skips_rows_over_the_budget(fake_rates):
+    fake_rates(NO_BF16)
+    rows = e2e.matmul_throughput([32, 1024], ("fp32", "bf16"), repeats=1, budget_s=1e-3)
+    by = {(r["size"], r["dtype"]): r for r in rows}
+    assert by[(32, "bf16")]["skipped"] is None and by[(32, "fp32")]["skipped"] is None
+    # n=32 is predicted from the fake rate (2 x 32^3 x 2 runs / 1.5e9 = 87 us); n=1024 from the rate
+    # measured at n=32, 2 x 1024^3 x 2 FLOPs: over 1 ms below 4 PFLOP/s, i.e. on any CPU
+    reason = by[(1024, "bf16")]["skipped"]
+    assert reason.startswith("bf16 at n=1024 would take about") and reason.endswith("over budget_s=0.001")
+    assert by[(1024, "bf16")]["tflops"] is None
+    with pytest.raises(ValueError, match="budget_s"):
+        e2e.matmul_throughput([8], budget_s=-1)
+
+
+def test_odd_size_and_launch_bound_demo_shrink_to_the_budget(fake_rates):
+    fake_rates(CRAWL)
+    rows = e2e.odd_size_effect(offsets=(0, 8), repeats=1)
+    assert [r["size"] for r in rows] == [64, 72] and all(r["tflops"] > 0 for r in rows)
+    assert rows[0]["base_chosen"].startswith("base 64, not 1024: bf16 matmuls run at 0.001 GFLOP/s")
+    out = e2e.launch_bound_demo(repeats=2)
+    assert out["large"]["model"] == "3 x Linear(64, 64), batch 64"
+    assert out["large"]["width_chosen"].startswith("width 64, not 512:")
+    fake_rates(FAST)
+    assert e2e.launch_bound_demo(repeats=2, large_width=32)["large"]["width_chosen"] == "width 32, as asked"
