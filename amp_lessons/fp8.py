@@ -27,7 +27,7 @@ from collections import deque
 import torch
 
 from . import reference
-from .formats import FloatFormat, _torch_cast_overflow, get_format, quantize, representable_values
+from .formats import FloatFormat, get_format, quantize, representable_values
 from ._validate import int_at_least as _int
 from ._validate import positive as _positive
 
@@ -72,13 +72,12 @@ def _f32(v: float) -> float:
     return float(torch.tensor(v, dtype=torch.float32))
 
 
-def _overflow(f: FloatFormat) -> str | None:
-    """The installed torch's overflow behaviour where torch has the format as a dtype, so that
-    :func:`fake_quantize` equals torch's cast (None: the format's default)."""
-    dtype = f.torch_dtype
-    if dtype is None or dtype in (torch.float32, torch.float16, torch.bfloat16):
-        return None
-    return _torch_cast_overflow(dtype)
+def _to_fp8(x: torch.Tensor, dtype: torch.dtype = torch.float8_e4m3fn) -> torch.Tensor:
+    """``x`` clamped to the fp8 dtype's finite range, then cast, as fp8 recipes do (Transformer
+    Engine, torchao): the result does not depend on what the installed torch's cast makes of an
+    overflow (torch 2.13 saturates float8_e4m3fn to 448, torch 2.11 gave NaN). NaN stays NaN."""
+    big = torch.finfo(dtype).max
+    return x.clamp(-big, big).to(dtype)
 
 
 # --- facts of the installed torch ---------------------------------------------------------------
@@ -141,8 +140,9 @@ def _scale_from_amax(amax: float, f: FloatFormat, margin: int, power_of_two: boo
 def fake_quantize(x, fmt="fp8_e4m3", scale=1.0) -> torch.Tensor:
     """Cast ``x * scale`` to ``fmt`` and back, divided by ``scale``, as float32:
     ``quantize(x * scale, fmt) / scale``. Where torch has the format as a dtype this equals
-    ``(x * scale).to(dtype).float() / scale`` bit for bit, with the installed torch's overflow
-    behaviour (float8_e4m3fn saturates in torch 2.13; NaN in older torch). ``scale`` is a positive
+    ``(x * scale).to(dtype).float() / scale`` bit for bit for values in range. Overflow follows the
+    format, not the installed torch: e4m3 saturates to +-448 (what fp8 recipes get by clamping before
+    the cast, and what torch 2.13's cast does; torch 2.11's gave NaN), e5m2 overflows to inf. ``scale`` is a positive
     number or a tensor broadcastable to ``x`` (per-block scales)."""
     f = get_format(fmt)
     x = _tensor(x)
@@ -152,7 +152,7 @@ def fake_quantize(x, fmt="fp8_e4m3", scale=1.0) -> torch.Tensor:
         s = scale.float()
     else:
         s = _positive(scale, "scale")
-    return quantize(x * s, f, overflow=_overflow(f)) / s
+    return quantize(x * s, f) / s
 
 
 class DelayedScaler:
@@ -252,7 +252,7 @@ def blockwise_fake_quantize(x, block=(1, 128), fmt="fp8_e4m3", *, power_of_two: 
         raise TypeError(f"power_of_two must be True or False, got {power_of_two!r}")
     s, blocks = _block_scales(x, f, br, bc, power_of_two)
     sb = s[:, None, :, None]
-    q = quantize(blocks * sb, f, overflow=_overflow(f)) / sb
+    q = quantize(blocks * sb, f) / sb
     rows, cols = x.shape
     return q.reshape(s.shape[0] * br, s.shape[1] * bc)[:rows, :cols].contiguous(), s
 
@@ -378,7 +378,7 @@ def scaling_errors(tensors: dict, fmt="fp8_e4m3", methods=SCALING_METHODS, *,
             for m in methods:
                 s = _method_scale(m, x, f, tuple(delayed_history))
                 scaled = x * s
-                q_scaled = quantize(scaled, f, overflow=_overflow(f))
+                q_scaled = quantize(scaled, f)
                 rows.append({"tensor": name, "method": m, "fmt": f.name,
                              **_stats(x, scaled, q_scaled, f, q_scaled / s)})
     return rows
@@ -436,8 +436,8 @@ def scaled_mm_compare(m: int = 256, k: int = 512, n: int = 256, *, device="cpu",
     out["fp32 error"] = _rel(fp32, ref)
     out["bf16 error"] = _rel(bf16, ref)
     out["fp8 emulated error"] = _rel(emulated, ref)
-    a8 = (a * sa).to(torch.float8_e4m3fn)
-    b8 = (b * sb).to(torch.float8_e4m3fn).t().contiguous().t()  # _scaled_mm wants b column-major
+    a8 = _to_fp8(a * sa)
+    b8 = _to_fp8(b * sb).t().contiguous().t()  # _scaled_mm wants b column-major
     try:
         fp8 = _scaled_mm(a8, b8, 1 / sa, 1 / sb, torch.float32).cpu()
     except (RuntimeError, NotImplementedError) as exc:

@@ -1332,7 +1332,7 @@ class Fp8ScalingExplorer:
         with _one_thread():
             s = self._scale(f, block)
             scaled = self.x * s
-            q_scaled = quantize(scaled, f, overflow=self._fp8._overflow(f))
+            q_scaled = quantize(scaled, f)
             self.stats = self._fp8._stats(self.x, scaled, q_scaled, f, q_scaled / s)
             a = scaled.abs().reshape(-1)
             logs = torch.log2(a[(a > 0) & torch.isfinite(a)]).double().numpy()
