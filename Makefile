@@ -10,7 +10,7 @@ XDIST  ?= -n 2 --dist loadfile
 # Optional: an extra index for torch, e.g. PyTorch's CPU-only or CUDA wheel index (README.md).
 TORCH_INDEX ?=
 
-.PHONY: setup lab present test unit nbtest browser screenshots notebooks bench clean
+.PHONY: setup lab present test unit nbtest browser portability screenshots notebooks bench clean
 
 setup: $(STAMP)
 
@@ -54,6 +54,20 @@ nbtest: setup
 
 browser: setup
 	$(PY) -m pytest $(XDIST) tests/browser
+
+## The machine matrix: every notebook's stored outputs must be facts of arithmetic, not of the machine, so
+## nbval runs again under another ISA level and other thread counts (README: "Machines it is tested on").
+## The first configuration also runs the unit tests, on ATen's unvectorised kernels.
+## ATEN_CPU_CAPABILITY=default: ATen's scalar kernels; ONEDNN_MAX_CPU_ISA=AVX2: oneDNN without AVX512/AMX.
+PORTABILITY ?= "ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=AVX2" "OMP_NUM_THREADS=1" "OMP_NUM_THREADS=4"
+portability: setup
+	@status=0; unit="tests --ignore=tests/browser"; \
+	for cfg in $(PORTABILITY); do \
+	  echo "== portability: $$cfg"; \
+	  env $$cfg $(PY) -m pytest $(XDIST) -q -p no:cacheprovider $$unit notebooks presenter || status=$$?; \
+	  unit=""; \
+	done; \
+	exit $$status
 
 ## Maintainers: refresh the README's explorer screenshots in imgs/ (taken by the browser tests).
 screenshots: setup
