@@ -16,7 +16,6 @@ import functools
 import html
 import math
 import numbers
-import os
 import statistics
 import time
 from dataclasses import dataclass
@@ -27,7 +26,10 @@ from tqdm.auto import tqdm
 
 from . import reference, timing
 from .device import DeviceReport, device_report
-from .tf32 import fp32_precision
+from ._runtime import exact_fp32 as _exact_fp32
+from ._runtime import fp32_precision
+from ._runtime import parse_device as _device
+from ._runtime import quiet_fd2 as _quiet_fd2
 
 __all__ = [
     "CONFIGS",
@@ -129,19 +131,6 @@ def tensor_core_table(report: DeviceReport | None = None) -> TensorCoreTable:
 # Shared checks
 # --------------------------------------------------------------------------------------------
 
-def _device(device) -> torch.device:
-    try:
-        d = torch.device(device)
-    except (RuntimeError, TypeError):
-        d = None
-    if d is None or d.type not in ("cpu", "cuda"):
-        raise ValueError(f"device must be 'cpu', 'cuda' or 'cuda:N', got {device!r}")
-    if d.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError(f"device={device!r} was asked for, but torch sees no CUDA GPU on this machine; "
-                           "use device='cpu'")
-    return d
-
-
 def _int(v, name: str, least: int = 1) -> int:
     if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < least:
         raise ValueError(f"{name} must be an int >= {least}, got {v!r}")
@@ -157,11 +146,6 @@ def _positive(v, name: str) -> float:
 def _sync(d: torch.device) -> None:
     if d.type == "cuda":
         torch.cuda.synchronize(d)
-
-
-def _exact_fp32(d: torch.device):
-    """IEEE fp32 matmuls on ``d`` (no TF32 on a GPU, no bf16 rounding on an AMX CPU)."""
-    return fp32_precision(matmul="ieee") if d.type == "cuda" else fp32_precision(cpu_matmul="ieee")
 
 
 def _slow_fp16(d: torch.device, report: DeviceReport) -> bool:
@@ -413,23 +397,6 @@ def launch_bound_demo(*, device="cpu", repeats: int = 20, large_width: int | Non
 # --------------------------------------------------------------------------------------------
 # Peak memory
 # --------------------------------------------------------------------------------------------
-
-@contextlib.contextmanager
-def _quiet_fd2():
-    """Silence the C++ stderr of the profiler's start/stop (libkineto prints a line for each)."""
-    try:
-        saved = os.dup(2)
-    except OSError:
-        yield
-        return
-    try:
-        with open(os.devnull, "w") as null:
-            os.dup2(null.fileno(), 2)
-            yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-
 
 def peak_memory(fn, *, device="cpu") -> int:
     """Peak bytes allocated while ``fn()`` runs, above what was allocated when it started

@@ -17,7 +17,6 @@ bf16 arithmetic do, which the tests check bit for bit.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import math
 import numbers
@@ -27,6 +26,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .formats import OVERFLOW_MODES, ROUNDING_MODES, FloatFormat, get_format, quantize
+from ._runtime import one_thread as _one_thread
 from ._validate import real as _real
 
 __all__ = [
@@ -334,19 +334,6 @@ def lost_update_fraction(weights, updates, fmt="fp16") -> float:
 
 
 # --- master weights ----------------------------------------------------------------------------------
-
-@contextlib.contextmanager
-def _one_thread():
-    """Run tiny tensor ops on one thread (restored afterwards): splitting a 256 x 64 matmul across
-    threads gains nothing, and on a busy machine (tests in parallel, a notebook kernel next to
-    them) waiting for descheduled threads makes each op cost milliseconds."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
 
 _RUNS = ("fp32", "fp16 weights", "fp32 master weights")
 

@@ -21,12 +21,14 @@ kernel); only speed needs a GPU with fp8 tensor cores (Ada Lovelace, Hopper and 
 from __future__ import annotations
 
 import math
-import numbers
 from collections import deque
 
 import torch
 
 from . import reference
+from ._runtime import exact_fp32 as _exact_fp32
+from ._runtime import one_thread as _one_thread
+from ._runtime import parse_device as _device
 from .formats import FloatFormat, get_format, quantize, representable_values
 from ._validate import int_at_least as _int
 from ._validate import positive as _positive
@@ -272,7 +274,7 @@ def model_tensors(seed: int = 0) -> dict[str, torch.Tensor]:
     entropy, mean over 256 samples): ``"weights"`` (256 x 256), ``"activations"`` (its input,
     256 x 256), ``"weight gradients"`` (256 x 256) and ``"activation gradients"`` (the gradient of
     the loss with respect to its output, 256 x 256). The gradients are small (mostly 1e-7 .. 1e-3)."""
-    from .fp16 import _one_thread, small_batch, small_model
+    from .fp16 import small_batch, small_model
 
     model = small_model(seed)
     x, y = small_batch(seed)
@@ -369,7 +371,6 @@ def scaling_errors(tensors: dict, fmt="fp8_e4m3", methods=SCALING_METHODS, *,
         if not (m in SCALING_METHODS or (isinstance(m, str) and m.startswith("block "))):
             raise ValueError(f"unknown scaling method {m!r}: use some of {', '.join(map(repr, SCALING_METHODS))} "
                              "(or 'block RxC')")
-    from .fp16 import _one_thread
 
     rows = []
     with _one_thread():
@@ -417,7 +418,6 @@ def scaled_mm_compare(m: int = 256, k: int = 512, n: int = 256, *, device="cpu",
     applied), the scales, and ``"_scaled_mm"`` (None if it ran, else why not). On a GPU with fp8
     tensor cores (or when ``time_it`` is True) also median times and TFLOP/s of the fp8 and bf16
     matmuls."""
-    from .e2e import _device, _exact_fp32
     from .timing import matmul_flops, time_fn
 
     d = _device(device)
@@ -468,7 +468,6 @@ def scaled_mm_compare(m: int = 256, k: int = 512, n: int = 256, *, device="cpu",
 def _record_fp8_scaled_mm(device: str = "cuda", size: int | None = None) -> dict:
     """size^3 fp8 ``torch._scaled_mm`` (e4m3, per-tensor scales, bf16 output) against a bf16 matmul:
     times, TFLOP/s, speedup and relative errors. size defaults to 8192 on a GPU, 256 on a CPU."""
-    from .e2e import _device
 
     d = _device(device)
     size = (8192 if d.type == "cuda" else 64) if size is None else _int(size, "size", 16)
@@ -555,7 +554,6 @@ def fp8_linear_check(seed: int = 0, *, batch: int = 64, in_features: int = 256, 
     as real gradients are). Relative errors (``||fp8 - fp32|| / ||fp32||``) of the output, the input
     gradient, the weight gradient and the bias gradient (exact: computed in fp32 from the unquantized
     output gradient)."""
-    from .fp16 import _one_thread
 
     g = torch.Generator().manual_seed(_int(seed, "seed", 0))
     with torch.random.fork_rng(devices=[]):

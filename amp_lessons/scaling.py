@@ -20,7 +20,6 @@ agrees with torch's bit for bit, also for factors that are not powers of two.
 from __future__ import annotations
 
 import math
-import numbers
 import struct
 import warnings
 import weakref
@@ -30,7 +29,8 @@ import torch
 from tqdm.auto import tqdm
 
 from .formats import FloatFormat, get_format
-from .fp16 import CENSUS_CATEGORIES, _one_thread, classify_codes, gradient_census_of
+from ._runtime import one_thread as _one_thread
+from .fp16 import CENSUS_CATEGORIES, classify_codes, gradient_census_of
 from ._validate import int_at_least as _int_at_least
 from ._validate import positive as _positive
 

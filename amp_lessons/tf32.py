@@ -9,7 +9,6 @@ and returns data; the pictures are in :mod:`amp_lessons.plots`.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import subprocess
@@ -19,6 +18,9 @@ from dataclasses import dataclass
 import torch
 
 from . import formats, reference, timing
+from ._runtime import exact_fp32 as _exact_fp32
+from ._runtime import fp32_precision
+from ._runtime import parse_device as _device
 from .device import gpu_info
 
 __all__ = [
@@ -47,15 +49,6 @@ _EMULATED = {
 VARIANTS = (*_EMULATED, "tf32 hardware")
 
 
-def _device(device) -> torch.device:
-    d = torch.device(device)
-    if d.type not in ("cpu", "cuda"):
-        raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
-    if d.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device='cuda' was asked for, but torch sees no CUDA GPU on this machine")
-    return d
-
-
 def has_tf32(device="cuda") -> bool:
     """True if ``device`` is a CUDA GPU whose tensor cores run TF32 (compute capability >= 8.0)."""
     d = torch.device(device)
@@ -63,28 +56,6 @@ def has_tf32(device="cuda") -> bool:
         return False
     g = gpu_info()
     return g is not None and g.tf32
-
-
-@contextlib.contextmanager
-def fp32_precision(matmul: str | None = None, conv: str | None = None, cpu_matmul: str | None = None):
-    """Set the fp32 math of CUDA matmuls / cuDNN convolutions / CPU (oneDNN) matmuls with the
-    current API (``"ieee"`` or ``"tf32"``; ``"bf16"`` too for the CPU) and restore it on exit."""
-    knobs = [(torch.backends.cuda.matmul, matmul, ("ieee", "tf32")),
-             (torch.backends.cudnn.conv, conv, ("ieee", "tf32")),
-             (torch.backends.mkldnn.matmul, cpu_matmul, ("ieee", "tf32", "bf16"))]
-    saved = []
-    try:
-        for obj, value, allowed in knobs:
-            if value is None:
-                continue
-            if value not in allowed:
-                raise ValueError(f"precision {value!r} is not allowed here: use one of {', '.join(allowed)}")
-            saved.append((obj, obj.fp32_precision))
-            obj.fp32_precision = value
-        yield
-    finally:
-        for obj, old in reversed(saved):
-            obj.fp32_precision = old
 
 
 def emulated_matmul(a: torch.Tensor, b: torch.Tensor, fmt="tf32", rounding="nearest_away") -> torch.Tensor:
@@ -96,11 +67,6 @@ def emulated_matmul(a: torch.Tensor, b: torch.Tensor, fmt="tf32", rounding="near
     qa, qb = formats.quantize(a, fmt, rounding), formats.quantize(b, fmt, rounding)
     with _exact_fp32(a.device):
         return qa @ qb
-
-
-def _exact_fp32(d: torch.device):
-    """Full IEEE fp32 matmuls on this device (touching only that device's switch)."""
-    return fp32_precision(matmul="ieee") if d.type == "cuda" else fp32_precision(cpu_matmul="ieee")
 
 
 def _inputs(m, k, n, device, seed):

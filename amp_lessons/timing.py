@@ -23,6 +23,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ._runtime import parse_device
+
 __all__ = [
     "DTYPE_KEYS",
     "GPUSpec",
@@ -248,23 +250,6 @@ def matmul_flops(m: int, k: int, n: int) -> float:
     return float(2 * m * k * n)
 
 
-def _parse_device(device) -> torch.device:
-    bad = ValueError(
-        f"device must be 'cpu', 'cuda', 'cuda:N' or a torch.device of type cpu or cuda, got {device!r}")
-    if isinstance(device, torch.device):
-        d = device
-    elif isinstance(device, str):
-        try:
-            d = torch.device(device)
-        except RuntimeError:
-            raise bad from None
-    else:
-        raise bad
-    if d.type not in ("cpu", "cuda"):
-        raise bad
-    return d
-
-
 def _l2_flush_buffer(device: torch.device) -> torch.Tensor:
     """A buffer larger than the L2 cache, zeroed before each timed call to evict ``fn``'s data."""
     return torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=device)
@@ -295,7 +280,7 @@ def time_fn(fn, *, device="cpu", warmup: int = 3, repeats: int = 10, flush_l2: b
     _check_dtype_key(dtype_key, allow_none=True)
     if not isinstance(flush_l2, bool):
         raise ValueError(f"flush_l2 must be True or False, got {flush_l2!r}")
-    dev = _parse_device(device)
+    dev = parse_device(device, require_available=False)
 
     if dev.type == "cpu":
         for _ in range(warmup):

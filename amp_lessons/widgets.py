@@ -1324,7 +1324,7 @@ class Fp8ScalingExplorer:
         return self._block_maps[key]
 
     def update(self) -> None:
-        from .fp16 import _one_thread
+        from ._runtime import one_thread as _one_thread
 
         fmt_name, block = self.FORMATS[self.fmt_box.value], self.block_box.value
         f = get_format(fmt_name)

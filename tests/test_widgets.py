@@ -320,7 +320,7 @@ def magnitudes():
 def test_magnitude_explorer_fp16_classes(magnitudes, log10, fp16_class):
     magnitudes.set(log10_value=log10, sign="+")
     assert magnitudes.classes["fp16"] == fp16_class
-    assert f"<b style='color:" in magnitudes.readout.value and f">{fp16_class}</b>" in magnitudes.readout.value
+    assert "<b style='color:" in magnitudes.readout.value and f">{fp16_class}</b>" in magnitudes.readout.value
     assert is_png(magnitudes.image)
 
 
