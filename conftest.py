@@ -1,8 +1,8 @@
 """Project-wide pytest hooks: report each notebook's run time and its kernel's peak memory, and the
 figures the browser tests measure (slider-to-redraw latency, kernel memory in JupyterLab).
 
-Budgets (issue 2: each notebook under 30 s, the suite under 2 minutes on the 2-core CI machine) are
-reported, not asserted: timing assertions flake on shared machines. Memory is asserted (issue 8: no
+Budgets (each notebook under 30 s, the suite under 2 minutes on the 2-core CI machine) are
+reported, not asserted: timing assertions flake on shared machines. Memory is asserted (no
 notebook's kernel above 3 GB): a cell that pushes its kernel's peak resident memory over the limit
 fails, naming the figure.
 """

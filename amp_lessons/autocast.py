@@ -290,9 +290,9 @@ def _mha_sample(t: _Sampler):
 
 
 def _rnn_sample(t: _Sampler):
-    T, B, I, Hd = 2, 1, 2, 2
-    x = t.float((T, B, I))
-    w0, w1, w2, w3 = t.float((4 * Hd, I)), t.float((4 * Hd, Hd)), t.float((4 * Hd,)), t.float((4 * Hd,))
+    T, B, In, Hd = 2, 1, 2, 2
+    x = t.float((T, B, In))
+    w0, w1, w2, w3 = t.float((4 * Hd, In)), t.float((4 * Hd, Hd)), t.float((4 * Hd,)), t.float((4 * Hd,))
     hx, cx = t.float((B, Hd)), t.float((B, Hd))
     # reverse, batch_sizes, mode (2 = LSTM), hidden_size, num_layers, has_biases, bidirectional, batch_first, train
     return [x, w0, w1, w2, w3, hx, cx, False, [], 2, Hd, 1, True, False, False, False], {}

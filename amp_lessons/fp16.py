@@ -25,9 +25,9 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .formats import OVERFLOW_MODES, ROUNDING_MODES, FloatFormat, get_format, quantize
 from ._runtime import one_thread as _one_thread
 from ._validate import real as _real
+from .formats import OVERFLOW_MODES, ROUNDING_MODES, FloatFormat, get_format, quantize
 
 __all__ = [
     "CENSUS_CATEGORIES",

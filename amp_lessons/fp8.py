@@ -29,9 +29,9 @@ from . import reference
 from ._runtime import exact_fp32 as _exact_fp32
 from ._runtime import one_thread as _one_thread
 from ._runtime import parse_device as _device
-from .formats import FloatFormat, get_format, quantize, representable_values
 from ._validate import int_at_least as _int
 from ._validate import positive as _positive
+from .formats import FloatFormat, get_format, quantize, representable_values
 
 __all__ = [
     "BLOCK_SHAPES",

@@ -24,6 +24,7 @@ from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter, NullLocator
 
+from ._validate import real as _real
 from .formats import (
     FORMATS,
     ROUNDING_MODES,
@@ -35,7 +36,6 @@ from .formats import (
     to_bits,
 )
 from .style import FIELD_COLORS, format_color, style_context
-from ._validate import real as _real
 
 __all__ = [
     "BitInfo",
@@ -593,7 +593,7 @@ def plot_error_vs_k(data: dict, ax=None, *, extra: dict | None = None) -> Axes:
 def plot_matmul_errors(errors, ax=None, *, reference: dict | None = None) -> Axes:
     """Relative error (max error / mean |fp64 result|) of each matmul variant as horizontal bars
     on a log axis; emulated variants hatched. ``reference`` ({label: rel_error}) adds labelled
-    reference figures (e.g. the seed's A100 numbers) as grey bars."""
+    reference figures (e.g. a published A100 figure) as grey bars."""
     rows = [(e.variant, e.rel_error, e.how) for e in errors]
     if not rows:
         raise ValueError("errors is empty: pass the list from amp_lessons.tf32.matmul_errors")

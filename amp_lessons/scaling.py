@@ -28,11 +28,11 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .formats import FloatFormat, get_format
 from ._runtime import one_thread as _one_thread
-from .fp16 import CENSUS_CATEGORIES, classify_codes, gradient_census_of
 from ._validate import int_at_least as _int_at_least
 from ._validate import positive as _positive
+from .formats import FloatFormat, get_format
+from .fp16 import CENSUS_CATEGORIES, classify_codes, gradient_census_of
 
 __all__ = [
     "CensusIndex",

@@ -83,7 +83,7 @@ def _inputs(m, k, n, device, seed):
 class MatmulError:
     variant: str
     max_error: float  # max |C - C_fp64|
-    rel_error: float  # max error / mean |C_fp64| (the seed notebook's measure)
+    rel_error: float  # max error / mean |C_fp64|
     rms_error: float  # sqrt(mean (C - C_fp64)^2)
     how: str  # "measured on <device>" or "emulated bit-exactly on <device>"
 
@@ -258,7 +258,7 @@ def switches_tour() -> dict:
 
 @reference.register("tf32_matmul")
 def _record_tf32(device: str = "cuda", size: int | None = None, speed_size: int = 8192) -> dict:
-    """Reference measurement on a GPU: the seed's experiment (errors of fp32, real TF32 and emulated
+    """Reference measurement on a GPU: lesson 02's experiment (errors of fp32, real TF32 and emulated
     TF32 against fp64 at ``size``) and the TF32/fp32 speed ratio at ``speed_size``^3."""
     d = _device(device)
     size = size or pick_size(d)

@@ -1,6 +1,6 @@
 """Benchmark the formats engine's quantize() on 2**24 float32 values (run: make bench).
 
-Goals (issue 2): for formats torch has natively, within 1.5x of torch's own round trip
+Goals: for formats torch has natively, within 1.5x of torch's own round trip
 (x.to(dtype).float()); for TF32 and other formats, at least as fast as ml_dtypes' NumPy cast
 to fp8 e4m3 and back. Prints a table; exits non-zero if a goal is missed.
 """
@@ -35,9 +35,9 @@ def main() -> int:
     ok = True
     for name, dtype in [("fp16", torch.float16), ("bf16", torch.bfloat16),
                         ("fp8_e4m3", torch.float8_e4m3fn), ("fp8_e5m2", torch.float8_e5m2)]:
-        ref = median_ms(lambda: x.to(dtype).float())
-        ours = median_ms(lambda: quantize(x, name))
-        emu = median_ms(lambda: quantize(x, name, emulate=True))
+        ref = median_ms(lambda dtype=dtype: x.to(dtype).float())
+        ours = median_ms(lambda name=name: quantize(x, name))
+        emu = median_ms(lambda name=name: quantize(x, name, emulate=True))
         good = ours <= 1.5 * ref
         ok &= good
         print(f"{'torch round trip x.to(' + str(dtype) + ').float()':58s} {ref:8.1f} ms")
@@ -45,7 +45,7 @@ def main() -> int:
         print(f"{'quantize(x, ' + repr(name) + ', emulate=True)':58s} {emu:8.1f} ms  ({emu / ref:.2f}x torch)")
     for name, rounding in [("tf32", "nearest_away"), ("tf32", "toward_zero"), ("tf32", "nearest_even"),
                            ("fp6_e3m2", "nearest_even"), ("fp4_e2m1", "nearest_even")]:
-        t = median_ms(lambda: quantize(x, name, rounding))
+        t = median_ms(lambda name=name, rounding=rounding: quantize(x, name, rounding))
         good = t <= ml_ms
         ok &= good
         print(f"{'quantize(x, ' + repr(name) + ', ' + repr(rounding) + ')':58s} {t:8.1f} ms  ({ml_ms / t:.1f}x faster than ml_dtypes, goal >= 1x: {'ok' if good else 'MISSED'})")

@@ -21,8 +21,8 @@ import torch  # noqa: E402
 
 from amp_lessons.widgets import (  # noqa: E402
     bit_explorer,
-    fp8_scaling_explorer,
     format_designer,
+    fp8_scaling_explorer,
     magnitude_explorer,
     matmul_precision_explorer,
     measure_update_ms,

@@ -1,5 +1,5 @@
-"""Tests of amp_lessons.autocast: the policy tables against the installed torch and the facts in
-shared/FACTS.md, the tracer (real CPU autocast and the fake CUDA preview), the profiler tree and
+"""Tests of amp_lessons.autocast: the policy tables against the installed torch and the facts
+checked by hand in PyTorch's autocast_mode.h/.cpp, the tracer (real CPU autocast and the fake CUDA preview), the profiler tree and
 the upcast timing."""
 
 import json
@@ -14,7 +14,7 @@ from amp_lessons import autocast as A
 
 HAS_CUDA = torch.cuda.is_available()
 
-# --- hand-checked samples (FACTS.md "Autocast"; aten/src/ATen/autocast_mode.{h,cpp}) ---------------
+# --- hand-checked samples (aten/src/ATen/autocast_mode.{h,cpp}, https://github.com/pytorch/pytorch) ---------------
 
 CUDA_SAMPLE = {
     "lower_precision": ["mm", "matmul", "linear", "conv2d", "bmm", "baddbmm", "scaled_dot_product_attention"],

@@ -283,7 +283,7 @@ def test_mps_autocast_probe_follows_torch(monkeypatch):
         def __init__(self, device_type, dtype):
             self._enabled = dtype == torch.float16
             if not self._enabled:
-                warnings.warn("In MPS autocast, but the target dtype is not supported. Disabling autocast.")
+                warnings.warn("In MPS autocast, but the target dtype is not supported. Disabling autocast.", stacklevel=2)
 
     monkeypatch.setattr(torch, "autocast", Autocast)
     assert device.mps_info().autocast_dtypes == ("fp16",)

@@ -1,9 +1,14 @@
 """The pinned environment: requirements.txt is the one place for pins; environment.yml agrees."""
 
+import importlib.util
+import os
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,3 +96,22 @@ def test_the_machine_matrix_covers_isa_and_thread_counts():
     assert '"OMP_NUM_THREADS=1"' in configs and '"OMP_NUM_THREADS=4"' in configs
     assert "notebooks presenter" in target and "tests --ignore=tests/browser" in target  # unit tests once
     assert "make portability" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_python_version_license_and_lint_configuration_agree():
+    meta = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert meta["project"]["requires-python"] == ">=3.11"  # the Makefile refuses older Pythons, the README says 3.11
+    assert "sys.version_info >= (3, 11)" in (ROOT / "Makefile").read_text()
+    assert "Python ≥ 3.11" in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert meta["project"]["license"] == {"text": "MIT"} and "MIT License" in (ROOT / "LICENSE").read_text()
+    assert "ruff" in pins_from_requirements() and meta["tool"]["ruff"]["lint"]["select"]
+
+
+def test_ruff_is_clean():
+    if importlib.util.find_spec("ruff") is None:
+        if os.environ.get("CI") == "true":
+            raise AssertionError("ruff is not installed: make setup installs it from requirements.txt")
+        pytest.skip("ruff is not installed (make setup installs it)")
+    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise", "."],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]

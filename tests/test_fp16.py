@@ -1,5 +1,5 @@
 """Tests of amp_lessons.fp16: lesson 03's experiments against real torch arithmetic, the formats
-engine and the measured facts (shared/FACTS.md)."""
+engine and facts measured by hand with torch 2.13."""
 
 import math
 

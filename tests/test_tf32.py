@@ -11,9 +11,14 @@ from amp_lessons import formats, reference, tf32
 def test_emulated_matmul_rounds_both_inputs_with_the_hardware_rule():
     g = torch.Generator().manual_seed(0)
     a, b = torch.randn(16, 32, generator=g), torch.randn(32, 8, generator=g)
-    rna = lambda t: ((t.view(torch.int32) + 0x1000) & ~0x1FFF).view(torch.float32)  # cvt.rna.tf32.f32
+
+    def rna(t):  # cvt.rna.tf32.f32
+        return ((t.view(torch.int32) + 0x1000) & ~0x1FFF).view(torch.float32)
+
+    def trunc(t):
+        return (t.view(torch.int32) & ~0x1FFF).view(torch.float32)
+
     assert torch.equal(tf32.emulated_matmul(a, b), rna(a) @ rna(b))
-    trunc = lambda t: (t.view(torch.int32) & ~0x1FFF).view(torch.float32)
     assert torch.equal(tf32.emulated_matmul(a, b, "tf32", "toward_zero"), trunc(a) @ trunc(b))
     assert tf32.emulated_matmul(a, b).dtype == torch.float32
     with pytest.raises(TypeError, match="float32"):
@@ -32,8 +37,8 @@ def test_matmul_errors_orders_the_formats():
     assert rna.how == "emulated bit-exactly" and "measured" in fp32.how
 
 
-def test_error_measures_are_the_seeds():
-    # relative error = max |C - C_ref| / mean |C_ref|, as in the seed notebook
+def test_error_measures():
+    # relative error = max |C - C_ref| / mean |C_ref|, the measure amp_lessons.tf32 reports
     ref = torch.tensor([[1.0, -3.0], [2.0, 2.0]], dtype=torch.float64)
     c = torch.tensor([[1.5, -3.0], [2.0, 1.0]])
     max_err, rel, rms = tf32._errors(c, ref)

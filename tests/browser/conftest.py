@@ -3,9 +3,8 @@ temporary copy of the notebooks, one per test module (one per xdist worker with 
 
 from __future__ import annotations
 
-import pytest
-
 import harness
+import pytest
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ JupyterLab (or Voilà) server that the tests start themselves.
   with a temporary HOME, Jupyter config/data/settings directories: autosave and settings never touch the
   repository or the user's own Jupyter set-up. It is stopped (process group) afterwards.
 - Chromium is the system's (``/usr/bin/chromium``; ``AMP_COURSE_CHROMIUM`` overrides), launched with the
-  flags that work offline here (FACTS.md); playwright's own browser download is never used.
+  flags that work offline (no background networking, no component updates); playwright's own browser download is never used.
 - Without Chromium or playwright the browser tests are skipped with a clear message, except in CI
   (``CI=true``), where they must run and fail instead.
 """
@@ -13,8 +13,8 @@ JupyterLab (or Voilà) server that the tests start themselves.
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -348,7 +348,7 @@ class DemoDriver:
             current = select.evaluate("s => s.value")
             for value in [options[-1], options[0], current]:
                 if value != select.evaluate("s => s.value"):
-                    self.act(f"dropdown {k} = {value!r}", lambda v=value: select.select_option(v), measure=measure)
+                    self.act(f"dropdown {k} = {value!r}", lambda v=value, s=select: s.select_option(v), measure=measure)
 
     def exercise_toggle_buttons(self, measure: bool = False) -> None:
         for k, group in enumerate(self.root.query_selector_all(".widget-toggle-buttons")):

@@ -20,6 +20,7 @@ import statistics
 import time
 
 import harness
+
 from amp_lessons.device import peak_memory_bytes
 
 LATENCY_SECTION = ("browser: control-to-redraw latency in JupyterLab, median of the timed moves "

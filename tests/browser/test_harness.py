@@ -3,9 +3,8 @@ kernel error or a request off this machine."""
 
 import json
 
-import pytest
-
 import harness
+import pytest
 
 
 def test_missing_chromium_skips_outside_ci_and_fails_in_ci(monkeypatch):

@@ -1,9 +1,8 @@
 """Lessons 04-07 in JupyterLab in a real Chromium (what is checked: lab_session.py). The lessons are
 split over two files so that pytest-xdist (--dist loadfile) runs the two halves in parallel."""
 
-import pytest
-
 import harness
+import pytest
 from lab_session import check_notebook_in_jupyterlab
 
 NOTEBOOKS = [p.name for p in harness.lesson_files() if p.name[:2] in {"04", "05", "06", "07"}]

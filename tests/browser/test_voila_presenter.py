@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 import harness
+import pytest
 from lab_session import artifact, assert_page_clean, demo_names, exercise_demo
 
 PRESENTER = harness.REPO / "presenter" / "explorers.ipynb"
