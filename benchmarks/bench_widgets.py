@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 
 import ipywidgets  # noqa: E402
 import torch  # noqa: E402
+from widget_steps import measure_update_ms  # noqa: E402  (beside this script)
 
 from amp_lessons.widgets import (  # noqa: E402
     bit_explorer,
@@ -25,7 +26,6 @@ from amp_lessons.widgets import (  # noqa: E402
     fp8_scaling_explorer,
     magnitude_explorer,
     matmul_precision_explorer,
-    measure_update_ms,
     scale_explorer,
     scaler_state_explorer,
     sum_explorer,

@@ -13,7 +13,8 @@ import torch
 
 import amp_lessons.widgets as amp_widgets
 from amp_lessons.formats import ENCODINGS, FORMATS
-from amp_lessons.widgets import BitExplorer, FormatDesigner, bit_explorer, format_designer, measure_update_ms
+from amp_lessons.widgets import BitExplorer, FormatDesigner, bit_explorer, format_designer
+from benchmarks.widget_steps import measure_update_ms
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
