@@ -36,9 +36,11 @@ __all__ = [
     "TENSOR_CORE_GENERATIONS",
     "TensorCoreTable",
     "TinyTransformer",
+    "amp_step",
     "inference_compare",
     "launch_bound_demo",
     "make_batches",
+    "matmul_rates",
     "matmul_throughput",
     "odd_size_effect",
     "overflow_demo",
@@ -46,7 +48,6 @@ __all__ = [
     "tensor_core_table",
     "train",
     "training_plan",
-    "matmul_rates",
 ]
 
 # --------------------------------------------------------------------------------------------
@@ -597,14 +598,39 @@ def training_plan(*, device="cpu", budget_s: float = 12.0, allow_slow_fp16: bool
             "scaled_down": scaled, "note": note}
 
 
+def amp_step(model: nn.Module, optimizer, config: str, device_type: str):
+    """The training step of ``config`` (one of :data:`CONFIGS`), the AMP recipe's way: one function for
+    every precision, with ``enabled=`` switches instead of if/else copies. Returns ``step(x, y)`` that
+    runs forward, loss, backward and the optimizer step on a batch of token ids and returns the loss.
+
+    The loss is computed from logits upcast to fp32: under CUDA autocast ``cross_entropy`` has no
+    autocast entry and would take fp16/bf16 logits as they are."""
+    use_amp = config in ("bf16 autocast", "fp16 autocast + GradScaler")
+    amp_dtype = torch.float16 if config.startswith("fp16") else torch.bfloat16
+    scaler = torch.amp.GradScaler(device_type, enabled=config == "fp16 autocast + GradScaler")
+
+    def step(x: torch.Tensor, y: torch.Tensor) -> float:
+        with torch.autocast(device_type, dtype=amp_dtype, enabled=use_amp):
+            logits = model(x)
+            loss = nn.functional.cross_entropy(logits.float().flatten(0, 1), y.flatten())
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)
+        return loss.item()
+
+    return step
+
+
 def train(config: str, *, steps: int | None = None, device="cpu", seed: int = 0, progress: bool = True,
           model_kwargs: dict | None = None, batch: int | None = None, lr: float = 3e-3,
-          allow_slow_fp16: bool = False) -> dict:
+          allow_slow_fp16: bool = False, make_step=None) -> dict:
     """Train a :class:`TinyTransformer` on :func:`make_batches` data in one of :data:`CONFIGS`.
 
-    One loop for all four, written the AMP recipe's way: ``torch.autocast(device, dtype,
-    enabled=...)``, ``torch.amp.GradScaler(device, enabled=...)``, TF32 through
-    :func:`amp_lessons.tf32.fp32_precision` (fp32 runs with IEEE fp32 matmuls). AdamW, cross-entropy,
+    One loop for all four: each step is ``make_step(model, optimizer, config, device_type)(x, y)``,
+    by default :func:`amp_step` (the AMP recipe: ``torch.autocast(device, dtype, enabled=...)``,
+    ``torch.amp.GradScaler(device, enabled=...)``); lesson 06 passes its own, written in the notebook.
+    TF32 through :func:`amp_lessons.tf32.fp32_precision` (fp32 runs with IEEE fp32 matmuls). AdamW,
     a fresh batch each step, same start and data for every config of a seed.
 
     Defaults: :func:`training_plan` (with ``allow_slow_fp16``): on a CPU a small model (d_model 256,
@@ -621,6 +647,10 @@ def train(config: str, *, steps: int | None = None, device="cpu", seed: int = 0,
     without fp16 instructions unless ``allow_slow_fp16``)."""
     if config not in CONFIGS:
         raise ValueError(f"unknown config {config!r}: use one of {', '.join(map(repr, CONFIGS))}")
+    make_step = amp_step if make_step is None else make_step
+    if not callable(make_step):
+        raise TypeError(f"make_step must be a function (model, optimizer, config, device_type) -> step(x, y), "
+                        f"got {make_step!r}")
     d = _device(device)
     reason = _not_run_reason(config, d, device_report(), allow_slow_fp16)
     if reason:
@@ -641,21 +671,17 @@ def train(config: str, *, steps: int | None = None, device="cpu", seed: int = 0,
     data = make_batches(seed, steps, batch, mk["seq_len"], mk["vocab"]).to(d)
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
 
-    use_amp = config in ("bf16 autocast", "fp16 autocast + GradScaler")
-    amp_dtype = torch.float16 if config.startswith("fp16") else torch.bfloat16
-    scaler = torch.amp.GradScaler(d.type, enabled=config == "fp16 autocast + GradScaler")
     precision = fp32_precision(matmul="tf32") if config == "tf32" else _exact_fp32(d)
+    step_fn = make_step(model, opt, config, d.type)
+    if not callable(step_fn):
+        raise TypeError(f"make_step(model, optimizer, config, device_type) must return a callable step(x, y), "
+                        f"got {step_fn!r}")
 
     def step(i: int) -> float:
-        x, y = data[i, :, :-1], data[i, :, 1:]
-        with torch.autocast(d.type, dtype=amp_dtype, enabled=use_amp):
-            logits = model(x)
-            loss = nn.functional.cross_entropy(logits.reshape(-1, mk["vocab"]).float(), y.reshape(-1))
-        scaler.scale(loss).backward()
-        scaler.step(opt)
-        scaler.update()
-        opt.zero_grad(set_to_none=True)
-        return loss.item()
+        loss = step_fn(data[i, :, :-1], data[i, :, 1:])
+        if isinstance(loss, bool) or not isinstance(loss, numbers.Real):
+            raise TypeError(f"the step made by make_step must return the loss as a float (loss.item()), got {loss!r}")
+        return float(loss)
 
     losses, times = [], []
     with precision:

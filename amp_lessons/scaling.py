@@ -41,6 +41,7 @@ __all__ = [
     "TRAIN_RUNS",
     "compare_with_gradscaler",
     "gradient_census_of",
+    "pitfall_setup",
     "recipe_pitfalls",
     "safe_window",
     "scale_sweep",
@@ -489,7 +490,9 @@ def _copy(module: torch.nn.Module) -> torch.nn.Module:
 
 # --- pitfalls around a scaler --------------------------------------------------------------------------
 
-def _pitfall_setup(seed: int = 0):
+def pitfall_setup(seed: int = 0):
+    """``(model, x, y)`` for the recipe's pitfalls: a small seeded fp32 MLP (8 -> 4 outputs), a batch of 32
+    random inputs and regression targets; an MSE loss on it trains in a few ms on any CPU."""
     model = _tiny_model(seed)
     g = torch.Generator().manual_seed(seed)
     x, y = torch.randn(32, 8, generator=g), torch.randn(32, 4, generator=g)
@@ -511,7 +514,7 @@ def recipe_pitfalls(seed: int = 0) -> dict:
     """
     out = {}
     # 1. a skipped first step, then the scheduler
-    model, x, y = _pitfall_setup(seed)
+    model, x, y = pitfall_setup(seed)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     sched = torch.optim.lr_scheduler.StepLR(opt, step_size=10)
     scaler = torch.amp.GradScaler("cpu")
@@ -525,7 +528,7 @@ def recipe_pitfalls(seed: int = 0) -> dict:
     texts = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
     out["scheduler_warning"] = texts[0] if texts else None
     # 2. clipping needs unscaled gradients
-    model, x, y = _pitfall_setup(seed)
+    model, x, y = pitfall_setup(seed)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     scaler = torch.amp.GradScaler("cpu")
     scaler.scale(torch.nn.functional.mse_loss(model(x), y)).backward()
@@ -534,7 +537,7 @@ def recipe_pitfalls(seed: int = 0) -> dict:
     after = _norm(model)
     out["grad_norm"] = {"scale": scaler.get_scale(), "before_unscale": before, "after_unscale": after}
     # 3. checkpoints: the scaler's state is part of them
-    model, x, y = _pitfall_setup(seed)
+    model, x, y = pitfall_setup(seed)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10, growth_interval=3)
     for _ in range(4):
@@ -548,7 +551,7 @@ def recipe_pitfalls(seed: int = 0) -> dict:
     out["state_dict"] = {"saved": saved, "restored_scale": restored.get_scale(),
                          "round_trip": restored.state_dict() == saved}
     # 4. a scaler around bf16: never an overflow, so it only grows
-    model, x, y = _pitfall_setup(seed)
+    model, x, y = pitfall_setup(seed)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     scaler = torch.amp.GradScaler("cpu", growth_interval=5)
     scales, skipped = [], []

@@ -171,6 +171,29 @@ def test_train_fp32_and_bf16_learn_and_agree():
     assert runs["fp32"]["final_loss"] == pytest.approx(runs["bf16 autocast"]["final_loss"], rel=0.15)
 
 
+def test_train_runs_the_step_the_caller_writes():
+    calls = []
+
+    def make_step(model, optimizer, config, device_type):
+        inner = e2e.amp_step(model, optimizer, config, device_type)
+
+        def step(x, y):
+            calls.append((tuple(x.shape), tuple(y.shape), config, device_type))
+            return inner(x, y)
+        return step
+
+    mine = e2e.train("bf16 autocast", steps=3, progress=False, model_kwargs=TINY, batch=2, make_step=make_step)
+    default = e2e.train("bf16 autocast", steps=3, progress=False, model_kwargs=TINY, batch=2)
+    assert calls == [((2, 16), (2, 16), "bf16 autocast", "cpu")] * 3
+    assert mine["loss"] == default["loss"]  # same seed, same data, same recipe: the same losses
+    with pytest.raises(TypeError, match="make_step must be a function"):
+        e2e.train("fp32", steps=2, progress=False, model_kwargs=TINY, make_step="amp")
+    with pytest.raises(TypeError, match="must return a callable step"):
+        e2e.train("fp32", steps=2, progress=False, model_kwargs=TINY, make_step=lambda *a: None)
+    with pytest.raises(TypeError, match="must return the loss as a float"):
+        e2e.train("fp32", steps=2, progress=False, model_kwargs=TINY, make_step=lambda *a: (lambda x, y: "low"))
+
+
 def test_train_does_not_run_fp16_or_tf32_where_they_mean_nothing(fake_cpu):
     fake_cpu(NO_FP16_CPU)
     r = e2e.train("fp16 autocast + GradScaler", progress=False)
