@@ -37,6 +37,7 @@ __all__ = [
     "BLOCK_SHAPES",
     "DelayedScaler",
     "Fp8Linear",
+    "Fp8LinearFn",
     "SCALING_METHODS",
     "amax_scale",
     "blockwise_fake_quantize",
@@ -485,7 +486,7 @@ def _record_fp8_scaled_mm(device: str = "cuda", size: int | None = None) -> dict
 
 # --- an fp8 linear layer ---------------------------------------------------------------------------
 
-class _Fp8LinearFn(torch.autograd.Function):
+class Fp8LinearFn(torch.autograd.Function):
     """y = x @ w.T + b with x and w cast to e4m3 (current per-tensor scales) and fp32 accumulation;
     backward casts dy to e5m2 (its own scale) and computes dx = dy8 @ w8, dw = dy8.T @ x8 in fp32,
     reusing the fp8 copies of x and w saved by the forward; db = dy.sum(0) in fp32."""
@@ -540,7 +541,7 @@ class Fp8Linear(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() != 2:
             raise ValueError(f"Fp8Linear takes 2-D inputs (batch x features), got shape {tuple(x.shape)}")
-        return _Fp8LinearFn.apply(x, self.weight, self.bias, self.fwd_fmt, self.bwd_fmt)
+        return Fp8LinearFn.apply(x, self.weight, self.bias, self.fwd_fmt, self.bwd_fmt)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.weight.shape[1]}, out_features={self.weight.shape[0]}, "
