@@ -248,7 +248,7 @@ def matmul_throughput(sizes, dtypes=("fp32", "bf16", "fp16"), *, device="cpu", r
     ``max_fp16_cpu_size`` (such a CPU runs fp16 matmuls hundreds of times slower); and any row whose
     predicted time (warm-up and repeats, from the rate measured at the dtype's previous size, or from
     :func:`matmul_rates` for its first) exceeds ``budget_s`` seconds, with the prediction in the reason:
-    a CPU without bf16 instructions runs bf16 matmuls ~40x slower than fp32, and the lesson must not
+    a CPU without bf16 instructions runs bf16 matmuls tens of times slower than fp32, and the lesson must not
     wait minutes for it."""
     d = _device(device)
     try:
@@ -366,7 +366,7 @@ def launch_bound_demo(*, device="cpu", repeats: int = 20, large_width: int | Non
     (Python, dispatch, autocast's casts, kernel launches), so bf16 buys nothing. The same step of a
     large MLP (batch = width) for contrast: ``large_width`` if given, else 512 on a CPU, 4096 on a
     GPU, halved (down to 64) until its bf16 steps are predicted by :func:`matmul_rates` to take at
-    most ``budget_s`` seconds (a CPU without bf16 instructions runs them ~40x slower than fp32).
+    most ``budget_s`` seconds (a CPU without bf16 instructions runs them tens of times slower than fp32).
 
     Returns ``{"tiny": {...}, "large": {...}}``, each ``{"model", "flops_per_step", "fp32_step_s",
     "bf16_autocast_step_s", "speedup"}`` (speedup = fp32 time / bf16 time); "large" also has
@@ -557,7 +557,7 @@ def training_plan(*, device="cpu", budget_s: float = 12.0, allow_slow_fp16: bool
     whose run of every configuration that runs here (see :func:`train`) is predicted to take at most
     ``budget_s`` seconds, predicted from each dtype's :func:`matmul_rates` and the step's matmul FLOPs
     (an over-estimate, about 2x). On a CPU with bf16 instructions the default fits; on one without
-    (most laptops), bf16 matmuls run ~40x slower than fp32 and the model is scaled down for every
+    (most laptops), bf16 matmuls run tens of times slower than fp32 and the model is scaled down for every
     configuration alike, so that the runs stay comparable. The smallest size is used if none fits.
 
     Returns ``{"model": TinyTransformer kwargs, "batch", "steps", "configs": those that run here,
