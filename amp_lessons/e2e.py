@@ -158,7 +158,7 @@ def _slow_fp16(d: torch.device, report: DeviceReport) -> bool:
 # --------------------------------------------------------------------------------------------
 
 _RATE_DTYPES = ("fp32", "bf16", "fp16")
-_RATE_PROBE_SIZE = 128
+_RATE_PROBE_SIZE = 256
 
 
 @functools.lru_cache(maxsize=None)
@@ -170,19 +170,20 @@ def _cached_rates(device: str) -> tuple[tuple[str, float], ...]:
     with _exact_fp32(d):
         for dt in _RATE_DTYPES:
             a = a32.to(_TORCH_DTYPES[dt])
-            t = timing.time_fn(lambda a=a: a @ a, device=d.type, warmup=2, repeats=7)
+            t = timing.time_fn(lambda a=a: a @ a, device=d.type, warmup=1, repeats=5)
             # the fastest call: a busy machine only ever makes calls slower, and the rate is a capability
             out.append((dt, timing.matmul_flops(_RATE_PROBE_SIZE, _RATE_PROBE_SIZE, _RATE_PROBE_SIZE) / min(t.times_s)))
     return tuple(out)
 
 
 def matmul_rates(device="cpu") -> dict[str, float]:
-    """FLOP/s of a 128x128x128 matmul in fp32 (IEEE), bf16 and fp16 on ``device``, measured once per
-    process (the fastest of 7 calls after 2 warm-up calls: a few ms where the formats are fast, ~0.05 s
-    where they take a slow fallback) and cached. The lessons size their work from these rates, so that a laptop whose CPU
+    """FLOP/s of a 256x256x256 matmul in fp32 (IEEE), bf16 and fp16 on ``device``, measured once per
+    process (the fastest of 5 calls after a warm-up call: a few ms where the formats are fast, ~0.15 s
+    each where they take a slow fallback) and cached. The lessons size their work from these rates, so that a laptop whose CPU
     has no bf16 or fp16 instructions (hundreds of times slower there) runs a smaller experiment
-    instead of running for minutes. A 128^3 matmul runs slower per FLOP than large ones, so times
-    predicted from these rates are over-estimates (about 2x for the lesson's transformer)."""
+    instead of running for minutes. Times predicted from these rates are estimates: fast kernels run
+    larger matmuls faster per FLOP, slow fallbacks run them slower (measured on an AVX2 CPU: bf16 at
+    3 GFLOP/s for 128^3, 1.4 for 256^3), so 256^3, the size of the lessons' matmuls, is what is timed."""
     d = _device(device)
     return dict(_cached_rates(str(d)))
 
@@ -292,7 +293,7 @@ def matmul_throughput(sizes, dtypes=("fp32", "bf16", "fp16"), *, device="cpu", r
 
 
 def odd_size_effect(base: int | None = None, offsets=(0, 1, 7, 8), dtype: str = "bf16", *, device="cpu",
-                    repeats: int = 5, budget_s: float = 3.0) -> list[dict]:
+                    repeats: int = 5, budget_s: float = 2.0) -> list[dict]:
     """TFLOP/s of (base+offset)^3 matmuls in ``dtype``: the AMP recipe's "try batch 513" point
     (tensor cores like sizes that are multiples of 8). Rows as :func:`matmul_throughput`, plus
     ``"offset"`` and ``"relative_to_first"`` (this row's TFLOP/s over the first measured row's).
@@ -360,7 +361,7 @@ def _mlp_step_times(width: int, batch: int, d: torch.device, repeats: int) -> di
 
 
 def launch_bound_demo(*, device="cpu", repeats: int = 20, large_width: int | None = None,
-                      budget_s: float = 3.0) -> dict:
+                      budget_s: float = 2.0) -> dict:
     """One training step (forward, backward) of a tiny MLP (3 x Linear(64, 64), batch 8) in fp32
     and under bf16 autocast, measured: with so little work per op the time is per-op overhead
     (Python, dispatch, autocast's casts, kernel launches), so bf16 buys nothing. The same step of a
@@ -549,14 +550,14 @@ def _step_flops(mk: dict, batch: int) -> float:
     return 3.0 * forward
 
 
-def training_plan(*, device="cpu", budget_s: float = 12.0, allow_slow_fp16: bool = False) -> dict:
+def training_plan(*, device="cpu", budget_s: float = 8.0, allow_slow_fp16: bool = False) -> dict:
     """The model and batch that :func:`train` uses by default on ``device``, chosen from a measurement.
 
     On a GPU: d_model 768, 6 layers, 256 tokens, batch 32, 100 steps. On a CPU: the first of four
     sizes, from d_model 256 / 64 tokens / batch 16 (40 steps) down to d_model 64 / 32 tokens / batch 8,
     whose run of every configuration that runs here (see :func:`train`) is predicted to take at most
     ``budget_s`` seconds, predicted from each dtype's :func:`matmul_rates` and the step's matmul FLOPs
-    (an over-estimate, about 2x). On a CPU with bf16 instructions the default fits; on one without
+    (an estimate: on the AVX2 CPU it was checked on, about 2x the time the runs took). On a CPU with bf16 instructions the default fits; on one without
     (most laptops), bf16 matmuls run tens of times slower than fp32 and the model is scaled down for every
     configuration alike, so that the runs stay comparable. The smallest size is used if none fits.
 
