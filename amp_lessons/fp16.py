@@ -33,6 +33,7 @@ __all__ = [
     "CENSUS_CATEGORIES",
     "CLASSES",
     "census_fractions",
+    "check_copies",
     "classify",
     "classify_codes",
     "gradient_census",
@@ -228,7 +229,9 @@ def kahan_sum(values, fmt="fp16") -> float:
     return total
 
 
-def _check_copies(v, n) -> tuple[float, int]:
+def check_copies(v, n) -> tuple[float, int]:
+    """``(v, n)`` for :func:`sum_copies` / :func:`running_sums_of_copies`, checked: v a finite number, n a
+    count from 1 up (ValueError/TypeError naming the bad value otherwise)."""
     v = _real(v, "v")
     if not math.isfinite(v):
         raise ValueError(f"v must be a finite number, got {v!r}")
@@ -255,7 +258,7 @@ def running_sums_of_copies(v: float, n: int) -> dict[str, torch.Tensor]:
     (``torch.full((n,), v, dtype=torch.float16).cumsum(0)``: fp32 accumulation inside, every
     output rounded to fp16) and ``"exact"`` (``k * fp16(v)`` in float64, then made float32 for
     the plot). ``v`` is made float32 first and then fp16, as ``torch.full`` does."""
-    v, n = _check_copies(v, n)
+    v, n = check_copies(v, n)
     t16 = _fp16_copies(v, n)
     v32 = float(torch.tensor(v, dtype=torch.float32))
     v16 = float(t16[0])
@@ -286,7 +289,7 @@ def sum_copies(v: float, n: int) -> dict:
     stall). For ``|v|`` beyond fp16's range, where ``torch.full`` refuses, the fp16 tensor is
     made by a cast (its values are inf)."""
     sums = running_sums_of_copies(v, n)
-    v, n = _check_copies(v, n)
+    v, n = check_copies(v, n)
     t16 = _fp16_copies(v, n)
     run16 = sums["fp16 running sum"]
     stall = None

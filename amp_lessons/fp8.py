@@ -40,7 +40,10 @@ __all__ = [
     "Fp8LinearFn",
     "SCALING_METHODS",
     "amax_scale",
+    "as_matrix",
+    "block_scale_map",
     "blockwise_fake_quantize",
+    "cast_stats",
     "fake_quantize",
     "fp8_linear_check",
     "model_tensors",
@@ -260,8 +263,9 @@ def blockwise_fake_quantize(x, block=(1, 128), fmt="fp8_e4m3", *, power_of_two: 
     return q.reshape(s.shape[0] * br, s.shape[1] * bc)[:rows, :cols].contiguous(), s
 
 
-def _block_scale_map(x: torch.Tensor, f: FloatFormat, br: int, bc: int, power_of_two: bool = False) -> torch.Tensor:
-    """Each element's block scale (x's shape)."""
+def block_scale_map(x: torch.Tensor, f: FloatFormat, br: int, bc: int, power_of_two: bool = False) -> torch.Tensor:
+    """Each element's block scale, in x's shape: x (a matrix, see :func:`as_matrix`) cut into blocks of
+    ``br`` x ``bc``, each scaled so that its amax lands on the format's max (as :func:`blockwise_fake_quantize`)."""
     s, _ = _block_scales(x, f, br, bc, power_of_two)
     full = s.repeat_interleave(br, 0).repeat_interleave(bc, 1)
     return full[: x.shape[0], : x.shape[1]]
@@ -300,7 +304,10 @@ def model_tensors(seed: int = 0) -> dict[str, torch.Tensor]:
     }
 
 
-def _as_2d(x: torch.Tensor) -> torch.Tensor:
+def as_matrix(x, what: str = "x") -> torch.Tensor:
+    """``x`` (a floating-point tensor, checked; ``what`` names it in errors) as the float32 matrix the
+    block methods scale: 2-D as it is, 1-D or 0-D as one row, more dimensions as rows of the last one."""
+    x = _tensor(x, what)
     if x.dim() == 2:
         return x
     return x.reshape(1, -1) if x.dim() <= 1 else x.reshape(-1, x.shape[-1])
@@ -323,7 +330,7 @@ def _method_scale(method: str, x: torch.Tensor, f: FloatFormat, delayed_history)
             br, bc = (int(v) for v in method[6:].split("x"))
         except ValueError:
             raise ValueError(f"block method {method!r} must read 'block RxC', e.g. 'block 1x128'") from None
-        return _block_scale_map(x, f, br, bc)
+        return block_scale_map(x, f, br, bc)
     raise ValueError(f"unknown scaling method {method!r}: use some of {', '.join(map(repr, SCALING_METHODS))} "
                      "(or 'block RxC')")
 
@@ -337,8 +344,11 @@ def _overflows(scaled: torch.Tensor, f: FloatFormat) -> torch.Tensor:
     return (a > thr) | (a == thr) if f.encoding != "fn" else a > thr
 
 
-def _stats(x: torch.Tensor, scaled: torch.Tensor, q_scaled: torch.Tensor, f: FloatFormat, q: torch.Tensor) -> dict:
-    """Relative error and the fractions of values that flush to zero / saturate or overflow."""
+def cast_stats(x: torch.Tensor, scaled: torch.Tensor, q_scaled: torch.Tensor, f: FloatFormat, q: torch.Tensor) -> dict:
+    """What casting ``x`` to ``f`` with a scale did: ``scaled`` = x times the scale, ``q_scaled`` its
+    rounding to ``f``, ``q`` = q_scaled divided by the scale. ``{"relative error": ||q - x|| / ||x||,
+    "flushed": share of non-zero values that became 0, "saturated": share that overflowed (saturated to
+    max in e4m3, inf in e5m2)}``, the measures of :func:`scaling_errors`."""
     n = max(x.numel(), 1)
     norm = float(x.double().norm())
     err = float((q.double() - x.double()).norm()) / norm if norm > 0 else 0.0
@@ -376,13 +386,13 @@ def scaling_errors(tensors: dict, fmt="fp8_e4m3", methods=SCALING_METHODS, *,
     rows = []
     with _one_thread():
         for name, t in tensors.items():
-            x = _as_2d(_tensor(t, f"tensors[{name!r}]"))
+            x = as_matrix(t, f"tensors[{name!r}]")
             for m in methods:
                 s = _method_scale(m, x, f, tuple(delayed_history))
                 scaled = x * s
                 q_scaled = quantize(scaled, f)
                 rows.append({"tensor": name, "method": m, "fmt": f.name,
-                             **_stats(x, scaled, q_scaled, f, q_scaled / s)})
+                             **cast_stats(x, scaled, q_scaled, f, q_scaled / s)})
     return rows
 
 

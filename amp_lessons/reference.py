@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from .timing import _fmt_seconds
+from .timing import format_seconds
 
 __all__ = [
     "Comparison",
@@ -397,7 +397,7 @@ def _fmt(key: str, v) -> str:
     if isinstance(v, float):
         if not math.isfinite(v):
             return str(v)
-        return _fmt_seconds(v) if key.endswith("_s") else f"{v:.3g}"
+        return format_seconds(v) if key.endswith("_s") else f"{v:.3g}"
     return str(v)
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "L2_FLUSH_BYTES",
     "SPEC_PEAKS",
     "Timing",
+    "format_seconds",
     "gpu_spec",
     "matmul_flops",
     "spec_peak_tflops",
@@ -169,7 +170,7 @@ def _fmt_rate(x: float) -> str:
     return f"{x:.{digits}f}"
 
 
-def _fmt_seconds(s: float) -> str:
+def format_seconds(s: float) -> str:
     """A duration with 3 significant digits in s, ms or µs: "1.23 s", "16.0 ms", "157 µs"."""
     a = abs(s)
     if a >= 1 or a == 0 or not math.isfinite(s):
@@ -222,7 +223,7 @@ class Timing:
     def __str__(self) -> str:
         how = self.method + (", L2 flushed" if self.l2_flushed else "")
         runs = "run" if len(self.times_s) == 1 else "runs"
-        text = f"median {_fmt_seconds(self.median_s)} over {len(self.times_s)} {runs} on {self.device} ({how})"
+        text = f"median {format_seconds(self.median_s)} over {len(self.times_s)} {runs} on {self.device} ({how})"
         rate = self.tflops
         if rate is None:
             return text

@@ -702,7 +702,7 @@ class SumExplorer:
 
         self._fp16 = fp16
         v = _parse_value(v) if isinstance(v, str) else v
-        fp16._check_copies(v, n)  # raises for a non-finite v or a bad n
+        fp16.check_copies(v, n)  # raises for a non-finite v or a bad n
         if not 1 <= n <= self.N_MAX:
             raise ValueError(f"n must be from 1 to {self.N_MAX}, got {n}")
         self.v_box = widgets.Text(value=repr(float(v)), description="v", continuous_update=False,
@@ -1104,7 +1104,7 @@ class Fp8ScalingExplorer:
         if tensor is None:
             tensor = fp8.model_tensors()[name]
         self.name = name
-        self.x = fp8._as_2d(fp8._tensor(tensor, "tensor"))
+        self.x = fp8.as_matrix(tensor, "tensor")
         self.exponent = self._check(exponent)
         self.slider = widgets.IntSlider(self.exponent, min=self.MIN_EXPONENT, max=self.MAX_EXPONENT,
                                         description="log2 scale", style={"description_width": "initial"},
@@ -1188,7 +1188,7 @@ class Fp8ScalingExplorer:
         key = (f.name, block)
         if key not in self._block_maps:
             br, bc = self._fp8.BLOCK_SHAPES[block]
-            self._block_maps[key] = self._fp8._block_scale_map(self.x, f, br, bc)
+            self._block_maps[key] = self._fp8.block_scale_map(self.x, f, br, bc)
         return self._block_maps[key]
 
     def update(self) -> None:
@@ -1201,7 +1201,7 @@ class Fp8ScalingExplorer:
             s = self._scale(f, block)
             scaled = self.x * s
             q_scaled = quantize(scaled, f)
-            self.stats = self._fp8._stats(self.x, scaled, q_scaled, f, q_scaled / s)
+            self.stats = self._fp8.cast_stats(self.x, scaled, q_scaled, f, q_scaled / s)
             a = scaled.abs().reshape(-1)
             logs = torch.log2(a[(a > 0) & torch.isfinite(a)]).double().numpy()
         heights = np.histogram(logs, bins=self._edges)[0] / self._n
