@@ -25,10 +25,7 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from . import reference, timing
-from ._runtime import exact_fp32 as _exact_fp32
-from ._runtime import fp32_precision
-from ._runtime import parse_device as _device
-from ._runtime import quiet_fd2 as _quiet_fd2
+from ._runtime import exact_fp32 as _exact_fp32, fp32_precision, parse_device as _device, quiet_fd2 as _quiet_fd2
 from .device import DeviceReport, device_report
 
 __all__ = [

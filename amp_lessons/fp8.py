@@ -26,11 +26,8 @@ from collections import deque
 import torch
 
 from . import reference
-from ._runtime import exact_fp32 as _exact_fp32
-from ._runtime import one_thread as _one_thread
-from ._runtime import parse_device as _device
-from ._validate import int_at_least as _int
-from ._validate import positive as _positive
+from ._runtime import exact_fp32 as _exact_fp32, one_thread as _one_thread, parse_device as _device
+from ._validate import int_at_least as _int, positive as _positive
 from .formats import FloatFormat, get_format, quantize, representable_values
 
 __all__ = [

@@ -22,8 +22,20 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
-from matplotlib.ticker import FuncFormatter, NullLocator
+from matplotlib.ticker import NullLocator
 
+from ._draw import (
+    OVERFLOW_COLOR as _OVERFLOW_COLOR,
+    REGION_COLORS as _REGION_COLORS,
+    bar_height as _bar_height,
+    decade_ticks as _decade_ticks,
+    overflow_threshold as _overflow_threshold,
+    pow2 as _pow2,
+    pow2_ticks as _pow2_ticks,
+    region_spans as _region_spans,
+    staircase as _staircase,
+    zero_threshold as _zero_threshold,
+)
 from ._validate import real as _real
 from .formats import (
     FORMATS,
@@ -234,50 +246,6 @@ def _label(f: FloatFormat) -> str:
     return f.name if f.name in FORMATS else f"{f.name} (e{f.exponent_bits}m{f.mantissa_bits}, {f.encoding})"
 
 
-def _pow2(k: int) -> str:
-    return f"2^{k}" if k >= 0 else f"2^-{-k}"
-
-
-def _decade_ticks(ax: Axes, which: str = "xy") -> None:
-    """Ticks at round decades (every 1, 2, 5 or 10) on log axes spanning many decades."""
-    for name in which:
-        axis = getattr(ax, f"{name}axis")
-        lo, hi = sorted(getattr(ax, f"get_{name}lim")())
-        a, b = math.ceil(math.log10(lo)), math.floor(math.log10(hi))
-        if b - a < 2:  # a narrow range: plain numbers on the default ticks
-            axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-            axis.set_minor_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-            continue
-        step = next((s for s in (1, 2, 5, 10, 20) if (b - a) / s <= 10), 20)
-        axis.set_ticks([10.0**k for k in range(a + (-a) % step, b + 1, step)])
-        axis.set_major_formatter(FuncFormatter(_power_of_ten))
-        if step > 1:
-            axis.set_minor_locator(NullLocator())
-
-
-_SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
-
-
-def _power_of_ten(v: float, _pos=None) -> str:
-    """``10⁻⁴⁰`` in plain text (superscript digits): no mathtext parsing, so cheap to redraw."""
-    return "10" + str(round(math.log10(v))).translate(_SUPERSCRIPT)
-
-
-def _staircase(f: FloatFormat):
-    """Edges and gaps of the spacing staircase, exactly from the constants: the subnormal range
-    has the constant gap 2**(emin-m); the binade [2**e, 2**(e+1)) the gap 2**(e-m)."""
-    m = f.mantissa_bits
-    if f.emax < f.emin:  # a degenerate design with no positive finite value (e1m0 "fn")
-        return np.empty(0), np.empty(0)
-    edges, gaps = ([f.smallest_subnormal], [f.smallest_subnormal]) if m else ([], [])
-    for e in range(f.emin, f.emax + 1):
-        edges.append(math.ldexp(1.0, e))
-        gaps.append(math.ldexp(1.0, e - m))
-    edges.append(f.max)
-    gaps.append(gaps[-1])
-    return np.array(edges), np.array(gaps)
-
-
 # --- bit layout --------------------------------------------------------------------------------
 
 @_styled
@@ -412,11 +380,6 @@ def plot_range_precision(formats=None, ax=None) -> Axes:
                        Patch(facecolor="#999999", label="normal numbers (smallest normal to max)")],
               loc="lower right", fontsize=9)
     return ax
-
-
-def _bar_height(f: FloatFormat) -> float:
-    """Bar thickness: grows with the precision, mantissa bits + 1 (fp32's 24 bits: 0.9)."""
-    return 0.2 + 0.7 * (f.mantissa_bits + 1) / 24
 
 
 def _precision_label(f: FloatFormat) -> str:
@@ -626,7 +589,6 @@ _SUM_STYLES = {
     "torch.cumsum (fp16 tensor)": dict(color="#E31A1C", lw=1.5, ls="-."),
     "fp16 running sum": dict(color=format_color("fp16"), lw=2.4),
 }
-_OVERFLOW_COLOR = "#B00020"
 
 
 def _series(values, label) -> np.ndarray:
@@ -705,20 +667,6 @@ def _pct(x: float) -> str:
     if x < 1e-4:
         return "<0.01%"
     return f"{100 * x:.3g}%"
-
-
-def _zero_threshold(f: FloatFormat) -> float:
-    """Magnitudes below this round to zero (round to nearest): half the smallest subnormal."""
-    return f.smallest_subnormal / 2
-
-
-def _overflow_threshold(f: FloatFormat) -> float:
-    """Magnitudes at or above this overflow (round to nearest): max plus half its gap; the tie
-    itself rounds to max only where max's last mantissa bit is 0 ("fn" formats)."""
-    return f.max + math.ldexp(1.0, f.emax - f.mantissa_bits - 1)
-
-
-_REGION_COLORS = {"zero": "#BBBBBB", "subnormal": "#F2C14E", "normal": "#8CC084", "overflow": _OVERFLOW_COLOR}
 
 
 @_styled
@@ -883,15 +831,6 @@ _SWEEP_STYLES = {
 _WINDOW_COLOR = "#33A02C"
 
 
-def _pow2_ticks(axis, lo: float, hi: float, max_ticks: int = 12) -> None:
-    """Integer ticks (log2 values) every 1, 2, 4, 8, ... labelled ``2^k``, on a linear axis."""
-    span = max(hi - lo, 1.0)
-    step = next((s for s in (1, 2, 4, 8, 16, 32) if span / s <= max_ticks), 64)
-    a, b = math.ceil(lo), math.floor(hi)
-    axis.set_ticks([k for k in range(a + (-a) % step, b + 1, step)])
-    axis.set_major_formatter(FuncFormatter(lambda v, _: _pow2(round(v))))
-
-
 @_styled
 def plot_scale_sweep(sweep: dict, ax=None, *, window=None) -> Axes:
     """Fractions of the non-zero gradients that underflow (round to zero), are subnormal and
@@ -937,22 +876,6 @@ def _hist_log2(g: torch.Tensor, edges: np.ndarray) -> np.ndarray:
     a = g.detach().float().reshape(-1).abs()
     logs = torch.log2(a[(a > 0) & torch.isfinite(a)]).double().numpy()
     return np.histogram(logs, bins=edges)[0] / max(g.numel(), 1)
-
-
-def _region_spans(ax: Axes, f: FloatFormat, lo: float, hi: float) -> None:
-    """Shade ``f``'s regions on a log2-magnitude x axis from ``lo`` to ``hi``, labelled on top."""
-    lo_b, sub_b, hi_b = math.log2(_zero_threshold(f)), math.log2(f.smallest_normal), math.log2(_overflow_threshold(f))
-    spans = [("rounds to 0", "zero", lo, lo_b), ("subnormal", "subnormal", lo_b, sub_b),
-             ("normal", "normal", sub_b, hi_b), ("overflow", "overflow", hi_b, hi)]
-    for name, region, a, b in spans:
-        if region == "subnormal" and not f.mantissa_bits:
-            continue
-        a, b = max(a, lo), min(b, hi)
-        if b <= a:
-            continue
-        ax.axvspan(a, b, color=_REGION_COLORS[region], alpha=0.25, lw=0, gid=f"region {region}")
-        ax.text((a + b) / 2, 1.0, name, transform=ax.get_xaxis_transform(), ha="center", va="bottom",
-                fontsize=9, color="#444444")
 
 
 _HIST_STYLES = {"weights": dict(color="#1F78B4"), "activations": dict(color="#E6550D")}

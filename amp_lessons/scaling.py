@@ -29,8 +29,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ._runtime import one_thread as _one_thread
-from ._validate import int_at_least as _int_at_least
-from ._validate import positive as _positive
+from ._validate import int_at_least as _int_at_least, positive as _positive
 from .formats import FloatFormat, get_format
 from .fp16 import CENSUS_CATEGORIES, classify_codes, gradient_census_of
 

@@ -18,9 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from . import formats, reference, timing
-from ._runtime import exact_fp32 as _exact_fp32
-from ._runtime import fp32_precision
-from ._runtime import parse_device as _device
+from ._runtime import exact_fp32 as _exact_fp32, fp32_precision, parse_device as _device
 from .device import gpu_info
 
 __all__ = [

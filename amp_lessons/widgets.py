@@ -27,13 +27,16 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image as PILImage
 
+from ._draw import (
+    bar_height as _bar_height,
+    decade_ticks as _decade_ticks,
+    pow2_ticks as _pow2_ticks,
+    region_spans as _region_spans,
+    staircase as _staircase,
+)
 from .formats import ENCODINGS, FORMATS, ROUNDING_MODES, FloatFormat, get_format, quantize
 from .plots import (
     BitInfo,
-    _bar_height,
-    _decade_ticks,
-    _pow2_ticks,
-    _staircase,
     describe_code,
     describe_value,
     plot_bit_layout,
@@ -1161,7 +1164,6 @@ class Fp8ScalingExplorer:
     def _picture(self, fmt_name: str) -> _Picture:
         pic = self._pictures.get(fmt_name)
         if pic is None:
-            from .plots import _region_spans
 
             f = get_format(fmt_name)
             pic = _Picture((10, 4.2))
