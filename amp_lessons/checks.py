@@ -12,8 +12,13 @@ import math
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 
 from . import formats
+from .autocast import trace
+from .fp16 import gradient_census, running_sum, update_survives
+from .scaling import safe_window, scale_sweep, simulate_scaler
+from .tf32 import emulated_matmul, error_vs_k
 
 __all__ = [
     "CheckResult",
@@ -153,7 +158,6 @@ def check_tf32_matmul(fn) -> CheckResult:
     """Exercise: ``fn(a, b)`` emulates a TF32 tensor-core matmul of float32 matrices: both inputs
     rounded to TF32 as NVIDIA's conversion does (ties away from zero), products summed in fp32.
     Compared bit for bit with the course's emulation on random inputs that include exact ties."""
-    from .tf32 import emulated_matmul
 
     g = torch.Generator().manual_seed(7)
     a = torch.randn(64, 96, generator=g)
@@ -190,7 +194,6 @@ def check_error_ratio(answer, low: str = "bf16", high: str = "tf32") -> CheckRes
     """Exercise: predict how many times larger the matmul error is with ``low`` inputs than with
     ``high`` inputs (both accumulated in fp32). Checked against a measurement made now (within a
     factor of 1.5 of the measured ratio)."""
-    from .tf32 import error_vs_k
 
     fl, fh = formats.get_format(low), formats.get_format(high)
     if answer is None or answer is ...:
@@ -214,7 +217,6 @@ def check_error_ratio(answer, low: str = "bf16", high: str = "tf32") -> CheckRes
 def check_stall_value(answer, v: float = 1.0, fmt: str = "fp16") -> CheckResult:
     """Exercise: the value at which a true ``fmt`` running sum of copies of ``v`` stops growing.
     Checked against a running sum done now with the formats engine."""
-    from .fp16 import running_sum
 
     f = formats.get_format(fmt)
     if answer is None or answer is ...:
@@ -237,7 +239,6 @@ def check_lost_update(fn, fmt: str = "fp16") -> CheckResult:
     ``w`` (a normal value of ``fmt``, not a power of two) is lost: ``w - u`` rounds back to ``w``
     for ``u`` below it and changes for ``u`` above it. Checked by rounding ``w - u`` just below
     and just above the learner's threshold."""
-    from .fp16 import update_survives
 
     f = formats.get_format(fmt)
     ws = formats.quantize(torch.tensor([1.5, 3.0, 1000.0, 0.1, 3e-3, 60000.0]), f).tolist()
@@ -262,7 +263,6 @@ def check_lost_update(fn, fmt: str = "fp16") -> CheckResult:
 
 
 def _dtype_exercises():
-    import torch.nn.functional as F
 
     return {
         "cpu: a @ b": ("cpu", lambda a, b, h: a @ b),
@@ -280,7 +280,6 @@ def check_dtype_predictions(predictions: dict) -> CheckResult:
     """Exercise: predict the output dtype of each expression of the lesson's table under autocast
     (CPU: bf16 autocast, run here; CUDA: fp16 autocast, on a GPU or previewed with fake CUDA
     tensors). ``predictions`` maps each expression to a dtype name such as "torch.float32"."""
-    from .autocast import trace
 
     exercises = _dtype_exercises()
     if not isinstance(predictions, dict):
@@ -312,9 +311,7 @@ def check_bce_fix(fn) -> CheckResult:
     ``binary_cross_entropy(sigmoid(logits), target)`` in a form CUDA autocast accepts. Checked on
     the CPU for the value (fp32) and under the CUDA policy (a GPU, or fake CUDA tensors) for
     running at all and returning fp32."""
-    import torch.nn.functional as F
 
-    from .autocast import trace
 
     g = torch.Generator().manual_seed(1)
     logits, target = torch.randn(16, generator=g) * 3, torch.rand(16, generator=g)
@@ -351,8 +348,6 @@ def check_smallest_scale(answer, census=None, max_underflow: float = 0.01) -> Ch
     ``max_underflow`` of the non-zero activation gradients of ``census`` (default: the lesson's
     :func:`amp_lessons.fp16.gradient_census`) round to zero in fp16, with none overflowing.
     Computed now with :func:`amp_lessons.scaling.scale_sweep` over the scales 2**0 .. 2**63."""
-    from .fp16 import gradient_census
-    from .scaling import safe_window, scale_sweep
 
     if answer is None or answer is ...:
         return CheckResult(False, "replace the placeholder with a scale such as 2**10")
@@ -389,7 +384,6 @@ def check_scale_prediction(answer, n_steps: int, inf_steps, **params) -> CheckRe
     overflow at ``inf_steps`` (0-based), with ``params`` (init_scale, growth_factor, backoff_factor,
     growth_interval; GradScaler's defaults otherwise). Checked with
     :func:`amp_lessons.scaling.simulate_scaler`."""
-    from .scaling import simulate_scaler
 
     history = simulate_scaler(n_steps, inf_steps, **params)
     want = history["scale_after"][-1] if n_steps else simulate_scaler(1, (), **params)["scale"][0]

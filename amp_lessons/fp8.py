@@ -29,6 +29,8 @@ from . import reference
 from ._runtime import exact_fp32 as _exact_fp32, one_thread as _one_thread, parse_device as _device
 from ._validate import int_at_least as _int, positive as _positive
 from .formats import FloatFormat, get_format, quantize, representable_values
+from .fp16 import small_batch, small_model
+from .timing import matmul_flops, time_fn
 
 __all__ = [
     "BLOCK_SHAPES",
@@ -276,7 +278,6 @@ def model_tensors(seed: int = 0) -> dict[str, torch.Tensor]:
     entropy, mean over 256 samples): ``"weights"`` (256 x 256), ``"activations"`` (its input,
     256 x 256), ``"weight gradients"`` (256 x 256) and ``"activation gradients"`` (the gradient of
     the loss with respect to its output, 256 x 256). The gradients are small (mostly 1e-7 .. 1e-3)."""
-    from .fp16 import small_batch, small_model
 
     model = small_model(seed)
     x, y = small_batch(seed)
@@ -426,7 +427,6 @@ def scaled_mm_compare(m: int = 256, k: int = 512, n: int = 256, *, device="cpu",
     applied), the scales, and ``"_scaled_mm"`` (None if it ran, else why not). On a GPU with fp8
     tensor cores (or when ``time_it`` is True) also median times and TFLOP/s of the fp8 and bf16
     matmuls."""
-    from .timing import matmul_flops, time_fn
 
     d = _device(device)
     m, k, n = (_int(v, name, 1) for v, name in ((m, "m"), (k, "k"), (n, "n")))

@@ -47,6 +47,8 @@ from .formats import (
     representable_values,
     to_bits,
 )
+from .fp16 import census_fractions
+from .scaling import safe_window
 from .style import FIELD_COLORS, format_color, style_context
 
 __all__ = [
@@ -679,7 +681,6 @@ def plot_gradient_histogram(census: dict, fmt="fp16", ax=None, *, scale=1.0) -> 
     if not isinstance(census, dict) or not {"weights", "activations"} <= set(census):
         raise TypeError("census must be the dict returned by amp_lessons.fp16.gradient_census "
                         "(keys 'weights' and 'activations')")
-    from .fp16 import census_fractions
 
     f = get_format(fmt)
     scale = _real(scale, "scale")
@@ -838,7 +839,6 @@ def plot_scale_sweep(sweep: dict, ax=None, *, window=None) -> Axes:
     scale, log y). ``window`` (a pair of scales, default
     :func:`~amp_lessons.scaling.safe_window` of the sweep; False for none) is shaded. A fraction of
     exactly 0 cannot sit on a log axis: it is drawn on the bottom edge."""
-    from .scaling import safe_window
 
     if not isinstance(sweep, dict) or not {"scale", "underflow", "subnormal", "overflow"} <= set(sweep):
         raise TypeError("sweep must be the dict returned by amp_lessons.scaling.scale_sweep")
@@ -1143,7 +1143,6 @@ def plot_fp8_window(tensors: dict, fmt="fp8_e4m3", ax=None, *, scale=1.0) -> Axe
     :func:`amp_lessons.fp8.model_tensors`) over ``fmt``'s representable window: rounds to zero,
     subnormal, normal, overflow (saturates to max in e4m3, inf in e5m2). The legend gives each
     tensor's fractions that flush to zero and overflow once multiplied by ``scale``."""
-    from .fp16 import census_fractions
 
     f = get_format(fmt)
     scale = _real(scale, "scale")

@@ -27,6 +27,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image as PILImage
 
+from . import fp8, fp16, scaling, tf32
 from ._draw import (
     bar_height as _bar_height,
     decade_ticks as _decade_ticks,
@@ -34,7 +35,9 @@ from ._draw import (
     region_spans as _region_spans,
     staircase as _staircase,
 )
+from ._runtime import one_thread as _one_thread
 from .formats import ENCODINGS, FORMATS, ROUNDING_MODES, FloatFormat, get_format, quantize
+from .fp16 import CENSUS_CATEGORIES
 from .plots import (
     BitInfo,
     describe_code,
@@ -498,7 +501,6 @@ class MatmulPrecisionExplorer:
 
     def __init__(self, mantissa_bits: int = 10, rounding: str = "nearest_even", *, m: int = 32, n: int = 32,
                  kmax: int = 4096, seed: int = 0):
-        from . import tf32  # lesson-specific experiments, imported when this explorer is built
 
         if isinstance(mantissa_bits, bool) or not isinstance(mantissa_bits, int) or not 0 <= mantissa_bits <= 23:
             raise ValueError(f"mantissa_bits={mantissa_bits!r}: use an int from 0 to 23")
@@ -593,7 +595,6 @@ class MagnitudeExplorer:
     LO, HI = -50.0, 40.0
 
     def __init__(self, log10_value: float = -5.0, sign: str = "+"):
-        from . import fp16  # lesson-specific experiments, imported when this explorer is built
 
         self._fp16 = fp16
         log10_value = self._check_log10(log10_value)
@@ -701,7 +702,6 @@ class SumExplorer:
     FP16_MAX = 65504.0
 
     def __init__(self, v: float = 16.0, n: int = 4096):
-        from . import fp16  # lesson-specific experiments, imported when this explorer is built
 
         self._fp16 = fp16
         v = _parse_value(v) if isinstance(v, str) else v
@@ -861,7 +861,6 @@ class ScaleExplorer:
     MAX_EXPONENT = 32
 
     def __init__(self, exponent: int = 0, census: dict | None = None, fmt="fp16"):
-        from . import fp16, scaling
 
         self._scaling = scaling
         self.fmt = get_format(fmt)
@@ -917,7 +916,6 @@ class ScaleExplorer:
         self.image.value = self._pic.png()
 
     def _readout(self, k: int) -> str:
-        from .fp16 import CENSUS_CATEGORIES
 
         head = "".join(f"<th style='text-align:left;padding:1px 14px 1px 0'>{h}</th>"
                        for h in ("gradients x 2^" + str(k), *CENSUS_CATEGORIES))
@@ -952,7 +950,6 @@ class ScalerStateExplorer:
 
     def __init__(self, log2_init_scale: int = 16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
                  growth_interval: int = 20, inf_steps=(40, 41, 130)):
-        from . import scaling
 
         self._scaling = scaling
         style, wide = {"description_width": "initial"}, widgets.Layout(width="340px")
@@ -1101,7 +1098,6 @@ class Fp8ScalingExplorer:
 
     def __init__(self, exponent: int = 0, block: str = "none", fmt: str = "e4m3", tensor=None,
                  name: str = "activation gradients"):
-        from . import fp8
 
         self._fp8 = fp8
         if tensor is None:
@@ -1194,7 +1190,6 @@ class Fp8ScalingExplorer:
         return self._block_maps[key]
 
     def update(self) -> None:
-        from ._runtime import one_thread as _one_thread
 
         fmt_name, block = self.FORMATS[self.fmt_box.value], self.block_box.value
         f = get_format(fmt_name)

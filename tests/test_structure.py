@@ -4,6 +4,7 @@
   imports no lesson topic.
 - Experiments never import plots, explorers, matplotlib or ipywidgets: drawing stays in plots.py and
   widgets.py, so an experiment runs (and is tested) without a display.
+- Modules import each other at the top, never inside a function.
 - No module uses another module's private (``_name``) helper: what two modules share is public in one of
   them, or lives in a base module (``_runtime``, ``_validate``, ``_draw``).
 """
@@ -97,3 +98,12 @@ def test_the_rules_see_a_crossing(tmp_path):
                      encoding="utf-8")
     found = _crossings({**MODULES, "probe": probe})
     assert {("probe", "fp8._tensor"), ("probe", "plots._staircase")} <= found
+
+
+def test_dependencies_between_modules_are_visible_at_the_top():
+    # no function-level "from .x import y": what a module depends on is read in its first lines
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top = {id(n) for n in tree.body}
+        hidden = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level and id(n) not in top]
+        assert not hidden, f"{name}.py imports package modules inside functions, at lines {hidden}"
