@@ -13,6 +13,8 @@ from collections import defaultdict
 
 import pytest
 
+from tests.kernel_memory import peak_memory_bytes
+
 NOTEBOOK_BUDGET_S = 30.0
 SUITE_BUDGET_S = 120.0
 KERNEL_MEMORY_LIMIT_BYTES = 3 * 1024**3
@@ -39,8 +41,6 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if call.when != "call" or not item.nodeid.split("::", 1)[0].endswith(".ipynb"):
         return
-    from amp_lessons.device import peak_memory_bytes  # here: runs without notebooks need no torch
-
     pid = _nbval_kernel_pid(item)
     peak = peak_memory_bytes(pid) if pid else None
     if peak is None:

@@ -21,7 +21,7 @@ import time
 
 import harness
 
-from amp_lessons.device import peak_memory_bytes
+from tests.kernel_memory import peak_memory_bytes
 
 LATENCY_SECTION = ("browser: control-to-redraw latency in JupyterLab, median of the timed moves "
                    "(5 slider steps; the bit explorer: menu changes and bit flips); goal < 300 ms")
