@@ -28,6 +28,7 @@ import torch
 from . import reference
 from ._runtime import exact_fp32 as _exact_fp32, one_thread as _one_thread, parse_device as _device
 from ._validate import int_at_least as _int, positive as _positive
+from .device import gpu_info
 from .formats import FloatFormat, get_format, quantize, representable_values
 from .fp16 import small_batch, small_model
 from .timing import matmul_flops, time_fn
@@ -407,9 +408,12 @@ def _scaled_mm(a8, b8, inv_a: float, inv_b: float, out_dtype):
 
 
 def _gpu_has_fp8(d: torch.device) -> bool:
+    """An NVIDIA GPU with fp8 tensor cores (Ada Lovelace, Hopper and newer), as the device report classifies
+    it; an AMD GPU is not classified there (its fp8 formats are the fnuz ones), so it is not timed here."""
     if d.type != "cuda":
         return False
-    return torch.cuda.get_device_capability(d) >= (8, 9)
+    g = gpu_info()
+    return g is not None and g.fp8
 
 
 def scaled_mm_compare(m: int = 256, k: int = 512, n: int = 256, *, device="cpu", seed: int = 0,
