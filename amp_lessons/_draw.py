@@ -87,14 +87,13 @@ def bar_height(f: FloatFormat) -> float:
 
 
 def zero_threshold(f: FloatFormat) -> float:
-    """Magnitudes below this round to zero (round to nearest): half the smallest subnormal."""
-    return f.smallest_subnormal / 2
+    """Magnitudes up to this round to zero (round to nearest): :attr:`FloatFormat.underflow_threshold`."""
+    return f.underflow_threshold
 
 
 def overflow_threshold(f: FloatFormat) -> float:
-    """Magnitudes at or above this overflow (round to nearest): max plus half its gap; the tie
-    itself rounds to max only where max's last mantissa bit is 0 ("fn" formats)."""
-    return f.max + math.ldexp(1.0, f.emax - f.mantissa_bits - 1)
+    """Magnitudes beyond this overflow (round to nearest): :attr:`FloatFormat.overflow_threshold`."""
+    return f.overflow_threshold
 
 
 def region_spans(ax: Axes, f: FloatFormat, lo: float, hi: float) -> None:

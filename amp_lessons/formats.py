@@ -179,6 +179,26 @@ class FloatFormat:
         return math.ldexp(1.0, self.emin - self.mantissa_bits)
 
     @property
+    def underflow_threshold(self) -> float:
+        """Round to nearest sends magnitudes up to this one to zero: half the smallest subnormal (the tie
+        goes to 0, the even neighbour); anything larger becomes at least the smallest subnormal."""
+        return self.smallest_subnormal / 2
+
+    @property
+    def overflow_threshold(self) -> float:
+        """Round to nearest overflows magnitudes beyond this one: max plus half the gap below it. The tie
+        itself overflows unless max's last mantissa bit is 0 (the "fn" formats, whose all-ones mantissa is
+        NaN), as :meth:`overflows` says."""
+        return self.max + math.ldexp(1.0, self.emax - self.mantissa_bits - 1)
+
+    def overflows(self, x: torch.Tensor) -> torch.Tensor:
+        """Where round to nearest takes ``x`` beyond max (to inf, NaN or a saturated max, as the overflow
+        mode says): ``|x|`` above :attr:`overflow_threshold`, or on it where the tie rounds up."""
+        a, thr = x.abs(), self.overflow_threshold
+        tie_rounds_up = not (self.encoding == "fn" and self.mantissa_bits > 0)
+        return (a > thr) | (a == thr) if tie_rounds_up else a > thr
+
+    @property
     def eps(self) -> float:
         """Machine epsilon: the gap between 1 and the next larger value, ``2**-mantissa_bits``."""
         return math.ldexp(1.0, -self.mantissa_bits)

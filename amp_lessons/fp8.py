@@ -334,15 +334,6 @@ def _method_scale(method: str, x: torch.Tensor, f: FloatFormat, delayed_history)
                      "(or 'block RxC')")
 
 
-def _overflows(scaled: torch.Tensor, f: FloatFormat) -> torch.Tensor:
-    """Where rounding ``scaled`` to nearest would overflow (it saturates to max in e4m3, gives inf in
-    e5m2): beyond max plus half its gap; the tie overflows unless max's last mantissa bit is 0
-    ("fn" formats). Values just above max that round to max are not counted."""
-    thr = f.max + math.ldexp(1.0, f.emax - f.mantissa_bits - 1)
-    a = scaled.abs()
-    return (a > thr) | (a == thr) if f.encoding != "fn" else a > thr
-
-
 def cast_stats(x: torch.Tensor, scaled: torch.Tensor, q_scaled: torch.Tensor, f: FloatFormat, q: torch.Tensor) -> dict:
     """What casting ``x`` to ``f`` with a scale did: ``scaled`` = x times the scale, ``q_scaled`` its
     rounding to ``f``, ``q`` = q_scaled divided by the scale. ``{"relative error": ||q - x|| / ||x||,
@@ -354,7 +345,7 @@ def cast_stats(x: torch.Tensor, scaled: torch.Tensor, q_scaled: torch.Tensor, f:
     if not math.isfinite(err):
         err = math.inf
     flushed = int(((x != 0) & (q_scaled == 0)).sum())
-    over = int(_overflows(scaled, f).sum())
+    over = int(f.overflows(scaled).sum())
     return {"relative error": err, "flushed": flushed / n, "saturated": over / n}
 
 

@@ -13,6 +13,7 @@ import torch
 
 from amp_lessons import formats
 from amp_lessons.formats import FORMATS, FloatFormat, _torch_cast_overflow, from_bits, quantize, to_bits
+from amp_lessons.fp16 import classify
 
 TORCH_DTYPES = {
     "fp32": torch.float32,
@@ -349,3 +350,25 @@ def test_bad_input_gets_a_clear_error(call, error, words):
         call()
     for w in words:
         assert w in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "fp8_e4m3fnuz", "fp6_e3m2", "fp4_e2m1", "tf32"])
+def test_thresholds_are_where_round_to_nearest_changes_class(name):
+    # checked against the course's classification of what rounding does (inf, NaN or a saturated max)
+    f = FORMATS[name]
+
+    def down(v):
+        return float(torch.nextafter(torch.tensor(v), torch.tensor(0.0)))
+
+    def up(v):
+        return float(torch.nextafter(torch.tensor(v), torch.tensor(math.inf)))
+
+    def over(v):  # what FloatFormat.overflows says, and what rounding does
+        return bool(f.overflows(torch.tensor([v]))[0]), classify(torch.tensor([v]), f)[0] in ("inf", "NaN", "saturated")
+
+    z = f.underflow_threshold
+    assert classify(torch.tensor([z, up(z)]), f) == ["zero", "subnormal" if f.mantissa_bits else "normal"]
+    t = f.overflow_threshold
+    assert over(down(t)) == (False, False) and over(up(t)) == (True, True)
+    said, done = over(t)
+    assert said == done  # the tie: overflows() agrees with rounding
