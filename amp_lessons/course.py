@@ -6,7 +6,7 @@ import html
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["LESSONS", "Lesson", "Schedule", "workshop_schedule"]
+__all__ = ["LESSONS", "Lesson", "LessonSupport", "Schedule", "what_runs_where", "workshop_schedule"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,113 @@ LESSONS: tuple[Lesson, ...] = (
     Lesson("07", "07_fp8.ipynb", "fp8", 50,
            "e4m3 and e5m2, per-tensor and block scaling, scaled matmuls"),
 )
+
+
+@dataclass(frozen=True)
+class LessonSupport:
+    """What one lesson runs on a given machine: ``mode`` is how, ``detail`` says what and why."""
+
+    lesson: str
+    title: str
+    mode: str  # "native", "emulated", "reference", "partly emulated"
+    detail: str
+
+
+_TITLES = {lesson.number: lesson.title for lesson in LESSONS}
+
+
+def what_runs_where(report) -> list[LessonSupport]:
+    """For each lesson, what runs natively on the machine of ``report`` (an
+    :class:`amp_lessons.device.DeviceReport`), what is emulated, what is shown from reference measurements.
+
+    Follows what the lessons do on that machine: they run on ``report.device`` (CUDA GPU or CPU),
+    never on an Apple GPU; NVIDIA formats come from the compute-capability table, AMD formats are
+    not classified (TF32 and fp8 are treated as absent, bf16 follows torch.cuda.is_bf16_supported()).
+    """
+    g, c, a = report.gpu, report.cpu, report.apple_gpu
+    amd = g is not None and g.rocm
+    on_cpu = "; on the CPU (the Apple GPU is not used)" if a is not None and g is None else ""
+    out = [
+        LessonSupport("00", _TITLES["00"], "native", "this report"),
+        LessonSupport(
+            "01", _TITLES["01"], "native",
+            "fp16/bf16/fp8 rounding by torch's own casts; TF32, fp6 and fp4 emulated bit-exactly "
+            "by the formats engine (they are not torch dtypes)"),
+    ]
+    if g is not None and g.tf32:
+        out.append(LessonSupport("02", _TITLES["02"], "native", f"real TF32 matmuls on the {g.name}"))
+    else:
+        if g is None:
+            why = "no CUDA GPU"
+        elif amd:
+            why = f"TF32 on the {g.name} (AMD) is not classified here"
+        else:
+            why = f"the {g.name} has no TF32"
+        out.append(LessonSupport(
+            "02", _TITLES["02"], "emulated",
+            f"{why}: TF32 inputs emulated bit-exactly, multiplied in fp32; GPU speed from reference{on_cpu}"))
+    out.append(LessonSupport(
+        "03", _TITLES["03"], "native",
+        f"fp16/bf16 tensors and sums run on any device (kept small on CPU){on_cpu}"))
+    if g is None:
+        mps = f"; {report.mps_autocast}, but the lesson does not use the Apple GPU" if a is not None else ""
+        out.append(LessonSupport(
+            "04", _TITLES["04"], "partly emulated",
+            f"CPU autocast runs here; the CUDA policy is previewed with fake CUDA tensors{mps}"))
+    elif amd:
+        out.append(LessonSupport(
+            "04", _TITLES["04"], "native",
+            f"CPU and CUDA autocast both run here (on ROCm, torch's 'cuda' device is the {g.name})"))
+    elif not g.bf16:
+        out.append(LessonSupport(
+            "04", _TITLES["04"], "native",
+            f"CPU and CUDA autocast both run here; the {g.name} has no bf16 tensor cores, so CUDA "
+            "bf16 autocast runs emulated (slow)"))
+    else:
+        out.append(LessonSupport("04", _TITLES["04"], "native", "CPU and CUDA autocast both run here"))
+    out.append(LessonSupport(
+        "05", _TITLES["05"], "native",
+        f"GradScaler('{report.device}') with fp16 autocast on a small model{on_cpu}"))
+    if amd:
+        if g.bf16:
+            fmts = "fp16 and bf16"
+        else:
+            fmts = ("fp16 (bf16 run skipped: torch.cuda.is_bf16_supported() said no)"
+                    if g.bf16_supported is False else "fp16 (bf16 run skipped: bf16 support not probed)")
+        out.append(LessonSupport(
+            "06", _TITLES["06"], "native",
+            f"{fmts} training and inference timed on the {g.name} (AMD: whether they run on its matrix "
+            "cores is not classified here)"))
+    elif g is not None and g.bf16:
+        out.append(LessonSupport(
+            "06", _TITLES["06"], "native", f"bf16 and fp16 training and inference timed on the {g.name}"))
+    elif g is not None and g.fp16_tensor_cores:
+        out.append(LessonSupport(
+            "06", _TITLES["06"], "native",
+            f"fp16 training and inference timed on the {g.name}; it has no bf16 tensor cores: bf16 "
+            "runs emulated (slow) and the bf16 training run is skipped"))
+    elif c.bf16_hardware:
+        out.append(LessonSupport(
+            "06", _TITLES["06"], "partly emulated",
+            f"bf16 measured on this CPU (it has bf16 instructions); fp16 and GPU speed-ups from reference{on_cpu}"))
+    else:
+        out.append(LessonSupport(
+            "06", _TITLES["06"], "reference",
+            "this CPU has no bf16/fp16 matrix instructions: fp32 and bf16 training measured here on a model "
+            f"scaled to the bf16 rate measured first (bf16 is slower here); GPU speed-ups from reference{on_cpu}"))
+    if g is not None and g.fp8:
+        out.append(LessonSupport("07", _TITLES["07"], "native", f"fp8 scaled matmuls on the {g.name}'s tensor cores"))
+    else:
+        if g is None:
+            why = "no CUDA GPU with fp8 tensor cores"
+        elif amd:
+            why = f"fp8 on the {g.name} (AMD) is not classified here"
+        else:
+            why = f"the {g.name} has no fp8 tensor cores"
+        out.append(LessonSupport(
+            "07", _TITLES["07"], "emulated",
+            f"fp8 casts and torch._scaled_mm run on the CPU ({why}); speed from reference"))
+    return out
 
 
 @dataclass(frozen=True)

@@ -24,13 +24,12 @@ from dataclasses import dataclass, field
 import torch
 
 from ._validate import int_at_least
-from .course import LESSONS as _COURSE
+from .course import LessonSupport, what_runs_where
 
 __all__ = [
     "CPUInfo",
     "DeviceReport",
     "GPUInfo",
-    "LESSONS",
     "LessonSupport",
     "MPSInfo",
     "cpu_info",
@@ -204,17 +203,6 @@ class MPSInfo:
                              f"{', '.join(map(repr, _MPS_AUTOCAST_DTYPES))}")
 
 
-@dataclass(frozen=True)
-class LessonSupport:
-    lesson: str
-    title: str
-    mode: str  # "native", "emulated", "reference", "partly emulated"
-    detail: str
-
-
-LESSONS = {lesson.number: lesson.title for lesson in _COURSE}
-
-
 @dataclass(frozen=True, repr=False)
 class DeviceReport:
     torch_version: str
@@ -235,102 +223,17 @@ class DeviceReport:
         """The Apple GPU (MPS) if torch can use one here, else None. The lessons do not use it."""
         return self.mps if self.mps is not None and self.mps.available else None
 
-    def _mps_autocast(self) -> str:
+    @property
+    def mps_autocast(self) -> str:
+        """What ``torch.autocast('mps')`` accepts in the installed torch, as a phrase."""
         a = self.apple_gpu
         dts = ", ".join(a.autocast_dtypes) if a is not None else ""
         return f"torch.autocast('mps') accepts {dts}" if dts else "torch.autocast('mps') accepts neither fp16 nor bf16"
 
     def lesson_support(self) -> list[LessonSupport]:
-        """For each lesson, what runs natively here, what is emulated, what is reference.
-
-        Follows what the lessons do with this report: they run on ``self.device`` (CUDA GPU or CPU),
-        never on an Apple GPU; NVIDIA formats come from the compute-capability table, AMD formats are
-        not classified (TF32 and fp8 are treated as absent, bf16 follows torch.cuda.is_bf16_supported()).
-        """
-        g, c, a = self.gpu, self.cpu, self.apple_gpu
-        amd = g is not None and g.rocm
-        on_cpu = "; on the CPU (the Apple GPU is not used)" if a is not None and g is None else ""
-        out = [
-            LessonSupport("00", LESSONS["00"], "native", "this report"),
-            LessonSupport(
-                "01", LESSONS["01"], "native",
-                "fp16/bf16/fp8 rounding by torch's own casts; TF32, fp6 and fp4 emulated bit-exactly "
-                "by the formats engine (they are not torch dtypes)"),
-        ]
-        if g is not None and g.tf32:
-            out.append(LessonSupport("02", LESSONS["02"], "native", f"real TF32 matmuls on the {g.name}"))
-        else:
-            if g is None:
-                why = "no CUDA GPU"
-            elif amd:
-                why = f"TF32 on the {g.name} (AMD) is not classified here"
-            else:
-                why = f"the {g.name} has no TF32"
-            out.append(LessonSupport(
-                "02", LESSONS["02"], "emulated",
-                f"{why}: TF32 inputs emulated bit-exactly, multiplied in fp32; GPU speed from reference{on_cpu}"))
-        out.append(LessonSupport(
-            "03", LESSONS["03"], "native",
-            f"fp16/bf16 tensors and sums run on any device (kept small on CPU){on_cpu}"))
-        if g is None:
-            mps = f"; {self._mps_autocast()}, but the lesson does not use the Apple GPU" if a is not None else ""
-            out.append(LessonSupport(
-                "04", LESSONS["04"], "partly emulated",
-                f"CPU autocast runs here; the CUDA policy is previewed with fake CUDA tensors{mps}"))
-        elif amd:
-            out.append(LessonSupport(
-                "04", LESSONS["04"], "native",
-                f"CPU and CUDA autocast both run here (on ROCm, torch's 'cuda' device is the {g.name})"))
-        elif not g.bf16:
-            out.append(LessonSupport(
-                "04", LESSONS["04"], "native",
-                f"CPU and CUDA autocast both run here; the {g.name} has no bf16 tensor cores, so CUDA "
-                "bf16 autocast runs emulated (slow)"))
-        else:
-            out.append(LessonSupport("04", LESSONS["04"], "native", "CPU and CUDA autocast both run here"))
-        out.append(LessonSupport(
-            "05", LESSONS["05"], "native",
-            f"GradScaler('{self.device}') with fp16 autocast on a small model{on_cpu}"))
-        if amd:
-            if g.bf16:
-                fmts = "fp16 and bf16"
-            else:
-                fmts = ("fp16 (bf16 run skipped: torch.cuda.is_bf16_supported() said no)"
-                        if g.bf16_supported is False else "fp16 (bf16 run skipped: bf16 support not probed)")
-            out.append(LessonSupport(
-                "06", LESSONS["06"], "native",
-                f"{fmts} training and inference timed on the {g.name} (AMD: whether they run on its matrix "
-                "cores is not classified here)"))
-        elif g is not None and g.bf16:
-            out.append(LessonSupport(
-                "06", LESSONS["06"], "native", f"bf16 and fp16 training and inference timed on the {g.name}"))
-        elif g is not None and g.fp16_tensor_cores:
-            out.append(LessonSupport(
-                "06", LESSONS["06"], "native",
-                f"fp16 training and inference timed on the {g.name}; it has no bf16 tensor cores: bf16 "
-                "runs emulated (slow) and the bf16 training run is skipped"))
-        elif c.bf16_hardware:
-            out.append(LessonSupport(
-                "06", LESSONS["06"], "partly emulated",
-                f"bf16 measured on this CPU (it has bf16 instructions); fp16 and GPU speed-ups from reference{on_cpu}"))
-        else:
-            out.append(LessonSupport(
-                "06", LESSONS["06"], "reference",
-                "this CPU has no bf16/fp16 matrix instructions: accuracy measured here, speed from reference"
-                f"{on_cpu}"))
-        if g is not None and g.fp8:
-            out.append(LessonSupport("07", LESSONS["07"], "native", f"fp8 scaled matmuls on the {g.name}'s tensor cores"))
-        else:
-            if g is None:
-                why = "no CUDA GPU with fp8 tensor cores"
-            elif amd:
-                why = f"fp8 on the {g.name} (AMD) is not classified here"
-            else:
-                why = f"the {g.name} has no fp8 tensor cores"
-            out.append(LessonSupport(
-                "07", LESSONS["07"], "emulated",
-                f"fp8 casts and torch._scaled_mm run on the CPU ({why}); speed from reference"))
-        return out
+        """For each lesson, what runs natively here, what is emulated, what is reference
+        (:func:`amp_lessons.course.what_runs_where`)."""
+        return what_runs_where(self)
 
     def rows(self) -> list[tuple[str, str]]:
         c, g, a = self.cpu, self.gpu, self.apple_gpu
@@ -368,7 +271,7 @@ class DeviceReport:
             rows += [
                 ("Apple GPU", f"{a.name} (MPS): not used by the lessons, they run on the "
                               f"{'CPU' if g is None else 'CUDA GPU'}"),
-                ("MPS autocast", f"{self._mps_autocast()} in this torch (checked in torch, not run on the GPU)"),
+                ("MPS autocast", f"{self.mps_autocast} in this torch (checked in torch, not run on the GPU)"),
             ]
         rows += [("note", n) for n in self.notes]
         return rows

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from amp_lessons import device
+from amp_lessons.course import LESSONS
 from amp_lessons.device import CPUInfo, GPUInfo, MPSInfo, device_report
 
 PLAIN_CPU = CPUInfo("Test CPU", "x86_64", "AVX2", 4)
@@ -44,7 +45,7 @@ def test_this_machine():
     assert device.default_device().type == r.device
     text = str(r)
     assert "Hardware report" in text and r.cpu.capability in text
-    assert [s.lesson for s in r.lesson_support()] == list(device.LESSONS)
+    assert [s.lesson for s in r.lesson_support()] == [lesson.number for lesson in LESSONS]
     assert "<table>" in r._repr_html_()
 
 
