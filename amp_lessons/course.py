@@ -51,6 +51,15 @@ class LessonSupport:
 _TITLES = {lesson.number: lesson.title for lesson in LESSONS}
 
 
+def _lacks(g, feature: str, no_gpu: str, hardware: str = "") -> str:
+    """Why ``feature`` does not run natively on GPU ``g`` (None: no GPU): AMD GPUs are not classified."""
+    if g is None:
+        return no_gpu
+    if g.rocm:
+        return f"{feature} on the {g.name} (AMD) is not classified here"
+    return f"the {g.name} has no {feature}{hardware}"
+
+
 def what_runs_where(report) -> list[LessonSupport]:
     """For each lesson, what runs natively on the machine of ``report`` (an
     :class:`amp_lessons.device.DeviceReport`), what is emulated, what is shown from reference measurements.
@@ -72,12 +81,7 @@ def what_runs_where(report) -> list[LessonSupport]:
     if g is not None and g.tf32:
         out.append(LessonSupport("02", _TITLES["02"], "native", f"real TF32 matmuls on the {g.name}"))
     else:
-        if g is None:
-            why = "no CUDA GPU"
-        elif amd:
-            why = f"TF32 on the {g.name} (AMD) is not classified here"
-        else:
-            why = f"the {g.name} has no TF32"
+        why = _lacks(g, "TF32", "no CUDA GPU")
         out.append(LessonSupport(
             "02", _TITLES["02"], "emulated",
             f"{why}: TF32 inputs emulated bit-exactly, multiplied in fp32; GPU speed from reference{on_cpu}"))
@@ -133,12 +137,7 @@ def what_runs_where(report) -> list[LessonSupport]:
     if g is not None and g.fp8:
         out.append(LessonSupport("07", _TITLES["07"], "native", f"fp8 scaled matmuls on the {g.name}'s tensor cores"))
     else:
-        if g is None:
-            why = "no CUDA GPU with fp8 tensor cores"
-        elif amd:
-            why = f"fp8 on the {g.name} (AMD) is not classified here"
-        else:
-            why = f"the {g.name} has no fp8 tensor cores"
+        why = _lacks(g, "fp8", "no CUDA GPU with fp8 tensor cores", " tensor cores")
         out.append(LessonSupport(
             "07", _TITLES["07"], "emulated",
             f"fp8 casts and torch._scaled_mm run on the CPU ({why}); speed from reference"))

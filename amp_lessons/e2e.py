@@ -190,6 +190,18 @@ def _rate_note(dtype: str, rates: dict[str, float]) -> str:
     return here if dtype == "fp32" else f"{here} against {rates['fp32'] / 1e9:.3g} for fp32"
 
 
+def _halve_to_budget(label: str, start: int, predicted, budget_s: float, dtype: str, d: torch.device):
+    """``(size, sentence)``: ``start`` halved (down to 64) until ``predicted(size)`` seconds fit ``budget_s``;
+    the sentence says which size was used and, if it is not ``start``, why."""
+    size = start
+    while size > 64 and predicted(size) > budget_s:
+        size //= 2
+    if size == start:
+        return size, f"{label} {size}"
+    return size, (f"{label} {size}, not {start}: {_rate_note(dtype, matmul_rates(d))}, and {start} would take "
+                  f"about {predicted(start):.2g} s (budget_s={budget_s:g})")
+
+
 # --------------------------------------------------------------------------------------------
 # Matmul throughput
 # --------------------------------------------------------------------------------------------
@@ -310,17 +322,14 @@ def odd_size_effect(base: int | None = None, offsets=(0, 1, 7, 8), dtype: str = 
         base = _int(base, "base")
         why = f"base {base}, as asked"
     else:
-        base = start = 1024 if d.type == "cpu" else 4096
+        base = 1024 if d.type == "cpu" else 4096
         rate = matmul_rates(d).get(dtype)
+        why = f"base {base}"
+        if rate:
+            def predicted(n):
+                return sum((2 + repeats) * timing.matmul_flops(n + o, n + o, n + o) for o in offs) / rate
 
-        def predicted(n):
-            return sum((2 + repeats) * timing.matmul_flops(n + o, n + o, n + o) for o in offs) / rate
-
-        while rate and base > 64 and predicted(base) > budget_s:
-            base //= 2
-        why = (f"base {base}" if base == start or not rate else
-               f"base {base}, not {start}: {_rate_note(dtype, matmul_rates(d))}, and {start} would take "
-               f"about {predicted(start):.2g} s (budget_s={budget_s:g})")
+            base, why = _halve_to_budget("base", base, predicted, budget_s, dtype, d)
     rows = matmul_throughput([base + o for o in offs], (dtype,), device=d, repeats=repeats,
                              budget_s=math.inf)  # sized above
     first = next((r["tflops"] for r in rows if r["tflops"]), None)
@@ -377,17 +386,12 @@ def launch_bound_demo(*, device="cpu", repeats: int = 20, large_width: int | Non
         width = _int(large_width, "large_width")
         why = f"width {width}, as asked"
     else:
-        width = start = 512 if d.type == "cpu" else 4096
         rate = matmul_rates(d)["bf16"]
 
         def predicted(w):  # 3 layers x (forward + 2 backward) matmuls of w^3, warm-up 2
             return (2 + large_repeats) * 9 * timing.matmul_flops(w, w, w) / rate
 
-        while width > 64 and predicted(width) > budget_s:
-            width //= 2
-        why = (f"width {width}" if width == start else
-               f"width {width}, not {start}: {_rate_note('bf16', matmul_rates(d))}, and {start} would take "
-               f"about {predicted(start):.2g} s (budget_s={budget_s:g})")
+        width, why = _halve_to_budget("width", 512 if d.type == "cpu" else 4096, predicted, budget_s, "bf16", d)
     large = _mlp_step_times(width, width, d, large_repeats)
     large["width_chosen"] = why
     return {"tiny": _mlp_step_times(64, 8, d, repeats), "large": large}
