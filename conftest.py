@@ -48,8 +48,10 @@ def pytest_runtest_makereport(item, call):
     report.user_properties.append(("kernel-peak-rss", peak))
     if peak > KERNEL_MEMORY_LIMIT_BYTES and report.passed:
         report.outcome = "failed"
-        report.longrepr = (f"the notebook's kernel reached a peak resident memory of {peak / 2**30:.2f} GiB "
-                           f"after this cell; the limit is {KERNEL_MEMORY_LIMIT_BYTES / 2**30:.0f} GiB")
+        report.longrepr = (
+            f"the notebook's kernel reached a peak resident memory of {peak / 2**30:.2f} GiB "
+            f"after this cell; the limit is {KERNEL_MEMORY_LIMIT_BYTES / 2**30:.0f} GiB"
+        )
 
 
 def pytest_runtest_logreport(report):
@@ -75,8 +77,10 @@ def pytest_terminal_summary(terminalreporter):
             tr.write_line(f"{seconds:7.1f} s  {mem}  {path}{flag}")
         total = sum(_durations.values())
         flag = "" if total <= SUITE_BUDGET_S else f"  OVER the {SUITE_BUDGET_S:.0f} s budget"
-        tr.write_line(f"{total:7.1f} s  all notebooks (sum over workers){flag}; "
-                      f"memory limit {KERNEL_MEMORY_LIMIT_BYTES / 2**30:.0f} GiB per kernel")
+        tr.write_line(
+            f"{total:7.1f} s  all notebooks (sum over workers){flag}; "
+            f"memory limit {KERNEL_MEMORY_LIMIT_BYTES / 2**30:.0f} GiB per kernel"
+        )
     for section, rows in sorted(_figures.items()):
         tr.section(section)
         for label, (number, unit) in sorted(rows.items()):

@@ -99,8 +99,12 @@ def overflow_threshold(f: FloatFormat) -> float:
 def region_spans(ax: Axes, f: FloatFormat, lo: float, hi: float) -> None:
     """Shade ``f``'s regions on a log2-magnitude x axis from ``lo`` to ``hi``, labelled on top."""
     lo_b, sub_b, hi_b = math.log2(zero_threshold(f)), math.log2(f.smallest_normal), math.log2(overflow_threshold(f))
-    spans = [("rounds to 0", "zero", lo, lo_b), ("subnormal", "subnormal", lo_b, sub_b),
-             ("normal", "normal", sub_b, hi_b), ("overflow", "overflow", hi_b, hi)]
+    spans = [
+        ("rounds to 0", "zero", lo, lo_b),
+        ("subnormal", "subnormal", lo_b, sub_b),
+        ("normal", "normal", sub_b, hi_b),
+        ("overflow", "overflow", hi_b, hi),
+    ]
     for name, region, a, b in spans:
         if region == "subnormal" and not f.mantissa_bits:
             continue
@@ -108,5 +112,13 @@ def region_spans(ax: Axes, f: FloatFormat, lo: float, hi: float) -> None:
         if b <= a:
             continue
         ax.axvspan(a, b, color=REGION_COLORS[region], alpha=0.25, lw=0, gid=f"region {region}")
-        ax.text((a + b) / 2, 1.0, name, transform=ax.get_xaxis_transform(), ha="center", va="bottom",
-                fontsize=9, color="#444444")
+        ax.text(
+            (a + b) / 2,
+            1.0,
+            name,
+            transform=ax.get_xaxis_transform(),
+            ha="center",
+            va="bottom",
+            fontsize=9,
+            color="#444444",
+        )

@@ -29,8 +29,9 @@ def parse_device(device, *, require_available: bool = True) -> torch.device:
     if d.type not in ("cpu", "cuda"):
         raise bad
     if require_available and d.type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError(f"device={device!r} was asked for, but torch sees no CUDA GPU on this machine; "
-                           "use device='cpu'")
+        raise RuntimeError(
+            f"device={device!r} was asked for, but torch sees no CUDA GPU on this machine; use device='cpu'"
+        )
     return d
 
 
@@ -38,9 +39,11 @@ def parse_device(device, *, require_available: bool = True) -> torch.device:
 def fp32_precision(matmul: str | None = None, conv: str | None = None, cpu_matmul: str | None = None):
     """Set the fp32 math of CUDA matmuls / cuDNN convolutions / CPU (oneDNN) matmuls with the
     current API (``"ieee"`` or ``"tf32"``; ``"bf16"`` too for the CPU) and restore it on exit."""
-    knobs = [(torch.backends.cuda.matmul, matmul, ("ieee", "tf32")),
-             (torch.backends.cudnn.conv, conv, ("ieee", "tf32")),
-             (torch.backends.mkldnn.matmul, cpu_matmul, ("ieee", "tf32", "bf16"))]
+    knobs = [
+        (torch.backends.cuda.matmul, matmul, ("ieee", "tf32")),
+        (torch.backends.cudnn.conv, conv, ("ieee", "tf32")),
+        (torch.backends.mkldnn.matmul, cpu_matmul, ("ieee", "tf32", "bf16")),
+    ]
     saved = []
     try:
         for obj, value, allowed in knobs:

@@ -92,6 +92,7 @@ _PROBE_TIMEOUT_S = 120
 # Checks
 # --------------------------------------------------------------------------------------------
 
+
 def _check_device_type(device_type) -> str:
     if not isinstance(device_type, str) or device_type not in DEVICE_TYPES:
         raise ValueError(f"device_type must be 'cpu' or 'cuda', got {device_type!r}")
@@ -102,9 +103,11 @@ def _check_dtype(dtype, device_type: str) -> torch.dtype:
     if dtype is None:
         return _DEFAULT_DTYPES[device_type]
     if not isinstance(dtype, torch.dtype) or dtype not in _AUTOCAST_DTYPES:
-        raise ValueError(f"dtype must be torch.bfloat16 or torch.float16 (the low-precision dtypes autocast "
-                         f"runs in), or None for the default of {device_type!r} "
-                         f"({_DEFAULT_DTYPES[device_type]}), got {dtype!r}")
+        raise ValueError(
+            f"dtype must be torch.bfloat16 or torch.float16 (the low-precision dtypes autocast "
+            f"runs in), or None for the default of {device_type!r} "
+            f"({_DEFAULT_DTYPES[device_type]}), got {dtype!r}"
+        )
     return dtype
 
 
@@ -115,6 +118,7 @@ def _dtype_name(d) -> str:
 # --------------------------------------------------------------------------------------------
 # Policy tables
 # --------------------------------------------------------------------------------------------
+
 
 def _header_path() -> Path:
     return Path(torch.__file__).parent / "include" / "ATen" / "autocast_mode.h"
@@ -152,10 +156,12 @@ def _parse_header(text: str) -> dict[str, str]:
         policy = _HEADER_MACROS[m.group(1)]
         macro_body = " ".join(line.rstrip().rstrip("\\") for line in body[1:])
         if m.group(1) == "AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE":
-            for qualified, how in re.findall(r'"(\w+(?:\.\w+)?)"[^"]*?\b(fp32\w*|lower_precision\w*|promote)\s*\)',
-                                             macro_body):
-                out[f"aten::{qualified}"] = "fp32" if how.startswith("fp32") else \
-                    ("lower_precision" if how.startswith("lower") else "promote")
+            for qualified, how in re.findall(
+                r'"(\w+(?:\.\w+)?)"[^"]*?\b(fp32\w*|lower_precision\w*|promote)\s*\)', macro_body
+            ):
+                out[f"aten::{qualified}"] = (
+                    "fp32" if how.startswith("fp32") else ("lower_precision" if how.startswith("lower") else "promote")
+                )
             continue
         for name, overload in re.findall(r"(?<![\w)])_\(\s*(\w+)\s*(?:,\s*(\w+)\s*)?\)", macro_body):
             out[f"aten::{name}" + (f".{overload}" if overload else "")] = policy
@@ -180,6 +186,7 @@ def _autocast_ops(device_type: str) -> list[str]:
 
 
 # --- measuring: sample inputs from the schema ---------------------------------------------------
+
 
 class _CannotBuild(Exception):
     """The generic sample builder has no rule for an argument of this op."""
@@ -374,9 +381,14 @@ def _measure(qualified: str, device: str, low: torch.dtype) -> str | None:
     else:
         for s, r in _SHAPES:
             for variant in _VARIANTS:
-                builds.append(functools.partial(
-                    lambda sampler, s, r, variant: _generic_sample(schema, sampler, s, r, variant),
-                    s=s, r=r, variant=variant))
+                builds.append(
+                    functools.partial(
+                        lambda sampler, s, r, variant: _generic_sample(schema, sampler, s, r, variant),
+                        s=s,
+                        r=r,
+                        variant=variant,
+                    )
+                )
     for build in builds:
         try:
             out_a, n_float = call([fp32], build)
@@ -464,14 +476,19 @@ def _probe_results() -> dict:
     250 ops, some of which print C++ warnings or use up warn-once messages, and the CUDA ones
     run on fake tensors; none of that should touch the learner's process."""
     root = str(Path(__file__).resolve().parent.parent)
-    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); "
-            "from amp_lessons.autocast import _probe_all; print(json.dumps(_probe_all()))")
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); "
+        "from amp_lessons.autocast import _probe_all; print(json.dumps(_probe_all()))"
+    )
     env = dict(os.environ, PYTHONWARNINGS="ignore")
-    proc = subprocess.run([sys.executable, "-c", code, root], capture_output=True, text=True,
-                          timeout=_PROBE_TIMEOUT_S, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, root], capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S, env=env
+    )
     if proc.returncode != 0:
-        raise RuntimeError(f"measuring the autocast policies in a subprocess failed (exit code "
-                           f"{proc.returncode}):\n{proc.stderr[-2000:]}")
+        raise RuntimeError(
+            f"measuring the autocast policies in a subprocess failed (exit code "
+            f"{proc.returncode}):\n{proc.stderr[-2000:]}"
+        )
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -585,11 +602,12 @@ def _op_name(op) -> str:
     elif isinstance(op, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
         name = op._schema.name if isinstance(op, torch._ops.OpOverload) else op._qualified_op_name
     else:
-        raise TypeError(f"op_name must be an op name like 'mm' or 'aten::layer_norm' (or torch.ops.aten.mm), "
-                        f"got {op!r}")
+        raise TypeError(
+            f"op_name must be an op name like 'mm' or 'aten::layer_norm' (or torch.ops.aten.mm), got {op!r}"
+        )
     for prefix in ("aten::", "aten."):
         if name.startswith(prefix):
-            name = name[len(prefix):]
+            name = name[len(prefix) :]
     return name.split(".", 1)[0]
 
 
@@ -626,8 +644,10 @@ class OpRecord:
 
     def describe(self) -> str:
         """``name(in) -> out`` with dtypes and shapes, e.g. ``mm(bfloat16[2, 4], bfloat16[4, 3]) -> bfloat16[2, 3]``."""
-        return f"{self.name}({_tensors_text(self.in_dtypes, self.in_shapes)}) -> " \
-               f"{_tensors_text(self.out_dtypes, self.out_shapes)}"
+        return (
+            f"{self.name}({_tensors_text(self.in_dtypes, self.in_shapes)}) -> "
+            f"{_tensors_text(self.out_dtypes, self.out_shapes)}"
+        )
 
 
 def _tensors_text(dtypes, shapes) -> str:
@@ -651,15 +671,27 @@ class _Recorder(TorchDispatchMode):
         if self.paused or func.namespace == "prim":
             return out
         ins, outs = _tensors((args, kwargs)), _tensors(out)
-        is_cast = (_is_cast_op(func) and bool(ins) and bool(outs) and ins[0].dtype != outs[0].dtype)
-        is_weight_cast = (is_cast and self.phase == "forward"
-                          and (isinstance(ins[0], torch.nn.Parameter) or (ins[0].is_leaf and ins[0].requires_grad)))
+        is_cast = _is_cast_op(func) and bool(ins) and bool(outs) and ins[0].dtype != outs[0].dtype
+        is_weight_cast = (
+            is_cast
+            and self.phase == "forward"
+            and (isinstance(ins[0], torch.nn.Parameter) or (ins[0].is_leaf and ins[0].requires_grad))
+        )
         name = func.__name__.split(".")[0]
         if func.namespace != "aten":
             name = f"{func.namespace}::{name}"
-        self.ops.append(OpRecord(self.phase, name, tuple(t.dtype for t in ins), tuple(tuple(t.shape) for t in ins),
-                                 tuple(t.dtype for t in outs), tuple(tuple(t.shape) for t in outs),
-                                 is_cast, is_weight_cast))
+        self.ops.append(
+            OpRecord(
+                self.phase,
+                name,
+                tuple(t.dtype for t in ins),
+                tuple(tuple(t.shape) for t in ins),
+                tuple(t.dtype for t in outs),
+                tuple(tuple(t.shape) for t in outs),
+                is_cast,
+                is_weight_cast,
+            )
+        )
         return out
 
 
@@ -712,13 +744,21 @@ class Trace:
     def _rows(self):
         for i, op in enumerate(self.ops):
             mark = "weight cast" if op.is_weight_cast else ("cast" if op.is_cast else "")
-            yield (str(i), op.phase, op.name, _tensors_text(op.in_dtypes, op.in_shapes),
-                   _tensors_text(op.out_dtypes, op.out_shapes), mark)
+            yield (
+                str(i),
+                op.phase,
+                op.name,
+                _tensors_text(op.in_dtypes, op.in_shapes),
+                _tensors_text(op.out_dtypes, op.out_shapes),
+                mark,
+            )
 
     def _summary(self) -> str:
         n = len(self.casts)
-        return (f"{len(self.ops)} ops, {n} cast{'s' if n != 1 else ''} "
-                f"({self.weight_casts} of parameters or leaf tensors that require grad)")
+        return (
+            f"{len(self.ops)} ops, {n} cast{'s' if n != 1 else ''} "
+            f"({self.weight_casts} of parameters or leaf tensors that require grad)"
+        )
 
     def __repr__(self) -> str:
         head = ("#", "phase", "op", "inputs", "outputs", "")
@@ -739,8 +779,7 @@ class Trace:
             style = " style='background:#fff3cd'" if r[5] else ""
             cells = "".join(f"<td style='text-align:left'>{esc(c)}</td>" for c in r[:5])
             body.append(f"<tr{style}>{cells}<td style='text-align:left'><b>{esc(r[5])}</b></td></tr>")
-        return (f"<b>{esc(self.header)}</b><table>{head}{''.join(body)}</table>"
-                f"<span>{esc(self._summary())}</span>")
+        return f"<b>{esc(self.header)}</b><table>{head}{''.join(body)}</table><span>{esc(self._summary())}</span>"
 
 
 def _fake_tensor(t: torch.Tensor, mode) -> torch.Tensor:
@@ -758,8 +797,7 @@ def _convert(obj, mode, memo: dict):
         return memo[id(obj)]
     if isinstance(obj, torch.nn.Module):
         tensors = [*obj.parameters(), *obj.buffers()]
-        if tensors and all(isinstance(t, FakeTensor) and t.fake_mode is mode
-                           for t in tensors):
+        if tensors and all(isinstance(t, FakeTensor) and t.fake_mode is mode for t in tensors):
             return obj  # converted already (by fake_cuda)
         clone = copy.deepcopy(obj)
         clone._apply(lambda t: _convert(t, mode, memo))
@@ -815,10 +853,15 @@ def _check_devices(tree, device_type: str, fake: bool) -> None:
             if isinstance(t, FakeTensor):
                 raise ValueError(f"{what} is a fake tensor, but fake=False: pass real tensors, or fake=True")
             if t.device.type != device_type and t.dim() > 0:
-                hint = (" (move them with .cuda(), or preview the CUDA policy with fake=True)"
-                        if device_type == "cuda" else " (move them with .cpu())")
-                raise ValueError(f"{what} is on {t.device}, but device_type={device_type!r} runs autocast "
-                                 f"on {device_type} tensors{hint}")
+                hint = (
+                    " (move them with .cuda(), or preview the CUDA policy with fake=True)"
+                    if device_type == "cuda"
+                    else " (move them with .cpu())"
+                )
+                raise ValueError(
+                    f"{what} is on {t.device}, but device_type={device_type!r} runs autocast "
+                    f"on {device_type} tensors{hint}"
+                )
 
 
 def _first_output_tensor(out):
@@ -863,17 +906,23 @@ def trace(fn, *args, device_type: str = "cpu", dtype=None, fake=None, backward: 
     has_cuda = torch.cuda.is_available()
     if device_type == "cpu":
         if fake:
-            raise ValueError("fake=True previews the CUDA policy: use device_type='cuda' "
-                             "(device_type='cpu' runs CPU autocast for real)")
+            raise ValueError(
+                "fake=True previews the CUDA policy: use device_type='cuda' "
+                "(device_type='cpu' runs CPU autocast for real)"
+            )
         fake = False
     elif fake is None:
         fake = not has_cuda
     elif not fake and not has_cuda:
-        raise RuntimeError("device_type='cuda' with fake=False needs a CUDA GPU, and torch sees none here; "
-                           "preview the CUDA policy with fake=True (or fake=None)")
+        raise RuntimeError(
+            "device_type='cuda' with fake=False needs a CUDA GPU, and torch sees none here; "
+            "preview the CUDA policy with fake=True (or fake=None)"
+        )
     if fake and backward:
-        raise ValueError("backward=True cannot run on fake CUDA tensors (autograd needs the CUDA runtime); "
-                         "trace the backward pass with device_type='cpu', or on a GPU")
+        raise ValueError(
+            "backward=True cannot run on fake CUDA tensors (autograd needs the CUDA runtime); "
+            "trace the backward pass with device_type='cpu', or on a GPU"
+        )
     everything = (fn, args, kwargs)
     _check_devices(everything, device_type, fake)
     if fake:
@@ -889,8 +938,10 @@ def _trace_real(fn, args, kwargs, device_type, dtype, backward) -> Trace:
         if backward:
             root = _first_output_tensor(out)
             if root is None or not root.requires_grad:
-                raise ValueError("backward=True, but fn's output has no floating tensor that requires grad: "
-                                 "give fn a module with parameters, or inputs with requires_grad=True")
+                raise ValueError(
+                    "backward=True, but fn's output has no floating tensor that requires grad: "
+                    "give fn a module with parameters, or inputs with requires_grad=True"
+                )
             rec.paused = True
             grad = torch.ones_like(root)
             rec.paused = False
@@ -912,9 +963,11 @@ def _trace_fake(fn, args, kwargs, dtype) -> Trace:
     except Exception as e:
         text = str(e)
         if "FakeTensor" in text and ("non-Fake" in text or "nonfake" in text.lower() or "convert all Tensors" in text):
-            raise ValueError("fn used a real tensor inside the fake CUDA preview (probably through a closure or a "
-                             "global): pass every tensor and module fn needs as an argument of trace, so that it "
-                             "can be converted, or create it inside fn") from e
+            raise ValueError(
+                "fn used a real tensor inside the fake CUDA preview (probably through a closure or a "
+                "global): pass every tensor and module fn needs as an argument of trace, so that it "
+                "can be converted, or create it inside fn"
+            ) from e
         raise
     return Trace(rec.ops, "cuda", dtype, True, out, None)
 
@@ -922,6 +975,7 @@ def _trace_fake(fn, args, kwargs, dtype) -> Trace:
 # --------------------------------------------------------------------------------------------
 # The profiler tree
 # --------------------------------------------------------------------------------------------
+
 
 @dataclass
 class ProfileNode:
@@ -969,8 +1023,9 @@ class ProfileTree:
     with its depth, ``find(name)`` the nodes of one op, ``total_us(name)`` their time. Timings
     change from run to run; ``render(times=False)`` gives the structure alone."""
 
-    def __init__(self, roots: list, chrome_trace: str, device_type: str, dtype: torch.dtype,
-                 device_name: str | None = None):
+    def __init__(
+        self, roots: list, chrome_trace: str, device_type: str, dtype: torch.dtype, device_name: str | None = None
+    ):
         self.roots, self.chrome_trace = roots, chrome_trace
         self.device_type, self.dtype, self.device_name = device_type, dtype, device_name
 
@@ -1003,10 +1058,15 @@ class ProfileTree:
         ``times``, self and total time; ``max_depth`` (0 = top-level ops only) cuts it short."""
         if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0):
             raise ValueError(f"max_depth must be None or an int >= 0, got {max_depth!r}")
-        where = ("CPU autocast, measured on this machine" if self.device_type == "cpu"
-                 else f"CUDA autocast on {self.device_name}")
-        lines = [f"{where} (autocast dtype {_dtype_name(self.dtype)}); torch.profiler CPU ops"
-                 + ("; times vary from run to run" if times else "")]
+        where = (
+            "CPU autocast, measured on this machine"
+            if self.device_type == "cpu"
+            else f"CUDA autocast on {self.device_name}"
+        )
+        lines = [
+            f"{where} (autocast dtype {_dtype_name(self.dtype)}); torch.profiler CPU ops"
+            + ("; times vary from run to run" if times else "")
+        ]
         for depth, node in self.walk():
             if max_depth is None or depth <= max_depth:
                 lines.append("  " * depth + node.line(times))
@@ -1064,8 +1124,11 @@ def _quiet_kineto():
             os.dup2(saved, 2)
             os.close(saved)
             tmp.seek(0)
-            rest = [line for line in tmp.read().decode(errors="replace").splitlines(keepends=True)
-                    if not re.match(r"(USDT|STAGE):", line)]
+            rest = [
+                line
+                for line in tmp.read().decode(errors="replace").splitlines(keepends=True)
+                if not re.match(r"(USDT|STAGE):", line)
+            ]
             if rest:
                 sys.stderr.write("".join(rest))
 
@@ -1088,8 +1151,10 @@ def profile_tree(fn, *args, device_type: str = "cpu", dtype=None, trace_dir=None
     device_type = _check_device_type(device_type)
     dtype = _check_dtype(dtype, device_type)
     if device_type == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("profile_tree(device_type='cuda') times real CUDA kernels, and torch sees no GPU here; "
-                           "use device_type='cpu', or trace(..., device_type='cuda') to preview the CUDA policy")
+        raise RuntimeError(
+            "profile_tree(device_type='cuda') times real CUDA kernels, and torch sees no GPU here; "
+            "use device_type='cpu', or trace(..., device_type='cuda') to preview the CUDA policy"
+        )
     _check_devices((fn, args, kwargs), device_type, False)
     if trace_dir is None:
         trace_dir = tempfile.mkdtemp(prefix="amp_profile_")
@@ -1111,8 +1176,11 @@ def profile_tree(fn, *args, device_type: str = "cpu", dtype=None, trace_dir=None
     with open(path) as f:
         data = json.load(f)
     events = data.get("traceEvents", data) if isinstance(data, dict) else data
-    cpu = [e for e in events if isinstance(e, dict) and e.get("ph") == "X"
-           and e.get("cat") in ("cpu_op", "user_annotation") and "ts" in e]
+    cpu = [
+        e
+        for e in events
+        if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation") and "ts" in e
+    ]
     name = torch.cuda.get_device_name() if device_type == "cuda" else None
     return ProfileTree(_build_tree(cpu), path, device_type, dtype, name)
 
@@ -1121,11 +1189,15 @@ def profile_tree(fn, *args, device_type: str = "cpu", dtype=None, trace_dir=None
 # The cost of an upcast
 # --------------------------------------------------------------------------------------------
 
+
 def _check_size(size) -> tuple[int, int]:
     if isinstance(size, numbers.Integral) and not isinstance(size, bool):
         size = (int(size), int(size))
-    if (not isinstance(size, (tuple, list)) or len(size) != 2
-            or any(isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1 for v in size)):
+    if (
+        not isinstance(size, (tuple, list))
+        or len(size) != 2
+        or any(isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1 for v in size)
+    ):
         raise ValueError(f"size must be a positive int or a pair (rows, features) of positive ints, got {size!r}")
     rows, features = int(size[0]), int(size[1])
     if rows * features > 2**26:
@@ -1179,18 +1251,24 @@ def cast_cost(size=(4096, 1024), repeats: int = 20, *, device: str = "cpu") -> d
             return ln(x)
 
     probe = trace(lambda m, t: m(t), ln, x[:2], device_type=device, dtype=torch.bfloat16, fake=False)
-    inserts = any(op.is_cast and op.in_dtypes[0] == torch.bfloat16 and op.out_dtypes[0] == torch.float32
-                  for op in probe.ops)
+    inserts = any(
+        op.is_cast and op.in_dtypes[0] == torch.bfloat16 and op.out_dtypes[0] == torch.float32 for op in probe.ops
+    )
     with torch.no_grad():
         times = {
             "autocast_layer_norm_s": time_fn(autocast_ln, device=device, repeats=int(repeats)).median_s,
             "upcast_then_layer_norm_s": time_fn(lambda: ln(x.float()), device=device, repeats=int(repeats)).median_s,
-            "upcast_into_buffer_then_layer_norm_s": time_fn(lambda: ln(buf.copy_(x)), device=device,
-                                                            repeats=int(repeats)).median_s,
+            "upcast_into_buffer_then_layer_norm_s": time_fn(
+                lambda: ln(buf.copy_(x)), device=device, repeats=int(repeats)
+            ).median_s,
             "cast_s": time_fn(lambda: x.float(), device=device, repeats=int(repeats)).median_s,
             "layer_norm_fp32_s": time_fn(lambda: ln(x32), device=device, repeats=int(repeats)).median_s,
         }
     times["cast_over_layer_norm"] = times["cast_s"] / times["layer_norm_fp32_s"]
-    times.update(autocast_inserts_upcast=inserts, size=(rows, features), repeats=int(repeats),
-                 device=torch.cuda.get_device_name() if device == "cuda" else "cpu")
+    times.update(
+        autocast_inserts_upcast=inserts,
+        size=(rows, features),
+        repeats=int(repeats),
+        device=torch.cuda.get_device_name() if device == "cuda" else "cpu",
+    )
     return times

@@ -91,8 +91,9 @@ def check_max_finite(fn) -> CheckResult:
             else:
                 hint = "max = (2 - 2**-m) * 2**emax, emax = (2**e - 2) - bias, bias = 2**(e-1) - 1"
             return CheckResult(False, f"for e={e}, m={m} you returned {got!r}; expected {want!r}. Hint: {hint}")
-    return CheckResult(True, f"your formula gives the right max for all {len(_IEEE_CASES)} formats tried, "
-                             "from fp32 to 4-bit formats")
+    return CheckResult(
+        True, f"your formula gives the right max for all {len(_IEEE_CASES)} formats tried, from fp32 to 4-bit formats"
+    )
 
 
 def check_ulp(fn, fmt: str = "bf16") -> CheckResult:
@@ -108,8 +109,11 @@ def check_ulp(fn, fmt: str = "bf16") -> CheckResult:
         if err:
             return CheckResult(False, err)
         if not _same(got, want):
-            hint = ("below the smallest normal the gap is constant: 2**(emin - m)" if x < f.smallest_normal
-                    else "the gap is 2**(exponent - m), where 2**exponent <= x < 2**(exponent+1)")
+            hint = (
+                "below the smallest normal the gap is constant: 2**(emin - m)"
+                if x < f.smallest_normal
+                else "the gap is 2**(exponent - m), where 2**exponent <= x < 2**(exponent+1)"
+            )
             return CheckResult(False, f"ulp({x!r}) in {f.name}: you returned {got!r}, expected {want!r}. Hint: {hint}")
     return CheckResult(True, f"right gap for all {len(values)} {f.name} values tried, subnormals included")
 
@@ -125,8 +129,11 @@ def check_decode_bits(answer, code: int, fmt: str = "fp8_e4m3") -> CheckResult:
     if _same(answer, want):
         return CheckResult(True, f"0b{code:0{f.bits}b} in {f.name} is {want!r}")
     s, e, m = (int(v) for v in formats.decompose(torch.tensor([want]), f))
-    return CheckResult(False, f"{answer!r} is not it. Hint: sign {s}, exponent field {e} "
-                              f"(minus bias {f.bias}), mantissa field {m} of {2**f.mantissa_bits}")
+    return CheckResult(
+        False,
+        f"{answer!r} is not it. Hint: sign {s}, exponent field {e} "
+        f"(minus bias {f.bias}), mantissa field {m} of {2**f.mantissa_bits}",
+    )
 
 
 def check_format_choice(name, low: float, high: float, max_rel_error: float) -> CheckResult:
@@ -145,13 +152,17 @@ def check_format_choice(name, low: float, high: float, max_rel_error: float) -> 
     if f.max < high:
         return CheckResult(False, f"{name} overflows: its max is {f.max:g} < {high:g}")
     if f.smallest_normal > low:
-        return CheckResult(False, f"{name} cannot hold {low:g} as a normal number (smallest normal {f.smallest_normal:g})")
+        return CheckResult(
+            False, f"{name} cannot hold {low:g} as a normal number (smallest normal {f.smallest_normal:g})"
+        )
     if f.unit_roundoff > max_rel_error:
         return CheckResult(False, f"{name} rounds with relative error up to {f.unit_roundoff:g} > {max_rel_error:g}")
     fewest = min(g.bits for g in formats.FORMATS.values() if fits(g))
     if f.bits > fewest:
         return CheckResult(False, f"{name} works, but a {fewest}-bit format works too")
-    return CheckResult(True, f"{name} ({f.bits} bits) holds {low:g}..{high:g} with relative error <= {f.unit_roundoff:g}")
+    return CheckResult(
+        True, f"{name} ({f.bits} bits) holds {low:g}..{high:g} with relative error <= {f.unit_roundoff:g}"
+    )
 
 
 def check_tf32_matmul(fn) -> CheckResult:
@@ -170,24 +181,33 @@ def check_tf32_matmul(fn) -> CheckResult:
     if err:
         return CheckResult(False, err)
     if not isinstance(got, torch.Tensor) or got.shape != want.shape:
-        return CheckResult(False, f"expected a tensor of shape {tuple(want.shape)}, got {type(got).__name__} "
-                                  f"{tuple(getattr(got, 'shape', ()))}")
+        return CheckResult(
+            False,
+            f"expected a tensor of shape {tuple(want.shape)}, got {type(got).__name__} "
+            f"{tuple(getattr(got, 'shape', ()))}",
+        )
     if got.dtype != torch.float32:
         return CheckResult(False, f"the result of a TF32 matmul is float32, yours is {got.dtype}")
     if torch.equal(got, want):
         return CheckResult(True, "bit-exact: inputs rounded to TF32 with ties away from zero, fp32 accumulation")
     for rounding in ("nearest_even", "toward_zero"):
         if torch.equal(got, emulated_matmul(a, b, "tf32", rounding)):
-            return CheckResult(False, f"you rounded the inputs with {rounding!r}; NVIDIA's fp32 -> TF32 "
-                                      "conversion rounds ties away from zero ('nearest_away')")
+            return CheckResult(
+                False,
+                f"you rounded the inputs with {rounding!r}; NVIDIA's fp32 -> TF32 "
+                "conversion rounds ties away from zero ('nearest_away')",
+            )
     if torch.equal(got, a @ b):
         return CheckResult(False, "that is the plain fp32 product: round both inputs to TF32 first")
     one_side = [formats.quantize(a, "tf32", "nearest_away") @ b, a @ formats.quantize(b, "tf32", "nearest_away")]
     if any(torch.equal(got, c) for c in one_side):
         return CheckResult(False, "only one input was rounded: a tensor core rounds both")
     rel = ((got.double() - want.double()).abs().max() / want.double().abs().mean()).item()
-    return CheckResult(False, f"differs from the TF32 emulation (relative difference {rel:.2g}); "
-                              "hint: quantize(a, 'tf32', 'nearest_away') @ quantize(b, 'tf32', 'nearest_away')")
+    return CheckResult(
+        False,
+        f"differs from the TF32 emulation (relative difference {rel:.2g}); "
+        "hint: quantize(a, 'tf32', 'nearest_away') @ quantize(b, 'tf32', 'nearest_away')",
+    )
 
 
 def check_error_ratio(answer, low: str = "bf16", high: str = "tf32") -> CheckResult:
@@ -204,13 +224,18 @@ def check_error_ratio(answer, low: str = "bf16", high: str = "tf32") -> CheckRes
         return CheckResult(False, f"the answer must be a number, got {answer!r}")
     data = error_vs_k([256, 1024], (fl, fh), m=96, n=96, seed=3)
     measured = sum(data["rms"][fl.name]) / sum(data["rms"][fh.name])
-    hint = (f"each input's relative rounding error is about eps/2, so the error scales with eps: "
-            f"{fl.name} eps = 2**-{fl.mantissa_bits}, {fh.name} eps = 2**-{fh.mantissa_bits}")
+    hint = (
+        f"each input's relative rounding error is about eps/2, so the error scales with eps: "
+        f"{fl.name} eps = 2**-{fl.mantissa_bits}, {fh.name} eps = 2**-{fh.mantissa_bits}"
+    )
     if answer <= 0 or not math.isfinite(answer):
         return CheckResult(False, f"{answer!r} cannot be a ratio of errors. Hint: {hint}")
     if 1 / 1.5 <= answer / measured <= 1.5:
-        return CheckResult(True, f"measured now: {measured:.3g}; the eps ratio is "
-                                 f"2**{fh.mantissa_bits - fl.mantissa_bits} = {fl.eps / fh.eps:g}")
+        return CheckResult(
+            True,
+            f"measured now: {measured:.3g}; the eps ratio is "
+            f"2**{fh.mantissa_bits - fl.mantissa_bits} = {fl.eps / fh.eps:g}",
+        )
     return CheckResult(False, f"{answer:g} is not within a factor 1.5 of the measured ratio. Hint: {hint}")
 
 
@@ -228,10 +253,16 @@ def check_stall_value(answer, v: float = 1.0, fmt: str = "fp16") -> CheckResult:
         raise ValueError(f"a {f.name} running sum of {v} does not stall within {n} terms")
     want = sums[int(stuck[0])].item()
     if _same(answer, want):
-        return CheckResult(True, f"{want:g}: there the gap between {f.name} neighbours is {2 * v:g}, so adding "
-                                 f"{v:g} is a tie that rounds back to the even neighbour")
-    return CheckResult(False, f"{answer!r} is not it. Hint: find where the gap between neighbours "
-                              f"(2**(exponent - {f.mantissa_bits})) reaches {2 * v:g}")
+        return CheckResult(
+            True,
+            f"{want:g}: there the gap between {f.name} neighbours is {2 * v:g}, so adding "
+            f"{v:g} is a tie that rounds back to the even neighbour",
+        )
+    return CheckResult(
+        False,
+        f"{answer!r} is not it. Hint: find where the gap between neighbours "
+        f"(2**(exponent - {f.mantissa_bits})) reaches {2 * v:g}",
+    )
 
 
 def check_lost_update(fn, fmt: str = "fp16") -> CheckResult:
@@ -256,10 +287,16 @@ def check_lost_update(fn, fmt: str = "fp16") -> CheckResult:
         below, above = t * (1 - 1e-3), t * (1 + 1e-3)
         if update_survives(w, below, f) or not update_survives(w, above, f):
             gap = 2.0 ** (math.frexp(w)[1] - 1 - f.mantissa_bits)
-            return CheckResult(False, f"for w = {w!r} your threshold {t:g} is wrong: the gap between {f.name} "
-                                      f"neighbours there is {gap:g}; an update is lost while w - u is nearer to w")
-    return CheckResult(True, f"right for all {len(ws)} weights tried: half the gap between neighbours, "
-                             f"(2**(exponent - {f.mantissa_bits})) / 2")
+            return CheckResult(
+                False,
+                f"for w = {w!r} your threshold {t:g} is wrong: the gap between {f.name} "
+                f"neighbours there is {gap:g}; an update is lost while w - u is nearer to w",
+            )
+    return CheckResult(
+        True,
+        f"right for all {len(ws)} weights tried: half the gap between neighbours, "
+        f"(2**(exponent - {f.mantissa_bits})) / 2",
+    )
 
 
 def _dtype_exercises():
@@ -283,7 +320,9 @@ def check_dtype_predictions(predictions: dict) -> CheckResult:
 
     exercises = _dtype_exercises()
     if not isinstance(predictions, dict):
-        return CheckResult(False, f"predictions must be a dict {{expression: dtype name}}, got {type(predictions).__name__}")
+        return CheckResult(
+            False, f"predictions must be a dict {{expression: dtype name}}, got {type(predictions).__name__}"
+        )
     unknown = sorted(set(predictions) - set(exercises))
     if unknown:
         return CheckResult(False, f"unknown expression(s) {unknown}: use the keys of the exercise's dict")
@@ -312,7 +351,6 @@ def check_bce_fix(fn) -> CheckResult:
     the CPU for the value (fp32) and under the CUDA policy (a GPU, or fake CUDA tensors) for
     running at all and returning fp32."""
 
-
     g = torch.Generator().manual_seed(1)
     logits, target = torch.randn(16, generator=g) * 3, torch.rand(16, generator=g)
     want = F.binary_cross_entropy(torch.sigmoid(logits), target)
@@ -322,13 +360,19 @@ def check_bce_fix(fn) -> CheckResult:
     if not isinstance(got, torch.Tensor) or got.numel() != 1:
         return CheckResult(False, f"expected a scalar loss tensor, got {got!r}")
     if not torch.allclose(got.float(), want, rtol=1e-4, atol=1e-6):
-        return CheckResult(False, f"your loss is {got.item():.6g}, binary_cross_entropy(sigmoid(z), y) is "
-                                  f"{want.item():.6g}: same inputs, same mean reduction")
+        return CheckResult(
+            False,
+            f"your loss is {got.item():.6g}, binary_cross_entropy(sigmoid(z), y) is "
+            f"{want.item():.6g}: same inputs, same mean reduction",
+        )
     try:
         t = trace(fn, logits, target, device_type="cuda")
     except RuntimeError as exc:
-        return CheckResult(False, f"CUDA autocast still refuses it: {str(exc).splitlines()[0][:120]}. Hint: "
-                                  "which loss takes the logits and applies the sigmoid itself?")
+        return CheckResult(
+            False,
+            f"CUDA autocast still refuses it: {str(exc).splitlines()[0][:120]}. Hint: "
+            "which loss takes the logits and applies the sigmoid itself?",
+        )
     if t.output.dtype != torch.float32:
         return CheckResult(False, f"under CUDA autocast your loss comes out {t.output.dtype}; it should be float32")
     return CheckResult(True, "same loss, accepted by CUDA autocast and computed in fp32")
@@ -359,24 +403,39 @@ def check_smallest_scale(answer, census=None, max_underflow: float = 0.01) -> Ch
     want = window[0]
     v = _power_of_two(answer)
     if v is None:
-        return CheckResult(False, f"{answer!r} is not a power of two: loss scales are powers of two, so that "
-                                  "scaling and unscaling are exact. Try 2**k")
+        return CheckResult(
+            False,
+            f"{answer!r} is not a power of two: loss scales are powers of two, so that "
+            "scaling and unscaling are exact. Try 2**k",
+        )
     k = round(math.log2(v))
     rows = dict(zip(sweep["exponent"], zip(sweep["underflow"], sweep["overflow"])))
     limit = f"{100 * max_underflow:g}%"
     if v == want:
         extra = "" if want > 1 else " (no scaling needed for this census)"
-        return CheckResult(True, f"2^{k}: {100 * rows[k][0]:.3g}% of the non-zero activation gradients still "
-                                 f"underflow, at most {limit}{extra}; the safe window goes up to 2^{round(math.log2(window[1]))}")
+        return CheckResult(
+            True,
+            f"2^{k}: {100 * rows[k][0]:.3g}% of the non-zero activation gradients still "
+            f"underflow, at most {limit}{extra}; the safe window goes up to 2^{round(math.log2(window[1]))}",
+        )
     if k in rows and rows[k][1] > 0:
-        return CheckResult(False, f"at 2^{k}, {100 * rows[k][1]:.3g}% of the non-zero activation gradients overflow to inf. "
-                                  "Hint: a smaller scale")
+        return CheckResult(
+            False,
+            f"at 2^{k}, {100 * rows[k][1]:.3g}% of the non-zero activation gradients overflow to inf. "
+            "Hint: a smaller scale",
+        )
     if v < want:
         under = rows[k][0] if k in rows else 1.0
-        return CheckResult(False, f"at 2^{k}, {100 * under:.3g}% of the non-zero activation gradients still round "
-                                  f"to zero (limit {limit}). Hint: a larger scale")
-    return CheckResult(False, f"2^{k} works, but it is not the smallest: 2^{k - 1} also keeps underflow at most {limit}. "
-                              "Hint: use scale_sweep and look for the first scale under the limit")
+        return CheckResult(
+            False,
+            f"at 2^{k}, {100 * under:.3g}% of the non-zero activation gradients still round "
+            f"to zero (limit {limit}). Hint: a larger scale",
+        )
+    return CheckResult(
+        False,
+        f"2^{k} works, but it is not the smallest: 2^{k - 1} also keeps underflow at most {limit}. "
+        "Hint: use scale_sweep and look for the first scale under the limit",
+    )
 
 
 def check_scale_prediction(answer, n_steps: int, inf_steps, **params) -> CheckResult:
@@ -390,12 +449,18 @@ def check_scale_prediction(answer, n_steps: int, inf_steps, **params) -> CheckRe
     if answer is None or answer is ...:
         return CheckResult(False, "replace the placeholder with the scale you predict")
     if _same(answer, want):
-        return CheckResult(True, f"{want:g}: {sum(history['skipped'])} back-off(s) and "
-                                 f"{sum(b > a for a, b in zip(history['scale'], history['scale_after']))} growth(s)")
+        return CheckResult(
+            True,
+            f"{want:g}: {sum(history['skipped'])} back-off(s) and "
+            f"{sum(b > a for a, b in zip(history['scale'], history['scale_after']))} growth(s)",
+        )
     backoffs = sum(history["skipped"])
-    return CheckResult(False, f"{answer!r} is not it. Hint: each overflow multiplies the scale by the backoff factor "
-                              f"and restarts the count of good steps; the scale grows only after growth_interval good "
-                              f"steps in a row ({backoffs} overflow(s) here)")
+    return CheckResult(
+        False,
+        f"{answer!r} is not it. Hint: each overflow multiplies the scale by the backoff factor "
+        f"and restarts the count of good steps; the scale grows only after growth_interval good "
+        f"steps in a row ({backoffs} overflow(s) here)",
+    )
 
 
 # --- lesson 07: fp8 --------------------------------------------------------------------------------
@@ -425,17 +490,24 @@ def check_amax_scale(fn) -> CheckResult:
         got, err = _call(fn, x.clone(), fmax)
         if err:
             if float(x.abs().max()) == 0:
-                return CheckResult(False, f"{err}. Hint: for an all-zero tensor amax is 0; return 1.0 instead of dividing")
+                return CheckResult(
+                    False, f"{err}. Hint: for an all-zero tensor amax is 0; return 1.0 instead of dividing"
+                )
             return CheckResult(False, err)
         try:
             got = float(got)
         except (TypeError, ValueError, RuntimeError):
-            return CheckResult(False, f"for {what} it returned {got!r}; return a number (a float or a 1-element tensor)")
+            return CheckResult(
+                False, f"for {what} it returned {got!r}; return a number (a float or a 1-element tensor)"
+            )
         amax = float(x.abs().max())
         if amax == 0:
             if got != 1.0:
-                return CheckResult(False, f"for {what} it returned {got!r}; the scale of an all-zero tensor should be 1.0 "
-                                          "(amax is 0: guard against dividing by it)")
+                return CheckResult(
+                    False,
+                    f"for {what} it returned {got!r}; the scale of an all-zero tensor should be 1.0 "
+                    "(amax is 0: guard against dividing by it)",
+                )
             continue
         want = fmax / amax
         if math.isfinite(got) and abs(got - want) <= 1e-6 * want:
@@ -443,20 +515,35 @@ def check_amax_scale(fn) -> CheckResult:
         hint = "the scale is fmt_max / amax, where amax = x.abs().max()"
         if math.isfinite(got) and got > 0 and abs(got - amax / fmax) <= 1e-6 * amax / fmax:
             hint = "you returned amax / fmt_max, the inverse (that is what _scaled_mm's scale_a takes); the scale multiplies x"
-        elif float(x.max()) != amax and math.isfinite(got) and abs(got - fmax / float(x.max())) <= 1e-6 * abs(fmax / float(x.max())):
+        elif (
+            float(x.max()) != amax
+            and math.isfinite(got)
+            and abs(got - fmax / float(x.max())) <= 1e-6 * abs(fmax / float(x.max()))
+        ):
             hint = "use the largest MAGNITUDE, x.abs().max(): negative values count too"
-        return CheckResult(False, f"for {what} (fmt_max {fmax:g}) it returned {got!r}, expected {want:.6g}. Hint: {hint}")
-    return CheckResult(True, "amax(x * s) lands on the format's max for every tensor, and an all-zero tensor keeps scale 1")
+        return CheckResult(
+            False, f"for {what} (fmt_max {fmax:g}) it returned {got!r}, expected {want:.6g}. Hint: {hint}"
+        )
+    return CheckResult(
+        True, "amax(x * s) lands on the format's max for every tensor, and an all-zero tensor keeps scale 1"
+    )
 
 
-_FP8_NAMES = {"e4m3": "e4m3", "fp8_e4m3": "e4m3", "float8_e4m3fn": "e4m3", "e4m3fn": "e4m3",
-              "e5m2": "e5m2", "fp8_e5m2": "e5m2", "float8_e5m2": "e5m2"}
+_FP8_NAMES = {
+    "e4m3": "e4m3",
+    "fp8_e4m3": "e4m3",
+    "float8_e4m3fn": "e4m3",
+    "e4m3fn": "e4m3",
+    "e5m2": "e5m2",
+    "fp8_e5m2": "e5m2",
+    "float8_e5m2": "e5m2",
+}
 _FP8_CHOICE = {"weights": "e4m3", "activations": "e4m3", "gradients": "e5m2"}
 _FP8_REASON = {
     "e4m3": "forward tensors need precision more than range: e4m3 has 3 mantissa bits (relative step 1/8) and, "
-            "with a per-tensor or per-block scale, its range up to 448 is enough",
+    "with a per-tensor or per-block scale, its range up to 448 is enough",
     "e5m2": "gradients span many more binades and have outliers: e5m2 reaches 57344 with subnormals down to 2^-16 "
-            "(about 32 binades against e4m3's 18), at the cost of one mantissa bit",
+    "(about 32 binades against e4m3's 18), at the cost of one mantissa bit",
 }
 
 
@@ -481,5 +568,6 @@ def check_fp8_format_choice(answers: dict) -> CheckResult:
             return CheckResult(False, f"{kind}: {answers[kind]!r} is not an fp8 format; answer 'e4m3' or 'e5m2'")
         if got != want:
             return CheckResult(False, f"{kind}: not {got}. Hint: {_FP8_REASON[want]}")
-    return CheckResult(True, f"weights and activations in e4m3, gradients in e5m2: {_FP8_REASON['e4m3']}; "
-                             f"{_FP8_REASON['e5m2']}")
+    return CheckResult(
+        True, f"weights and activations in e4m3, gradients in e5m2: {_FP8_REASON['e4m3']}; {_FP8_REASON['e5m2']}"
+    )

@@ -19,22 +19,50 @@ class Lesson:
 
 
 LESSONS: tuple[Lesson, ...] = (
-    Lesson("00", "00_start_here.ipynb", "Start here", 15,
-           "what the course teaches, this machine's hardware report, how to work the notebooks"),
-    Lesson("01", "01_float_formats.ipynb", "Floating-point formats and their bits", 45,
-           "fp32, TF32, fp16, bf16, fp8 as bits; range versus precision; rounding and its error"),
-    Lesson("02", "02_tf32.ipynb", "TF32", 40,
-           "what TF32 matmuls cost in accuracy and buy in speed; the switches"),
-    Lesson("03", "03_fp16_overflow_underflow.ipynb", "fp16 overflow, underflow and swamping", 50,
-           "the failure modes that mixed precision is designed around"),
-    Lesson("04", "04_autocast_policies.ipynb", "Autocast policies", 50,
-           "which op runs in which precision, where the casts go, CPU versus CUDA"),
-    Lesson("05", "05_loss_scaling.ipynb", "Loss scaling", 50,
-           "gradient histograms, static and dynamic scaling, GradScaler's state machine"),
-    Lesson("06", "06_amp_end_to_end.ipynb", "AMP end to end", 60,
-           "tensor cores, speed, memory and accuracy of real training and inference"),
-    Lesson("07", "07_fp8.ipynb", "fp8", 50,
-           "e4m3 and e5m2, per-tensor and block scaling, scaled matmuls"),
+    Lesson(
+        "00",
+        "00_start_here.ipynb",
+        "Start here",
+        15,
+        "what the course teaches, this machine's hardware report, how to work the notebooks",
+    ),
+    Lesson(
+        "01",
+        "01_float_formats.ipynb",
+        "Floating-point formats and their bits",
+        45,
+        "fp32, TF32, fp16, bf16, fp8 as bits; range versus precision; rounding and its error",
+    ),
+    Lesson("02", "02_tf32.ipynb", "TF32", 40, "what TF32 matmuls cost in accuracy and buy in speed; the switches"),
+    Lesson(
+        "03",
+        "03_fp16_overflow_underflow.ipynb",
+        "fp16 overflow, underflow and swamping",
+        50,
+        "the failure modes that mixed precision is designed around",
+    ),
+    Lesson(
+        "04",
+        "04_autocast_policies.ipynb",
+        "Autocast policies",
+        50,
+        "which op runs in which precision, where the casts go, CPU versus CUDA",
+    ),
+    Lesson(
+        "05",
+        "05_loss_scaling.ipynb",
+        "Loss scaling",
+        50,
+        "gradient histograms, static and dynamic scaling, GradScaler's state machine",
+    ),
+    Lesson(
+        "06",
+        "06_amp_end_to_end.ipynb",
+        "AMP end to end",
+        60,
+        "tensor cores, speed, memory and accuracy of real training and inference",
+    ),
+    Lesson("07", "07_fp8.ipynb", "fp8", 50, "e4m3 and e5m2, per-tensor and block scaling, scaled matmuls"),
 )
 
 
@@ -74,73 +102,129 @@ def what_runs_where(report) -> list[LessonSupport]:
     out = [
         LessonSupport("00", _TITLES["00"], "native", "this report"),
         LessonSupport(
-            "01", _TITLES["01"], "native",
+            "01",
+            _TITLES["01"],
+            "native",
             "fp16/bf16/fp8 rounding by torch's own casts; TF32, fp6 and fp4 emulated bit-exactly "
-            "by the formats engine (they are not torch dtypes)"),
+            "by the formats engine (they are not torch dtypes)",
+        ),
     ]
     if g is not None and g.tf32:
         out.append(LessonSupport("02", _TITLES["02"], "native", f"real TF32 matmuls on the {g.name}"))
     else:
         why = _lacks(g, "TF32", "no CUDA GPU")
-        out.append(LessonSupport(
-            "02", _TITLES["02"], "emulated",
-            f"{why}: TF32 inputs emulated bit-exactly, multiplied in fp32; GPU speed from reference{on_cpu}"))
-    out.append(LessonSupport(
-        "03", _TITLES["03"], "native",
-        f"fp16/bf16 tensors and sums run on any device (kept small on CPU){on_cpu}"))
+        out.append(
+            LessonSupport(
+                "02",
+                _TITLES["02"],
+                "emulated",
+                f"{why}: TF32 inputs emulated bit-exactly, multiplied in fp32; GPU speed from reference{on_cpu}",
+            )
+        )
+    out.append(
+        LessonSupport(
+            "03", _TITLES["03"], "native", f"fp16/bf16 tensors and sums run on any device (kept small on CPU){on_cpu}"
+        )
+    )
     if g is None:
         mps = f"; {report.mps_autocast}, but the lesson does not use the Apple GPU" if a is not None else ""
-        out.append(LessonSupport(
-            "04", _TITLES["04"], "partly emulated",
-            f"CPU autocast runs here; the CUDA policy is previewed with fake CUDA tensors{mps}"))
+        out.append(
+            LessonSupport(
+                "04",
+                _TITLES["04"],
+                "partly emulated",
+                f"CPU autocast runs here; the CUDA policy is previewed with fake CUDA tensors{mps}",
+            )
+        )
     elif amd:
-        out.append(LessonSupport(
-            "04", _TITLES["04"], "native",
-            f"CPU and CUDA autocast both run here (on ROCm, torch's 'cuda' device is the {g.name})"))
+        out.append(
+            LessonSupport(
+                "04",
+                _TITLES["04"],
+                "native",
+                f"CPU and CUDA autocast both run here (on ROCm, torch's 'cuda' device is the {g.name})",
+            )
+        )
     elif not g.bf16:
-        out.append(LessonSupport(
-            "04", _TITLES["04"], "native",
-            f"CPU and CUDA autocast both run here; the {g.name} has no bf16 tensor cores, so CUDA "
-            "bf16 autocast runs emulated (slow)"))
+        out.append(
+            LessonSupport(
+                "04",
+                _TITLES["04"],
+                "native",
+                f"CPU and CUDA autocast both run here; the {g.name} has no bf16 tensor cores, so CUDA "
+                "bf16 autocast runs emulated (slow)",
+            )
+        )
     else:
         out.append(LessonSupport("04", _TITLES["04"], "native", "CPU and CUDA autocast both run here"))
-    out.append(LessonSupport(
-        "05", _TITLES["05"], "native",
-        f"GradScaler('{report.device}') with fp16 autocast on a small model{on_cpu}"))
+    out.append(
+        LessonSupport(
+            "05", _TITLES["05"], "native", f"GradScaler('{report.device}') with fp16 autocast on a small model{on_cpu}"
+        )
+    )
     if amd:
         if g.bf16:
             fmts = "fp16 and bf16"
         else:
-            fmts = ("fp16 (bf16 run skipped: torch.cuda.is_bf16_supported() said no)"
-                    if g.bf16_supported is False else "fp16 (bf16 run skipped: bf16 support not probed)")
-        out.append(LessonSupport(
-            "06", _TITLES["06"], "native",
-            f"{fmts} training and inference timed on the {g.name} (AMD: whether they run on its matrix "
-            "cores is not classified here)"))
+            fmts = (
+                "fp16 (bf16 run skipped: torch.cuda.is_bf16_supported() said no)"
+                if g.bf16_supported is False
+                else "fp16 (bf16 run skipped: bf16 support not probed)"
+            )
+        out.append(
+            LessonSupport(
+                "06",
+                _TITLES["06"],
+                "native",
+                f"{fmts} training and inference timed on the {g.name} (AMD: whether they run on its matrix "
+                "cores is not classified here)",
+            )
+        )
     elif g is not None and g.bf16:
-        out.append(LessonSupport(
-            "06", _TITLES["06"], "native", f"bf16 and fp16 training and inference timed on the {g.name}"))
+        out.append(
+            LessonSupport("06", _TITLES["06"], "native", f"bf16 and fp16 training and inference timed on the {g.name}")
+        )
     elif g is not None and g.fp16_tensor_cores:
-        out.append(LessonSupport(
-            "06", _TITLES["06"], "native",
-            f"fp16 training and inference timed on the {g.name}; it has no bf16 tensor cores: bf16 "
-            "runs emulated (slow) and the bf16 training run is skipped"))
+        out.append(
+            LessonSupport(
+                "06",
+                _TITLES["06"],
+                "native",
+                f"fp16 training and inference timed on the {g.name}; it has no bf16 tensor cores: bf16 "
+                "runs emulated (slow) and the bf16 training run is skipped",
+            )
+        )
     elif c.bf16_hardware:
-        out.append(LessonSupport(
-            "06", _TITLES["06"], "partly emulated",
-            f"bf16 measured on this CPU (it has bf16 instructions); fp16 and GPU speed-ups from reference{on_cpu}"))
+        out.append(
+            LessonSupport(
+                "06",
+                _TITLES["06"],
+                "partly emulated",
+                f"bf16 measured on this CPU (it has bf16 instructions); fp16 and GPU speed-ups from reference{on_cpu}",
+            )
+        )
     else:
-        out.append(LessonSupport(
-            "06", _TITLES["06"], "reference",
-            "this CPU has no bf16/fp16 matrix instructions: fp32 and bf16 training measured here on a model "
-            f"scaled to the bf16 rate measured first (bf16 is slower here); GPU speed-ups from reference{on_cpu}"))
+        out.append(
+            LessonSupport(
+                "06",
+                _TITLES["06"],
+                "reference",
+                "this CPU has no bf16/fp16 matrix instructions: fp32 and bf16 training measured here on a model "
+                f"scaled to the bf16 rate measured first (bf16 is slower here); GPU speed-ups from reference{on_cpu}",
+            )
+        )
     if g is not None and g.fp8:
         out.append(LessonSupport("07", _TITLES["07"], "native", f"fp8 scaled matmuls on the {g.name}'s tensor cores"))
     else:
         why = _lacks(g, "fp8", "no CUDA GPU with fp8 tensor cores", " tensor cores")
-        out.append(LessonSupport(
-            "07", _TITLES["07"], "emulated",
-            f"fp8 casts and torch._scaled_mm run on the CPU ({why}); speed from reference"))
+        out.append(
+            LessonSupport(
+                "07",
+                _TITLES["07"],
+                "emulated",
+                f"fp8 casts and torch._scaled_mm run on the CPU ({why}); speed from reference",
+            )
+        )
     return out
 
 
@@ -155,7 +239,10 @@ class Schedule:
 
     def __repr__(self) -> str:
         lines = [f"{'start':<6} {'lesson':<7} {'min':>4}  title"]
-        lines += [f"{s:<6} {n:<7} {m:>4}  {t}{'  (' + st + ')' if st not in ('ready', '') else ''}" for s, n, t, m, st in self.rows]
+        lines += [
+            f"{s:<6} {n:<7} {m:>4}  {t}{'  (' + st + ')' if st not in ('ready', '') else ''}"
+            for s, n, t, m, st in self.rows
+        ]
         lines.append(f"{self.end:<6} end    ({self.teaching_minutes} min of lessons)")
         return "\n".join(lines)
 
@@ -170,18 +257,27 @@ class Schedule:
     def _repr_html_(self) -> str:
         body = "".join(
             f"<tr><td>{s}</td><td>{n}</td><td style='text-align:left'>{html.escape(t)}</td><td>{m}</td>"
-            f"<td>{html.escape(st)}</td></tr>" for s, n, t, m, st in self.rows)
-        return ("<table><tr><th>start</th><th>lesson</th><th style='text-align:left'>title</th><th>minutes</th>"
-                f"<th>status</th></tr>{body}<tr><td>{self.end}</td><td colspan=4 style='text-align:left'>"
-                f"end ({self.teaching_minutes} min of lessons)</td></tr></table>")
+            f"<td>{html.escape(st)}</td></tr>"
+            for s, n, t, m, st in self.rows
+        )
+        return (
+            "<table><tr><th>start</th><th>lesson</th><th style='text-align:left'>title</th><th>minutes</th>"
+            f"<th>status</th></tr>{body}<tr><td>{self.end}</td><td colspan=4 style='text-align:left'>"
+            f"end ({self.teaching_minutes} min of lessons)</td></tr></table>"
+        )
 
 
 def _clock(minutes: int) -> str:
     return f"{minutes // 60:02d}:{minutes % 60:02d}"
 
 
-def workshop_schedule(start: str = "09:00", break_every: int = 90, break_minutes: int = 15,
-                      lunch_minutes: int = 45, notebooks_dir: str | Path | None = None) -> Schedule:
+def workshop_schedule(
+    start: str = "09:00",
+    break_every: int = 90,
+    break_minutes: int = 15,
+    lunch_minutes: int = 45,
+    notebooks_dir: str | Path | None = None,
+) -> Schedule:
     """A schedule through every lesson from ``start`` ("HH:MM"), with a break whenever at least
     ``break_every`` minutes have passed since the last one; the first break at or after 12:00 is
     lunch. With ``notebooks_dir``, lessons whose notebook is not there are marked "coming"."""

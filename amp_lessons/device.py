@@ -105,8 +105,11 @@ class GPUInfo:
         cap = self.capability
         if not isinstance(self.name, str) or not self.name:
             raise TypeError(f"name must be a non-empty str, got {self.name!r}")
-        if (not isinstance(cap, tuple) or len(cap) != 2
-                or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in cap)):
+        if (
+            not isinstance(cap, tuple)
+            or len(cap) != 2
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in cap)
+        ):
             raise ValueError(f"capability must be a (major, minor) tuple of ints >= 0, got {cap!r}")
         if isinstance(self.memory_bytes, bool) or not isinstance(self.memory_bytes, int) or self.memory_bytes < 0:
             raise ValueError(f"memory_bytes must be an int >= 0, got {self.memory_bytes!r}")
@@ -195,12 +198,15 @@ class MPSInfo:
             raise TypeError(f"available must be True or False, got {self.available!r}")
         dts = self.autocast_dtypes
         if not isinstance(dts, tuple):
-            raise TypeError(f"autocast_dtypes must be a tuple of {', '.join(map(repr, _MPS_AUTOCAST_DTYPES))}, "
-                            f"got {dts!r}")
+            raise TypeError(
+                f"autocast_dtypes must be a tuple of {', '.join(map(repr, _MPS_AUTOCAST_DTYPES))}, got {dts!r}"
+            )
         bad = [d for d in dts if d not in _MPS_AUTOCAST_DTYPES]
         if bad or len(set(dts)) != len(dts):
-            raise ValueError(f"autocast_dtypes={dts!r} is not allowed: use distinct values from "
-                             f"{', '.join(map(repr, _MPS_AUTOCAST_DTYPES))}")
+            raise ValueError(
+                f"autocast_dtypes={dts!r} is not allowed: use distinct values from "
+                f"{', '.join(map(repr, _MPS_AUTOCAST_DTYPES))}"
+            )
 
 
 @dataclass(frozen=True, repr=False)
@@ -243,15 +249,27 @@ class DeviceReport:
             ("python", self.python_version),
             ("CPU", f"{c.name} ({c.arch}), {c.threads} threads"),
             ("CPU capability", c.capability),
-            ("CPU bf16 instructions", f"{yes[c.bf16_hardware]} (AVX512-BF16 {yes[c.avx512_bf16]}, AMX {yes[c.amx_bf16]})"),
+            (
+                "CPU bf16 instructions",
+                f"{yes[c.bf16_hardware]} (AVX512-BF16 {yes[c.avx512_bf16]}, AMX {yes[c.amx_bf16]})",
+            ),
             ("CPU fp16 instructions", f"{yes[c.fp16_hardware]} (AMX-FP16 {yes[c.amx_fp16]})"),
         ]
         if g is None:
-            rows.append(("GPU", "no CUDA GPU found: experiments run on the CPU" if a is not None
-                         else "none found: experiments run on the CPU"))
+            rows.append(
+                (
+                    "GPU",
+                    "no CUDA GPU found: experiments run on the CPU"
+                    if a is not None
+                    else "none found: experiments run on the CPU",
+                )
+            )
         elif g.rocm:
-            bf16 = {True: "yes (torch.cuda.is_bf16_supported())", False: "no (torch.cuda.is_bf16_supported())",
-                    None: "unknown (not probed)"}[g.bf16_supported]
+            bf16 = {
+                True: "yes (torch.cuda.is_bf16_supported())",
+                False: "no (torch.cuda.is_bf16_supported())",
+                None: "unknown (not probed)",
+            }[g.bf16_supported]
             rows += [
                 ("GPU", f"{g.name} (AMD, ROCm), {g.memory_gib:.1f} GiB, {g.multiprocessors} compute units"),
                 ("gcnArchName", g.arch_name or "unknown"),
@@ -263,14 +281,32 @@ class DeviceReport:
             rows += [
                 ("GPU", f"{g.name}, {g.memory_gib:.1f} GiB, {g.multiprocessors} SMs"),
                 ("compute capability", f"{g.capability[0]}.{g.capability[1]} ({g.architecture})"),
-                ("tensor cores", f"generation {g.tensor_core_generation}" if g.tensor_core_generation else "none known"),
-                ("native formats", ", ".join(n for n, ok in (("fp16", g.fp16_tensor_cores), ("TF32", g.tf32),
-                                                               ("bf16", g.bf16), ("fp8", g.fp8), ("fp4", g.fp4)) if ok) or "none"),
+                (
+                    "tensor cores",
+                    f"generation {g.tensor_core_generation}" if g.tensor_core_generation else "none known",
+                ),
+                (
+                    "native formats",
+                    ", ".join(
+                        n
+                        for n, ok in (
+                            ("fp16", g.fp16_tensor_cores),
+                            ("TF32", g.tf32),
+                            ("bf16", g.bf16),
+                            ("fp8", g.fp8),
+                            ("fp4", g.fp4),
+                        )
+                        if ok
+                    )
+                    or "none",
+                ),
             ]
         if a is not None:
             rows += [
-                ("Apple GPU", f"{a.name} (MPS): not used by the lessons, they run on the "
-                              f"{'CPU' if g is None else 'CUDA GPU'}"),
+                (
+                    "Apple GPU",
+                    f"{a.name} (MPS): not used by the lessons, they run on the {'CPU' if g is None else 'CUDA GPU'}",
+                ),
                 ("MPS autocast", f"{self.mps_autocast} in this torch (checked in torch, not run on the GPU)"),
             ]
         rows += [("note", n) for n in self.notes]
@@ -288,20 +324,27 @@ class DeviceReport:
 
     def _repr_html_(self) -> str:
         esc = html.escape
-        t = "".join(f"<tr><th style='text-align:left'>{esc(k)}</th><td style='text-align:left'>{esc(v)}</td></tr>"
-                    for k, v in self.rows())
+        t = "".join(
+            f"<tr><th style='text-align:left'>{esc(k)}</th><td style='text-align:left'>{esc(v)}</td></tr>"
+            for k, v in self.rows()
+        )
         colour = {"native": "#1a7f37", "emulated": "#9a6700", "partly emulated": "#9a6700", "reference": "#6e7781"}
         ls = "".join(
             f"<tr><td>{s.lesson}</td><td style='text-align:left'>{esc(s.title)}</td>"
             f"<td style='color:{colour[s.mode]};font-weight:bold'>{s.mode}</td>"
-            f"<td style='text-align:left'>{esc(s.detail)}</td></tr>" for s in self.lesson_support())
-        return (f"<b>Hardware report</b> (measured on this machine)<table>{t}</table>"
-                f"<b>What each lesson runs here</b><table><tr><th>lesson</th><th>title</th><th>mode</th>"
-                f"<th style='text-align:left'>detail</th></tr>{ls}</table>")
+            f"<td style='text-align:left'>{esc(s.detail)}</td></tr>"
+            for s in self.lesson_support()
+        )
+        return (
+            f"<b>Hardware report</b> (measured on this machine)<table>{t}</table>"
+            f"<b>What each lesson runs here</b><table><tr><th>lesson</th><th>title</th><th>mode</th>"
+            f"<th style='text-align:left'>detail</th></tr>{ls}</table>"
+        )
 
 
 def cpu_info() -> CPUInfo:
     """Probe this machine's CPU through torch (capability level and bf16/fp16 instructions)."""
+
     def flag(name: str) -> bool:
         fn = getattr(torch.cpu, name, None)  # private probes: absent in some torch versions
         try:
@@ -367,8 +410,10 @@ def gpu_info(properties=None) -> GPUInfo | None:
         properties = torch.cuda.get_device_properties(0)
     missing = [k for k in _REQUIRED_PROPERTIES if not hasattr(properties, k)]
     if missing:
-        raise TypeError(f"properties must look like torch.cuda.get_device_properties(0) (with "
-                        f"{', '.join(_REQUIRED_PROPERTIES)}); {properties!r} lacks {', '.join(missing)}")
+        raise TypeError(
+            f"properties must look like torch.cuda.get_device_properties(0) (with "
+            f"{', '.join(_REQUIRED_PROPERTIES)}); {properties!r} lacks {', '.join(missing)}"
+        )
     vendor = getattr(properties, "vendor", None)
     arch_name = getattr(properties, "gcnArchName", "")
     if not isinstance(arch_name, str):
@@ -387,11 +432,14 @@ def gpu_info(properties=None) -> GPUInfo | None:
         bf16_supported = getattr(properties, "bf16_supported", None)
     return GPUInfo(
         name=str(properties.name),
-        capability=(int_at_least(properties.major, "properties.major", 0),
-                    int_at_least(properties.minor, "properties.minor", 0)),
+        capability=(
+            int_at_least(properties.major, "properties.major", 0),
+            int_at_least(properties.minor, "properties.minor", 0),
+        ),
         memory_bytes=int_at_least(properties.total_memory, "properties.total_memory", 0),
-        multiprocessors=int_at_least(getattr(properties, "multi_processor_count", 0),
-                                     "properties.multi_processor_count", 0),
+        multiprocessors=int_at_least(
+            getattr(properties, "multi_processor_count", 0), "properties.multi_processor_count", 0
+        ),
         rocm=amd,
         arch_name=arch_name if amd else "",
         bf16_supported=bf16_supported,
@@ -452,8 +500,9 @@ def _mps_autocast_dtypes() -> tuple[str, ...]:
     return tuple(accepted)
 
 
-def device_report(*, cpu: CPUInfo | None = None, gpu_properties=None, mps: MPSInfo | None = None,
-                  no_gpu: bool = False) -> DeviceReport:
+def device_report(
+    *, cpu: CPUInfo | None = None, gpu_properties=None, mps: MPSInfo | None = None, no_gpu: bool = False
+) -> DeviceReport:
     """Probe this machine. Each argument replaces a probe, to describe another machine (tests):
     ``cpu`` (a :class:`CPUInfo`) replaces :func:`cpu_info`, ``gpu_properties`` replaces
     ``torch.cuda.get_device_properties(0)`` (see :func:`gpu_info`), ``mps`` (an :class:`MPSInfo`)
@@ -472,12 +521,16 @@ def device_report(*, cpu: CPUInfo | None = None, gpu_properties=None, mps: MPSIn
         mps = mps_info()
     notes = []
     if gpu is not None and gpu.rocm:
-        notes.append("AMD GPU (ROCm): torch runs it as the 'cuda' device; the NVIDIA tensor-core table "
-                     "does not apply, so its formats are not classified")
+        notes.append(
+            "AMD GPU (ROCm): torch runs it as the 'cuda' device; the NVIDIA tensor-core table "
+            "does not apply, so its formats are not classified"
+        )
     if mps is not None and mps.available:
-        notes.append("Apple GPU (MPS): the lessons do not use it; default_device() is "
-                     f"{'cuda' if gpu is not None else 'cpu'}, so the experiments run "
-                     f"{'on the CUDA GPU' if gpu is not None else 'on the CPU'}")
+        notes.append(
+            "Apple GPU (MPS): the lessons do not use it; default_device() is "
+            f"{'cuda' if gpu is not None else 'cpu'}, so the experiments run "
+            f"{'on the CUDA GPU' if gpu is not None else 'on the CPU'}"
+        )
     return DeviceReport(
         torch_version=torch.__version__,
         python_version=sys.version.split()[0],

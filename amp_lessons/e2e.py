@@ -99,8 +99,10 @@ class TensorCoreTable:
             style = " style='background:#fff3b0;font-weight:bold'" if mine else ""
             tds = "".join(f"<td style='text-align:left'>{esc(c)}</td>" for c in cells)
             body += f"<tr{style}>{tds}<td>{'&#9664; this machine' if mine else ''}</td></tr>"
-        return (f"<b>NVIDIA tensor-core generations</b> (each adds formats to those before it)"
-                f"<table><tr>{head}<th></th></tr>{body}</table><p>{esc(self.machine)}</p>")
+        return (
+            f"<b>NVIDIA tensor-core generations</b> (each adds formats to those before it)"
+            f"<table><tr>{head}<th></th></tr>{body}</table><p>{esc(self.machine)}</p>"
+        )
 
 
 def tensor_core_table(report: DeviceReport | None = None) -> TensorCoreTable:
@@ -113,21 +115,25 @@ def tensor_core_table(report: DeviceReport | None = None) -> TensorCoreTable:
     g, c = report.gpu, report.cpu
     if g is None:
         return TensorCoreTable(
-            TENSOR_CORE_GENERATIONS, None,
+            TENSOR_CORE_GENERATIONS,
+            None,
             f"this machine: no NVIDIA GPU — CPU: bf16 instructions {yes[c.bf16_hardware]}, "
-            f"fp16 instructions {yes[c.fp16_hardware]}")
+            f"fp16 instructions {yes[c.fp16_hardware]}",
+        )
     gen = g.tensor_core_generation
     cap = f"compute capability {g.capability[0]}.{g.capability[1]}"
     if gen == 0:
         why = "a ROCm GPU (not in this NVIDIA table)" if g.rocm else f"{g.architecture}: no tensor cores"
         return TensorCoreTable(TENSOR_CORE_GENERATIONS, None, f"this machine: {g.name} ({cap}), {why}")
-    return TensorCoreTable(TENSOR_CORE_GENERATIONS, gen,
-                           f"this machine: {g.name} ({cap}, {g.architecture}): generation {gen} tensor cores")
+    return TensorCoreTable(
+        TENSOR_CORE_GENERATIONS, gen, f"this machine: {g.name} ({cap}, {g.architecture}): generation {gen} tensor cores"
+    )
 
 
 # --------------------------------------------------------------------------------------------
 # Shared checks
 # --------------------------------------------------------------------------------------------
+
 
 def _int(v, name: str, least: int = 1) -> int:
     if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < least:
@@ -198,8 +204,10 @@ def _halve_to_budget(label: str, start: int, predicted, budget_s: float, dtype: 
         size //= 2
     if size == start:
         return size, f"{label} {size}"
-    return size, (f"{label} {size}, not {start}: {_rate_note(dtype, matmul_rates(d))}, and {start} would take "
-                  f"about {predicted(start):.2g} s (budget_s={budget_s:g})")
+    return size, (
+        f"{label} {size}, not {start}: {_rate_note(dtype, matmul_rates(d))}, and {start} would take "
+        f"about {predicted(start):.2g} s (budget_s={budget_s:g})"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -213,17 +221,21 @@ _THROUGHPUT_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 def _skip_reason(dtype: str, size: int, d: torch.device, report: DeviceReport, max_fp16_cpu_size: int):
     g = report.gpu if d.type == "cuda" else None
     if dtype == "tf32" and not (g is not None and g.tf32):
-        return ("TF32 is a math mode of NVIDIA tensor cores (Ampere and newer); "
-                + ("this machine has no such GPU" if d.type == "cpu" else f"the {g.name if g else 'GPU'} has none"))
+        return "TF32 is a math mode of NVIDIA tensor cores (Ampere and newer); " + (
+            "this machine has no such GPU" if d.type == "cpu" else f"the {g.name if g else 'GPU'} has none"
+        )
     if dtype == "fp8":
         if not (g is not None and g.fp8):
-            return ("fp8 matmuls need fp8 tensor cores (Ada Lovelace / Hopper and newer); "
-                    + ("this machine has no such GPU" if d.type == "cpu" else f"the {g.name if g else 'GPU'} has none"))
+            return "fp8 matmuls need fp8 tensor cores (Ada Lovelace / Hopper and newer); " + (
+                "this machine has no such GPU" if d.type == "cpu" else f"the {g.name if g else 'GPU'} has none"
+            )
         if size % 16:
             return f"fp8 matmuls (torch._scaled_mm) need sizes divisible by 16, got {size}"
     if dtype == "fp16" and _slow_fp16(d, report) and size > max_fp16_cpu_size:
-        return ("fp16 matmuls on this CPU have no hardware support: ~hundreds of times slower; "
-                f"measured only up to {max_fp16_cpu_size}")
+        return (
+            "fp16 matmuls on this CPU have no hardware support: ~hundreds of times slower; "
+            f"measured only up to {max_fp16_cpu_size}"
+        )
     return None
 
 
@@ -235,7 +247,9 @@ def _matmul_fn(dtype: str, size: int, d: torch.device):
         a8 = a.to(torch.float8_e4m3fn)
         b8 = b.to(torch.float8_e4m3fn).t().contiguous().t()  # _scaled_mm wants b column-major
         one = torch.tensor(1.0, device=d)
-        return lambda: torch._scaled_mm(a8, b8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16), contextlib.nullcontext()
+        return lambda: torch._scaled_mm(
+            a8, b8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16
+        ), contextlib.nullcontext()
     a, b = a.to(_TORCH_DTYPES[dtype]), b.to(_TORCH_DTYPES[dtype])
     if dtype == "tf32":
         ctx = fp32_precision(matmul="tf32")
@@ -246,8 +260,15 @@ def _matmul_fn(dtype: str, size: int, d: torch.device):
     return (lambda: a @ b), ctx
 
 
-def matmul_throughput(sizes, dtypes=("fp32", "bf16", "fp16"), *, device="cpu", repeats: int = 5,
-                      max_fp16_cpu_size: int = 256, budget_s: float = 1.0) -> list[dict]:
+def matmul_throughput(
+    sizes,
+    dtypes=("fp32", "bf16", "fp16"),
+    *,
+    device="cpu",
+    repeats: int = 5,
+    max_fp16_cpu_size: int = 256,
+    budget_s: float = 1.0,
+) -> list[dict]:
     """TFLOP/s of square size^3 matmuls in each of ``dtypes`` ("fp32", "tf32", "bf16", "fp16",
     "fp8"), timed with :func:`amp_lessons.timing.time_fn` (median of ``repeats``).
 
@@ -283,26 +304,40 @@ def matmul_throughput(sizes, dtypes=("fp32", "bf16", "fp16"), *, device="cpu", r
     for size in sizes:
         for dt in dtypes:
             flops = timing.matmul_flops(size, size, size)
-            row = {"size": size, "dtype": dt, "median_s": None, "tflops": None, "percent_of_peak": None,
-                   "skipped": _skip_reason(dt, size, d, report, max_fp16_cpu_size)}
+            row = {
+                "size": size,
+                "dtype": dt,
+                "median_s": None,
+                "tflops": None,
+                "percent_of_peak": None,
+                "skipped": _skip_reason(dt, size, d, report, max_fp16_cpu_size),
+            }
             if row["skipped"] is None and dt in rate:
                 predicted = (warmup + repeats) * flops / rate[dt]
                 if predicted > budget_s:
-                    row["skipped"] = (f"{dt} at n={size} would take about {predicted:.2g} s here "
-                                      f"({rate[dt] / 1e9:.3g} GFLOP/s measured), over budget_s={budget_s:g}")
+                    row["skipped"] = (
+                        f"{dt} at n={size} would take about {predicted:.2g} s here "
+                        f"({rate[dt] / 1e9:.3g} GFLOP/s measured), over budget_s={budget_s:g}"
+                    )
             if row["skipped"] is None:
                 fn, ctx = _matmul_fn(dt, size, d)
                 with ctx:
-                    t = timing.time_fn(fn, device=d.type, warmup=warmup, repeats=repeats,
-                                       flops=flops, dtype_key=dt)
+                    t = timing.time_fn(fn, device=d.type, warmup=warmup, repeats=repeats, flops=flops, dtype_key=dt)
                 row.update(median_s=t.median_s, tflops=t.tflops, percent_of_peak=t.percent_of_peak)
                 rate[dt] = flops / t.median_s
             rows.append(row)
     return rows
 
 
-def odd_size_effect(base: int | None = None, offsets=(0, 1, 7, 8), dtype: str = "bf16", *, device="cpu",
-                    repeats: int = 5, budget_s: float = 2.0) -> list[dict]:
+def odd_size_effect(
+    base: int | None = None,
+    offsets=(0, 1, 7, 8),
+    dtype: str = "bf16",
+    *,
+    device="cpu",
+    repeats: int = 5,
+    budget_s: float = 2.0,
+) -> list[dict]:
     """TFLOP/s of (base+offset)^3 matmuls in ``dtype``: the AMP recipe's "try batch 513" point
     (tensor cores like sizes that are multiples of 8). Rows as :func:`matmul_throughput`, plus
     ``"offset"`` and ``"relative_to_first"`` (this row's TFLOP/s over the first measured row's).
@@ -326,12 +361,14 @@ def odd_size_effect(base: int | None = None, offsets=(0, 1, 7, 8), dtype: str = 
         rate = matmul_rates(d).get(dtype)
         why = f"base {base}"
         if rate:
+
             def predicted(n):
                 return sum((2 + repeats) * timing.matmul_flops(n + o, n + o, n + o) for o in offs) / rate
 
             base, why = _halve_to_budget("base", base, predicted, budget_s, dtype, d)
-    rows = matmul_throughput([base + o for o in offs], (dtype,), device=d, repeats=repeats,
-                             budget_s=math.inf)  # sized above
+    rows = matmul_throughput(
+        [base + o for o in offs], (dtype,), device=d, repeats=repeats, budget_s=math.inf
+    )  # sized above
     first = next((r["tflops"] for r in rows if r["tflops"]), None)
     for r, o in zip(rows, offs):
         r["offset"] = o
@@ -344,6 +381,7 @@ def odd_size_effect(base: int | None = None, offsets=(0, 1, 7, 8), dtype: str = 
 # Launch-bound: tiny work per op gains nothing
 # --------------------------------------------------------------------------------------------
 
+
 def _mlp_step_times(width: int, batch: int, d: torch.device, repeats: int) -> dict:
     g = torch.Generator().manual_seed(0)
     model = nn.Sequential(*[nn.Linear(width, width) for _ in range(3)]).to(d)
@@ -355,19 +393,24 @@ def _mlp_step_times(width: int, batch: int, d: torch.device, repeats: int) -> di
                 loss = model(x).float().square().mean()
             loss.backward()
             model.zero_grad(set_to_none=True)
+
         return fn
 
     with _exact_fp32(d):
         t32 = timing.time_fn(step(False), device=d.type, warmup=2, repeats=repeats)
         t16 = timing.time_fn(step(True), device=d.type, warmup=2, repeats=repeats)
-    return {"model": f"3 x Linear({width}, {width}), batch {batch}",
-            "flops_per_step": 3 * 3 * 2.0 * batch * width * width,  # forward + 2 backward matmuls per layer
-            "fp32_step_s": t32.median_s, "bf16_autocast_step_s": t16.median_s,
-            "speedup": t32.median_s / t16.median_s}
+    return {
+        "model": f"3 x Linear({width}, {width}), batch {batch}",
+        "flops_per_step": 3 * 3 * 2.0 * batch * width * width,  # forward + 2 backward matmuls per layer
+        "fp32_step_s": t32.median_s,
+        "bf16_autocast_step_s": t16.median_s,
+        "speedup": t32.median_s / t16.median_s,
+    }
 
 
-def launch_bound_demo(*, device="cpu", repeats: int = 20, large_width: int | None = None,
-                      budget_s: float = 2.0) -> dict:
+def launch_bound_demo(
+    *, device="cpu", repeats: int = 20, large_width: int | None = None, budget_s: float = 2.0
+) -> dict:
     """One training step (forward, backward) of a tiny MLP (3 x Linear(64, 64), batch 8) in fp32
     and under bf16 autocast, measured: with so little work per op the time is per-op overhead
     (Python, dispatch, autocast's casts, kernel launches), so bf16 buys nothing. The same step of a
@@ -401,6 +444,7 @@ def launch_bound_demo(*, device="cpu", repeats: int = 20, large_width: int | Non
 # Peak memory
 # --------------------------------------------------------------------------------------------
 
+
 def peak_memory(fn, *, device="cpu") -> int:
     """Peak bytes allocated while ``fn()`` runs, above what was allocated when it started
     (tensors that already existed are not counted).
@@ -431,8 +475,11 @@ def peak_memory(fn, *, device="cpu") -> int:
     finally:
         with _quiet_fd2():
             prof.__exit__(None, None, None)
-    events = sorted((e.start_ns(), e.nbytes()) for e in prof.profiler.kineto_results.events()
-                    if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU)
+    events = sorted(
+        (e.start_ns(), e.nbytes())
+        for e in prof.profiler.kineto_results.events()
+        if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU
+    )
     current = peak = 0
     for _, nbytes in events:
         current += nbytes
@@ -444,16 +491,21 @@ def peak_memory(fn, *, device="cpu") -> int:
 # A tiny transformer and its data
 # --------------------------------------------------------------------------------------------
 
+
 class TinyTransformer(nn.Module):
     """A small decoder-only (causal) transformer: token + position embeddings, ``n_layers``
     pre-norm ``nn.TransformerEncoderLayer`` blocks with a causal mask, a final LayerNorm and a
     linear head. ``forward(tokens)`` takes (batch, seq) token ids, returns (batch, seq, vocab) logits."""
 
-    def __init__(self, vocab: int = 64, d_model: int = 128, n_heads: int = 4, n_layers: int = 2,
-                 seq_len: int = 32):
+    def __init__(self, vocab: int = 64, d_model: int = 128, n_heads: int = 4, n_layers: int = 2, seq_len: int = 32):
         super().__init__()
-        for name, v in (("vocab", vocab), ("d_model", d_model), ("n_heads", n_heads), ("n_layers", n_layers),
-                        ("seq_len", seq_len)):
+        for name, v in (
+            ("vocab", vocab),
+            ("d_model", d_model),
+            ("n_heads", n_heads),
+            ("n_layers", n_layers),
+            ("seq_len", seq_len),
+        ):
             _int(v, name)
         if d_model % n_heads:
             raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
@@ -461,9 +513,11 @@ class TinyTransformer(nn.Module):
         self.embed = nn.Embedding(vocab, d_model)
         self.pos = nn.Parameter(torch.randn(seq_len, d_model) * 0.02)
         self.layers = nn.ModuleList(
-            nn.TransformerEncoderLayer(d_model, n_heads, dim_feedforward=4 * d_model, dropout=0.0,
-                                       batch_first=True, norm_first=True)
-            for _ in range(n_layers))
+            nn.TransformerEncoderLayer(
+                d_model, n_heads, dim_feedforward=4 * d_model, dropout=0.0, batch_first=True, norm_first=True
+            )
+            for _ in range(n_layers)
+        )
         self.norm = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, vocab)
 
@@ -486,8 +540,9 @@ def make_batches(seed: int, n: int, batch: int, seq_len: int, vocab: int, *, noi
     with probability ``noise`` a random token. A model learns the rule within a few dozen steps;
     the best achievable loss is about the noise's entropy. Inputs are ``b[:, :-1]``, targets ``b[:, 1:]``."""
     seed = _int(seed, "seed", 0)
-    n, batch, seq_len, vocab = (_int(v, name) for v, name in ((n, "n"), (batch, "batch"), (seq_len, "seq_len"),
-                                                               (vocab, "vocab")))
+    n, batch, seq_len, vocab = (
+        _int(v, name) for v, name in ((n, "n"), (batch, "batch"), (seq_len, "seq_len"), (vocab, "vocab"))
+    )
     if vocab < 2:
         raise ValueError(f"vocab must be at least 2, got {vocab}")
     if not (isinstance(noise, (int, float)) and 0 <= noise <= 1):
@@ -520,12 +575,16 @@ def _not_run_reason(config: str, d: torch.device, report: DeviceReport, allow_sl
     g = report.gpu if d.type == "cuda" else None
     if config == "tf32" and not (g is not None and g.tf32):
         where = "this CPU" if d.type == "cpu" else f"the {g.name if g else 'GPU'}"
-        return (f"not run: TF32 is a math mode of NVIDIA tensor cores (Ampere and newer) and {where} has none "
-                "(on a CPU the 'tf32' setting changes nothing: it would be the fp32 run again)")
+        return (
+            f"not run: TF32 is a math mode of NVIDIA tensor cores (Ampere and newer) and {where} has none "
+            "(on a CPU the 'tf32' setting changes nothing: it would be the fp32 run again)"
+        )
     if config == "fp16 autocast + GradScaler" and _slow_fp16(d, report) and not allow_slow_fp16:
-        return ("not run: this CPU has no fp16 matrix instructions (AMX-FP16), so fp16 matmuls take a slow "
-                "fallback, hundreds of times slower than fp32; the run would take minutes and measure nothing "
-                "about mixed precision (pass allow_slow_fp16=True with a tiny model to run it anyway)")
+        return (
+            "not run: this CPU has no fp16 matrix instructions (AMX-FP16), so fp16 matmuls take a slow "
+            "fallback, hundreds of times slower than fp32; the run would take minutes and measure nothing "
+            "about mixed precision (pass allow_slow_fp16=True with a tiny model to run it anyway)"
+        )
     if config == "bf16 autocast" and g is not None and not g.bf16:
         return f"not run: the {g.name} has no bf16 tensor cores (Ampere and newer have them)"
     return None
@@ -572,9 +631,15 @@ def training_plan(*, device="cpu", budget_s: float = 8.0, allow_slow_fp16: bool 
     report = device_report()
     configs = [c for c in CONFIGS if _not_run_reason(c, d, report, allow_slow_fp16) is None]
     if d.type != "cpu":
-        return {"model": dict(_GPU_MODEL), "batch": _GPU_RUN["batch"], "steps": _GPU_RUN["steps"],
-                "configs": configs, "predicted_s": None, "scaled_down": False,
-                "note": "GPU: the full-size model (d_model 768, 6 layers, 256 tokens, batch 32, 100 steps)"}
+        return {
+            "model": dict(_GPU_MODEL),
+            "batch": _GPU_RUN["batch"],
+            "steps": _GPU_RUN["steps"],
+            "configs": configs,
+            "predicted_s": None,
+            "scaled_down": False,
+            "note": "GPU: the full-size model (d_model 768, 6 layers, 256 tokens, batch 32, 100 steps)",
+        }
     rates = matmul_rates(d)
     steps = _CPU_RUN["steps"]
 
@@ -590,14 +655,23 @@ def training_plan(*, device="cpu", budget_s: float = 8.0, allow_slow_fp16: bool 
     if scaled:
         full = predicted(_CPU_MODEL, _CPU_RUN["batch"])
         slowest = min(configs, key=lambda c: rates[_CONFIG_DTYPE[c]])
-        note = (f"scaled down to {size} for every configuration: "
-                f"{_rate_note(_CONFIG_DTYPE[slowest], rates)} (measured), so the full-size model "
-                f"(d_model 256, 64 tokens, batch 16) would take about {sum(full.values()):.0f} s "
-                f"over the budget of {budget_s:g} s")
+        note = (
+            f"scaled down to {size} for every configuration: "
+            f"{_rate_note(_CONFIG_DTYPE[slowest], rates)} (measured), so the full-size model "
+            f"(d_model 256, 64 tokens, batch 16) would take about {sum(full.values()):.0f} s "
+            f"over the budget of {budget_s:g} s"
+        )
     else:
         note = f"full size: {size} (about {sum(pred.values()):.1f} s predicted for {len(configs)} runs)"
-    return {"model": dict(mk), "batch": batch, "steps": steps, "configs": configs, "predicted_s": pred,
-            "scaled_down": scaled, "note": note}
+    return {
+        "model": dict(mk),
+        "batch": batch,
+        "steps": steps,
+        "configs": configs,
+        "predicted_s": pred,
+        "scaled_down": scaled,
+        "note": note,
+    }
 
 
 def amp_step(model: nn.Module, optimizer, config: str, device_type: str):
@@ -624,9 +698,19 @@ def amp_step(model: nn.Module, optimizer, config: str, device_type: str):
     return step
 
 
-def train(config: str, *, steps: int | None = None, device="cpu", seed: int = 0, progress: bool = True,
-          model_kwargs: dict | None = None, batch: int | None = None, lr: float = 3e-3,
-          allow_slow_fp16: bool = False, make_step=None) -> dict:
+def train(
+    config: str,
+    *,
+    steps: int | None = None,
+    device="cpu",
+    seed: int = 0,
+    progress: bool = True,
+    model_kwargs: dict | None = None,
+    batch: int | None = None,
+    lr: float = 3e-3,
+    allow_slow_fp16: bool = False,
+    make_step=None,
+) -> dict:
     """Train a :class:`TinyTransformer` on :func:`make_batches` data in one of :data:`CONFIGS`.
 
     One loop for all four: each step is ``make_step(model, optimizer, config, device_type)(x, y)``,
@@ -651,8 +735,9 @@ def train(config: str, *, steps: int | None = None, device="cpu", seed: int = 0,
         raise ValueError(f"unknown config {config!r}: use one of {', '.join(map(repr, CONFIGS))}")
     make_step = amp_step if make_step is None else make_step
     if not callable(make_step):
-        raise TypeError(f"make_step must be a function (model, optimizer, config, device_type) -> step(x, y), "
-                        f"got {make_step!r}")
+        raise TypeError(
+            f"make_step must be a function (model, optimizer, config, device_type) -> step(x, y), got {make_step!r}"
+        )
     d = _device(device)
     reason = _not_run_reason(config, d, device_report(), allow_slow_fp16)
     if reason:
@@ -676,8 +761,9 @@ def train(config: str, *, steps: int | None = None, device="cpu", seed: int = 0,
     precision = fp32_precision(matmul="tf32") if config == "tf32" else _exact_fp32(d)
     step_fn = make_step(model, opt, config, d.type)
     if not callable(step_fn):
-        raise TypeError(f"make_step(model, optimizer, config, device_type) must return a callable step(x, y), "
-                        f"got {step_fn!r}")
+        raise TypeError(
+            f"make_step(model, optimizer, config, device_type) must return a callable step(x, y), got {step_fn!r}"
+        )
 
     def step(i: int) -> float:
         loss = step_fn(data[i, :, :-1], data[i, :, 1:])
@@ -695,22 +781,31 @@ def train(config: str, *, steps: int | None = None, device="cpu", seed: int = 0,
         box = []
         peak = peak_memory(lambda: box.append(step(steps - 1)), device=d)
         losses.append(box[0])
-    return {"config": config, "ran": True, "loss": losses, "final_loss": losses[-1],
-            "step_time_s": statistics.median(times[1:] if len(times) > 1 else times),
-            "peak_memory_bytes": peak, "device": str(d) if d.type == "cpu" else torch.cuda.get_device_name(d),
-            "steps": steps, "model": dict(mk, batch=batch)}
+    return {
+        "config": config,
+        "ran": True,
+        "loss": losses,
+        "final_loss": losses[-1],
+        "step_time_s": statistics.median(times[1:] if len(times) > 1 else times),
+        "peak_memory_bytes": peak,
+        "device": str(d) if d.type == "cpu" else torch.cuda.get_device_name(d),
+        "steps": steps,
+        "model": dict(mk, batch=batch),
+    }
 
 
 # --------------------------------------------------------------------------------------------
 # Inference
 # --------------------------------------------------------------------------------------------
 
+
 def _param_bytes(model: nn.Module) -> int:
     return sum(p.numel() * p.element_size() for p in model.parameters())
 
 
-def inference_compare(*, device="cpu", seed: int = 0, model: nn.Module | None = None, batch: int = 4,
-                      repeats: int = 5) -> list[dict]:
+def inference_compare(
+    *, device="cpu", seed: int = 0, model: nn.Module | None = None, batch: int = 4, repeats: int = 5
+) -> list[dict]:
     """Logits of one model (default: a seeded, freshly initialised :class:`TinyTransformer`;
     pass a trained ``model`` to compare that) run four ways on one batch of :func:`make_batches`:
     "fp32"; "bf16 autocast" (fp32 weights, matmuls in bf16); "bf16 weights" (``.to(torch.bfloat16)``,
@@ -733,24 +828,37 @@ def inference_compare(*, device="cpu", seed: int = 0, model: nn.Module | None = 
         ("fp32", model, False, ""),
         ("bf16 autocast", model, True, "weights stay fp32; autocast casts them per matmul"),
         ("bf16 weights", copy.deepcopy(model).to(torch.bfloat16), False, ".to(torch.bfloat16): everything bf16"),
-        ("fp16 weights", copy.deepcopy(model).half(), False,
-         ".half(): everything fp16" + ("; this CPU has no fp16 instructions (fallback path): timed once"
-                                       if slow16 else "")),
+        (
+            "fp16 weights",
+            copy.deepcopy(model).half(),
+            False,
+            ".half(): everything fp16"
+            + ("; this CPU has no fp16 instructions (fallback path): timed once" if slow16 else ""),
+        ),
     ]
     rows, ref = [], None
     with torch.inference_mode(), _exact_fp32(d):
         for name, m, amp, note in variants:
+
             def fwd(m=m, amp=amp):
                 with torch.autocast(d.type, dtype=torch.bfloat16, enabled=amp):
                     return m(tokens)
+
             out = fwd()
             few = name == "fp16 weights" and slow16
             t = timing.time_fn(fwd, device=d.type, warmup=0 if few else 2, repeats=1 if few else repeats)
             if ref is None:
                 ref = out.float()
-            rows.append({"variant": name, "max_abs_error": (out.float() - ref).abs().max().item(),
-                         "time_s": t.median_s, "param_bytes": _param_bytes(m),
-                         "output_dtype": str(out.dtype).replace("torch.", ""), "note": note})
+            rows.append(
+                {
+                    "variant": name,
+                    "max_abs_error": (out.float() - ref).abs().max().item(),
+                    "time_s": t.median_s,
+                    "param_bytes": _param_bytes(m),
+                    "output_dtype": str(out.dtype).replace("torch.", ""),
+                    "note": note,
+                }
+            )
     return rows
 
 
@@ -776,16 +884,20 @@ def overflow_demo() -> dict:
         act = model[0](x).abs().max().item()
         for name, dtype in (("fp32", torch.float32), ("fp16", torch.float16), ("bf16", torch.bfloat16)):
             outs[name] = copy.deepcopy(model).to(dtype)(x.to(dtype)).float()
-    return {"max_activation": act, "fp16_max": torch.finfo(torch.float16).max,
-            "outputs": {k: v.reshape(-1).tolist() for k, v in outs.items()},
-            "fp16_finite": bool(torch.isfinite(outs["fp16"]).all()),
-            "bf16_finite": bool(torch.isfinite(outs["bf16"]).all()),
-            "bf16_max_abs_error": (outs["bf16"] - outs["fp32"]).abs().max().item()}
+    return {
+        "max_activation": act,
+        "fp16_max": torch.finfo(torch.float16).max,
+        "outputs": {k: v.reshape(-1).tolist() for k, v in outs.items()},
+        "fp16_finite": bool(torch.isfinite(outs["fp16"]).all()),
+        "bf16_finite": bool(torch.isfinite(outs["bf16"]).all()),
+        "bf16_max_abs_error": (outs["bf16"] - outs["fp32"]).abs().max().item(),
+    }
 
 
 # --------------------------------------------------------------------------------------------
 # Reference experiments (recorded on a GPU; runnable small on a CPU)
 # --------------------------------------------------------------------------------------------
+
 
 @reference.register("e2e_matmul_throughput")
 def _record_throughput(device: str = "cuda", size: int = 8192) -> dict:
@@ -818,8 +930,9 @@ def _record_throughput(device: str = "cuda", size: int = 8192) -> dict:
 
 
 @reference.register("e2e_training")
-def _record_training(device: str = "cuda", steps: int | None = None, model_kwargs: dict | None = None,
-                     batch: int | None = None) -> dict:
+def _record_training(
+    device: str = "cuda", steps: int | None = None, model_kwargs: dict | None = None, batch: int | None = None
+) -> dict:
     """Step time, peak memory of a step and final loss of :func:`train` for each config that runs."""
     d = _device(device)
     out = {}

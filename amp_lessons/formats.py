@@ -93,13 +93,11 @@ class FloatFormat:
             value = getattr(self, field)
             if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
                 raise ValueError(
-                    f"{field}={value!r} is not allowed for format {self.name!r}: "
-                    f"use an integer from {lo} to {hi}"
+                    f"{field}={value!r} is not allowed for format {self.name!r}: use an integer from {lo} to {hi}"
                 )
         if self.encoding not in ENCODINGS:
             raise ValueError(
-                f"encoding={self.encoding!r} is not allowed for format {self.name!r}: "
-                f"use one of {_choices(ENCODINGS)}"
+                f"encoding={self.encoding!r} is not allowed for format {self.name!r}: use one of {_choices(ENCODINGS)}"
             )
         if self.encoding == "ieee" and self.exponent_bits < 2:
             raise ValueError(
@@ -216,7 +214,7 @@ class FloatFormat:
     @property
     def resolution(self) -> float:
         """``10**-decimal_digits``, as ``torch.finfo(...).resolution``."""
-        return 10.0 ** -self.decimal_digits
+        return 10.0**-self.decimal_digits
 
     @property
     def dynamic_range_decades(self) -> float:
@@ -286,18 +284,14 @@ def get_format(fmt: str | FloatFormat) -> FloatFormat:
         return fmt
     if isinstance(fmt, str) and fmt in FORMATS:
         return FORMATS[fmt]
-    raise ValueError(
-        f"unknown format {fmt!r}: use a FloatFormat or one of {_choices(FORMATS)}"
-    )
+    raise ValueError(f"unknown format {fmt!r}: use a FloatFormat or one of {_choices(FORMATS)}")
 
 
 def _check_tensor(x, what="x") -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
     if not x.is_floating_point():
-        raise TypeError(
-            f"{what} must be a floating-point tensor (float32, or a narrower float), got {x.dtype}"
-        )
+        raise TypeError(f"{what} must be a floating-point tensor (float32, or a narrower float), got {x.dtype}")
     if x.dtype == torch.float64:
         raise TypeError(
             f"{what} is float64; the engine rounds float32 inputs: pass x.float() "
@@ -424,7 +418,7 @@ def _quantize_emulated(x: torch.Tensor, f: FloatFormat, rounding: str, overflow:
     flat = x.contiguous().view(-1)
     out = torch.empty_like(flat)
     for start in range(0, flat.numel(), _CHUNK):
-        _emulate_block(flat[start:start + _CHUNK], out[start:start + _CHUNK], f, rounding, overflow)
+        _emulate_block(flat[start : start + _CHUNK], out[start : start + _CHUNK], f, rounding, overflow)
     return out.view(x.shape)
 
 
@@ -479,6 +473,7 @@ def rounding_error(x: torch.Tensor, fmt: str | FloatFormat, rounding: str = "nea
 
 
 # --- bit fields ----------------------------------------------------------------------------------
+
 
 def decompose(x: torch.Tensor, fmt: str | FloatFormat, rounding: str = "nearest_even"):
     """Split values into the ``(sign, exponent, mantissa)`` bit fields of ``fmt`` (int64 tensors).

@@ -62,14 +62,17 @@ _SCALAR_ROWS = 16  # running sums of at most this many rows loop in Python float
 
 # --- checks ------------------------------------------------------------------------------------
 
+
 def _values(values, what="values") -> torch.Tensor:
     """A float32 tensor from a floating tensor (not float64) or a list of numbers."""
     if isinstance(values, torch.Tensor):
         if not values.is_floating_point():
             raise TypeError(f"{what} must be a floating-point tensor, got {values.dtype}")
         if values.dtype == torch.float64:
-            raise TypeError(f"{what} is float64; the experiments work in float32: pass {what}.float() "
-                            "(float64 -> float32 is itself a rounding, so make it explicit)")
+            raise TypeError(
+                f"{what} is float64; the experiments work in float32: pass {what}.float() "
+                "(float64 -> float32 is itself a rounding, so make it explicit)"
+            )
         return values.float()
     if isinstance(values, (list, tuple)):
         try:
@@ -91,6 +94,7 @@ def _modes(f: FloatFormat, rounding: str, overflow: str | None) -> str:
 
 
 # --- exact rounding of one Python float ----------------------------------------------------------
+
 
 def _is_fp32(f: FloatFormat) -> bool:
     return (f.exponent_bits, f.mantissa_bits, f.encoding) == (8, 23, "ieee")
@@ -142,6 +146,7 @@ _round32 = _scalar_rounder(_FP32, "nearest_even", "inf")
 
 
 # --- running sums --------------------------------------------------------------------------------
+
 
 def running_sum(values, acc_fmt="fp16", rounding: str = "nearest_even", *, overflow: str | None = None) -> torch.Tensor:
     """Sequential sum with the accumulator rounded to ``acc_fmt`` after every addition.
@@ -202,8 +207,8 @@ def _constant_running_sum(v: float, n: int, f: FloatFormat) -> torch.Tensor:
             break
         acc = new
     result = torch.empty(n)
-    result[:len(out)] = torch.tensor(out, dtype=torch.float32)
-    result[len(out):] = out[-1] if out else 0.0
+    result[: len(out)] = torch.tensor(out, dtype=torch.float32)
+    result[len(out) :] = out[-1] if out else 0.0
     return result
 
 
@@ -311,6 +316,7 @@ def sum_copies(v: float, n: int) -> dict:
 
 # --- lost updates ----------------------------------------------------------------------------------
 
+
 def update_survives(weight: float, update: float, fmt="fp16") -> bool:
     """Whether ``weight - update`` (computed in float32), rounded to ``fmt``, differs from
     ``weight`` rounded to ``fmt``: False means the SGD step is lost (swamped by rounding)."""
@@ -349,8 +355,9 @@ def _regression(seed: int, n: int = 256, d: int = 64, noise: float = 0.01):
     return x, y
 
 
-def train_master_weights(steps: int = 300, *, lr: float = 0.1, seed: int = 0, progress: bool = True,
-                         fmt="fp16") -> dict:
+def train_master_weights(
+    steps: int = 300, *, lr: float = 0.1, seed: int = 0, progress: bool = True, fmt="fp16"
+) -> dict:
     """Train one linear regression (64 weights of magnitude 1..4, 256 generated samples, loss
     ``mean((x @ w - y)**2) / 2``, plain SGD from zero) three ways, same data, same start:
 
@@ -398,12 +405,18 @@ def train_master_weights(steps: int = 300, *, lr: float = 0.1, seed: int = 0, pr
                 lost_fmt[run] += lost_update_fraction(w, update, f)
                 new = w - update
                 weights[run] = quantize(new, f) if run == "fp16 weights" else new
-    return {"loss": loss, "lost_fraction": {r: v / steps for r, v in lost.items()},
-            "lost_if_fmt": {r: v / steps for r, v in lost_fmt.items()}, "steps": int(steps), "lr": lr,
-            "fmt": f.name}
+    return {
+        "loss": loss,
+        "lost_fraction": {r: v / steps for r, v in lost.items()},
+        "lost_if_fmt": {r: v / steps for r, v in lost_fmt.items()},
+        "steps": int(steps),
+        "lr": lr,
+        "fmt": f.name,
+    }
 
 
 # --- gradient census -------------------------------------------------------------------------------
+
 
 def small_model(seed: int = 0) -> torch.nn.Module:
     """A small seeded MLP classifier: 64 inputs, two hidden layers of 256 ReLUs, 10 classes
@@ -412,8 +425,10 @@ def small_model(seed: int = 0) -> torch.nn.Module:
     with g:
         torch.manual_seed(seed)
         return torch.nn.Sequential(
-            torch.nn.Linear(64, 256), torch.nn.ReLU(),
-            torch.nn.Linear(256, 256), torch.nn.ReLU(),
+            torch.nn.Linear(64, 256),
+            torch.nn.ReLU(),
+            torch.nn.Linear(256, 256),
+            torch.nn.ReLU(),
             torch.nn.Linear(256, 10),
         )
 
@@ -541,8 +556,10 @@ def gradient_census_of(model: torch.nn.Module, loss_fn, batch, fmt="fp16") -> di
         if not (isinstance(loss, torch.Tensor) and loss.numel() == 1):
             raise TypeError(f"loss_fn must return a scalar tensor, got {loss!r:.80}")
         if not loss.requires_grad:
-            raise ValueError("no gradients: the loss does not depend on any parameter that requires grad "
-                             "(is the whole model frozen?)")
+            raise ValueError(
+                "no gradients: the loss does not depend on any parameter that requires grad "
+                "(is the whole model frozen?)"
+            )
         loss.backward()
     finally:
         for h in handles:

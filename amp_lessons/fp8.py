@@ -65,6 +65,7 @@ _PROBES = (500.0, 1e5, math.inf, math.nan)
 
 # --- checks ------------------------------------------------------------------------------------
 
+
 def _tensor(x, what: str = "x") -> torch.Tensor:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
@@ -87,6 +88,7 @@ def _to_fp8(x: torch.Tensor, dtype: torch.dtype = torch.float8_e4m3fn) -> torch.
 
 
 # --- facts of the installed torch ---------------------------------------------------------------
+
 
 def torch_fp8_overflow() -> dict:
     """What the installed torch's casts to ``float8_e4m3fn`` and ``float8_e5m2`` make of 500.0, 1e5,
@@ -113,6 +115,7 @@ def values_in(fmt, lo: float, hi: float) -> int:
 
 
 # --- scales and fake quantization ----------------------------------------------------------------
+
 
 def amax_scale(x, fmt="fp8_e4m3", *, margin: int = 0, power_of_two: bool = False) -> float:
     """Per-tensor ("current") scale: ``s = fmt.max / 2**margin / amax(x)``, so that the largest
@@ -206,16 +209,20 @@ class DelayedScaler:
         return q
 
     def __repr__(self) -> str:
-        return (f"DelayedScaler({self.fmt.name}, history_len={self.history_len}, margin={self.margin}, "
-                f"scale={self.scale}, history of {len(self._history)})")
+        return (
+            f"DelayedScaler({self.fmt.name}, history_len={self.history_len}, margin={self.margin}, "
+            f"scale={self.scale}, history of {len(self._history)})"
+        )
 
 
 def _block(block) -> tuple[int, int]:
     if isinstance(block, str) and block in BLOCK_SHAPES:
         return BLOCK_SHAPES[block]
     if not (isinstance(block, (tuple, list)) and len(block) == 2):
-        raise ValueError(f"block must be a pair (rows, cols) such as (1, 128), or one of "
-                         f"{', '.join(map(repr, BLOCK_SHAPES))}; got {block!r}")
+        raise ValueError(
+            f"block must be a pair (rows, cols) such as (1, 128), or one of "
+            f"{', '.join(map(repr, BLOCK_SHAPES))}; got {block!r}"
+        )
     return _int(block[0], "block rows", 1), _int(block[1], "block cols", 1)
 
 
@@ -251,8 +258,10 @@ def blockwise_fake_quantize(x, block=(1, 128), fmt="fp8_e4m3", *, power_of_two: 
     f = get_format(fmt)
     x = _tensor(x)
     if x.dim() != 2:
-        raise ValueError(f"blockwise_fake_quantize needs a 2-D tensor (rows x cols), got shape {tuple(x.shape)}; "
-                         "reshape it first, e.g. x.reshape(-1, x.shape[-1])")
+        raise ValueError(
+            f"blockwise_fake_quantize needs a 2-D tensor (rows x cols), got shape {tuple(x.shape)}; "
+            "reshape it first, e.g. x.reshape(-1, x.shape[-1])"
+        )
     br, bc = _block(block)
     if not isinstance(power_of_two, bool):
         raise TypeError(f"power_of_two must be True or False, got {power_of_two!r}")
@@ -272,6 +281,7 @@ def block_scale_map(x: torch.Tensor, f: FloatFormat, br: int, bc: int, power_of_
 
 
 # --- errors on real tensors ------------------------------------------------------------------------
+
 
 def model_tensors(seed: int = 0) -> dict[str, torch.Tensor]:
     """Real tensors of the middle layer (Linear 256 -> 256) of :func:`amp_lessons.fp16.small_model`
@@ -330,8 +340,9 @@ def _method_scale(method: str, x: torch.Tensor, f: FloatFormat, delayed_history)
         except ValueError:
             raise ValueError(f"block method {method!r} must read 'block RxC', e.g. 'block 1x128'") from None
         return block_scale_map(x, f, br, bc)
-    raise ValueError(f"unknown scaling method {method!r}: use some of {', '.join(map(repr, SCALING_METHODS))} "
-                     "(or 'block RxC')")
+    raise ValueError(
+        f"unknown scaling method {method!r}: use some of {', '.join(map(repr, SCALING_METHODS))} (or 'block RxC')"
+    )
 
 
 def cast_stats(x: torch.Tensor, scaled: torch.Tensor, q_scaled: torch.Tensor, f: FloatFormat, q: torch.Tensor) -> dict:
@@ -349,8 +360,9 @@ def cast_stats(x: torch.Tensor, scaled: torch.Tensor, q_scaled: torch.Tensor, f:
     return {"relative error": err, "flushed": flushed / n, "saturated": over / n}
 
 
-def scaling_errors(tensors: dict, fmt="fp8_e4m3", methods=SCALING_METHODS, *,
-                   delayed_history=(0.8, 0.85, 0.9, 0.95)) -> list[dict]:
+def scaling_errors(
+    tensors: dict, fmt="fp8_e4m3", methods=SCALING_METHODS, *, delayed_history=(0.8, 0.85, 0.9, 0.95)
+) -> list[dict]:
     """The error of fp8 casting with each scaling method on each tensor.
 
     Rows ``{"tensor", "method", "fmt", "relative error", "flushed", "saturated"}``: relative error
@@ -370,8 +382,9 @@ def scaling_errors(tensors: dict, fmt="fp8_e4m3", methods=SCALING_METHODS, *,
         raise ValueError("methods is empty")
     for m in methods:
         if not (m in SCALING_METHODS or (isinstance(m, str) and m.startswith("block "))):
-            raise ValueError(f"unknown scaling method {m!r}: use some of {', '.join(map(repr, SCALING_METHODS))} "
-                             "(or 'block RxC')")
+            raise ValueError(
+                f"unknown scaling method {m!r}: use some of {', '.join(map(repr, SCALING_METHODS))} (or 'block RxC')"
+            )
 
     rows = []
     with _one_thread():
@@ -381,12 +394,14 @@ def scaling_errors(tensors: dict, fmt="fp8_e4m3", methods=SCALING_METHODS, *,
                 s = _method_scale(m, x, f, tuple(delayed_history))
                 scaled = x * s
                 q_scaled = quantize(scaled, f)
-                rows.append({"tensor": name, "method": m, "fmt": f.name,
-                             **cast_stats(x, scaled, q_scaled, f, q_scaled / s)})
+                rows.append(
+                    {"tensor": name, "method": m, "fmt": f.name, **cast_stats(x, scaled, q_scaled, f, q_scaled / s)}
+                )
     return rows
 
 
 # --- fp8 matmul ------------------------------------------------------------------------------------
+
 
 def _rel(a: torch.Tensor, ref: torch.Tensor) -> float:
     return float((a.double() - ref).norm() / ref.norm())
@@ -394,8 +409,13 @@ def _rel(a: torch.Tensor, ref: torch.Tensor) -> float:
 
 def _scaled_mm(a8, b8, inv_a: float, inv_b: float, out_dtype):
     d = a8.device
-    return torch._scaled_mm(a8, b8, scale_a=torch.tensor(inv_a, dtype=torch.float32, device=d),
-                            scale_b=torch.tensor(inv_b, dtype=torch.float32, device=d), out_dtype=out_dtype)
+    return torch._scaled_mm(
+        a8,
+        b8,
+        scale_a=torch.tensor(inv_a, dtype=torch.float32, device=d),
+        scale_b=torch.tensor(inv_b, dtype=torch.float32, device=d),
+        out_dtype=out_dtype,
+    )
 
 
 def _gpu_has_fp8(d: torch.device) -> bool:
@@ -407,8 +427,16 @@ def _gpu_has_fp8(d: torch.device) -> bool:
     return g is not None and g.fp8
 
 
-def scaled_mm_compare(m: int = 256, k: int = 512, n: int = 256, *, device="cpu", seed: int = 0,
-                      time_it: bool | None = None, repeats: int = 10) -> dict:
+def scaled_mm_compare(
+    m: int = 256,
+    k: int = 512,
+    n: int = 256,
+    *,
+    device="cpu",
+    seed: int = 0,
+    time_it: bool | None = None,
+    repeats: int = 10,
+) -> dict:
     """One ``(m x k) @ (k x n)`` product of random-normal matrices, four ways, against a float64
     reference: fp32, bf16 inputs, and fp8 e4m3 with per-tensor scales through ``torch._scaled_mm``
     (inputs cast to ``float8_e4m3fn`` after multiplying by :func:`amax_scale`; ``scale_a`` /
@@ -434,7 +462,7 @@ def scaled_mm_compare(m: int = 256, k: int = 512, n: int = 256, *, device="cpu",
     a, b = a.to(d), b.to(d)
     with _exact_fp32(d):
         fp32 = (a @ b).cpu()
-        emulated = (fake_quantize(a.cpu(), "fp8_e4m3", sa) @ fake_quantize(b.cpu(), "fp8_e4m3", sb))
+        emulated = fake_quantize(a.cpu(), "fp8_e4m3", sa) @ fake_quantize(b.cpu(), "fp8_e4m3", sb)
     bf16 = (a.bfloat16() @ b.bfloat16()).float().cpu()
     out["fp32 error"] = _rel(fp32, ref)
     out["bf16 error"] = _rel(bf16, ref)
@@ -458,12 +486,23 @@ def scaled_mm_compare(m: int = 256, k: int = 512, n: int = 256, *, device="cpu",
         flops = matmul_flops(m, k, n)
         ab, bb = a.bfloat16(), b.bfloat16()
         warm = 3 if d.type == "cuda" else 1
-        t8 = time_fn(lambda: _scaled_mm(a8, b8, 1 / sa, 1 / sb, torch.bfloat16), device=d.type, warmup=warm,
-                     repeats=repeats, flops=flops)
+        t8 = time_fn(
+            lambda: _scaled_mm(a8, b8, 1 / sa, 1 / sb, torch.bfloat16),
+            device=d.type,
+            warmup=warm,
+            repeats=repeats,
+            flops=flops,
+        )
         t16 = time_fn(lambda: ab @ bb, device=d.type, warmup=warm, repeats=repeats, flops=flops)
-        out.update({"fp8 time_s": t8.median_s, "bf16 time_s": t16.median_s,
-                    "fp8 tflops": flops / t8.median_s / 1e12, "bf16 tflops": flops / t16.median_s / 1e12,
-                    "fp8 speedup over bf16": t16.median_s / t8.median_s})
+        out.update(
+            {
+                "fp8 time_s": t8.median_s,
+                "bf16 time_s": t16.median_s,
+                "fp8 tflops": flops / t8.median_s / 1e12,
+                "bf16 tflops": flops / t16.median_s / 1e12,
+                "fp8 speedup over bf16": t16.median_s / t8.median_s,
+            }
+        )
     return out
 
 
@@ -475,10 +514,16 @@ def _record_fp8_scaled_mm(device: str = "cuda", size: int | None = None) -> dict
     d = _device(device)
     size = (8192 if d.type == "cuda" else 64) if size is None else _int(size, "size", 16)
     r = scaled_mm_compare(size, size, size, device=d, time_it=True, repeats=10 if d.type == "cuda" else 2)
-    keys = {"fp8 time_s": "fp8_time_s", "bf16 time_s": "bf16_time_s", "fp8 tflops": "fp8_tflops",
-            "bf16 tflops": "bf16_tflops", "fp8 speedup over bf16": "fp8_speedup_over_bf16",
-            "bf16 error": "bf16_rel_error", "fp8 _scaled_mm error": "fp8_rel_error",
-            "_scaled_mm vs emulation max diff / max |output|": "fp8_vs_emulation_rel_diff"}
+    keys = {
+        "fp8 time_s": "fp8_time_s",
+        "bf16 time_s": "bf16_time_s",
+        "fp8 tflops": "fp8_tflops",
+        "bf16 tflops": "bf16_tflops",
+        "fp8 speedup over bf16": "fp8_speedup_over_bf16",
+        "bf16 error": "bf16_rel_error",
+        "fp8 _scaled_mm error": "fp8_rel_error",
+        "_scaled_mm vs emulation max diff / max |output|": "fp8_vs_emulation_rel_diff",
+    }
     out = {"shape": f"{size}^3"}
     out.update({new: r[old] for old, new in keys.items() if isinstance(r.get(old), float) and math.isfinite(r[old])})
     if r["_scaled_mm"]:
@@ -487,6 +532,7 @@ def _record_fp8_scaled_mm(device: str = "cuda", size: int | None = None) -> dict
 
 
 # --- an fp8 linear layer ---------------------------------------------------------------------------
+
 
 class Fp8LinearFn(torch.autograd.Function):
     """y = x @ w.T + b with x and w cast to e4m3 (current per-tensor scales) and fp32 accumulation;
@@ -520,8 +566,9 @@ class Fp8Linear(torch.nn.Module):
     per-tensor current scales, product accumulated in fp32; backward: the output gradient cast to
     e5m2 with its own scale, dgrad and wgrad accumulated in fp32. Takes 2-D inputs (batch x in)."""
 
-    def __init__(self, in_features: int, out_features: int, bias: bool = True, *,
-                 fwd_fmt="fp8_e4m3", bwd_fmt="fp8_e5m2"):
+    def __init__(
+        self, in_features: int, out_features: int, bias: bool = True, *, fwd_fmt="fp8_e4m3", bwd_fmt="fp8_e5m2"
+    ):
         super().__init__()
         ref = torch.nn.Linear(_int(in_features, "in_features", 1), _int(out_features, "out_features", 1), bias=bias)
         self.weight = ref.weight
@@ -546,12 +593,15 @@ class Fp8Linear(torch.nn.Module):
         return Fp8LinearFn.apply(x, self.weight, self.bias, self.fwd_fmt, self.bwd_fmt)
 
     def extra_repr(self) -> str:
-        return (f"in_features={self.weight.shape[1]}, out_features={self.weight.shape[0]}, "
-                f"bias={self.bias is not None}, forward {self.fwd_fmt}, backward {self.bwd_fmt}")
+        return (
+            f"in_features={self.weight.shape[1]}, out_features={self.weight.shape[0]}, "
+            f"bias={self.bias is not None}, forward {self.fwd_fmt}, backward {self.bwd_fmt}"
+        )
 
 
-def fp8_linear_check(seed: int = 0, *, batch: int = 64, in_features: int = 256, out_features: int = 128,
-                     grad_scale: float = 1e-4) -> dict:
+def fp8_linear_check(
+    seed: int = 0, *, batch: int = 64, in_features: int = 256, out_features: int = 128, grad_scale: float = 1e-4
+) -> dict:
     """One forward and backward of :class:`Fp8Linear` against an fp32 ``nn.Linear`` with the same
     weights, on the same random input and output gradient (random normal times ``grad_scale``: small,
     as real gradients are). Relative errors (``||fp8 - fp32|| / ||fp32||``) of the output, the input

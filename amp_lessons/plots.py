@@ -78,6 +78,7 @@ SPACING_FORMATS = ("fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
 
 # --- facts behind a bit layout ---------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class BitInfo:
     """What one value looks like in one format.
@@ -111,7 +112,7 @@ class BitInfo:
             return ""
         digits = format(self.code, f"0{self.fmt.bits}b")
         e = self.fmt.exponent_bits
-        return " ".join(part for part in (digits[0], digits[1:1 + e], digits[1 + e:]) if part)
+        return " ".join(part for part in (digits[0], digits[1 : 1 + e], digits[1 + e :]) if part)
 
     @property
     def caption(self) -> str:
@@ -119,8 +120,11 @@ class BitInfo:
         if self.typed is None:
             lines = [f"bits {self.bit_string}: {self.stored!r} ({self.kind})", self.formula]
         else:
-            lines = [f"{self.typed!r} is stored as {self.stored!r} ({self.kind})", self.formula,
-                     f"relative rounding error {_fmt_err(self.rel_error)}"]
+            lines = [
+                f"{self.typed!r} is stored as {self.stored!r} ({self.kind})",
+                self.formula,
+                f"relative rounding error {_fmt_err(self.rel_error)}",
+            ]
         return "\n".join(lines)
 
     @property
@@ -215,12 +219,15 @@ def _formula(f: FloatFormat, stored: float, code) -> str:
 
 # --- shared helpers ----------------------------------------------------------------------------
 
+
 def _styled(func):
     """Draw inside the course style, so a plot looks the same with or without use_style()."""
+
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         with style_context():
             return func(*args, **kwargs)
+
     return wrapper
 
 
@@ -250,9 +257,11 @@ def _label(f: FloatFormat) -> str:
 
 # --- bit layout --------------------------------------------------------------------------------
 
+
 @_styled
-def plot_bit_layout(fmt, value=None, ax=None, rounding: str = "nearest_even", *, code=None,
-                    caption: bool = True) -> Axes:
+def plot_bit_layout(
+    fmt, value=None, ax=None, rounding: str = "nearest_even", *, code=None, caption: bool = True
+) -> Axes:
     """The format's bits as a row of boxes (sign / exponent / mantissa in three colours).
 
     With ``value``, the bits of ``value`` after rounding and (``caption=True``) a caption with
@@ -278,18 +287,43 @@ def plot_bit_layout(fmt, value=None, ax=None, rounding: str = "nearest_even", *,
     for i, field in enumerate(fields):
         # add_artist, not add_patch: the limits are fixed, so skip the (slow) data-limit update
         ax.add_artist(Rectangle((i, 0), 1, 1, facecolor=FIELD_COLORS[field], edgecolor="#333333", lw=1))
-        ax.text(i + 0.5, 1.08, str(n - 1 - i), ha="center", va="bottom", color="#777777",
-                fontsize=min(9.0, max(5.0, 0.32 * box_pt)))
+        ax.text(
+            i + 0.5,
+            1.08,
+            str(n - 1 - i),
+            ha="center",
+            va="bottom",
+            color="#777777",
+            fontsize=min(9.0, max(5.0, 0.32 * box_pt)),
+        )
         if digits:
-            ax.text(i + 0.5, 0.5, digits[i], ha="center", va="center", family="monospace", gid="bit digit",
-                    fontsize=min(16.0, max(6.0, 0.55 * box_pt)), fontweight="bold")
+            ax.text(
+                i + 0.5,
+                0.5,
+                digits[i],
+                ha="center",
+                va="center",
+                family="monospace",
+                gid="bit digit",
+                fontsize=min(16.0, max(6.0, 0.55 * box_pt)),
+                fontweight="bold",
+            )
     low = _field_labels(ax, f, box_pt)
     caption = caption and info is not None
     ax.set_ylim(-0.75 if low else -0.55, 2.3 if caption else 1.45)
     ax.set_title(f"{f.name} (e{e}m{f.mantissa_bits}, {f.encoding}): {n} bits")
     if caption:
-        ax.text(n / 2 - span / 2 + 0.1, 1.5, info.caption, ha="left", va="bottom",
-                family="monospace", fontsize=10, linespacing=1.4, gid="caption")
+        ax.text(
+            n / 2 - span / 2 + 0.1,
+            1.5,
+            info.caption,
+            ha="left",
+            va="bottom",
+            family="monospace",
+            fontsize=10,
+            linespacing=1.4,
+            gid="caption",
+        )
     return ax
 
 
@@ -321,6 +355,7 @@ def _field_labels(ax: Axes, f: FloatFormat, box_pt: float) -> bool:
 
 # --- spacing -----------------------------------------------------------------------------------
 
+
 @_styled
 def plot_spacing(formats=SPACING_FORMATS, ax=None) -> Axes:
     """Gap to the next representable value (ulp) against magnitude, log-log: one staircase per
@@ -336,8 +371,15 @@ def plot_spacing(formats=SPACING_FORMATS, ax=None) -> Axes:
             continue
         ax.step(xs, ys, where="post", color=color, label=_label(f), gid=f.name)
         ax.plot([f.max], [ys[-1]], "o", color=color, gid=f"{f.name} max")
-        ax.plot([f.smallest_normal], [math.ldexp(1.0, f.emin - f.mantissa_bits)], "o",
-                mfc="white", mec=color, mew=1.5, gid=f"{f.name} smallest normal")
+        ax.plot(
+            [f.smallest_normal],
+            [math.ldexp(1.0, f.emin - f.mantissa_bits)],
+            "o",
+            mfc="white",
+            mec=color,
+            mew=1.5,
+            gid=f"{f.name} smallest normal",
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("magnitude |x|")
@@ -346,13 +388,16 @@ def plot_spacing(formats=SPACING_FORMATS, ax=None) -> Axes:
     ax.autoscale_view()
     _decade_ticks(ax)
     handles, _ = ax.get_legend_handles_labels()
-    handles += [Line2D([], [], ls="", marker="o", color="k", label="max"),
-                Line2D([], [], ls="", marker="o", mfc="white", mec="k", mew=1.5, label="smallest normal")]
+    handles += [
+        Line2D([], [], ls="", marker="o", color="k", label="max"),
+        Line2D([], [], ls="", marker="o", mfc="white", mec="k", mew=1.5, label="smallest normal"),
+    ]
     ax.legend(handles=handles, loc="upper left", ncols=2 if len(handles) > 6 else 1)
     return ax
 
 
 # --- range and precision -----------------------------------------------------------------------
+
 
 @_styled
 def plot_range_precision(formats=None, ax=None) -> Axes:
@@ -364,11 +409,22 @@ def plot_range_precision(formats=None, ax=None) -> Axes:
     for row, f in enumerate(fmts):
         color, h = format_color(f.name), _bar_height(f)
         if f.mantissa_bits:
-            ax.barh(row, f.smallest_normal - f.smallest_subnormal, left=f.smallest_subnormal, height=h,
-                    color=color, alpha=0.3, hatch="///", edgecolor=color, lw=0, gid=f"{f.name} subnormals")
+            ax.barh(
+                row,
+                f.smallest_normal - f.smallest_subnormal,
+                left=f.smallest_subnormal,
+                height=h,
+                color=color,
+                alpha=0.3,
+                hatch="///",
+                edgecolor=color,
+                lw=0,
+                gid=f"{f.name} subnormals",
+            )
         if f.max >= f.smallest_normal:
-            ax.barh(row, f.max - f.smallest_normal, left=f.smallest_normal, height=h, color=color,
-                    gid=f"{f.name} normals")
+            ax.barh(
+                row, f.max - f.smallest_normal, left=f.smallest_normal, height=h, color=color, gid=f"{f.name} normals"
+            )
     ax.set_yticks(range(len(fmts)), [_precision_label(f) for f in fmts], fontsize=9.5)
     ax.set_ylim(len(fmts) - 0.5, -0.5)  # first format on top
     ax.set_xscale("log")
@@ -378,9 +434,14 @@ def plot_range_precision(formats=None, ax=None) -> Axes:
     ax.axvline(1.0, color="#999999", lw=0.8, ls=":")
     ax.set_xlabel("magnitude |x| (log scale)")
     ax.set_title("Range (bar length) and precision (bar thickness) of each format")
-    ax.legend(handles=[Patch(facecolor="#999999", alpha=0.3, hatch="///", edgecolor="#999999", label="subnormals"),
-                       Patch(facecolor="#999999", label="normal numbers (smallest normal to max)")],
-              loc="lower right", fontsize=9)
+    ax.legend(
+        handles=[
+            Patch(facecolor="#999999", alpha=0.3, hatch="///", edgecolor="#999999", label="subnormals"),
+            Patch(facecolor="#999999", label="normal numbers (smallest normal to max)"),
+        ],
+        loc="lower right",
+        fontsize=9,
+    )
     return ax
 
 
@@ -447,14 +508,17 @@ def plot_rounding_error(fmt_names, x=None, ax=None, rounding: str = "nearest_eve
     ax.set_xlabel("magnitude |x|")
     ax.set_ylabel("relative error |q(x) - x| / |x|")
     ax.set_title(f"Relative rounding error ({rounding})")
-    handles += [Line2D([], [], color="k", ls="--", label="unit roundoff eps/2"),
-                Line2D([], [], ls="", marker="o", mfc="white", mec="k", mew=1.5, ms=8, label="smallest normal"),
-                Line2D([], [], color="k", ls=":", label="max (overflow beyond)")]
+    handles += [
+        Line2D([], [], color="k", ls="--", label="unit roundoff eps/2"),
+        Line2D([], [], ls="", marker="o", mfc="white", mec="k", mew=1.5, ms=8, label="smallest normal"),
+        Line2D([], [], color="k", ls=":", label="max (overflow beyond)"),
+    ]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9)
     return ax
 
 
 # --- number line -------------------------------------------------------------------------------
+
 
 @_styled
 def plot_number_line(fmt, lo=None, hi=None, ax=None, scale: str = "linear") -> Axes:
@@ -464,8 +528,10 @@ def plot_number_line(fmt, lo=None, hi=None, ax=None, scale: str = "linear") -> A
     spreads each binade evenly. Each wide enough binade is labelled with its gap."""
     f = get_format(fmt)
     if f.bits > 8:
-        raise ValueError(f"{f.name} has {f.bits} bits: plot_number_line draws formats of at most 8 bits "
-                         "(fp8, fp6, fp4); use plot_spacing for wider formats")
+        raise ValueError(
+            f"{f.name} has {f.bits} bits: plot_number_line draws formats of at most 8 bits "
+            "(fp8, fp6, fp4); use plot_spacing for wider formats"
+        )
     if scale not in ("linear", "symlog"):
         raise ValueError(f"scale must be 'linear' or 'symlog', got {scale!r}")
     lo = 0.0 if lo is None else _real(lo, "lo")
@@ -491,8 +557,11 @@ def plot_number_line(fmt, lo=None, hi=None, ax=None, scale: str = "linear") -> A
     ax.set_xlabel("value x")
     pos = vals[vals > 0]
     below = int((pos < 1).sum())
-    ax.set_title(f"{f.name}: {shown.size} values in [{lo:g}, {hi:g}]; {below} of the {pos.size} positive "
-                 f"values are below 1 (tall: normal, short: subnormal)", fontsize=11)
+    ax.set_title(
+        f"{f.name}: {shown.size} values in [{lo:g}, {hi:g}]; {below} of the {pos.size} positive "
+        f"values are below 1 (tall: normal, short: subnormal)",
+        fontsize=11,
+    )
     return ax
 
 
@@ -507,7 +576,15 @@ def _binade_gaps(ax: Axes, f: FloatFormat, lo: float, hi: float) -> None:
         a, b = max(a, lo), min(b, hi)
         ta, tb = to_axis(np.array([a, b]))
         if b > a and (tb - ta) / (t_hi - t_lo) > 0.06:
-            ax.text(float(from_axis(np.array([(ta + tb) / 2]))[0]), 1.08, f"gap {_pow2(k)}", ha="center", va="bottom", fontsize=8.5, color="#555555")
+            ax.text(
+                float(from_axis(np.array([(ta + tb) / 2]))[0]),
+                1.08,
+                f"gap {_pow2(k)}",
+                ha="center",
+                va="bottom",
+                fontsize=8.5,
+                color="#555555",
+            )
             inset = 0.004 * (hi - lo) if ax.get_xscale() == "linear" else 0.0
             ax.plot([a + inset, a + inset, b - inset, b - inset], [1.01, 1.04, 1.04, 1.01], color="#999999", lw=0.8)
 
@@ -566,8 +643,14 @@ def plot_matmul_errors(errors, ax=None, *, reference: dict | None = None) -> Axe
     ax = _axes(ax, (8, 0.5 * len(rows) + 1.2))
     for i, (label, value, how) in enumerate(rows):
         color = "#bbbbbb" if how == "reference" else _variant_color(label)
-        ax.barh(i, value, color=color, hatch="//" if how.startswith("emulated") else None,
-                edgecolor="white" if how.startswith("emulated") else color, gid=label)
+        ax.barh(
+            i,
+            value,
+            color=color,
+            hatch="//" if how.startswith("emulated") else None,
+            edgecolor="white" if how.startswith("emulated") else color,
+            gid=label,
+        )
         ax.text(value * 1.15, i, f"{value:.2g}  ({how})", va="center", fontsize=9)
     ax.set_yticks(range(len(rows)), [r[0] for r in rows])
     ax.invert_yaxis()
@@ -599,8 +682,9 @@ def _series(values, label) -> np.ndarray:
     try:
         y = np.asarray(values, dtype=float)
     except (TypeError, ValueError):
-        raise TypeError(f"line {label!r}: expected a 1-D tensor or list of numbers, "
-                        f"got {type(values).__name__}") from None
+        raise TypeError(
+            f"line {label!r}: expected a 1-D tensor or list of numbers, got {type(values).__name__}"
+        ) from None
     if y.ndim != 1 or y.size == 0:
         raise ValueError(f"line {label!r}: expected a non-empty 1-D sequence, got shape {y.shape}")
     return y
@@ -611,8 +695,9 @@ def _sum_style(label: str) -> dict:
 
 
 @_styled
-def plot_running_sums(values_by_label: dict, ax=None, *, limit=None, limit_label: str | None = None,
-                      minus: str | None = None) -> Axes:
+def plot_running_sums(
+    values_by_label: dict, ax=None, *, limit=None, limit_label: str | None = None, minus: str | None = None
+) -> Axes:
     """Partial sums against the number of terms added, one line per label (``{label: partial
     sums}``, e.g. from :func:`amp_lessons.fp16.running_sums_of_copies`). A line that overflows
     stops there, and a triangle marks the term where it became inf; ``limit`` (e.g. fp16's max
@@ -626,7 +711,7 @@ def plot_running_sums(values_by_label: dict, ax=None, *, limit=None, limit_label
         if minus not in lines:
             raise ValueError(f"minus={minus!r} is not one of the labels: {', '.join(map(repr, lines))}")
         base = lines.pop(minus)
-        lines = {label: y - base[:y.size] for label, y in lines.items()}
+        lines = {label: y - base[: y.size] for label, y in lines.items()}
         if not lines:
             raise ValueError("minus leaves no line to draw: give at least two series")
     if limit is not None:
@@ -634,8 +719,9 @@ def plot_running_sums(values_by_label: dict, ax=None, *, limit=None, limit_label
         if not math.isfinite(limit):
             raise ValueError(f"limit must be finite, got {limit!r}")
     ax = _axes(ax, (9, 4.8))
-    finite_max = max((np.nanmax(np.abs(y[np.isfinite(y)])) for y in lines.values() if np.isfinite(y).any()),
-                     default=1.0)
+    finite_max = max(
+        (np.nanmax(np.abs(y[np.isfinite(y)])) for y in lines.values() if np.isfinite(y).any()), default=1.0
+    )
     top = limit if limit is not None else finite_max
     for label, y in lines.items():
         x = np.arange(1, y.size + 1)
@@ -645,13 +731,35 @@ def plot_running_sums(values_by_label: dict, ax=None, *, limit=None, limit_label
         inf = np.flatnonzero(np.isinf(y))
         if inf.size:
             k = int(inf[0])
-            ax.plot([k + 1], [math.copysign(top, y[k])], marker="^" if y[k] > 0 else "v", ms=10, ls="",
-                    color=style["color"], gid=f"{label} inf", zorder=5)
-            ax.annotate(f"inf from term {k + 1}", (k + 1, math.copysign(top, y[k])), xytext=(-8, -4),
-                        textcoords="offset points", ha="right", va="top", fontsize=9, color=style["color"])
+            ax.plot(
+                [k + 1],
+                [math.copysign(top, y[k])],
+                marker="^" if y[k] > 0 else "v",
+                ms=10,
+                ls="",
+                color=style["color"],
+                gid=f"{label} inf",
+                zorder=5,
+            )
+            ax.annotate(
+                f"inf from term {k + 1}",
+                (k + 1, math.copysign(top, y[k])),
+                xytext=(-8, -4),
+                textcoords="offset points",
+                ha="right",
+                va="top",
+                fontsize=9,
+                color=style["color"],
+            )
     if limit is not None:
-        ax.axhline(limit, color=_OVERFLOW_COLOR, ls=":", lw=1.4, gid="limit",
-                   label=f"limit {limit:g}" if limit_label is None else str(limit_label))
+        ax.axhline(
+            limit,
+            color=_OVERFLOW_COLOR,
+            ls=":",
+            lw=1.4,
+            gid="limit",
+            label=f"limit {limit:g}" if limit_label is None else str(limit_label),
+        )
     n = max(y.size for y in lines.values())
     ax.set_xlim(0, n + max(1, n // 50))
     ax.set_xlabel("number of terms added")
@@ -679,8 +787,9 @@ def plot_gradient_histogram(census: dict, fmt="fp16", ax=None, *, scale=1.0) -> 
     each kind's fractions (exact zeros, which a log axis cannot show, included). ``scale``
     multiplies the gradients first (in float32), as loss scaling does."""
     if not isinstance(census, dict) or not {"weights", "activations"} <= set(census):
-        raise TypeError("census must be the dict returned by amp_lessons.fp16.gradient_census "
-                        "(keys 'weights' and 'activations')")
+        raise TypeError(
+            "census must be the dict returned by amp_lessons.fp16.gradient_census (keys 'weights' and 'activations')"
+        )
 
     f = get_format(fmt)
     scale = _real(scale, "scale")
@@ -700,21 +809,33 @@ def plot_gradient_histogram(census: dict, fmt="fp16", ax=None, *, scale=1.0) -> 
     lo, hi = math.floor(every.min()), math.ceil(every.max())
     edges = np.arange(lo, hi + 1.0)
     ax = _axes(ax, (10, 5.6))
-    for name, (region, a, b) in {"rounds to 0": ("zero", lo, lo_b),
-                                 "subnormal": ("subnormal", lo_b, sub_b) if f.mantissa_bits else (None, 0, 0),
-                                 "normal": ("normal", sub_b, hi_b),
-                                 "overflow": ("overflow", hi_b, hi)}.items():
+    for name, (region, a, b) in {
+        "rounds to 0": ("zero", lo, lo_b),
+        "subnormal": ("subnormal", lo_b, sub_b) if f.mantissa_bits else (None, 0, 0),
+        "normal": ("normal", sub_b, hi_b),
+        "overflow": ("overflow", hi_b, hi),
+    }.items():
         if region is None:
             continue
         ax.axvspan(a, b, color=_REGION_COLORS[region], alpha=0.25, lw=0, gid=f"region {region}")
-        ax.text((a + b) / 2, 1.0, name, transform=ax.get_xaxis_transform(), ha="center", va="bottom",
-                fontsize=9, color="#444444")
+        ax.text(
+            (a + b) / 2,
+            1.0,
+            name,
+            transform=ax.get_xaxis_transform(),
+            ha="center",
+            va="bottom",
+            fontsize=9,
+            color="#444444",
+        )
     styles = {"weight gradients": dict(color="#1F78B4"), "activation gradients": dict(color="#E6550D")}
     for name, (logs, n, fr) in data.items():
         counts, _ = np.histogram(logs, bins=edges)
-        label = (f"{name} ({n:,} values): {_pct(fr['zero'])} exactly 0,\n"
-                 f"  {_pct(fr['underflow to zero'])} round to 0, {_pct(fr['subnormal'])} subnormal, "
-                 f"{_pct(fr['normal'])} normal, {_pct(fr['overflow'])} overflow")
+        label = (
+            f"{name} ({n:,} values): {_pct(fr['zero'])} exactly 0,\n"
+            f"  {_pct(fr['underflow to zero'])} round to 0, {_pct(fr['subnormal'])} subnormal, "
+            f"{_pct(fr['normal'])} normal, {_pct(fr['overflow'])} overflow"
+        )
         ax.stairs(counts / max(n, 1), edges, fill=True, alpha=0.45, gid=name, label=label, **styles[name])
         ax.stairs(counts / max(n, 1), edges, lw=1.5, **styles[name])
     ax.set_xlim(lo, hi)
@@ -727,9 +848,11 @@ def plot_gradient_histogram(census: dict, fmt="fp16", ax=None, *, scale=1.0) -> 
     return ax
 
 
-_RUN_STYLES = {"fp32": dict(color=format_color("fp32"), lw=1.6),
-               "fp16 weights": dict(color=format_color("fp16"), lw=2.2),
-               "fp32 master weights": dict(color="#33A02C", lw=2.2, ls="--")}
+_RUN_STYLES = {
+    "fp32": dict(color=format_color("fp32"), lw=1.6),
+    "fp16 weights": dict(color=format_color("fp16"), lw=2.2),
+    "fp32 master weights": dict(color="#33A02C", lw=2.2, ls="--"),
+}
 
 
 def _plot_runs(result: dict, ax, *, source: str, note_key: str, note: str, styles: dict, figsize) -> Axes:
@@ -753,8 +876,15 @@ def plot_loss_curves(result: dict, ax=None) -> Axes:
     """Training loss against step (log y) of each run of
     :func:`amp_lessons.fp16.train_master_weights`; the legend gives each run's final loss and the
     share of its weight updates that were lost to rounding."""
-    ax = _plot_runs(result, ax, source="amp_lessons.fp16.train_master_weights", note_key="lost_fraction",
-                    note="{} of updates lost", styles=_RUN_STYLES, figsize=(8, 4.8))
+    ax = _plot_runs(
+        result,
+        ax,
+        source="amp_lessons.fp16.train_master_weights",
+        note_key="lost_fraction",
+        note="{} of updates lost",
+        styles=_RUN_STYLES,
+        figsize=(8, 4.8),
+    )
     ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss")
@@ -765,8 +895,11 @@ def plot_loss_curves(result: dict, ax=None) -> Axes:
 
 
 REGION_FORMATS = ("fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
-_OVERFLOW_STYLE = {"inf": dict(facecolor=_OVERFLOW_COLOR), "saturate": dict(facecolor="#7F7F7F", hatch="xx"),
-                   "nan": dict(facecolor="#6A3D9A", hatch="..")}
+_OVERFLOW_STYLE = {
+    "inf": dict(facecolor=_OVERFLOW_COLOR),
+    "saturate": dict(facecolor="#7F7F7F", hatch="xx"),
+    "nan": dict(facecolor="#6A3D9A", hatch=".."),
+}
 _OVERFLOW_LABEL = {"inf": "overflow to inf", "saturate": "overflow, saturates at max", "nan": "overflow to NaN"}
 
 
@@ -789,8 +922,14 @@ def plot_format_regions(value: float, formats=REGION_FORMATS, ax=None, *, xlim=(
         spans = [("zero", lo, z, dict(color=_REGION_COLORS["zero"]))]
         if f.mantissa_bits:
             spans.append(("subnormal", z, sub, dict(color=_REGION_COLORS["subnormal"])))
-        spans.append(("normal", sub if f.mantissa_bits else z, ovf,
-                      dict(color=_REGION_COLORS["normal"], edgecolor=format_color(f.name), lw=1.5)))
+        spans.append(
+            (
+                "normal",
+                sub if f.mantissa_bits else z,
+                ovf,
+                dict(color=_REGION_COLORS["normal"], edgecolor=format_color(f.name), lw=1.5),
+            )
+        )
         spans.append((overflow, ovf, hi, dict(_OVERFLOW_STYLE[overflow], edgecolor="white", lw=0)))
         for region, a, b, style in spans:
             a, b = max(a, lo), min(b, hi)
@@ -805,18 +944,39 @@ def plot_format_regions(value: float, formats=REGION_FORMATS, ax=None, *, xlim=(
     ax.grid(False, axis="y")
     _decade_ticks(ax, "x")
     ax.set_xlabel("magnitude |x|")
-    handles = [Patch(color=_REGION_COLORS["zero"], label="rounds to zero"),
-               Patch(color=_REGION_COLORS["subnormal"], label="subnormal"),
-               Patch(color=_REGION_COLORS["normal"], label="normal")]
-    handles += [Patch(label=_OVERFLOW_LABEL[o], **{**_OVERFLOW_STYLE[o], "edgecolor": "white"})
-                for o in ("inf", "saturate", "nan") if o in seen]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.2),
-              ncols=len(handles) if len(handles) <= 5 else 3, fontsize=9, frameon=False)
+    handles = [
+        Patch(color=_REGION_COLORS["zero"], label="rounds to zero"),
+        Patch(color=_REGION_COLORS["subnormal"], label="subnormal"),
+        Patch(color=_REGION_COLORS["normal"], label="normal"),
+    ]
+    handles += [
+        Patch(label=_OVERFLOW_LABEL[o], **{**_OVERFLOW_STYLE[o], "edgecolor": "white"})
+        for o in ("inf", "saturate", "nan")
+        if o in seen
+    ]
+    ax.legend(
+        handles=handles,
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.2),
+        ncols=len(handles) if len(handles) <= 5 else 3,
+        fontsize=9,
+        frameon=False,
+    )
     mag = abs(value)
     shown = min(max(mag, lo), hi)
     ax.axvline(shown, color="k", lw=2, gid="marker", visible=not math.isnan(value))
-    ax.plot([shown] * len(fmts), range(len(fmts)), ls="", marker="o", ms=7, mfc="white", mec="k", mew=1.5,
-            gid="marker dots", visible=not math.isnan(value))
+    ax.plot(
+        [shown] * len(fmts),
+        range(len(fmts)),
+        ls="",
+        marker="o",
+        ms=7,
+        mfc="white",
+        mec="k",
+        mew=1.5,
+        gid="marker dots",
+        visible=not math.isnan(value),
+    )
     text = "NaN" if math.isnan(value) else f"{value:.3g}"
     ax.set_title(f"Where x = {text} lands in each format", loc="left")
     return ax
@@ -856,8 +1016,15 @@ def plot_scale_sweep(sweep: dict, ax=None, *, window=None) -> Axes:
         ax.plot(x, np.where(y > 0, y, floor), gid=key, clip_on=False, **_SWEEP_STYLES[key])
     if window:
         lo, hi = (math.log2(_real(w, "window")) for w in window)
-        ax.axvspan(lo, hi, color=_WINDOW_COLOR, alpha=0.15, lw=0, gid="window",
-                   label=f"safe window {_pow2(round(lo))} .. {_pow2(round(hi))}")
+        ax.axvspan(
+            lo,
+            hi,
+            color=_WINDOW_COLOR,
+            alpha=0.15,
+            lw=0,
+            gid="window",
+            label=f"safe window {_pow2(round(lo))} .. {_pow2(round(hi))}",
+        )
     ax.set_yscale("log")
     ax.set_ylim(floor, 1.5)
     pad = 0.5
@@ -888,8 +1055,9 @@ def plot_scaled_histogram(census: dict, exponent: int = 0, fmt="fp16", ax=None, 
     ``max_exponent`` (so pictures for different scales line up). Multiplying by a power of two
     shifts log2 |g| exactly, so the bars just move right."""
     if not isinstance(census, dict) or not {"weights", "activations"} <= set(census):
-        raise TypeError("census must be the dict returned by amp_lessons.fp16.gradient_census "
-                        "(keys 'weights' and 'activations')")
+        raise TypeError(
+            "census must be the dict returned by amp_lessons.fp16.gradient_census (keys 'weights' and 'activations')"
+        )
     f = get_format(fmt)
     if isinstance(exponent, bool) or not isinstance(exponent, numbers.Integral):
         raise TypeError(f"exponent must be an int (the scale is 2**exponent), got {exponent!r}")
@@ -900,8 +1068,15 @@ def plot_scaled_histogram(census: dict, exponent: int = 0, fmt="fp16", ax=None, 
     _region_spans(ax, f, lo, hi)
     for kind, h in heights.items():
         n = census[kind].numel()
-        ax.stairs(h, edges + exponent, fill=True, alpha=0.45, gid=f"{kind} fill", **_HIST_STYLES[kind],
-                  label=f"{kind[:-1]} gradients ({n:,} values)")
+        ax.stairs(
+            h,
+            edges + exponent,
+            fill=True,
+            alpha=0.45,
+            gid=f"{kind} fill",
+            **_HIST_STYLES[kind],
+            label=f"{kind[:-1]} gradients ({n:,} values)",
+        )
         ax.stairs(h, edges + exponent, lw=1.5, gid=f"{kind} edge", **_HIST_STYLES[kind])
     ax.set_xlim(lo, hi)
     ax.set_ylim(0, 1.12 * max(float(h.max()) for h in heights.values()))
@@ -933,15 +1108,20 @@ def _history_series(history):
     if isinstance(history, dict) and {"scale", "skipped"} <= set(history):
         return {"scale": (history["scale"], history["skipped"])}
     if isinstance(history, list) and history and isinstance(history[0], dict) and "ours_scale" in history[0]:
-        return {"DynamicScaler (ours)": ([r["ours_scale"] for r in history], [r["ours_skipped"] for r in history]),
-                "torch.amp.GradScaler": ([r["torch_scale"] for r in history], [r["torch_skipped"] for r in history])}
-    raise TypeError("history must be the dict of amp_lessons.scaling.simulate_scaler or the rows of "
-                    "compare_with_gradscaler")
+        return {
+            "DynamicScaler (ours)": ([r["ours_scale"] for r in history], [r["ours_skipped"] for r in history]),
+            "torch.amp.GradScaler": ([r["torch_scale"] for r in history], [r["torch_skipped"] for r in history]),
+        }
+    raise TypeError(
+        "history must be the dict of amp_lessons.scaling.simulate_scaler or the rows of compare_with_gradscaler"
+    )
 
 
-_HISTORY_STYLES = {"scale": dict(color="#1F78B4", lw=2.0),
-                   "DynamicScaler (ours)": dict(color="#1F78B4", lw=4.0, alpha=0.45),
-                   "torch.amp.GradScaler": dict(color="k", lw=1.2, ls="--")}
+_HISTORY_STYLES = {
+    "scale": dict(color="#1F78B4", lw=2.0),
+    "DynamicScaler (ours)": dict(color="#1F78B4", lw=4.0, alpha=0.45),
+    "torch.amp.GradScaler": dict(color="k", lw=1.2, ls="--"),
+}
 
 
 @_styled
@@ -960,12 +1140,31 @@ def plot_scaler_history(history, ax=None) -> Axes:
             y = np.where(s > 0, np.log2(np.where(s > 0, s, 1.0)), np.nan)  # a scale of 0 is not drawn
         ys_all.append(y[np.isfinite(y)])
         steps = np.arange(s.size)
-        ax.step(steps, y, where="post", gid=label, label=label if len(series) > 1 else "scale used", **_HISTORY_STYLES[label])
+        ax.step(
+            steps,
+            y,
+            where="post",
+            gid=label,
+            label=label if len(series) > 1 else "scale used",
+            **_HISTORY_STYLES[label],
+        )
         bad = np.asarray(skipped, dtype=bool)
-        marker = dict(marker="x", ms=8, mew=2) if label != "torch.amp.GradScaler" else dict(marker="o", ms=9, mfc="none", mew=1.2)
-        ax.plot(steps[bad], y[bad], ls="", color=_OVERFLOW_COLOR, gid=f"{label} skipped",
-                label=f"skipped step (inf/NaN gradient): {int(bad.sum())}" if label != "torch.amp.GradScaler"
-                else "skipped by GradScaler", **marker)
+        marker = (
+            dict(marker="x", ms=8, mew=2)
+            if label != "torch.amp.GradScaler"
+            else dict(marker="o", ms=9, mfc="none", mew=1.2)
+        )
+        ax.plot(
+            steps[bad],
+            y[bad],
+            ls="",
+            color=_OVERFLOW_COLOR,
+            gid=f"{label} skipped",
+            label=f"skipped step (inf/NaN gradient): {int(bad.sum())}"
+            if label != "torch.amp.GradScaler"
+            else "skipped by GradScaler",
+            **marker,
+        )
     finite = np.concatenate(ys_all) if ys_all else np.array([0.0])
     lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     ax.set_ylim(math.floor(lo) - 1, math.ceil(hi) + 1)
@@ -979,18 +1178,27 @@ def plot_scaler_history(history, ax=None) -> Axes:
     return ax
 
 
-_TRAIN_STYLES = {"fp32": dict(color=format_color("fp32"), lw=3.0, alpha=0.5),
-                 "fp16 autocast, no scaling": dict(color=format_color("fp16"), lw=2.0),
-                 "fp16 autocast + GradScaler": dict(color="#33A02C", lw=2.0, ls="--"),
-                 "bf16 autocast, no scaler": dict(color=format_color("bf16"), lw=1.6, ls=":")}
+_TRAIN_STYLES = {
+    "fp32": dict(color=format_color("fp32"), lw=3.0, alpha=0.5),
+    "fp16 autocast, no scaling": dict(color=format_color("fp16"), lw=2.0),
+    "fp16 autocast + GradScaler": dict(color="#33A02C", lw=2.0, ls="--"),
+    "bf16 autocast, no scaler": dict(color=format_color("bf16"), lw=1.6, ls=":"),
+}
 
 
 @_styled
 def plot_train_comparison(result: dict, ax=None) -> Axes:
     """Loss against step (log y) of each run of :func:`amp_lessons.scaling.train_comparison`; the
     legend gives each run's final loss and its share of exactly-zero gradient elements."""
-    ax = _plot_runs(result, ax, source="amp_lessons.scaling.train_comparison", note_key="zero_grad_fraction",
-                    note="{} of gradients exactly 0", styles=_TRAIN_STYLES, figsize=(9, 4.8))
+    ax = _plot_runs(
+        result,
+        ax,
+        source="amp_lessons.scaling.train_comparison",
+        note_key="zero_grad_fraction",
+        note="{} of gradients exactly 0",
+        styles=_TRAIN_STYLES,
+        figsize=(9, 4.8),
+    )
     ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (MSE)")
@@ -1003,8 +1211,13 @@ def plot_train_comparison(result: dict, ax=None) -> Axes:
 
 __all__ += ["plot_inference", "plot_throughput", "plot_training_runs"]
 
-_E2E_DTYPE_COLORS = {"fp32": format_color("fp32"), "tf32": format_color("tf32"), "bf16": format_color("bf16"),
-                     "fp16": format_color("fp16"), "fp8": format_color("fp8_e4m3")}
+_E2E_DTYPE_COLORS = {
+    "fp32": format_color("fp32"),
+    "tf32": format_color("tf32"),
+    "bf16": format_color("bf16"),
+    "fp16": format_color("fp16"),
+    "fp8": format_color("fp8_e4m3"),
+}
 
 
 @_styled
@@ -1051,9 +1264,12 @@ def plot_training_runs(results, ax=None) -> Axes:
     if not results or not all(isinstance(r, dict) and "config" in r and "ran" in r for r in results):
         raise TypeError("results must be a non-empty list of dicts returned by amp_lessons.e2e.train")
     ax = _axes(ax, (9, 4.8))
-    styles = {"fp32": dict(color=format_color("fp32"), lw=2.4), "tf32": dict(color=format_color("tf32"), lw=2, ls="--"),
-              "bf16 autocast": dict(color=format_color("bf16"), lw=1.8, ls="--"),
-              "fp16 autocast + GradScaler": dict(color=format_color("fp16"), lw=1.6, ls=":")}
+    styles = {
+        "fp32": dict(color=format_color("fp32"), lw=2.4),
+        "tf32": dict(color=format_color("tf32"), lw=2, ls="--"),
+        "bf16 autocast": dict(color=format_color("bf16"), lw=1.8, ls="--"),
+        "fp16 autocast + GradScaler": dict(color=format_color("fp16"), lw=1.6, ls=":"),
+    }
     skipped = []
     for r in results:
         if not r["ran"]:
@@ -1061,8 +1277,13 @@ def plot_training_runs(results, ax=None) -> Axes:
             continue
         y = _series(r["loss"], r["config"])
         label = f"{r['config']}: {r['step_time_s'] * 1e3:.1f} ms/step, peak {_mib(r['peak_memory_bytes'])}"
-        ax.plot(np.arange(1, y.size + 1), y, label=label, gid=r["config"],
-                **styles.get(r["config"], dict(color=format_color(r["config"]))))
+        ax.plot(
+            np.arange(1, y.size + 1),
+            y,
+            label=label,
+            gid=r["config"],
+            **styles.get(r["config"], dict(color=format_color(r["config"]))),
+        )
     ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (cross-entropy)")
@@ -1072,8 +1293,16 @@ def plot_training_runs(results, ax=None) -> Axes:
     if ax.lines:
         ax.legend(loc="upper right", fontsize=9)
     if skipped:
-        ax.text(0.0, -0.18, "not run here: " + "; ".join(skipped), transform=ax.transAxes, fontsize=8,
-                va="top", wrap=True, color="#555555")
+        ax.text(
+            0.0,
+            -0.18,
+            "not run here: " + "; ".join(skipped),
+            transform=ax.transAxes,
+            fontsize=8,
+            va="top",
+            wrap=True,
+            color="#555555",
+        )
     return ax
 
 
@@ -1090,8 +1319,10 @@ def plot_inference(rows, ax=None) -> Axes:
         ax = _axes(ax, None)
         ax_t = ax.inset_axes([1.25, 0.0, 1.0, 1.0])
     names = [r["variant"] for r in rows]
-    colors = [format_color("bf16") if "bf16" in n else format_color("fp16") if "fp16" in n else format_color("fp32")
-              for n in names]
+    colors = [
+        format_color("bf16") if "bf16" in n else format_color("fp16") if "fp16" in n else format_color("fp32")
+        for n in names
+    ]
     y = np.arange(len(rows))
     errs = [r["max_abs_error"] for r in rows]
     positive = [e for e in errs if e > 0]
@@ -1159,22 +1390,31 @@ def plot_fp8_window(tensors: dict, fmt="fp8_e4m3", ax=None, *, scale=1.0) -> Axe
         fr = census_fractions(v, f)
         color = _TENSOR_COLORS[i % len(_TENSOR_COLORS)]
         counts = np.histogram(logs, bins=edges)[0] / max(v.numel(), 1)
-        label = (f"{name} ({v.numel():,}): {_pct(fr['underflow to zero'])} flush to 0, "
-                 f"{_pct(fr['subnormal'])} subnormal, {_pct(fr['overflow'])} overflow")
+        label = (
+            f"{name} ({v.numel():,}): {_pct(fr['underflow to zero'])} flush to 0, "
+            f"{_pct(fr['subnormal'])} subnormal, {_pct(fr['overflow'])} overflow"
+        )
         ax.stairs(counts, edges, fill=True, alpha=0.3, color=color, gid=f"{name} fill")
         ax.stairs(counts, edges, lw=1.6, color=color, gid=name, label=label)
     ax.set_xlim(lo, hi)
     ax.set_ylim(0, None)
     ax.set_xlabel("log2 |value|" if scale == 1 else f"log2 |value x {scale:g}|")
     ax.set_ylabel("fraction of values per binade")
-    ax.set_title(f"Which values fit in {f.name}" + ("" if scale == 1 else f" (scaled by {scale:g})"),
-                 loc="left", pad=18)
+    ax.set_title(
+        f"Which values fit in {f.name}" + ("" if scale == 1 else f" (scaled by {scale:g})"), loc="left", pad=18
+    )
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize=9, frameon=False)
     return ax
 
 
-_METHOD_COLORS = {"no scaling": "#999999", "per-tensor": "#1F78B4", "delayed": "#A6CEE3",
-                  "block 1x128": "#33A02C", "block 128x128": "#B2DF8A", "block 1x32": "#006D2C"}
+_METHOD_COLORS = {
+    "no scaling": "#999999",
+    "per-tensor": "#1F78B4",
+    "delayed": "#A6CEE3",
+    "block 1x128": "#33A02C",
+    "block 128x128": "#B2DF8A",
+    "block 1x32": "#006D2C",
+}
 
 
 @_styled

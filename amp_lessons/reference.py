@@ -61,7 +61,8 @@ EXPERIMENT_MODULES = ("amp_lessons.tf32", "amp_lessons.e2e", "amp_lessons.fp8")
 CLI = "python -m amp_lessons.reference"
 NO_CUDA_MESSAGE = (
     "reference measurements need a CUDA GPU, and torch.cuda.is_available() is False on this machine; "
-    "the lessons show the published figures meanwhile")
+    "the lessons show the published figures meanwhile"
+)
 
 _FIELDS = ("experiment", "device", "capability", "torch", "cuda", "date", "command", "results", "source")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -71,6 +72,7 @@ _CAPABILITY = re.compile(r"\d+\.\d+")
 # --------------------------------------------------------------------------------------------
 # Records
 # --------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Record:
@@ -205,6 +207,7 @@ PUBLISHED: tuple[Record, ...] = (
 # The data file
 # --------------------------------------------------------------------------------------------
 
+
 def _path(path) -> Path:
     return DEFAULT_PATH if path is None else Path(path)
 
@@ -224,7 +227,7 @@ def load(path=None) -> list[Record]:
     except json.JSONDecodeError as e:
         raise ValueError(f"{p}: not valid JSON ({e})") from None
     if not isinstance(data, dict) or set(data) != {"records"} or not isinstance(data["records"], list):
-        raise ValueError(f"{p}: expected an object {{\"records\": [...]}} and nothing else")
+        raise ValueError(f'{p}: expected an object {{"records": [...]}} and nothing else')
     out = []
     for i, d in enumerate(data["records"]):
         problem = _record_problem(d)
@@ -348,14 +351,18 @@ def record(names: Iterable[str] | None = None, path=None, device="cuda", command
     if names is None:
         todo = sorted(known)
         if not todo:
-            raise ValueError("no experiments are registered: import the modules in EXPERIMENT_MODULES "
-                             "(load_experiments() does) before record()")
+            raise ValueError(
+                "no experiments are registered: import the modules in EXPERIMENT_MODULES "
+                "(load_experiments() does) before record()"
+            )
     else:
         todo = [names] if isinstance(names, str) else list(names)
         unknown = [n for n in todo if n not in known]
         if unknown:
-            raise ValueError(f"unknown experiment(s) {', '.join(repr(u) for u in unknown)}; "
-                             f"known: {', '.join(sorted(known)) or 'none registered'}")
+            raise ValueError(
+                f"unknown experiment(s) {', '.join(repr(u) for u in unknown)}; "
+                f"known: {', '.join(sorted(known)) or 'none registered'}"
+            )
     if command is None:
         command = f"amp_lessons.reference.record(names={todo!r}, device={str(d)!r})"
     p = _path(path)
@@ -369,12 +376,22 @@ def record(names: Iterable[str] | None = None, path=None, device="cuda", command
         problem = _results_problem(results)
         if problem:
             raise ValueError(f"experiment {name!r} returned bad results: {problem}")
-        rec = Record(experiment=name, device=gpu, capability=f"{major}.{minor}", torch=torch.__version__,
-                     cuda=cuda, date=datetime.date.today().isoformat(), command=command,
-                     results=dict(results), source="")
-        existing = [r for r in existing
-                    if not (r.experiment == rec.experiment and r.device == rec.device and r.torch == rec.torch
-                            and not r.source)]
+        rec = Record(
+            experiment=name,
+            device=gpu,
+            capability=f"{major}.{minor}",
+            torch=torch.__version__,
+            cuda=cuda,
+            date=datetime.date.today().isoformat(),
+            command=command,
+            results=dict(results),
+            source="",
+        )
+        existing = [
+            r
+            for r in existing
+            if not (r.experiment == rec.experiment and r.device == rec.device and r.torch == rec.torch and not r.source)
+        ]
         existing.append(rec)
         save(existing, p)
         new.append(rec)
@@ -384,6 +401,7 @@ def record(names: Iterable[str] | None = None, path=None, device="cuda", command
 # --------------------------------------------------------------------------------------------
 # Showing references next to this machine
 # --------------------------------------------------------------------------------------------
+
 
 def _fmt(key: str, v) -> str:
     if v is None:
@@ -421,8 +439,10 @@ class Comparison:
         keys = list(self.this_machine)
         for r in self.references:
             keys += [k for k in r.results if k not in keys]
-        return [(k, [_fmt(k, self.this_machine.get(k))] + [_fmt(k, r.results.get(k)) for r in self.references])
-                for k in keys]
+        return [
+            (k, [_fmt(k, self.this_machine.get(k))] + [_fmt(k, r.results.get(k)) for r in self.references])
+            for k in keys
+        ]
 
     def notes(self) -> list[str]:
         if not self.references:
@@ -447,10 +467,13 @@ class Comparison:
         head = "".join(f"<th>{esc(h)}</th>" for h in self.header())
         body = "".join(
             f"<tr><th style='text-align:left'>{esc(k)}</th>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>"
-            for k, cells in self.rows())
+            for k, cells in self.rows()
+        )
         notes = "".join(f"<li>{esc(n)}</li>" for n in self.notes())
-        return (f"<b>{esc(self.experiment)}</b>: this machine vs reference"
-                f"<table><tr><th></th>{head}</tr>{body}</table><ul style='font-size:smaller'>{notes}</ul>")
+        return (
+            f"<b>{esc(self.experiment)}</b>: this machine vs reference"
+            f"<table><tr><th></th>{head}</tr>{body}</table><ul style='font-size:smaller'>{notes}</ul>"
+        )
 
 
 def compare(experiment: str, this_machine: Mapping, label: str, *, path=None, published: bool = True) -> Comparison:
@@ -467,6 +490,7 @@ def compare(experiment: str, this_machine: Mapping, label: str, *, path=None, pu
 # --------------------------------------------------------------------------------------------
 # Command line
 # --------------------------------------------------------------------------------------------
+
 
 def _print_record(r: Record, file) -> None:
     print(f"{r.experiment}: {r.provenance}", file=file)
@@ -493,8 +517,11 @@ def main(argv=None) -> int:
             print(f"error: {NO_CUDA_MESSAGE}", file=sys.stderr)
             return 2
         load_experiments(EXPERIMENT_MODULES)
-        command = " ".join([CLI, "record"] + (["--only", *args.only] if args.only else [])
-                           + (["--file", args.file] if args.file else []))
+        command = " ".join(
+            [CLI, "record"]
+            + (["--only", *args.only] if args.only else [])
+            + (["--file", args.file] if args.file else [])
+        )
         try:
             new = record(args.only, path=args.file, command=command)
         except ValueError as e:

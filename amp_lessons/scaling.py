@@ -61,6 +61,7 @@ TRAIN_RUNS = {
 
 # --- checks --------------------------------------------------------------------------------------
 
+
 def _scaler_params(init_scale, growth_factor, backoff_factor, growth_interval) -> tuple:
     """Validate GradScaler's four parameters (ValueError naming the value and the allowed range)."""
     init_scale = _positive(init_scale, "init_scale")
@@ -125,8 +126,10 @@ class CensusIndex:
 
     def __init__(self, census: dict):
         if not isinstance(census, dict) or not set(self.KINDS) <= set(census):
-            raise TypeError("census must be a dict with 'weights' and 'activations' gradient tensors "
-                            "(from amp_lessons.fp16.gradient_census or scaling.gradient_census_of)")
+            raise TypeError(
+                "census must be a dict with 'weights' and 'activations' gradient tensors "
+                "(from amp_lessons.fp16.gradient_census or scaling.gradient_census_of)"
+            )
         self.sorted, self.zeros, self.nans, self.size = {}, {}, {}, {}
         for kind in self.KINDS:
             g = census[kind]
@@ -151,9 +154,13 @@ class CensusIndex:
         n_zero, n_sub, n_fits = np.searchsorted(b, [t_zero, t_sub, t_fits], side="right").tolist()
         n_zero = max(n_zero, self.zeros[kind])  # an exact zero stays zero
         n_sub, n_fits = max(n_sub, n_zero), max(n_fits, n_zero)
-        return {"zero": self.zeros[kind], "underflow to zero": n_zero - self.zeros[kind],
-                "subnormal": n_sub - n_zero, "normal": n_fits - n_sub,
-                "overflow": self.size[kind] - self.nans[kind] - n_fits}
+        return {
+            "zero": self.zeros[kind],
+            "underflow to zero": n_zero - self.zeros[kind],
+            "subnormal": n_sub - n_zero,
+            "normal": n_fits - n_sub,
+            "overflow": self.size[kind] - self.nans[kind] - n_fits,
+        }
 
     def fractions(self, scale: float, fmt="fp16") -> dict[str, dict[str, float]]:
         """``{"weights": {...}, "activations": {...}}``: each kind's counts over all its values."""
@@ -209,8 +216,16 @@ def scale_sweep(census: dict, exponents=range(0, 33), fmt="fp16", kind: str = "a
         raise ValueError("exponents is empty: give at least one exponent, e.g. range(0, 33)")
     f = get_format(fmt)
     nonzero = index.size[kind] - index.zeros[kind] - index.nans[kind] if kind in index.KINDS else None
-    out = {"exponent": exps, "scale": [], "underflow": [], "subnormal": [], "overflow": [], "kind": kind,
-           "fmt": f.name, "nonzero": nonzero}
+    out = {
+        "exponent": exps,
+        "scale": [],
+        "underflow": [],
+        "subnormal": [],
+        "overflow": [],
+        "kind": kind,
+        "fmt": f.name,
+        "nonzero": nonzero,
+    }
     for e in exps:
         c = index.counts(kind, math.ldexp(1.0, e), f)
         out["scale"].append(math.ldexp(1.0, e))
@@ -224,12 +239,16 @@ def safe_window(sweep: dict, max_underflow: float = 0.01, max_overflow: float = 
     ``max_underflow`` and whose overflow is at most ``max_overflow``; None if no scale is."""
     if not isinstance(sweep, dict) or not {"scale", "underflow", "overflow"} <= set(sweep):
         raise TypeError("sweep must be the dict returned by scale_sweep")
-    ok = [s for s, u, o in zip(sweep["scale"], sweep["underflow"], sweep["overflow"])
-          if u <= max_underflow and o <= max_overflow]
+    ok = [
+        s
+        for s, u, o in zip(sweep["scale"], sweep["underflow"], sweep["overflow"])
+        if u <= max_underflow and o <= max_overflow
+    ]
     return (min(ok), max(ok)) if ok else None
 
 
 # --- scalers from scratch --------------------------------------------------------------------------
+
 
 def _grads(params) -> list[torch.Tensor]:
     return [p.grad for p in params if p.grad is not None]
@@ -268,10 +287,16 @@ class DynamicScaler:
     by ``backoff_factor`` (and the step skipped); after ``growth_interval`` steps in a row without
     one it is multiplied by ``growth_factor``. The scale is a float32 value, as in GradScaler."""
 
-    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
-                 growth_interval: int = 2000):
+    def __init__(
+        self,
+        init_scale: float = 2.0**16,
+        growth_factor: float = 2.0,
+        backoff_factor: float = 0.5,
+        growth_interval: int = 2000,
+    ):
         self.scale, self.growth_factor, self.backoff_factor, self.growth_interval = _scaler_params(
-            init_scale, growth_factor, backoff_factor, growth_interval)
+            init_scale, growth_factor, backoff_factor, growth_interval
+        )
         self.growth_tracker = 0  # good steps since the last change of the scale
         self.found_inf = None  # set by unscale_, used by step and update
 
@@ -316,8 +341,15 @@ class DynamicScaler:
         self.found_inf = None
 
 
-def simulate_scaler(n_steps: int, inf_steps=(), *, init_scale: float = 2.0**16, growth_factor: float = 2.0,
-                    backoff_factor: float = 0.5, growth_interval: int = 2000) -> dict:
+def simulate_scaler(
+    n_steps: int,
+    inf_steps=(),
+    *,
+    init_scale: float = 2.0**16,
+    growth_factor: float = 2.0,
+    backoff_factor: float = 0.5,
+    growth_interval: int = 2000,
+) -> dict:
     """GradScaler's scale over ``n_steps`` steps when the gradients overflow exactly at
     ``inf_steps`` (0-based), without any model: ``{"scale": scale used at each step, "skipped":
     whether the step was skipped, "scale_after": the scale after each step's update}``."""
@@ -348,15 +380,23 @@ def simulate_scaler(n_steps: int, inf_steps=(), *, init_scale: float = 2.0**16, 
 
 # --- the from-scratch scaler against GradScaler --------------------------------------------------------
 
+
 def _tiny_model(seed: int) -> torch.nn.Module:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
 
 
-def compare_with_gradscaler(steps: int = 30, *, inf_steps=(3, 4, 10), init_scale: float = 2.0**16,
-                            growth_factor: float = 2.0, backoff_factor: float = 0.5, growth_interval: int = 5,
-                            seed: int = 0) -> list[dict]:
+def compare_with_gradscaler(
+    steps: int = 30,
+    *,
+    inf_steps=(3, 4, 10),
+    init_scale: float = 2.0**16,
+    growth_factor: float = 2.0,
+    backoff_factor: float = 0.5,
+    growth_interval: int = 5,
+    seed: int = 0,
+) -> list[dict]:
     """Train two copies of one tiny fp32 model side by side, one with :class:`DynamicScaler`, one
     with ``torch.amp.GradScaler("cpu")``, same parameters, same data; at ``inf_steps`` one gradient
     element of both is set to inf. One row per step: ``{"step", "ours_scale", "torch_scale"
@@ -370,8 +410,9 @@ def compare_with_gradscaler(steps: int = 30, *, inf_steps=(3, 4, 10), init_scale
     torch_opt = torch.optim.SGD(torch_model.parameters(), lr=0.1)
     ours = DynamicScaler(*params)
     init, growth, backoff, interval = params
-    theirs = torch.amp.GradScaler("cpu", init_scale=init, growth_factor=growth, backoff_factor=backoff,
-                                  growth_interval=interval)
+    theirs = torch.amp.GradScaler(
+        "cpu", init_scale=init, growth_factor=growth, backoff_factor=backoff, growth_interval=interval
+    )
     g = torch.Generator().manual_seed(seed)
     rows = []
     for step in range(steps):
@@ -397,6 +438,7 @@ def compare_with_gradscaler(steps: int = 30, *, inf_steps=(3, 4, 10), init_scale
 # --- census of any model ------------------------------------------------------------------------------
 
 # --- training four ways ---------------------------------------------------------------------------------
+
 
 def _comparison_setup(seed: int, steps: int, target_scale: float, batch: int = 64):
     """The data and the model of :func:`train_comparison`: targets of order ``target_scale`` from a
@@ -430,8 +472,9 @@ class _Scale(torch.nn.Module):
         return x * self.factor
 
 
-def train_comparison(steps: int = 60, *, seed: int = 0, progress: bool = True, lr: float = 1e-2,
-                     target_scale: float = 1e-3) -> dict:
+def train_comparison(
+    steps: int = 60, *, seed: int = 0, progress: bool = True, lr: float = 1e-2, target_scale: float = 1e-3
+) -> dict:
     """Train one tiny model four ways on the CPU (:data:`TRAIN_RUNS`), same start, same data:
     fp32; fp16 autocast without loss scaling; fp16 autocast with ``torch.amp.GradScaler("cpu")``;
     bf16 autocast without a scaler. Adam (``lr``), MSE loss, a fresh batch of 64 each step.
@@ -488,6 +531,7 @@ def _copy(module: torch.nn.Module) -> torch.nn.Module:
 
 
 # --- pitfalls around a scaler --------------------------------------------------------------------------
+
 
 def pitfall_setup(seed: int = 0):
     """``(model, x, y)`` for the recipe's pitfalls: a small seeded fp32 MLP (8 -> 4 outputs), a batch of 32
@@ -547,8 +591,11 @@ def recipe_pitfalls(seed: int = 0) -> dict:
     saved = scaler.state_dict()
     restored = torch.amp.GradScaler("cpu")
     restored.load_state_dict(saved)
-    out["state_dict"] = {"saved": saved, "restored_scale": restored.get_scale(),
-                         "round_trip": restored.state_dict() == saved}
+    out["state_dict"] = {
+        "saved": saved,
+        "restored_scale": restored.get_scale(),
+        "round_trip": restored.state_dict() == saved,
+    }
     # 4. a scaler around bf16: never an overflow, so it only grows
     model, x, y = pitfall_setup(seed)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -122,8 +122,16 @@ def matmul_errors(m: int, k: int, n: int, *, device="cpu", seed: int = 0, varian
     return out
 
 
-def error_vs_k(ks, fmts=("fp32", "tf32", "bf16", "fp16"), *, m: int = 64, n: int = 64, seed: int = 0,
-               rounding: str = "nearest_even", device="cpu") -> dict:
+def error_vs_k(
+    ks,
+    fmts=("fp32", "tf32", "bf16", "fp16"),
+    *,
+    m: int = 64,
+    n: int = 64,
+    seed: int = 0,
+    rounding: str = "nearest_even",
+    device="cpu",
+) -> dict:
     """RMS error of (m x K) @ (K x n) products against fp64, for each K and each input format
     (inputs rounded by the formats engine, products accumulated in fp32).
 
@@ -179,7 +187,9 @@ def time_matmuls(size: int, *, device="cpu", repeats: int = 5) -> dict:
     return out
 
 
-def conv_errors(*, device="cpu", batch: int = 8, channels: int = 64, size: int = 32, seed: int = 0) -> list[MatmulError]:
+def conv_errors(
+    *, device="cpu", batch: int = 8, channels: int = 64, size: int = 32, seed: int = 0
+) -> list[MatmulError]:
     """A 3x3 convolution with fp32 math and with TF32 inputs (real cuDNN TF32 on a TF32 GPU,
     emulated bit-exactly elsewhere), against the fp64 convolution."""
     d = _device(device)
@@ -192,14 +202,21 @@ def conv_errors(*, device="cpu", batch: int = 8, channels: int = 64, size: int =
     exact = fp32_precision(conv="ieee") if d.type == "cuda" else fp32_precision(cpu_matmul="ieee")
     with exact:
         out.append(MatmulError("fp32", *_errors(conv(x, w, padding=1), ref), "measured"))
-        q = {r: conv(formats.quantize(x, "tf32", r), formats.quantize(w, "tf32", r), padding=1)
-             for r in ("nearest_away", "toward_zero")}
+        q = {
+            r: conv(formats.quantize(x, "tf32", r), formats.quantize(w, "tf32", r), padding=1)
+            for r in ("nearest_away", "toward_zero")
+        }
     out.append(MatmulError("tf32 emulated (ties away)", *_errors(q["nearest_away"], ref), "emulated bit-exactly"))
     out.append(MatmulError("tf32 emulated (truncation)", *_errors(q["toward_zero"], ref), "emulated bit-exactly"))
     if has_tf32(d):
         with fp32_precision(conv="tf32"):
-            out.append(MatmulError("tf32 hardware", *_errors(conv(x, w, padding=1), ref),
-                                   f"measured on {torch.cuda.get_device_name(d)}"))
+            out.append(
+                MatmulError(
+                    "tf32 hardware",
+                    *_errors(conv(x, w, padding=1), ref),
+                    f"measured on {torch.cuda.get_device_name(d)}",
+                )
+            )
     return out
 
 
@@ -261,10 +278,12 @@ def _record_tf32(device: str = "cuda", size: int | None = None, speed_size: int 
     d = _device(device)
     size = size or pick_size(d)
     errs = {e.variant: e for e in matmul_errors(size, size, size, device=d)}
-    out = {"shape": f"{size}x{size} @ {size}x{size}",
-           "fp32_rel_error": errs["fp32"].rel_error,
-           "tf32_emulated_rel_error": errs["tf32 emulated (ties away)"].rel_error,
-           "tf32_truncated_rel_error": errs["tf32 emulated (truncation)"].rel_error}
+    out = {
+        "shape": f"{size}x{size} @ {size}x{size}",
+        "fp32_rel_error": errs["fp32"].rel_error,
+        "tf32_emulated_rel_error": errs["tf32 emulated (ties away)"].rel_error,
+        "tf32_truncated_rel_error": errs["tf32 emulated (truncation)"].rel_error,
+    }
     if "tf32 hardware" in errs:
         out["tf32_rel_error"] = errs["tf32 hardware"].rel_error
         out["emulated_over_real_tf32_error"] = out["tf32_emulated_rel_error"] / out["tf32_rel_error"]
@@ -286,8 +305,14 @@ def _record_timing_check(device: str = "cuda", size: int = 8192) -> dict:
     g = torch.Generator().manual_seed(0)
     a = torch.randn(size, size, generator=g).to(d, torch.bfloat16)
     b = torch.randn(size, size, generator=g).to(d, torch.bfloat16)
-    t = timing.time_fn(lambda: a @ b, device=d.type, repeats=20, flush_l2=d.type == "cuda",
-                       flops=timing.matmul_flops(size, size, size), dtype_key="bf16")
+    t = timing.time_fn(
+        lambda: a @ b,
+        device=d.type,
+        repeats=20,
+        flush_l2=d.type == "cuda",
+        flops=timing.matmul_flops(size, size, size),
+        dtype_key="bf16",
+    )
     out = {"shape": f"{size}^3 bf16", "bf16_time_s": t.median_s, "bf16_tflops": t.tflops}
     if t.percent_of_peak is not None:
         out["percent_of_spec_peak"] = t.percent_of_peak

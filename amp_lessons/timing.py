@@ -52,6 +52,7 @@ _METHODS = ("cuda events", "perf_counter")
 # Spec-sheet peaks
 # --------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class GPUSpec:
     """Dense peak TFLOP/s of one GPU from its NVIDIA spec sheet; None where it lacks the format.
@@ -98,33 +99,119 @@ class GPUSpec:
 # PCIe; they must not borrow either row), GH200, A10G, L40 (without S), V100S, RTX 3090 Ti,
 # RTX 4090 D and laptop parts: each has figures of its own.
 SPEC_PEAKS: tuple[GPUSpec, ...] = (
-    GPUSpec("Tesla V100 SXM2", (("v100", "sxm2"),), 15.7, None, None, 125.0, None,
-            "Volta: fp16 tensor cores only (no TF32, bf16 or fp8)"),
-    GPUSpec("Tesla V100 PCIe", (("v100", "pcie"),), 14.0, None, None, 112.0, None,
-            "Volta: fp16 tensor cores only (no TF32, bf16 or fp8)"),
-    GPUSpec("Tesla T4", (("t4",),), 8.1, None, None, 65.0, None,
-            "Turing: fp16 tensor cores only (no TF32, bf16 or fp8)"),
-    GPUSpec("NVIDIA A10", (("a10",),), 31.2, 62.5, 125.0, 125.0, None,
-            "Ampere GA102; the AWS A10G is a different, slower part"),
-    GPUSpec("NVIDIA A100", (("a100",),), 19.5, 156.0, 312.0, 312.0, None,
-            "Ampere GA100; SXM4 and PCIe, 40 and 80 GB share these figures"),
-    GPUSpec("NVIDIA L4", (("l4",),), 30.3, 60.0, 121.0, 121.0, 242.5,
-            "Ada AD104; datasheet: 120 / 242 / 485 TFLOP/s with sparsity"),
-    GPUSpec("NVIDIA L40S", (("l40s",),), 91.6, 183.0, 362.0, 362.0, 733.0,
-            "Ada AD102; datasheet: 366 / 733 / 1466 TFLOP/s with sparsity"),
-    GPUSpec("NVIDIA H100 SXM", (("h100", "sxm5"), ("h100", "sxm"), ("h100", "hbm3")),
-            67.0, 495.0, 989.0, 989.0, 1979.0,
-            "Hopper SXM5; torch names it e.g. 'NVIDIA H100 80GB HBM3'"),
-    GPUSpec("NVIDIA H100 PCIe", (("h100", "pcie"),), 51.0, 378.0, 756.0, 756.0, 1513.0,
-            "Hopper PCIe (fewer SMs, lower clocks than SXM)"),
-    GPUSpec("NVIDIA H200", (("h200", "!nvl"),), 67.0, 495.0, 989.0, 989.0, 1979.0,
-            "Hopper SXM with HBM3e: the H100 SXM's compute, more and faster memory"),
-    GPUSpec("NVIDIA GeForce RTX 3090", (("rtx", "3090", "!ti", "!laptop", "!mobile"),),
-            35.6, 35.6, 71.0, 71.0, None,
-            "Ampere GA102 whitepaper; tensor rates with fp32 accumulation (fp16 accumulation: 142)"),
-    GPUSpec("NVIDIA GeForce RTX 4090", (("rtx", "4090", "!ti", "!d", "!laptop", "!mobile"),),
-            82.6, 82.6, 165.2, 165.2, 330.3,
-            "Ada AD102 whitepaper; tensor rates with fp32 accumulation (fp16 accumulation: 330.3 / 660.6)"),
+    GPUSpec(
+        "Tesla V100 SXM2",
+        (("v100", "sxm2"),),
+        15.7,
+        None,
+        None,
+        125.0,
+        None,
+        "Volta: fp16 tensor cores only (no TF32, bf16 or fp8)",
+    ),
+    GPUSpec(
+        "Tesla V100 PCIe",
+        (("v100", "pcie"),),
+        14.0,
+        None,
+        None,
+        112.0,
+        None,
+        "Volta: fp16 tensor cores only (no TF32, bf16 or fp8)",
+    ),
+    GPUSpec(
+        "Tesla T4", (("t4",),), 8.1, None, None, 65.0, None, "Turing: fp16 tensor cores only (no TF32, bf16 or fp8)"
+    ),
+    GPUSpec(
+        "NVIDIA A10",
+        (("a10",),),
+        31.2,
+        62.5,
+        125.0,
+        125.0,
+        None,
+        "Ampere GA102; the AWS A10G is a different, slower part",
+    ),
+    GPUSpec(
+        "NVIDIA A100",
+        (("a100",),),
+        19.5,
+        156.0,
+        312.0,
+        312.0,
+        None,
+        "Ampere GA100; SXM4 and PCIe, 40 and 80 GB share these figures",
+    ),
+    GPUSpec(
+        "NVIDIA L4",
+        (("l4",),),
+        30.3,
+        60.0,
+        121.0,
+        121.0,
+        242.5,
+        "Ada AD104; datasheet: 120 / 242 / 485 TFLOP/s with sparsity",
+    ),
+    GPUSpec(
+        "NVIDIA L40S",
+        (("l40s",),),
+        91.6,
+        183.0,
+        362.0,
+        362.0,
+        733.0,
+        "Ada AD102; datasheet: 366 / 733 / 1466 TFLOP/s with sparsity",
+    ),
+    GPUSpec(
+        "NVIDIA H100 SXM",
+        (("h100", "sxm5"), ("h100", "sxm"), ("h100", "hbm3")),
+        67.0,
+        495.0,
+        989.0,
+        989.0,
+        1979.0,
+        "Hopper SXM5; torch names it e.g. 'NVIDIA H100 80GB HBM3'",
+    ),
+    GPUSpec(
+        "NVIDIA H100 PCIe",
+        (("h100", "pcie"),),
+        51.0,
+        378.0,
+        756.0,
+        756.0,
+        1513.0,
+        "Hopper PCIe (fewer SMs, lower clocks than SXM)",
+    ),
+    GPUSpec(
+        "NVIDIA H200",
+        (("h200", "!nvl"),),
+        67.0,
+        495.0,
+        989.0,
+        989.0,
+        1979.0,
+        "Hopper SXM with HBM3e: the H100 SXM's compute, more and faster memory",
+    ),
+    GPUSpec(
+        "NVIDIA GeForce RTX 3090",
+        (("rtx", "3090", "!ti", "!laptop", "!mobile"),),
+        35.6,
+        35.6,
+        71.0,
+        71.0,
+        None,
+        "Ampere GA102 whitepaper; tensor rates with fp32 accumulation (fp16 accumulation: 142)",
+    ),
+    GPUSpec(
+        "NVIDIA GeForce RTX 4090",
+        (("rtx", "4090", "!ti", "!d", "!laptop", "!mobile"),),
+        82.6,
+        82.6,
+        165.2,
+        165.2,
+        330.3,
+        "Ada AD102 whitepaper; tensor rates with fp32 accumulation (fp16 accumulation: 330.3 / 660.6)",
+    ),
 )
 
 
@@ -161,6 +248,7 @@ def _check_dtype_key(dtype_key, *, allow_none: bool) -> None:
 # --------------------------------------------------------------------------------------------
 # Timing
 # --------------------------------------------------------------------------------------------
+
 
 def _fmt_rate(x: float) -> str:
     """3 significant digits in fixed notation: 989, 89.4, 16.0, 0.213."""
@@ -256,8 +344,16 @@ def _l2_flush_buffer(device: torch.device) -> torch.Tensor:
     return torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=device)
 
 
-def time_fn(fn, *, device="cpu", warmup: int = 3, repeats: int = 10, flush_l2: bool = False,
-            flops: float | None = None, dtype_key: str | None = None) -> Timing:
+def time_fn(
+    fn,
+    *,
+    device="cpu",
+    warmup: int = 3,
+    repeats: int = 10,
+    flush_l2: bool = False,
+    flops: float | None = None,
+    dtype_key: str | None = None,
+) -> Timing:
     """Time ``fn()``: ``warmup`` untimed calls, then ``repeats`` timed calls; the median is reported.
 
     On CUDA each timed call sits between a pair of ``torch.cuda.Event(enable_timing=True)``, so
@@ -275,8 +371,9 @@ def time_fn(fn, *, device="cpu", warmup: int = 3, repeats: int = 10, flush_l2: b
     for label, v, least in (("warmup", warmup, 0), ("repeats", repeats, 1)):
         if isinstance(v, bool) or not isinstance(v, int) or v < least:
             raise ValueError(f"{label} must be an int >= {least}, got {v!r}")
-    if flops is not None and (isinstance(flops, bool) or not isinstance(flops, (int, float))
-                              or not math.isfinite(flops) or flops <= 0):
+    if flops is not None and (
+        isinstance(flops, bool) or not isinstance(flops, (int, float)) or not math.isfinite(flops) or flops <= 0
+    ):
         raise ValueError(f"flops must be a positive number or None, got {flops!r}")
     _check_dtype_key(dtype_key, allow_none=True)
     if not isinstance(flush_l2, bool):
@@ -291,13 +388,21 @@ def time_fn(fn, *, device="cpu", warmup: int = 3, repeats: int = 10, flush_l2: b
             t0 = time.perf_counter()
             fn()
             times.append(time.perf_counter() - t0)
-        return Timing(statistics.median(times), tuple(times), "cpu", None if flops is None else float(flops),
-                      dtype_key, "perf_counter", False)
+        return Timing(
+            statistics.median(times),
+            tuple(times),
+            "cpu",
+            None if flops is None else float(flops),
+            dtype_key,
+            "perf_counter",
+            False,
+        )
 
     if not torch.cuda.is_available():
         raise RuntimeError(
             f"time_fn(device={device!r}) needs a CUDA GPU, but torch.cuda.is_available() is False "
-            f"on this machine (torch {torch.__version__}); use device='cpu'")
+            f"on this machine (torch {torch.__version__}); use device='cpu'"
+        )
     name = torch.cuda.get_device_name(dev)
     buffer = _l2_flush_buffer(dev) if flush_l2 else None
     pairs = []
@@ -317,5 +422,12 @@ def time_fn(fn, *, device="cpu", warmup: int = 3, repeats: int = 10, flush_l2: b
             pairs.append((start, end))
         torch.cuda.synchronize(dev)
     times = [start.elapsed_time(end) / 1e3 for start, end in pairs]  # elapsed_time is in ms
-    return Timing(statistics.median(times), tuple(times), name, None if flops is None else float(flops),
-                  dtype_key, "cuda events", flush_l2)
+    return Timing(
+        statistics.median(times),
+        tuple(times),
+        name,
+        None if flops is None else float(flops),
+        dtype_key,
+        "cuda events",
+        flush_l2,
+    )

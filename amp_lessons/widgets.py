@@ -106,7 +106,8 @@ def _encode_png(canvas: FigureCanvasAgg) -> bytes:
     w, h = canvas.get_width_height()
     buf = io.BytesIO()
     PILImage.frombuffer("RGBA", (w, h), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
-        buf, format="png", compress_level=1)
+        buf, format="png", compress_level=1
+    )
     return buf.getvalue()
 
 
@@ -121,8 +122,7 @@ def _image() -> widgets.Image:
 
 def _table(rows) -> str:
     cells = "".join(
-        f"<tr><td style='padding:1px 12px 1px 0;color:#555'>{html.escape(k)}</td><td>{v}</td></tr>"
-        for k, v in rows
+        f"<tr><td style='padding:1px 12px 1px 0;color:#555'>{html.escape(k)}</td><td>{v}</td></tr>" for k, v in rows
     )
     return f"<table style='font-family:monospace;font-size:13px'>{cells}</table>"
 
@@ -142,6 +142,7 @@ def _num(v: float) -> str:
 
 
 # --- bit explorer ------------------------------------------------------------------------------
+
 
 def _parse_value(value) -> float:
     """A number, or a string Python's float() reads ("0.1", "-0.0", "1e39", "nan", "inf")."""
@@ -173,14 +174,16 @@ class BitExplorer:
         self._formats = {**FORMATS, f.name: f}  # a learner's own FloatFormat joins the menu
         text = value if isinstance(value, str) else repr(_parse_value(value))
         _parse_value(text)  # a bad string raises here, naming it
-        self.value_box = widgets.Text(value=text, description="value", continuous_update=False,
-                                      layout=widgets.Layout(width="280px"))
+        self.value_box = widgets.Text(
+            value=text, description="value", continuous_update=False, layout=widgets.Layout(width="280px")
+        )
         self.format_menu = widgets.Dropdown(options=list(self._formats), value=f.name, description="format")
         self.bit_row = widgets.HBox(layout=widgets.Layout(flex_flow="row wrap"))
         self.readout = widgets.HTML()
         self.image = _image()
-        self.widget = widgets.VBox([widgets.HBox([self.value_box, self.format_menu]), self.bit_row,
-                                    self.readout, self.image])
+        self.widget = widgets.VBox(
+            [widgets.HBox([self.value_box, self.format_menu]), self.bit_row, self.readout, self.image]
+        )
         self.widget.explorer = self
         self.info: BitInfo | None = None
         self.error = ""
@@ -262,7 +265,7 @@ class BitExplorer:
 
     def _row(self) -> list[widgets.ToggleButton]:
         """The buttons of the current format's bits, most significant first."""
-        return self._pool[:self.fmt.bits]
+        return self._pool[: self.fmt.bits]
 
     def _use_buttons(self) -> None:
         f = self.fmt
@@ -270,7 +273,7 @@ class BitExplorer:
             b = widgets.ToggleButton(description="0", layout=self._button_layout)
             b.observe(self._on_bit, names="value")
             self._pool.append(b)
-        for i, b in enumerate(self._pool[:f.bits]):
+        for i, b in enumerate(self._pool[: f.bits]):
             field = "sign" if i == 0 else "exponent" if i <= f.exponent_bits else "mantissa"
             with b.hold_sync():  # one message per button, and none where nothing changes
                 b.button_style = _BUTTON_STYLE[field]
@@ -279,7 +282,7 @@ class BitExplorer:
 
     def _show(self, info: BitInfo) -> None:
         self.info = info
-        row = self._pool[:info.fmt.bits]
+        row = self._pool[: info.fmt.bits]
         digits = format(info.code, f"0{len(row)}b") if info.code is not None else None
         self._busy = True
         try:
@@ -305,11 +308,16 @@ class BitExplorer:
         if info.fields is not None:
             s, e, m = info.fields
             parts = info.bit_string.split(" ")
-            names = ["sign", "exponent", "mantissa"][:len(parts)]
-            rows.append(("bits", " ".join(f"<span style='color:{_FIELD_TEXT[n]}'>{p}</span>"
-                                          for n, p in zip(names, parts))))
-            rows.append(("sign / exponent / mantissa",
-                         f"{s} / {e} (bias {f.bias}) / {m}" if f.mantissa_bits else f"{s} / {e} (bias {f.bias})"))
+            names = ["sign", "exponent", "mantissa"][: len(parts)]
+            rows.append(
+                ("bits", " ".join(f"<span style='color:{_FIELD_TEXT[n]}'>{p}</span>" for n, p in zip(names, parts)))
+            )
+            rows.append(
+                (
+                    "sign / exponent / mantissa",
+                    f"{s} / {e} (bias {f.bias}) / {m}" if f.mantissa_bits else f"{s} / {e} (bias {f.bias})",
+                )
+            )
         rows.append(("formula", html.escape(info.formula)))
         if info.typed is not None:
             rows.append(("absolute error", f"{info.abs_error:.6g}"))
@@ -353,6 +361,7 @@ def bit_explorer(value=0.1, fmt="fp16") -> widgets.VBox:
 
 # --- format designer ---------------------------------------------------------------------------
 
+
 class FormatDesigner:
     """Design a format with sliders: exponent bits (1..8), mantissa bits (0..23), encoding.
 
@@ -379,10 +388,13 @@ class FormatDesigner:
         self.encoding_menu = widgets.Dropdown(options=list(ENCODINGS), value=encoding, description="encoding")
         self.readout = widgets.HTML()
         self.image = _image()
-        self.widget = widgets.VBox([
-            widgets.HBox([self.exponent_slider, self.mantissa_slider, self.encoding_menu]),
-            self.readout, self.image,
-        ])
+        self.widget = widgets.VBox(
+            [
+                widgets.HBox([self.exponent_slider, self.mantissa_slider, self.encoding_menu]),
+                self.readout,
+                self.image,
+            ]
+        )
         self.widget.explorer = self
         self.fmt: FloatFormat | None = None
         self.error = ""
@@ -432,17 +444,24 @@ class FormatDesigner:
     def _readout(self, f: FloatFormat) -> str:
         same = self.same_as(f)
         title = f"<b>design {self._describe(f)}</b>: " + (
-            f"same as {html.escape(', '.join(same))}" if same else "not a format the course names")
+            f"same as {html.escape(', '.join(same))}" if same else "not a format the course names"
+        )
         if f.emax < f.emin:
             title += " <span style='color:#B00020'>(no positive finite value: only 0 and NaN)</span>"
-        specials = ", ".join(
-            [s for s, ok in (("inf", f.has_inf), ("NaN", f.has_nan), ("-0", f.has_negative_zero)) if ok]) or "none"
+        specials = (
+            ", ".join([s for s, ok in (("inf", f.has_inf), ("NaN", f.has_nan), ("-0", f.has_negative_zero)) if ok])
+            or "none"
+        )
         rows = [
-            ("bits", f"{f.bits} = 1 + {f.exponent_bits} + {f.mantissa_bits}"), ("bias", str(f.bias)),
-            ("max", _num(f.max)), ("smallest normal", _num(f.smallest_normal)),
-            ("smallest subnormal", _num(f.smallest_subnormal)), ("eps", _num(f.eps)),
+            ("bits", f"{f.bits} = 1 + {f.exponent_bits} + {f.mantissa_bits}"),
+            ("bias", str(f.bias)),
+            ("max", _num(f.max)),
+            ("smallest normal", _num(f.smallest_normal)),
+            ("smallest subnormal", _num(f.smallest_subnormal)),
+            ("eps", _num(f.eps)),
             ("decimal digits", str(f.decimal_digits)),
-            ("dynamic range", f"{f.dynamic_range_decades:.1f} decades"), ("special values", specials),
+            ("dynamic range", f"{f.dynamic_range_decades:.1f} decades"),
+            ("special values", specials),
         ]
         return title + _table(rows)
 
@@ -466,10 +485,17 @@ class FormatDesigner:
             right.get_legend().remove()
             right.set_yticks(right.get_yticks(), ["your design", *[t.get_text() for t in right.get_yticklabels()[1:]]])
             right.set_title("Range and precision (hatched: subnormals)", fontsize=12)
-        line, = _by_gid(left, "design")
+        (line,) = _by_gid(left, "design")
         line.set(lw=3.2, zorder=3)
-        pic.freeze([line, *_by_gid(left, "design max"), *_by_gid(left, "design smallest normal"),
-                    *_by_gid(right, "design subnormals"), *_by_gid(right, "design normals")])
+        pic.freeze(
+            [
+                line,
+                *_by_gid(left, "design max"),
+                *_by_gid(left, "design smallest normal"),
+                *_by_gid(right, "design subnormals"),
+                *_by_gid(right, "design normals"),
+            ]
+        )
         return pic
 
     def _draw(self, f: FloatFormat) -> None:
@@ -493,14 +519,23 @@ def format_designer(exponent_bits: int = 5, mantissa_bits: int = 10, encoding: s
 
 # --- matmul precision explorer (lesson 02) ------------------------------------------------------
 
+
 class MatmulPrecisionExplorer:
     """The format designer's idea applied to a matmul: a slider for the mantissa bits of the
     inputs (exponent fixed at 8, like fp32/TF32/bf16) and a rounding menu; the designed inputs'
     RMS error against K is drawn over fp32, TF32, bf16 and fp16 inputs (all accumulated in fp32,
     emulated bit-exactly on the CPU)."""
 
-    def __init__(self, mantissa_bits: int = 10, rounding: str = "nearest_even", *, m: int = 32, n: int = 32,
-                 kmax: int = 4096, seed: int = 0):
+    def __init__(
+        self,
+        mantissa_bits: int = 10,
+        rounding: str = "nearest_even",
+        *,
+        m: int = 32,
+        n: int = 32,
+        kmax: int = 4096,
+        seed: int = 0,
+    ):
 
         if isinstance(mantissa_bits, bool) or not isinstance(mantissa_bits, int) or not 0 <= mantissa_bits <= 23:
             raise ValueError(f"mantissa_bits={mantissa_bits!r}: use an int from 0 to 23")
@@ -512,8 +547,9 @@ class MatmulPrecisionExplorer:
         self.ks = [2**i for i in range(4, int(math.log2(kmax)) + 1)]
         self._shape = dict(m=m, n=n, seed=seed)
         self.data = tf32.error_vs_k(self.ks, **self._shape)
-        self.mantissa_slider = widgets.IntSlider(mantissa_bits, min=0, max=23, description="mantissa bits",
-                                                 style={"description_width": "initial"})
+        self.mantissa_slider = widgets.IntSlider(
+            mantissa_bits, min=0, max=23, description="mantissa bits", style={"description_width": "initial"}
+        )
         self.rounding_menu = widgets.Dropdown(options=list(ROUNDING_MODES), value=rounding, description="rounding")
         self.readout = widgets.HTML()
         self.image = _image()
@@ -542,7 +578,7 @@ class MatmulPrecisionExplorer:
             plot_error_vs_k(self.data, ax=ax, extra={"your inputs": self.data["rms"]["tf32"]})
             all_rms = [v for line in self.data["rms"].values() for v in line if v > 0]
             ax.set_ylim(min(all_rms) / 30, 10 * max(self.data["ref_rms"]))
-        line, = _by_gid(ax, "your inputs")
+        (line,) = _by_gid(ax, "your inputs")
         line.set(lw=3, zorder=3)
         pic.freeze([line])
         return pic
@@ -553,11 +589,13 @@ class MatmulPrecisionExplorer:
         self.rms = self._tf32.error_vs_k(self.ks, (f,), rounding=rounding, **self._shape)["rms"][f.name]
         same = [n for n, g in FORMATS.items() if (g.exponent_bits, g.mantissa_bits, g.encoding) == (8, m, "ieee")]
         name = f"e8m{m}" + (f" = {same[0]}" if same else "")
-        self.readout.value = _table([
-            ("your inputs", f"{name}, rounded {rounding}, fp32 accumulation"),
-            (f"RMS error at K={self.ks[-1]}", f"{self.rms[-1]:.3g}"),
-            ("RMS of the exact result", f"{self.data['ref_rms'][-1]:.3g}"),
-        ])
+        self.readout.value = _table(
+            [
+                ("your inputs", f"{name}, rounded {rounding}, fp32 accumulation"),
+                (f"RMS error at K={self.ks[-1]}", f"{self.rms[-1]:.3g}"),
+                ("RMS of the exact result", f"{self.data['ref_rms'][-1]:.3g}"),
+            ]
+        )
         line = self._pic.moving[0]
         line.set_data(self.ks, [max(v, 1e-30) for v in self.rms])
         self.image.value = self._pic.png()
@@ -569,6 +607,7 @@ def matmul_precision_explorer(mantissa_bits: int = 10, rounding: str = "nearest_
 
 
 # --- magnitude explorer (lesson 03) -------------------------------------------------------------
+
 
 def _rel_text(err: float) -> str:
     if math.isnan(err):
@@ -600,11 +639,19 @@ class MagnitudeExplorer:
         log10_value = self._check_log10(log10_value)
         if sign not in ("+", "-"):
             raise ValueError(f"sign must be '+' or '-', got {sign!r}")
-        self.slider = widgets.FloatSlider(log10_value, min=self.LO, max=self.HI, step=0.1, readout_format=".1f",
-                                          description="log10 |x|", style={"description_width": "initial"},
-                                          layout=widgets.Layout(width="520px"))
-        self.sign_buttons = widgets.ToggleButtons(options=["+", "-"], value=sign, description="sign",
-                                                  style={"button_width": "36px"})
+        self.slider = widgets.FloatSlider(
+            log10_value,
+            min=self.LO,
+            max=self.HI,
+            step=0.1,
+            readout_format=".1f",
+            description="log10 |x|",
+            style={"description_width": "initial"},
+            layout=widgets.Layout(width="520px"),
+        )
+        self.sign_buttons = widgets.ToggleButtons(
+            options=["+", "-"], value=sign, description="sign", style={"button_width": "36px"}
+        )
         self.readout = widgets.HTML()
         self.image = _image()
         self.widget = widgets.VBox([widgets.HBox([self.slider, self.sign_buttons]), self.readout, self.image])
@@ -665,16 +712,31 @@ class MagnitudeExplorer:
 
     @staticmethod
     def _readout(value: float, rows) -> str:
-        head = "".join(f"<th style='text-align:left;padding:1px 14px 1px 0'>{h}</th>"
-                       for h in ("format", "class", "stored value", "relative error"))
-        colours = {"normal": "#1a7f37", "subnormal": "#9a6700", "zero": "#555555", "inf": "#B00020",
-                   "saturated": "#B00020", "NaN": "#B00020"}
+        head = "".join(
+            f"<th style='text-align:left;padding:1px 14px 1px 0'>{h}</th>"
+            for h in ("format", "class", "stored value", "relative error")
+        )
+        colours = {
+            "normal": "#1a7f37",
+            "subnormal": "#9a6700",
+            "zero": "#555555",
+            "inf": "#B00020",
+            "saturated": "#B00020",
+            "NaN": "#B00020",
+        }
         body = "".join(
-            "<tr>" + "".join(f"<td style='padding:1px 14px 1px 0'>{c}</td>" for c in (
-                html.escape(name), f"<b style='color:{colours[cls]}'>{cls}</b>", html.escape(stored), err)) + "</tr>"
-            for name, cls, stored, err in rows)
-        return (f"<div style='font-family:monospace;font-size:13px'>x = {html.escape(repr(value))}</div>"
-                f"<table style='font-family:monospace;font-size:13px'><tr>{head}</tr>{body}</table>")
+            "<tr>"
+            + "".join(
+                f"<td style='padding:1px 14px 1px 0'>{c}</td>"
+                for c in (html.escape(name), f"<b style='color:{colours[cls]}'>{cls}</b>", html.escape(stored), err)
+            )
+            + "</tr>"
+            for name, cls, stored, err in rows
+        )
+        return (
+            f"<div style='font-family:monospace;font-size:13px'>x = {html.escape(repr(value))}</div>"
+            f"<table style='font-family:monospace;font-size:13px'><tr>{head}</tr>{body}</table>"
+        )
 
 
 def magnitude_explorer(log10_value: float = -5.0) -> widgets.VBox:
@@ -683,6 +745,7 @@ def magnitude_explorer(log10_value: float = -5.0) -> widgets.VBox:
 
 
 # --- sum explorer (lesson 03) -------------------------------------------------------------------
+
 
 class SumExplorer:
     """Sum ``n`` copies of ``v`` in fp16 and fp32 ways: a value box for ``v`` (any number Python
@@ -695,8 +758,13 @@ class SumExplorer:
     """
 
     N_MAX = 8192
-    LINES = ("exact", "fp32 running sum", "fp16 addends, fp32 accumulator", "torch.cumsum (fp16 tensor)",
-             "fp16 running sum")
+    LINES = (
+        "exact",
+        "fp32 running sum",
+        "fp16 addends, fp32 accumulator",
+        "torch.cumsum (fp16 tensor)",
+        "fp16 running sum",
+    )
     READOUT = ("fp16 running sum", "fp16 addends, fp32 accumulator", "torch.sum (fp16 tensor)", "exact")
     TOPS = (1.15, 2.3)  # y-axis tops, in units of the exact final sum: one background each
     FP16_MAX = 65504.0
@@ -708,10 +776,17 @@ class SumExplorer:
         fp16.check_copies(v, n)  # raises for a non-finite v or a bad n
         if not 1 <= n <= self.N_MAX:
             raise ValueError(f"n must be from 1 to {self.N_MAX}, got {n}")
-        self.v_box = widgets.Text(value=repr(float(v)), description="v", continuous_update=False,
-                                  layout=widgets.Layout(width="240px"))
-        self.n_slider = widgets.IntSlider(int(n), min=1, max=self.N_MAX, description="n copies",
-                                          style={"description_width": "initial"}, layout=widgets.Layout(width="520px"))
+        self.v_box = widgets.Text(
+            value=repr(float(v)), description="v", continuous_update=False, layout=widgets.Layout(width="240px")
+        )
+        self.n_slider = widgets.IntSlider(
+            int(n),
+            min=1,
+            max=self.N_MAX,
+            description="n copies",
+            style={"description_width": "initial"},
+            layout=widgets.Layout(width="520px"),
+        )
         self.readout = widgets.HTML()
         self.image = _image()
         self.widget = widgets.VBox([widgets.HBox([self.v_box, self.n_slider]), self.readout, self.image])
@@ -758,12 +833,16 @@ class SumExplorer:
             for g in grid:
                 ax.add_collection(g, autolim=False)
             lines = [_by_gid(ax, k)[0] for k in self.LINES]
-            limit, = _by_gid(ax, "limit")
+            (limit,) = _by_gid(ax, "limit")
             markers = [ax.plot([], [], ls="", marker="^", ms=10, color=ln.get_color(), zorder=5)[0] for ln in lines]
-            xt = [ax.text(0, -0.015, "", transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=10)
-                  for _ in range(8)]
-            yt = [ax.text(-0.008, 0, "", transform=ax.get_yaxis_transform(), ha="right", va="center", fontsize=10)
-                  for _ in range(8)]
+            xt = [
+                ax.text(0, -0.015, "", transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=10)
+                for _ in range(8)
+            ]
+            yt = [
+                ax.text(-0.008, 0, "", transform=ax.get_yaxis_transform(), ha="right", va="center", fontsize=10)
+                for _ in range(8)
+            ]
         pic.freeze([*grid, *lines, limit, *markers, *xt, *yt, legend])
         pic.parts = dict(ax=ax, grid=grid, lines=lines, limit=limit, markers=markers, xt=xt, yt=yt, top=top)
         return pic
@@ -819,10 +898,22 @@ class SumExplorer:
             marker.set_visible(inf.size > 0)
             if inf.size:
                 marker.set_data([(inf[0] + 1) / n], [min(limit, 0.97 * top)])
-        self._ticks(p["grid"][0], p["xt"], MaxNLocator(6, steps=[1, 2, 2.5, 5, 10], integer=True).tick_values(0, n),
-                    1.0 / n, 1.02, vertical=True)
-        self._ticks(p["grid"][1], p["yt"], MaxNLocator(6, steps=[1, 2, 2.5, 5, 10]).tick_values(
-            *sorted((0.0, top * unit))), 1.0 / unit, top, vertical=False)
+        self._ticks(
+            p["grid"][0],
+            p["xt"],
+            MaxNLocator(6, steps=[1, 2, 2.5, 5, 10], integer=True).tick_values(0, n),
+            1.0 / n,
+            1.02,
+            vertical=True,
+        )
+        self._ticks(
+            p["grid"][1],
+            p["yt"],
+            MaxNLocator(6, steps=[1, 2, 2.5, 5, 10]).tick_values(*sorted((0.0, top * unit))),
+            1.0 / unit,
+            top,
+            vertical=False,
+        )
         self.image.value = pic.png()
 
     @staticmethod
@@ -850,6 +941,7 @@ def sum_explorer(v: float = 16.0, n: int = 4096) -> widgets.VBox:
 
 # --- loss scaling (lesson 05) --------------------------------------------------------------------
 
+
 class ScaleExplorer:
     """Pick a loss scale ``2**k`` with a slider (k = 0..32) and see where the gradients of a census
     (default: :func:`amp_lessons.fp16.gradient_census`) land in fp16: the histogram of log2 |g x
@@ -867,8 +959,14 @@ class ScaleExplorer:
         self.census = fp16.gradient_census(fmt=self.fmt) if census is None else census
         self._index = scaling.CensusIndex(self.census)
         exponent = self._check(exponent)
-        self.slider = widgets.IntSlider(exponent, min=0, max=self.MAX_EXPONENT, description="log2 scale",
-                                        style={"description_width": "initial"}, layout=widgets.Layout(width="520px"))
+        self.slider = widgets.IntSlider(
+            exponent,
+            min=0,
+            max=self.MAX_EXPONENT,
+            description="log2 scale",
+            style={"description_width": "initial"},
+            layout=widgets.Layout(width="520px"),
+        )
         self.readout = widgets.HTML()
         self.image = _image()
         self.widget = widgets.VBox([self.slider, self.readout, self.image])
@@ -879,8 +977,14 @@ class ScaleExplorer:
         self.update()
 
     def _check(self, exponent) -> int:
-        if isinstance(exponent, bool) or not isinstance(exponent, numbers.Integral) or not 0 <= exponent <= self.MAX_EXPONENT:
-            raise ValueError(f"exponent must be an int from 0 to {self.MAX_EXPONENT} (scale 2**exponent), got {exponent!r}")
+        if (
+            isinstance(exponent, bool)
+            or not isinstance(exponent, numbers.Integral)
+            or not 0 <= exponent <= self.MAX_EXPONENT
+        ):
+            raise ValueError(
+                f"exponent must be an int from 0 to {self.MAX_EXPONENT} (scale 2**exponent), got {exponent!r}"
+            )
         return int(exponent)
 
     def set(self, exponent=None) -> None:
@@ -897,8 +1001,17 @@ class ScaleExplorer:
             ax = pic.fig.add_axes((0.08, 0.13, 0.9, 0.74))
             plot_scaled_histogram(self.census, 0, self.fmt, ax=ax, max_exponent=self.MAX_EXPONENT)
             ax.set_title(f"Where the scaled gradients land in {self.fmt.name}", loc="left", pad=18)
-            label = ax.text(0.99, 0.95, "", transform=ax.transAxes, ha="right", va="top", fontsize=12,
-                            fontweight="bold", bbox=dict(facecolor="white", edgecolor="#999999", alpha=0.9))
+            label = ax.text(
+                0.99,
+                0.95,
+                "",
+                transform=ax.transAxes,
+                ha="right",
+                va="top",
+                fontsize=12,
+                fontweight="bold",
+                bbox=dict(facecolor="white", edgecolor="#999999", alpha=0.9),
+            )
         stairs = [_by_gid(ax, f"{kind} {part}")[0] for kind in ("weights", "activations") for part in ("fill", "edge")]
         pic.freeze([*stairs, label])
         pic.edges = stairs[0].get_data().edges.copy()
@@ -917,8 +1030,10 @@ class ScaleExplorer:
 
     def _readout(self, k: int) -> str:
 
-        head = "".join(f"<th style='text-align:left;padding:1px 14px 1px 0'>{h}</th>"
-                       for h in ("gradients x 2^" + str(k), *CENSUS_CATEGORIES))
+        head = "".join(
+            f"<th style='text-align:left;padding:1px 14px 1px 0'>{h}</th>"
+            for h in ("gradients x 2^" + str(k), *CENSUS_CATEGORIES)
+        )
         body = ""
         for kind in ("weights", "activations"):
             fr = self.fractions[kind]
@@ -927,9 +1042,11 @@ class ScaleExplorer:
                 if c in ("underflow to zero", "overflow") and fr[c] > 0:
                     cells[i] = f"<b style='color:#B00020'>{cells[i]}</b>"
             body += "<tr>" + "".join(f"<td style='padding:1px 14px 1px 0'>{v}</td>" for v in cells) + "</tr>"
-        return (f"<table style='font-family:monospace;font-size:13px'><tr>{head}</tr>{body}</table>"
-                "<div style='font-family:monospace;font-size:12px;color:#555'>exact zeros stay zero at any "
-                "scale; fractions of all values</div>")
+        return (
+            f"<table style='font-family:monospace;font-size:13px'><tr>{head}</tr>{body}</table>"
+            "<div style='font-family:monospace;font-size:12px;color:#555'>exact zeros stay zero at any "
+            "scale; fractions of all values</div>"
+        )
 
 
 def scale_explorer(exponent: int = 0, census: dict | None = None) -> widgets.VBox:
@@ -948,30 +1065,57 @@ class ScalerStateExplorer:
     N_STEPS = 200
     DEFAULTS = dict(init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000)
 
-    def __init__(self, log2_init_scale: int = 16, growth_factor: float = 2.0, backoff_factor: float = 0.5,
-                 growth_interval: int = 20, inf_steps=(40, 41, 130)):
+    def __init__(
+        self,
+        log2_init_scale: int = 16,
+        growth_factor: float = 2.0,
+        backoff_factor: float = 0.5,
+        growth_interval: int = 20,
+        inf_steps=(40, 41, 130),
+    ):
 
         self._scaling = scaling
         style, wide = {"description_width": "initial"}, widgets.Layout(width="340px")
         self.init_slider = widgets.IntSlider(16, min=0, max=24, description="log2 init_scale", style=style, layout=wide)
-        self.growth_slider = widgets.FloatSlider(2.0, min=1.1, max=4.0, step=0.1, readout_format=".1f",
-                                                 description="growth_factor", style=style, layout=wide)
-        self.backoff_slider = widgets.FloatSlider(0.5, min=0.05, max=0.95, step=0.05, readout_format=".2f",
-                                                  description="backoff_factor", style=style, layout=wide)
-        self.interval_slider = widgets.IntSlider(20, min=1, max=50, description="growth_interval (short: default 2000)",
-                                                 style=style, layout=widgets.Layout(width="460px"))
-        self.step_slider = widgets.IntSlider(60, min=0, max=self.N_STEPS - 1, description="step k", style=style,
-                                             layout=wide)
-        self.inject_button = widgets.Button(description="inject inf at step k", button_style="danger",
-                                            layout=widgets.Layout(width="180px"))
+        self.growth_slider = widgets.FloatSlider(
+            2.0, min=1.1, max=4.0, step=0.1, readout_format=".1f", description="growth_factor", style=style, layout=wide
+        )
+        self.backoff_slider = widgets.FloatSlider(
+            0.5,
+            min=0.05,
+            max=0.95,
+            step=0.05,
+            readout_format=".2f",
+            description="backoff_factor",
+            style=style,
+            layout=wide,
+        )
+        self.interval_slider = widgets.IntSlider(
+            20,
+            min=1,
+            max=50,
+            description="growth_interval (short: default 2000)",
+            style=style,
+            layout=widgets.Layout(width="460px"),
+        )
+        self.step_slider = widgets.IntSlider(
+            60, min=0, max=self.N_STEPS - 1, description="step k", style=style, layout=wide
+        )
+        self.inject_button = widgets.Button(
+            description="inject inf at step k", button_style="danger", layout=widgets.Layout(width="180px")
+        )
         self.clear_button = widgets.Button(description="clear", layout=widgets.Layout(width="80px"))
         self.readout = widgets.HTML()
         self.image = _image()
-        self.widget = widgets.VBox([
-            widgets.HBox([self.init_slider, self.growth_slider]),
-            widgets.HBox([self.backoff_slider, self.interval_slider]),
-            widgets.HBox([self.step_slider, self.inject_button, self.clear_button]),
-            self.readout, self.image])
+        self.widget = widgets.VBox(
+            [
+                widgets.HBox([self.init_slider, self.growth_slider]),
+                widgets.HBox([self.backoff_slider, self.interval_slider]),
+                widgets.HBox([self.step_slider, self.inject_button, self.clear_button]),
+                self.readout,
+                self.image,
+            ]
+        )
         self.widget.explorer = self
         self.inf_steps: set[int] = set()
         self.history: dict = {}
@@ -991,10 +1135,12 @@ class ScalerStateExplorer:
     # the actions a learner takes
     def set(self, log2_init_scale=None, growth_factor=None, backoff_factor=None, growth_interval=None) -> None:
         """Move sliders (each change runs the observers, as a drag does); out-of-range values raise."""
-        for slider, value, name in ((self.init_slider, log2_init_scale, "log2_init_scale"),
-                                    (self.growth_slider, growth_factor, "growth_factor"),
-                                    (self.backoff_slider, backoff_factor, "backoff_factor"),
-                                    (self.interval_slider, growth_interval, "growth_interval")):
+        for slider, value, name in (
+            (self.init_slider, log2_init_scale, "log2_init_scale"),
+            (self.growth_slider, growth_factor, "growth_factor"),
+            (self.backoff_slider, backoff_factor, "backoff_factor"),
+            (self.interval_slider, growth_interval, "growth_interval"),
+        ):
             if value is None:
                 continue
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not slider.min <= value <= slider.max:
@@ -1022,10 +1168,12 @@ class ScalerStateExplorer:
 
     def params(self) -> dict:
         """The simulate_scaler parameters the sliders show."""
-        return dict(init_scale=math.ldexp(1.0, int(self.init_slider.value)),
-                    growth_factor=round(float(self.growth_slider.value), 6),
-                    backoff_factor=round(float(self.backoff_slider.value), 6),
-                    growth_interval=int(self.interval_slider.value))
+        return dict(
+            init_scale=math.ldexp(1.0, int(self.init_slider.value)),
+            growth_factor=round(float(self.growth_slider.value), 6),
+            backoff_factor=round(float(self.backoff_slider.value), 6),
+            growth_interval=int(self.interval_slider.value),
+        )
 
     def _picture(self) -> _Picture:
         pic = _Picture((10, 4.0))
@@ -1062,14 +1210,22 @@ class ScalerStateExplorer:
         final = h["scale_after"][-1]
         grows = sum(b > a for a, b in zip(h["scale"], h["scale_after"]))
         d = self.DEFAULTS
-        rows = [("injected overflows at steps", ", ".join(map(str, sorted(self.inf_steps))) or "none"),
-                ("steps skipped", f"{sum(h['skipped'])} of {self.N_STEPS}"),
-                ("times the scale grew", str(grows)),
-                ("scale after the last step", _num(final) if final > 0 else "0 (underflowed in float32)"),
-                ("this run", f"init_scale {_num(p['init_scale'])}, growth_factor {p['growth_factor']:g}, "
-                             f"backoff_factor {p['backoff_factor']:g}, growth_interval {p['growth_interval']}"),
-                ("GradScaler defaults", f"init_scale 2^16, growth_factor {d['growth_factor']:g}, "
-                                        f"backoff_factor {d['backoff_factor']:g}, growth_interval {d['growth_interval']}")]
+        rows = [
+            ("injected overflows at steps", ", ".join(map(str, sorted(self.inf_steps))) or "none"),
+            ("steps skipped", f"{sum(h['skipped'])} of {self.N_STEPS}"),
+            ("times the scale grew", str(grows)),
+            ("scale after the last step", _num(final) if final > 0 else "0 (underflowed in float32)"),
+            (
+                "this run",
+                f"init_scale {_num(p['init_scale'])}, growth_factor {p['growth_factor']:g}, "
+                f"backoff_factor {p['backoff_factor']:g}, growth_interval {p['growth_interval']}",
+            ),
+            (
+                "GradScaler defaults",
+                f"init_scale 2^16, growth_factor {d['growth_factor']:g}, "
+                f"backoff_factor {d['backoff_factor']:g}, growth_interval {d['growth_interval']}",
+            ),
+        ]
         return _table([(k, html.escape(v)) for k, v in rows])
 
 
@@ -1096,8 +1252,9 @@ class Fp8ScalingExplorer:
     BLOCKS = ("none", "1x32", "1x128", "128x128")
     FORMATS = {"e4m3": "fp8_e4m3", "e5m2": "fp8_e5m2"}
 
-    def __init__(self, exponent: int = 0, block: str = "none", fmt: str = "e4m3", tensor=None,
-                 name: str = "activation gradients"):
+    def __init__(
+        self, exponent: int = 0, block: str = "none", fmt: str = "e4m3", tensor=None, name: str = "activation gradients"
+    ):
 
         self._fp8 = fp8
         if tensor is None:
@@ -1105,16 +1262,25 @@ class Fp8ScalingExplorer:
         self.name = name
         self.x = fp8.as_matrix(tensor, "tensor")
         self.exponent = self._check(exponent)
-        self.slider = widgets.IntSlider(self.exponent, min=self.MIN_EXPONENT, max=self.MAX_EXPONENT,
-                                        description="log2 scale", style={"description_width": "initial"},
-                                        layout=widgets.Layout(width="460px"))
-        self.block_box = widgets.Dropdown(options=self.BLOCKS, value=self._choice(block, self.BLOCKS, "block"),
-                                          description="blocks")
-        self.fmt_box = widgets.ToggleButtons(options=list(self.FORMATS), value=self._choice(fmt, self.FORMATS, "fmt"),
-                                             description="format")
+        self.slider = widgets.IntSlider(
+            self.exponent,
+            min=self.MIN_EXPONENT,
+            max=self.MAX_EXPONENT,
+            description="log2 scale",
+            style={"description_width": "initial"},
+            layout=widgets.Layout(width="460px"),
+        )
+        self.block_box = widgets.Dropdown(
+            options=self.BLOCKS, value=self._choice(block, self.BLOCKS, "block"), description="blocks"
+        )
+        self.fmt_box = widgets.ToggleButtons(
+            options=list(self.FORMATS), value=self._choice(fmt, self.FORMATS, "fmt"), description="format"
+        )
         self.readout = widgets.HTML()
         self.image = _image()
-        self.widget = widgets.VBox([widgets.HBox([self.slider, self.block_box]), self.fmt_box, self.readout, self.image])
+        self.widget = widgets.VBox(
+            [widgets.HBox([self.slider, self.block_box]), self.fmt_box, self.readout, self.image]
+        )
         self.widget.explorer = self
         self.stats: dict = {}
         a = self.x.abs().reshape(-1)
@@ -1139,10 +1305,15 @@ class Fp8ScalingExplorer:
         return v
 
     def _check(self, exponent) -> int:
-        if isinstance(exponent, bool) or not isinstance(exponent, numbers.Integral) or \
-                not self.MIN_EXPONENT <= exponent <= self.MAX_EXPONENT:
-            raise ValueError(f"exponent must be an int from {self.MIN_EXPONENT} to {self.MAX_EXPONENT} "
-                             f"(scale 2**exponent), got {exponent!r}")
+        if (
+            isinstance(exponent, bool)
+            or not isinstance(exponent, numbers.Integral)
+            or not self.MIN_EXPONENT <= exponent <= self.MAX_EXPONENT
+        ):
+            raise ValueError(
+                f"exponent must be an int from {self.MIN_EXPONENT} to {self.MAX_EXPONENT} "
+                f"(scale 2**exponent), got {exponent!r}"
+            )
         return int(exponent)
 
     def set(self, exponent=None, block=None, fmt=None) -> None:
@@ -1160,7 +1331,6 @@ class Fp8ScalingExplorer:
     def _picture(self, fmt_name: str) -> _Picture:
         pic = self._pictures.get(fmt_name)
         if pic is None:
-
             f = get_format(fmt_name)
             pic = _Picture((10, 4.2))
             with style_context():
@@ -1169,8 +1339,16 @@ class Fp8ScalingExplorer:
                 zero = np.zeros(len(self._edges) - 1)
                 fill = ax.stairs(zero, self._edges, fill=True, alpha=0.45, color="#E6550D")
                 edge = ax.stairs(zero, self._edges, lw=1.5, color="#E6550D")
-                label = ax.text(0.01, 0.95, "", transform=ax.transAxes, ha="left", va="top", fontsize=11,
-                                bbox=dict(facecolor="white", edgecolor="#999999", alpha=0.9))
+                label = ax.text(
+                    0.01,
+                    0.95,
+                    "",
+                    transform=ax.transAxes,
+                    ha="left",
+                    va="top",
+                    fontsize=11,
+                    bbox=dict(facecolor="white", edgecolor="#999999", alpha=0.9),
+                )
                 ax.set_xlim(self._lo, self._hi)
                 ax.set_ylim(0, self._ymax)
                 ax.set_xlabel("log2 |value x scale| (what is cast to fp8)")
@@ -1208,12 +1386,14 @@ class Fp8ScalingExplorer:
         edge.set_data(heights)
         what = f"scale 2^{int(self.slider.value)}" if block == "none" else f"per-block amax scales ({block} tiles)"
         label.set_text(what)
-        self.readout.value = _table([
-            ("scaling", html.escape(what)),
-            ("relative error", f"{self.stats['relative error']:.3g}"),
-            ("flushed to 0", f"{100 * self.stats['flushed']:.3f}% of all values"),
-            ("saturated" if f.encoding == "fn" else "overflow to inf", f"{100 * self.stats['saturated']:.3f}%"),
-        ])
+        self.readout.value = _table(
+            [
+                ("scaling", html.escape(what)),
+                ("relative error", f"{self.stats['relative error']:.3g}"),
+                ("flushed to 0", f"{100 * self.stats['flushed']:.3f}% of all values"),
+                ("saturated" if f.encoding == "fn" else "overflow to inf", f"{100 * self.stats['saturated']:.3f}%"),
+            ]
+        )
         self.image.value = pic.png()
 
 

@@ -20,8 +20,10 @@ def timed(label, fn):
 
 
 def main() -> int:
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"AVX512-BF16 {torch.cpu._is_avx512_bf16_supported()}, cuda {torch.cuda.is_available()}")
+    print(
+        f"torch {torch.__version__}, {torch.get_num_threads()} threads, "
+        f"AVX512-BF16 {torch.cpu._is_avx512_bf16_supported()}, cuda {torch.cuda.is_available()}"
+    )
     device = "cuda" if torch.cuda.is_available() else "cpu"
     print(timed("tensor_core_table", e2e.tensor_core_table))
     e2e.peak_memory(lambda: None)  # the profiler's one-time start-up (about 1 s), outside the figures
@@ -33,8 +35,10 @@ def main() -> int:
     for r in timed("odd_size_effect", lambda: e2e.odd_size_effect(device=device)):
         print(f"  {r['size']:>5} {r['tflops']:.3f} TFLOP/s ({r['relative_to_first']:.2f} of the first)")
     for k, r in timed("launch_bound_demo", lambda: e2e.launch_bound_demo(device=device)).items():
-        print(f"  {k}: {r['model']}: fp32 {r['fp32_step_s'] * 1e3:.3f} ms, bf16 autocast "
-              f"{r['bf16_autocast_step_s'] * 1e3:.3f} ms, speed-up {r['speedup']:.2f}x")
+        print(
+            f"  {k}: {r['model']}: fp32 {r['fp32_step_s'] * 1e3:.3f} ms, bf16 autocast "
+            f"{r['bf16_autocast_step_s'] * 1e3:.3f} ms, speed-up {r['speedup']:.2f}x"
+        )
     total = 0.0
     for cfg in e2e.CONFIGS:
         t0 = time.perf_counter()
@@ -42,17 +46,23 @@ def main() -> int:
         dt = time.perf_counter() - t0
         total += dt if r["ran"] else 0
         if r["ran"]:
-            print(f"  train {cfg}: {dt:.2f} s; {r['step_time_s'] * 1e3:.1f} ms/step, peak "
-                  f"{r['peak_memory_bytes'] / 2**20:.1f} MiB, loss {r['loss'][0]:.3f} -> {r['final_loss']:.3f}")
+            print(
+                f"  train {cfg}: {dt:.2f} s; {r['step_time_s'] * 1e3:.1f} ms/step, peak "
+                f"{r['peak_memory_bytes'] / 2**20:.1f} MiB, loss {r['loss'][0]:.3f} -> {r['final_loss']:.3f}"
+            )
         else:
             print(f"  train {cfg}: {r['reason']}")
     print(f"== train, the runs that ran: {total:.2f} s")
     for r in timed("inference_compare", lambda: e2e.inference_compare(device=device)):
-        print(f"  {r['variant']:<14} max err {r['max_abs_error']:.3g}, {r['time_s'] * 1e3:.2f} ms, "
-              f"params {r['param_bytes'] / 2**20:.2f} MiB")
+        print(
+            f"  {r['variant']:<14} max err {r['max_abs_error']:.3g}, {r['time_s'] * 1e3:.2f} ms, "
+            f"params {r['param_bytes'] / 2**20:.2f} MiB"
+        )
     o = timed("overflow_demo", e2e.overflow_demo)
-    print(f"  max activation {o['max_activation']:.0f} (fp16 max {o['fp16_max']:.0f}); fp16 {o['outputs']['fp16']}; "
-          f"bf16 finite {o['bf16_finite']}, max err {o['bf16_max_abs_error']:.3g}")
+    print(
+        f"  max activation {o['max_activation']:.0f} (fp16 max {o['fp16_max']:.0f}); fp16 {o['outputs']['fp16']}; "
+        f"bf16 finite {o['bf16_finite']}, max err {o['bf16_max_abs_error']:.3g}"
+    )
     return 0
 
 

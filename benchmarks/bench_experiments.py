@@ -28,8 +28,10 @@ def main() -> int:
         ("fp16.gradient_census()", fp16.gradient_census),
         ("scaling.scaled_fractions(census, 2**10) (indexed)", lambda: scaling.scaled_fractions(census, 2.0**10)),
         ("scaling.scale_sweep(census)", lambda: scaling.scale_sweep(census)),
-        ("scaling.simulate_scaler(10000, every 7th inf, interval 1)",
-         lambda: scaling.simulate_scaler(10000, range(0, 10000, 7), growth_interval=1)),
+        (
+            "scaling.simulate_scaler(10000, every 7th inf, interval 1)",
+            lambda: scaling.simulate_scaler(10000, range(0, 10000, 7), growth_interval=1),
+        ),
         ("fp16.train_master_weights(300 steps)", lambda: fp16.train_master_weights(progress=False)),
         ("scaling.train_comparison(60 steps)", lambda: scaling.train_comparison(progress=False)),
     ]

@@ -36,22 +36,31 @@ GOAL_MS = 100.0
 
 
 def main() -> int:
-    print(f"{os.cpu_count()} CPUs, torch {torch.__version__} ({torch.get_num_threads()} threads), "
-          f"matplotlib {matplotlib.__version__}, ipywidgets {ipywidgets.__version__}; {N} updates per kind")
+    print(
+        f"{os.cpu_count()} CPUs, torch {torch.__version__} ({torch.get_num_threads()} threads), "
+        f"matplotlib {matplotlib.__version__}, ipywidgets {ipywidgets.__version__}; {N} updates per kind"
+    )
     ok = True
-    for name, make in (("bit_explorer", bit_explorer), ("format_designer", format_designer),
-                       ("matmul_precision_explorer", matmul_precision_explorer),
-                       ("magnitude_explorer", magnitude_explorer), ("sum_explorer", sum_explorer),
-                       ("scale_explorer", scale_explorer), ("scaler_state_explorer", scaler_state_explorer),
-                       ("fp8_scaling_explorer", fp8_scaling_explorer)):
+    for name, make in (
+        ("bit_explorer", bit_explorer),
+        ("format_designer", format_designer),
+        ("matmul_precision_explorer", matmul_precision_explorer),
+        ("magnitude_explorer", magnitude_explorer),
+        ("sum_explorer", sum_explorer),
+        ("scale_explorer", scale_explorer),
+        ("scaler_state_explorer", scaler_state_explorer),
+        ("fp8_scaling_explorer", fp8_scaling_explorer),
+    ):
         t0 = time.perf_counter()
         box = make()
         print(f"{name}() built and drawn in {1e3 * (time.perf_counter() - t0):.0f} ms")
         for kind, r in measure_update_ms(box, n=N).items():
             good = r["max"] < GOAL_MS
             ok &= good
-            print(f"  {kind:15s} median {r['median']:6.1f} ms   max {r['max']:6.1f} ms   "
-                  f"(goal < {GOAL_MS:.0f} ms: {'ok' if good else 'MISSED'})")
+            print(
+                f"  {kind:15s} median {r['median']:6.1f} ms   max {r['max']:6.1f} ms   "
+                f"(goal < {GOAL_MS:.0f} ms: {'ok' if good else 'MISSED'})"
+            )
     return 0 if ok else 1
 
 

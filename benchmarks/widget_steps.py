@@ -127,10 +127,16 @@ def measure_update_ms(widget_box, n: int = 20) -> dict[str, dict[str, float]]:
     ex = getattr(widget_box, "explorer", widget_box)
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
-    steps_of = {BitExplorer: _bit_explorer_steps, FormatDesigner: _designer_steps,
-                MatmulPrecisionExplorer: _matmul_steps, MagnitudeExplorer: _magnitude_steps,
-                SumExplorer: _sum_steps, ScaleExplorer: _scale_steps,
-                ScalerStateExplorer: _scaler_state_steps, Fp8ScalingExplorer: _fp8_scaling_steps}
+    steps_of = {
+        BitExplorer: _bit_explorer_steps,
+        FormatDesigner: _designer_steps,
+        MatmulPrecisionExplorer: _matmul_steps,
+        MagnitudeExplorer: _magnitude_steps,
+        SumExplorer: _sum_steps,
+        ScaleExplorer: _scale_steps,
+        ScalerStateExplorer: _scaler_state_steps,
+        Fp8ScalingExplorer: _fp8_scaling_steps,
+    }
     if type(ex) not in steps_of:
         raise TypeError(f"expected an explorer widget from amp_lessons.widgets, got {type(widget_box).__name__}")
     steps = steps_of[type(ex)](ex)

@@ -13,6 +13,7 @@ SMALLEST_SCALE_SMALL_LOSS = 2**11
 # overflows at steps 0 and 4, 10 steps.
 #   step 0: inf -> 2**9 (count 0); steps 1, 2, 3: count 3 -> grow to 2**10 (count 0);
 #   step 4: inf -> 2**9 (count 0); steps 5, 6, 7: count 3 -> grow to 2**10 (count 0); steps 8, 9: count 2.
-SCALE_PREDICTION_EXERCISE = dict(n_steps=10, inf_steps=(0, 4), init_scale=2.0**10, growth_factor=2.0,
-                                 backoff_factor=0.5, growth_interval=3)
+SCALE_PREDICTION_EXERCISE = dict(
+    n_steps=10, inf_steps=(0, 4), init_scale=2.0**10, growth_factor=2.0, backoff_factor=0.5, growth_interval=3
+)
 SCALE_PREDICTION = 2.0**10

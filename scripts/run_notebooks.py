@@ -40,8 +40,13 @@ def clean(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
 def run(path: Path, timeout: int) -> float:
     nb = nbformat.read(path, as_version=4)
     t0 = time.perf_counter()
-    NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}},
-                   record_timing=False).execute()
+    NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(path.parent)}},
+        record_timing=False,
+    ).execute()
     elapsed = time.perf_counter() - t0
     nbformat.write(clean(nb), path)
     return elapsed

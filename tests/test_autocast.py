@@ -18,8 +18,21 @@ HAS_CUDA = torch.cuda.is_available()
 
 CUDA_SAMPLE = {
     "lower_precision": ["mm", "matmul", "linear", "conv2d", "bmm", "baddbmm", "scaled_dot_product_attention"],
-    "fp32": ["exp", "log", "pow", "softmax", "log_softmax", "layer_norm", "rms_norm", "group_norm", "sum", "prod",
-             "cumsum", "mse_loss", "nll_loss"],
+    "fp32": [
+        "exp",
+        "log",
+        "pow",
+        "softmax",
+        "log_softmax",
+        "layer_norm",
+        "rms_norm",
+        "group_norm",
+        "sum",
+        "prod",
+        "cumsum",
+        "mse_loss",
+        "nll_loss",
+    ],
     "promote": ["addcmul", "addcdiv", "atan2", "cross", "dot", "index_put", "scatter_add", "tensordot"],
     "banned": ["binary_cross_entropy"],
     # cat and stack have no CUDA autocast kernel in torch 2.13 (they are on the CPU promote list only);
@@ -28,8 +41,19 @@ CUDA_SAMPLE = {
 }
 
 CPU_SAMPLE = {
-    "lower_precision": ["conv1d", "conv2d", "conv3d", "conv_transpose2d", "mm", "bmm", "matmul", "linear", "addmm",
-                        "baddbmm", "scaled_dot_product_attention"],
+    "lower_precision": [
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "conv_transpose2d",
+        "mm",
+        "bmm",
+        "matmul",
+        "linear",
+        "addmm",
+        "baddbmm",
+        "scaled_dot_product_attention",
+    ],
     "fp32": ["mse_loss", "binary_cross_entropy"],
     "promote": ["cat", "stack", "index_copy"],
     "banned": [],
@@ -51,8 +75,11 @@ def test_tables_list_exactly_the_ops_with_an_autocast_kernel(device_type):
     key = {"cpu": "AutocastCPU", "cuda": "AutocastCUDA"}[device_type]
     has = torch._C._dispatch_has_kernel_for_dispatch_key
     assert not has("aten::add.Tensor", key) and has("aten::mm", key)
-    expected = {n.split("::")[1].split(".")[0] for n in torch._C._dispatch_get_all_op_names()
-                if n.startswith("aten::") and has(n, key)}
+    expected = {
+        n.split("::")[1].split(".")[0]
+        for n in torch._C._dispatch_get_all_op_names()
+        if n.startswith("aten::") and has(n, key)
+    }
     table, sources = A.policy_table(device_type), A.policy_sources(device_type)
     assert set(table) == expected == set(sources)
     assert set(table.values()) <= set(A.POLICIES) and set(sources.values()) <= set(A.SOURCES)
@@ -91,28 +118,34 @@ def test_sources():
 
 
 def test_header_parser():
-    text = "\n".join([
-        "#define AT_FORALL_LOWER_PRECISION_FP(_) \\",
-        "  _(_convolution, deprecated) \\",
-        "  _(mm)",
-        "#define AT_FORALL_FP32(_) \\",
-        "  _(pow, Tensor_Scalar) \\",
-        "  _(layer_norm)",
-        "#define AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE(_) \\",
-        "  _(ADD_NS(norm), \\",
-        '    "norm.Scalar", \\',
-        "    Tensor(const Tensor&, const Scalar&), \\",
-        "    Tensor(const Tensor&, const std::optional<Scalar>&, ScalarType), \\",
-        "    fp32_append_dtype)",
-        "#define AT_FORALL_PROMOTE(_) \\",
-        "  _(addcmul)",
-        "#define AT_FORALL_DEPRECATED_AUTOCAST_BACKENDS(_) \\",
-        "  _(cpu, at::kCPU)",
-    ])
+    text = "\n".join(
+        [
+            "#define AT_FORALL_LOWER_PRECISION_FP(_) \\",
+            "  _(_convolution, deprecated) \\",
+            "  _(mm)",
+            "#define AT_FORALL_FP32(_) \\",
+            "  _(pow, Tensor_Scalar) \\",
+            "  _(layer_norm)",
+            "#define AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE(_) \\",
+            "  _(ADD_NS(norm), \\",
+            '    "norm.Scalar", \\',
+            "    Tensor(const Tensor&, const Scalar&), \\",
+            "    Tensor(const Tensor&, const std::optional<Scalar>&, ScalarType), \\",
+            "    fp32_append_dtype)",
+            "#define AT_FORALL_PROMOTE(_) \\",
+            "  _(addcmul)",
+            "#define AT_FORALL_DEPRECATED_AUTOCAST_BACKENDS(_) \\",
+            "  _(cpu, at::kCPU)",
+        ]
+    )
     assert A._parse_header(text) == {
-        "aten::_convolution.deprecated": "lower_precision", "aten::mm": "lower_precision",
-        "aten::pow.Tensor_Scalar": "fp32", "aten::layer_norm": "fp32", "aten::norm.Scalar": "fp32",
-        "aten::addcmul": "promote"}
+        "aten::_convolution.deprecated": "lower_precision",
+        "aten::mm": "lower_precision",
+        "aten::pow.Tensor_Scalar": "fp32",
+        "aten::layer_norm": "fp32",
+        "aten::norm.Scalar": "fp32",
+        "aten::addcmul": "promote",
+    }
     installed = A._header_policies()
     assert installed["aten::linear"] == "lower_precision" and installed["aten::softmax.int"] == "fp32"
     assert installed["aten::norm.ScalarOpt_dim"] == "fp32" and installed["aten::scatter_add"] == "promote"
@@ -123,8 +156,19 @@ def test_measurement_agrees_with_the_header():
     from torch._subclasses.fake_tensor import FakeTensorMode
 
     header = A._header_policies()
-    ops = ["aten::mm", "aten::linear", "aten::baddbmm", "aten::exp", "aten::sum", "aten::softmax.int",
-           "aten::mse_loss", "aten::addcmul", "aten::atan2", "aten::index_put", "aten::scatter_add"]
+    ops = [
+        "aten::mm",
+        "aten::linear",
+        "aten::baddbmm",
+        "aten::exp",
+        "aten::sum",
+        "aten::softmax.int",
+        "aten::mse_loss",
+        "aten::addcmul",
+        "aten::atan2",
+        "aten::index_put",
+        "aten::scatter_add",
+    ]
     logging.disable(logging.CRITICAL)  # fake tensors log the samples that do not fit
     try:
         with torch.no_grad(), FakeTensorMode(), A._cuda_autocast_on_fake(torch.float16, cache=False):
@@ -143,8 +187,7 @@ def test_policy_of_accepts_several_spellings():
         A.policy_of(3, "cpu")
 
 
-@pytest.mark.parametrize("fn", [A.policy_table, A.policy_groups, A.policy_sources,
-                                lambda d: A.policy_of("mm", d)])
+@pytest.mark.parametrize("fn", [A.policy_table, A.policy_groups, A.policy_sources, lambda d: A.policy_of("mm", d)])
 def test_policy_functions_reject_unknown_device_types(fn):
     for bad in ("mps", "CUDA", None, 0):
         with pytest.raises(ValueError, match=f"'cpu' or 'cuda', got {bad!r}"):
@@ -152,6 +195,7 @@ def test_policy_functions_reject_unknown_device_types(fn):
 
 
 # --- the tracer ------------------------------------------------------------------------------------
+
 
 def _last(trace, name):
     return trace.named(name)[-1]
@@ -183,7 +227,8 @@ def test_fake_cuda_trace_records_the_inserted_casts():
     names = [op.name for op in t.ops]
     casts = t.casts
     assert [(c.in_dtypes[0], c.out_dtypes[0]) for c in casts] == [(torch.float32, torch.float16)] * 3 + [
-        (torch.float16, torch.float32)]
+        (torch.float16, torch.float32)
+    ]
     assert t.weight_casts == 2  # weight and bias; the input's cast is not a weight cast
     assert names.index("addmm") < names.index("native_layer_norm")
     assert _last(t, "addmm").in_dtypes == (torch.float16,) * 3
@@ -313,6 +358,7 @@ def test_real_cuda_trace_agrees_with_the_fake_preview():
 
 # --- the profiler tree -----------------------------------------------------------------------------
 
+
 def test_profile_tree_of_an_autocast_matmul(tmp_path):
     a, b = torch.randn(8, 16), torch.randn(16, 32)
     tree = A.profile_tree(torch.matmul, a, b, trace_dir=tmp_path / "traces")
@@ -362,10 +408,16 @@ def test_profile_tree_errors():
 
 # --- the cost of an upcast -------------------------------------------------------------------------
 
+
 def test_cast_cost():
     r = A.cast_cost((64, 128), repeats=3)
-    for key in ("autocast_layer_norm_s", "upcast_then_layer_norm_s", "upcast_into_buffer_then_layer_norm_s", "cast_s",
-                "layer_norm_fp32_s"):
+    for key in (
+        "autocast_layer_norm_s",
+        "upcast_then_layer_norm_s",
+        "upcast_into_buffer_then_layer_norm_s",
+        "cast_s",
+        "layer_norm_fp32_s",
+    ):
         assert isinstance(r[key], float) and r[key] > 0
     assert r["cast_over_layer_norm"] == pytest.approx(r["cast_s"] / r["layer_norm_fp32_s"])
     assert r["autocast_inserts_upcast"] is False  # layer_norm is on no CPU autocast list
@@ -373,11 +425,18 @@ def test_cast_cost():
     assert A.cast_cost(32, repeats=1)["size"] == (32, 32)
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    ({"size": 0}, "size must be"), ({"size": (2, 3, 4)}, "size must be"), ({"size": (2.5, 3)}, "size must be"),
-    ({"size": (2**14, 2**14)}, "over 2\\*\\*26"), ({"repeats": 0}, "repeats must be"),
-    ({"repeats": True}, "repeats must be"), ({"device": "mps"}, "'cpu' or 'cuda'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"size": 0}, "size must be"),
+        ({"size": (2, 3, 4)}, "size must be"),
+        ({"size": (2.5, 3)}, "size must be"),
+        ({"size": (2**14, 2**14)}, "over 2\\*\\*26"),
+        ({"repeats": 0}, "repeats must be"),
+        ({"repeats": True}, "repeats must be"),
+        ({"device": "mps"}, "'cpu' or 'cuda'"),
+    ],
+)
 def test_cast_cost_errors(kwargs, match):
     with pytest.raises(ValueError, match=match):
         A.cast_cost(**kwargs)

@@ -45,10 +45,15 @@ def test_schedule_marks_missing_notebooks(tmp_path):
     assert status["00"] == "ready" and status["07"] == "coming"
 
 
-@pytest.mark.parametrize("kwargs, words", [
-    ({"start": "9am"}, "'9am'"), ({"start": "25:00"}, "'25:00'"),
-    ({"break_every": 0}, "break_every"), ({"lunch_minutes": -5}, "lunch_minutes"),
-])
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"start": "9am"}, "'9am'"),
+        ({"start": "25:00"}, "'25:00'"),
+        ({"break_every": 0}, "break_every"),
+        ({"lunch_minutes": -5}, "lunch_minutes"),
+    ],
+)
 def test_bad_input(kwargs, words):
     with pytest.raises(ValueError, match=words):
         workshop_schedule(**kwargs)

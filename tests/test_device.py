@@ -24,8 +24,15 @@ def props(name, major, minor, gib=16):
 
 def rocm_props(name="AMD Instinct MI300X", major=9, minor=4, gib=192, arch="gfx942:sramecc+:xnack-", **extra):
     """What torch.cuda.get_device_properties(0) reports on a ROCm build (plus the injected bf16 probe)."""
-    return SimpleNamespace(name=name, major=major, minor=minor, total_memory=gib * 2**30,
-                           multi_processor_count=304, gcnArchName=arch, **extra)
+    return SimpleNamespace(
+        name=name,
+        major=major,
+        minor=minor,
+        total_memory=gib * 2**30,
+        multi_processor_count=304,
+        gcnArchName=arch,
+        **extra,
+    )
 
 
 def details(report):
@@ -115,6 +122,7 @@ def test_bad_input():
 
 # --- GPUs without bf16 tensor cores --------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name, cap", [("Tesla V100-SXM2-16GB", (7, 0)), ("Tesla T4", (7, 5))])
 def test_gpu_without_bf16_claims_no_bf16(name, cap):
     r = device_report(cpu=PLAIN_CPU, gpu_properties=props(name, *cap))
@@ -129,6 +137,7 @@ def test_gpu_without_bf16_claims_no_bf16(name, cap):
 
 
 # --- AMD GPUs (ROCm) -----------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("bf16_supported, row", [(True, "yes"), (False, "no"), (None, "unknown")])
 def test_rocm_gpu_from_its_properties(bf16_supported, row):
@@ -183,6 +192,7 @@ def test_real_probe_on_a_rocm_build(monkeypatch):
 def test_real_probe_on_a_cuda_build_does_not_ask_for_bf16(monkeypatch):
     def no(*a, **k):
         raise AssertionError("NVIDIA bf16 comes from the compute capability")
+
     monkeypatch.setattr(torch.version, "hip", None, raising=False)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: props("NVIDIA H100 80GB HBM3", 9, 0, 80))
@@ -192,6 +202,7 @@ def test_real_probe_on_a_cuda_build_does_not_ask_for_bf16(monkeypatch):
 
 
 # --- Apple GPUs (MPS) ----------------------------------------------------------------------------
+
 
 def test_apple_gpu_is_reported_and_the_lessons_run_on_the_cpu():
     plain = device_report(cpu=APPLE_CPU, no_gpu=True)
@@ -241,7 +252,9 @@ def test_mps_autocast_probe_follows_torch(monkeypatch):
         def __init__(self, device_type, dtype):
             self._enabled = dtype == torch.float16
             if not self._enabled:
-                warnings.warn("In MPS autocast, but the target dtype is not supported. Disabling autocast.", stacklevel=2)
+                warnings.warn(
+                    "In MPS autocast, but the target dtype is not supported. Disabling autocast.", stacklevel=2
+                )
 
     monkeypatch.setattr(torch, "autocast", Autocast)
     assert device.mps_info().autocast_dtypes == ("fp16",)
@@ -250,6 +263,7 @@ def test_mps_autocast_probe_follows_torch(monkeypatch):
 
     def unknown_key(op, key):
         raise RuntimeError(f"unknown dispatch key {key}")
+
     monkeypatch.setattr(torch._C, "_dispatch_has_kernel_for_dispatch_key", unknown_key)
     assert device.mps_info().autocast_dtypes == ()
     monkeypatch.setattr(torch._C, "_dispatch_has_kernel_for_dispatch_key", lambda op, key: True)
@@ -264,6 +278,7 @@ def test_mps_name_probe(monkeypatch):
 
     def fails():
         raise RuntimeError("no Metal device")
+
     monkeypatch.setattr(torch.backends.mps, "get_name", fails, raising=False)
     monkeypatch.setattr(sys, "platform", "darwin")
     monkeypatch.setattr(device, "_sysctl", lambda key: "Apple M2 Pro" if key == "machdep.cpu.brand_string" else None)
@@ -289,26 +304,41 @@ def test_default_device_is_never_mps(monkeypatch):
 
 # --- bad input -----------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("call, error, match", [
-    (lambda: device_report(mps="Apple M2"), TypeError, "mps must be an MPSInfo .*got str"),
-    (lambda: device_report(no_gpu="yes"), TypeError, "no_gpu must be True or False, got 'yes'"),
-    (lambda: device_report(no_gpu=True, gpu_properties=props("Tesla T4", 7, 5)), ValueError, "contradict"),
-    (lambda: device.gpu_info(SimpleNamespace(name="x")), TypeError, "lacks major, minor, total_memory"),
-    (lambda: device.gpu_info(props("x", 9.5, 0)), ValueError, r"properties.major=9.5 is not allowed: it must be an int >= 0"),
-    (lambda: device.gpu_info(props("x", 9, -1)), ValueError, r"properties.minor=-1 is not allowed"),
-    (lambda: device.gpu_info(SimpleNamespace(**vars(props("x", 9, 0)), vendor="intel")), ValueError,
-     "vendor='intel' is not allowed: use one of 'nvidia', 'amd'"),
-    (lambda: device.gpu_info(rocm_props(arch=942)), TypeError, "gcnArchName must be a str, got 942"),
-    (lambda: GPUInfo("x", (9, 0), 1, bf16_supported="yes"), TypeError, "bf16_supported must be True, False or None"),
-    (lambda: GPUInfo("x", (9, 0), 1, rocm=1), TypeError, "rocm must be True .* or False"),
-    (lambda: GPUInfo("x", (9, 0), 1, multiprocessors=-1), ValueError, "multiprocessors=-1 is not allowed"),
-    (lambda: GPUInfo("", (9, 0), 1), TypeError, "name must be a non-empty str"),
-    (lambda: MPSInfo("", True), TypeError, "name must be a non-empty str"),
-    (lambda: MPSInfo("Apple M2", 1), TypeError, "available must be True or False, got 1"),
-    (lambda: MPSInfo("Apple M2", True, ["fp16"]), TypeError, "autocast_dtypes must be a tuple of 'fp16', 'bf16'"),
-    (lambda: MPSInfo("Apple M2", True, ("fp8",)), ValueError, r"autocast_dtypes=\('fp8',\) is not allowed"),
-    (lambda: MPSInfo("Apple M2", True, ("fp16", "fp16")), ValueError, "distinct values"),
-])
+
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda: device_report(mps="Apple M2"), TypeError, "mps must be an MPSInfo .*got str"),
+        (lambda: device_report(no_gpu="yes"), TypeError, "no_gpu must be True or False, got 'yes'"),
+        (lambda: device_report(no_gpu=True, gpu_properties=props("Tesla T4", 7, 5)), ValueError, "contradict"),
+        (lambda: device.gpu_info(SimpleNamespace(name="x")), TypeError, "lacks major, minor, total_memory"),
+        (
+            lambda: device.gpu_info(props("x", 9.5, 0)),
+            ValueError,
+            r"properties.major=9.5 is not allowed: it must be an int >= 0",
+        ),
+        (lambda: device.gpu_info(props("x", 9, -1)), ValueError, r"properties.minor=-1 is not allowed"),
+        (
+            lambda: device.gpu_info(SimpleNamespace(**vars(props("x", 9, 0)), vendor="intel")),
+            ValueError,
+            "vendor='intel' is not allowed: use one of 'nvidia', 'amd'",
+        ),
+        (lambda: device.gpu_info(rocm_props(arch=942)), TypeError, "gcnArchName must be a str, got 942"),
+        (
+            lambda: GPUInfo("x", (9, 0), 1, bf16_supported="yes"),
+            TypeError,
+            "bf16_supported must be True, False or None",
+        ),
+        (lambda: GPUInfo("x", (9, 0), 1, rocm=1), TypeError, "rocm must be True .* or False"),
+        (lambda: GPUInfo("x", (9, 0), 1, multiprocessors=-1), ValueError, "multiprocessors=-1 is not allowed"),
+        (lambda: GPUInfo("", (9, 0), 1), TypeError, "name must be a non-empty str"),
+        (lambda: MPSInfo("", True), TypeError, "name must be a non-empty str"),
+        (lambda: MPSInfo("Apple M2", 1), TypeError, "available must be True or False, got 1"),
+        (lambda: MPSInfo("Apple M2", True, ["fp16"]), TypeError, "autocast_dtypes must be a tuple of 'fp16', 'bf16'"),
+        (lambda: MPSInfo("Apple M2", True, ("fp8",)), ValueError, r"autocast_dtypes=\('fp8',\) is not allowed"),
+        (lambda: MPSInfo("Apple M2", True, ("fp16", "fp16")), ValueError, "distinct values"),
+    ],
+)
 def test_bad_input_names_the_value_and_what_is_allowed(call, error, match):
     with pytest.raises(error, match=match):
         call()

@@ -21,12 +21,15 @@ def gpu(name, major, minor):
 @pytest.fixture
 def fake_cpu(monkeypatch):
     """Make e2e see a CPU with or without fp16 instructions (and no GPU)."""
+
     def use(cpu):
         monkeypatch.setattr(e2e, "device_report", lambda: device_report(cpu=cpu, no_gpu=True))
+
     return use
 
 
 # --- tensor-core table ---------------------------------------------------------------------------
+
 
 def test_generations_table_is_ordered_and_complete():
     gens = e2e.TENSOR_CORE_GENERATIONS
@@ -37,9 +40,17 @@ def test_generations_table_is_ordered_and_complete():
     assert "TF32" in added["Ampere"] and "bf16" in added["Ampere"] and "int8" in added["Turing"]
 
 
-@pytest.mark.parametrize("name, cap, gen", [
-    ("Tesla V100-SXM2-16GB", (7, 0), 1), ("Tesla T4", (7, 5), 2), ("NVIDIA A100-SXM4-80GB", (8, 0), 3),
-    ("NVIDIA L4", (8, 9), 4), ("NVIDIA H100 80GB HBM3", (9, 0), 4), ("NVIDIA B200", (10, 0), 5)])
+@pytest.mark.parametrize(
+    "name, cap, gen",
+    [
+        ("Tesla V100-SXM2-16GB", (7, 0), 1),
+        ("Tesla T4", (7, 5), 2),
+        ("NVIDIA A100-SXM4-80GB", (8, 0), 3),
+        ("NVIDIA L4", (8, 9), 4),
+        ("NVIDIA H100 80GB HBM3", (9, 0), 4),
+        ("NVIDIA B200", (10, 0), 5),
+    ],
+)
 def test_table_marks_the_fake_gpus_row(name, cap, gen):
     t = e2e.tensor_core_table(device_report(cpu=NO_FP16_CPU, gpu_properties=gpu(name, *cap)))
     assert t.marked == gen
@@ -65,17 +76,21 @@ def test_table_without_gpu_says_what_the_cpu_has():
 
 # --- matmul throughput ---------------------------------------------------------------------------
 
+
 def test_throughput_rows_and_fp16_skip_without_fp16_hardware(fake_cpu):
     fake_cpu(NO_FP16_CPU)
     rows = e2e.matmul_throughput([32, 64], ("fp32", "bf16", "fp16", "tf32", "fp8"), repeats=1, max_fp16_cpu_size=32)
-    assert [(r["size"], r["dtype"]) for r in rows] == [(s, d) for s in (32, 64) for d in ("fp32", "bf16", "fp16", "tf32", "fp8")]
+    assert [(r["size"], r["dtype"]) for r in rows] == [
+        (s, d) for s in (32, 64) for d in ("fp32", "bf16", "fp16", "tf32", "fp8")
+    ]
     by = {(r["size"], r["dtype"]): r for r in rows}
     for key in [(32, "fp32"), (32, "bf16"), (32, "fp16"), (64, "fp32"), (64, "bf16")]:
         r = by[key]
         assert r["skipped"] is None and r["median_s"] > 0 and r["percent_of_peak"] is None
         assert r["tflops"] == pytest.approx(2 * key[0] ** 3 / r["median_s"] / 1e12)
-    assert by[(64, "fp16")]["skipped"] == ("fp16 matmuls on this CPU have no hardware support: "
-                                           "~hundreds of times slower; measured only up to 32")
+    assert by[(64, "fp16")]["skipped"] == (
+        "fp16 matmuls on this CPU have no hardware support: ~hundreds of times slower; measured only up to 32"
+    )
     assert by[(64, "fp16")]["tflops"] is None and by[(64, "fp16")]["median_s"] is None
     assert "TF32" in by[(32, "tf32")]["skipped"] and "fp8" in by[(32, "fp8")]["skipped"]
 
@@ -86,11 +101,18 @@ def test_throughput_measures_fp16_like_bf16_with_fp16_hardware(fake_cpu):
     assert rows[0]["skipped"] is None and rows[0]["tflops"] > 0
 
 
-@pytest.mark.parametrize("kwargs, err, match", [
-    (dict(sizes=[]), ValueError, "empty"), (dict(sizes=[0]), ValueError, "size"),
-    (dict(sizes=[2.5]), ValueError, "size"), (dict(sizes=[8], dtypes=("fp64",)), ValueError, "unknown dtype"),
-    (dict(sizes=[8], device="tpu"), ValueError, "device"), (dict(sizes=[8], repeats=0), ValueError, "repeats"),
-    (dict(sizes=5), TypeError, "list of positive ints")])
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [
+        (dict(sizes=[]), ValueError, "empty"),
+        (dict(sizes=[0]), ValueError, "size"),
+        (dict(sizes=[2.5]), ValueError, "size"),
+        (dict(sizes=[8], dtypes=("fp64",)), ValueError, "unknown dtype"),
+        (dict(sizes=[8], device="tpu"), ValueError, "device"),
+        (dict(sizes=[8], repeats=0), ValueError, "repeats"),
+        (dict(sizes=5), TypeError, "list of positive ints"),
+    ],
+)
 def test_throughput_bad_inputs(kwargs, err, match):
     with pytest.raises(err, match=match):
         e2e.matmul_throughput(**kwargs)
@@ -114,12 +136,14 @@ def test_launch_bound_demo_reports_both_models():
 
 # --- peak memory ----------------------------------------------------------------------------------
 
+
 def test_peak_memory_sees_a_64_mib_tensor():
     def fn():
         x = torch.empty(64 * 2**20, dtype=torch.uint8)
         x.fill_(1)
         del x
         torch.ones(1024)
+
     peak = e2e.peak_memory(fn)
     assert 64 * 2**20 <= peak < 66 * 2**20
     keep = torch.empty(32 * 2**20, dtype=torch.uint8)  # allocated before: not counted
@@ -129,6 +153,7 @@ def test_peak_memory_sees_a_64_mib_tensor():
 
 
 # --- data, model, training ------------------------------------------------------------------------
+
 
 def test_make_batches_is_seeded_and_follows_the_rule():
     a = e2e.make_batches(1, 3, 4, 10, 16, noise=0.0)
@@ -180,6 +205,7 @@ def test_train_runs_the_step_the_caller_writes():
         def step(x, y):
             calls.append((tuple(x.shape), tuple(y.shape), config, device_type))
             return inner(x, y)
+
         return step
 
     mine = e2e.train("bf16 autocast", steps=3, progress=False, model_kwargs=TINY, batch=2, make_step=make_step)
@@ -191,7 +217,7 @@ def test_train_runs_the_step_the_caller_writes():
     with pytest.raises(TypeError, match="must return a callable step"):
         e2e.train("fp32", steps=2, progress=False, model_kwargs=TINY, make_step=lambda *a: None)
     with pytest.raises(TypeError, match="must return the loss as a float"):
-        e2e.train("fp32", steps=2, progress=False, model_kwargs=TINY, make_step=lambda *a: (lambda x, y: "low"))
+        e2e.train("fp32", steps=2, progress=False, model_kwargs=TINY, make_step=lambda *a: lambda x, y: "low")
 
 
 def test_train_does_not_run_fp16_or_tf32_where_they_mean_nothing(fake_cpu):
@@ -200,8 +226,9 @@ def test_train_does_not_run_fp16_or_tf32_where_they_mean_nothing(fake_cpu):
     assert r["ran"] is False and "no fp16 matrix instructions" in r["reason"] and "loss" not in r
     t = e2e.train("tf32", progress=False)
     assert t["ran"] is False and "TF32" in t["reason"]
-    forced = e2e.train("fp16 autocast + GradScaler", steps=4, progress=False, model_kwargs=TINY, batch=2,
-                       allow_slow_fp16=True)
+    forced = e2e.train(
+        "fp16 autocast + GradScaler", steps=4, progress=False, model_kwargs=TINY, batch=2, allow_slow_fp16=True
+    )
     assert forced["ran"] and len(forced["loss"]) == 4 and all(math.isfinite(v) for v in forced["loss"])
 
 
@@ -211,17 +238,23 @@ def test_train_runs_fp16_on_a_cpu_with_fp16_hardware(fake_cpu):
     assert r["ran"] and len(r["loss"]) == 3
 
 
-@pytest.mark.parametrize("kwargs, err, match", [
-    (dict(config="fp8"), ValueError, "unknown config"), (dict(config="fp32", steps=1), ValueError, "steps"),
-    (dict(config="fp32", device="meta"), ValueError, "device"),
-    (dict(config="fp32", model_kwargs=[1]), TypeError, "model_kwargs"),
-    (dict(config="fp32", lr=-1.0, model_kwargs=TINY), ValueError, "lr")])
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [
+        (dict(config="fp8"), ValueError, "unknown config"),
+        (dict(config="fp32", steps=1), ValueError, "steps"),
+        (dict(config="fp32", device="meta"), ValueError, "device"),
+        (dict(config="fp32", model_kwargs=[1]), TypeError, "model_kwargs"),
+        (dict(config="fp32", lr=-1.0, model_kwargs=TINY), ValueError, "lr"),
+    ],
+)
 def test_train_bad_inputs(kwargs, err, match):
     with pytest.raises(err, match=match):
         e2e.train(progress=False, **kwargs)
 
 
 # --- inference ------------------------------------------------------------------------------------
+
 
 def test_inference_errors_are_ordered():
     torch.manual_seed(0)
@@ -231,7 +264,9 @@ def test_inference_errors_are_ordered():
     for v in ("bf16 autocast", "bf16 weights", "fp16 weights"):
         assert 0 < rows[v]["max_abs_error"] < 0.2
     assert rows["fp16 weights"]["max_abs_error"] < rows["bf16 weights"]["max_abs_error"]  # 3 more mantissa bits
-    assert rows["bf16 weights"]["param_bytes"] * 2 == rows["fp32"]["param_bytes"] == rows["bf16 autocast"]["param_bytes"]
+    assert (
+        rows["bf16 weights"]["param_bytes"] * 2 == rows["fp32"]["param_bytes"] == rows["bf16 autocast"]["param_bytes"]
+    )
     assert rows["bf16 autocast"]["output_dtype"] == "bfloat16" and rows["fp16 weights"]["output_dtype"] == "float16"
     with pytest.raises(TypeError, match="TinyTransformer"):
         e2e.inference_compare(model=torch.nn.Linear(2, 2))
@@ -247,6 +282,7 @@ def test_overflow_demo_breaks_fp16_not_bf16():
 
 # --- reference experiments ------------------------------------------------------------------------
 
+
 def test_reference_experiments_run_small_on_cpu():
     assert {"e2e_matmul_throughput", "e2e_training"} <= set(reference.registered())
     tp = e2e._record_throughput("cpu", size=64)
@@ -261,15 +297,16 @@ def test_reference_experiments_run_small_on_cpu():
 
 # --- sizing the work by measured matmul rates ----------------------------------------------------
 
-FAST = {"fp32": 1e11, "bf16": 2e11, "fp16": 2e11}       # a CPU with bf16/fp16 instructions
+FAST = {"fp32": 1e11, "bf16": 2e11, "fp16": 2e11}  # a CPU with bf16/fp16 instructions
 NO_BF16 = {"fp32": 5e10, "bf16": 1.5e9, "fp16": 1.5e9}  # an AVX2 laptop: bf16 ~30x slower than fp32
-CRAWL = {"fp32": 1e6, "bf16": 1e6, "fp16": 1e6}         # nothing fits any budget
+CRAWL = {"fp32": 1e6, "bf16": 1e6, "fp16": 1e6}  # nothing fits any budget
 
 
 @pytest.fixture
 def fake_rates(monkeypatch):
     def use(rates):
         monkeypatch.setattr(e2e, "matmul_rates", lambda device="cpu": dict(rates))
+
     return use
 
 
@@ -323,10 +360,16 @@ def test_training_plan_counts_fp16_only_where_it_runs(fake_cpu, fake_rates):
     assert e2e.training_plan(allow_slow_fp16=True)["scaled_down"]
 
 
-@pytest.mark.parametrize("kwargs, err, match", [
-    (dict(budget_s=0), ValueError, "budget_s"), (dict(budget_s=float("nan")), ValueError, "budget_s"),
-    (dict(budget_s="10"), ValueError, "budget_s"), (dict(device="tpu"), ValueError, "device"),
-    (dict(allow_slow_fp16="no"), TypeError, "allow_slow_fp16")])
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [
+        (dict(budget_s=0), ValueError, "budget_s"),
+        (dict(budget_s=float("nan")), ValueError, "budget_s"),
+        (dict(budget_s="10"), ValueError, "budget_s"),
+        (dict(device="tpu"), ValueError, "device"),
+        (dict(allow_slow_fp16="no"), TypeError, "allow_slow_fp16"),
+    ],
+)
 def test_training_plan_bad_inputs(kwargs, err, match):
     with pytest.raises(err, match=match):
         e2e.training_plan(**kwargs)

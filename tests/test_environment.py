@@ -112,6 +112,27 @@ def test_ruff_is_clean():
         if os.environ.get("CI") == "true":
             raise AssertionError("ruff is not installed: make setup installs it from requirements.txt")
         pytest.skip("ruff is not installed (make setup installs it)")
-    proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise", "."],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise", "."],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+
+
+def test_ruff_format_is_clean():
+    # the Python files keep ruff's format (``ruff format``); notebooks are excluded in pyproject.toml
+    if importlib.util.find_spec("ruff") is None:
+        if os.environ.get("CI") == "true":
+            raise AssertionError("ruff is not installed: make setup installs it from requirements.txt")
+        pytest.skip("ruff is not installed (make setup installs it)")
+    proc = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--no-cache", "--check", "."],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]

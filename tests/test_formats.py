@@ -107,13 +107,18 @@ def hard_inputs(f: FloatFormat, n_random: int, seed: int) -> torch.Tensor:
     lo, hi = math.log2(f.smallest_subnormal) - 3, math.log2(f.max) + 2
     logs = torch.rand(n_random, generator=g, dtype=torch.float64) * (hi - lo) + lo
     spread = (2.0**logs).float()
-    raw = torch.randint(-(2**31), 2**31 - 1, (n_random,), generator=g, dtype=torch.int64).to(torch.int32).view(torch.float32)
+    raw = (
+        torch.randint(-(2**31), 2**31 - 1, (n_random,), generator=g, dtype=torch.int64)
+        .to(torch.int32)
+        .view(torch.float32)
+    )
     special = torch.tensor([0.0, math.inf, math.nan, 1.0, 1e-45, 3.4028234663852886e38])
     x = torch.cat([exact, near, spread, raw, special])
     return torch.cat([x, -x])
 
 
 # --- constants ----------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", list(TORCH_DTYPES))
 def test_constants_equal_torch_finfo(name):
@@ -171,14 +176,16 @@ def test_exact_literals():
 
 # --- rounding: bit-exact against torch's casts ---------------------------------------------------
 
+
 @pytest.mark.parametrize("name", ["fp16", "bf16"])
 def test_every_16_bit_pattern_and_every_tie_against_torch(name):
     dtype = TORCH_DTYPES[name]
     allbits = torch.arange(1 << 16, dtype=torch.int32).to(torch.int16).view(dtype).float()
     fin = allbits[torch.isfinite(allbits)].double().unique()
     mids = ((fin[1:] + fin[:-1]) / 2).float()  # every exact tie between neighbours
-    x = torch.cat([allbits, mids, torch.nextafter(mids, torch.tensor(math.inf)),
-                   torch.nextafter(mids, torch.tensor(-math.inf))])
+    x = torch.cat(
+        [allbits, mids, torch.nextafter(mids, torch.tensor(math.inf)), torch.nextafter(mids, torch.tensor(-math.inf))]
+    )
     got, want = quantize(x, name, emulate=True), x.to(dtype).float()
     assert bits_equal(got, want), first_mismatch(got, want, x)
 
@@ -197,7 +204,11 @@ def test_millions_of_random_inputs_against_torch(name):
 
 def test_fp32_is_the_identity():
     g = torch.Generator().manual_seed(2)
-    x = torch.randint(-(2**31), 2**31 - 1, (1_000_000,), generator=g, dtype=torch.int64).to(torch.int32).view(torch.float32)
+    x = (
+        torch.randint(-(2**31), 2**31 - 1, (1_000_000,), generator=g, dtype=torch.int64)
+        .to(torch.int32)
+        .view(torch.float32)
+    )
     assert bits_equal(quantize(x, "fp32", emulate=True), x)
     assert bits_equal(quantize(x, "fp32"), x)
 
@@ -214,6 +225,7 @@ def test_torch_fp8_e4m3fn_overflow_matches_the_default_or_is_detected():
 
 
 # --- rounding: all modes against the independent reference ---------------------------------------
+
 
 @pytest.mark.parametrize("rounding", MODES)
 @pytest.mark.parametrize("f", ENUMERABLE, ids=lambda f: f.name)
@@ -287,6 +299,7 @@ def test_shape_and_narrow_inputs():
 
 # --- bit fields -----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("name", NARROW_TORCH)
 def test_codes_decode_like_torch(name):
     f, dtype = FORMATS[name], TORCH_DTYPES[name]
@@ -321,6 +334,7 @@ def test_decompose_examples():
 
 # --- bad input --------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "call, error, words",
     [
@@ -352,7 +366,9 @@ def test_bad_input_gets_a_clear_error(call, error, words):
         assert w in str(info.value)
 
 
-@pytest.mark.parametrize("name", ["fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "fp8_e4m3fnuz", "fp6_e3m2", "fp4_e2m1", "tf32"])
+@pytest.mark.parametrize(
+    "name", ["fp16", "bf16", "fp8_e4m3", "fp8_e5m2", "fp8_e4m3fnuz", "fp6_e3m2", "fp4_e2m1", "tf32"]
+)
 def test_thresholds_are_where_round_to_nearest_changes_class(name):
     # checked against the course's classification of what rounding does (inf, NaN or a saturated max)
     f = FORMATS[name]

@@ -28,15 +28,19 @@ def same(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Equal bit for bit up to NaN payloads (NaN where NaN, same signs of zero)."""
     a, b = a.float(), b.float()
     nan = torch.isnan(a)
-    return bool(torch.equal(nan, torch.isnan(b)) and torch.equal(a[~nan], b[~nan])
-                and torch.equal(torch.signbit(a[~nan]), torch.signbit(b[~nan])))
+    return bool(
+        torch.equal(nan, torch.isnan(b))
+        and torch.equal(a[~nan], b[~nan])
+        and torch.equal(torch.signbit(a[~nan]), torch.signbit(b[~nan]))
+    )
 
 
 # --- the scalar rounding twin of quantize -----------------------------------------------------------
 
+
 def _probe_values() -> torch.Tensor:
     g = torch.Generator().manual_seed(1)
-    bits = torch.randint(-2**31, 2**31 - 1, (1500,), generator=g, dtype=torch.int64).to(torch.int32)
+    bits = torch.randint(-(2**31), 2**31 - 1, (1500,), generator=g, dtype=torch.int64).to(torch.int32)
     edges = []
     for f in [*FORMATS.values(), E5M7]:
         for c in (f.max, f.smallest_normal, f.smallest_subnormal, f.eps):
@@ -63,6 +67,7 @@ def test_scalar_rounder_equals_quantize(name):
 
 
 # --- running sums --------------------------------------------------------------------------------
+
 
 def test_running_sum_fp32_is_a_float32_running_sum():
     g = torch.Generator().manual_seed(0)
@@ -104,8 +109,12 @@ def test_running_sum_4096_copies_of_16():
 def test_scalar_and_vectorised_paths_agree_for_emulated_formats():
     g = torch.Generator().manual_seed(3)
     x = quantize(torch.randn(20, 200, generator=g) * 30, E5M7)
-    for fmt, rounding in ((E5M7, "nearest_even"), ("fp8_e4m3", "nearest_even"), ("fp16", "toward_zero"),
-                          ("tf32", "nearest_away")):
+    for fmt, rounding in (
+        (E5M7, "nearest_even"),
+        ("fp8_e4m3", "nearest_even"),
+        ("fp16", "toward_zero"),
+        ("tf32", "nearest_away"),
+    ):
         vector = fp16.running_sum(x, fmt, rounding)  # 20 rows: one quantize per step
         scalar = torch.stack([fp16.running_sum(row, fmt, rounding) for row in x])
         assert same(vector, scalar), fmt
@@ -113,8 +122,10 @@ def test_scalar_and_vectorised_paths_agree_for_emulated_formats():
 
 def test_exmy_accumulator_sits_between_fp8_and_fp16():
     x = torch.full((8192,), 16.0)
-    stall = {name: fp16.running_sum(x, fmt)[-1].item()
-             for name, fmt in (("fp8_e5m2", "fp8_e5m2"), ("e5m7", E5M7), ("fp16", "fp16"))}
+    stall = {
+        name: fp16.running_sum(x, fmt)[-1].item()
+        for name, fmt in (("fp8_e5m2", "fp8_e5m2"), ("e5m7", E5M7), ("fp16", "fp16"))
+    }
     assert stall == {"fp8_e5m2": 128.0, "e5m7": 4096.0, "fp16": 32768.0}  # where the gap reaches 32 = 2 x 16
     assert fp16.running_sum(x[:100], "fp8_e4m3", overflow="saturate")[-1] == 256.0
 
@@ -133,22 +144,26 @@ def test_running_sum_shapes_and_lists():
     assert fp16.running_sum(x, "bf16")[1, 2].tolist() == [1.0, 2.0, 3.0, 4.0]
 
 
-@pytest.mark.parametrize("kwargs, exc, match", [
-    (dict(values=torch.ones(3, dtype=torch.float64)), TypeError, "float64"),
-    (dict(values=torch.tensor(1.0)), ValueError, "at least one dimension"),
-    (dict(values=torch.arange(3)), TypeError, "int64"),
-    (dict(values="123"), TypeError, "str"),
-    (dict(values=torch.ones(3), acc_fmt="fp99"), ValueError, "fp99"),
-    (dict(values=torch.ones(3), rounding="up"), ValueError, "'up'"),
-    (dict(values=torch.ones(3), overflow="nan"), ValueError, "not possible for fp16"),
-    (dict(values=torch.ones(3), overflow="wrap"), ValueError, "'wrap'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(values=torch.ones(3, dtype=torch.float64)), TypeError, "float64"),
+        (dict(values=torch.tensor(1.0)), ValueError, "at least one dimension"),
+        (dict(values=torch.arange(3)), TypeError, "int64"),
+        (dict(values="123"), TypeError, "str"),
+        (dict(values=torch.ones(3), acc_fmt="fp99"), ValueError, "fp99"),
+        (dict(values=torch.ones(3), rounding="up"), ValueError, "'up'"),
+        (dict(values=torch.ones(3), overflow="nan"), ValueError, "not possible for fp16"),
+        (dict(values=torch.ones(3), overflow="wrap"), ValueError, "'wrap'"),
+    ],
+)
 def test_running_sum_rejects_bad_input(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         fp16.running_sum(**kwargs)
 
 
 # --- summing copies: the facts --------------------------------------------------------------------
+
 
 def test_sum_copies_4096_times_16():
     r = fp16.sum_copies(16.0, 4096)
@@ -204,17 +219,26 @@ def test_sum_copies_handles_a_million():  # its speed is measured in benchmarks/
     assert r["stall value"] == 0.25 and r["fp16 running sum"] == 0.25
 
 
-@pytest.mark.parametrize("v, n, exc, match", [
-    (math.inf, 10, ValueError, "finite"), (math.nan, 10, ValueError, "finite"), ("16", 10, TypeError, "'16'"),
-    (True, 10, TypeError, "True"), (16.0, 0, ValueError, "1 to 1_000_000"),
-    (16.0, 1_000_001, ValueError, "1_000_001"), (16.0, 2.0, TypeError, "int"), (16.0, True, TypeError, "int"),
-])
+@pytest.mark.parametrize(
+    "v, n, exc, match",
+    [
+        (math.inf, 10, ValueError, "finite"),
+        (math.nan, 10, ValueError, "finite"),
+        ("16", 10, TypeError, "'16'"),
+        (True, 10, TypeError, "True"),
+        (16.0, 0, ValueError, "1 to 1_000_000"),
+        (16.0, 1_000_001, ValueError, "1_000_001"),
+        (16.0, 2.0, TypeError, "int"),
+        (16.0, True, TypeError, "int"),
+    ],
+)
 def test_sum_copies_rejects_bad_input(v, n, exc, match):
     with pytest.raises(exc, match=match):
         fp16.sum_copies(v, n)
 
 
 # --- Kahan -------------------------------------------------------------------------------------------
+
 
 def test_kahan_sum_in_fp16_is_within_an_ulp():
     x = quantize(torch.full((1000,), 0.01), "fp16")
@@ -236,6 +260,7 @@ def test_kahan_sum_on_random_data_and_bad_input():
 
 # --- lost updates ---------------------------------------------------------------------------------
 
+
 def test_update_survives_at_half_an_ulp():
     w, half = 1.5, 2.0**-11  # fp16 gap at 1.5 is 2**-10
     assert fp16.update_survives(w, half * 1.01) and not fp16.update_survives(w, half * 0.99)
@@ -256,11 +281,24 @@ def test_lost_update_fraction():
 
 # --- classes -----------------------------------------------------------------------------------------
 
+
 def test_classify_examples():
     assert fp16.classify([1e-6, 1e5, 1e-9, 0.0, 1.0, -1e5, math.inf, math.nan], "fp16") == [
-        "subnormal", "inf", "zero", "zero", "normal", "inf", "inf", "NaN"]
-    assert fp16.classify([500.0, 460.0, 1e-3, math.inf], "fp8_e4m3") == ["saturated", "normal", "subnormal",
-                                                                          "saturated"]
+        "subnormal",
+        "inf",
+        "zero",
+        "zero",
+        "normal",
+        "inf",
+        "inf",
+        "NaN",
+    ]
+    assert fp16.classify([500.0, 460.0, 1e-3, math.inf], "fp8_e4m3") == [
+        "saturated",
+        "normal",
+        "subnormal",
+        "saturated",
+    ]
     assert fp16.classify(1e3, "fp8_e4m3fnuz") == ["NaN"]
     assert fp16.classify(65519.0, "fp16") == ["normal"] and fp16.classify(65520.0, "fp16") == ["inf"]
     assert fp16.classify(1e-40, "bf16") == ["subnormal"] and fp16.classify(1e-40, "fp32") == ["subnormal"]
@@ -269,6 +307,7 @@ def test_classify_examples():
 
 
 # --- gradient census ---------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def census():
@@ -325,6 +364,7 @@ def test_small_model_and_batch_are_seeded():
 
 # --- master weights ---------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def training():
     threads = torch.get_num_threads()
@@ -355,8 +395,10 @@ def test_training_is_seeded_and_shows_progress(training, capsys):
     assert bf16["fmt"] == "bf16"
 
 
-@pytest.mark.parametrize("kwargs, match", [(dict(steps=0), "steps"), (dict(steps=2.5), "steps"),
-                                           (dict(lr=-0.1), "lr"), (dict(lr=math.nan), "lr")])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [(dict(steps=0), "steps"), (dict(steps=2.5), "steps"), (dict(lr=-0.1), "lr"), (dict(lr=math.nan), "lr")],
+)
 def test_training_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         fp16.train_master_weights(progress=False, **kwargs)

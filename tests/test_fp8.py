@@ -27,6 +27,7 @@ def spread(n=4096, seed=0):
 
 # --- facts -----------------------------------------------------------------------------------------
 
+
 def test_torch_fp8_overflow_is_measured_now():
     r = fp8.torch_fp8_overflow()
     assert set(r) == {"float8_e4m3fn", "float8_e5m2"}
@@ -60,6 +61,7 @@ def test_values_in():
 
 
 # --- scales and fake quantization -------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp8_e5m2"])
 @pytest.mark.parametrize("scale", [1.0, 3.0, 2.0**-20, 2.0**17, 0.1, 97.53])
@@ -126,6 +128,7 @@ def test_delayed_scaler_lags_one_step():
 
 # --- blocks ----------------------------------------------------------------------------------------
 
+
 def test_blockwise_equals_manual_per_block_computation():
     g = torch.Generator().manual_seed(0)
     x = torch.randn(4, 6, generator=g) * torch.tensor([1e-4, 1.0, 1e3, 0.0])[:, None]
@@ -133,10 +136,10 @@ def test_blockwise_equals_manual_per_block_computation():
     assert s.shape == (2, 2) and q.shape == x.shape
     for i in range(2):
         for j in range(2):
-            blk = x[2 * i:2 * i + 2, 3 * j:3 * j + 3]
+            blk = x[2 * i : 2 * i + 2, 3 * j : 3 * j + 3]
             sc = fp8.amax_scale(blk)
             assert float(s[i, j]) == sc
-            assert torch.equal(q[2 * i:2 * i + 2, 3 * j:3 * j + 3], fp8.fake_quantize(blk, "fp8_e4m3", sc))
+            assert torch.equal(q[2 * i : 2 * i + 2, 3 * j : 3 * j + 3], fp8.fake_quantize(blk, "fp8_e4m3", sc))
 
 
 def test_blockwise_partial_blocks_and_power_of_two():
@@ -178,6 +181,7 @@ def test_block_scaling_beats_per_tensor_with_outliers():
 
 # --- errors on the model's tensors -------------------------------------------------------------------
 
+
 def test_model_tensors(tensors):
     assert list(tensors) == ["weights", "activations", "weight gradients", "activation gradients"]
     assert all(t.shape == (256, 256) and t.dtype == torch.float32 for t in tensors.values())
@@ -206,6 +210,7 @@ def test_scaling_errors_on_model_tensors(tensors):
 
 
 # --- matmul and the linear layer --------------------------------------------------------------------
+
 
 def test_scaled_mm_compare_small():
     r = fp8.scaled_mm_compare(32, 64, 48, seed=1)

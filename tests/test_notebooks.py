@@ -48,14 +48,16 @@ def test_offline_and_current_apis(nb):
     for c in nb.cells:
         assert not re.search(r"!\[[^]]*\]\(https?:|<img[^>]+src=.https?:|Image\(url=", c.source), "remote image"
         assert not re.search(r"torch\.(cuda|cpu)\.amp\.(autocast|GradScaler)\(", c.source), "deprecated AMP API"
-        assert "plt.style.use(\"http" not in c.source
+        assert 'plt.style.use("http' not in c.source
 
 
 def test_presenter_view_shows_every_explorer_of_the_lessons():
     """presenter/explorers.ipynb (make present) has one cell per explorer the lessons show."""
     call = re.compile(r"\bwidgets\.(\w+)\(")
+
     def explorers(paths):
         return {m for p in paths for c in code_cells(nbformat.read(p, as_version=4)) for m in call.findall(c.source)}
+
     lessons = explorers(sorted((ROOT / "notebooks").glob("*.ipynb")))
     presenter = explorers([ROOT / "presenter" / "explorers.ipynb"])
     assert len(lessons) >= 8 and presenter == lessons
@@ -82,8 +84,12 @@ def test_make_notebooks_strips_what_churns():
     nb.metadata["widgets"] = {"state": {}}
     cell = nbformat.v4.new_code_cell("w", execution_count=1)
     cell.metadata["execution"] = {"iopub.status.busy": "2026-01-01T00:00:00"}
-    cell.outputs = [nbformat.v4.new_output("display_data", data={
-        "application/vnd.jupyter.widget-view+json": {"model_id": "abc"}, "text/plain": "VBox(...)"})]
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "display_data",
+            data={"application/vnd.jupyter.widget-view+json": {"model_id": "abc"}, "text/plain": "VBox(...)"},
+        )
+    ]
     nb.cells = [nbformat.v4.new_markdown_cell("x"), cell]
     out = run_notebooks.clean(nb)
     assert "widgets" not in out.metadata

@@ -46,6 +46,7 @@ def boxes(ax):
 
 # --- describe_value / describe_code ------------------------------------------------------------
 
+
 def test_describe_value_fp16_point_one():
     info = describe_value(0.1, "fp16")
     assert info.stored == 0.0999755859375
@@ -115,6 +116,7 @@ def test_describe_code_rejects_bad_codes():
 
 # --- bit layout --------------------------------------------------------------------------------
 
+
 def test_bit_layout_one_in_fp16():
     ax = plot_bit_layout("fp16", 1.0)
     assert digits(ax) == "0011110000000000"
@@ -122,7 +124,7 @@ def test_bit_layout_one_in_fp16():
     assert len(boxes(ax)) == 16
     texts = [t.get_text() for t in ax.texts]
     assert {"sign", "exponent (5 bits, bias 15)", "mantissa (10 bits)"} <= set(texts)
-    caption, = by_gid(ax, "caption")
+    (caption,) = by_gid(ax, "caption")
     assert "(-1)^0 x 2^(15-15) x 1.0000000000b = 1.0" in caption.get_text()
     assert "relative rounding error 0 (exact)" in caption.get_text()
 
@@ -143,8 +145,20 @@ def test_bit_layout_fields_have_three_colours():
 @pytest.mark.parametrize("name", list(FORMATS))
 def test_bit_layout_every_format_and_extreme_value(name):
     f = FORMATS[name]
-    for value in (0.0, -0.0, 1.0, -2.5, f.smallest_subnormal, -f.smallest_subnormal * 3, f.max, f.max * 4,
-                  1e39, math.inf, -math.inf, math.nan):
+    for value in (
+        0.0,
+        -0.0,
+        1.0,
+        -2.5,
+        f.smallest_subnormal,
+        -f.smallest_subnormal * 3,
+        f.max,
+        f.max * 4,
+        1e39,
+        math.inf,
+        -math.inf,
+        math.nan,
+    ):
         ax = plot_bit_layout(name, value)
         assert len(boxes(ax)) == f.bits
         info = describe_value(value, name)
@@ -174,9 +188,10 @@ def test_bit_layout_rejects_bad_input():
 
 # --- spacing ----------------------------------------------------------------------------------
 
+
 def test_spacing_fp16_line_spans_subnormal_to_max():
     ax = plot_spacing()
-    line, = by_gid(ax, "fp16")
+    (line,) = by_gid(ax, "fp16")
     assert line.get_xdata().max() == 65504.0
     assert line.get_xdata().min() == 2.0**-24
     assert line.get_ydata().min() == 2.0**-24
@@ -212,8 +227,9 @@ def test_spacing_custom_and_degenerate_formats():
     assert any("no positive values" in t.get_text() for t in ax.get_legend().get_texts())
 
 
-@pytest.mark.parametrize("bad, exc, match", [((), ValueError, "empty"), (("fp16", "fp99"), ValueError, "fp99"),
-                                             (16, TypeError, "16")])
+@pytest.mark.parametrize(
+    "bad, exc, match", [((), ValueError, "empty"), (("fp16", "fp99"), ValueError, "fp99"), (16, TypeError, "16")]
+)
 def test_spacing_rejects_bad_formats(bad, exc, match):
     with pytest.raises(exc, match=match):
         plot_spacing(bad)
@@ -221,16 +237,17 @@ def test_spacing_rejects_bad_formats(bad, exc, match):
 
 # --- range and precision -------------------------------------------------------------------------
 
+
 def test_range_precision_bars_come_from_constants():
     ax = plot_range_precision()
     assert len(ax.get_yticklabels()) == len(FORMATS)
-    normal, = by_gid(ax, "fp16 normals")
-    sub, = by_gid(ax, "fp16 subnormals")
+    (normal,) = by_gid(ax, "fp16 normals")
+    (sub,) = by_gid(ax, "fp16 subnormals")
     assert normal.get_x() == 2.0**-14 and normal.get_x() + normal.get_width() == pytest.approx(65504.0)
     assert sub.get_x() == 2.0**-24
     assert sub.get_alpha() < 1 and sub.get_hatch()
-    bf16, = by_gid(ax, "bf16 normals")
-    fp32, = by_gid(ax, "fp32 normals")
+    (bf16,) = by_gid(ax, "bf16 normals")
+    (fp32,) = by_gid(ax, "fp32 normals")
     assert bf16.get_x() + bf16.get_width() == pytest.approx(FORMATS["bf16"].max, rel=1e-12)
     assert bf16.get_height() < by_gid(ax, "fp16 normals")[0].get_height() < fp32.get_height()
     assert ax.get_xscale() == "log"
@@ -244,6 +261,7 @@ def test_range_precision_subset_order_and_no_subnormals_for_m0():
 
 
 # --- rounding error ------------------------------------------------------------------------------
+
 
 def test_rounding_error_stays_under_unit_roundoff_for_normals():
     ax = plot_rounding_error(["fp16", "fp8_e4m3"])
@@ -275,15 +293,23 @@ def test_rounding_error_custom_x_and_modes():
     assert err[1] == pytest.approx(0.005859375 / 1.005859375)  # truncated to 1.0, not rounded up
 
 
-@pytest.mark.parametrize("x, exc, match", [([1.0, -2.0], ValueError, "-2.0"), ([[1.0]], ValueError, "shape"),
-                                           ([], ValueError, "shape"), ("abc", TypeError, "str"),
-                                           ([1.0, float("inf")], ValueError, "inf")])
+@pytest.mark.parametrize(
+    "x, exc, match",
+    [
+        ([1.0, -2.0], ValueError, "-2.0"),
+        ([[1.0]], ValueError, "shape"),
+        ([], ValueError, "shape"),
+        ("abc", TypeError, "str"),
+        ([1.0, float("inf")], ValueError, "inf"),
+    ],
+)
 def test_rounding_error_rejects_bad_x(x, exc, match):
     with pytest.raises(exc, match=match):
         plot_rounding_error("fp16", x=x)
 
 
 # --- number line -------------------------------------------------------------------------------
+
 
 def test_number_line_ticks_every_value():
     ax = plot_number_line("fp8_e4m3")
@@ -301,9 +327,15 @@ def test_number_line_negative_range_symlog_and_zoom():
     assert sum(len(c.get_segments()) for c in ax.collections) == 17
 
 
-@pytest.mark.parametrize("kwargs, match", [(dict(fmt="fp16"), "16 bits"), (dict(fmt="fp8_e4m3", lo=5, hi=1), "lo=5"),
-                                           (dict(fmt="fp8_e4m3", scale="log2"), "'log2'"),
-                                           (dict(fmt="fp8_e4m3", hi=math.inf), "inf")])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(fmt="fp16"), "16 bits"),
+        (dict(fmt="fp8_e4m3", lo=5, hi=1), "lo=5"),
+        (dict(fmt="fp8_e4m3", scale="log2"), "'log2'"),
+        (dict(fmt="fp8_e4m3", hi=math.inf), "inf"),
+    ],
+)
 def test_number_line_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         plot_number_line(**kwargs)
@@ -319,18 +351,27 @@ def test_plots_keep_user_style_outside():
 
 
 def test_every_plot_draws_without_warnings(tmp_path):
-    for ax in (plot_bit_layout("fp32", -0.1), plot_spacing(), plot_range_precision(),
-               plot_rounding_error(["fp16", "bf16"], x=torch.logspace(-10, 10, 200, base=2.0)),
-               plot_number_line("fp8_e5m2", scale="symlog")):
+    for ax in (
+        plot_bit_layout("fp32", -0.1),
+        plot_spacing(),
+        plot_range_precision(),
+        plot_rounding_error(["fp16", "bf16"], x=torch.logspace(-10, 10, 200, base=2.0)),
+        plot_number_line("fp8_e5m2", scale="symlog"),
+    ):
         ax.figure.savefig(tmp_path / "p.png")
 
 
 # --- lesson 02 plots --------------------------------------------------------------------------
 
+
 def test_error_vs_k_plot_lines_and_trend():
     from amp_lessons.plots import plot_error_vs_k
 
-    data = {"k": [16, 64, 256], "rms": {"tf32": [1e-3, 2e-3, 4e-3], "bf16": [8e-3, 1.6e-2, 3.2e-2]}, "ref_rms": [4, 8, 16]}
+    data = {
+        "k": [16, 64, 256],
+        "rms": {"tf32": [1e-3, 2e-3, 4e-3], "bf16": [8e-3, 1.6e-2, 3.2e-2]},
+        "ref_rms": [4, 8, 16],
+    }
     ax = plot_error_vs_k(data, extra={"mine": [1, 2, 4]})
     assert [ln.get_gid() for ln in ax.get_lines() if ln.get_gid()] == ["tf32", "bf16", "mine"]
     trend = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--" and ln.get_gid() is None]
@@ -346,8 +387,10 @@ def test_matmul_errors_plot_bars():
     from amp_lessons.plots import plot_matmul_errors
     from amp_lessons.tf32 import MatmulError
 
-    errs = [MatmulError("fp32", 1e-4, 1e-6, 1e-5, "measured on this CPU"),
-            MatmulError("tf32 emulated (ties away)", 0.1, 2e-3, 1e-2, "emulated bit-exactly")]
+    errs = [
+        MatmulError("fp32", 1e-4, 1e-6, 1e-5, "measured on this CPU"),
+        MatmulError("tf32 emulated (ties away)", 0.1, 2e-3, 1e-2, "emulated bit-exactly"),
+    ]
     ax = plot_matmul_errors(errs, reference={"tf32, A100 (seed)": 0.0022})
     bars = [p for p in ax.patches]
     assert [b.get_width() for b in bars] == [1e-6, 2e-3, 0.0022]
@@ -359,21 +402,22 @@ def test_matmul_errors_plot_bars():
 
 # --- lesson 03 plots --------------------------------------------------------------------------
 
+
 def test_running_sums_plot_lines_limit_and_inf_marker():
     from amp_lessons.fp16 import running_sums_of_copies
     from amp_lessons.plots import plot_running_sums
 
     sums = running_sums_of_copies(16.0, 4096)
     ax = plot_running_sums(sums, limit=65504, limit_label="fp16 max 65504")
-    fp16_line, = by_gid(ax, "fp16 running sum")
+    (fp16_line,) = by_gid(ax, "fp16 running sum")
     assert list(fp16_line.get_xdata()[:3]) == [1, 2, 3]
     assert fp16_line.get_ydata()[-1] == 32768.0 and fp16_line.get_ydata()[1] == 32.0
-    cumsum, = by_gid(ax, "torch.cumsum (fp16 tensor)")
+    (cumsum,) = by_gid(ax, "torch.cumsum (fp16 tensor)")
     assert np.isnan(cumsum.get_ydata()[4094]) and cumsum.get_ydata()[4093] == 65504.0  # inf is not drawn
-    marker, = by_gid(ax, "torch.cumsum (fp16 tensor) inf")
+    (marker,) = by_gid(ax, "torch.cumsum (fp16 tensor) inf")
     assert list(marker.get_xdata()) == [4095] and list(marker.get_ydata()) == [65504.0]  # term 4095 = index 4094
     assert any("inf from term 4095" in t.get_text() for t in ax.texts)
-    limit, = by_gid(ax, "limit")
+    (limit,) = by_gid(ax, "limit")
     assert list(limit.get_ydata()) == [65504, 65504]
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert labels == [*sums, "fp16 max 65504"]
@@ -409,10 +453,10 @@ def test_gradient_histogram_regions_and_fractions(census):
     from amp_lessons.plots import plot_gradient_histogram
 
     ax = plot_gradient_histogram(census)
-    zero, = by_gid(ax, "region zero")
-    sub, = by_gid(ax, "region subnormal")
-    normal, = by_gid(ax, "region normal")
-    over, = by_gid(ax, "region overflow")
+    (zero,) = by_gid(ax, "region zero")
+    (sub,) = by_gid(ax, "region subnormal")
+    (normal,) = by_gid(ax, "region normal")
+    (over,) = by_gid(ax, "region overflow")
     assert sub.get_x() == pytest.approx(-25)  # half the smallest subnormal 2**-24 rounds to 0
     assert normal.get_x() == pytest.approx(-14)
     assert over.get_x() == pytest.approx(math.log2(65520))
@@ -445,8 +489,11 @@ def test_gradient_histogram_scale_moves_values_out_of_subnormals(census):
 def test_loss_curves_plot():
     from amp_lessons.plots import plot_loss_curves
 
-    result = {"loss": {"fp32": [1.0, 0.1, 0.01], "fp16 weights": [1.0, 0.2, 0.2], "fp32 master weights": [1, 0.1, 0.01]},
-              "lost_fraction": {"fp32": 0.0, "fp16 weights": 0.5, "fp32 master weights": 0.0}, "steps": 3}
+    result = {
+        "loss": {"fp32": [1.0, 0.1, 0.01], "fp16 weights": [1.0, 0.2, 0.2], "fp32 master weights": [1, 0.1, 0.01]},
+        "lost_fraction": {"fp32": 0.0, "fp16 weights": 0.5, "fp32 master weights": 0.0},
+        "steps": 3,
+    }
     ax = plot_loss_curves(result)
     assert ax.get_yscale() == "log"
     assert [ln.get_gid() for ln in ax.get_lines()] == ["fp32", "fp16 weights", "fp32 master weights"]
@@ -461,15 +508,15 @@ def test_format_regions_from_the_constants():
 
     ax = plot_format_regions(1e-5)
     assert [t.get_text() for t in ax.get_yticklabels()] == list(REGION_FORMATS)
-    sub, = by_gid(ax, "fp16 subnormal")
-    normal, = by_gid(ax, "fp16 normal")
-    over, = by_gid(ax, "fp16 inf")
+    (sub,) = by_gid(ax, "fp16 subnormal")
+    (normal,) = by_gid(ax, "fp16 normal")
+    (over,) = by_gid(ax, "fp16 inf")
     assert sub.get_x() == 2.0**-25 and normal.get_x() == 2.0**-14
     assert normal.get_x() + normal.get_width() == pytest.approx(65520.0) and over.get_x() == 65520.0
-    sat, = by_gid(ax, "fp8_e4m3 saturate")
+    (sat,) = by_gid(ax, "fp8_e4m3 saturate")
     assert sat.get_x() == 464.0  # 448 + half its gap of 32
     assert by_gid(ax, "fp32 zero")[0].get_width() == pytest.approx(2.0**-150 - 1e-50)
-    line, = by_gid(ax, "marker")
+    (line,) = by_gid(ax, "marker")
     assert list(line.get_xdata()) == [1e-5, 1e-5] and line.get_visible()
     assert ax.get_xscale() == "log" and ax.get_xlim() == (1e-50, 1e40)
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
@@ -497,8 +544,12 @@ def test_lesson_03_plots_draw_without_warnings(tmp_path, census):
     from amp_lessons.plots import plot_format_regions, plot_gradient_histogram, plot_loss_curves, plot_running_sums
 
     result = {"loss": {"fp32": [1.0, 0.5]}, "lost_fraction": {}, "steps": 2}
-    for ax in (plot_running_sums(running_sums_of_copies(16.0, 4096), limit=65504.0),
-               plot_gradient_histogram(census), plot_loss_curves(result), plot_format_regions(1e39)):
+    for ax in (
+        plot_running_sums(running_sums_of_copies(16.0, 4096), limit=65504.0),
+        plot_gradient_histogram(census),
+        plot_loss_curves(result),
+        plot_format_regions(1e39),
+    ):
         ax.figure.savefig(tmp_path / "p.png")
 
 
@@ -515,6 +566,7 @@ def test_running_sums_minus_shows_the_error():
 
 # --- lesson 05: loss scaling ---------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def census05():
     from amp_lessons.fp16 import gradient_census
@@ -528,11 +580,11 @@ def test_scale_sweep_plot_draws_the_sweep_and_the_window(census05):
 
     sw = scale_sweep(census05)
     ax = plot_scale_sweep(sw)
-    line, = by_gid(ax, "underflow")
+    (line,) = by_gid(ax, "underflow")
     assert list(line.get_xdata()) == list(range(33))
     floor = ax.get_ylim()[0]
     assert [y == floor for y in line.get_ydata()] == [u == 0 for u in sw["underflow"]]
-    span, = by_gid(ax, "window")
+    (span,) = by_gid(ax, "window")
     lo, hi = safe_window(sw)
     assert span.get_x() == math.log2(lo) and span.get_x() + span.get_width() == math.log2(hi)
     assert ax.get_xticklabels()[0].get_text().startswith("2^")
@@ -563,9 +615,9 @@ def test_scaler_history_from_simulation_and_comparison():
 
     h = simulate_scaler(50, (5, 6), growth_interval=10)
     ax = plot_scaler_history(h)
-    line, = by_gid(ax, "scale")
+    (line,) = by_gid(ax, "scale")
     assert list(line.get_ydata()) == [math.log2(s) for s in h["scale"]]
-    marks, = by_gid(ax, "scale skipped")
+    (marks,) = by_gid(ax, "scale skipped")
     assert list(marks.get_xdata()) == [5, 6]
     assert ax.get_yticklabels()[0].get_text().startswith("2^")
     rows = compare_with_gradscaler(12)
@@ -582,25 +634,32 @@ def test_scaler_history_from_simulation_and_comparison():
 def test_train_comparison_plot():
     from amp_lessons.plots import plot_train_comparison
 
-    result = {"loss": {"fp32": [1.0, 0.5], "fp16 autocast, no scaling": [1.0, 1.0]},
-              "zero_grad_fraction": {"fp32": 0.0, "fp16 autocast, no scaling": 1.0}}
+    result = {
+        "loss": {"fp32": [1.0, 0.5], "fp16 autocast, no scaling": [1.0, 1.0]},
+        "zero_grad_fraction": {"fp32": 0.0, "fp16 autocast, no scaling": 1.0},
+    }
     ax = plot_train_comparison(result)
     assert ax.get_yscale() == "log"
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels == ["fp32: final loss 0.5, 0% of gradients exactly 0",
-                      "fp16 autocast, no scaling: final loss 1, 100% of gradients exactly 0"]
+    assert labels == [
+        "fp32: final loss 0.5, 0% of gradients exactly 0",
+        "fp16 autocast, no scaling: final loss 1, 100% of gradients exactly 0",
+    ]
     with pytest.raises(TypeError):
         plot_train_comparison({})
 
 
 # --- lesson 06: end to end -----------------------------------------------------------------------
 
+
 def _e2e_rows():
-    return [{"size": 64, "dtype": "fp32", "median_s": 1e-4, "tflops": 0.005, "percent_of_peak": None, "skipped": None},
-            {"size": 128, "dtype": "fp32", "median_s": 5e-4, "tflops": 0.008, "percent_of_peak": None, "skipped": None},
-            {"size": 64, "dtype": "fp16", "median_s": 1e-3, "tflops": 0.0005, "percent_of_peak": None, "skipped": None},
-            {"size": 128, "dtype": "fp16", "median_s": None, "tflops": None, "percent_of_peak": None, "skipped": "slow"},
-            {"size": 64, "dtype": "tf32", "median_s": None, "tflops": None, "percent_of_peak": None, "skipped": "no GPU"}]
+    return [
+        {"size": 64, "dtype": "fp32", "median_s": 1e-4, "tflops": 0.005, "percent_of_peak": None, "skipped": None},
+        {"size": 128, "dtype": "fp32", "median_s": 5e-4, "tflops": 0.008, "percent_of_peak": None, "skipped": None},
+        {"size": 64, "dtype": "fp16", "median_s": 1e-3, "tflops": 0.0005, "percent_of_peak": None, "skipped": None},
+        {"size": 128, "dtype": "fp16", "median_s": None, "tflops": None, "percent_of_peak": None, "skipped": "slow"},
+        {"size": 64, "dtype": "tf32", "median_s": None, "tflops": None, "percent_of_peak": None, "skipped": "no GPU"},
+    ]
 
 
 def test_plot_throughput_draws_only_measured_points():
@@ -620,10 +679,17 @@ def test_plot_throughput_draws_only_measured_points():
 def test_plot_training_runs_legend_and_skipped_runs():
     from amp_lessons.plots import plot_training_runs
 
-    runs = [{"config": "fp32", "ran": True, "loss": [4.0, 2.0, 1.0], "step_time_s": 0.05, "peak_memory_bytes": 3 * 2**20},
-            {"config": "bf16 autocast", "ran": True, "loss": [4.0, 2.1, 1.1], "step_time_s": 0.03,
-             "peak_memory_bytes": 2 * 2**20},
-            {"config": "tf32", "ran": False, "reason": "not run: no TF32 here"}]
+    runs = [
+        {"config": "fp32", "ran": True, "loss": [4.0, 2.0, 1.0], "step_time_s": 0.05, "peak_memory_bytes": 3 * 2**20},
+        {
+            "config": "bf16 autocast",
+            "ran": True,
+            "loss": [4.0, 2.1, 1.1],
+            "step_time_s": 0.03,
+            "peak_memory_bytes": 2 * 2**20,
+        },
+        {"config": "tf32", "ran": False, "reason": "not run: no TF32 here"},
+    ]
     ax = plot_training_runs(runs)
     assert [ln.get_gid() for ln in ax.lines] == ["fp32", "bf16 autocast"]
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
@@ -636,9 +702,11 @@ def test_plot_training_runs_legend_and_skipped_runs():
 def test_plot_inference_errors_and_times():
     from amp_lessons.plots import plot_inference
 
-    rows = [{"variant": "fp32", "max_abs_error": 0.0, "time_s": 2e-3},
-            {"variant": "bf16 autocast", "max_abs_error": 1e-2, "time_s": 1e-3},
-            {"variant": "fp16 weights", "max_abs_error": 2e-3, "time_s": 4e-3}]
+    rows = [
+        {"variant": "fp32", "max_abs_error": 0.0, "time_s": 2e-3},
+        {"variant": "bf16 autocast", "max_abs_error": 1e-2, "time_s": 1e-3},
+        {"variant": "fp16 weights", "max_abs_error": 2e-3, "time_s": 4e-3},
+    ]
     ax = plot_inference(rows)
     assert [t.get_text() for t in ax.get_yticklabels()] == ["fp32", "bf16 autocast", "fp16 weights"]
     assert ax.get_xscale() == "log"
@@ -651,6 +719,7 @@ def test_plot_inference_errors_and_times():
 
 
 # --- lesson 07: fp8 --------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def fp8_tensors():

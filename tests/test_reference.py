@@ -12,9 +12,17 @@ from amp_lessons.reference import PUBLISHED, Record, compare, find, load, main, 
 
 
 def rec(**kw):
-    base = dict(experiment="tf32_matmul", device="NVIDIA H100 80GB HBM3", capability="9.0", torch="2.11.0",
-                cuda="12.8", date="2026-11-21", command="python -m amp_lessons.reference record",
-                results={"tf32_time_s": 0.004, "fp32_time_s": 0.03}, source="")
+    base = dict(
+        experiment="tf32_matmul",
+        device="NVIDIA H100 80GB HBM3",
+        capability="9.0",
+        torch="2.11.0",
+        cuda="12.8",
+        date="2026-11-21",
+        command="python -m amp_lessons.reference record",
+        results={"tf32_time_s": 0.004, "fp32_time_s": 0.03},
+        source="",
+    )
     base.update(kw)
     return Record(**base)
 
@@ -42,22 +50,32 @@ def no_cuda(monkeypatch):
 
 # ---------------------------------------------------------------------------- records, provenance
 
+
 def test_provenance_of_measured_and_published():
-    assert rec().provenance == ("measured on NVIDIA H100 80GB HBM3 (sm 9.0), torch 2.11.0, CUDA 12.8, 2026-11-21, "
-                                "by `python -m amp_lessons.reference record`")
+    assert rec().provenance == (
+        "measured on NVIDIA H100 80GB HBM3 (sm 9.0), torch 2.11.0, CUDA 12.8, 2026-11-21, "
+        "by `python -m amp_lessons.reference record`"
+    )
     assert rec(capability="", cuda="").provenance == (
-        "measured on NVIDIA H100 80GB HBM3, torch 2.11.0, 2026-11-21, by `python -m amp_lessons.reference record`")
+        "measured on NVIDIA H100 80GB HBM3, torch 2.11.0, 2026-11-21, by `python -m amp_lessons.reference record`"
+    )
     (a100,) = PUBLISHED
-    assert a100.provenance == ("published: seed notebook of this course (PyTorch TF32 example), NVIDIA A100 "
-                               "(not measured by this course)")
+    assert a100.provenance == (
+        "published: seed notebook of this course (PyTorch TF32 example), NVIDIA A100 (not measured by this course)"
+    )
     assert a100.published and not rec().published
 
 
 def test_published_a100_figures():
     (a100,) = [r for r in PUBLISHED if r.experiment == "tf32_matmul"]
     assert (a100.device, a100.torch, a100.date, a100.command) == ("NVIDIA A100", "", "", "")
-    assert a100.results == {"shape": "10240x51200 inputs", "tf32_time_s": 0.016, "tf32_rel_error": 0.0022,
-                            "fp32_time_s": 0.11, "fp32_rel_error": 0.000088}
+    assert a100.results == {
+        "shape": "10240x51200 inputs",
+        "tf32_time_s": 0.016,
+        "tf32_rel_error": 0.0022,
+        "fp32_time_s": 0.11,
+        "fp32_rel_error": 0.000088,
+    }
 
 
 @pytest.mark.parametrize(
@@ -84,9 +102,13 @@ def test_record_rejects(kw, shown):
 
 # ---------------------------------------------------------------------------- file format
 
+
 def test_save_load_round_trip_is_byte_stable(tmp_path):
-    records = [rec(device="NVIDIA A100-SXM4-80GB", capability="8.0", results={"b": 1, "a": {"y": 2.5, "x": "s"}}),
-               rec(), rec(experiment="autocast_speed", date="2026-01-02")]
+    records = [
+        rec(device="NVIDIA A100-SXM4-80GB", capability="8.0", results={"b": 1, "a": {"y": 2.5, "x": "s"}}),
+        rec(),
+        rec(experiment="autocast_speed", date="2026-01-02"),
+    ]
     p = tmp_path / "refs.json"
     save(records, p)
     first = p.read_bytes()
@@ -98,7 +120,7 @@ def test_save_load_round_trip_is_byte_stable(tmp_path):
     assert p.read_bytes() == first
     text = first.decode()
     assert text.endswith("}\n") and not text.endswith("\n\n")
-    assert "\n  \"records\": [\n" in text  # indented
+    assert '\n  "records": [\n' in text  # indented
     assert [r["experiment"] for r in json.loads(text)["records"]] == ["autocast_speed", "tf32_matmul", "tf32_matmul"]
     assert list(json.loads(text)["records"][0]) == [f.name for f in dataclasses.fields(Record)]
     assert text.index('"a"') < text.index('"b"') and text.index('"x"') < text.index('"y"')  # results keys sorted
@@ -168,6 +190,7 @@ def test_find_orders_recorded_newest_first_then_published(tmp_path):
 
 # ---------------------------------------------------------------------------- recording
 
+
 def test_record_without_cuda_raises(no_cuda, registry):
     register("dummy")(lambda device: {"x": 1})
     with pytest.raises(RuntimeError, match="need a CUDA GPU.*published figures meanwhile"):
@@ -185,17 +208,33 @@ def test_record_on_fake_gpu(fake_cuda, registry, tmp_path):
 
     other_torch = rec(experiment="dummy", torch="2.10.0", date="2025-01-01", results={"time_s": 0.7})
     older_same = rec(experiment="dummy", torch="2.11.0+cu128", date="2025-06-01", results={"time_s": 0.9})
-    other_gpu = rec(experiment="dummy", device="NVIDIA A100-SXM4-80GB", torch="2.11.0+cu128", date="2025-01-01",
-                    results={"time_s": 2.0})
+    other_gpu = rec(
+        experiment="dummy",
+        device="NVIDIA A100-SXM4-80GB",
+        torch="2.11.0+cu128",
+        date="2025-01-01",
+        results={"time_s": 2.0},
+    )
     save([other_torch, older_same, other_gpu], p)
 
     (new,) = record(["dummy"], path=p, command="python -m amp_lessons.reference record --only dummy")
     assert seen == ["cuda"]
     today = datetime.date.today().isoformat()
-    assert new == Record("dummy", "NVIDIA H100 80GB HBM3", "9.0", "2.11.0+cu128", "12.8", today,
-                         "python -m amp_lessons.reference record --only dummy", {"time_s": 0.5, "info": {"n": 3}}, "")
-    assert new.provenance == (f"measured on NVIDIA H100 80GB HBM3 (sm 9.0), torch 2.11.0+cu128, CUDA 12.8, {today}, "
-                              "by `python -m amp_lessons.reference record --only dummy`")
+    assert new == Record(
+        "dummy",
+        "NVIDIA H100 80GB HBM3",
+        "9.0",
+        "2.11.0+cu128",
+        "12.8",
+        today,
+        "python -m amp_lessons.reference record --only dummy",
+        {"time_s": 0.5, "info": {"n": 3}},
+        "",
+    )
+    assert new.provenance == (
+        f"measured on NVIDIA H100 80GB HBM3 (sm 9.0), torch 2.11.0+cu128, CUDA 12.8, {today}, "
+        "by `python -m amp_lessons.reference record --only dummy`"
+    )
     stored = load(p)
     assert older_same not in stored  # replaced: same experiment, GPU name and torch version
     assert new in stored and other_torch in stored and other_gpu in stored and len(stored) == 3
@@ -237,6 +276,7 @@ def test_load_experiments_skips_missing_modules(capsys, registry):
 
 # ---------------------------------------------------------------------------- command line
 
+
 def test_cli_record_without_cuda(no_cuda, capsys):
     assert main(["record"]) == 2
     out = capsys.readouterr()
@@ -268,11 +308,13 @@ def test_cli_show_published(capsys):
 
 # ---------------------------------------------------------------------------- compare
 
+
 def test_compare_columns_and_provenance(tmp_path):
     p = tmp_path / "r.json"
     save([rec(results={"tf32_time_s": 0.004, "fp32_time_s": 0.03, "tf32_speedup": 7.5})], p)
-    c = compare("tf32_matmul", {"fp32_time_s": 1.234, "fp32_rel_error": 2.5e-7}, "measured on this machine (cpu)",
-                path=p)
+    c = compare(
+        "tf32_matmul", {"fp32_time_s": 1.234, "fp32_rel_error": 2.5e-7}, "measured on this machine (cpu)", path=p
+    )
     text = repr(c)
     assert text == str(c)
     header = text.splitlines()[1]
@@ -292,8 +334,10 @@ def test_compare_columns_and_provenance(tmp_path):
 def test_compare_without_references(tmp_path):
     c = compare("unknown_experiment", {"x": 1}, "emulated bit-exactly on this machine", path=tmp_path / "none.json")
     for text in (str(c), c._repr_html_()):
-        assert ("no reference recorded yet for unknown_experiment: run `python -m amp_lessons.reference record` "
-                "on a CUDA GPU") in text
+        assert (
+            "no reference recorded yet for unknown_experiment: run `python -m amp_lessons.reference record` "
+            "on a CUDA GPU"
+        ) in text
         assert "emulated bit-exactly on this machine" in text
     with pytest.raises(ValueError, match="label"):
         compare("x", {}, "")

@@ -39,6 +39,7 @@ def comparison():
 
 # --- census under a scale --------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("scale", [1.0, 3.7, 1000.0, 2.0**10, 2.0**16, 12345.678, 2.0**24, 2.0**30, 2.0**40])
 @pytest.mark.parametrize("fmt", ["fp16", "bf16", "fp8_e4m3", "fp8_e5m2"])
 def test_scaled_fractions_equal_rounding_the_scaled_gradients(census, scale, fmt):
@@ -48,7 +49,7 @@ def test_scaled_fractions_equal_rounding_the_scaled_gradients(census, scale, fmt
 
 
 def test_scaled_fractions_of_a_hand_made_census():
-    g = torch.tensor([0.0, 2.0**-26, 2.0**-20, 1e-3, 60000.0, 70000.0, -2.0**-26, math.inf])
+    g = torch.tensor([0.0, 2.0**-26, 2.0**-20, 1e-3, 60000.0, 70000.0, -(2.0**-26), math.inf])
     c = {"weights": g, "activations": g}
     fr = scaled_fractions(c, 1.0)["activations"]
     assert fr == {"zero": 1 / 8, "underflow to zero": 2 / 8, "subnormal": 1 / 8, "normal": 2 / 8, "overflow": 2 / 8}
@@ -92,8 +93,9 @@ def test_sweep_is_monotonic(census, small_census, kind):
 def test_sweep_of_the_default_census(census):
     sw = scale_sweep(census)
     assert sw["nonzero"] == int((census["activations"] != 0).sum())
-    assert sw["underflow"][0] == pytest.approx(census["fractions"]["activations"]["underflow to zero"]
-                                               * census["activations"].numel() / sw["nonzero"])
+    assert sw["underflow"][0] == pytest.approx(
+        census["fractions"]["activations"]["underflow to zero"] * census["activations"].numel() / sw["nonzero"]
+    )
     assert sw["overflow"][32] > 0.5  # 2**32 pushes most activation gradients past 65504
 
 
@@ -115,6 +117,7 @@ def test_safe_window(census, small_census):
 
 # --- scalers from scratch ---------------------------------------------------------------------------
 
+
 def test_defaults_equal_gradscalers():
     ours, theirs = DynamicScaler(), torch.amp.GradScaler("cpu")
     assert ours.scale == theirs.get_scale() == 2.0**16
@@ -128,12 +131,15 @@ def test_defaults_equal_gradscalers():
         assert ours_sig[name].default == inspect.signature(torch.amp.GradScaler).parameters[name].default
 
 
-@pytest.mark.parametrize("params", [
-    {},
-    dict(growth_interval=1, inf_steps=(0, 1, 2, 9)),
-    dict(init_scale=1000.0, growth_factor=1.7, backoff_factor=0.3, growth_interval=2, inf_steps=(0, 5, 6, 20)),
-    dict(init_scale=2.0**126, growth_interval=1, inf_steps=()),  # growth would reach inf: GradScaler stops
-])
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        dict(growth_interval=1, inf_steps=(0, 1, 2, 9)),
+        dict(init_scale=1000.0, growth_factor=1.7, backoff_factor=0.3, growth_interval=2, inf_steps=(0, 5, 6, 20)),
+        dict(init_scale=2.0**126, growth_interval=1, inf_steps=()),  # growth would reach inf: GradScaler stops
+    ],
+)
 def test_dynamic_scaler_agrees_with_gradscaler(params):
     rows = compare_with_gradscaler(30, **params)
     assert len(rows) == 30
@@ -143,8 +149,12 @@ def test_dynamic_scaler_agrees_with_gradscaler(params):
         assert r["params_equal"]
     inf_steps = params.get("inf_steps", (3, 4, 10))
     assert [r["step"] for r in rows if r["torch_skipped"]] == sorted(inf_steps)
-    sim = simulate_scaler(30, inf_steps, **{k: v for k, v in params.items() if k != "inf_steps"},
-                          **({} if "growth_interval" in params else {"growth_interval": 5}))
+    sim = simulate_scaler(
+        30,
+        inf_steps,
+        **{k: v for k, v in params.items() if k != "inf_steps"},
+        **({} if "growth_interval" in params else {"growth_interval": 5}),
+    )
     assert sim["scale"] == [r["torch_scale"] for r in rows]
     assert sim["skipped"] == [r["torch_skipped"] for r in rows]
 
@@ -153,8 +163,9 @@ def test_simulate_scaler_against_gradscaler_without_a_model():
     """GradScaler's update on a fake inf pattern: feed it found_inf directly, step by step."""
     pattern = [k for k in range(300) if k % 37 == 5 or k in (100, 101, 102)]
     for growth_factor, backoff_factor, interval in ((2.0, 0.5, 7), (1.3, 0.7, 3), (4.0, 0.05, 1)):
-        scaler = torch.amp.GradScaler("cpu", init_scale=3.0, growth_factor=growth_factor,
-                                      backoff_factor=backoff_factor, growth_interval=interval)
+        scaler = torch.amp.GradScaler(
+            "cpu", init_scale=3.0, growth_factor=growth_factor, backoff_factor=backoff_factor, growth_interval=interval
+        )
         p = torch.nn.Parameter(torch.zeros(1))
         opt = torch.optim.SGD([p], lr=0.1)
         torch_scales = []
@@ -166,8 +177,14 @@ def test_simulate_scaler_against_gradscaler_without_a_model():
             scaler.step(opt)
             scaler.update()
             opt.zero_grad(set_to_none=True)
-        sim = simulate_scaler(300, pattern, init_scale=3.0, growth_factor=growth_factor,
-                              backoff_factor=backoff_factor, growth_interval=interval)
+        sim = simulate_scaler(
+            300,
+            pattern,
+            init_scale=3.0,
+            growth_factor=growth_factor,
+            backoff_factor=backoff_factor,
+            growth_interval=interval,
+        )
         assert sim["scale"] == torch_scales
         assert sim["scale_after"][:-1] == torch_scales[1:]
         assert [k for k, s in enumerate(sim["skipped"]) if s] == pattern
@@ -176,22 +193,36 @@ def test_simulate_scaler_against_gradscaler_without_a_model():
 def test_simulate_scaler_rule_and_speed():
     h = simulate_scaler(10, (0, 3), growth_interval=4)
     assert h["scale"] == [2.0**16, 2.0**15, 2.0**15, 2.0**15, 2.0**14, 2.0**14, 2.0**14, 2.0**14, 2.0**15, 2.0**15]
-    assert h["scale_after"] == [2.0**15, 2.0**15, 2.0**15, 2.0**14, 2.0**14, 2.0**14, 2.0**14, 2.0**15, 2.0**15, 2.0**15]
+    assert h["scale_after"] == [
+        2.0**15,
+        2.0**15,
+        2.0**15,
+        2.0**14,
+        2.0**14,
+        2.0**14,
+        2.0**14,
+        2.0**15,
+        2.0**15,
+        2.0**15,
+    ]
     assert h["skipped"] == [k in (0, 3) for k in range(10)]
     assert simulate_scaler(0) == {"scale": [], "skipped": [], "scale_after": []}
     long = simulate_scaler(10000, range(0, 10000, 7), growth_interval=1)
     assert len(long["scale"]) == 10000 and sum(long["skipped"]) == len(range(0, 10000, 7))
 
 
-@pytest.mark.parametrize("kwargs, match", [
-    (dict(init_scale=0.0), "init_scale=0.0.*positive finite"),
-    (dict(init_scale=math.inf), "init_scale"),
-    (dict(growth_factor=1.0), "growth_factor=1.0.*> 1"),
-    (dict(backoff_factor=1.0), r"backoff_factor=1.0.*\(0, 1\)"),
-    (dict(backoff_factor=0.0), "backoff_factor"),
-    (dict(growth_interval=0), "growth_interval=0.*>= 1"),
-    (dict(growth_interval=2.5), "growth_interval=2.5"),
-])
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(init_scale=0.0), "init_scale=0.0.*positive finite"),
+        (dict(init_scale=math.inf), "init_scale"),
+        (dict(growth_factor=1.0), "growth_factor=1.0.*> 1"),
+        (dict(backoff_factor=1.0), r"backoff_factor=1.0.*\(0, 1\)"),
+        (dict(backoff_factor=0.0), "backoff_factor"),
+        (dict(growth_interval=0), "growth_interval=0.*>= 1"),
+        (dict(growth_interval=2.5), "growth_interval=2.5"),
+    ],
+)
 def test_bad_scaler_parameters(kwargs, match):
     with pytest.raises(ValueError, match=match):
         DynamicScaler(**kwargs)
@@ -238,6 +269,7 @@ def test_dynamic_scaler_unscale_before_clipping():
 
 # --- census of any model ---------------------------------------------------------------------------------
 
+
 def test_gradient_census_of_matches_gradient_census():
     from amp_lessons.fp16 import small_batch, small_model
 
@@ -264,6 +296,7 @@ def test_gradient_census_of_any_module_and_loss():
 
 # --- training four ways ------------------------------------------------------------------------------------
 
+
 def test_training_comparison_tells_the_story(comparison):
     loss, zeros = comparison["loss"], comparison["zero_grad_fraction"]
     assert list(loss) == list(scaling.TRAIN_RUNS)
@@ -275,7 +308,9 @@ def test_training_comparison_tells_the_story(comparison):
     for run in ("fp16 autocast + GradScaler", "bf16 autocast, no scaler"):
         assert final[run] == pytest.approx(final["fp32"], rel=0.1)
     assert zeros["fp16 autocast, no scaling"] > 0.95  # because its gradients underflow
-    assert zeros["fp32"] < 0.01 and zeros["fp16 autocast + GradScaler"] < 0.01 and zeros["bf16 autocast, no scaler"] < 0.01
+    assert (
+        zeros["fp32"] < 0.01 and zeros["fp16 autocast + GradScaler"] < 0.01 and zeros["bf16 autocast, no scaler"] < 0.01
+    )
     assert comparison["scale"] == [2.0**16] * 60 and not any(comparison["skipped"])
 
 

@@ -24,6 +24,7 @@ def test_lesson_01_solutions():
     assert checks.check_format_choice(s.FORMAT_CHOICE_B, 1e-2, 1e2, 0.001)
     # and each is the only right answer of the course's formats
     from amp_lessons.formats import FORMATS
+
     assert [n for n in FORMATS if checks.check_format_choice(n, 1e-6, 1e6, 0.01)] == ["bf16"]
     assert [n for n in FORMATS if checks.check_format_choice(n, 1e-2, 1e2, 0.001)] == ["fp16"]
 
@@ -57,7 +58,10 @@ def test_lesson_04_bce_solution():
     assert checks.check_bce_fix(s.bce_fix)
     r = checks.check_bce_fix(lambda z, y: F.binary_cross_entropy(torch.sigmoid(z), y))
     assert not r and "refuses" in r.message
-    assert "your loss is" in checks.check_bce_fix(lambda z, y: F.binary_cross_entropy_with_logits(z, y, reduction="sum")).message
+    assert (
+        "your loss is"
+        in checks.check_bce_fix(lambda z, y: F.binary_cross_entropy_with_logits(z, y, reduction="sum")).message
+    )
 
 
 def test_lesson_05_solutions():
@@ -97,15 +101,18 @@ def test_lesson_07_solutions():
     assert not r and "1.0" in r.message
     assert not checks.check_amax_scale(None)
     assert checks.check_fp8_format_choice(s.FP8_FORMAT_CHOICE)
-    assert checks.check_fp8_format_choice({"weights": torch.float8_e4m3fn, "activations": "fp8_e4m3",
-                                           "gradients": "E5M2"})
+    assert checks.check_fp8_format_choice(
+        {"weights": torch.float8_e4m3fn, "activations": "fp8_e4m3", "gradients": "E5M2"}
+    )
     r = checks.check_fp8_format_choice({"weights": "e4m3", "activations": "e4m3", "gradients": "e4m3"})
     assert not r and "57344" in r.message
     r = checks.check_fp8_format_choice({"weights": "e5m2", "activations": "e4m3", "gradients": "e5m2"})
     assert not r and "weights" in r.message and "mantissa" in r.message
     assert "gradients" in checks.check_fp8_format_choice({"weights": "e4m3", "activations": "e4m3"}).message
-    assert "not an fp8 format" in checks.check_fp8_format_choice({"weights": "fp16", "activations": "e4m3",
-                                                                  "gradients": "e5m2"}).message
+    assert (
+        "not an fp8 format"
+        in checks.check_fp8_format_choice({"weights": "fp16", "activations": "e4m3", "gradients": "e5m2"}).message
+    )
     assert not checks.check_fp8_format_choice(["e4m3"])
 
 

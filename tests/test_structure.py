@@ -94,8 +94,9 @@ def test_no_private_names_cross_modules():
 def test_the_rules_see_a_crossing(tmp_path):
     # the checker itself: a module that reaches into another's private helper is caught, both ways
     probe = tmp_path / "probe.py"
-    probe.write_text("from . import fp8\nfrom .plots import _staircase\n\n\ndef f(x):\n    return fp8._tensor(x)\n",
-                     encoding="utf-8")
+    probe.write_text(
+        "from . import fp8\nfrom .plots import _staircase\n\n\ndef f(x):\n    return fp8._tensor(x)\n", encoding="utf-8"
+    )
     found = _crossings({**MODULES, "probe": probe})
     assert {("probe", "fp8._tensor"), ("probe", "plots._staircase")} <= found
 

@@ -28,12 +28,25 @@ NAMES = {
     "NVIDIA GeForce RTX 4090": "NVIDIA GeForce RTX 4090",
 }
 # Near misses that have figures of their own: no row may claim them.
-UNKNOWN = ["NVIDIA H100 NVL", "NVIDIA H200 NVL", "NVIDIA A10G", "NVIDIA L40", "Tesla V100S-PCIE-32GB",
-           "NVIDIA GeForce RTX 3090 Ti", "NVIDIA GeForce RTX 4090 D", "NVIDIA GeForce RTX 4090 Laptop GPU",
-           "NVIDIA GH200 480GB", "NVIDIA B200", "Tesla P100-PCIE-16GB", "cpu", ""]
+UNKNOWN = [
+    "NVIDIA H100 NVL",
+    "NVIDIA H200 NVL",
+    "NVIDIA A10G",
+    "NVIDIA L40",
+    "Tesla V100S-PCIE-32GB",
+    "NVIDIA GeForce RTX 3090 Ti",
+    "NVIDIA GeForce RTX 4090 D",
+    "NVIDIA GeForce RTX 4090 Laptop GPU",
+    "NVIDIA GH200 480GB",
+    "NVIDIA B200",
+    "Tesla P100-PCIE-16GB",
+    "cpu",
+    "",
+]
 
 
 # ---------------------------------------------------------------------------- CPU path
+
 
 def test_cpu_counts_calls_and_takes_the_median():
     calls = []
@@ -63,6 +76,7 @@ def test_cpu_accepts_torch_device():
 
 
 # ---------------------------------------------------------------------------- CUDA path, faked
+
 
 class FakeEvent:
     def __init__(self, log, clock, enable_timing=False):
@@ -115,9 +129,7 @@ def test_cuda_events_synchronize_and_flush(fake_cuda):
     fn, log, allocated = fake_cuda
     flops = matmul_flops(8192, 8192, 8192)
     t = time_fn(fn, device="cuda", warmup=2, repeats=3, flush_l2=True, flops=flops, dtype_key="bf16")
-    assert log == (["sync", "fn", "fn", "sync"]
-                   + ["zero", "record", "fn", "record"] * 3
-                   + ["sync"])
+    assert log == (["sync", "fn", "fn", "sync"] + ["zero", "record", "fn", "record"] * 3 + ["sync"])
     assert len(allocated) == 1 and allocated[0].type == "cuda"  # one buffer per time_fn call
     # warm-up calls took 2 and 4 ms; the timed ones 6, 8, 10 ms
     assert t.times_s == pytest.approx((0.006, 0.008, 0.010))
@@ -126,8 +138,10 @@ def test_cuda_events_synchronize_and_flush(fake_cuda):
     assert t.peak_tflops == 989
     assert t.tflops == pytest.approx(flops / 0.008 / 1e12)
     assert t.percent_of_peak == pytest.approx(100 * t.tflops / 989)
-    assert str(t) == ("median 8.00 ms over 3 runs on NVIDIA H100 80GB HBM3 (cuda events, L2 flushed): "
-                      f"137 TFLOP/s = {t.percent_of_peak:.0f}% of the 989 TFLOP/s bf16 spec peak")
+    assert str(t) == (
+        "median 8.00 ms over 3 runs on NVIDIA H100 80GB HBM3 (cuda events, L2 flushed): "
+        f"137 TFLOP/s = {t.percent_of_peak:.0f}% of the 989 TFLOP/s bf16 spec peak"
+    )
 
 
 def test_cuda_without_flush_allocates_nothing(fake_cuda):
@@ -165,6 +179,7 @@ def test_cuda_requested_without_cuda(monkeypatch):
 
 # ---------------------------------------------------------------------------- Timing text
 
+
 def test_timing_text_variants():
     h100 = dict(device="NVIDIA H100 80GB HBM3", method="cuda events")
     t = Timing(0.001, (0.001,), flops=1e12, dtype_key="fp16", **h100)
@@ -190,6 +205,7 @@ def test_timing_rejects_bad_fields():
 
 
 # ---------------------------------------------------------------------------- argument checks
+
 
 @pytest.mark.parametrize(
     "kwargs, exc, shown",
@@ -223,14 +239,19 @@ def test_time_fn_error_lists_allowed_values():
 def test_matmul_flops():
     assert matmul_flops(2, 3, 4) == 48.0 and isinstance(matmul_flops(1, 1, 1), float)
     assert matmul_flops(8192, 8192, 8192) == 2 * 8192**3
-    for bad, shown in [((0, 1, 1), "m must be a positive int, got 0"), ((1, -2, 1), "k must be a positive int, got -2"),
-                       ((1, 1, 2.0), "n must be a positive int, got 2.0"), ((True, 1, 1), "got True")]:
+    for bad, shown in [
+        ((0, 1, 1), "m must be a positive int, got 0"),
+        ((1, -2, 1), "k must be a positive int, got -2"),
+        ((1, 1, 2.0), "n must be a positive int, got 2.0"),
+        ((True, 1, 1), "got True"),
+    ]:
         with pytest.raises(ValueError) as info:
             matmul_flops(*bad)
         assert shown in str(info.value)
 
 
 # ---------------------------------------------------------------------------- spec table
+
 
 @pytest.mark.parametrize("name, row", sorted(NAMES.items()))
 def test_every_listed_name_matches_exactly_one_row(name, row):

@@ -34,6 +34,7 @@ def stored_text(ex):
 
 # --- bit explorer ------------------------------------------------------------------------------
 
+
 def test_bit_explorer_shows_point_one_in_fp16():
     box = bit_explorer()
     assert isinstance(box, widgets.VBox)
@@ -150,12 +151,15 @@ def test_unreadable_text_shows_an_error():
     assert ex.error == "" and ex.info.stored == 0.5
 
 
-@pytest.mark.parametrize("kwargs, exc, match", [
-    (dict(value="abc"), ValueError, "'abc'"),
-    (dict(value=[0.1]), TypeError, r"\[0.1\]"),
-    (dict(value=True), TypeError, "True"),
-    (dict(fmt="fp99"), ValueError, "'fp99'"),
-])
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(value="abc"), ValueError, "'abc'"),
+        (dict(value=[0.1]), TypeError, r"\[0.1\]"),
+        (dict(value=True), TypeError, "True"),
+        (dict(fmt="fp99"), ValueError, "'fp99'"),
+    ],
+)
 def test_bit_explorer_rejects_bad_arguments(kwargs, exc, match):
     with pytest.raises(exc, match=match):
         bit_explorer(**kwargs)
@@ -180,6 +184,7 @@ def test_flip_bit_rejects_bad_positions():
 
 # --- format designer ---------------------------------------------------------------------------
 
+
 def test_designer_default_is_fp16(designer):
     designer.set(5, 10, "ieee")
     assert designer.error == ""
@@ -203,8 +208,15 @@ def test_designer_names_known_formats_and_redraws(designer):
     assert "not a format the course names" in designer.readout.value
 
 
-@pytest.mark.parametrize("e, m, enc, bad_enc, word", [(1, 4, "fn", "ieee", "exponent_bits"), (8, 23, "ieee", "fn", "float32"),
-                                                      (8, 3, "ieee", "fnuz", "float32"), (8, 0, "ieee", "finite", "float32")])
+@pytest.mark.parametrize(
+    "e, m, enc, bad_enc, word",
+    [
+        (1, 4, "fn", "ieee", "exponent_bits"),
+        (8, 23, "ieee", "fn", "float32"),
+        (8, 3, "ieee", "fnuz", "float32"),
+        (8, 0, "ieee", "finite", "float32"),
+    ],
+)
 def test_invalid_design_shows_error_and_keeps_picture(designer, e, m, enc, bad_enc, word):
     designer.set(e, m, enc)
     assert designer.error == ""
@@ -238,10 +250,15 @@ def test_degenerate_design_has_no_positive_value(designer):
     assert designer.error == "" and "no positive finite value" in designer.readout.value
 
 
-@pytest.mark.parametrize("args, exc, match", [((9, 10), ValueError, "exponent_bits=9"),
-                                              ((5, 24), ValueError, "mantissa_bits=24"),
-                                              (("5", 10), TypeError, "'5'"),
-                                              ((5, 10, "ibm"), ValueError, "'ibm'")])
+@pytest.mark.parametrize(
+    "args, exc, match",
+    [
+        ((9, 10), ValueError, "exponent_bits=9"),
+        ((5, 24), ValueError, "mantissa_bits=24"),
+        (("5", 10), TypeError, "'5'"),
+        ((5, 10, "ibm"), ValueError, "'ibm'"),
+    ],
+)
 def test_designer_rejects_bad_arguments(args, exc, match):
     with pytest.raises(exc, match=match):
         FormatDesigner(*args)
@@ -255,6 +272,7 @@ def test_designer_starting_invalid_does_not_raise():
 
 
 # --- timing helper -----------------------------------------------------------------------------
+
 
 def test_measure_update_ms_reports_each_kind(designer):
     bits = measure_update_ms(bit_explorer(), n=2)
@@ -270,6 +288,7 @@ def test_measure_update_ms_reports_each_kind(designer):
 
 
 # --- matmul precision explorer (lesson 02) ------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def matmul_explorer():
@@ -311,13 +330,16 @@ def test_matmul_explorer_bad_input():
 
 # --- magnitude explorer (lesson 03) --------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def magnitudes():
     return amp_widgets.MagnitudeExplorer()
 
 
-@pytest.mark.parametrize("log10, fp16_class", [(-6.0, "subnormal"), (5.0, "inf"), (-9.0, "zero"), (0.0, "normal"),
-                                               (-7.3, "subnormal"), (4.8, "normal")])
+@pytest.mark.parametrize(
+    "log10, fp16_class",
+    [(-6.0, "subnormal"), (5.0, "inf"), (-9.0, "zero"), (0.0, "normal"), (-7.3, "subnormal"), (4.8, "normal")],
+)
 def test_magnitude_explorer_fp16_classes(magnitudes, log10, fp16_class):
     magnitudes.set(log10_value=log10, sign="+")
     assert magnitudes.classes["fp16"] == fp16_class
@@ -328,8 +350,13 @@ def test_magnitude_explorer_fp16_classes(magnitudes, log10, fp16_class):
 def test_magnitude_explorer_rows_and_marker(magnitudes):
     magnitudes.set(log10_value=-6.0, sign="-")
     assert magnitudes.value == -1e-6
-    assert magnitudes.classes == {"fp32": "normal", "bf16": "normal", "fp16": "subnormal", "fp8_e4m3": "zero",
-                                  "fp8_e5m2": "zero"}
+    assert magnitudes.classes == {
+        "fp32": "normal",
+        "bf16": "normal",
+        "fp16": "subnormal",
+        "fp8_e4m3": "zero",
+        "fp8_e5m2": "zero",
+    }
     assert magnitudes.stored["fp16"] == -1.0132789611816406e-06 and magnitudes.stored["fp8_e4m3"] == -0.0
     assert magnitudes.errors["fp8_e4m3"] == 1.0
     line, dots = magnitudes._pic.moving
@@ -343,8 +370,13 @@ def test_magnitude_explorer_slider_extremes(magnitudes):
         magnitudes.set(log10_value=-50.0, sign=sign)
         assert set(magnitudes.classes.values()) == {"zero"} and is_png(magnitudes.image)
         magnitudes.set(log10_value=40.0)
-        assert magnitudes.classes == {"fp32": "inf", "bf16": "inf", "fp16": "inf", "fp8_e4m3": "saturated",
-                                      "fp8_e5m2": "inf"}
+        assert magnitudes.classes == {
+            "fp32": "inf",
+            "bf16": "inf",
+            "fp16": "inf",
+            "fp8_e4m3": "saturated",
+            "fp8_e5m2": "inf",
+        }
         assert "inf" in magnitudes.readout.value
     for lg in (magnitudes.slider.min, magnitudes.slider.max):
         magnitudes.slider.value = lg  # the widget itself, as a drag does
@@ -361,6 +393,7 @@ def test_magnitude_explorer_bad_input():
 
 # --- sum explorer (lesson 03) -------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def sums():
     return amp_widgets.sum_explorer().explorer
@@ -371,8 +404,16 @@ def test_sum_explorer_shows_the_4096_by_16_facts(sums):
     r = sums.result
     assert r["fp16 running sum"] == 32768.0 and r["torch.sum (fp16 tensor)"] == math.inf
     assert r["fp16 addends, fp32 accumulator"] == r["exact"] == 65536.0
-    for text in ("fp16 running sum", "fp16 addends, fp32 accumulator", "torch.sum (fp16 tensor)", "exact",
-                 "32768.0", "65536.0", "inf", "4094"):
+    for text in (
+        "fp16 running sum",
+        "fp16 addends, fp32 accumulator",
+        "torch.sum (fp16 tensor)",
+        "exact",
+        "32768.0",
+        "65536.0",
+        "inf",
+        "4094",
+    ):
         assert text in sums.readout.value
     pic = sums._pictures[1.15]
     fp16_line = pic.parts["lines"][sums.LINES.index("fp16 running sum")]
@@ -397,8 +438,9 @@ def test_sum_explorer_curves_are_the_running_sums(sums):
     assert not sums._pictures[1.15].parts["limit"].get_visible()  # 65504 is far off this picture
 
 
-@pytest.mark.parametrize("v", ["0", "-0.0", "-16", "1e-30", "3e-8", "1e5", "65504", "1e38", "1e39", "-1e39", "2049",
-                               "0.3333", "1e-7"])
+@pytest.mark.parametrize(
+    "v", ["0", "-0.0", "-16", "1e-30", "3e-8", "1e5", "65504", "1e38", "1e39", "-1e39", "2049", "0.3333", "1e-7"]
+)
 def test_sum_explorer_extremes_never_raise(sums, v):
     for n in (1, 2, 8192):
         sums.set(v=v, n=n)
@@ -430,6 +472,7 @@ def test_measure_update_ms_for_lesson_03(magnitudes, sums):
 
 
 # --- loss scaling (lesson 05) ---------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def scales():
@@ -494,11 +537,14 @@ def test_scaler_state_explorer_is_simulate_scaler(scaler_states):
     assert is_png(ex.image)
 
 
-@pytest.mark.parametrize("settings", [
-    dict(log2_init_scale=0, growth_factor=4.0, backoff_factor=0.05, growth_interval=1),
-    dict(log2_init_scale=24, growth_factor=1.1, backoff_factor=0.95, growth_interval=50),
-    dict(log2_init_scale=0, growth_factor=1.1, backoff_factor=0.05, growth_interval=50),
-])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        dict(log2_init_scale=0, growth_factor=4.0, backoff_factor=0.05, growth_interval=1),
+        dict(log2_init_scale=24, growth_factor=1.1, backoff_factor=0.95, growth_interval=50),
+        dict(log2_init_scale=0, growth_factor=1.1, backoff_factor=0.05, growth_interval=50),
+    ],
+)
 def test_scaler_state_explorer_slider_extremes(scaler_states, settings):
     ex = scaler_states
     ex.clear()
@@ -526,10 +572,17 @@ def test_scaler_state_explorer_bad_input(scaler_states):
 def test_measure_update_ms_for_lesson_05(scales, scaler_states):
     assert set(measure_update_ms(scales, n=2)) == {"log2 scale"}
     assert set(measure_update_ms(scaler_states.widget, n=2)) == {
-        "init_scale", "growth_factor", "backoff_factor", "growth_interval", "inject inf", "clear"}
+        "init_scale",
+        "growth_factor",
+        "backoff_factor",
+        "growth_interval",
+        "inject inf",
+        "clear",
+    }
 
 
 # --- fp8 scaling (lesson 07) -----------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def fp8_explorer():
@@ -555,8 +608,16 @@ def test_fp8_explorer_matches_scaling_errors(fp8_explorer):
     assert "overflow to inf" in ex.readout.value
 
 
-@pytest.mark.parametrize("settings", [dict(exponent=-20), dict(exponent=20), dict(block="128x128"),
-                                      dict(block="1x32", fmt="e5m2"), dict(block="none", exponent=20, fmt="e5m2")])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        dict(exponent=-20),
+        dict(exponent=20),
+        dict(block="128x128"),
+        dict(block="1x32", fmt="e5m2"),
+        dict(block="none", exponent=20, fmt="e5m2"),
+    ],
+)
 def test_fp8_explorer_extremes(fp8_explorer, settings):
     fp8_explorer.set(**settings)
     assert is_png(fp8_explorer.image)

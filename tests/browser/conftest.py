@@ -32,6 +32,7 @@ def lab_server(chromium_path):
 @pytest.fixture
 def figure(record_property):
     """``figure(section, label, value, unit)``: a measured figure for the end-of-run summary."""
+
     def record(section: str, label: str, value: float, unit: str) -> None:
         record_property(harness.FIGURE_KEY, (section, label, float(value), unit))
 

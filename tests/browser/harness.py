@@ -32,8 +32,14 @@ REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("AMP_COURSE_ARTIFACTS", REPO / "artifacts" / "browser"))
 
 CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
     "--disable-dev-shm-usage",
 ]
 # The presenter page's offline Voila template (presenter/jupyter/voila/templates/amp-offline).
@@ -68,8 +74,10 @@ def require_browser() -> str:
     missing = []
     chromium = find_chromium()
     if chromium is None:
-        missing.append("Chromium (Debian: `sudo apt-get install chromium`; or set AMP_COURSE_CHROMIUM "
-                       "to a Chrome/Chromium executable)")
+        missing.append(
+            "Chromium (Debian: `sudo apt-get install chromium`; or set AMP_COURSE_CHROMIUM "
+            "to a Chrome/Chromium executable)"
+        )
     try:
         import playwright.sync_api  # noqa: F401
     except ImportError:
@@ -104,8 +112,10 @@ def _isolated_env(home: Path) -> dict[str, str]:
     # JupyterLab settings for a test: no news/update pop-up covering the page (it would also try
     # the network), every cell kept in the DOM (no windowing) so outputs can be inspected.
     user_settings = {
-        "@jupyterlab/apputils-extension/notification.jupyterlab-settings":
-            {"fetchNews": "false", "checkForUpdates": False},
+        "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+            "fetchNews": "false",
+            "checkForUpdates": False,
+        },
         "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
     }
     for rel, value in user_settings.items():
@@ -135,18 +145,36 @@ class Server:
         env = _isolated_env(self.home)
         allow_root = ["--allow-root"] if hasattr(os, "geteuid") and os.geteuid() == 0 else []
         if kind == "lab":
-            cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-                   f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
-                   f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
-                   "--LabApp.expose_app_in_browser=True", *allow_root]
+            cmd = [
+                sys.executable,
+                "-m",
+                "jupyterlab",
+                "--no-browser",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={self.port}",
+                "--ServerApp.port_retries=0",
+                f"--IdentityProvider.token={self.token}",
+                f"--ServerApp.root_dir={self.root}",
+                "--LabApp.expose_app_in_browser=True",
+                *allow_root,
+            ]
         else:
-            cmd = [sys.executable, "-m", "voila", str(self.root / notebook), "--no-browser",
-                   f"--port={self.port}", "--Voila.ip=127.0.0.1", f"--token={self.token}",
-                   f"--template={VOILA_TEMPLATE}"]
+            cmd = [
+                sys.executable,
+                "-m",
+                "voila",
+                str(self.root / notebook),
+                "--no-browser",
+                f"--port={self.port}",
+                "--Voila.ip=127.0.0.1",
+                f"--token={self.token}",
+                f"--template={VOILA_TEMPLATE}",
+            ]
             env["JUPYTER_PATH"] = str(VOILA_JUPYTER_PATH)
         self._log = open(self.log_path, "w", encoding="utf-8")
-        self.proc = subprocess.Popen(cmd, cwd=self.root, env=env, stdout=self._log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            cmd, cwd=self.root, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         self.base = f"http://127.0.0.1:{self.port}"
         self._wait_ready()
 
@@ -326,6 +354,7 @@ class DemoDriver:
         def go():
             handle.focus()
             self.page.keyboard.press(key)
+
         return go
 
     def exercise_sliders(self, latency_moves: int = 5) -> None:
@@ -360,8 +389,11 @@ class DemoDriver:
 
     def exercise_bit_buttons(self, count: int = 3, measure: bool = True) -> None:
         """Stand-alone toggle buttons (one per bit in the bit explorer): flip a few and back."""
-        bits = [b for b in self.root.query_selector_all("button.widget-toggle-button")
-                if not b.evaluate("b => !!b.closest('.widget-toggle-buttons')")]
+        bits = [
+            b
+            for b in self.root.query_selector_all("button.widget-toggle-button")
+            if not b.evaluate("b => !!b.closest('.widget-toggle-buttons')")
+        ]
         for b in bits[:count]:
             self.act("bit button on", b.click, measure=measure)
             self.act("bit button off", b.click, measure=measure)
@@ -370,9 +402,11 @@ class DemoDriver:
         for k, box in enumerate(self.root.query_selector_all(".widget-text input")):
             original = box.input_value()
             for value in [*values, original]:
+
                 def go(b=box, v=value):
                     b.fill(v)
                     b.press("Enter")
+
                 self.act(f"text {k} = {value!r}", go)
 
     def exercise_buttons(self) -> None:

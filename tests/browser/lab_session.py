@@ -23,8 +23,10 @@ import harness
 
 from tests.kernel_memory import peak_memory_bytes
 
-LATENCY_SECTION = ("browser: control-to-redraw latency in JupyterLab, median of the timed moves "
-                   "(5 slider steps; the bit explorer: menu changes and bit flips); goal < 300 ms")
+LATENCY_SECTION = (
+    "browser: control-to-redraw latency in JupyterLab, median of the timed moves "
+    "(5 slider steps; the bit explorer: menu changes and bit flips); goal < 300 ms"
+)
 RUN_SECTION = "browser: JupyterLab Run All time and kernel peak memory"
 KERNEL_MEMORY_LIMIT = 3 * 1024**3
 
@@ -56,8 +58,10 @@ _CELLS_JS = """
   return out;
 }
 """
-_DEMOS = (".jp-Notebook .jp-CodeCell .jp-OutputArea:has(.widget-slider, .widget-dropdown, .widget-text, "
-          ".widget-toggle-buttons)")
+_DEMOS = (
+    ".jp-Notebook .jp-CodeCell .jp-OutputArea:has(.widget-slider, .widget-dropdown, .widget-text, "
+    ".widget-toggle-buttons)"
+)
 
 
 def demo_names(path) -> list[str]:
@@ -126,8 +130,10 @@ def check_notebook_in_jupyterlab(notebook, browser, lab_server, figure) -> None:
 
         # Run All, as a learner does (Run menu > Run All Cells), and wait for it to finish.
         t0 = time.perf_counter()
-        page.evaluate("() => { window.__runAll = undefined; window.jupyterapp.commands"
-                      ".execute('notebook:run-all-cells').then(r => { window.__runAll = r; }); }")
+        page.evaluate(
+            "() => { window.__runAll = undefined; window.jupyterapp.commands"
+            ".execute('notebook:run-all-cells').then(r => { window.__runAll = r; }); }"
+        )
         page.wait_for_function("() => window.__runAll !== undefined", timeout=300_000, polling=200)
         run_all_s = time.perf_counter() - t0
         page.wait_for_function(_READY_JS, timeout=60_000)
@@ -147,7 +153,8 @@ def check_notebook_in_jupyterlab(notebook, browser, lab_server, figure) -> None:
         demos = panel.query_selector_all(_DEMOS)
         expected = demo_names(harness.REPO / "notebooks" / notebook)
         assert len(demos) == len(expected), (
-            f"{notebook}: {len(demos)} interactive demos rendered, expected {len(expected)} ({expected})")
+            f"{notebook}: {len(demos)} interactive demos rendered, expected {len(expected)} ({expected})"
+        )
         for i, root in enumerate(demos):
             exercise_demo(page, root, stem, i, expected[i], kernel, figure, LATENCY_SECTION)
 
@@ -159,7 +166,8 @@ def check_notebook_in_jupyterlab(notebook, browser, lab_server, figure) -> None:
         if peaks:
             figure(RUN_SECTION, f"{stem}: kernel peak memory", max(peaks) / 2**20, "MiB")
             assert max(peaks) <= KERNEL_MEMORY_LIMIT, (
-                f"{notebook}: kernel peak memory {max(peaks) / 2**30:.2f} GiB > 3 GiB")
+                f"{notebook}: kernel peak memory {max(peaks) / 2**30:.2f} GiB > 3 GiB"
+            )
     finally:
         page.close()
         for session in lab_server.api("GET", "/api/sessions") or []:

@@ -35,7 +35,7 @@ def _frame(msg_type, content):
 def test_kernel_messages_pick_out_errors_and_stderr():
     km = harness.KernelMessages.__new__(harness.KernelMessages)
     km.errors, km.stderr = [], []
-    km._on_frame(_frame("error", {"ename": "ValueError", "evalue": "boom \"at\" max", "traceback": []}))
+    km._on_frame(_frame("error", {"ename": "ValueError", "evalue": 'boom "at" max', "traceback": []}))
     km._on_frame(_frame("stream", {"name": "stderr", "text": "a warning\n"}))
     km._on_frame(_frame("stream", {"name": "stdout", "text": "fine\n"}))
     km._on_frame(_frame("comm_msg", {"data": {"state": {"value": 3}}}))
@@ -49,8 +49,13 @@ def test_kernel_messages_pick_out_errors_and_stderr():
 def test_remote_requests_flag_everything_off_this_machine():
     rr = harness.RemoteRequests.__new__(harness.RemoteRequests)
     rr.urls = []
-    for url in ["http://127.0.0.1:8888/lab/api/settings", "ws://127.0.0.1:9/api/kernels/x/channels",
-                "data:image/png;base64,xx", "blob:http://127.0.0.1:8888/abc", "about:blank"]:
+    for url in [
+        "http://127.0.0.1:8888/lab/api/settings",
+        "ws://127.0.0.1:9/api/kernels/x/channels",
+        "data:image/png;base64,xx",
+        "blob:http://127.0.0.1:8888/abc",
+        "about:blank",
+    ]:
         rr._check(url)
     assert rr.urls == []
     rr._check("https://cdn.jsdelivr.net/npm/font.css")

@@ -14,8 +14,7 @@ from lab_session import artifact, assert_page_clean, demo_names, exercise_demo
 PRESENTER = harness.REPO / "presenter" / "explorers.ipynb"
 LATENCY_SECTION = "browser: control-to-redraw latency in the Voila presenter view (median of the timed moves)"
 # In Voilà each explorer is the output of one cell, inside the page's rendered cells.
-_DEMOS = ("#rendered_cells .jp-OutputArea:has(.widget-slider, .widget-dropdown, .widget-text, "
-          ".widget-toggle-buttons)")
+_DEMOS = "#rendered_cells .jp-OutputArea:has(.widget-slider, .widget-dropdown, .widget-text, .widget-toggle-buttons)"
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +37,10 @@ def test_presenter_page_shows_every_explorer_and_each_responds(browser, voila_se
         page.wait_for_function(
             f"n => document.querySelectorAll('{_DEMOS} img').length >= n "
             "&& getComputedStyle(document.getElementById('rendered_cells')).display !== 'none'",
-            arg=len(expected), timeout=180_000, polling=200)
+            arg=len(expected),
+            timeout=180_000,
+            polling=200,
+        )
         figure(LATENCY_SECTION, "page load until every explorer is drawn", time.perf_counter() - t0, "s")
         text = page.inner_text("body")
         assert "import " not in text and "widgets." not in text, "Voila shows code; the presenter view hides it"
