@@ -1,16 +1,24 @@
 """amp_lessons: the tested support module of the amp-course (mixed precision in PyTorch).
 
-One module per concern:
+The base, which every lesson uses and which imports no lesson topic:
 
-- :mod:`amp_lessons.formats` - any binary floating-point format and exact rounding to it
-- :mod:`amp_lessons.device`  - what this machine runs natively, emulates, or shows as reference
-- :mod:`amp_lessons.course`  - the lessons in order and a workshop schedule
-- :mod:`amp_lessons.timing`, :mod:`amp_lessons.reference` - timings and GPU reference measurements
-- :mod:`amp_lessons.tf32`, :mod:`amp_lessons.fp16`, :mod:`amp_lessons.autocast`, :mod:`amp_lessons.scaling`,
-  :mod:`amp_lessons.e2e`, :mod:`amp_lessons.fp8` - each lesson's experiments
-- :mod:`amp_lessons.plots`   - one ``plot_*`` function per picture, in the course style
-- :mod:`amp_lessons.widgets` - the interactive explorers
-- :mod:`amp_lessons.checks`  - checkers for the exercises
+- :mod:`amp_lessons.formats` - any binary floating-point format, exact rounding to it, where a value lands
+- :mod:`amp_lessons.device`  - what this machine runs natively (probes)
+- :mod:`amp_lessons.course`  - the lessons in order, what each runs on this machine, a workshop schedule
+- :mod:`amp_lessons.timing`, :mod:`amp_lessons.style` - timings; the course's plot style
+- :mod:`amp_lessons.checks`  - the result an exercise checker returns
+- private helpers: ``_runtime`` (devices, exact fp32, threads), ``_validate`` (argument checks),
+  ``_draw`` (plot helpers), ``_explorer`` (what every explorer shares)
+
+One folder per lesson topic, each with ``experiments`` (data only, no drawing), ``plots``, ``explorers``
+and ``checks`` as the lesson needs them; ``from amp_lessons import fp16`` gives all of a topic:
+
+- :mod:`amp_lessons.bits` (01), :mod:`amp_lessons.tf32` (02), :mod:`amp_lessons.fp16` (03),
+  :mod:`amp_lessons.autocast` (04), :mod:`amp_lessons.scaling` (05), :mod:`amp_lessons.e2e` (06),
+  :mod:`amp_lessons.fp8` (07)
+
+and above them :mod:`amp_lessons.reference`: GPU reference measurements and the table of the
+experiments that record them.
 """
 
 __version__ = "0.1.0"

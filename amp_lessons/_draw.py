@@ -3,26 +3,41 @@ staircase, its region boundaries and colours. Part of the package's base: it imp
 
 from __future__ import annotations
 
+import functools
 import math
 
+import matplotlib.pyplot as plt
 import numpy as np
+import torch
 from matplotlib.axes import Axes
 from matplotlib.ticker import FuncFormatter, NullLocator
 
-from .formats import FloatFormat
+from .formats import (
+    FORMATS,
+    FloatFormat,
+    get_format,
+)
+from .style import format_color, style_context
 
 __all__ = [
     "OVERFLOW_COLOR",
     "REGION_COLORS",
     "SUPERSCRIPT",
+    "as_formats",
+    "axes_for",
     "bar_height",
     "decade_ticks",
+    "format_label",
     "overflow_threshold",
+    "pct",
+    "plot_runs",
     "pow2",
     "pow2_ticks",
     "power_of_ten",
     "region_spans",
+    "series",
     "staircase",
+    "styled",
     "zero_threshold",
 ]
 
@@ -122,3 +137,76 @@ def region_spans(ax: Axes, f: FloatFormat, lo: float, hi: float) -> None:
             fontsize=9,
             color="#444444",
         )
+
+
+def styled(func):
+    """Draw inside the course style, so a plot looks the same with or without use_style()."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        with style_context():
+            return func(*args, **kwargs)
+
+    return wrapper
+
+
+def axes_for(ax, figsize) -> Axes:
+    if ax is None:
+        return plt.subplots(figsize=figsize, layout="constrained")[1]
+    if not isinstance(ax, Axes):
+        raise TypeError(f"ax must be a matplotlib Axes or None, got {type(ax).__name__}")
+    return ax
+
+
+def as_formats(formats) -> list[FloatFormat]:
+    if isinstance(formats, (str, FloatFormat)):
+        formats = [formats]
+    try:
+        fmts = [get_format(f) for f in formats]
+    except TypeError:
+        raise TypeError(f"formats must be format names or FloatFormats, got {formats!r}") from None
+    if not fmts:
+        raise ValueError("formats is empty: give at least one format name")
+    return fmts
+
+
+def format_label(f: FloatFormat) -> str:
+    return f.name if f.name in FORMATS else f"{f.name} (e{f.exponent_bits}m{f.mantissa_bits}, {f.encoding})"
+
+
+def series(values, label) -> np.ndarray:
+    if isinstance(values, torch.Tensor):
+        values = values.detach().float().cpu().numpy()
+    try:
+        y = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(
+            f"line {label!r}: expected a 1-D tensor or list of numbers, got {type(values).__name__}"
+        ) from None
+    if y.ndim != 1 or y.size == 0:
+        raise ValueError(f"line {label!r}: expected a non-empty 1-D sequence, got shape {y.shape}")
+    return y
+
+
+def pct(x: float) -> str:
+    if x == 0:
+        return "0%"
+    if x < 1e-4:
+        return "<0.01%"
+    return f"{100 * x:.3g}%"
+
+
+def plot_runs(result: dict, ax, *, source: str, note_key: str, note: str, styles: dict, figsize) -> Axes:
+    """Loss against step of each run in ``result["loss"]``; the legend gives each run's final loss and,
+    where ``result[note_key]`` has the run, ``note`` filled with that fraction."""
+    if not isinstance(result, dict) or not isinstance(result.get("loss"), dict):
+        raise TypeError(f"result must be the dict returned by {source} (key 'loss')")
+    extra = result.get(note_key, {})
+    ax = axes_for(ax, figsize)
+    for run, losses in result["loss"].items():
+        y = series(losses, run)
+        label = f"{run}: final loss {y[-1]:.3g}"
+        if run in extra:
+            label += ", " + note.format(pct(extra[run]))
+        ax.plot(np.arange(y.size), y, label=label, gid=run, **styles.get(run, dict(color=format_color(run), lw=1.8)))
+    return ax

@@ -11,8 +11,8 @@ Two kinds of reference:
 
 - published: figures from a cited source (``PUBLISHED``), labelled as not measured by the course.
 
-An experiment becomes recordable with ``@register("name")`` on a function ``fn(device: str) -> dict``
-in one of ``EXPERIMENT_MODULES``; ``compare()`` puts this machine's results next to every reference.
+The recordable experiments are the table ``EXPERIMENTS`` (name -> ``fn(device: str) -> dict``, each
+written in its lesson's topic); ``compare()`` puts this machine's results next to every reference.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import html
-import importlib
 import json
 import math
 import os
@@ -33,30 +32,28 @@ from pathlib import Path
 
 import torch
 
+from .e2e.experiments import record_matmul_throughput, record_training
+from .fp8.experiments import record_fp8_scaled_mm
+from .tf32.experiments import record_tf32_matmul, record_timing_check
 from .timing import format_seconds
 
 __all__ = [
     "Comparison",
     "DEFAULT_PATH",
-    "EXPERIMENT_MODULES",
+    "EXPERIMENTS",
     "PUBLISHED",
     "Record",
     "compare",
     "find",
     "load",
-    "load_experiments",
     "main",
     "record",
-    "register",
-    "registered",
     "save",
 ]
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "data" / "references.json"
 """The recorded references shipped with the package."""
 
-EXPERIMENT_MODULES = ("amp_lessons.tf32", "amp_lessons.e2e", "amp_lessons.fp8")
-"""Modules whose ``@register`` calls define the recordable experiments (imported by the CLI)."""
 
 CLI = "python -m amp_lessons.reference"
 NO_CUDA_MESSAGE = (
@@ -286,45 +283,14 @@ def find(experiment: str, *, published: bool = True, path=None) -> list[Record]:
 # Recording on a GPU
 # --------------------------------------------------------------------------------------------
 
-_REGISTRY: dict[str, Callable[[str], dict]] = {}
-
-
-def register(name: str):
-    """Decorator: ``@register("tf32_matmul")`` on ``fn(device: str) -> dict`` makes it recordable.
-    Registering a name again replaces the earlier function (a reloaded module)."""
-    if not isinstance(name, str) or not re.fullmatch(r"[a-z0-9_]+", name):
-        raise ValueError(f"experiment name must be lower-case letters, digits and '_', got {name!r}")
-
-    def deco(fn):
-        if not callable(fn):
-            raise TypeError(f"@register({name!r}) needs a function, got {fn!r}")
-        _REGISTRY[name] = fn
-        return fn
-
-    return deco
-
-
-def registered() -> dict[str, Callable[[str], dict]]:
-    """The recordable experiments registered so far (a copy)."""
-    return dict(_REGISTRY)
-
-
-def load_experiments(modules: Iterable[str] | None = None, *, file=None) -> list[str]:
-    """Import the modules that register experiments (default ``EXPERIMENT_MODULES``). A module that
-    does not exist is skipped with a note printed to ``file`` (stderr); errors inside an existing
-    module propagate. Returns the modules imported."""
-    file = sys.stderr if file is None else file
-    done = []
-    for name in EXPERIMENT_MODULES if modules is None else modules:
-        try:
-            importlib.import_module(name)
-        except ModuleNotFoundError as e:
-            if e.name is not None and (name == e.name or name.startswith(e.name + ".")):
-                print(f"note: {name} not found; its experiments are skipped", file=file)
-                continue
-            raise
-        done.append(name)
-    return done
+EXPERIMENTS: dict[str, Callable[[str], dict]] = {
+    "tf32_matmul": record_tf32_matmul,
+    "matmul_timing_check": record_timing_check,
+    "e2e_matmul_throughput": record_matmul_throughput,
+    "e2e_training": record_training,
+    "fp8_scaled_mm": record_fp8_scaled_mm,
+}
+"""The recordable experiments: each runs one lesson's measurement on a CUDA device and returns its results."""
 
 
 def _cuda_device(device) -> torch.device:
@@ -338,7 +304,7 @@ def _cuda_device(device) -> torch.device:
 
 
 def record(names: Iterable[str] | None = None, path=None, device="cuda", command: str | None = None) -> list[Record]:
-    """Run the registered experiments (all, or ``names``) on the CUDA GPU ``device`` and store them.
+    """Run the experiments of ``EXPERIMENTS`` (all, or ``names``) on the CUDA GPU ``device`` and store them.
 
     Each result becomes a Record with the GPU's name and compute capability, torch and CUDA
     versions, today's date and ``command`` (default: the equivalent Python call). It replaces any
@@ -347,21 +313,15 @@ def record(names: Iterable[str] | None = None, path=None, device="cuda", command
     d = _cuda_device(device)
     if not torch.cuda.is_available():
         raise RuntimeError(NO_CUDA_MESSAGE)
-    known = registered()
+    known = EXPERIMENTS
     if names is None:
         todo = sorted(known)
-        if not todo:
-            raise ValueError(
-                "no experiments are registered: import the modules in EXPERIMENT_MODULES "
-                "(load_experiments() does) before record()"
-            )
     else:
         todo = [names] if isinstance(names, str) else list(names)
         unknown = [n for n in todo if n not in known]
         if unknown:
             raise ValueError(
-                f"unknown experiment(s) {', '.join(repr(u) for u in unknown)}; "
-                f"known: {', '.join(sorted(known)) or 'none registered'}"
+                f"unknown experiment(s) {', '.join(repr(u) for u in unknown)}; known: {', '.join(sorted(known))}"
             )
     if command is None:
         command = f"amp_lessons.reference.record(names={todo!r}, device={str(d)!r})"
@@ -504,7 +464,7 @@ def main(argv=None) -> int:
     1 if ``show`` found nothing, 2 if ``record`` cannot run (no CUDA GPU, unknown experiment)."""
     parser = argparse.ArgumentParser(prog=CLI, description="Record or show the course's reference measurements.")
     sub = parser.add_subparsers(dest="action", required=True)
-    rec = sub.add_parser("record", help="measure the registered experiments on this machine's CUDA GPU")
+    rec = sub.add_parser("record", help="measure the experiments of EXPERIMENTS on this machine's CUDA GPU")
     rec.add_argument("--only", nargs="+", metavar="NAME", help="only these experiments")
     rec.add_argument("--file", default=None, help=f"the JSON file to update (default: {DEFAULT_PATH})")
     show = sub.add_parser("show", help="print references with their provenance")
@@ -516,7 +476,6 @@ def main(argv=None) -> int:
         if not torch.cuda.is_available():
             print(f"error: {NO_CUDA_MESSAGE}", file=sys.stderr)
             return 2
-        load_experiments(EXPERIMENT_MODULES)
         command = " ".join(
             [CLI, "record"]
             + (["--only", *args.only] if args.only else [])
@@ -549,8 +508,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    # Under ``python -m`` this file runs as __main__, a second copy of the module; the experiment
-    # modules register into the canonical ``amp_lessons.reference``, so run that copy's main().
-    from amp_lessons.reference import main as _main
-
-    sys.exit(_main())
+    sys.exit(main())

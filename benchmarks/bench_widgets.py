@@ -20,16 +20,11 @@ import ipywidgets  # noqa: E402
 import torch  # noqa: E402
 from widget_steps import measure_update_ms  # noqa: E402  (beside this script)
 
-from amp_lessons.widgets import (  # noqa: E402
-    bit_explorer,
-    format_designer,
-    fp8_scaling_explorer,
-    magnitude_explorer,
-    matmul_precision_explorer,
-    scale_explorer,
-    scaler_state_explorer,
-    sum_explorer,
-)
+from amp_lessons.bits import bit_explorer, format_designer  # noqa: E402
+from amp_lessons.fp8 import fp8_scaling_explorer  # noqa: E402
+from amp_lessons.fp16 import magnitude_explorer, sum_explorer  # noqa: E402
+from amp_lessons.scaling import scale_explorer, scaler_state_explorer  # noqa: E402
+from amp_lessons.tf32 import matmul_precision_explorer  # noqa: E402
 
 N = 20
 GOAL_MS = 100.0

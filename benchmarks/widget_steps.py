@@ -1,23 +1,18 @@
 """What one learner action costs on each of the course's explorers, timed in-process: the scripted moves
 (slider, dropdown, text box, button) that ``measure_update_ms`` times. Test and benchmark tooling, kept out of the
-teaching package: tests/test_widgets.py checks it, benchmarks/bench_widgets.py reports the figures."""
+teaching package: the explorers' tests under tests/<topic>/ use it, benchmarks/bench_widgets.py reports the figures."""
 
 from __future__ import annotations
 
 import statistics
 import time
 
+from amp_lessons.bits import BitExplorer, FormatDesigner
 from amp_lessons.formats import ENCODINGS, FORMATS, ROUNDING_MODES
-from amp_lessons.widgets import (
-    BitExplorer,
-    FormatDesigner,
-    Fp8ScalingExplorer,
-    MagnitudeExplorer,
-    MatmulPrecisionExplorer,
-    ScaleExplorer,
-    ScalerStateExplorer,
-    SumExplorer,
-)
+from amp_lessons.fp8 import Fp8ScalingExplorer
+from amp_lessons.fp16 import MagnitudeExplorer, SumExplorer
+from amp_lessons.scaling import ScaleExplorer, ScalerStateExplorer
+from amp_lessons.tf32 import MatmulPrecisionExplorer
 
 _VALUES = ["0.1", "-0.0", "1e39", "nan", "inf", "1e-50", "65504", "3.14159", "-2.5e-6", "448", "1e-7"]
 
@@ -138,7 +133,9 @@ def measure_update_ms(widget_box, n: int = 20) -> dict[str, dict[str, float]]:
         Fp8ScalingExplorer: _fp8_scaling_steps,
     }
     if type(ex) not in steps_of:
-        raise TypeError(f"expected an explorer widget from amp_lessons.widgets, got {type(widget_box).__name__}")
+        raise TypeError(
+            f"expected an explorer widget of amp_lessons (e.g. amp_lessons.bits.bit_explorer()), got {type(widget_box).__name__}"
+        )
     steps = steps_of[type(ex)](ex)
     result = {}
     for kind, (prepare, act) in steps.items():

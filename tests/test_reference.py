@@ -3,12 +3,13 @@
 import dataclasses
 import datetime
 import json
+import re
 
 import pytest
 import torch
 
 from amp_lessons import reference
-from amp_lessons.reference import PUBLISHED, Record, compare, find, load, main, record, register, save
+from amp_lessons.reference import PUBLISHED, Record, compare, find, load, main, record, save
 
 
 def rec(**kw):
@@ -29,9 +30,9 @@ def rec(**kw):
 
 @pytest.fixture
 def registry(monkeypatch):
-    """An empty experiment registry for the test, restored afterwards."""
-    monkeypatch.setattr(reference, "_REGISTRY", {})
-    return reference._REGISTRY
+    """An empty table of experiments for the test, restored afterwards."""
+    monkeypatch.setattr(reference, "EXPERIMENTS", {})
+    return reference.EXPERIMENTS
 
 
 @pytest.fixture
@@ -192,7 +193,7 @@ def test_find_orders_recorded_newest_first_then_published(tmp_path):
 
 
 def test_record_without_cuda_raises(no_cuda, registry):
-    register("dummy")(lambda device: {"x": 1})
+    registry["dummy"] = lambda device: {"x": 1}
     with pytest.raises(RuntimeError, match="need a CUDA GPU.*published figures meanwhile"):
         record()
 
@@ -201,10 +202,11 @@ def test_record_on_fake_gpu(fake_cuda, registry, tmp_path):
     p = tmp_path / "refs.json"
     seen = []
 
-    @register("dummy")
     def dummy(device):
         seen.append(device)
         return {"time_s": 0.5, "info": {"n": 3}}
+
+    registry["dummy"] = dummy
 
     other_torch = rec(experiment="dummy", torch="2.10.0", date="2025-01-01", results={"time_s": 0.7})
     older_same = rec(experiment="dummy", torch="2.11.0+cu128", date="2025-06-01", results={"time_s": 0.9})
@@ -242,36 +244,36 @@ def test_record_on_fake_gpu(fake_cuda, registry, tmp_path):
 
 
 def test_record_default_command_and_all_experiments(fake_cuda, registry, tmp_path):
-    register("b_exp")(lambda device: {"v": 2})
-    register("a_exp")(lambda device: {"v": 1})
+    registry["b_exp"] = lambda device: {"v": 2}
+    registry["a_exp"] = lambda device: {"v": 1}
     got = record(path=tmp_path / "r.json")
     assert [r.experiment for r in got] == ["a_exp", "b_exp"]
     assert got[0].command == "amp_lessons.reference.record(names=['a_exp', 'b_exp'], device='cuda')"
 
 
 def test_record_rejects_unknown_names_and_bad_results(fake_cuda, registry, tmp_path):
-    register("dummy")(lambda device: {"x": None})
+    registry["dummy"] = lambda device: {"x": None}
     with pytest.raises(ValueError, match="unknown experiment.*'nope'.*known: dummy"):
         record(["nope"], path=tmp_path / "r.json")
     with pytest.raises(ValueError, match="'dummy' returned bad results"):
         record(["dummy"], path=tmp_path / "r.json")
     with pytest.raises(ValueError, match="device must be 'cuda'.*got 'cpu'"):
         record(["dummy"], path=tmp_path / "r.json", device="cpu")
-    registry.clear()
-    with pytest.raises(ValueError, match="no experiments are registered"):
-        record(path=tmp_path / "r.json")
     assert not (tmp_path / "r.json").exists()
 
 
-def test_register_checks_names():
-    with pytest.raises(ValueError, match="'TF32 matmul'"):
-        register("TF32 matmul")
-
-
-def test_load_experiments_skips_missing_modules(capsys, registry):
-    assert reference.load_experiments(["amp_lessons.no_such_module", "json"]) == ["json"]
-    err = capsys.readouterr().err
-    assert "amp_lessons.no_such_module not found; its experiments are skipped" in err
+def test_the_table_of_experiments():
+    # every recordable experiment is named for the JSON file and written in its lesson's topic
+    assert set(reference.EXPERIMENTS) == {
+        "tf32_matmul",
+        "matmul_timing_check",
+        "e2e_matmul_throughput",
+        "e2e_training",
+        "fp8_scaled_mm",
+    }
+    for name, fn in reference.EXPERIMENTS.items():
+        assert re.fullmatch(r"[a-z0-9_]+", name)
+        assert fn.__module__.split(".")[1] in {"tf32", "e2e", "fp8"} and fn.__module__.endswith(".experiments")
 
 
 # ---------------------------------------------------------------------------- command line
@@ -284,8 +286,7 @@ def test_cli_record_without_cuda(no_cuda, capsys):
 
 
 def test_cli_record_on_fake_gpu(fake_cuda, registry, monkeypatch, tmp_path, capsys):
-    monkeypatch.setattr(reference, "EXPERIMENT_MODULES", ())
-    register("dummy")(lambda device: {"time_s": 0.25})
+    registry["dummy"] = lambda device: {"time_s": 0.25}
     p = tmp_path / "r.json"
     assert main(["record", "--only", "dummy", "--file", str(p)]) == 0
     (r,) = load(p)

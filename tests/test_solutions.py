@@ -3,7 +3,7 @@
 import importlib.util
 from pathlib import Path
 
-from amp_lessons import checks
+from amp_lessons import autocast, bits, fp8, fp16, scaling, tf32
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -17,37 +17,37 @@ def load(name):
 
 def test_lesson_01_solutions():
     s = load("solutions_01")
-    assert checks.check_max_finite(s.max_finite)
-    assert checks.check_ulp(s.ulp_bf16, "bf16")
-    assert checks.check_decode_bits(s.DECODED_E4M3, 0b0_1000_011, "fp8_e4m3")
-    assert checks.check_format_choice(s.FORMAT_CHOICE_A, 1e-6, 1e6, 0.01)
-    assert checks.check_format_choice(s.FORMAT_CHOICE_B, 1e-2, 1e2, 0.001)
+    assert bits.check_max_finite(s.max_finite)
+    assert bits.check_ulp(s.ulp_bf16, "bf16")
+    assert bits.check_decode_bits(s.DECODED_E4M3, 0b0_1000_011, "fp8_e4m3")
+    assert bits.check_format_choice(s.FORMAT_CHOICE_A, 1e-6, 1e6, 0.01)
+    assert bits.check_format_choice(s.FORMAT_CHOICE_B, 1e-2, 1e2, 0.001)
     # and each is the only right answer of the course's formats
     from amp_lessons.formats import FORMATS
 
-    assert [n for n in FORMATS if checks.check_format_choice(n, 1e-6, 1e6, 0.01)] == ["bf16"]
-    assert [n for n in FORMATS if checks.check_format_choice(n, 1e-2, 1e2, 0.001)] == ["fp16"]
+    assert [n for n in FORMATS if bits.check_format_choice(n, 1e-6, 1e6, 0.01)] == ["bf16"]
+    assert [n for n in FORMATS if bits.check_format_choice(n, 1e-2, 1e2, 0.001)] == ["fp16"]
 
 
 def test_lesson_02_solutions():
     s = load("solutions_02")
-    assert checks.check_tf32_matmul(s.tf32_matmul)
-    assert checks.check_error_ratio(s.ERROR_RATIO, "bf16", "tf32")
+    assert tf32.check_tf32_matmul(s.tf32_matmul)
+    assert tf32.check_error_ratio(s.ERROR_RATIO, "bf16", "tf32")
 
 
 def test_lesson_03_solutions():
     s = load("solutions_03")
-    assert checks.check_stall_value(s.STALL_VALUE, 1.0, "fp16")
-    assert checks.check_lost_update(s.smallest_update, "fp16")
+    assert fp16.check_stall_value(s.STALL_VALUE, 1.0, "fp16")
+    assert fp16.check_lost_update(s.smallest_update, "fp16")
 
 
 def test_lesson_04_solution():
     s = load("solutions_04")
-    assert checks.check_dtype_predictions(s.DTYPE_PREDICTIONS)
+    assert autocast.check_dtype_predictions(s.DTYPE_PREDICTIONS)
     wrong = dict(s.DTYPE_PREDICTIONS, **{"cuda: (a @ b).sum()": "torch.float16"})
-    r = checks.check_dtype_predictions(wrong)
+    r = autocast.check_dtype_predictions(wrong)
     assert not r and "it is torch.float32" in r.message
-    assert "still to predict" in checks.check_dtype_predictions({}).message
+    assert "still to predict" in autocast.check_dtype_predictions({}).message
 
 
 def test_lesson_04_bce_solution():
@@ -55,12 +55,12 @@ def test_lesson_04_bce_solution():
     import torch.nn.functional as F
 
     s = load("solutions_04")
-    assert checks.check_bce_fix(s.bce_fix)
-    r = checks.check_bce_fix(lambda z, y: F.binary_cross_entropy(torch.sigmoid(z), y))
+    assert autocast.check_bce_fix(s.bce_fix)
+    r = autocast.check_bce_fix(lambda z, y: F.binary_cross_entropy(torch.sigmoid(z), y))
     assert not r and "refuses" in r.message
     assert (
         "your loss is"
-        in checks.check_bce_fix(lambda z, y: F.binary_cross_entropy_with_logits(z, y, reduction="sum")).message
+        in autocast.check_bce_fix(lambda z, y: F.binary_cross_entropy_with_logits(z, y, reduction="sum")).message
     )
 
 
@@ -68,52 +68,50 @@ def test_lesson_05_solutions():
     from amp_lessons.scaling import small_loss_census
 
     s = load("solutions_05")
-    assert checks.check_smallest_scale(s.SMALLEST_SCALE_DEFAULT)
+    assert scaling.check_smallest_scale(s.SMALLEST_SCALE_DEFAULT)
     census = small_loss_census()
-    assert checks.check_smallest_scale(s.SMALLEST_SCALE_SMALL_LOSS, census)
-    r = checks.check_smallest_scale(s.SMALLEST_SCALE_SMALL_LOSS // 2, census)
+    assert scaling.check_smallest_scale(s.SMALLEST_SCALE_SMALL_LOSS, census)
+    r = scaling.check_smallest_scale(s.SMALLEST_SCALE_SMALL_LOSS // 2, census)
     assert not r and "larger scale" in r.message
-    r = checks.check_smallest_scale(s.SMALLEST_SCALE_SMALL_LOSS * 2, census)
+    r = scaling.check_smallest_scale(s.SMALLEST_SCALE_SMALL_LOSS * 2, census)
     assert not r and "not the smallest" in r.message
-    assert "not a power of two" in checks.check_smallest_scale(3000, census).message
-    assert "overflow" in checks.check_smallest_scale(2**40, census).message
-    assert not checks.check_smallest_scale(..., census)
+    assert "not a power of two" in scaling.check_smallest_scale(3000, census).message
+    assert "overflow" in scaling.check_smallest_scale(2**40, census).message
+    assert not scaling.check_smallest_scale(..., census)
     e = dict(s.SCALE_PREDICTION_EXERCISE)
     n, infs = e.pop("n_steps"), e.pop("inf_steps")
-    assert checks.check_scale_prediction(s.SCALE_PREDICTION, n, infs, **e)
-    r = checks.check_scale_prediction(2.0**12, n, infs, **e)
+    assert scaling.check_scale_prediction(s.SCALE_PREDICTION, n, infs, **e)
+    r = scaling.check_scale_prediction(2.0**12, n, infs, **e)
     assert not r
-    assert not checks.check_scale_prediction(None, 10, (0, 3))
+    assert not scaling.check_scale_prediction(None, 10, (0, 3))
 
 
 def test_lesson_07_solutions():
     import torch
 
     s = load("solutions_07")
-    assert checks.check_amax_scale(s.amax_scale)
-    r = checks.check_amax_scale(lambda x, m: float(x.abs().max()) / m if x.abs().max() > 0 else 1.0)
+    assert fp8.check_amax_scale(s.amax_scale)
+    r = fp8.check_amax_scale(lambda x, m: float(x.abs().max()) / m if x.abs().max() > 0 else 1.0)
     assert not r and "inverse" in r.message
-    r = checks.check_amax_scale(lambda x, m: m / float(x.max()) if x.abs().max() > 0 else 1.0)
+    r = fp8.check_amax_scale(lambda x, m: m / float(x.max()) if x.abs().max() > 0 else 1.0)
     assert not r and "MAGNITUDE" in r.message
-    r = checks.check_amax_scale(lambda x, m: m / float(x.abs().max()))
+    r = fp8.check_amax_scale(lambda x, m: m / float(x.abs().max()))
     assert not r and "all-zero" in r.message  # ZeroDivisionError becomes feedback
-    r = checks.check_amax_scale(lambda x, m: m / x.abs().max())  # a tensor: inf for zeros
+    r = fp8.check_amax_scale(lambda x, m: m / x.abs().max())  # a tensor: inf for zeros
     assert not r and "1.0" in r.message
-    assert not checks.check_amax_scale(None)
-    assert checks.check_fp8_format_choice(s.FP8_FORMAT_CHOICE)
-    assert checks.check_fp8_format_choice(
-        {"weights": torch.float8_e4m3fn, "activations": "fp8_e4m3", "gradients": "E5M2"}
-    )
-    r = checks.check_fp8_format_choice({"weights": "e4m3", "activations": "e4m3", "gradients": "e4m3"})
+    assert not fp8.check_amax_scale(None)
+    assert fp8.check_fp8_format_choice(s.FP8_FORMAT_CHOICE)
+    assert fp8.check_fp8_format_choice({"weights": torch.float8_e4m3fn, "activations": "fp8_e4m3", "gradients": "E5M2"})
+    r = fp8.check_fp8_format_choice({"weights": "e4m3", "activations": "e4m3", "gradients": "e4m3"})
     assert not r and "57344" in r.message
-    r = checks.check_fp8_format_choice({"weights": "e5m2", "activations": "e4m3", "gradients": "e5m2"})
+    r = fp8.check_fp8_format_choice({"weights": "e5m2", "activations": "e4m3", "gradients": "e5m2"})
     assert not r and "weights" in r.message and "mantissa" in r.message
-    assert "gradients" in checks.check_fp8_format_choice({"weights": "e4m3", "activations": "e4m3"}).message
+    assert "gradients" in fp8.check_fp8_format_choice({"weights": "e4m3", "activations": "e4m3"}).message
     assert (
         "not an fp8 format"
-        in checks.check_fp8_format_choice({"weights": "fp16", "activations": "e4m3", "gradients": "e5m2"}).message
+        in fp8.check_fp8_format_choice({"weights": "fp16", "activations": "e4m3", "gradients": "e5m2"}).message
     )
-    assert not checks.check_fp8_format_choice(["e4m3"])
+    assert not fp8.check_fp8_format_choice(["e4m3"])
 
 
 def test_every_lesson_with_an_exercise_has_a_solution_file():

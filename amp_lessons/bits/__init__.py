@@ -1,0 +1,50 @@
+"""Lesson 01, formats and bits: the pictures, explorers and checkers of lesson 01 over the formats engine
+(:mod:`amp_lessons.formats`, which every topic uses).
+
+`from amp_lessons import bits` gives every public name of the topic's modules: :mod:`.describe`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`."""
+
+from .checks import (
+    check_decode_bits,
+    check_format_choice,
+    check_max_finite,
+    check_ulp,
+)
+from .describe import (
+    BitInfo,
+    describe_code,
+    describe_value,
+)
+from .explorers import (
+    BitExplorer,
+    FormatDesigner,
+    bit_explorer,
+    format_designer,
+)
+from .plots import (
+    SPACING_FORMATS,
+    plot_bit_layout,
+    plot_number_line,
+    plot_range_precision,
+    plot_rounding_error,
+    plot_spacing,
+)
+
+__all__ = [
+    "BitExplorer",
+    "BitInfo",
+    "FormatDesigner",
+    "SPACING_FORMATS",
+    "bit_explorer",
+    "check_decode_bits",
+    "check_format_choice",
+    "check_max_finite",
+    "check_ulp",
+    "describe_code",
+    "describe_value",
+    "format_designer",
+    "plot_bit_layout",
+    "plot_number_line",
+    "plot_range_precision",
+    "plot_rounding_error",
+    "plot_spacing",
+]

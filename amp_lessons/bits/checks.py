@@ -1,0 +1,111 @@
+"""Checkers for lesson 01's exercises (largest finite value, ulp, decoding bits, choosing a format)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .. import formats
+from ..checks import CheckResult, call_learner, same_value
+
+__all__ = [
+    "check_decode_bits",
+    "check_format_choice",
+    "check_max_finite",
+    "check_ulp",
+]
+
+
+# (exponent_bits, mantissa_bits) pairs that cover wide, narrow and degenerate IEEE formats
+_IEEE_CASES = [(5, 10), (8, 7), (8, 23), (5, 2), (8, 10), (3, 4), (2, 1), (6, 0)]
+
+
+def check_max_finite(fn) -> CheckResult:
+    """Exercise: ``fn(exponent_bits, mantissa_bits)`` returns the largest finite value of the IEEE
+    format with those widths (the all-ones exponent is reserved for inf and NaN)."""
+    for e, m in _IEEE_CASES:
+        want = formats.FloatFormat(f"e{e}m{m}", e, m).max
+        got, err = call_learner(fn, e, m)
+        if err:
+            return CheckResult(False, err)
+        if not same_value(got, want):
+            if same_value(got, math.ldexp(2 - 2.0**-m, 2 ** (e - 1))):
+                hint = "the all-ones exponent is inf/NaN, so the largest exponent field is 2**e - 2"
+            elif same_value(got, math.ldexp(1.0, 2 ** (e - 1))):
+                hint = "the mantissa of the largest value is all ones: 1.11...1 in binary = 2 - 2**-m"
+            else:
+                hint = "max = (2 - 2**-m) * 2**emax, emax = (2**e - 2) - bias, bias = 2**(e-1) - 1"
+            return CheckResult(False, f"for e={e}, m={m} you returned {got!r}; expected {want!r}. Hint: {hint}")
+    return CheckResult(
+        True, f"your formula gives the right max for all {len(_IEEE_CASES)} formats tried, from fp32 to 4-bit formats"
+    )
+
+
+def check_ulp(fn, fmt: str = "bf16") -> CheckResult:
+    """Exercise: ``fn(x)`` returns the gap between positive ``x`` (a value of ``fmt``) and the next
+    larger value of ``fmt`` (its ulp)."""
+    f = formats.get_format(fmt)
+    probes = [1.0, 1.5, 3.0, 1000.0, f.max / 2, f.smallest_normal, f.smallest_normal * 2, f.smallest_subnormal * 3]
+    values = formats.quantize(torch.tensor(probes, dtype=torch.float32), f).tolist()
+    for x in values:
+        nxt = formats.from_bits(formats.to_bits(torch.tensor([x]), f) + 1, f).item()
+        want = nxt - x
+        got, err = call_learner(fn, x)
+        if err:
+            return CheckResult(False, err)
+        if not same_value(got, want):
+            hint = (
+                "below the smallest normal the gap is constant: 2**(emin - m)"
+                if x < f.smallest_normal
+                else "the gap is 2**(exponent - m), where 2**exponent <= x < 2**(exponent+1)"
+            )
+            return CheckResult(False, f"ulp({x!r}) in {f.name}: you returned {got!r}, expected {want!r}. Hint: {hint}")
+    return CheckResult(True, f"right gap for all {len(values)} {f.name} values tried, subnormals included")
+
+
+def check_decode_bits(answer, code: int, fmt: str = "fp8_e4m3") -> CheckResult:
+    """Exercise: decode the bit pattern ``code`` of ``fmt`` by hand; ``answer`` is the value."""
+    f = formats.get_format(fmt)
+    if not isinstance(code, int) or not 0 <= code < 2**f.bits:
+        raise ValueError(f"code must be an int in 0..{2**f.bits - 1} for {f.name}, got {code!r}")
+    want = formats.from_bits(torch.tensor([code]), f).item()
+    if answer is None or answer is ...:
+        return CheckResult(False, f"replace the placeholder with your value for 0b{code:0{f.bits}b}")
+    if same_value(answer, want):
+        return CheckResult(True, f"0b{code:0{f.bits}b} in {f.name} is {want!r}")
+    s, e, m = (int(v) for v in formats.decompose(torch.tensor([want]), f))
+    return CheckResult(
+        False,
+        f"{answer!r} is not it. Hint: sign {s}, exponent field {e} "
+        f"(minus bias {f.bias}), mantissa field {m} of {2**f.mantissa_bits}",
+    )
+
+
+def check_format_choice(name, low: float, high: float, max_rel_error: float) -> CheckResult:
+    """Exercise: pick a format (a name in FORMATS) that holds every magnitude from ``low`` to
+    ``high`` as a normal number, with relative rounding error at most ``max_rel_error``, using the
+    fewest bits."""
+    if not (0 < low < high) or not 0 < max_rel_error < 1:
+        raise ValueError(f"need 0 < low < high and 0 < max_rel_error < 1, got {low}, {high}, {max_rel_error}")
+    if name not in formats.FORMATS:
+        return CheckResult(False, f"{name!r} is not a format name; choose one of {', '.join(formats.FORMATS)}")
+
+    def fits(f):
+        return f.smallest_normal <= low and f.max >= high and f.unit_roundoff <= max_rel_error
+
+    f = formats.FORMATS[name]
+    if f.max < high:
+        return CheckResult(False, f"{name} overflows: its max is {f.max:g} < {high:g}")
+    if f.smallest_normal > low:
+        return CheckResult(
+            False, f"{name} cannot hold {low:g} as a normal number (smallest normal {f.smallest_normal:g})"
+        )
+    if f.unit_roundoff > max_rel_error:
+        return CheckResult(False, f"{name} rounds with relative error up to {f.unit_roundoff:g} > {max_rel_error:g}")
+    fewest = min(g.bits for g in formats.FORMATS.values() if fits(g))
+    if f.bits > fewest:
+        return CheckResult(False, f"{name} works, but a {fewest}-bit format works too")
+    return CheckResult(
+        True, f"{name} ({f.bits} bits) holds {low:g}..{high:g} with relative error <= {f.unit_roundoff:g}"
+    )

@@ -1,0 +1,165 @@
+"""The facts behind a bit-layout picture: stored value, fields, formula, rounding error and class of a
+value or a code in any format, as a :class:`BitInfo` (lesson 01; the explorers reuse them for their read-outs)."""
+
+from __future__ import annotations
+
+import functools
+import math
+import numbers
+from dataclasses import dataclass
+
+import torch
+
+from .._validate import real as _real, rounding_mode
+from ..formats import (
+    FloatFormat,
+    from_bits,
+    get_format,
+    quantize,
+    to_bits,
+)
+
+__all__ = [
+    "BitInfo",
+    "describe_code",
+    "describe_value",
+]
+
+
+@dataclass(frozen=True)
+class BitInfo:
+    """What one value looks like in one format.
+
+    ``typed`` is the value asked for (None when a code was given), ``stored`` the format's value
+    (float32, as a Python float), ``code`` the integer bit pattern (None when the format cannot
+    encode the stored value: NaN in a format without NaN), ``kind`` one of ``normal``,
+    ``subnormal``, ``zero``, ``inf``, ``NaN``, ``overflow saturated``, ``overflow to inf``,
+    ``overflow to NaN``, ``underflow to zero``.
+    """
+
+    fmt: FloatFormat
+    typed: float | None
+    stored: float
+    code: int | None
+    kind: str
+    formula: str
+
+    @property
+    def fields(self) -> tuple[int, int, int] | None:
+        """(sign, biased exponent, mantissa) bit fields, or None without a code."""
+        if self.code is None:
+            return None
+        m, e = self.fmt.mantissa_bits, self.fmt.exponent_bits
+        return self.code >> (e + m), (self.code >> m) & ((1 << e) - 1), self.code & ((1 << m) - 1)
+
+    @property
+    def bit_string(self) -> str:
+        """The bits, most significant first, fields separated by spaces: ``"0 01111 0000000000"``."""
+        if self.code is None:
+            return ""
+        digits = format(self.code, f"0{self.fmt.bits}b")
+        e = self.fmt.exponent_bits
+        return " ".join(part for part in (digits[0], digits[1 : 1 + e], digits[1 + e :]) if part)
+
+    @property
+    def caption(self) -> str:
+        """Three lines: what was stored (and as what class), the formula, the relative error."""
+        if self.typed is None:
+            lines = [f"bits {self.bit_string}: {self.stored!r} ({self.kind})", self.formula]
+        else:
+            lines = [
+                f"{self.typed!r} is stored as {self.stored!r} ({self.kind})",
+                self.formula,
+                f"relative rounding error {_fmt_err(self.rel_error)}",
+            ]
+        return "\n".join(lines)
+
+    @property
+    def abs_error(self) -> float:
+        """``|stored - typed|`` (0 when equal, NaN when undefined)."""
+        t, s = self.typed, self.stored
+        if t is None or math.isnan(t) or math.isnan(s):
+            return math.nan
+        return 0.0 if s == t else abs(s - t)
+
+    @property
+    def rel_error(self) -> float:
+        """``|stored - typed| / |typed|`` (0 when equal, NaN when undefined)."""
+        err = self.abs_error
+        if err == 0.0 or math.isnan(err):
+            return err
+        return err / abs(self.typed) if self.typed != 0 else math.inf
+
+
+@functools.lru_cache(maxsize=None)
+def _wide(mantissa_bits: int) -> FloatFormat:
+    """Same precision, fp32's exponent range: rounding there tells whether a value overflows."""
+    return FloatFormat(f"e8m{mantissa_bits}", 8, mantissa_bits, "ieee")
+
+
+def describe_value(value, fmt, rounding: str = "nearest_even") -> BitInfo:
+    """Round ``value`` (a real number, first made float32 as the engine works in float32) to
+    ``fmt`` and describe the result. Never raises for inf, NaN, -0.0 or out-of-range values."""
+    f = get_format(fmt)
+    v = _real(value, "value")
+    rounding_mode(rounding)
+    x = torch.tensor([v], dtype=torch.float32)
+    stored = float(quantize(x, f, rounding)[0])
+    code = None if math.isnan(stored) and not f.has_nan else int(to_bits(x, f, rounding)[0])
+    overflow = math.isfinite(v) and (
+        math.isinf(float(x[0])) or abs(float(quantize(x, _wide(f.mantissa_bits), rounding)[0])) > f.max
+    )
+    return _info(f, v, stored, code, overflow)
+
+
+def describe_code(code, fmt) -> BitInfo:
+    """Describe the value of the bit pattern ``code`` (an int, 0 .. 2**bits - 1) of ``fmt``."""
+    f = get_format(fmt)
+    if isinstance(code, bool) or not isinstance(code, numbers.Integral):
+        raise TypeError(f"code must be an int, got {code!r} ({type(code).__name__})")
+    stored = float(from_bits(torch.tensor([int(code)]), f)[0])  # raises ValueError out of range
+    return _info(f, None, stored, int(code), False)
+
+
+def _info(f: FloatFormat, typed, stored: float, code, overflow: bool) -> BitInfo:
+    if math.isnan(stored):
+        kind = "NaN"
+    elif math.isinf(stored):
+        kind = "inf"
+    elif stored == 0:
+        kind = "zero"
+    else:
+        kind = "subnormal" if abs(stored) < f.smallest_normal else "normal"
+    if overflow:
+        kind = {"normal": "overflow saturated", "inf": "overflow to inf", "NaN": "overflow to NaN"}[kind]
+    elif kind == "zero" and typed not in (None, 0.0) and not math.isnan(typed):
+        kind = "underflow to zero"
+    return BitInfo(f, typed, stored, code, kind, _formula(f, stored, code))
+
+
+def _formula(f: FloatFormat, stored: float, code) -> str:
+    if code is None:
+        return f"NaN: {f.name} has no NaN code ({f.encoding} encoding)"
+    m, e = f.mantissa_bits, f.exponent_bits
+    s, ex, mt = code >> (e + m), (code >> m) & ((1 << e) - 1), code & ((1 << m) - 1)
+    if math.isnan(stored):
+        return {
+            "ieee": "exponent all ones, mantissa not zero: NaN",
+            "fn": "exponent and mantissa all ones: NaN",
+            "fnuz": "sign 1, all other bits 0 (no -0 in fnuz): NaN",
+        }[f.encoding]
+    if math.isinf(stored):
+        return f"exponent all ones, mantissa zero: {'-' if s else '+'}inf"
+    frac = format(mt, f"0{m}b") if m else ""
+    if ex == 0:
+        lead, power = "0", f"2^(1-{f.bias})"
+    else:
+        lead, power = "1", f"2^({ex}-{f.bias})"
+    significand = f"{lead}.{frac}b" if m else f"{lead}b"
+    return f"(-1)^{s} x {power} x {significand} = {stored!r}"
+
+
+def _fmt_err(err: float) -> str:
+    if math.isnan(err) or err == 0:
+        return "n/a" if err != 0 else "0 (exact)"
+    return f"{err:.4g}" if 1e-3 <= err < 1e4 else f"{err:.3e}"

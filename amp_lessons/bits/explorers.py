@@ -1,0 +1,389 @@
+"""Lesson 01's explorers: the bit explorer (a value's bits in any format) and the format designer."""
+
+from __future__ import annotations
+
+import html
+import math
+
+import ipywidgets as widgets
+import numpy as np
+
+from .._draw import (
+    bar_height as _bar_height,
+    decade_ticks as _decade_ticks,
+    staircase as _staircase,
+)
+from .._explorer import Picture, by_gid, error_html, html_table, image, num, parse_value
+from ..bits.describe import BitInfo, describe_code, describe_value
+from ..bits.plots import plot_bit_layout, plot_range_precision, plot_spacing
+from ..formats import ENCODINGS, FORMATS, FloatFormat, get_format
+from ..style import style_context
+
+__all__ = [
+    "BitExplorer",
+    "FormatDesigner",
+    "bit_explorer",
+    "format_designer",
+]
+
+
+_BUTTON_STYLE = {"sign": "danger", "exponent": "success", "mantissa": "info"}
+_FIELD_TEXT = {"sign": "#B03A2E", "exponent": "#1E8449", "mantissa": "#1F618D"}
+
+
+class BitExplorer:
+    """Type a value, pick a format, see (and flip) the bits it is stored as.
+
+    ``value_box`` (Text: any number Python reads, including ``nan``, ``inf``, ``-0.0``),
+    ``format_menu`` (Dropdown of format names), ``bit_row`` (one ToggleButton per bit, most
+    significant first; flipping one recomputes the value from the bits with ``from_bits``),
+    ``readout`` (HTML) and ``image`` (the bit-layout plot). ``info`` is the shown
+    :class:`~amp_lessons.bits.describe.BitInfo`; ``error`` the last input problem ("" if none).
+
+    A flip writes the new value into ``value_box``; a guard flag stops that write (and the
+    buttons' own resync) from re-entering the observers.
+    """
+
+    def __init__(self, value=0.1, fmt="fp16"):
+        f = get_format(fmt)
+        self._formats = {**FORMATS, f.name: f}  # a learner's own FloatFormat joins the menu
+        text = value if isinstance(value, str) else repr(parse_value(value))
+        parse_value(text)  # a bad string raises here, naming it
+        self.value_box = widgets.Text(
+            value=text, description="value", continuous_update=False, layout=widgets.Layout(width="280px")
+        )
+        self.format_menu = widgets.Dropdown(options=list(self._formats), value=f.name, description="format")
+        self.bit_row = widgets.HBox(layout=widgets.Layout(flex_flow="row wrap"))
+        self.readout = widgets.HTML()
+        self.image = image()
+        self.widget = widgets.VBox(
+            [widgets.HBox([self.value_box, self.format_menu]), self.bit_row, self.readout, self.image]
+        )
+        self.widget.explorer = self
+        self.info: BitInfo | None = None
+        self.error = ""
+        self._busy = False
+        # One pool of bit buttons, grown to the widest format shown and restyled on a format change:
+        # switching formats then updates existing buttons instead of opening up to 32 new widgets.
+        self._pool: list[widgets.ToggleButton] = []
+        self._pictures: dict[str, Picture] = {}
+        self._button_layout = widgets.Layout(width="30px", padding="0px")  # one, shared: cheaper rows
+        self.value_box.observe(self._on_value, names="value")
+        self.format_menu.observe(self._on_format, names="value")
+        self._use_buttons()
+        self.show_value()
+
+    @property
+    def fmt(self) -> FloatFormat:
+        return self._formats[self.format_menu.value]
+
+    # the actions a learner takes (each runs the same observers a click does)
+    def set_value(self, value) -> None:
+        """Type ``value`` (a number or a string) into the value box."""
+        self.value_box.value = value if isinstance(value, str) else repr(parse_value(value))
+
+    def set_format(self, name: str) -> None:
+        """Pick format ``name`` from the menu."""
+        name = get_format(name).name
+        if name not in self._formats:
+            raise ValueError(f"format {name!r} is not in this explorer's menu: {', '.join(self._formats)}")
+        self.format_menu.value = name
+
+    def flip_bit(self, position: int) -> None:
+        """Click the button of bit ``position`` (0 = least significant, bits-1 = sign)."""
+        n = self.fmt.bits
+        if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < n:
+            raise ValueError(f"bit position {position!r} is not in 0..{n - 1} for {self.fmt.name}")
+        button = self._row()[n - 1 - position]
+        if button.disabled:
+            raise ValueError(f"the bits are undefined: {self.info.formula}")
+        button.value = not button.value
+
+    # observers
+    def _on_value(self, change) -> None:
+        if not self._busy:
+            self.show_value()
+
+    def _on_format(self, change) -> None:
+        if not self._busy:
+            self._use_buttons()
+            self.show_value()
+
+    def _on_bit(self, change) -> None:
+        if self._busy:
+            return
+        row = self._row()
+        self.show_code(sum(int(b.value) << (len(row) - 1 - i) for i, b in enumerate(row)))
+
+    # updates
+    def show_value(self) -> None:
+        """Round the value box's value to the format and show it."""
+        try:
+            v = parse_value(self.value_box.value)
+        except ValueError as err:  # keep showing the last value, under the message
+            self.error = str(err)
+            self.readout.value = error_html(self.error) + (self._readout(self.info) if self.info else "")
+            return
+        self.error = ""
+        self._show(describe_value(v, self.fmt))
+
+    def show_code(self, code: int) -> None:
+        """Show the value of bit pattern ``code`` and write it into the value box."""
+        info = describe_code(code, self.fmt)
+        self._busy = True
+        try:
+            self.value_box.value = repr(info.stored)
+        finally:
+            self._busy = False
+        self.error = ""
+        self._show(info)
+
+    def _row(self) -> list[widgets.ToggleButton]:
+        """The buttons of the current format's bits, most significant first."""
+        return self._pool[: self.fmt.bits]
+
+    def _use_buttons(self) -> None:
+        f = self.fmt
+        while len(self._pool) < f.bits:
+            b = widgets.ToggleButton(description="0", layout=self._button_layout)
+            b.observe(self._on_bit, names="value")
+            self._pool.append(b)
+        for i, b in enumerate(self._pool[: f.bits]):
+            field = "sign" if i == 0 else "exponent" if i <= f.exponent_bits else "mantissa"
+            with b.hold_sync():  # one message per button, and none where nothing changes
+                b.button_style = _BUTTON_STYLE[field]
+                b.tooltip = f"bit {f.bits - 1 - i} ({field})"
+        self.bit_row.children = self._row()
+
+    def _show(self, info: BitInfo) -> None:
+        self.info = info
+        row = self._pool[: info.fmt.bits]
+        digits = format(info.code, f"0{len(row)}b") if info.code is not None else None
+        self._busy = True
+        try:
+            for i, b in enumerate(row):
+                with b.hold_sync():
+                    b.value = digits is not None and digits[i] == "1"
+                    b.description = digits[i] if digits is not None else "?"
+                    b.disabled = digits is None
+        finally:
+            self._busy = False
+        self.readout.value = self._readout(info)
+        self._draw(info)
+
+    def _readout(self, info: BitInfo) -> str:
+        f = info.fmt
+        rows = []
+        if info.typed is not None:
+            rows.append(("typed value", html.escape(repr(info.typed))))
+        else:
+            rows.append(("typed value", "(set by flipping bits)"))
+        rows.append((f"stored in {f.name}", f"<b>{html.escape(repr(info.stored))}</b>"))
+        rows.append(("class", html.escape(info.kind)))
+        if info.fields is not None:
+            s, e, m = info.fields
+            parts = info.bit_string.split(" ")
+            names = ["sign", "exponent", "mantissa"][: len(parts)]
+            rows.append(
+                ("bits", " ".join(f"<span style='color:{_FIELD_TEXT[n]}'>{p}</span>" for n, p in zip(names, parts)))
+            )
+            rows.append(
+                (
+                    "sign / exponent / mantissa",
+                    f"{s} / {e} (bias {f.bias}) / {m}" if f.mantissa_bits else f"{s} / {e} (bias {f.bias})",
+                )
+            )
+        rows.append(("formula", html.escape(info.formula)))
+        if info.typed is not None:
+            rows.append(("absolute error", f"{info.abs_error:.6g}"))
+            rows.append(("relative error", f"{info.rel_error:.6g}"))
+        return html_table(rows)
+
+    def _picture(self, f: FloatFormat) -> Picture:
+        """The format's bit layout, drawn once; then only its digits move (the value, formula and
+        errors are in the read-out above it). The digits are two scatter collections of glyph
+        markers ("0"s and "1"s): one draw call each instead of a text layout per bit, which keeps
+        a 32-bit update fast."""
+        if f.name not in self._pictures:
+            pic = Picture((min(13.0, max(7.0, 0.36 * f.bits + 2.0)), 2.3))
+            with style_context():
+                ax = pic.fig.add_axes((0.01, 0.01, 0.98, 0.86))
+                plot_bit_layout(f, 0.0, ax=ax, caption=False)
+            texts = by_gid(ax, "bit digit")
+            for t in texts:
+                t.set_visible(False)
+            size = (0.75 * texts[0].get_fontsize()) ** 2
+            glyphs = [ax.scatter([], [], s=size, marker=f"$\\mathbf{{{d}}}$", c="k", linewidths=0) for d in "01"]
+            pic.freeze(glyphs)
+            pic.centers = np.array([t.get_position() for t in texts])
+            self._pictures[f.name] = pic
+        return self._pictures[f.name]
+
+    def _draw(self, info: BitInfo) -> None:
+        pic = self._picture(info.fmt)
+        zeros, ones = pic.moving
+        n = len(pic.centers)
+        bits = np.array([c == "1" for c in format(info.code, f"0{n}b")]) if info.code is not None else None
+        zeros.set_offsets(pic.centers[~bits] if bits is not None else np.empty((0, 2)))
+        ones.set_offsets(pic.centers[bits] if bits is not None else np.empty((0, 2)))
+        self.image.value = pic.png()
+
+
+def bit_explorer(value=0.1, fmt="fp16") -> widgets.VBox:
+    """The bit explorer's widget (its :class:`BitExplorer` is ``.explorer``)."""
+    return BitExplorer(value, fmt).widget
+
+
+class FormatDesigner:
+    """Design a format with sliders: exponent bits (1..8), mantissa bits (0..23), encoding.
+
+    Redraws its spacing next to fp32 / bf16 / fp16 and its range bar next to known formats, and
+    a table of its constants (naming a known format it equals). An impossible design shows the
+    engine's error message and keeps the last good picture; ``fmt`` is the last valid design,
+    ``error`` the message ("" if the current design is valid).
+    """
+
+    REFERENCES = ("fp32", "bf16", "fp16")
+    BARS = ("fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
+
+    def __init__(self, exponent_bits: int = 5, mantissa_bits: int = 10, encoding: str = "ieee"):
+        for name, v, lo, hi in (("exponent_bits", exponent_bits, 1, 8), ("mantissa_bits", mantissa_bits, 0, 23)):
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise TypeError(f"{name} must be an int, got {v!r}")
+            if not lo <= v <= hi:
+                raise ValueError(f"{name}={v!r} is outside the slider's range {lo}..{hi}")
+        if encoding not in ENCODINGS:
+            raise ValueError(f"encoding={encoding!r}: use one of {', '.join(map(repr, ENCODINGS))}")
+        style = {"description_width": "initial"}
+        self.exponent_slider = widgets.IntSlider(exponent_bits, min=1, max=8, description="exponent bits", style=style)
+        self.mantissa_slider = widgets.IntSlider(mantissa_bits, min=0, max=23, description="mantissa bits", style=style)
+        self.encoding_menu = widgets.Dropdown(options=list(ENCODINGS), value=encoding, description="encoding")
+        self.readout = widgets.HTML()
+        self.image = image()
+        self.widget = widgets.VBox(
+            [
+                widgets.HBox([self.exponent_slider, self.mantissa_slider, self.encoding_menu]),
+                self.readout,
+                self.image,
+            ]
+        )
+        self.widget.explorer = self
+        self.fmt: FloatFormat | None = None
+        self.error = ""
+        self._pic = self._background_picture()
+        for w in (self.exponent_slider, self.mantissa_slider, self.encoding_menu):
+            w.observe(self._on_change, names="value")
+        self.update()
+
+    def set(self, exponent_bits=None, mantissa_bits=None, encoding=None) -> None:
+        """Move the sliders / pick the encoding (each change runs the observers, as a drag does)."""
+        if exponent_bits is not None:
+            self.exponent_slider.value = exponent_bits
+        if mantissa_bits is not None:
+            self.mantissa_slider.value = mantissa_bits
+        if encoding is not None:
+            self.encoding_menu.value = encoding
+
+    def _on_change(self, change) -> None:
+        self.update()
+
+    def update(self) -> None:
+        e, m, enc = self.exponent_slider.value, self.mantissa_slider.value, self.encoding_menu.value
+        try:
+            f = FloatFormat("design", e, m, enc)
+        except ValueError as err:
+            self.error = str(err)
+            kept = ""
+            if self.fmt is not None:
+                kept = f"<div style='color:#555'>still showing the last valid design: {self._describe(self.fmt)}</div>"
+            self.readout.value = error_html(f"e{e}m{m} {enc}: {self.error}") + kept
+            return
+        self.error = ""
+        self.fmt = f
+        self.readout.value = self._readout(f)
+        self._draw(f)
+
+    @staticmethod
+    def _describe(f: FloatFormat) -> str:
+        return f"e{f.exponent_bits}m{f.mantissa_bits} {f.encoding}"
+
+    @staticmethod
+    def same_as(f: FloatFormat) -> list[str]:
+        """Names of known formats with the same layout and encoding as ``f``."""
+        key = (f.exponent_bits, f.mantissa_bits, f.encoding)
+        return [n for n, g in FORMATS.items() if (g.exponent_bits, g.mantissa_bits, g.encoding) == key]
+
+    def _readout(self, f: FloatFormat) -> str:
+        same = self.same_as(f)
+        title = f"<b>design {self._describe(f)}</b>: " + (
+            f"same as {html.escape(', '.join(same))}" if same else "not a format the course names"
+        )
+        if f.emax < f.emin:
+            title += " <span style='color:#B00020'>(no positive finite value: only 0 and NaN)</span>"
+        specials = (
+            ", ".join([s for s, ok in (("inf", f.has_inf), ("NaN", f.has_nan), ("-0", f.has_negative_zero)) if ok])
+            or "none"
+        )
+        rows = [
+            ("bits", f"{f.bits} = 1 + {f.exponent_bits} + {f.mantissa_bits}"),
+            ("bias", str(f.bias)),
+            ("max", num(f.max)),
+            ("smallest normal", num(f.smallest_normal)),
+            ("smallest subnormal", num(f.smallest_subnormal)),
+            ("eps", num(f.eps)),
+            ("decimal digits", str(f.decimal_digits)),
+            ("dynamic range", f"{f.dynamic_range_decades:.1f} decades"),
+            ("special values", specials),
+        ]
+        return title + html_table(rows)
+
+    def _background_picture(self) -> Picture:
+        """Spacing next to fp32/bf16/fp16 and range bars next to known formats, drawn once with a
+        stand-in design whose artists then move. Every valid design fits inside float32, so the
+        axes' limits (fp32's range, gaps up to 2**127) never change."""
+        pic = Picture((13, 4.6))
+        stand_in = FloatFormat("design", 5, 10)
+        with style_context():
+            left, right = pic.fig.subplots(1, 2, width_ratios=[1.1, 1])
+            pic.fig.subplots_adjust(left=0.065, right=0.99, bottom=0.11, top=0.93, wspace=0.4)
+            plot_spacing((*self.REFERENCES, stand_in), ax=left)
+            left.set_xlim(2.0**-156, 2.0**134)
+            left.set_ylim(2.0**-156, 2.0**134)
+            _decade_ticks(left)
+            for text in left.get_legend().get_texts():
+                if text.get_text().startswith("design"):
+                    text.set_text("your design")
+            plot_range_precision((stand_in, *self.BARS), ax=right)
+            right.get_legend().remove()
+            right.set_yticks(right.get_yticks(), ["your design", *[t.get_text() for t in right.get_yticklabels()[1:]]])
+            right.set_title("Range and precision (hatched: subnormals)", fontsize=12)
+        (line,) = by_gid(left, "design")
+        line.set(lw=3.2, zorder=3)
+        pic.freeze(
+            [
+                line,
+                *by_gid(left, "design max"),
+                *by_gid(left, "design smallest normal"),
+                *by_gid(right, "design subnormals"),
+                *by_gid(right, "design normals"),
+            ]
+        )
+        return pic
+
+    def _draw(self, f: FloatFormat) -> None:
+        line, top, normal, sub_bar, normal_bar = self._pic.moving
+        xs, ys = _staircase(f)
+        line.set_data(xs, ys)
+        top.set_data([f.max], [ys[-1]] if len(ys) else [math.nan])
+        normal.set_data([f.smallest_normal], [math.ldexp(1.0, f.emin - f.mantissa_bits)])
+        normal.set_visible(len(xs) > 0)
+        h = _bar_height(f)
+        for bar, lo, hi in ((sub_bar, f.smallest_subnormal, f.smallest_normal), (normal_bar, f.smallest_normal, f.max)):
+            bar.set_bounds(lo, -h / 2, hi - lo, h)
+            bar.set_visible(hi > lo)
+        self.image.value = self._pic.png()
+
+
+def format_designer(exponent_bits: int = 5, mantissa_bits: int = 10, encoding: str = "ieee") -> widgets.VBox:
+    """The format designer's widget (its :class:`FormatDesigner` is ``.explorer``)."""
+    return FormatDesigner(exponent_bits, mantissa_bits, encoding).widget

@@ -1,0 +1,947 @@
+"""Lesson 06's experiments: mixed precision end to end, where the speed comes from and where not.
+
+What runs where: everything here measures on the device it is given (``"cpu"`` or ``"cuda"``).
+On a CPU, bf16 matmuls are fast only with AVX512-BF16 or AMX instructions, and fp16 matmuls are
+hundreds of times slower without AMX-FP16 (a scalar fallback), so fp16 work on such a CPU is kept
+tiny or skipped, with the reason in the result. TF32 and fp8 are measured on GPUs that have them
+and skipped elsewhere. GPU figures are recorded with :mod:`amp_lessons.reference`
+("e2e_matmul_throughput", "e2e_training"). The pictures are in :mod:`.plots`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import functools
+import html
+import math
+import numbers
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from .. import timing
+from .._runtime import exact_fp32 as _exact_fp32, fp32_precision, parse_device as _device, quiet_fd2 as _quiet_fd2
+from ..device import DeviceReport, device_report
+
+__all__ = [
+    "CONFIGS",
+    "TENSOR_CORE_GENERATIONS",
+    "TensorCoreTable",
+    "TinyTransformer",
+    "amp_step",
+    "inference_compare",
+    "launch_bound_demo",
+    "make_batches",
+    "matmul_rates",
+    "matmul_throughput",
+    "odd_size_effect",
+    "overflow_demo",
+    "peak_memory",
+    "tensor_core_table",
+    "train",
+    "training_plan",
+]
+
+# --------------------------------------------------------------------------------------------
+# Tensor-core generations
+# --------------------------------------------------------------------------------------------
+
+TENSOR_CORE_GENERATIONS: tuple[tuple[int, str, str, int, str], ...] = (
+    (1, "Volta", "V100, Titan V", 2017, "fp16"),
+    (2, "Turing", "T4, RTX 2080", 2018, "int8, int4"),
+    (3, "Ampere", "A100, A10, RTX 3090", 2020, "TF32, bf16, 2:4 sparsity"),
+    (4, "Hopper (and Ada Lovelace)", "H100, H200; Ada: L4, L40S, RTX 4090", 2022, "fp8"),
+    (5, "Blackwell", "B200, GB200, RTX 5090", 2024, "fp4, fp6"),
+)
+"""(generation, architecture, example GPUs, year, formats added): each generation also runs the
+formats of the ones before it. Ada Lovelace (2022) is counted with Hopper: its tensor cores run fp8."""
+
+_TABLE_HEADER = ("gen", "architecture", "example GPUs", "year", "formats added")
+
+
+@dataclass(frozen=True, repr=False)
+class TensorCoreTable:
+    """:data:`TENSOR_CORE_GENERATIONS` with this machine's row marked (``marked``: its generation,
+    or None) and one line that says what this machine has."""
+
+    rows: tuple[tuple[int, str, str, int, str], ...]
+    marked: int | None
+    machine: str
+
+    def _cells(self) -> list[list[str]]:
+        return [[str(g), a, e, str(y), f] for g, a, e, y, f in self.rows]
+
+    def __str__(self) -> str:
+        cells = [list(_TABLE_HEADER)] + self._cells()
+        widths = [max(len(r[c]) for r in cells) for c in range(len(_TABLE_HEADER))]
+        lines = ["NVIDIA tensor-core generations (each adds formats to those before it)"]
+        for n, r in enumerate(cells):
+            mark = "  <- this machine" if n > 0 and self.rows[n - 1][0] == self.marked else ""
+            lines.append(("  ".join(c.ljust(w) for c, w in zip(r, widths))).rstrip() + mark)
+            if n == 0:
+                lines.append("  ".join("-" * w for w in widths))
+        lines.append(self.machine)
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        esc = html.escape
+        head = "".join(f"<th style='text-align:left'>{esc(h)}</th>" for h in _TABLE_HEADER)
+        body = ""
+        for row, cells in zip(self.rows, self._cells()):
+            mine = row[0] == self.marked
+            style = " style='background:#fff3b0;font-weight:bold'" if mine else ""
+            tds = "".join(f"<td style='text-align:left'>{esc(c)}</td>" for c in cells)
+            body += f"<tr{style}>{tds}<td>{'&#9664; this machine' if mine else ''}</td></tr>"
+        return (
+            f"<b>NVIDIA tensor-core generations</b> (each adds formats to those before it)"
+            f"<table><tr>{head}<th></th></tr>{body}</table><p>{esc(self.machine)}</p>"
+        )
+
+
+def tensor_core_table(report: DeviceReport | None = None) -> TensorCoreTable:
+    """The tensor-core generations, this machine's (``report``, default :func:`device_report`) marked."""
+    if report is None:
+        report = device_report()
+    if not isinstance(report, DeviceReport):
+        raise TypeError(f"report must be a DeviceReport (amp_lessons.device.device_report()), got {report!r}")
+    yes = {True: "yes", False: "no"}
+    g, c = report.gpu, report.cpu
+    if g is None:
+        return TensorCoreTable(
+            TENSOR_CORE_GENERATIONS,
+            None,
+            f"this machine: no NVIDIA GPU — CPU: bf16 instructions {yes[c.bf16_hardware]}, "
+            f"fp16 instructions {yes[c.fp16_hardware]}",
+        )
+    gen = g.tensor_core_generation
+    cap = f"compute capability {g.capability[0]}.{g.capability[1]}"
+    if gen == 0:
+        why = "a ROCm GPU (not in this NVIDIA table)" if g.rocm else f"{g.architecture}: no tensor cores"
+        return TensorCoreTable(TENSOR_CORE_GENERATIONS, None, f"this machine: {g.name} ({cap}), {why}")
+    return TensorCoreTable(
+        TENSOR_CORE_GENERATIONS, gen, f"this machine: {g.name} ({cap}, {g.architecture}): generation {gen} tensor cores"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Shared checks
+# --------------------------------------------------------------------------------------------
+
+
+def _int(v, name: str, least: int = 1) -> int:
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < least:
+        raise ValueError(f"{name} must be an int >= {least}, got {v!r}")
+    return int(v)
+
+
+def _positive(v, name: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or math.isnan(v) or v <= 0:
+        raise ValueError(f"{name} must be a positive number of seconds (math.inf: no limit), got {v!r}")
+    return float(v)
+
+
+def _sync(d: torch.device) -> None:
+    if d.type == "cuda":
+        torch.cuda.synchronize(d)
+
+
+def _slow_fp16(d: torch.device, report: DeviceReport) -> bool:
+    return d.type == "cpu" and not report.cpu.fp16_hardware
+
+
+# --------------------------------------------------------------------------------------------
+# Sizing the work by what this machine measures
+# --------------------------------------------------------------------------------------------
+
+_RATE_DTYPES = ("fp32", "bf16", "fp16")
+_RATE_PROBE_SIZE = 256
+
+
+@functools.lru_cache(maxsize=None)
+def _cached_rates(device: str) -> tuple[tuple[str, float], ...]:
+    d = torch.device(device)
+    out = []
+    g = torch.Generator().manual_seed(0)
+    a32 = torch.randn(_RATE_PROBE_SIZE, _RATE_PROBE_SIZE, generator=g).to(d)
+    with _exact_fp32(d):
+        for dt in _RATE_DTYPES:
+            a = a32.to(_TORCH_DTYPES[dt])
+            t = timing.time_fn(lambda a=a: a @ a, device=d.type, warmup=1, repeats=5)
+            # the fastest call: a busy machine only ever makes calls slower, and the rate is a capability
+            out.append((dt, timing.matmul_flops(_RATE_PROBE_SIZE, _RATE_PROBE_SIZE, _RATE_PROBE_SIZE) / min(t.times_s)))
+    return tuple(out)
+
+
+def matmul_rates(device="cpu") -> dict[str, float]:
+    """FLOP/s of a 256x256x256 matmul in fp32 (IEEE), bf16 and fp16 on ``device``, measured once per
+    process (the fastest of 5 calls after a warm-up call: a few ms where the formats are fast, ~0.15 s
+    each where they take a slow fallback) and cached. The lessons size their work from these rates, so that a laptop whose CPU
+    has no bf16 or fp16 instructions (hundreds of times slower there) runs a smaller experiment
+    instead of running for minutes. Times predicted from these rates are estimates: fast kernels run
+    larger matmuls faster per FLOP, slow fallbacks run them slower (measured on an AVX2 CPU: bf16 at
+    3 GFLOP/s for 128^3, 1.4 for 256^3), so 256^3, the size of the lessons' matmuls, is what is timed."""
+    d = _device(device)
+    return dict(_cached_rates(str(d)))
+
+
+def _rate_note(dtype: str, rates: dict[str, float]) -> str:
+    here = f"{dtype} matmuls run at {rates[dtype] / 1e9:.3g} GFLOP/s here"
+    return here if dtype == "fp32" else f"{here} against {rates['fp32'] / 1e9:.3g} for fp32"
+
+
+def _halve_to_budget(label: str, start: int, predicted, budget_s: float, dtype: str, d: torch.device):
+    """``(size, sentence)``: ``start`` halved (down to 64) until ``predicted(size)`` seconds fit ``budget_s``;
+    the sentence says which size was used and, if it is not ``start``, why."""
+    size = start
+    while size > 64 and predicted(size) > budget_s:
+        size //= 2
+    if size == start:
+        return size, f"{label} {size}"
+    return size, (
+        f"{label} {size}, not {start}: {_rate_note(dtype, matmul_rates(d))}, and {start} would take "
+        f"about {predicted(start):.2g} s (budget_s={budget_s:g})"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Matmul throughput
+# --------------------------------------------------------------------------------------------
+
+_TORCH_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+_THROUGHPUT_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
+
+
+def _skip_reason(dtype: str, size: int, d: torch.device, report: DeviceReport, max_fp16_cpu_size: int):
+    g = report.gpu if d.type == "cuda" else None
+    if dtype == "tf32" and not (g is not None and g.tf32):
+        return "TF32 is a math mode of NVIDIA tensor cores (Ampere and newer); " + (
+            "this machine has no such GPU" if d.type == "cpu" else f"the {g.name if g else 'GPU'} has none"
+        )
+    if dtype == "fp8":
+        if not (g is not None and g.fp8):
+            return "fp8 matmuls need fp8 tensor cores (Ada Lovelace / Hopper and newer); " + (
+                "this machine has no such GPU" if d.type == "cpu" else f"the {g.name if g else 'GPU'} has none"
+            )
+        if size % 16:
+            return f"fp8 matmuls (torch._scaled_mm) need sizes divisible by 16, got {size}"
+    if dtype == "fp16" and _slow_fp16(d, report) and size > max_fp16_cpu_size:
+        return (
+            "fp16 matmuls on this CPU have no hardware support: ~hundreds of times slower; "
+            f"measured only up to {max_fp16_cpu_size}"
+        )
+    return None
+
+
+def _matmul_fn(dtype: str, size: int, d: torch.device):
+    g = torch.Generator().manual_seed(size)
+    a = torch.randn(size, size, generator=g).to(d)
+    b = torch.randn(size, size, generator=g).to(d)
+    if dtype == "fp8":
+        a8 = a.to(torch.float8_e4m3fn)
+        b8 = b.to(torch.float8_e4m3fn).t().contiguous().t()  # _scaled_mm wants b column-major
+        one = torch.tensor(1.0, device=d)
+        return lambda: torch._scaled_mm(
+            a8, b8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16
+        ), contextlib.nullcontext()
+    a, b = a.to(_TORCH_DTYPES[dtype]), b.to(_TORCH_DTYPES[dtype])
+    if dtype == "tf32":
+        ctx = fp32_precision(matmul="tf32")
+    elif dtype == "fp32":
+        ctx = _exact_fp32(d)
+    else:
+        ctx = contextlib.nullcontext()
+    return (lambda: a @ b), ctx
+
+
+def matmul_throughput(
+    sizes,
+    dtypes=("fp32", "bf16", "fp16"),
+    *,
+    device="cpu",
+    repeats: int = 5,
+    max_fp16_cpu_size: int = 256,
+    budget_s: float = 1.0,
+) -> list[dict]:
+    """TFLOP/s of square size^3 matmuls in each of ``dtypes`` ("fp32", "tf32", "bf16", "fp16",
+    "fp8"), timed with :func:`amp_lessons.timing.time_fn` (median of ``repeats``).
+
+    Rows ``{"size", "dtype", "median_s", "tflops", "percent_of_peak", "skipped"}``: ``percent_of_peak``
+    is the share of the GPU's spec-sheet peak (None on a CPU, or for a GPU not in ``SPEC_PEAKS``);
+    ``skipped`` is None for a measured row, else the reason (then the figures are None). Skipped:
+    "tf32"/"fp8" without a GPU that has them; on a CPU without fp16 instructions, "fp16" above
+    ``max_fp16_cpu_size`` (such a CPU runs fp16 matmuls hundreds of times slower); and any row whose
+    predicted time (warm-up and repeats, from the rate measured at the dtype's previous size, or from
+    :func:`matmul_rates` for its first) exceeds ``budget_s`` seconds, with the prediction in the reason:
+    a CPU without bf16 instructions runs bf16 matmuls tens of times slower than fp32, and the lesson must not
+    wait minutes for it."""
+    d = _device(device)
+    try:
+        sizes = [_int(s, "each size") for s in sizes]
+    except TypeError:
+        raise TypeError(f"sizes must be a list of positive ints, got {sizes!r}") from None
+    if not sizes:
+        raise ValueError("sizes is empty: give at least one matrix size")
+    dtypes = [dtypes] if isinstance(dtypes, str) else list(dtypes)
+    for dt in dtypes:
+        if dt not in _THROUGHPUT_DTYPES:
+            raise ValueError(f"unknown dtype {dt!r}: use some of {', '.join(map(repr, _THROUGHPUT_DTYPES))}")
+    if not dtypes:
+        raise ValueError("dtypes is empty: give at least one of " + ", ".join(_THROUGHPUT_DTYPES))
+    repeats = _int(repeats, "repeats")
+    max_fp16_cpu_size = _int(max_fp16_cpu_size, "max_fp16_cpu_size", 0)
+    budget_s = _positive(budget_s, "budget_s")
+    report = device_report()
+    warmup = 1 if d.type == "cpu" else 3
+    rate = {dt: r for dt, r in matmul_rates(d).items() if dt in dtypes}  # FLOP/s, updated as rows run
+    rows = []
+    for size in sizes:
+        for dt in dtypes:
+            flops = timing.matmul_flops(size, size, size)
+            row = {
+                "size": size,
+                "dtype": dt,
+                "median_s": None,
+                "tflops": None,
+                "percent_of_peak": None,
+                "skipped": _skip_reason(dt, size, d, report, max_fp16_cpu_size),
+            }
+            if row["skipped"] is None and dt in rate:
+                predicted = (warmup + repeats) * flops / rate[dt]
+                if predicted > budget_s:
+                    row["skipped"] = (
+                        f"{dt} at n={size} would take about {predicted:.2g} s here "
+                        f"({rate[dt] / 1e9:.3g} GFLOP/s measured), over budget_s={budget_s:g}"
+                    )
+            if row["skipped"] is None:
+                fn, ctx = _matmul_fn(dt, size, d)
+                with ctx:
+                    t = timing.time_fn(fn, device=d.type, warmup=warmup, repeats=repeats, flops=flops, dtype_key=dt)
+                row.update(median_s=t.median_s, tflops=t.tflops, percent_of_peak=t.percent_of_peak)
+                rate[dt] = flops / t.median_s
+            rows.append(row)
+    return rows
+
+
+def odd_size_effect(
+    base: int | None = None,
+    offsets=(0, 1, 7, 8),
+    dtype: str = "bf16",
+    *,
+    device="cpu",
+    repeats: int = 5,
+    budget_s: float = 2.0,
+) -> list[dict]:
+    """TFLOP/s of (base+offset)^3 matmuls in ``dtype``: the AMP recipe's "try batch 513" point
+    (tensor cores like sizes that are multiples of 8). Rows as :func:`matmul_throughput`, plus
+    ``"offset"`` and ``"relative_to_first"`` (this row's TFLOP/s over the first measured row's).
+    On a CPU the effect may be small or absent: measured, not assumed.
+
+    ``base=None`` (the default): 1024 on a CPU, 4096 on a GPU, halved (down to 64) until all the
+    rows are predicted to take at most ``budget_s`` seconds by :func:`matmul_rates` (on a CPU
+    without bf16 instructions a 1024^3 bf16 matmul takes over a second). Each row also carries
+    ``"base_chosen"``: a sentence saying which base was used and why."""
+    offs = [_int(o, "each offset", 0) for o in offsets]
+    if not offs:
+        raise ValueError("offsets is empty: give at least one offset (0 is the base size)")
+    d = _device(device)
+    repeats = _int(repeats, "repeats")
+    budget_s = _positive(budget_s, "budget_s")
+    if base is not None:
+        base = _int(base, "base")
+        why = f"base {base}, as asked"
+    else:
+        base = 1024 if d.type == "cpu" else 4096
+        rate = matmul_rates(d).get(dtype)
+        why = f"base {base}"
+        if rate:
+
+            def predicted(n):
+                return sum((2 + repeats) * timing.matmul_flops(n + o, n + o, n + o) for o in offs) / rate
+
+            base, why = _halve_to_budget("base", base, predicted, budget_s, dtype, d)
+    rows = matmul_throughput(
+        [base + o for o in offs], (dtype,), device=d, repeats=repeats, budget_s=math.inf
+    )  # sized above
+    first = next((r["tflops"] for r in rows if r["tflops"]), None)
+    for r, o in zip(rows, offs):
+        r["offset"] = o
+        r["relative_to_first"] = r["tflops"] / first if r["tflops"] and first else None
+        r["base_chosen"] = why
+    return rows
+
+
+# --------------------------------------------------------------------------------------------
+# Launch-bound: tiny work per op gains nothing
+# --------------------------------------------------------------------------------------------
+
+
+def _mlp_step_times(width: int, batch: int, d: torch.device, repeats: int) -> dict:
+    g = torch.Generator().manual_seed(0)
+    model = nn.Sequential(*[nn.Linear(width, width) for _ in range(3)]).to(d)
+    x = torch.randn(batch, width, generator=g).to(d)
+
+    def step(amp: bool):
+        def fn():
+            with torch.autocast(d.type, dtype=torch.bfloat16, enabled=amp):
+                loss = model(x).float().square().mean()
+            loss.backward()
+            model.zero_grad(set_to_none=True)
+
+        return fn
+
+    with _exact_fp32(d):
+        t32 = timing.time_fn(step(False), device=d.type, warmup=2, repeats=repeats)
+        t16 = timing.time_fn(step(True), device=d.type, warmup=2, repeats=repeats)
+    return {
+        "model": f"3 x Linear({width}, {width}), batch {batch}",
+        "flops_per_step": 3 * 3 * 2.0 * batch * width * width,  # forward + 2 backward matmuls per layer
+        "fp32_step_s": t32.median_s,
+        "bf16_autocast_step_s": t16.median_s,
+        "speedup": t32.median_s / t16.median_s,
+    }
+
+
+def launch_bound_demo(
+    *, device="cpu", repeats: int = 20, large_width: int | None = None, budget_s: float = 2.0
+) -> dict:
+    """One training step (forward, backward) of a tiny MLP (3 x Linear(64, 64), batch 8) in fp32
+    and under bf16 autocast, measured: with so little work per op the time is per-op overhead
+    (Python, dispatch, autocast's casts, kernel launches), so bf16 buys nothing. The same step of a
+    large MLP (batch = width) for contrast: ``large_width`` if given, else 512 on a CPU, 4096 on a
+    GPU, halved (down to 64) until its bf16 steps are predicted by :func:`matmul_rates` to take at
+    most ``budget_s`` seconds (a CPU without bf16 instructions runs them tens of times slower than fp32).
+
+    Returns ``{"tiny": {...}, "large": {...}}``, each ``{"model", "flops_per_step", "fp32_step_s",
+    "bf16_autocast_step_s", "speedup"}`` (speedup = fp32 time / bf16 time); "large" also has
+    ``"width_chosen"``, a sentence saying which width was used and why."""
+    d = _device(device)
+    repeats = _int(repeats, "repeats")
+    budget_s = _positive(budget_s, "budget_s")
+    large_repeats = max(3, repeats // 4)
+    if large_width is not None:
+        width = _int(large_width, "large_width")
+        why = f"width {width}, as asked"
+    else:
+        rate = matmul_rates(d)["bf16"]
+
+        def predicted(w):  # 3 layers x (forward + 2 backward) matmuls of w^3, warm-up 2
+            return (2 + large_repeats) * 9 * timing.matmul_flops(w, w, w) / rate
+
+        width, why = _halve_to_budget("width", 512 if d.type == "cpu" else 4096, predicted, budget_s, "bf16", d)
+    large = _mlp_step_times(width, width, d, large_repeats)
+    large["width_chosen"] = why
+    return {"tiny": _mlp_step_times(64, 8, d, repeats), "large": large}
+
+
+# --------------------------------------------------------------------------------------------
+# Peak memory
+# --------------------------------------------------------------------------------------------
+
+
+def peak_memory(fn, *, device="cpu") -> int:
+    """Peak bytes allocated while ``fn()`` runs, above what was allocated when it started
+    (tensors that already existed are not counted).
+
+    CUDA: ``torch.cuda.reset_peak_memory_stats`` then ``max_memory_allocated`` minus the bytes
+    allocated before. CPU (torch keeps no CPU peak counter): ``fn`` runs under
+    ``torch.profiler.profile(profile_memory=True)``, which logs every allocation and free of
+    torch's CPU allocator with its size and time; the running sum of those, in time order, has
+    its maximum at the high-water mark. Memory that is not a torch tensor (Python objects, numpy
+    arrays) is not seen, and the profiler slows ``fn`` down: do not time inside this."""
+    if not callable(fn):
+        raise TypeError(f"fn must be a callable taking no arguments, got {fn!r}")
+    d = _device(device)
+    if d.type == "cuda":
+        torch.cuda.synchronize(d)
+        before = torch.cuda.memory_allocated(d)
+        torch.cuda.reset_peak_memory_stats(d)
+        fn()
+        torch.cuda.synchronize(d)
+        return int(torch.cuda.max_memory_allocated(d) - before)
+    from torch.profiler import ProfilerActivity, profile
+
+    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+    with _quiet_fd2():
+        prof.__enter__()
+    try:
+        fn()
+    finally:
+        with _quiet_fd2():
+            prof.__exit__(None, None, None)
+    events = sorted(
+        (e.start_ns(), e.nbytes())
+        for e in prof.profiler.kineto_results.events()
+        if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU
+    )
+    current = peak = 0
+    for _, nbytes in events:
+        current += nbytes
+        peak = max(peak, current)
+    return int(peak)
+
+
+# --------------------------------------------------------------------------------------------
+# A tiny transformer and its data
+# --------------------------------------------------------------------------------------------
+
+
+class TinyTransformer(nn.Module):
+    """A small decoder-only (causal) transformer: token + position embeddings, ``n_layers``
+    pre-norm ``nn.TransformerEncoderLayer`` blocks with a causal mask, a final LayerNorm and a
+    linear head. ``forward(tokens)`` takes (batch, seq) token ids, returns (batch, seq, vocab) logits."""
+
+    def __init__(self, vocab: int = 64, d_model: int = 128, n_heads: int = 4, n_layers: int = 2, seq_len: int = 32):
+        super().__init__()
+        for name, v in (
+            ("vocab", vocab),
+            ("d_model", d_model),
+            ("n_heads", n_heads),
+            ("n_layers", n_layers),
+            ("seq_len", seq_len),
+        ):
+            _int(v, name)
+        if d_model % n_heads:
+            raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
+        self.vocab, self.seq_len = int(vocab), int(seq_len)
+        self.embed = nn.Embedding(vocab, d_model)
+        self.pos = nn.Parameter(torch.randn(seq_len, d_model) * 0.02)
+        self.layers = nn.ModuleList(
+            nn.TransformerEncoderLayer(
+                d_model, n_heads, dim_feedforward=4 * d_model, dropout=0.0, batch_first=True, norm_first=True
+            )
+            for _ in range(n_layers)
+        )
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, vocab)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        if tokens.dim() != 2 or tokens.shape[1] > self.seq_len:
+            raise ValueError(f"tokens must be (batch, seq) with seq <= {self.seq_len}, got shape {tuple(tokens.shape)}")
+        n = tokens.shape[1]
+        x = self.embed(tokens) + self.pos[:n].to(self.embed.weight.dtype)
+        mask = nn.Transformer.generate_square_subsequent_mask(n, device=tokens.device, dtype=x.dtype)
+        for layer in self.layers:
+            x = layer(x, src_mask=mask, is_causal=True)
+        return self.head(self.norm(x))
+
+
+def make_batches(seed: int, n: int, batch: int, seq_len: int, vocab: int, *, noise: float = 0.1) -> torch.Tensor:
+    """``n`` batches of token sequences, shape (n, batch, seq_len + 1), int64, generated from ``seed``.
+
+    Each sequence starts at a random token and then follows one fixed random permutation of the
+    vocabulary (the same for every batch of a seed): the next token is ``perm[token]``, except
+    with probability ``noise`` a random token. A model learns the rule within a few dozen steps;
+    the best achievable loss is about the noise's entropy. Inputs are ``b[:, :-1]``, targets ``b[:, 1:]``."""
+    seed = _int(seed, "seed", 0)
+    n, batch, seq_len, vocab = (
+        _int(v, name) for v, name in ((n, "n"), (batch, "batch"), (seq_len, "seq_len"), (vocab, "vocab"))
+    )
+    if vocab < 2:
+        raise ValueError(f"vocab must be at least 2, got {vocab}")
+    if not (isinstance(noise, (int, float)) and 0 <= noise <= 1):
+        raise ValueError(f"noise must be a probability in [0, 1], got {noise!r}")
+    g = torch.Generator().manual_seed(seed)
+    perm = torch.randperm(vocab, generator=g)
+    out = torch.empty(n, batch, seq_len + 1, dtype=torch.long)
+    out[:, :, 0] = torch.randint(vocab, (n, batch), generator=g)
+    flip = torch.rand(n, batch, seq_len, generator=g) < noise
+    rand = torch.randint(vocab, (n, batch, seq_len), generator=g)
+    for t in range(seq_len):
+        out[:, :, t + 1] = torch.where(flip[:, :, t], rand[:, :, t], perm[out[:, :, t]])
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Training, the AMP recipe's way
+# --------------------------------------------------------------------------------------------
+
+CONFIGS = ("fp32", "tf32", "bf16 autocast", "fp16 autocast + GradScaler")
+"""The training configurations of :func:`train`."""
+
+_CPU_MODEL = dict(vocab=64, d_model=256, n_heads=4, n_layers=2, seq_len=64)
+_GPU_MODEL = dict(vocab=512, d_model=768, n_heads=12, n_layers=6, seq_len=256)
+_CPU_RUN = dict(steps=40, batch=16)
+_GPU_RUN = dict(steps=100, batch=32)
+
+
+def _not_run_reason(config: str, d: torch.device, report: DeviceReport, allow_slow_fp16: bool) -> str | None:
+    g = report.gpu if d.type == "cuda" else None
+    if config == "tf32" and not (g is not None and g.tf32):
+        where = "this CPU" if d.type == "cpu" else f"the {g.name if g else 'GPU'}"
+        return (
+            f"not run: TF32 is a math mode of NVIDIA tensor cores (Ampere and newer) and {where} has none "
+            "(on a CPU the 'tf32' setting changes nothing: it would be the fp32 run again)"
+        )
+    if config == "fp16 autocast + GradScaler" and _slow_fp16(d, report) and not allow_slow_fp16:
+        return (
+            "not run: this CPU has no fp16 matrix instructions (AMX-FP16), so fp16 matmuls take a slow "
+            "fallback, hundreds of times slower than fp32; the run would take minutes and measure nothing "
+            "about mixed precision (pass allow_slow_fp16=True with a tiny model to run it anyway)"
+        )
+    if config == "bf16 autocast" and g is not None and not g.bf16:
+        return f"not run: the {g.name} has no bf16 tensor cores (Ampere and newer have them)"
+    return None
+
+
+# Smaller and smaller CPU sizes for :func:`training_plan`, the default first: (model kwargs, batch).
+_CPU_LADDER = (
+    (_CPU_MODEL, _CPU_RUN["batch"]),
+    (dict(_CPU_MODEL, d_model=128, seq_len=32), 16),
+    (dict(_CPU_MODEL, d_model=64, seq_len=32), 16),
+    (dict(_CPU_MODEL, d_model=64, seq_len=32), 8),
+)
+_CONFIG_DTYPE = {"fp32": "fp32", "tf32": "fp32", "bf16 autocast": "bf16", "fp16 autocast + GradScaler": "fp16"}
+
+
+def _step_flops(mk: dict, batch: int) -> float:
+    """Matmul FLOPs of one training step of a :class:`TinyTransformer` (forward x 3 for the backward):
+    per layer 12 d^2 weights (attention 4 d^2, feed-forward 8 d^2) per token, the head d x vocab,
+    and attention's two (seq x seq x d) products."""
+    d, n, seq, vocab = mk["d_model"], mk["n_layers"], mk["seq_len"], mk["vocab"]
+    tokens = batch * seq
+    forward = 2 * tokens * (n * 12 * d * d + d * vocab) + n * 2 * 2 * batch * seq * seq * d
+    return 3.0 * forward
+
+
+def training_plan(*, device="cpu", budget_s: float = 8.0, allow_slow_fp16: bool = False) -> dict:
+    """The model and batch that :func:`train` uses by default on ``device``, chosen from a measurement.
+
+    On a GPU: d_model 768, 6 layers, 256 tokens, batch 32, 100 steps. On a CPU: the first of four
+    sizes, from d_model 256 / 64 tokens / batch 16 (40 steps) down to d_model 64 / 32 tokens / batch 8,
+    whose run of every configuration that runs here (see :func:`train`) is predicted to take at most
+    ``budget_s`` seconds, predicted from each dtype's :func:`matmul_rates` and the step's matmul FLOPs
+    (an estimate: on the AVX2 CPU it was checked on, about 2x the time the runs took). On a CPU with bf16 instructions the default fits; on one without
+    (most laptops), bf16 matmuls run tens of times slower than fp32 and the model is scaled down for every
+    configuration alike, so that the runs stay comparable. The smallest size is used if none fits.
+
+    Returns ``{"model": TinyTransformer kwargs, "batch", "steps", "configs": those that run here,
+    "predicted_s": {config: seconds} (CPU only, else None), "scaled_down": bool, "note": a sentence
+    saying what was chosen and why}``."""
+    d = _device(device)
+    budget_s = _positive(budget_s, "budget_s")
+    if not isinstance(allow_slow_fp16, bool):
+        raise TypeError(f"allow_slow_fp16 must be True or False, got {allow_slow_fp16!r}")
+    report = device_report()
+    configs = [c for c in CONFIGS if _not_run_reason(c, d, report, allow_slow_fp16) is None]
+    if d.type != "cpu":
+        return {
+            "model": dict(_GPU_MODEL),
+            "batch": _GPU_RUN["batch"],
+            "steps": _GPU_RUN["steps"],
+            "configs": configs,
+            "predicted_s": None,
+            "scaled_down": False,
+            "note": "GPU: the full-size model (d_model 768, 6 layers, 256 tokens, batch 32, 100 steps)",
+        }
+    rates = matmul_rates(d)
+    steps = _CPU_RUN["steps"]
+
+    def predicted(mk, batch):
+        return {c: steps * _step_flops(mk, batch) / rates[_CONFIG_DTYPE[c]] for c in configs}
+
+    for mk, batch in _CPU_LADDER:
+        pred = predicted(mk, batch)
+        if sum(pred.values()) <= budget_s:
+            break
+    scaled = mk is not _CPU_MODEL or batch != _CPU_RUN["batch"]
+    size = f"d_model {mk['d_model']}, {mk['n_layers']} layers, {mk['seq_len']} tokens, batch {batch}, {steps} steps"
+    if scaled:
+        full = predicted(_CPU_MODEL, _CPU_RUN["batch"])
+        slowest = min(configs, key=lambda c: rates[_CONFIG_DTYPE[c]])
+        note = (
+            f"scaled down to {size} for every configuration: "
+            f"{_rate_note(_CONFIG_DTYPE[slowest], rates)} (measured), so the full-size model "
+            f"(d_model 256, 64 tokens, batch 16) would take about {sum(full.values()):.0f} s "
+            f"over the budget of {budget_s:g} s"
+        )
+    else:
+        note = f"full size: {size} (about {sum(pred.values()):.1f} s predicted for {len(configs)} runs)"
+    return {
+        "model": dict(mk),
+        "batch": batch,
+        "steps": steps,
+        "configs": configs,
+        "predicted_s": pred,
+        "scaled_down": scaled,
+        "note": note,
+    }
+
+
+def amp_step(model: nn.Module, optimizer, config: str, device_type: str):
+    """The training step of ``config`` (one of :data:`CONFIGS`), the AMP recipe's way: one function for
+    every precision, with ``enabled=`` switches instead of if/else copies. Returns ``step(x, y)`` that
+    runs forward, loss, backward and the optimizer step on a batch of token ids and returns the loss.
+
+    The loss is computed from logits upcast to fp32: under CUDA autocast ``cross_entropy`` has no
+    autocast entry and would take fp16/bf16 logits as they are."""
+    use_amp = config in ("bf16 autocast", "fp16 autocast + GradScaler")
+    amp_dtype = torch.float16 if config.startswith("fp16") else torch.bfloat16
+    scaler = torch.amp.GradScaler(device_type, enabled=config == "fp16 autocast + GradScaler")
+
+    def step(x: torch.Tensor, y: torch.Tensor) -> float:
+        with torch.autocast(device_type, dtype=amp_dtype, enabled=use_amp):
+            logits = model(x)
+            loss = nn.functional.cross_entropy(logits.float().flatten(0, 1), y.flatten())
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)
+        return loss.item()
+
+    return step
+
+
+def train(
+    config: str,
+    *,
+    steps: int | None = None,
+    device="cpu",
+    seed: int = 0,
+    progress: bool = True,
+    model_kwargs: dict | None = None,
+    batch: int | None = None,
+    lr: float = 3e-3,
+    allow_slow_fp16: bool = False,
+    make_step=None,
+) -> dict:
+    """Train a :class:`TinyTransformer` on :func:`make_batches` data in one of :data:`CONFIGS`.
+
+    One loop for all four: each step is ``make_step(model, optimizer, config, device_type)(x, y)``,
+    by default :func:`amp_step` (the AMP recipe: ``torch.autocast(device, dtype, enabled=...)``,
+    ``torch.amp.GradScaler(device, enabled=...)``); lesson 06 passes its own, written in the notebook.
+    TF32 through :func:`amp_lessons.tf32.fp32_precision` (fp32 runs with IEEE fp32 matmuls). AdamW,
+    a fresh batch each step, same start and data for every config of a seed.
+
+    Defaults: :func:`training_plan` (with ``allow_slow_fp16``): on a CPU a small model (d_model 256,
+    2 layers, 64 tokens; 40 steps of batch 16: about 2 s per config on a 2-core CPU with bf16
+    instructions), scaled down for every config alike where the measured bf16/fp16 matmul rate says
+    the runs would take too long; on a GPU a larger one (d_model 768, 6 layers, 256 tokens; 100 steps
+    of batch 32). ``model_kwargs`` overrides the model's sizes, ``batch`` and ``steps`` the run's.
+
+    Returns ``{"config", "ran": True, "loss": [per step], "final_loss", "step_time_s": median
+    step time (synchronised on a GPU), "peak_memory_bytes": :func:`peak_memory` of the last step
+    (activations, gradients, optimizer temporaries; not the parameters and optimizer state that
+    already existed), "device", "steps", "model"}``; or ``{"config", "ran": False, "reason"}``
+    where the config cannot be run meaningfully here (TF32 without an Ampere+ GPU; fp16 on a CPU
+    without fp16 instructions unless ``allow_slow_fp16``)."""
+    if config not in CONFIGS:
+        raise ValueError(f"unknown config {config!r}: use one of {', '.join(map(repr, CONFIGS))}")
+    make_step = amp_step if make_step is None else make_step
+    if not callable(make_step):
+        raise TypeError(
+            f"make_step must be a function (model, optimizer, config, device_type) -> step(x, y), got {make_step!r}"
+        )
+    d = _device(device)
+    reason = _not_run_reason(config, d, device_report(), allow_slow_fp16)
+    if reason:
+        return {"config": config, "ran": False, "reason": reason}
+    plan = training_plan(device=d, allow_slow_fp16=allow_slow_fp16)
+    steps = _int(steps if steps is not None else plan["steps"], "steps", 2)
+    batch = _int(batch if batch is not None else plan["batch"], "batch")
+    mk = plan["model"]
+    if model_kwargs is not None:
+        if not isinstance(model_kwargs, dict):
+            raise TypeError(f"model_kwargs must be a dict of TinyTransformer arguments, got {model_kwargs!r}")
+        mk.update(model_kwargs)
+    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
+        raise ValueError(f"lr must be a positive number, got {lr!r}")
+
+    torch.manual_seed(seed)
+    model = TinyTransformer(**mk).to(d)
+    data = make_batches(seed, steps, batch, mk["seq_len"], mk["vocab"]).to(d)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+
+    precision = fp32_precision(matmul="tf32") if config == "tf32" else _exact_fp32(d)
+    step_fn = make_step(model, opt, config, d.type)
+    if not callable(step_fn):
+        raise TypeError(
+            f"make_step(model, optimizer, config, device_type) must return a callable step(x, y), got {step_fn!r}"
+        )
+
+    def step(i: int) -> float:
+        loss = step_fn(data[i, :, :-1], data[i, :, 1:])
+        if isinstance(loss, bool) or not isinstance(loss, numbers.Real):
+            raise TypeError(f"the step made by make_step must return the loss as a float (loss.item()), got {loss!r}")
+        return float(loss)
+
+    losses, times = [], []
+    with precision:
+        for i in tqdm(range(steps - 1), desc=config, disable=not progress, leave=False):
+            _sync(d)
+            t0 = time.perf_counter()
+            losses.append(step(i))  # .item() waits for the GPU
+            times.append(time.perf_counter() - t0)
+        box = []
+        peak = peak_memory(lambda: box.append(step(steps - 1)), device=d)
+        losses.append(box[0])
+    return {
+        "config": config,
+        "ran": True,
+        "loss": losses,
+        "final_loss": losses[-1],
+        "step_time_s": statistics.median(times[1:] if len(times) > 1 else times),
+        "peak_memory_bytes": peak,
+        "device": str(d) if d.type == "cpu" else torch.cuda.get_device_name(d),
+        "steps": steps,
+        "model": dict(mk, batch=batch),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Inference
+# --------------------------------------------------------------------------------------------
+
+
+def _param_bytes(model: nn.Module) -> int:
+    return sum(p.numel() * p.element_size() for p in model.parameters())
+
+
+def inference_compare(
+    *, device="cpu", seed: int = 0, model: nn.Module | None = None, batch: int = 4, repeats: int = 5
+) -> list[dict]:
+    """Logits of one model (default: a seeded, freshly initialised :class:`TinyTransformer`;
+    pass a trained ``model`` to compare that) run four ways on one batch of :func:`make_batches`:
+    "fp32"; "bf16 autocast" (fp32 weights, matmuls in bf16); "bf16 weights" (``.to(torch.bfloat16)``,
+    everything bf16); "fp16 weights" (``.half()``).
+
+    Rows ``{"variant", "max_abs_error" (max |logits - fp32 logits|), "time_s" (median forward),
+    "param_bytes", "output_dtype", "note"}``. On a CPU without fp16 instructions the fp16 row is
+    timed once (it is slow there: the note says so)."""
+    d = _device(device)
+    batch, repeats = _int(batch, "batch"), _int(repeats, "repeats")
+    if model is None:
+        torch.manual_seed(seed)
+        model = TinyTransformer(**(_CPU_MODEL if d.type == "cpu" else _GPU_MODEL))
+    if not isinstance(model, TinyTransformer):
+        raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
+    model = model.to(d).eval()
+    tokens = make_batches(seed, 1, batch, model.seq_len, model.vocab)[0, :, :-1].to(d)
+    slow16 = _slow_fp16(d, device_report())
+    variants = [
+        ("fp32", model, False, ""),
+        ("bf16 autocast", model, True, "weights stay fp32; autocast casts them per matmul"),
+        ("bf16 weights", copy.deepcopy(model).to(torch.bfloat16), False, ".to(torch.bfloat16): everything bf16"),
+        (
+            "fp16 weights",
+            copy.deepcopy(model).half(),
+            False,
+            ".half(): everything fp16"
+            + ("; this CPU has no fp16 instructions (fallback path): timed once" if slow16 else ""),
+        ),
+    ]
+    rows, ref = [], None
+    with torch.inference_mode(), _exact_fp32(d):
+        for name, m, amp, note in variants:
+
+            def fwd(m=m, amp=amp):
+                with torch.autocast(d.type, dtype=torch.bfloat16, enabled=amp):
+                    return m(tokens)
+
+            out = fwd()
+            few = name == "fp16 weights" and slow16
+            t = timing.time_fn(fwd, device=d.type, warmup=0 if few else 2, repeats=1 if few else repeats)
+            if ref is None:
+                ref = out.float()
+            rows.append(
+                {
+                    "variant": name,
+                    "max_abs_error": (out.float() - ref).abs().max().item(),
+                    "time_s": t.median_s,
+                    "param_bytes": _param_bytes(m),
+                    "output_dtype": str(out.dtype).replace("torch.", ""),
+                    "note": note,
+                }
+            )
+    return rows
+
+
+def overflow_demo() -> dict:
+    """A tiny layer whose activations exceed fp16's largest value (65504): Linear(8, 8) with
+    weights 100 x identity on inputs up to 2000 (activations up to 2e5), then LayerNorm and a
+    Linear(8, 4) head, in fp32, ``.half()`` and ``.to(torch.bfloat16)`` (CPU, a few µs).
+
+    fp16 stores the big activations as inf, LayerNorm turns inf - inf into NaN; bf16 has fp32's
+    range and stays finite (with bf16's ~3-digit precision). Returns ``{"max_activation",
+    "fp16_max", "outputs": {name: list of floats}, "fp16_finite", "bf16_finite",
+    "bf16_max_abs_error"}``."""
+    g = torch.Generator().manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8), nn.Linear(8, 4))
+    with torch.no_grad():
+        model[0].weight.copy_(100.0 * torch.eye(8))
+        model[0].bias.zero_()
+        model[2].weight.copy_(torch.randn(4, 8, generator=g) / math.sqrt(8))
+        model[2].bias.zero_()
+    x = torch.linspace(-2000.0, 2000.0, 8).reshape(1, 8) + torch.tensor([[0, 7, 0, 3, 0, 1, 0, 5.0]])
+    outs, act = {}, None
+    with torch.inference_mode(), fp32_precision(cpu_matmul="ieee"):
+        act = model[0](x).abs().max().item()
+        for name, dtype in (("fp32", torch.float32), ("fp16", torch.float16), ("bf16", torch.bfloat16)):
+            outs[name] = copy.deepcopy(model).to(dtype)(x.to(dtype)).float()
+    return {
+        "max_activation": act,
+        "fp16_max": torch.finfo(torch.float16).max,
+        "outputs": {k: v.reshape(-1).tolist() for k, v in outs.items()},
+        "fp16_finite": bool(torch.isfinite(outs["fp16"]).all()),
+        "bf16_finite": bool(torch.isfinite(outs["bf16"]).all()),
+        "bf16_max_abs_error": (outs["bf16"] - outs["fp32"]).abs().max().item(),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# Reference experiments (recorded on a GPU; runnable small on a CPU)
+# --------------------------------------------------------------------------------------------
+
+
+def record_matmul_throughput(device: str = "cuda", size: int = 8192) -> dict:
+    """size^3 matmul TFLOP/s in fp32, TF32, bf16, fp16 and fp8 (where the GPU has them), with the
+    share of the spec peak, and time_fn against triton's do_bench on the bf16 matmul."""
+    d = _device(device)
+    dtypes = ("fp32", "tf32", "bf16", "fp16", "fp8") if d.type == "cuda" else ("fp32", "bf16")
+    out = {"shape": f"{size}^3"}
+    for r in matmul_throughput([size], dtypes, device=d, repeats=10):
+        k = r["dtype"]
+        if r["skipped"]:
+            out[f"{k}_skipped"] = r["skipped"]
+            continue
+        out[f"{k}_time_s"] = r["median_s"]
+        out[f"{k}_tflops"] = r["tflops"]
+        if r["percent_of_peak"] is not None:
+            out[f"{k}_percent_of_spec_peak"] = r["percent_of_peak"]
+    if d.type == "cuda":
+        try:
+            from triton.testing import do_bench
+        except ImportError:
+            out["do_bench"] = "triton not installed: no comparison"
+        else:
+            fn, _ = _matmul_fn("bf16", size, d)
+            ms = do_bench(fn, return_mode="median")
+            out["bf16_do_bench_time_s"] = ms / 1e3
+            if "bf16_time_s" in out:
+                out["time_fn_over_do_bench"] = out["bf16_time_s"] / (ms / 1e3)
+    return out
+
+
+def record_training(
+    device: str = "cuda", steps: int | None = None, model_kwargs: dict | None = None, batch: int | None = None
+) -> dict:
+    """Step time, peak memory of a step and final loss of :func:`train` for each config that runs."""
+    d = _device(device)
+    out = {}
+    for cfg in CONFIGS:
+        r = train(cfg, steps=steps, device=d, progress=False, model_kwargs=model_kwargs, batch=batch)
+        key = cfg.split()[0]
+        if not r["ran"]:
+            out[f"{key}_not_run"] = r["reason"]
+            continue
+        out[f"{key}_step_time_s"] = r["step_time_s"]
+        out[f"{key}_peak_memory_bytes"] = r["peak_memory_bytes"]
+        out[f"{key}_final_loss"] = r["final_loss"]
+        out["model"] = ", ".join(f"{k}={v}" for k, v in r["model"].items())
+    return out

@@ -1,0 +1,72 @@
+"""Lesson 03, fp16 overflow, underflow and swamping: running sums in any format, lost updates and
+master weights, gradient census.
+
+`from amp_lessons import fp16` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`."""
+
+from .checks import (
+    check_lost_update,
+    check_stall_value,
+)
+from .experiments import (
+    CENSUS_CATEGORIES,
+    CLASSES,
+    census_fractions,
+    check_copies,
+    classify,
+    classify_codes,
+    gradient_census,
+    gradient_census_of,
+    kahan_sum,
+    lost_update_fraction,
+    running_sum,
+    running_sums_of_copies,
+    small_batch,
+    small_model,
+    sum_copies,
+    train_master_weights,
+    update_survives,
+)
+from .explorers import (
+    MagnitudeExplorer,
+    SumExplorer,
+    magnitude_explorer,
+    sum_explorer,
+)
+from .plots import (
+    REGION_FORMATS,
+    plot_format_regions,
+    plot_gradient_histogram,
+    plot_loss_curves,
+    plot_running_sums,
+)
+
+__all__ = [
+    "CENSUS_CATEGORIES",
+    "CLASSES",
+    "MagnitudeExplorer",
+    "REGION_FORMATS",
+    "SumExplorer",
+    "census_fractions",
+    "check_copies",
+    "check_lost_update",
+    "check_stall_value",
+    "classify",
+    "classify_codes",
+    "gradient_census",
+    "gradient_census_of",
+    "kahan_sum",
+    "lost_update_fraction",
+    "magnitude_explorer",
+    "plot_format_regions",
+    "plot_gradient_histogram",
+    "plot_loss_curves",
+    "plot_running_sums",
+    "running_sum",
+    "running_sums_of_copies",
+    "small_batch",
+    "small_model",
+    "sum_copies",
+    "sum_explorer",
+    "train_master_weights",
+    "update_survives",
+]

@@ -1,0 +1,61 @@
+"""Lesson 07, fp8: fp8 casts and scaling (per-tensor, delayed, block-wise), torch._scaled_mm, an fp8 linear layer.
+
+`from amp_lessons import fp8` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`."""
+
+from .checks import (
+    check_amax_scale,
+    check_fp8_format_choice,
+)
+from .experiments import (
+    BLOCK_SHAPES,
+    SCALING_METHODS,
+    DelayedScaler,
+    Fp8Linear,
+    Fp8LinearFn,
+    amax_scale,
+    as_matrix,
+    block_scale_map,
+    blockwise_fake_quantize,
+    cast_stats,
+    fake_quantize,
+    fp8_linear_check,
+    model_tensors,
+    scaled_mm_compare,
+    scaling_errors,
+    torch_fp8_overflow,
+    values_in,
+)
+from .explorers import (
+    Fp8ScalingExplorer,
+    fp8_scaling_explorer,
+)
+from .plots import (
+    plot_fp8_window,
+    plot_scaling_errors,
+)
+
+__all__ = [
+    "BLOCK_SHAPES",
+    "DelayedScaler",
+    "Fp8Linear",
+    "Fp8LinearFn",
+    "Fp8ScalingExplorer",
+    "SCALING_METHODS",
+    "amax_scale",
+    "as_matrix",
+    "block_scale_map",
+    "blockwise_fake_quantize",
+    "cast_stats",
+    "check_amax_scale",
+    "check_fp8_format_choice",
+    "fake_quantize",
+    "fp8_linear_check",
+    "fp8_scaling_explorer",
+    "model_tensors",
+    "plot_fp8_window",
+    "plot_scaling_errors",
+    "scaled_mm_compare",
+    "scaling_errors",
+    "torch_fp8_overflow",
+    "values_in",
+]

@@ -1,0 +1,624 @@
+"""Lesson 07's experiments: fp8 and the scaling that makes it usable.
+
+fp8 has so little range that no tensor fits in it as it is: every fp8 recipe multiplies a tensor by a
+*scale* before the cast and divides by it afterwards. This module builds those recipes from the
+formats engine, each checked bit for bit against torch's own float8 casts where torch has them:
+
+- what the installed torch's casts do on overflow (:func:`torch_fp8_overflow`; it changed across
+  versions) and how many values a format has in a range (:func:`values_in`);
+- scales: per-tensor "current" scaling (:func:`amax_scale`), Transformer-Engine-style delayed
+  scaling (:class:`DelayedScaler`) and per-block scaling (:func:`blockwise_fake_quantize`), all
+  through :func:`fake_quantize` (cast to fp8 with a scale and back, as float32);
+- their errors on a small model's real tensors (:func:`model_tensors`, :func:`scaling_errors`);
+- an fp8 matmul through ``torch._scaled_mm`` against bf16, fp32 and its bit-exact emulation
+  (:func:`scaled_mm_compare`), and a miniature fp8 linear layer trained the way fp8 recipes do
+  (:class:`Fp8Linear`, :func:`fp8_linear_check`).
+
+Everything runs on a CPU (the casts are emulated bit-exactly, and ``torch._scaled_mm`` has a CPU
+kernel); only speed needs a GPU with fp8 tensor cores (Ada Lovelace, Hopper and newer).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+
+import torch
+
+from .._runtime import exact_fp32 as _exact_fp32, one_thread as _one_thread, parse_device as _device
+from .._validate import int_at_least as _int, positive as _positive
+from ..device import gpu_info
+from ..formats import FloatFormat, get_format, quantize, representable_values
+from ..fp16.experiments import small_batch, small_model
+from ..timing import matmul_flops, time_fn
+
+__all__ = [
+    "BLOCK_SHAPES",
+    "DelayedScaler",
+    "Fp8Linear",
+    "Fp8LinearFn",
+    "SCALING_METHODS",
+    "amax_scale",
+    "as_matrix",
+    "block_scale_map",
+    "blockwise_fake_quantize",
+    "cast_stats",
+    "fake_quantize",
+    "fp8_linear_check",
+    "model_tensors",
+    "scaled_mm_compare",
+    "scaling_errors",
+    "torch_fp8_overflow",
+    "values_in",
+]
+
+SCALING_METHODS = ("no scaling", "per-tensor", "delayed", "block 1x128", "block 128x128")
+"""The methods :func:`scaling_errors` knows ("block RxC" for any block shape works too)."""
+
+BLOCK_SHAPES = {"1x32": (1, 32), "1x128": (1, 128), "128x128": (128, 128)}
+"""Common block shapes: 1x32 (OCP MX formats, power-of-two scales), 1x128 (activations and
+gradients) and 128x128 (weights) of recent large-model fp8 recipes (e.g. DeepSeek-V3)."""
+
+_PROBES = (500.0, 1e5, math.inf, math.nan)
+
+
+# --- checks ------------------------------------------------------------------------------------
+
+
+def _tensor(x, what: str = "x") -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{what} must be a floating-point tensor, got {x.dtype}")
+    return x.detach().float()
+
+
+def _f32(v: float) -> float:
+    """``v`` rounded to float32 (scales are float32 numbers, as ``_scaled_mm`` and recipes keep them)."""
+    return float(torch.tensor(v, dtype=torch.float32))
+
+
+def _to_fp8(x: torch.Tensor, dtype: torch.dtype = torch.float8_e4m3fn) -> torch.Tensor:
+    """``x`` clamped to the fp8 dtype's finite range, then cast, as fp8 recipes do (Transformer
+    Engine, torchao): the result does not depend on what the installed torch's cast makes of an
+    overflow (torch 2.13 saturates float8_e4m3fn to 448, torch 2.11 gave NaN). NaN stays NaN."""
+    big = torch.finfo(dtype).max
+    return x.clamp(-big, big).to(dtype)
+
+
+# --- facts of the installed torch ---------------------------------------------------------------
+
+
+def torch_fp8_overflow() -> dict:
+    """What the installed torch's casts to ``float8_e4m3fn`` and ``float8_e5m2`` make of 500.0, 1e5,
+    inf and NaN, measured now: ``{"float8_e4m3fn": {"500.0": 448.0, "100000.0": ..., "inf": ...,
+    "nan": ...}, "float8_e5m2": {...}}``. (torch 2.13: e4m3fn saturates to 448; older torch gave
+    NaN; e5m2 overflows to inf.)"""
+    probe = torch.tensor(_PROBES, dtype=torch.float32)
+    out = {}
+    for dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
+        got = probe.to(dtype).float().tolist()
+        out[str(dtype).removeprefix("torch.")] = {repr(p): g for p, g in zip(_PROBES, got)}
+    return out
+
+
+def values_in(fmt, lo: float, hi: float) -> int:
+    """How many finite values of ``fmt`` (a format of at most 16 bits) lie in ``[lo, hi)``
+    (zero counted once)."""
+    f = get_format(fmt)
+    lo, hi = float(lo), float(hi)
+    if not lo < hi:
+        raise ValueError(f"need lo < hi, got lo={lo!r}, hi={hi!r}")
+    v = representable_values(f, positive_only=False).double()
+    return int(((v >= lo) & (v < hi)).sum())
+
+
+# --- scales and fake quantization ----------------------------------------------------------------
+
+
+def amax_scale(x, fmt="fp8_e4m3", *, margin: int = 0, power_of_two: bool = False) -> float:
+    """Per-tensor ("current") scale: ``s = fmt.max / 2**margin / amax(x)``, so that the largest
+    magnitude of ``x * s`` lands at ``fmt.max`` (``margin`` binades below it). Returned as a float32
+    number; ``power_of_two=True`` rounds it down to a power of two (then scaling is exact).
+    An all-zero ``x`` gives 1.0; a non-finite amax raises ValueError (skip that step's scale update,
+    as recipes do)."""
+    f = get_format(fmt)
+    x = _tensor(x)
+    margin = _int(margin, "margin", 0)
+    if not isinstance(power_of_two, bool):
+        raise TypeError(f"power_of_two must be True or False, got {power_of_two!r}")
+    amax = float(x.abs().max()) if x.numel() else 0.0
+    return _scale_from_amax(amax, f, margin, power_of_two)
+
+
+def _scale_from_amax(amax: float, f: FloatFormat, margin: int, power_of_two: bool) -> float:
+    if not math.isfinite(amax):
+        raise ValueError(f"amax is {amax}: the tensor holds inf or NaN, so no scale fits it")
+    if amax == 0:
+        return 1.0
+    s = math.ldexp(f.max, -margin) / amax
+    if power_of_two:
+        return math.ldexp(1.0, math.floor(math.log2(s)))
+    s32 = _f32(s)
+    if not (s32 > 0 and math.isfinite(s32)):
+        raise ValueError(f"amax={amax:g} needs the scale {s:g}, which float32 cannot hold")
+    return s32
+
+
+def fake_quantize(x, fmt="fp8_e4m3", scale=1.0) -> torch.Tensor:
+    """Cast ``x * scale`` to ``fmt`` and back, divided by ``scale``, as float32:
+    ``quantize(x * scale, fmt) / scale``. Where torch has the format as a dtype this equals
+    ``(x * scale).to(dtype).float() / scale`` bit for bit for values in range. Overflow follows the
+    format, not the installed torch: e4m3 saturates to +-448 (what fp8 recipes get by clamping before
+    the cast, and what torch 2.13's cast does; torch 2.11's gave NaN), e5m2 overflows to inf. ``scale`` is a positive
+    number or a tensor broadcastable to ``x`` (per-block scales)."""
+    f = get_format(fmt)
+    x = _tensor(x)
+    if isinstance(scale, torch.Tensor) and scale.numel() > 1:
+        if not bool(((scale > 0) & torch.isfinite(scale)).all()):
+            raise ValueError("every scale must be a positive finite number")
+        s = scale.float()
+    else:
+        s = _positive(scale, "scale")
+    return quantize(x * s, f) / s
+
+
+class DelayedScaler:
+    """Delayed scaling, as NVIDIA Transformer Engine does it: the scale used at a step comes from the
+    largest amax in a history of the *previous* steps' amaxes (``history_len`` of them), so the cast
+    needs no extra pass over the tensor to find its amax first; the current amax is only recorded.
+    At the first step (empty history) the current amax is used.
+
+    "Current" per-tensor scaling (:func:`amax_scale` on the tensor itself) always fits the tensor;
+    delayed scaling lags by one step: if the tensor grows past the history's maximum, its largest
+    values saturate (e4m3) or overflow to inf (e5m2) at that step; if it shrinks, the history keeps
+    the scale small for ``history_len`` steps and small values lose precision or flush to zero.
+
+    ``.scale`` is the scale the next :meth:`quantize` will use (None before the first step),
+    ``.last_scale`` the one the last call used, ``.history`` the recorded amaxes, oldest first."""
+
+    def __init__(self, fmt="fp8_e4m3", history_len: int = 16, margin: int = 0):
+        self.fmt = get_format(fmt)
+        self.history_len = _int(history_len, "history_len", 1)
+        self.margin = _int(margin, "margin", 0)
+        self._history: deque[float] = deque(maxlen=self.history_len)
+        self.last_scale: float | None = None
+
+    @property
+    def history(self) -> list[float]:
+        return list(self._history)
+
+    @property
+    def scale(self) -> float | None:
+        if not self._history:
+            return None
+        return _scale_from_amax(max(self._history), self.fmt, self.margin, False)
+
+    def quantize(self, x) -> torch.Tensor:
+        """Fake-quantize ``x`` with the scale from the history, then record ``amax(x)``."""
+        x = _tensor(x)
+        amax = float(x.abs().max()) if x.numel() else 0.0
+        s = self.scale
+        if s is None:
+            s = _scale_from_amax(amax, self.fmt, self.margin, False)
+        q = fake_quantize(x, self.fmt, s)
+        self.last_scale = s
+        if math.isfinite(amax):  # a step with inf/NaN does not poison the history
+            self._history.append(amax)
+        return q
+
+    def __repr__(self) -> str:
+        return (
+            f"DelayedScaler({self.fmt.name}, history_len={self.history_len}, margin={self.margin}, "
+            f"scale={self.scale}, history of {len(self._history)})"
+        )
+
+
+def _block(block) -> tuple[int, int]:
+    if isinstance(block, str) and block in BLOCK_SHAPES:
+        return BLOCK_SHAPES[block]
+    if not (isinstance(block, (tuple, list)) and len(block) == 2):
+        raise ValueError(
+            f"block must be a pair (rows, cols) such as (1, 128), or one of "
+            f"{', '.join(map(repr, BLOCK_SHAPES))}; got {block!r}"
+        )
+    return _int(block[0], "block rows", 1), _int(block[1], "block cols", 1)
+
+
+def _block_scales(x: torch.Tensor, f: FloatFormat, br: int, bc: int, power_of_two: bool):
+    """Per-block scales (float32, shape (ceil(R/br), ceil(C/bc))) and the padded, blocked view."""
+    rows, cols = x.shape
+    pr, pc = -rows % br, -cols % bc
+    xp = torch.nn.functional.pad(x, (0, pc, 0, pr)) if pr or pc else x
+    nr, nc = xp.shape[0] // br, xp.shape[1] // bc
+    blocks = xp.reshape(nr, br, nc, bc)
+    amax = blocks.abs().amax(dim=(1, 3)).double()
+    if not bool(torch.isfinite(amax).all()):
+        raise ValueError("x holds inf or NaN: no block scale fits it")
+    s = f.max / amax
+    if power_of_two:
+        s = torch.exp2(torch.floor(torch.log2(s)))
+    s = torch.where(amax == 0, torch.ones_like(s), s).float()
+    if not bool(torch.isfinite(s).all()):
+        raise ValueError("a block's amax is so small that its scale overflows float32")
+    return s, blocks
+
+
+def blockwise_fake_quantize(x, block=(1, 128), fmt="fp8_e4m3", *, power_of_two: bool = False):
+    """Per-block amax scaling of a 2-D tensor: each ``block`` tile (rows x cols) gets its own scale
+    ``fmt.max / amax(tile)`` (1.0 for an all-zero tile), is fake-quantized with it and divided back.
+    1x128 tiles are what recent large-model fp8 recipes use for activations and gradients, 128x128
+    for weights; 1x32 with ``power_of_two=True`` is the OCP MX layout.
+
+    A shape that the block does not divide is allowed: the last tiles are partial (computed as if
+    padded with zeros, which change no amax). Vectorised: one reshape, no loop over blocks.
+
+    Returns ``(dequantized x, scales)`` with scales of shape ``(ceil(R/br), ceil(C/bc))``."""
+    f = get_format(fmt)
+    x = _tensor(x)
+    if x.dim() != 2:
+        raise ValueError(
+            f"blockwise_fake_quantize needs a 2-D tensor (rows x cols), got shape {tuple(x.shape)}; "
+            "reshape it first, e.g. x.reshape(-1, x.shape[-1])"
+        )
+    br, bc = _block(block)
+    if not isinstance(power_of_two, bool):
+        raise TypeError(f"power_of_two must be True or False, got {power_of_two!r}")
+    s, blocks = _block_scales(x, f, br, bc, power_of_two)
+    sb = s[:, None, :, None]
+    q = quantize(blocks * sb, f) / sb
+    rows, cols = x.shape
+    return q.reshape(s.shape[0] * br, s.shape[1] * bc)[:rows, :cols].contiguous(), s
+
+
+def block_scale_map(x: torch.Tensor, f: FloatFormat, br: int, bc: int, power_of_two: bool = False) -> torch.Tensor:
+    """Each element's block scale, in x's shape: x (a matrix, see :func:`as_matrix`) cut into blocks of
+    ``br`` x ``bc``, each scaled so that its amax lands on the format's max (as :func:`blockwise_fake_quantize`)."""
+    s, _ = _block_scales(x, f, br, bc, power_of_two)
+    full = s.repeat_interleave(br, 0).repeat_interleave(bc, 1)
+    return full[: x.shape[0], : x.shape[1]]
+
+
+# --- errors on real tensors ------------------------------------------------------------------------
+
+
+def model_tensors(seed: int = 0) -> dict[str, torch.Tensor]:
+    """Real tensors of the middle layer (Linear 256 -> 256) of :func:`amp_lessons.fp16.small_model`
+    after one fp32 forward and backward pass on :func:`amp_lessons.fp16.small_batch` (cross
+    entropy, mean over 256 samples): ``"weights"`` (256 x 256), ``"activations"`` (its input,
+    256 x 256), ``"weight gradients"`` (256 x 256) and ``"activation gradients"`` (the gradient of
+    the loss with respect to its output, 256 x 256). The gradients are small (mostly 1e-7 .. 1e-3)."""
+
+    model = small_model(seed)
+    x, y = small_batch(seed)
+    layer = model[2]
+    seen = {}
+
+    def hook(module, args, output):
+        seen["activations"] = args[0].detach().clone()
+        output.register_hook(lambda g: seen.__setitem__("activation gradients", g.detach().clone()))
+
+    handle = layer.register_forward_hook(hook)
+    try:
+        with _one_thread():
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+    finally:
+        handle.remove()
+    return {
+        "weights": layer.weight.detach().clone(),
+        "activations": seen["activations"],
+        "weight gradients": layer.weight.grad.detach().clone(),
+        "activation gradients": seen["activation gradients"],
+    }
+
+
+def as_matrix(x, what: str = "x") -> torch.Tensor:
+    """``x`` (a floating-point tensor, checked; ``what`` names it in errors) as the float32 matrix the
+    block methods scale: 2-D as it is, 1-D or 0-D as one row, more dimensions as rows of the last one."""
+    x = _tensor(x, what)
+    if x.dim() == 2:
+        return x
+    return x.reshape(1, -1) if x.dim() <= 1 else x.reshape(-1, x.shape[-1])
+
+
+def _method_scale(method: str, x: torch.Tensor, f: FloatFormat, delayed_history) -> torch.Tensor | float:
+    """The scale (a number, or a per-element tensor) each method multiplies x by before the cast."""
+    if method == "no scaling":
+        return 1.0
+    if method == "per-tensor":
+        return amax_scale(x, f)
+    if method == "delayed":
+        scaler = DelayedScaler(f, history_len=max(len(delayed_history), 1))
+        amax = float(x.abs().max())
+        for factor in delayed_history:
+            scaler._history.append(amax * factor)
+        return scaler.scale if scaler.scale is not None else amax_scale(x, f)
+    if method.startswith("block "):
+        try:
+            br, bc = (int(v) for v in method[6:].split("x"))
+        except ValueError:
+            raise ValueError(f"block method {method!r} must read 'block RxC', e.g. 'block 1x128'") from None
+        return block_scale_map(x, f, br, bc)
+    raise ValueError(
+        f"unknown scaling method {method!r}: use some of {', '.join(map(repr, SCALING_METHODS))} (or 'block RxC')"
+    )
+
+
+def cast_stats(x: torch.Tensor, scaled: torch.Tensor, q_scaled: torch.Tensor, f: FloatFormat, q: torch.Tensor) -> dict:
+    """What casting ``x`` to ``f`` with a scale did: ``scaled`` = x times the scale, ``q_scaled`` its
+    rounding to ``f``, ``q`` = q_scaled divided by the scale. ``{"relative error": ||q - x|| / ||x||,
+    "flushed": share of non-zero values that became 0, "saturated": share that overflowed (saturated to
+    max in e4m3, inf in e5m2)}``, the measures of :func:`scaling_errors`."""
+    n = max(x.numel(), 1)
+    norm = float(x.double().norm())
+    err = float((q.double() - x.double()).norm()) / norm if norm > 0 else 0.0
+    if not math.isfinite(err):
+        err = math.inf
+    flushed = int(((x != 0) & (q_scaled == 0)).sum())
+    over = int(f.overflows(scaled).sum())
+    return {"relative error": err, "flushed": flushed / n, "saturated": over / n}
+
+
+def scaling_errors(
+    tensors: dict, fmt="fp8_e4m3", methods=SCALING_METHODS, *, delayed_history=(0.8, 0.85, 0.9, 0.95)
+) -> list[dict]:
+    """The error of fp8 casting with each scaling method on each tensor.
+
+    Rows ``{"tensor", "method", "fmt", "relative error", "flushed", "saturated"}``: relative error
+    ``||q - x|| / ||x||`` (inf if a value overflowed to inf), the fraction of the values that are
+    non-zero but become 0 ("flushed") and the fraction whose scaled magnitude exceeds the format's
+    max ("saturated": stored as max in e4m3, inf in e5m2).
+
+    "delayed" simulates earlier steps whose amaxes were ``delayed_history`` times this tensor's
+    amax (a tensor growing over time): the scale lags and the largest values saturate. Tensors
+    that are not 2-D are seen as 2-D for the block methods (1-D: one row; more: rows of the last
+    dimension)."""
+    f = get_format(fmt)
+    if not isinstance(tensors, dict) or not tensors:
+        raise TypeError("tensors must be a non-empty dict name -> tensor (e.g. model_tensors())")
+    methods = [methods] if isinstance(methods, str) else list(methods)
+    if not methods:
+        raise ValueError("methods is empty")
+    for m in methods:
+        if not (m in SCALING_METHODS or (isinstance(m, str) and m.startswith("block "))):
+            raise ValueError(
+                f"unknown scaling method {m!r}: use some of {', '.join(map(repr, SCALING_METHODS))} (or 'block RxC')"
+            )
+
+    rows = []
+    with _one_thread():
+        for name, t in tensors.items():
+            x = as_matrix(t, f"tensors[{name!r}]")
+            for m in methods:
+                s = _method_scale(m, x, f, tuple(delayed_history))
+                scaled = x * s
+                q_scaled = quantize(scaled, f)
+                rows.append(
+                    {"tensor": name, "method": m, "fmt": f.name, **cast_stats(x, scaled, q_scaled, f, q_scaled / s)}
+                )
+    return rows
+
+
+# --- fp8 matmul ------------------------------------------------------------------------------------
+
+
+def _rel(a: torch.Tensor, ref: torch.Tensor) -> float:
+    return float((a.double() - ref).norm() / ref.norm())
+
+
+def _scaled_mm(a8, b8, inv_a: float, inv_b: float, out_dtype):
+    d = a8.device
+    return torch._scaled_mm(
+        a8,
+        b8,
+        scale_a=torch.tensor(inv_a, dtype=torch.float32, device=d),
+        scale_b=torch.tensor(inv_b, dtype=torch.float32, device=d),
+        out_dtype=out_dtype,
+    )
+
+
+def _gpu_has_fp8(d: torch.device) -> bool:
+    """An NVIDIA GPU with fp8 tensor cores (Ada Lovelace, Hopper and newer), as the device report classifies
+    it; an AMD GPU is not classified there (its fp8 formats are the fnuz ones), so it is not timed here."""
+    if d.type != "cuda":
+        return False
+    g = gpu_info()
+    return g is not None and g.fp8
+
+
+def scaled_mm_compare(
+    m: int = 256,
+    k: int = 512,
+    n: int = 256,
+    *,
+    device="cpu",
+    seed: int = 0,
+    time_it: bool | None = None,
+    repeats: int = 10,
+) -> dict:
+    """One ``(m x k) @ (k x n)`` product of random-normal matrices, four ways, against a float64
+    reference: fp32, bf16 inputs, and fp8 e4m3 with per-tensor scales through ``torch._scaled_mm``
+    (inputs cast to ``float8_e4m3fn`` after multiplying by :func:`amax_scale`; ``scale_a`` /
+    ``scale_b`` are the *inverse* scales, float32 scalars; the second operand column-major,
+    ``b8.t().contiguous().t()``; fp32 output), and the same product emulated: :func:`fake_quantize`
+    of each input and an fp32 matmul.
+
+    Returns relative errors (``"fp32 error"``, ``"bf16 error"``, ``"fp8 _scaled_mm error"``,
+    ``"fp8 emulated error"``), ``"_scaled_mm vs emulation max abs diff"`` and its value relative to
+    the largest output (the two differ only in the order of the fp32 sums and where the scales are
+    applied), the scales, and ``"_scaled_mm"`` (None if it ran, else why not). On a GPU with fp8
+    tensor cores (or when ``time_it`` is True) also median times and TFLOP/s of the fp8 and bf16
+    matmuls."""
+
+    d = _device(device)
+    m, k, n = (_int(v, name, 1) for v, name in ((m, "m"), (k, "k"), (n, "n")))
+    g = torch.Generator().manual_seed(_int(seed, "seed", 0))
+    a = torch.randn(m, k, generator=g)
+    b = torch.randn(k, n, generator=g)
+    ref = a.double() @ b.double()
+    sa, sb = amax_scale(a), amax_scale(b)
+    out = {"shape": f"{m}x{k} @ {k}x{n}", "device": str(d), "scale_a": sa, "scale_b": sb}
+    a, b = a.to(d), b.to(d)
+    with _exact_fp32(d):
+        fp32 = (a @ b).cpu()
+        emulated = fake_quantize(a.cpu(), "fp8_e4m3", sa) @ fake_quantize(b.cpu(), "fp8_e4m3", sb)
+    bf16 = (a.bfloat16() @ b.bfloat16()).float().cpu()
+    out["fp32 error"] = _rel(fp32, ref)
+    out["bf16 error"] = _rel(bf16, ref)
+    out["fp8 emulated error"] = _rel(emulated, ref)
+    a8 = _to_fp8(a * sa)
+    b8 = _to_fp8(b * sb).t().contiguous().t()  # _scaled_mm wants b column-major
+    try:
+        fp8 = _scaled_mm(a8, b8, 1 / sa, 1 / sb, torch.float32).cpu()
+    except (RuntimeError, NotImplementedError) as exc:
+        out["_scaled_mm"] = f"torch._scaled_mm did not run here: {str(exc).splitlines()[0][:160]}"
+        fp8 = None
+    else:
+        out["_scaled_mm"] = None
+        out["fp8 _scaled_mm error"] = _rel(fp8, ref)
+        diff = float((fp8 - emulated).abs().max())
+        out["_scaled_mm vs emulation max abs diff"] = diff
+        out["_scaled_mm vs emulation max diff / max |output|"] = diff / float(emulated.abs().max())
+    if time_it is None:
+        time_it = _gpu_has_fp8(d)
+    if time_it and fp8 is not None:
+        flops = matmul_flops(m, k, n)
+        ab, bb = a.bfloat16(), b.bfloat16()
+        warm = 3 if d.type == "cuda" else 1
+        t8 = time_fn(
+            lambda: _scaled_mm(a8, b8, 1 / sa, 1 / sb, torch.bfloat16),
+            device=d.type,
+            warmup=warm,
+            repeats=repeats,
+            flops=flops,
+        )
+        t16 = time_fn(lambda: ab @ bb, device=d.type, warmup=warm, repeats=repeats, flops=flops)
+        out.update(
+            {
+                "fp8 time_s": t8.median_s,
+                "bf16 time_s": t16.median_s,
+                "fp8 tflops": flops / t8.median_s / 1e12,
+                "bf16 tflops": flops / t16.median_s / 1e12,
+                "fp8 speedup over bf16": t16.median_s / t8.median_s,
+            }
+        )
+    return out
+
+
+def record_fp8_scaled_mm(device: str = "cuda", size: int | None = None) -> dict:
+    """size^3 fp8 ``torch._scaled_mm`` (e4m3, per-tensor scales, bf16 output) against a bf16 matmul:
+    times, TFLOP/s, speedup and relative errors. size defaults to 8192 on a GPU, 256 on a CPU."""
+
+    d = _device(device)
+    size = (8192 if d.type == "cuda" else 64) if size is None else _int(size, "size", 16)
+    r = scaled_mm_compare(size, size, size, device=d, time_it=True, repeats=10 if d.type == "cuda" else 2)
+    keys = {
+        "fp8 time_s": "fp8_time_s",
+        "bf16 time_s": "bf16_time_s",
+        "fp8 tflops": "fp8_tflops",
+        "bf16 tflops": "bf16_tflops",
+        "fp8 speedup over bf16": "fp8_speedup_over_bf16",
+        "bf16 error": "bf16_rel_error",
+        "fp8 _scaled_mm error": "fp8_rel_error",
+        "_scaled_mm vs emulation max diff / max |output|": "fp8_vs_emulation_rel_diff",
+    }
+    out = {"shape": f"{size}^3"}
+    out.update({new: r[old] for old, new in keys.items() if isinstance(r.get(old), float) and math.isfinite(r[old])})
+    if r["_scaled_mm"]:
+        out["skipped"] = r["_scaled_mm"]
+    return out
+
+
+# --- an fp8 linear layer ---------------------------------------------------------------------------
+
+
+class Fp8LinearFn(torch.autograd.Function):
+    """y = x @ w.T + b with x and w cast to e4m3 (current per-tensor scales) and fp32 accumulation;
+    backward casts dy to e5m2 (its own scale) and computes dx = dy8 @ w8, dw = dy8.T @ x8 in fp32,
+    reusing the fp8 copies of x and w saved by the forward; db = dy.sum(0) in fp32."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, fwd_fmt, bwd_fmt):
+        x8 = fake_quantize(x, fwd_fmt, amax_scale(x, fwd_fmt))
+        w8 = fake_quantize(weight, fwd_fmt, amax_scale(weight, fwd_fmt))
+        ctx.save_for_backward(x8, w8)
+        ctx.bwd_fmt = bwd_fmt
+        ctx.has_bias = bias is not None
+        y = x8 @ w8.t()
+        return y + bias if bias is not None else y
+
+    @staticmethod
+    def backward(ctx, dy):
+        x8, w8 = ctx.saved_tensors
+        dy = dy.float()
+        dy8 = fake_quantize(dy, ctx.bwd_fmt, amax_scale(dy, ctx.bwd_fmt))
+        dx = dy8 @ w8
+        dw = dy8.t() @ x8
+        db = dy.sum(0) if ctx.has_bias else None
+        return dx, dw, db, None, None
+
+
+class Fp8Linear(torch.nn.Module):
+    """A miniature fp8 linear layer, assembled as fp8 training recipes do (emulated bit-exactly):
+    fp32 master weight (what the optimizer updates); forward: input and weight cast to e4m3 with
+    per-tensor current scales, product accumulated in fp32; backward: the output gradient cast to
+    e5m2 with its own scale, dgrad and wgrad accumulated in fp32. Takes 2-D inputs (batch x in)."""
+
+    def __init__(
+        self, in_features: int, out_features: int, bias: bool = True, *, fwd_fmt="fp8_e4m3", bwd_fmt="fp8_e5m2"
+    ):
+        super().__init__()
+        ref = torch.nn.Linear(_int(in_features, "in_features", 1), _int(out_features, "out_features", 1), bias=bias)
+        self.weight = ref.weight
+        self.bias = ref.bias
+        self.fwd_fmt, self.bwd_fmt = get_format(fwd_fmt).name, get_format(bwd_fmt).name
+
+    @classmethod
+    def from_linear(cls, linear: torch.nn.Linear, **kwargs) -> Fp8Linear:
+        """An Fp8Linear with a copy of ``linear``'s weight and bias."""
+        if not isinstance(linear, torch.nn.Linear):
+            raise TypeError(f"linear must be a torch.nn.Linear, got {type(linear).__name__}")
+        new = cls(linear.in_features, linear.out_features, linear.bias is not None, **kwargs)
+        with torch.no_grad():
+            new.weight.copy_(linear.weight)
+            if linear.bias is not None:
+                new.bias.copy_(linear.bias)
+        return new
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.dim() != 2:
+            raise ValueError(f"Fp8Linear takes 2-D inputs (batch x features), got shape {tuple(x.shape)}")
+        return Fp8LinearFn.apply(x, self.weight, self.bias, self.fwd_fmt, self.bwd_fmt)
+
+    def extra_repr(self) -> str:
+        return (
+            f"in_features={self.weight.shape[1]}, out_features={self.weight.shape[0]}, "
+            f"bias={self.bias is not None}, forward {self.fwd_fmt}, backward {self.bwd_fmt}"
+        )
+
+
+def fp8_linear_check(
+    seed: int = 0, *, batch: int = 64, in_features: int = 256, out_features: int = 128, grad_scale: float = 1e-4
+) -> dict:
+    """One forward and backward of :class:`Fp8Linear` against an fp32 ``nn.Linear`` with the same
+    weights, on the same random input and output gradient (random normal times ``grad_scale``: small,
+    as real gradients are). Relative errors (``||fp8 - fp32|| / ||fp32||``) of the output, the input
+    gradient, the weight gradient and the bias gradient (exact: computed in fp32 from the unquantized
+    output gradient)."""
+
+    g = torch.Generator().manual_seed(_int(seed, "seed", 0))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        ref = torch.nn.Linear(_int(in_features, "in_features", 1), _int(out_features, "out_features", 1))
+    layer = Fp8Linear.from_linear(ref)
+    x = torch.randn(_int(batch, "batch", 1), in_features, generator=g)
+    dy = torch.randn(batch, out_features, generator=g) * _positive(grad_scale, "grad_scale")
+    results = {}
+    with _one_thread():  # noqa: SIM117
+        for name, mod in (("fp32", ref), ("fp8", layer)):
+            xi = x.clone().requires_grad_(True)
+            y = mod(xi)
+            y.backward(dy)
+            results[name] = (y.detach(), xi.grad, mod.weight.grad, mod.bias.grad)
+    names = ("output", "input grad", "weight grad", "bias grad")
+    return {f"{k} relative error": _rel(b, a.double()) for k, a, b in zip(names, results["fp32"], results["fp8"])}

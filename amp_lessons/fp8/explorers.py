@@ -1,0 +1,188 @@
+"""Lesson 07's explorer: a tensor cast to fp8 under a scale and a block size."""
+
+from __future__ import annotations
+
+import html
+import math
+import numbers
+
+import ipywidgets as widgets
+import numpy as np
+import torch
+
+from .._draw import (
+    region_spans as _region_spans,
+)
+from .._explorer import Picture, html_table, image
+from .._runtime import one_thread as _one_thread
+from ..formats import get_format, quantize
+from ..fp8 import experiments as fp8
+from ..style import style_context
+
+__all__ = [
+    "Fp8ScalingExplorer",
+    "fp8_scaling_explorer",
+]
+
+
+class Fp8ScalingExplorer:
+    """Scale one tensor into an fp8 format: a slider for log2 of a per-tensor scale (-20..20), a
+    dropdown for per-block amax scaling (none, 1x32, 1x128, 128x128; with blocks the slider is off:
+    each block gets ``fmt.max / amax(block)``) and one for the format (e4m3 / e5m2). The picture is
+    the histogram of log2 |x x scale| over the format's window; the readout gives the relative error
+    and the fractions that flush to zero and saturate/overflow (:func:`amp_lessons.fp8.scaling_errors`'
+    measures). Default tensor: the activation gradients of :func:`amp_lessons.fp8.model_tensors`.
+    ``stats`` is the shown dict."""
+
+    MIN_EXPONENT, MAX_EXPONENT = -20, 20
+    BLOCKS = ("none", "1x32", "1x128", "128x128")
+    FORMATS = {"e4m3": "fp8_e4m3", "e5m2": "fp8_e5m2"}
+
+    def __init__(
+        self, exponent: int = 0, block: str = "none", fmt: str = "e4m3", tensor=None, name: str = "activation gradients"
+    ):
+
+        self._fp8 = fp8
+        if tensor is None:
+            tensor = fp8.model_tensors()[name]
+        self.name = name
+        self.x = fp8.as_matrix(tensor, "tensor")
+        self.exponent = self._check(exponent)
+        self.slider = widgets.IntSlider(
+            self.exponent,
+            min=self.MIN_EXPONENT,
+            max=self.MAX_EXPONENT,
+            description="log2 scale",
+            style={"description_width": "initial"},
+            layout=widgets.Layout(width="460px"),
+        )
+        self.block_box = widgets.Dropdown(
+            options=self.BLOCKS, value=self._choice(block, self.BLOCKS, "block"), description="blocks"
+        )
+        self.fmt_box = widgets.ToggleButtons(
+            options=list(self.FORMATS), value=self._choice(fmt, self.FORMATS, "fmt"), description="format"
+        )
+        self.readout = widgets.HTML()
+        self.image = image()
+        self.widget = widgets.VBox(
+            [widgets.HBox([self.slider, self.block_box]), self.fmt_box, self.readout, self.image]
+        )
+        self.widget.explorer = self
+        self.stats: dict = {}
+        a = self.x.abs().reshape(-1)
+        logs = torch.log2(a[a > 0])
+        self._n = self.x.numel()
+        self._lo = math.floor(float(logs.min())) + self.MIN_EXPONENT - 2
+        self._hi = max(math.ceil(float(logs.max())) + self.MAX_EXPONENT, 18) + 2
+        self._edges = np.arange(self._lo, self._hi + 1.0)
+        self._ymax = min(1.0, 2.0 * float(np.histogram(logs.double().numpy(), bins=self._edges)[0].max()) / self._n)
+        self._block_maps = {}  # (fmt, block) -> per-element scale, computed once
+        self._pictures: dict[str, Picture] = {}
+        for fmt_name in self.FORMATS.values():  # both backgrounds up front: a format switch only blits
+            self._picture(fmt_name)
+        for w in (self.slider, self.block_box, self.fmt_box):
+            w.observe(self._on_change, names="value")
+        self.update()
+
+    @staticmethod
+    def _choice(v, options, what):
+        if v not in options:
+            raise ValueError(f"{what} must be one of {', '.join(map(repr, options))}, got {v!r}")
+        return v
+
+    def _check(self, exponent) -> int:
+        if (
+            isinstance(exponent, bool)
+            or not isinstance(exponent, numbers.Integral)
+            or not self.MIN_EXPONENT <= exponent <= self.MAX_EXPONENT
+        ):
+            raise ValueError(
+                f"exponent must be an int from {self.MIN_EXPONENT} to {self.MAX_EXPONENT} "
+                f"(scale 2**exponent), got {exponent!r}"
+            )
+        return int(exponent)
+
+    def set(self, exponent=None, block=None, fmt=None) -> None:
+        """Change the controls (runs the observers, as a learner's action does)."""
+        if exponent is not None:
+            self.slider.value = self._check(exponent)
+        if block is not None:
+            self.block_box.value = self._choice(block, self.BLOCKS, "block")
+        if fmt is not None:
+            self.fmt_box.value = self._choice(fmt, self.FORMATS, "fmt")
+
+    def _on_change(self, change) -> None:
+        self.update()
+
+    def _picture(self, fmt_name: str) -> Picture:
+        pic = self._pictures.get(fmt_name)
+        if pic is None:
+            f = get_format(fmt_name)
+            pic = Picture((10, 4.2))
+            with style_context():
+                ax = pic.fig.add_axes((0.08, 0.14, 0.9, 0.74))
+                _region_spans(ax, f, self._lo, self._hi)
+                zero = np.zeros(len(self._edges) - 1)
+                fill = ax.stairs(zero, self._edges, fill=True, alpha=0.45, color="#E6550D")
+                edge = ax.stairs(zero, self._edges, lw=1.5, color="#E6550D")
+                label = ax.text(
+                    0.01,
+                    0.95,
+                    "",
+                    transform=ax.transAxes,
+                    ha="left",
+                    va="top",
+                    fontsize=11,
+                    bbox=dict(facecolor="white", edgecolor="#999999", alpha=0.9),
+                )
+                ax.set_xlim(self._lo, self._hi)
+                ax.set_ylim(0, self._ymax)
+                ax.set_xlabel("log2 |value x scale| (what is cast to fp8)")
+                ax.set_ylabel("fraction of values per binade")
+                ax.set_title(f"{self.name} ({self._n:,} values) scaled into {f.name}", loc="left", pad=18)
+            pic.freeze([fill, edge, label])
+            self._pictures[fmt_name] = pic
+        return pic
+
+    def _scale(self, f, block: str):
+        if block == "none":
+            return math.ldexp(1.0, int(self.slider.value))
+        key = (f.name, block)
+        if key not in self._block_maps:
+            br, bc = self._fp8.BLOCK_SHAPES[block]
+            self._block_maps[key] = self._fp8.block_scale_map(self.x, f, br, bc)
+        return self._block_maps[key]
+
+    def update(self) -> None:
+
+        fmt_name, block = self.FORMATS[self.fmt_box.value], self.block_box.value
+        f = get_format(fmt_name)
+        self.slider.disabled = block != "none"
+        with _one_thread():
+            s = self._scale(f, block)
+            scaled = self.x * s
+            q_scaled = quantize(scaled, f)
+            self.stats = self._fp8.cast_stats(self.x, scaled, q_scaled, f, q_scaled / s)
+            a = scaled.abs().reshape(-1)
+            logs = torch.log2(a[(a > 0) & torch.isfinite(a)]).double().numpy()
+        heights = np.histogram(logs, bins=self._edges)[0] / self._n
+        pic = self._picture(fmt_name)
+        fill, edge, label = pic.moving
+        fill.set_data(heights)
+        edge.set_data(heights)
+        what = f"scale 2^{int(self.slider.value)}" if block == "none" else f"per-block amax scales ({block} tiles)"
+        label.set_text(what)
+        self.readout.value = html_table(
+            [
+                ("scaling", html.escape(what)),
+                ("relative error", f"{self.stats['relative error']:.3g}"),
+                ("flushed to 0", f"{100 * self.stats['flushed']:.3f}% of all values"),
+                ("saturated" if f.encoding == "fn" else "overflow to inf", f"{100 * self.stats['saturated']:.3f}%"),
+            ]
+        )
+        self.image.value = pic.png()
+
+
+def fp8_scaling_explorer(exponent: int = 0, block: str = "none", fmt: str = "e4m3", tensor=None) -> widgets.VBox:
+    """The fp8 scaling explorer's widget (its :class:`Fp8ScalingExplorer` is ``.explorer``)."""
+    return Fp8ScalingExplorer(exponent, block, fmt, tensor).widget

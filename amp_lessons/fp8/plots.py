@@ -1,0 +1,135 @@
+"""Lesson 07's pictures: tensors against the fp8 window, errors of the scaling methods."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from matplotlib.axes import Axes
+
+from .._draw import (
+    axes_for,
+    overflow_threshold as _overflow_threshold,
+    pct,
+    region_spans as _region_spans,
+    styled,
+    zero_threshold as _zero_threshold,
+)
+from .._validate import real as _real
+from ..formats import (
+    get_format,
+)
+from ..fp16.experiments import census_fractions
+
+__all__ = [
+    "plot_fp8_window",
+    "plot_scaling_errors",
+]
+
+
+_TENSOR_COLORS = ("#1F78B4", "#E6550D", "#33A02C", "#6A3D9A", "#B15928", "#E7298A")
+
+
+def _fp8_tensor_logs(tensors, scale) -> dict:
+    if not isinstance(tensors, dict) or not tensors:
+        raise TypeError("tensors must be a non-empty dict name -> tensor (e.g. amp_lessons.fp8.model_tensors())")
+    out = {}
+    for name, t in tensors.items():
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            raise TypeError(f"tensors[{name!r}] must be a floating-point tensor, got {type(t).__name__}")
+        v = t.detach().float().reshape(-1) * scale
+        a = v.abs()
+        out[name] = (v, torch.log2(a[(a > 0) & torch.isfinite(a)]).double().numpy())
+    return out
+
+
+@styled
+def plot_fp8_window(tensors: dict, fmt="fp8_e4m3", ax=None, *, scale=1.0) -> Axes:
+    """Histograms of log2 |x x scale| (one bar per binade) of several named tensors (e.g.
+    :func:`amp_lessons.fp8.model_tensors`) over ``fmt``'s representable window: rounds to zero,
+    subnormal, normal, overflow (saturates to max in e4m3, inf in e5m2). The legend gives each
+    tensor's fractions that flush to zero and overflow once multiplied by ``scale``."""
+
+    f = get_format(fmt)
+    scale = _real(scale, "scale")
+    if not (scale > 0 and math.isfinite(scale)):
+        raise ValueError(f"scale must be a positive finite number, got {scale!r}")
+    data = _fp8_tensor_logs(tensors, scale)
+    lo_b, hi_b = math.log2(_zero_threshold(f)), math.log2(_overflow_threshold(f))
+    every = np.concatenate([d[1] for d in data.values()] + [np.array([lo_b - 3, hi_b + 3])])
+    lo, hi = math.floor(every.min()), math.ceil(every.max())
+    edges = np.arange(lo, hi + 1.0)
+    ax = axes_for(ax, (10, 5.4))
+    _region_spans(ax, f, lo, hi)
+    for i, (name, (v, logs)) in enumerate(data.items()):
+        fr = census_fractions(v, f)
+        color = _TENSOR_COLORS[i % len(_TENSOR_COLORS)]
+        counts = np.histogram(logs, bins=edges)[0] / max(v.numel(), 1)
+        label = (
+            f"{name} ({v.numel():,}): {pct(fr['underflow to zero'])} flush to 0, "
+            f"{pct(fr['subnormal'])} subnormal, {pct(fr['overflow'])} overflow"
+        )
+        ax.stairs(counts, edges, fill=True, alpha=0.3, color=color, gid=f"{name} fill")
+        ax.stairs(counts, edges, lw=1.6, color=color, gid=name, label=label)
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(0, None)
+    ax.set_xlabel("log2 |value|" if scale == 1 else f"log2 |value x {scale:g}|")
+    ax.set_ylabel("fraction of values per binade")
+    ax.set_title(
+        f"Which values fit in {f.name}" + ("" if scale == 1 else f" (scaled by {scale:g})"), loc="left", pad=18
+    )
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize=9, frameon=False)
+    return ax
+
+
+_METHOD_COLORS = {
+    "no scaling": "#999999",
+    "per-tensor": "#1F78B4",
+    "delayed": "#A6CEE3",
+    "block 1x128": "#33A02C",
+    "block 128x128": "#B2DF8A",
+    "block 1x32": "#006D2C",
+}
+
+
+@styled
+def plot_scaling_errors(rows, ax=None) -> Axes:
+    """Grouped bars (log y): the relative error of each scaling method (one colour each) on each
+    tensor (one group each), from the rows of :func:`amp_lessons.fp8.scaling_errors`. An infinite
+    error (a value overflowed to inf) is drawn as a hatched bar to the top, labelled "inf"."""
+    rows = list(rows) if not isinstance(rows, dict) else None
+    if not rows or not all(isinstance(r, dict) and {"tensor", "method", "relative error"} <= set(r) for r in rows):
+        raise TypeError("rows must be the non-empty list returned by amp_lessons.fp8.scaling_errors")
+    tensors = list(dict.fromkeys(r["tensor"] for r in rows))
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    err = {(r["tensor"], r["method"]): float(r["relative error"]) for r in rows}
+    finite = [e for e in err.values() if math.isfinite(e) and e > 0]
+    top = 10 ** math.ceil(math.log10(max(finite))) if finite else 1.0
+    bottom = 10 ** math.floor(math.log10(min(finite))) if finite else 1e-3
+    bottom = min(bottom, top / 10)
+    ax = axes_for(ax, (10, 4.8))
+    width = 0.8 / len(methods)
+    for j, m in enumerate(methods):
+        xs, hs, hatch = [], [], []
+        for i, t in enumerate(tensors):
+            e = err.get((t, m))
+            if e is None:
+                continue
+            xs.append(i - 0.4 + width * (j + 0.5))
+            hs.append(top if not math.isfinite(e) else max(e, bottom))
+            hatch.append(not math.isfinite(e))
+        color = _METHOD_COLORS.get(m, _TENSOR_COLORS[j % len(_TENSOR_COLORS)])
+        bars = ax.bar(xs, [h - bottom for h in hs], width * 0.95, bottom=bottom, color=color, label=m, gid=m)
+        for bar, h in zip(bars, hatch):
+            if h:
+                bar.set_hatch("//")
+                ax.text(bar.get_x() + bar.get_width() / 2, top, "inf", ha="center", va="bottom", fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylim(bottom, top * 1.5)
+    ax.set_xticks(range(len(tensors)), tensors)
+    ax.set_ylabel("relative error ||q - x|| / ||x||")
+    fmt = rows[0].get("fmt", "")
+    ax.set_title(f"fp8 cast error by scaling method{f' ({fmt})' if fmt else ''}", loc="left")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9)
+    return ax

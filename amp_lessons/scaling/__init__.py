@@ -1,0 +1,63 @@
+"""Lesson 05, loss scaling: static and dynamic scalers written out, against torch.amp.GradScaler.
+
+`from amp_lessons import scaling` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`."""
+
+from .checks import (
+    check_scale_prediction,
+    check_smallest_scale,
+)
+from .experiments import (
+    TRAIN_RUNS,
+    CensusIndex,
+    DynamicScaler,
+    StaticScaler,
+    compare_with_gradscaler,
+    gradient_census_of,
+    pitfall_setup,
+    recipe_pitfalls,
+    safe_window,
+    scale_sweep,
+    scaled_fractions,
+    simulate_scaler,
+    small_loss_census,
+    train_comparison,
+)
+from .explorers import (
+    ScaleExplorer,
+    ScalerStateExplorer,
+    scale_explorer,
+    scaler_state_explorer,
+)
+from .plots import (
+    plot_scale_sweep,
+    plot_scaled_histogram,
+    plot_scaler_history,
+    plot_train_comparison,
+)
+
+__all__ = [
+    "CensusIndex",
+    "DynamicScaler",
+    "ScaleExplorer",
+    "ScalerStateExplorer",
+    "StaticScaler",
+    "TRAIN_RUNS",
+    "check_scale_prediction",
+    "check_smallest_scale",
+    "compare_with_gradscaler",
+    "gradient_census_of",
+    "pitfall_setup",
+    "plot_scale_sweep",
+    "plot_scaled_histogram",
+    "plot_scaler_history",
+    "plot_train_comparison",
+    "recipe_pitfalls",
+    "safe_window",
+    "scale_explorer",
+    "scale_sweep",
+    "scaled_fractions",
+    "scaler_state_explorer",
+    "simulate_scaler",
+    "small_loss_census",
+    "train_comparison",
+]

@@ -1,0 +1,618 @@
+"""Lesson 05's experiments: loss scaling, from a census of gradient magnitudes to GradScaler.
+
+- Where do the gradients land once multiplied by a scale? :func:`scaled_fractions`,
+  :func:`scale_sweep` and :func:`safe_window` answer it for any census
+  (:func:`amp_lessons.fp16.gradient_census`, or :func:`gradient_census_of` for any model and loss),
+  exactly as rounding ``g * scale`` would, but fast enough for a slider (:class:`CensusIndex`).
+- Loss scaling from scratch: :class:`StaticScaler` and :class:`DynamicScaler`, short enough to read
+  in the notebook, checked step for step against ``torch.amp.GradScaler`` by
+  :func:`compare_with_gradscaler`; :func:`simulate_scaler` is the same rule as a pure-Python state
+  machine (no model, no gradients), for plots and widgets.
+- :func:`train_comparison`: one tiny model trained in fp32, fp16 autocast without and with
+  GradScaler, and bf16 autocast, on this machine's CPU. :func:`recipe_pitfalls`: small demos of
+  what goes wrong around a scaler (scheduler order, clipping, checkpoints, bf16).
+
+GradScaler keeps its scale in a float32 tensor and computes ``scale * factor`` in double, rounded
+to float32; a growth that would give inf is skipped. The code here does the same, so every scale
+agrees with torch's bit for bit, also for factors that are not powers of two.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import warnings
+import weakref
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from .._runtime import one_thread as _one_thread
+from .._validate import int_at_least as _int_at_least, positive as _positive
+from ..formats import FloatFormat, get_format
+from ..fp16.experiments import CENSUS_CATEGORIES, classify_codes, gradient_census_of
+
+__all__ = [
+    "CensusIndex",
+    "DynamicScaler",
+    "StaticScaler",
+    "TRAIN_RUNS",
+    "compare_with_gradscaler",
+    "gradient_census_of",
+    "pitfall_setup",
+    "recipe_pitfalls",
+    "safe_window",
+    "scale_sweep",
+    "scaled_fractions",
+    "simulate_scaler",
+    "small_loss_census",
+    "train_comparison",
+]
+
+#: The runs of :func:`train_comparison`: name -> (autocast enabled, autocast dtype, GradScaler enabled).
+TRAIN_RUNS = {
+    "fp32": (False, torch.float32, False),
+    "fp16 autocast, no scaling": (True, torch.float16, False),
+    "fp16 autocast + GradScaler": (True, torch.float16, True),
+    "bf16 autocast, no scaler": (True, torch.bfloat16, False),
+}
+
+
+# --- checks --------------------------------------------------------------------------------------
+
+
+def _scaler_params(init_scale, growth_factor, backoff_factor, growth_interval) -> tuple:
+    """Validate GradScaler's four parameters (ValueError naming the value and the allowed range)."""
+    init_scale = _positive(init_scale, "init_scale")
+    growth_factor = _positive(growth_factor, "growth_factor")
+    if not growth_factor > 1:
+        raise ValueError(f"growth_factor={growth_factor!r} is not allowed: it must be > 1")
+    backoff_factor = _positive(backoff_factor, "backoff_factor")
+    if not backoff_factor < 1:
+        raise ValueError(f"backoff_factor={backoff_factor!r} is not allowed: it must be in (0, 1)")
+    growth_interval = _int_at_least(growth_interval, "growth_interval", 1)
+    return _f32(init_scale), growth_factor, backoff_factor, growth_interval
+
+
+def _f32(x: float) -> float:
+    """``x`` rounded to float32 (nearest even), as a Python float; inf where it overflows."""
+    try:
+        return struct.unpack("f", struct.pack("f", x))[0]
+    except OverflowError:
+        return math.copysign(math.inf, x)
+
+
+# --- census under a scale ------------------------------------------------------------------------
+
+_NORMAL = 2  # classify_codes: 0 zero, 1 subnormal, 2 normal, 3 inf, 4 saturated, 5 NaN
+
+
+def _largest_with(codes_ok, f: FloatFormat) -> float:
+    """The largest positive float32 whose class in ``f`` is in ``codes_ok`` (classes grow with the
+    magnitude, so a binary search over the float32 bit patterns finds it)."""
+    lo, hi = 0, 0x7F800000  # bits of 0.0 (in the set) and of inf (not in it)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        x = torch.tensor([mid], dtype=torch.int32).view(torch.float32)
+        if int(classify_codes(x, f)[0]) in codes_ok:
+            lo = mid
+        else:
+            hi = mid
+    return float(torch.tensor([lo], dtype=torch.int32).view(torch.float32))
+
+
+_THRESHOLDS: dict = {}
+
+
+def _thresholds(f: FloatFormat) -> tuple[float, float, float]:
+    """The largest float32 magnitudes that round to zero, that are at most subnormal, and that do
+    not overflow in ``f`` (exactly what :func:`amp_lessons.fp16.classify_codes` says)."""
+    if f not in _THRESHOLDS:
+        _THRESHOLDS[f] = (_largest_with({0}, f), _largest_with({0, 1}, f), _largest_with({0, 1, _NORMAL}, f))
+    return _THRESHOLDS[f]
+
+
+class CensusIndex:
+    """A census's gradient magnitudes, sorted once, so that the census of ``g * scale`` for any
+    scale costs a multiplication and three binary searches instead of rounding every value.
+
+    Multiplying by a positive float32 scale keeps the sorted order, so the number of values in each
+    class is where the class's threshold (the largest float32 that still rounds to zero, etc.)
+    falls in the scaled magnitudes.
+    """
+
+    KINDS = ("weights", "activations")
+
+    def __init__(self, census: dict):
+        if not isinstance(census, dict) or not set(self.KINDS) <= set(census):
+            raise TypeError(
+                "census must be a dict with 'weights' and 'activations' gradient tensors "
+                "(from amp_lessons.fp16.gradient_census or scaling.gradient_census_of)"
+            )
+        self.sorted, self.zeros, self.nans, self.size = {}, {}, {}, {}
+        for kind in self.KINDS:
+            g = census[kind]
+            if not isinstance(g, torch.Tensor):
+                raise TypeError(f"census[{kind!r}] must be a tensor, got {type(g).__name__}")
+            a = np.sort(g.detach().reshape(-1).float().abs().numpy())  # NaNs sort to the end
+            self.sorted[kind] = a
+            self.size[kind] = a.size
+            self.zeros[kind] = int(np.searchsorted(a, 0.0, side="right"))
+            self.nans[kind] = int(np.isnan(a).sum())
+
+    def counts(self, kind: str, scale: float, fmt="fp16") -> dict[str, int]:
+        """How many values of ``kind`` fall in each of CENSUS_CATEGORIES once multiplied by
+        ``scale`` (in float32) and rounded to ``fmt``; "zero" counts the exact zeros before scaling."""
+        if kind not in self.KINDS:
+            raise ValueError(f"kind must be one of {self.KINDS}, got {kind!r}")
+        t_zero, t_sub, t_fits = _thresholds(get_format(fmt))
+        s = np.float32(_positive(scale, "scale"))
+        a = self.sorted[kind]
+        with np.errstate(over="ignore"):  # overflow to inf is a result here
+            b = a * s
+        n_zero, n_sub, n_fits = np.searchsorted(b, [t_zero, t_sub, t_fits], side="right").tolist()
+        n_zero = max(n_zero, self.zeros[kind])  # an exact zero stays zero
+        n_sub, n_fits = max(n_sub, n_zero), max(n_fits, n_zero)
+        return {
+            "zero": self.zeros[kind],
+            "underflow to zero": n_zero - self.zeros[kind],
+            "subnormal": n_sub - n_zero,
+            "normal": n_fits - n_sub,
+            "overflow": self.size[kind] - self.nans[kind] - n_fits,
+        }
+
+    def fractions(self, scale: float, fmt="fp16") -> dict[str, dict[str, float]]:
+        """``{"weights": {...}, "activations": {...}}``: each kind's counts over all its values."""
+        out = {}
+        for kind in self.KINDS:
+            n = self.size[kind]
+            c = self.counts(kind, scale, fmt)
+            out[kind] = {k: (c[k] / n if n else 0.0) for k in CENSUS_CATEGORIES}
+        return out
+
+
+_INDEXES: dict = {}  # id(activations tensor) -> (ref to it, ref to the weights tensor, CensusIndex)
+
+
+def _index(census) -> CensusIndex:
+    """The :class:`CensusIndex` of a census, built once per census (kept while its tensors live;
+    tensors compare elementwise, so the cache is keyed by identity)."""
+    if isinstance(census, CensusIndex):
+        return census
+    acts = census.get("activations") if isinstance(census, dict) else None
+    weights = census.get("weights") if isinstance(census, dict) else None
+    if not (isinstance(acts, torch.Tensor) and isinstance(weights, torch.Tensor)):
+        return CensusIndex(census)  # raises the TypeError that says what is expected
+    cached = _INDEXES.get(id(acts))
+    if cached is not None and cached[0]() is acts and cached[1]() is weights:
+        return cached[2]
+    index = CensusIndex(census)
+    _INDEXES[id(acts)] = (weakref.ref(acts), weakref.ref(weights), index)
+    weakref.finalize(acts, _INDEXES.pop, id(acts), None)
+    return index
+
+
+def scaled_fractions(census: dict, scale: float, fmt="fp16") -> dict[str, dict[str, float]]:
+    """The census fractions (keys of :data:`amp_lessons.fp16.CENSUS_CATEGORIES`) of the gradients
+    of ``census`` multiplied by ``scale``: ``{"weights": {...}, "activations": {...}}``.
+
+    The same numbers as ``census_fractions(census[kind] * scale, fmt)`` (the multiplication is
+    float32), except that "zero" always counts the exact zeros of the unscaled gradients (a scale
+    below 1 can make a product zero in float32; that counts as underflow here). ``census`` may
+    also be a :class:`CensusIndex`; a census's index is built on first use and kept."""
+    return _index(census).fractions(scale, fmt)
+
+
+def scale_sweep(census: dict, exponents=range(0, 33), fmt="fp16", kind: str = "activations") -> dict:
+    """For each scale ``2**e`` of ``exponents``: the fractions of the NON-ZERO gradients of
+    ``kind`` ("activations" or "weights") that round to zero ("underflow"), are subnormal
+    ("subnormal") and overflow ("overflow") once scaled. Exact zeros are left out: no scale helps
+    them. Returns ``{"exponent": [...], "scale": [...], "underflow": [...], "subnormal": [...],
+    "overflow": [...], "kind", "fmt", "nonzero": count}``."""
+    index = _index(census)
+    exps = [int(e) for e in exponents]
+    if not exps:
+        raise ValueError("exponents is empty: give at least one exponent, e.g. range(0, 33)")
+    f = get_format(fmt)
+    nonzero = index.size[kind] - index.zeros[kind] - index.nans[kind] if kind in index.KINDS else None
+    out = {
+        "exponent": exps,
+        "scale": [],
+        "underflow": [],
+        "subnormal": [],
+        "overflow": [],
+        "kind": kind,
+        "fmt": f.name,
+        "nonzero": nonzero,
+    }
+    for e in exps:
+        c = index.counts(kind, math.ldexp(1.0, e), f)
+        out["scale"].append(math.ldexp(1.0, e))
+        for key, cat in (("underflow", "underflow to zero"), ("subnormal", "subnormal"), ("overflow", "overflow")):
+            out[key].append(c[cat] / nonzero if nonzero else 0.0)
+    return out
+
+
+def safe_window(sweep: dict, max_underflow: float = 0.01, max_overflow: float = 0.0) -> tuple[float, float] | None:
+    """The smallest and the largest scale of a :func:`scale_sweep` whose underflow is at most
+    ``max_underflow`` and whose overflow is at most ``max_overflow``; None if no scale is."""
+    if not isinstance(sweep, dict) or not {"scale", "underflow", "overflow"} <= set(sweep):
+        raise TypeError("sweep must be the dict returned by scale_sweep")
+    ok = [
+        s
+        for s, u, o in zip(sweep["scale"], sweep["underflow"], sweep["overflow"])
+        if u <= max_underflow and o <= max_overflow
+    ]
+    return (min(ok), max(ok)) if ok else None
+
+
+# --- scalers from scratch --------------------------------------------------------------------------
+
+
+def _grads(params) -> list[torch.Tensor]:
+    return [p.grad for p in params if p.grad is not None]
+
+
+class StaticScaler:
+    """Loss scaling with a fixed scale: multiply the loss, divide the gradients, skip a step whose
+    gradients hold an inf or a NaN."""
+
+    def __init__(self, scale: float):
+        self.scale = _f32(_positive(scale, "scale"))
+
+    def scale_loss(self, loss: torch.Tensor) -> torch.Tensor:
+        return loss * self.scale  # the backward pass now carries gradients `scale` times larger
+
+    def unscale_(self, params) -> bool:
+        """Divide every .grad by the scale, in place; return whether any of them was inf/NaN."""
+        grads = _grads(params)
+        found_inf = any(not torch.isfinite(g).all() for g in grads)
+        inv_scale = _f32(1.0 / self.scale)  # as GradScaler: one reciprocal, then multiplications
+        for g in grads:
+            g.mul_(inv_scale)
+        return found_inf
+
+    def step(self, optimizer, params) -> bool:
+        """Unscale, then step unless a gradient overflowed. Returns whether it stepped."""
+        params = list(params)
+        if self.unscale_(params):
+            return False  # skip: the update would write inf/NaN into the weights
+        optimizer.step()
+        return True
+
+
+class DynamicScaler:
+    """Loss scaling that adapts, with GradScaler's rule: after an overflow the scale is multiplied
+    by ``backoff_factor`` (and the step skipped); after ``growth_interval`` steps in a row without
+    one it is multiplied by ``growth_factor``. The scale is a float32 value, as in GradScaler."""
+
+    def __init__(
+        self,
+        init_scale: float = 2.0**16,
+        growth_factor: float = 2.0,
+        backoff_factor: float = 0.5,
+        growth_interval: int = 2000,
+    ):
+        self.scale, self.growth_factor, self.backoff_factor, self.growth_interval = _scaler_params(
+            init_scale, growth_factor, backoff_factor, growth_interval
+        )
+        self.growth_tracker = 0  # good steps since the last change of the scale
+        self.found_inf = None  # set by unscale_, used by step and update
+
+    def scale_loss(self, loss: torch.Tensor) -> torch.Tensor:
+        return loss * self.scale
+
+    def unscale_(self, params) -> bool:
+        """Divide the gradients by the scale in place (once per step: call it yourself before
+        clipping, or let step do it). Returns whether any gradient was inf/NaN."""
+        if self.found_inf is not None:
+            raise RuntimeError("unscale_ was already called since the last update()")
+        grads = _grads(params)
+        self.found_inf = any(not torch.isfinite(g).all() for g in grads)
+        inv_scale = _f32(1.0 / self.scale)
+        for g in grads:
+            g.mul_(inv_scale)
+        return self.found_inf
+
+    def step(self, optimizer, params) -> bool:
+        """Unscale (unless done already) and step, or skip the step after an overflow."""
+        if self.found_inf is None:
+            self.unscale_(params)
+        if self.found_inf:
+            return False
+        optimizer.step()
+        return True
+
+    def update(self) -> None:
+        """Back off after an overflow; grow after ``growth_interval`` good steps in a row."""
+        if self.found_inf is None:
+            raise RuntimeError("update() needs a step first: call step(optimizer, params) before it")
+        if self.found_inf:
+            self.scale = _f32(self.scale * self.backoff_factor)
+            self.growth_tracker = 0
+        else:
+            self.growth_tracker += 1
+            if self.growth_tracker == self.growth_interval:
+                grown = _f32(self.scale * self.growth_factor)
+                if math.isfinite(grown):  # GradScaler never grows the scale to inf
+                    self.scale = grown
+                self.growth_tracker = 0
+        self.found_inf = None
+
+
+def simulate_scaler(
+    n_steps: int,
+    inf_steps=(),
+    *,
+    init_scale: float = 2.0**16,
+    growth_factor: float = 2.0,
+    backoff_factor: float = 0.5,
+    growth_interval: int = 2000,
+) -> dict:
+    """GradScaler's scale over ``n_steps`` steps when the gradients overflow exactly at
+    ``inf_steps`` (0-based), without any model: ``{"scale": scale used at each step, "skipped":
+    whether the step was skipped, "scale_after": the scale after each step's update}``."""
+    n_steps = _int_at_least(n_steps, "n_steps", 0)
+    scale, growth, backoff, interval = _scaler_params(init_scale, growth_factor, backoff_factor, growth_interval)
+    bad = set()
+    for k in inf_steps:
+        _int_at_least(k, "an inf step", 0)
+        bad.add(int(k))
+    used, skipped, after = [], [], []
+    tracker = 0
+    for step in range(n_steps):
+        used.append(scale)
+        if step in bad:
+            skipped.append(True)
+            scale = _f32(scale * backoff)
+            tracker = 0
+        else:
+            skipped.append(False)
+            tracker += 1
+            if tracker == interval:
+                grown = _f32(scale * growth)
+                scale = grown if grown != math.inf else scale
+                tracker = 0
+        after.append(scale)
+    return {"scale": used, "skipped": skipped, "scale_after": after}
+
+
+# --- the from-scratch scaler against GradScaler --------------------------------------------------------
+
+
+def _tiny_model(seed: int) -> torch.nn.Module:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+
+
+def compare_with_gradscaler(
+    steps: int = 30,
+    *,
+    inf_steps=(3, 4, 10),
+    init_scale: float = 2.0**16,
+    growth_factor: float = 2.0,
+    backoff_factor: float = 0.5,
+    growth_interval: int = 5,
+    seed: int = 0,
+) -> list[dict]:
+    """Train two copies of one tiny fp32 model side by side, one with :class:`DynamicScaler`, one
+    with ``torch.amp.GradScaler("cpu")``, same parameters, same data; at ``inf_steps`` one gradient
+    element of both is set to inf. One row per step: ``{"step", "ours_scale", "torch_scale"
+    (the scale used in that step), "ours_skipped", "torch_skipped", "params_equal" (both models'
+    parameters bit for bit equal after the step)}``."""
+    steps = _int_at_least(steps, "steps", 1)
+    params = _scaler_params(init_scale, growth_factor, backoff_factor, growth_interval)
+    bad = {int(k) for k in inf_steps}
+    ours_model, torch_model = _tiny_model(seed), _tiny_model(seed)
+    ours_opt = torch.optim.SGD(ours_model.parameters(), lr=0.1)
+    torch_opt = torch.optim.SGD(torch_model.parameters(), lr=0.1)
+    ours = DynamicScaler(*params)
+    init, growth, backoff, interval = params
+    theirs = torch.amp.GradScaler(
+        "cpu", init_scale=init, growth_factor=growth, backoff_factor=backoff, growth_interval=interval
+    )
+    g = torch.Generator().manual_seed(seed)
+    rows = []
+    for step in range(steps):
+        x, y = torch.randn(32, 8, generator=g), torch.randn(32, 4, generator=g)
+        row = {"step": step, "ours_scale": ours.scale, "torch_scale": theirs.get_scale()}
+        for model, scale_loss in ((ours_model, ours.scale_loss), (torch_model, theirs.scale)):
+            scale_loss(torch.nn.functional.mse_loss(model(x), y)).backward()
+            if step in bad:
+                model[0].weight.grad[0, 0] = math.inf  # an overflow in the backward pass
+        row["ours_skipped"] = not ours.step(ours_opt, ours_model.parameters())
+        ours.update()
+        before = theirs.get_scale()
+        theirs.step(torch_opt)
+        theirs.update()
+        row["torch_skipped"] = theirs.get_scale() < before  # GradScaler backs off exactly when it skipped
+        row["params_equal"] = all(torch.equal(a, b) for a, b in zip(ours_model.parameters(), torch_model.parameters()))
+        ours_opt.zero_grad(set_to_none=True)
+        torch_opt.zero_grad(set_to_none=True)
+        rows.append(row)
+    return rows
+
+
+# --- census of any model ------------------------------------------------------------------------------
+
+# --- training four ways ---------------------------------------------------------------------------------
+
+
+def _comparison_setup(seed: int, steps: int, target_scale: float, batch: int = 64):
+    """The data and the model of :func:`train_comparison`: targets of order ``target_scale`` from a
+    random teacher; a 32-64-16 MLP whose outputs are multiplied by ``target_scale`` (it predicts in
+    units of the targets' size, so its weights keep PyTorch's usual initialisation)."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(steps, batch, 32, generator=g)
+    w1 = torch.randn(32, 32, generator=g) / math.sqrt(32)
+    w2 = torch.randn(32, 16, generator=g)
+    y = target_scale * (torch.tanh(x @ w1) @ w2)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        net = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 16))
+    return x, y, net
+
+
+def small_loss_census(seed: int = 0, *, target_scale: float = 1e-3, fmt="fp16") -> dict:
+    """The gradient census (:func:`gradient_census_of`, fp32) of :func:`train_comparison`'s model
+    on its first batch, before training: a small loss, so many gradients fall below fp16's range."""
+    x, y, net = _comparison_setup(seed, 1, _positive(target_scale, "target_scale"))
+    model = torch.nn.Sequential(net, _Scale(target_scale))
+    return gradient_census_of(model, torch.nn.functional.mse_loss, (x[0], y[0]), fmt)
+
+
+class _Scale(torch.nn.Module):
+    def __init__(self, factor: float):
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, x):
+        return x * self.factor
+
+
+def train_comparison(
+    steps: int = 60, *, seed: int = 0, progress: bool = True, lr: float = 1e-2, target_scale: float = 1e-3
+) -> dict:
+    """Train one tiny model four ways on the CPU (:data:`TRAIN_RUNS`), same start, same data:
+    fp32; fp16 autocast without loss scaling; fp16 autocast with ``torch.amp.GradScaler("cpu")``;
+    bf16 autocast without a scaler. Adam (``lr``), MSE loss, a fresh batch of 64 each step.
+
+    The targets are small (order ``target_scale``), so the loss is small (about 1e-5) and so are
+    its gradients: at the model's output they are around 1e-8, below fp16's smallest subnormal
+    (6e-8). All four runs are the same loop, switched with ``enabled=``, as in PyTorch's AMP recipe.
+
+    Returns ``{"loss": {run: [loss per step]}, "zero_grad_fraction": {run: fraction of the
+    parameter-gradient elements that were exactly zero after backward, averaged over steps},
+    "scale": [GradScaler's scale per step], "skipped": [whether GradScaler skipped the step],
+    "steps", "seconds": {run: wall time}}``.
+    """
+    import time
+
+    steps = _int_at_least(steps, "steps", 1)
+    target_scale = _positive(target_scale, "target_scale")
+    x, y, start = _comparison_setup(seed, steps, target_scale)
+    out = {"loss": {}, "zero_grad_fraction": {}, "scale": [], "skipped": [], "steps": steps, "seconds": {}}
+    bar = tqdm(total=len(TRAIN_RUNS) * steps, desc="training 4 ways", disable=not progress, leave=False)
+    with _one_thread(), bar:
+        for name, (use_amp, dtype, use_scaler) in TRAIN_RUNS.items():
+            bar.set_postfix_str(name)
+            t0 = time.perf_counter()
+            model = torch.nn.Sequential(_copy(start), _Scale(target_scale))
+            opt = torch.optim.Adam(model.parameters(), lr=lr)
+            scaler = torch.amp.GradScaler("cpu", enabled=use_scaler)
+            losses, zeros = [], []
+            for step in range(steps):
+                with torch.autocast("cpu", dtype=dtype, enabled=use_amp):
+                    loss = torch.nn.functional.mse_loss(model(x[step]), y[step])
+                scaler.scale(loss).backward()
+                grads = torch.cat([p.grad.reshape(-1) for p in model.parameters()])
+                zeros.append(float((grads == 0).float().mean()))
+                if use_scaler:
+                    out["scale"].append(scaler.get_scale())
+                scaler.step(opt)
+                scaler.update()
+                if use_scaler:
+                    out["skipped"].append(scaler.get_scale() < out["scale"][-1])
+                opt.zero_grad(set_to_none=True)
+                losses.append(loss.item())
+                bar.update()
+            out["loss"][name] = losses
+            out["zero_grad_fraction"][name] = sum(zeros) / steps
+            out["seconds"][name] = time.perf_counter() - t0
+    return out
+
+
+def _copy(module: torch.nn.Module) -> torch.nn.Module:
+    import copy
+
+    return copy.deepcopy(module)
+
+
+# --- pitfalls around a scaler --------------------------------------------------------------------------
+
+
+def pitfall_setup(seed: int = 0):
+    """``(model, x, y)`` for the recipe's pitfalls: a small seeded fp32 MLP (8 -> 4 outputs), a batch of 32
+    random inputs and regression targets; an MSE loss on it trains in a few ms on any CPU."""
+    model = _tiny_model(seed)
+    g = torch.Generator().manual_seed(seed)
+    x, y = torch.randn(32, 8, generator=g), torch.randn(32, 4, generator=g)
+    return model, x, y
+
+
+def recipe_pitfalls(seed: int = 0) -> dict:
+    """Small demos (a few ms each, CPU, fp32 model with an fp32 or bf16 autocast loss) of the AMP
+    recipe's pitfalls:
+
+    ``"scheduler_warning"``: the UserWarning text (or None) of ``lr_scheduler.step()`` after a first
+    step that GradScaler skipped (forced with an inf gradient). ``"grad_norm"``: ``{"scale",
+    "before_unscale", "after_unscale"}``: the gradient norm a clipping call would see without and
+    with ``scaler.unscale_(optimizer)`` first. ``"state_dict"``: ``{"saved", "restored_scale",
+    "round_trip"}``: a GradScaler's state_dict after a few steps, and whether a new scaler loaded
+    from it has the same scale and growth tracker. ``"bf16"``: ``{"scales", "skipped"}`` of a
+    GradScaler (growth_interval 5) around 20 bf16 autocast steps: nothing overflows, the scale
+    only grows: harmless and useless.
+    """
+    out = {}
+    # 1. a skipped first step, then the scheduler
+    model, x, y = pitfall_setup(seed)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=10)
+    scaler = torch.amp.GradScaler("cpu")
+    scaler.scale(torch.nn.functional.mse_loss(model(x), y)).backward()
+    model[0].weight.grad[0, 0] = math.inf
+    scaler.step(opt)  # skipped: optimizer.step() is never called
+    scaler.update()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sched.step()
+    texts = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
+    out["scheduler_warning"] = texts[0] if texts else None
+    # 2. clipping needs unscaled gradients
+    model, x, y = pitfall_setup(seed)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu")
+    scaler.scale(torch.nn.functional.mse_loss(model(x), y)).backward()
+    before = _norm(model)  # what clip_grad_norm_ would compare with max_norm here
+    scaler.unscale_(opt)
+    after = _norm(model)
+    out["grad_norm"] = {"scale": scaler.get_scale(), "before_unscale": before, "after_unscale": after}
+    # 3. checkpoints: the scaler's state is part of them
+    model, x, y = pitfall_setup(seed)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10, growth_interval=3)
+    for _ in range(4):
+        scaler.scale(torch.nn.functional.mse_loss(model(x), y)).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad(set_to_none=True)
+    saved = scaler.state_dict()
+    restored = torch.amp.GradScaler("cpu")
+    restored.load_state_dict(saved)
+    out["state_dict"] = {
+        "saved": saved,
+        "restored_scale": restored.get_scale(),
+        "round_trip": restored.state_dict() == saved,
+    }
+    # 4. a scaler around bf16: never an overflow, so it only grows
+    model, x, y = pitfall_setup(seed)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", growth_interval=5)
+    scales, skipped = [], []
+    for _ in range(20):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+        scaler.scale(loss).backward()
+        scales.append(scaler.get_scale())
+        scaler.step(opt)
+        scaler.update()
+        skipped.append(scaler.get_scale() < scales[-1])
+        opt.zero_grad(set_to_none=True)
+    out["bf16"] = {"scales": scales, "skipped": skipped}
+    return out
+
+
+def _norm(model: torch.nn.Module) -> float:
+    return float(torch.linalg.vector_norm(torch.cat([p.grad.reshape(-1) for p in model.parameters()])))

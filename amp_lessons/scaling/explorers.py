@@ -1,0 +1,320 @@
+"""Lesson 05's explorers: a gradient histogram under a loss scale, and the dynamic scaler step by step."""
+
+from __future__ import annotations
+
+import html
+import math
+import numbers
+
+import ipywidgets as widgets
+import numpy as np
+
+from .._draw import (
+    pow2_ticks as _pow2_ticks,
+)
+from .._explorer import Picture, by_gid, encode_png, html_table, image, num
+from ..formats import get_format
+from ..fp16 import experiments as fp16
+from ..fp16.experiments import CENSUS_CATEGORIES
+from ..scaling import experiments as scaling
+from ..scaling.plots import plot_scaled_histogram, plot_scaler_history
+from ..style import style_context
+
+__all__ = [
+    "ScaleExplorer",
+    "ScalerStateExplorer",
+    "scale_explorer",
+    "scaler_state_explorer",
+]
+
+
+class ScaleExplorer:
+    """Pick a loss scale ``2**k`` with a slider (k = 0..32) and see where the gradients of a census
+    (default: :func:`amp_lessons.fp16.gradient_census`) land in fp16: the histogram of log2 |g x
+    scale| moves right over fp16's regions (a power-of-two scale shifts log2 |g| exactly), and a
+    table gives each kind's fractions (:func:`amp_lessons.scaling.scaled_fractions`). The census
+    is sorted and binned once; an update moves four step outlines and recounts by binary search.
+    ``fractions`` is the shown ``scaled_fractions``."""
+
+    MAX_EXPONENT = 32
+
+    def __init__(self, exponent: int = 0, census: dict | None = None, fmt="fp16"):
+
+        self._scaling = scaling
+        self.fmt = get_format(fmt)
+        self.census = fp16.gradient_census(fmt=self.fmt) if census is None else census
+        self._index = scaling.CensusIndex(self.census)
+        exponent = self._check(exponent)
+        self.slider = widgets.IntSlider(
+            exponent,
+            min=0,
+            max=self.MAX_EXPONENT,
+            description="log2 scale",
+            style={"description_width": "initial"},
+            layout=widgets.Layout(width="520px"),
+        )
+        self.readout = widgets.HTML()
+        self.image = image()
+        self.widget = widgets.VBox([self.slider, self.readout, self.image])
+        self.widget.explorer = self
+        self.fractions: dict = {}
+        self._pic = self._background_picture()
+        self.slider.observe(self._on_change, names="value")
+        self.update()
+
+    def _check(self, exponent) -> int:
+        if (
+            isinstance(exponent, bool)
+            or not isinstance(exponent, numbers.Integral)
+            or not 0 <= exponent <= self.MAX_EXPONENT
+        ):
+            raise ValueError(
+                f"exponent must be an int from 0 to {self.MAX_EXPONENT} (scale 2**exponent), got {exponent!r}"
+            )
+        return int(exponent)
+
+    def set(self, exponent=None) -> None:
+        """Move the slider (runs the observer, as a drag does)."""
+        if exponent is not None:
+            self.slider.value = self._check(exponent)
+
+    def _on_change(self, change) -> None:
+        self.update()
+
+    def _background_picture(self) -> Picture:
+        pic = Picture((10, 4.4))
+        with style_context():
+            ax = pic.fig.add_axes((0.08, 0.13, 0.9, 0.74))
+            plot_scaled_histogram(self.census, 0, self.fmt, ax=ax, max_exponent=self.MAX_EXPONENT)
+            ax.set_title(f"Where the scaled gradients land in {self.fmt.name}", loc="left", pad=18)
+            label = ax.text(
+                0.99,
+                0.95,
+                "",
+                transform=ax.transAxes,
+                ha="right",
+                va="top",
+                fontsize=12,
+                fontweight="bold",
+                bbox=dict(facecolor="white", edgecolor="#999999", alpha=0.9),
+            )
+        stairs = [by_gid(ax, f"{kind} {part}")[0] for kind in ("weights", "activations") for part in ("fill", "edge")]
+        pic.freeze([*stairs, label])
+        pic.edges = stairs[0].get_data().edges.copy()
+        return pic
+
+    def update(self) -> None:
+        k = int(self.slider.value)
+        scale = math.ldexp(1.0, k)
+        self.fractions = self._index.fractions(scale, self.fmt)
+        self.readout.value = self._readout(k)
+        *stairs, label = self._pic.moving
+        for s in stairs:
+            s.set_data(edges=self._pic.edges + k)
+        label.set_text(f"scale = 2^{k} = {scale:,.0f}")
+        self.image.value = self._pic.png()
+
+    def _readout(self, k: int) -> str:
+
+        head = "".join(
+            f"<th style='text-align:left;padding:1px 14px 1px 0'>{h}</th>"
+            for h in ("gradients x 2^" + str(k), *CENSUS_CATEGORIES)
+        )
+        body = ""
+        for kind in ("weights", "activations"):
+            fr = self.fractions[kind]
+            cells = [kind] + [f"{100 * fr[c]:.3f}%" for c in CENSUS_CATEGORIES]
+            for i, c in enumerate(CENSUS_CATEGORIES, start=1):
+                if c in ("underflow to zero", "overflow") and fr[c] > 0:
+                    cells[i] = f"<b style='color:#B00020'>{cells[i]}</b>"
+            body += "<tr>" + "".join(f"<td style='padding:1px 14px 1px 0'>{v}</td>" for v in cells) + "</tr>"
+        return (
+            f"<table style='font-family:monospace;font-size:13px'><tr>{head}</tr>{body}</table>"
+            "<div style='font-family:monospace;font-size:12px;color:#555'>exact zeros stay zero at any "
+            "scale; fractions of all values</div>"
+        )
+
+
+def scale_explorer(exponent: int = 0, census: dict | None = None) -> widgets.VBox:
+    """The scale explorer's widget (its :class:`ScaleExplorer` is ``.explorer``)."""
+    return ScaleExplorer(exponent, census).widget
+
+
+class ScalerStateExplorer:
+    """GradScaler's rule as a picture: sliders for log2 init_scale (0..24), growth_factor
+    (1.1..4), backoff_factor (0.05..0.95) and growth_interval (1..50, shortened from GradScaler's
+    2000 so that growth shows within the 200 steps drawn); an IntSlider ``k`` with a button that
+    makes step ``k``'s gradients overflow, and a "clear" button. The scale of every step comes from
+    :func:`amp_lessons.scaling.simulate_scaler` (no training: the overflows are the ones you
+    inject). ``history`` is the shown simulation, ``inf_steps`` the injected steps."""
+
+    N_STEPS = 200
+    DEFAULTS = dict(init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000)
+
+    def __init__(
+        self,
+        log2_init_scale: int = 16,
+        growth_factor: float = 2.0,
+        backoff_factor: float = 0.5,
+        growth_interval: int = 20,
+        inf_steps=(40, 41, 130),
+    ):
+
+        self._scaling = scaling
+        style, wide = {"description_width": "initial"}, widgets.Layout(width="340px")
+        self.init_slider = widgets.IntSlider(16, min=0, max=24, description="log2 init_scale", style=style, layout=wide)
+        self.growth_slider = widgets.FloatSlider(
+            2.0, min=1.1, max=4.0, step=0.1, readout_format=".1f", description="growth_factor", style=style, layout=wide
+        )
+        self.backoff_slider = widgets.FloatSlider(
+            0.5,
+            min=0.05,
+            max=0.95,
+            step=0.05,
+            readout_format=".2f",
+            description="backoff_factor",
+            style=style,
+            layout=wide,
+        )
+        self.interval_slider = widgets.IntSlider(
+            20,
+            min=1,
+            max=50,
+            description="growth_interval (short: default 2000)",
+            style=style,
+            layout=widgets.Layout(width="460px"),
+        )
+        self.step_slider = widgets.IntSlider(
+            60, min=0, max=self.N_STEPS - 1, description="step k", style=style, layout=wide
+        )
+        self.inject_button = widgets.Button(
+            description="inject inf at step k", button_style="danger", layout=widgets.Layout(width="180px")
+        )
+        self.clear_button = widgets.Button(description="clear", layout=widgets.Layout(width="80px"))
+        self.readout = widgets.HTML()
+        self.image = image()
+        self.widget = widgets.VBox(
+            [
+                widgets.HBox([self.init_slider, self.growth_slider]),
+                widgets.HBox([self.backoff_slider, self.interval_slider]),
+                widgets.HBox([self.step_slider, self.inject_button, self.clear_button]),
+                self.readout,
+                self.image,
+            ]
+        )
+        self.widget.explorer = self
+        self.inf_steps: set[int] = set()
+        self.history: dict = {}
+        self._pic = self._picture()
+        self._busy = True
+        try:
+            self.set(log2_init_scale, growth_factor, backoff_factor, growth_interval)
+        finally:
+            self._busy = False
+        self.inf_steps = {self._check_step(k) for k in inf_steps}
+        for w in (self.init_slider, self.growth_slider, self.backoff_slider, self.interval_slider):
+            w.observe(self._on_change, names="value")
+        self.inject_button.on_click(lambda _: self.inject(self.step_slider.value))
+        self.clear_button.on_click(lambda _: self.clear())
+        self.update()
+
+    # the actions a learner takes
+    def set(self, log2_init_scale=None, growth_factor=None, backoff_factor=None, growth_interval=None) -> None:
+        """Move sliders (each change runs the observers, as a drag does); out-of-range values raise."""
+        for slider, value, name in (
+            (self.init_slider, log2_init_scale, "log2_init_scale"),
+            (self.growth_slider, growth_factor, "growth_factor"),
+            (self.backoff_slider, backoff_factor, "backoff_factor"),
+            (self.interval_slider, growth_interval, "growth_interval"),
+        ):
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not slider.min <= value <= slider.max:
+                raise ValueError(f"{name}={value!r} is outside the slider's range {slider.min:g}..{slider.max:g}")
+            slider.value = value
+
+    def inject(self, k: int) -> None:
+        """Make the gradients of step ``k`` overflow (what the button does with the slider's k)."""
+        self.inf_steps.add(self._check_step(k))
+        self.update()
+
+    def clear(self) -> None:
+        """Remove every injected overflow."""
+        self.inf_steps.clear()
+        self.update()
+
+    def _check_step(self, k) -> int:
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 0 <= k < self.N_STEPS:
+            raise ValueError(f"step must be an int from 0 to {self.N_STEPS - 1}, got {k!r}")
+        return int(k)
+
+    def _on_change(self, change) -> None:
+        if not self._busy:
+            self.update()
+
+    def params(self) -> dict:
+        """The simulate_scaler parameters the sliders show."""
+        return dict(
+            init_scale=math.ldexp(1.0, int(self.init_slider.value)),
+            growth_factor=round(float(self.growth_slider.value), 6),
+            backoff_factor=round(float(self.backoff_slider.value), 6),
+            growth_interval=int(self.interval_slider.value),
+        )
+
+    def _picture(self) -> Picture:
+        pic = Picture((10, 4.0))
+        stand_in = self._scaling.simulate_scaler(self.N_STEPS, (0,), growth_interval=1)
+        with style_context():
+            ax = pic.fig.add_axes((0.09, 0.13, 0.89, 0.78))
+            plot_scaler_history(stand_in, ax=ax)
+        pic.parts = dict(ax=ax, line=by_gid(ax, "scale")[0], skipped=by_gid(ax, "scale skipped")[0])
+        return pic
+
+    def update(self) -> None:
+        p = self.params()
+        self.history = h = self._scaling.simulate_scaler(self.N_STEPS, sorted(self.inf_steps), **p)
+        parts = self._pic.parts
+        s = np.asarray(h["scale"], dtype=float)
+        with np.errstate(divide="ignore"):
+            y = np.where(s > 0, np.log2(np.where(s > 0, s, 1.0)), np.nan)
+        steps = np.arange(s.size)
+        bad = np.asarray(h["skipped"], dtype=bool)
+        parts["line"].set_data(steps, y)
+        parts["skipped"].set_data(steps[bad], y[bad])
+        parts["skipped"].set_label(f"skipped step (inf/NaN gradient): {int(bad.sum())}")
+        ax = parts["ax"]
+        finite = y[np.isfinite(y)]
+        lo, hi = (math.floor(finite.min()) - 1, math.ceil(finite.max()) + 1) if finite.size else (-1, 1)
+        ax.set_ylim(lo, hi)
+        _pow2_ticks(ax.yaxis, lo, hi, max_ticks=8)
+        ax.legend(loc="best", fontsize=9)
+        self.readout.value = self._readout(p, h)
+        self._pic.canvas.draw()  # the y range changes with the parameters: a full (small) redraw
+        self.image.value = encode_png(self._pic.canvas)
+
+    def _readout(self, p: dict, h: dict) -> str:
+        final = h["scale_after"][-1]
+        grows = sum(b > a for a, b in zip(h["scale"], h["scale_after"]))
+        d = self.DEFAULTS
+        rows = [
+            ("injected overflows at steps", ", ".join(map(str, sorted(self.inf_steps))) or "none"),
+            ("steps skipped", f"{sum(h['skipped'])} of {self.N_STEPS}"),
+            ("times the scale grew", str(grows)),
+            ("scale after the last step", num(final) if final > 0 else "0 (underflowed in float32)"),
+            (
+                "this run",
+                f"init_scale {num(p['init_scale'])}, growth_factor {p['growth_factor']:g}, "
+                f"backoff_factor {p['backoff_factor']:g}, growth_interval {p['growth_interval']}",
+            ),
+            (
+                "GradScaler defaults",
+                f"init_scale 2^16, growth_factor {d['growth_factor']:g}, "
+                f"backoff_factor {d['backoff_factor']:g}, growth_interval {d['growth_interval']}",
+            ),
+        ]
+        return html_table([(k, html.escape(v)) for k, v in rows])
+
+
+def scaler_state_explorer(**kwargs) -> widgets.VBox:
+    """The scaler state explorer's widget (its :class:`ScalerStateExplorer` is ``.explorer``)."""
+    return ScalerStateExplorer(**kwargs).widget

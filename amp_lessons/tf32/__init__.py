@@ -1,0 +1,51 @@
+"""Lesson 02, TF32: emulated and real TF32 matmuls, their errors against fp64, their speed.
+
+`from amp_lessons import tf32` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`."""
+
+from .checks import (
+    check_error_ratio,
+    check_tf32_matmul,
+)
+from .experiments import (
+    VARIANTS,
+    MatmulError,
+    conv_errors,
+    emulated_matmul,
+    error_vs_k,
+    fp32_precision,
+    has_tf32,
+    matmul_errors,
+    mkldnn_precision_effect,
+    pick_size,
+    switches_tour,
+    time_matmuls,
+)
+from .explorers import (
+    MatmulPrecisionExplorer,
+    matmul_precision_explorer,
+)
+from .plots import (
+    plot_error_vs_k,
+    plot_matmul_errors,
+)
+
+__all__ = [
+    "MatmulError",
+    "MatmulPrecisionExplorer",
+    "VARIANTS",
+    "check_error_ratio",
+    "check_tf32_matmul",
+    "conv_errors",
+    "emulated_matmul",
+    "error_vs_k",
+    "fp32_precision",
+    "has_tf32",
+    "matmul_errors",
+    "matmul_precision_explorer",
+    "mkldnn_precision_effect",
+    "pick_size",
+    "plot_error_vs_k",
+    "plot_matmul_errors",
+    "switches_tour",
+    "time_matmuls",
+]

@@ -1,0 +1,90 @@
+"""Checkers for lesson 02's exercises (an emulated TF32 matmul, the bf16/TF32 error ratio)."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .. import formats
+from ..checks import CheckResult, call_learner
+from ..tf32.experiments import emulated_matmul, error_vs_k
+
+__all__ = [
+    "check_error_ratio",
+    "check_tf32_matmul",
+]
+
+
+def check_tf32_matmul(fn) -> CheckResult:
+    """Exercise: ``fn(a, b)`` emulates a TF32 tensor-core matmul of float32 matrices: both inputs
+    rounded to TF32 as NVIDIA's conversion does (ties away from zero), products summed in fp32.
+    Compared bit for bit with the course's emulation on random inputs that include exact ties."""
+
+    g = torch.Generator().manual_seed(7)
+    a = torch.randn(64, 96, generator=g)
+    b = torch.randn(96, 48, generator=g)
+    # plant exact ties of TF32 (the 13 dropped bits are 1000000000000b) so the rounding rule shows
+    a.view(torch.int32)[:, ::3] = (a.view(torch.int32)[:, ::3] & ~0x1FFF) | 0x1000
+    b.view(torch.int32)[::3] = (b.view(torch.int32)[::3] & ~0x1FFF) | 0x1000
+    want = emulated_matmul(a, b, "tf32", "nearest_away")
+    got, err = call_learner(fn, a.clone(), b.clone())
+    if err:
+        return CheckResult(False, err)
+    if not isinstance(got, torch.Tensor) or got.shape != want.shape:
+        return CheckResult(
+            False,
+            f"expected a tensor of shape {tuple(want.shape)}, got {type(got).__name__} "
+            f"{tuple(getattr(got, 'shape', ()))}",
+        )
+    if got.dtype != torch.float32:
+        return CheckResult(False, f"the result of a TF32 matmul is float32, yours is {got.dtype}")
+    if torch.equal(got, want):
+        return CheckResult(True, "bit-exact: inputs rounded to TF32 with ties away from zero, fp32 accumulation")
+    for rounding in ("nearest_even", "toward_zero"):
+        if torch.equal(got, emulated_matmul(a, b, "tf32", rounding)):
+            return CheckResult(
+                False,
+                f"you rounded the inputs with {rounding!r}; NVIDIA's fp32 -> TF32 "
+                "conversion rounds ties away from zero ('nearest_away')",
+            )
+    if torch.equal(got, a @ b):
+        return CheckResult(False, "that is the plain fp32 product: round both inputs to TF32 first")
+    one_side = [formats.quantize(a, "tf32", "nearest_away") @ b, a @ formats.quantize(b, "tf32", "nearest_away")]
+    if any(torch.equal(got, c) for c in one_side):
+        return CheckResult(False, "only one input was rounded: a tensor core rounds both")
+    rel = ((got.double() - want.double()).abs().max() / want.double().abs().mean()).item()
+    return CheckResult(
+        False,
+        f"differs from the TF32 emulation (relative difference {rel:.2g}); "
+        "hint: quantize(a, 'tf32', 'nearest_away') @ quantize(b, 'tf32', 'nearest_away')",
+    )
+
+
+def check_error_ratio(answer, low: str = "bf16", high: str = "tf32") -> CheckResult:
+    """Exercise: predict how many times larger the matmul error is with ``low`` inputs than with
+    ``high`` inputs (both accumulated in fp32). Checked against a measurement made now (within a
+    factor of 1.5 of the measured ratio)."""
+
+    fl, fh = formats.get_format(low), formats.get_format(high)
+    if answer is None or answer is ...:
+        return CheckResult(False, "replace the placeholder with your predicted ratio (a number)")
+    try:
+        answer = float(answer)
+    except (TypeError, ValueError):
+        return CheckResult(False, f"the answer must be a number, got {answer!r}")
+    data = error_vs_k([256, 1024], (fl, fh), m=96, n=96, seed=3)
+    measured = sum(data["rms"][fl.name]) / sum(data["rms"][fh.name])
+    hint = (
+        f"each input's relative rounding error is about eps/2, so the error scales with eps: "
+        f"{fl.name} eps = 2**-{fl.mantissa_bits}, {fh.name} eps = 2**-{fh.mantissa_bits}"
+    )
+    if answer <= 0 or not math.isfinite(answer):
+        return CheckResult(False, f"{answer!r} cannot be a ratio of errors. Hint: {hint}")
+    if 1 / 1.5 <= answer / measured <= 1.5:
+        return CheckResult(
+            True,
+            f"measured now: {measured:.3g}; the eps ratio is "
+            f"2**{fh.mantissa_bits - fl.mantissa_bits} = {fl.eps / fh.eps:g}",
+        )
+    return CheckResult(False, f"{answer:g} is not within a factor 1.5 of the measured ratio. Hint: {hint}")

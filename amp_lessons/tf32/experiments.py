@@ -1,0 +1,325 @@
+"""Lesson 02's experiments: what TF32 costs in accuracy and buys in speed.
+
+Real TF32 needs an NVIDIA GPU of the Ampere generation or newer; everywhere else the experiments
+emulate it bit-exactly: both inputs are rounded to TF32 by :mod:`amp_lessons.formats` (ties away
+from zero, as NVIDIA's ``cvt.rna.tf32.f32`` does, or truncation, as a kernel that ignores the low
+13 bits does) and multiplied in IEEE fp32. Every function takes its sizes and device as arguments
+and returns data; the pictures are in :mod:`.plots`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import torch
+
+from .. import formats, timing
+from .._runtime import exact_fp32 as _exact_fp32, fp32_precision, parse_device as _device
+from ..device import gpu_info
+
+__all__ = [
+    "MatmulError",
+    "VARIANTS",
+    "conv_errors",
+    "emulated_matmul",
+    "error_vs_k",
+    "fp32_precision",
+    "has_tf32",
+    "matmul_errors",
+    "mkldnn_precision_effect",
+    "pick_size",
+    "switches_tour",
+    "time_matmuls",
+]
+
+# name -> (input format, rounding of the inputs) for the emulated variants
+_EMULATED = {
+    "fp32": ("fp32", "nearest_even"),
+    "tf32 emulated (ties away)": ("tf32", "nearest_away"),
+    "tf32 emulated (truncation)": ("tf32", "toward_zero"),
+    "bf16 inputs": ("bf16", "nearest_even"),
+    "fp16 inputs": ("fp16", "nearest_even"),
+}
+VARIANTS = (*_EMULATED, "tf32 hardware")
+
+
+def has_tf32(device="cuda") -> bool:
+    """True if ``device`` is a CUDA GPU whose tensor cores run TF32 (compute capability >= 8.0)."""
+    d = torch.device(device)
+    if d.type != "cuda" or not torch.cuda.is_available():
+        return False
+    g = gpu_info()
+    return g is not None and g.tf32
+
+
+def emulated_matmul(a: torch.Tensor, b: torch.Tensor, fmt="tf32", rounding="nearest_away") -> torch.Tensor:
+    """``a @ b`` with both inputs rounded to ``fmt`` and the products summed in IEEE fp32: what a
+    tensor core does with TF32 (or bf16/fp16) inputs and fp32 accumulation."""
+    for name, t in (("a", a), ("b", b)):
+        if not isinstance(t, torch.Tensor) or t.dtype != torch.float32:
+            raise TypeError(f"{name} must be a float32 tensor, got {getattr(t, 'dtype', type(t).__name__)}")
+    qa, qb = formats.quantize(a, fmt, rounding), formats.quantize(b, fmt, rounding)
+    with _exact_fp32(a.device):
+        return qa @ qb
+
+
+def _inputs(m, k, n, device, seed):
+    for name, v in (("m", m), ("k", k), ("n", n)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    a = torch.randn(m, k, generator=g).to(device)
+    b = torch.randn(k, n, generator=g).to(device)
+    return a, b
+
+
+@dataclass(frozen=True)
+class MatmulError:
+    variant: str
+    max_error: float  # max |C - C_fp64|
+    rel_error: float  # max error / mean |C_fp64|
+    rms_error: float  # sqrt(mean (C - C_fp64)^2)
+    how: str  # "measured on <device>" or "emulated bit-exactly on <device>"
+
+
+def _errors(c: torch.Tensor, ref: torch.Tensor) -> tuple[float, float, float]:
+    d = c.double() - ref
+    return d.abs().max().item(), (d.abs().max() / ref.abs().mean()).item(), d.pow(2).mean().sqrt().item()
+
+
+def matmul_errors(m: int, k: int, n: int, *, device="cpu", seed: int = 0, variants=None) -> list[MatmulError]:
+    """Errors of an (m x k) @ (k x n) product of random normal matrices against the fp64 product,
+    for each variant in :data:`VARIANTS` ("tf32 hardware" only where the GPU has TF32)."""
+    d = _device(device)
+    variants = list(VARIANTS if variants is None else variants)
+    for v in variants:
+        if v not in VARIANTS:
+            raise ValueError(f"unknown variant {v!r}: use some of {', '.join(map(repr, VARIANTS))}")
+    a, b = _inputs(m, k, n, d, seed)
+    ref = a.double() @ b.double()
+    out = []
+    for v in variants:
+        if v == "tf32 hardware":
+            if not has_tf32(d):
+                continue
+            with fp32_precision(matmul="tf32"):
+                c = a @ b
+            out.append(MatmulError(v, *_errors(c, ref), f"measured on {torch.cuda.get_device_name(d)}"))
+        elif v == "fp32":
+            with _exact_fp32(d):
+                c = a @ b
+            where = torch.cuda.get_device_name(d) if d.type == "cuda" else "this CPU"
+            out.append(MatmulError(v, *_errors(c, ref), f"measured on {where}"))
+        else:
+            fmt, rounding = _EMULATED[v]
+            with _exact_fp32(d):
+                c = emulated_matmul(a, b, fmt, rounding)
+            out.append(MatmulError(v, *_errors(c, ref), "emulated bit-exactly"))
+    return out
+
+
+def error_vs_k(
+    ks,
+    fmts=("fp32", "tf32", "bf16", "fp16"),
+    *,
+    m: int = 64,
+    n: int = 64,
+    seed: int = 0,
+    rounding: str = "nearest_even",
+    device="cpu",
+) -> dict:
+    """RMS error of (m x K) @ (K x n) products against fp64, for each K and each input format
+    (inputs rounded by the formats engine, products accumulated in fp32).
+
+    Returns ``{"k": [...], "rms": {fmt_name: [...]}, "ref_rms": [...]}``; ``ref_rms`` is the RMS of
+    the exact products (it grows like sqrt(K) too)."""
+    ks = [int(k) for k in ks]
+    if not ks or any(k < 1 for k in ks) or ks != sorted(ks):
+        raise ValueError(f"ks must be increasing positive ints, got {ks!r}")
+    d = _device(device)
+    a, b = _inputs(m, ks[-1], n, d, seed)
+    fmts = [formats.get_format(f) for f in fmts]
+    names = [f.name for f in fmts]
+    quantized = {f.name: (formats.quantize(a, f, rounding), formats.quantize(b, f, rounding)) for f in fmts}
+    out = {"k": ks, "rms": {f: [] for f in names}, "ref_rms": []}
+    with _exact_fp32(d):
+        for k in ks:
+            ref = a[:, :k].double() @ b[:k].double()
+            out["ref_rms"].append(ref.pow(2).mean().sqrt().item())
+            for f in names:
+                qa, qb = quantized[f]
+                out["rms"][f].append(_errors(qa[:, :k] @ qb[:k], ref)[2])
+    return out
+
+
+def pick_size(device="cpu", *, budget_s: float | None = None) -> int:
+    """A square matmul size for the lesson's timing: small enough for a 2-core CPU within the
+    notebook budget, large enough to fill a big GPU, and never more memory than the device has
+    (three fp32 matrices plus an fp64 reference product)."""
+    d = _device(device)
+    if d.type == "cpu":
+        return 1024 if budget_s is None or budget_s >= 1 else 512
+    free, _total = torch.cuda.mem_get_info(d)
+    for size in (10240, 8192, 4096, 2048, 1024):
+        need = 3 * size * size * 4 + 3 * size * size * 8  # fp32 a, b, c + fp64 a, b, ref
+        if need < 0.5 * free:
+            return size
+    return 512
+
+
+def time_matmuls(size: int, *, device="cpu", repeats: int = 5) -> dict:
+    """Times of a size^3 fp32 matmul with full fp32 math and (on a TF32 GPU) with TF32.
+
+    On a CPU only the fp32 time is measured: an emulated TF32 matmul says nothing about speed."""
+    d = _device(device)
+    a, b = _inputs(size, size, size, d, 0)
+    flops = timing.matmul_flops(size, size, size)
+    out = {}
+    with _exact_fp32(d):
+        out["fp32"] = timing.time_fn(lambda: a @ b, device=d.type, repeats=repeats, flops=flops, dtype_key="fp32")
+    if has_tf32(d):
+        with fp32_precision(matmul="tf32"):
+            out["tf32"] = timing.time_fn(lambda: a @ b, device=d.type, repeats=repeats, flops=flops, dtype_key="tf32")
+    return out
+
+
+def conv_errors(
+    *, device="cpu", batch: int = 8, channels: int = 64, size: int = 32, seed: int = 0
+) -> list[MatmulError]:
+    """A 3x3 convolution with fp32 math and with TF32 inputs (real cuDNN TF32 on a TF32 GPU,
+    emulated bit-exactly elsewhere), against the fp64 convolution."""
+    d = _device(device)
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(batch, channels, size, size, generator=g).to(d)
+    w = (torch.randn(channels, channels, 3, 3, generator=g) / math.sqrt(9 * channels)).to(d)
+    conv = torch.nn.functional.conv2d
+    ref = conv(x.double(), w.double(), padding=1)
+    out = []
+    exact = fp32_precision(conv="ieee") if d.type == "cuda" else fp32_precision(cpu_matmul="ieee")
+    with exact:
+        out.append(MatmulError("fp32", *_errors(conv(x, w, padding=1), ref), "measured"))
+        q = {
+            r: conv(formats.quantize(x, "tf32", r), formats.quantize(w, "tf32", r), padding=1)
+            for r in ("nearest_away", "toward_zero")
+        }
+    out.append(MatmulError("tf32 emulated (ties away)", *_errors(q["nearest_away"], ref), "emulated bit-exactly"))
+    out.append(MatmulError("tf32 emulated (truncation)", *_errors(q["toward_zero"], ref), "emulated bit-exactly"))
+    if has_tf32(d):
+        with fp32_precision(conv="tf32"):
+            out.append(
+                MatmulError(
+                    "tf32 hardware",
+                    *_errors(conv(x, w, padding=1), ref),
+                    f"measured on {torch.cuda.get_device_name(d)}",
+                )
+            )
+    return out
+
+
+def mkldnn_precision_effect(size: int = 512, seed: int = 0) -> dict[str, float]:
+    """Relative error (max error / mean |ref|) of a CPU fp32 matmul under each setting of
+    ``torch.backends.mkldnn.matmul.fp32_precision``, measured on this CPU (restored afterwards).
+    Whether "tf32"/"bf16" change anything depends on the CPU (e.g. AMX)."""
+    a, b = _inputs(size, size, size, torch.device("cpu"), seed)
+    ref = a.double() @ b.double()
+    out = {}
+    for p in ("ieee", "tf32", "bf16"):
+        with fp32_precision(cpu_matmul=p):
+            out[p] = _errors(a @ b, ref)[1]
+    return out
+
+
+_TOUR = r"""
+import json, torch
+out = {}
+out["legacy defaults"] = {"torch.backends.cuda.matmul.allow_tf32": torch.backends.cuda.matmul.allow_tf32,
+                          "torch.backends.cudnn.allow_tf32": torch.backends.cudnn.allow_tf32,
+                          "torch.get_float32_matmul_precision()": torch.get_float32_matmul_precision()}
+def new():
+    return {"torch.backends.fp32_precision": torch.backends.fp32_precision,
+            "torch.backends.cuda.matmul.fp32_precision": torch.backends.cuda.matmul.fp32_precision,
+            "torch.backends.cudnn.conv.fp32_precision": torch.backends.cudnn.conv.fp32_precision,
+            "torch.backends.mkldnn.matmul.fp32_precision": torch.backends.mkldnn.matmul.fp32_precision}
+out["new API defaults"] = new()
+torch.set_float32_matmul_precision("high"); out['after set_float32_matmul_precision("high")'] = new()
+torch.set_float32_matmul_precision("medium"); out['after set_float32_matmul_precision("medium")'] = new()
+torch.set_float32_matmul_precision("highest")
+try:
+    torch.backends.cuda.matmul.fp32_precision = "bf16"
+except RuntimeError as e:
+    out['cuda.matmul.fp32_precision = "bf16"'] = "RuntimeError: " + str(e).splitlines()[0]
+torch.backends.cuda.matmul.fp32_precision = "tf32"
+try:
+    torch.backends.cuda.matmul.allow_tf32
+    out["reading allow_tf32 after setting fp32_precision"] = "no error"
+except RuntimeError as e:
+    out["reading allow_tf32 after setting fp32_precision"] = "RuntimeError: " + str(e).split(". ")[0][:200]
+print(json.dumps(out))
+"""
+
+
+def switches_tour() -> dict:
+    """The TF32 switches of this torch, old and new, read in a fresh Python process (so that
+    mixing the two APIs, which makes torch raise, does not leave this process in that state)."""
+    proc = subprocess.run([sys.executable, "-c", _TOUR], capture_output=True, text=True, timeout=120, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the switches tour failed: {proc.stderr.strip()[-500:]}")
+    return json.loads(proc.stdout)
+
+
+def record_tf32_matmul(device: str = "cuda", size: int | None = None, speed_size: int = 8192) -> dict:
+    """Reference measurement on a GPU: lesson 02's experiment (errors of fp32, real TF32 and emulated
+    TF32 against fp64 at ``size``) and the TF32/fp32 speed ratio at ``speed_size``^3."""
+    d = _device(device)
+    size = size or pick_size(d)
+    errs = {e.variant: e for e in matmul_errors(size, size, size, device=d)}
+    out = {
+        "shape": f"{size}x{size} @ {size}x{size}",
+        "fp32_rel_error": errs["fp32"].rel_error,
+        "tf32_emulated_rel_error": errs["tf32 emulated (ties away)"].rel_error,
+        "tf32_truncated_rel_error": errs["tf32 emulated (truncation)"].rel_error,
+    }
+    if "tf32 hardware" in errs:
+        out["tf32_rel_error"] = errs["tf32 hardware"].rel_error
+        out["emulated_over_real_tf32_error"] = out["tf32_emulated_rel_error"] / out["tf32_rel_error"]
+    speed_size = min(speed_size, size) if d.type == "cpu" else speed_size
+    times = time_matmuls(speed_size, device=d, repeats=10)
+    out["speed_shape"] = f"{speed_size}^3"
+    out["fp32_time_s"] = times["fp32"].median_s
+    if "tf32" in times:
+        out["tf32_time_s"] = times["tf32"].median_s
+        out["tf32_speedup"] = times["fp32"].median_s / times["tf32"].median_s
+    return out
+
+
+def record_timing_check(device: str = "cuda", size: int = 8192) -> dict:
+    """The timing helper against ``triton.testing.do_bench`` on the same bf16 matmul (median of
+    both), with the share of the GPU's spec peak."""
+    d = _device(device)
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(size, size, generator=g).to(d, torch.bfloat16)
+    b = torch.randn(size, size, generator=g).to(d, torch.bfloat16)
+    t = timing.time_fn(
+        lambda: a @ b,
+        device=d.type,
+        repeats=20,
+        flush_l2=d.type == "cuda",
+        flops=timing.matmul_flops(size, size, size),
+        dtype_key="bf16",
+    )
+    out = {"shape": f"{size}^3 bf16", "bf16_time_s": t.median_s, "bf16_tflops": t.tflops}
+    if t.percent_of_peak is not None:
+        out["percent_of_spec_peak"] = t.percent_of_peak
+    try:
+        from triton.testing import do_bench
+    except ImportError:
+        out["do_bench"] = "triton not installed: no comparison"
+        return out
+    ms = do_bench(lambda: a @ b, return_mode="median")
+    out["do_bench_time_s"] = ms / 1e3
+    out["time_fn_over_do_bench"] = t.median_s / (ms / 1e3)
+    return out

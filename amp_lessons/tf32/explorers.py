@@ -1,0 +1,104 @@
+"""Lesson 02's explorer: a matmul's error as the inputs' mantissa shrinks."""
+
+from __future__ import annotations
+
+import math
+
+import ipywidgets as widgets
+
+from .._explorer import Picture, by_gid, html_table, image
+from ..formats import FORMATS, ROUNDING_MODES, FloatFormat
+from ..style import style_context
+from ..tf32 import experiments as tf32
+from ..tf32.plots import plot_error_vs_k
+
+__all__ = [
+    "MatmulPrecisionExplorer",
+    "matmul_precision_explorer",
+]
+
+
+class MatmulPrecisionExplorer:
+    """The format designer's idea applied to a matmul: a slider for the mantissa bits of the
+    inputs (exponent fixed at 8, like fp32/TF32/bf16) and a rounding menu; the designed inputs'
+    RMS error against K is drawn over fp32, TF32, bf16 and fp16 inputs (all accumulated in fp32,
+    emulated bit-exactly on the CPU)."""
+
+    def __init__(
+        self,
+        mantissa_bits: int = 10,
+        rounding: str = "nearest_even",
+        *,
+        m: int = 32,
+        n: int = 32,
+        kmax: int = 4096,
+        seed: int = 0,
+    ):
+
+        if isinstance(mantissa_bits, bool) or not isinstance(mantissa_bits, int) or not 0 <= mantissa_bits <= 23:
+            raise ValueError(f"mantissa_bits={mantissa_bits!r}: use an int from 0 to 23")
+        if rounding not in ROUNDING_MODES:
+            raise ValueError(f"rounding={rounding!r}: use one of {', '.join(map(repr, ROUNDING_MODES))}")
+        if isinstance(kmax, bool) or not isinstance(kmax, int) or kmax < 32:
+            raise ValueError(f"kmax={kmax!r}: use an int >= 32")
+        self._tf32 = tf32
+        self.ks = [2**i for i in range(4, int(math.log2(kmax)) + 1)]
+        self._shape = dict(m=m, n=n, seed=seed)
+        self.data = tf32.error_vs_k(self.ks, **self._shape)
+        self.mantissa_slider = widgets.IntSlider(
+            mantissa_bits, min=0, max=23, description="mantissa bits", style={"description_width": "initial"}
+        )
+        self.rounding_menu = widgets.Dropdown(options=list(ROUNDING_MODES), value=rounding, description="rounding")
+        self.readout = widgets.HTML()
+        self.image = image()
+        self.widget = widgets.VBox([widgets.HBox([self.mantissa_slider, self.rounding_menu]), self.readout, self.image])
+        self.widget.explorer = self
+        self._pic = self._background_picture()
+        self.rms: list[float] = []
+        for w in (self.mantissa_slider, self.rounding_menu):
+            w.observe(self._on_change, names="value")
+        self.update()
+
+    def set(self, mantissa_bits=None, rounding=None) -> None:
+        if mantissa_bits is not None:
+            self.mantissa_slider.value = mantissa_bits
+        if rounding is not None:
+            self.rounding_menu.value = rounding
+
+    def _on_change(self, change) -> None:
+        self.update()
+
+    def _background_picture(self) -> Picture:
+        pic = Picture((9, 4.8))
+        with style_context():
+            ax = pic.fig.add_subplot()
+            pic.fig.subplots_adjust(left=0.11, right=0.98, bottom=0.12, top=0.92)
+            plot_error_vs_k(self.data, ax=ax, extra={"your inputs": self.data["rms"]["tf32"]})
+            all_rms = [v for line in self.data["rms"].values() for v in line if v > 0]
+            ax.set_ylim(min(all_rms) / 30, 10 * max(self.data["ref_rms"]))
+        (line,) = by_gid(ax, "your inputs")
+        line.set(lw=3, zorder=3)
+        pic.freeze([line])
+        return pic
+
+    def update(self) -> None:
+        m, rounding = self.mantissa_slider.value, self.rounding_menu.value
+        f = FloatFormat(f"e8m{m}", 8, m)
+        self.rms = self._tf32.error_vs_k(self.ks, (f,), rounding=rounding, **self._shape)["rms"][f.name]
+        same = [n for n, g in FORMATS.items() if (g.exponent_bits, g.mantissa_bits, g.encoding) == (8, m, "ieee")]
+        name = f"e8m{m}" + (f" = {same[0]}" if same else "")
+        self.readout.value = html_table(
+            [
+                ("your inputs", f"{name}, rounded {rounding}, fp32 accumulation"),
+                (f"RMS error at K={self.ks[-1]}", f"{self.rms[-1]:.3g}"),
+                ("RMS of the exact result", f"{self.data['ref_rms'][-1]:.3g}"),
+            ]
+        )
+        line = self._pic.moving[0]
+        line.set_data(self.ks, [max(v, 1e-30) for v in self.rms])
+        self.image.value = self._pic.png()
+
+
+def matmul_precision_explorer(mantissa_bits: int = 10, rounding: str = "nearest_even") -> widgets.VBox:
+    """The matmul precision explorer's widget (its :class:`MatmulPrecisionExplorer` is ``.explorer``)."""
+    return MatmulPrecisionExplorer(mantissa_bits, rounding).widget

@@ -1,0 +1,92 @@
+"""Lesson 02's pictures: matmul error against the inner dimension K, errors by precision."""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.axes import Axes
+
+from .._draw import (
+    axes_for,
+    styled,
+)
+from ..formats import (
+    FORMATS,
+)
+from ..style import format_color
+
+__all__ = [
+    "plot_error_vs_k",
+    "plot_matmul_errors",
+]
+
+
+_VARIANT_FORMAT = {"fp32": "fp32", "tf32": "tf32", "bf16": "bf16", "fp16": "fp16"}
+
+
+def _variant_color(variant: str) -> str:
+    for key, fmt in _VARIANT_FORMAT.items():
+        if variant.startswith(key):
+            return format_color(fmt)
+    return format_color(variant)
+
+
+@styled
+def plot_error_vs_k(data: dict, ax=None, *, extra: dict | None = None) -> Axes:
+    """RMS error of a matmul against its inner dimension K, log-log, one line per input format
+    (from :func:`amp_lessons.tf32.error_vs_k`), with a dashed sqrt(K) trend through each line's
+    first point. ``extra`` ({label: [rms per K]}) adds more lines (e.g. a designed format)."""
+    if not isinstance(data, dict) or not {"k", "rms"} <= set(data):
+        raise TypeError("data must be the dict returned by amp_lessons.tf32.error_vs_k (keys 'k', 'rms')")
+    ks = np.asarray(data["k"], dtype=float)
+    lines = dict(data["rms"])
+    lines.update(extra or {})
+    ax = axes_for(ax, (8, 5))
+    for label, rms in lines.items():
+        rms = np.asarray(rms, dtype=float)
+        if rms.shape != ks.shape:
+            raise ValueError(f"line {label!r} has {rms.size} values for {ks.size} values of K")
+        color = format_color(label) if label in FORMATS else "#6a3d9a"
+        # TF32 and fp16 inputs often give the same errors: hollow squares keep both visible
+        style = dict(marker="s", mfc="white", ms=8, ls="--") if label == "tf32" else dict(marker="o", ms=4)
+        ax.plot(ks, np.maximum(rms, 1e-30), color=color, label=f"{label} inputs", gid=label, **style)
+        ax.plot(ks, rms[0] * np.sqrt(ks / ks[0]), "--", color=color, lw=1, alpha=0.7)
+    ax.plot([], [], "k--", lw=1, label="sqrt(K) trend")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("inner dimension K (products summed per output)")
+    ax.set_ylabel("RMS error of C = A @ B vs fp64")
+    ax.set_title("Matmul error grows like sqrt(K) (fp32 accumulation)", loc="left")
+    ax.legend(fontsize=9, loc="lower right")
+    return ax
+
+
+@styled
+def plot_matmul_errors(errors, ax=None, *, reference: dict | None = None) -> Axes:
+    """Relative error (max error / mean |fp64 result|) of each matmul variant as horizontal bars
+    on a log axis; emulated variants hatched. ``reference`` ({label: rel_error}) adds labelled
+    reference figures (e.g. a published A100 figure) as grey bars."""
+    rows = [(e.variant, e.rel_error, e.how) for e in errors]
+    if not rows:
+        raise ValueError("errors is empty: pass the list from amp_lessons.tf32.matmul_errors")
+    rows += [(label, value, "reference") for label, value in (reference or {}).items()]
+    ax = axes_for(ax, (8, 0.5 * len(rows) + 1.2))
+    for i, (label, value, how) in enumerate(rows):
+        color = "#bbbbbb" if how == "reference" else _variant_color(label)
+        ax.barh(
+            i,
+            value,
+            color=color,
+            hatch="//" if how.startswith("emulated") else None,
+            edgecolor="white" if how.startswith("emulated") else color,
+            gid=label,
+        )
+        ax.text(value * 1.15, i, f"{value:.2g}  ({how})", va="center", fontsize=9)
+    ax.set_yticks(range(len(rows)), [r[0] for r in rows])
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    lo = min(r[1] for r in rows if r[1] > 0)
+    hi = max(r[1] for r in rows)
+    ax.set_xlim(lo / 3, hi * 300)
+    ax.set_xlabel("relative error: max |C - C_fp64| / mean |C_fp64|")
+    ax.set_title("Matmul error by input precision", loc="left")
+    return ax

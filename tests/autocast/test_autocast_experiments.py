@@ -1,0 +1,456 @@
+"""Tests of amp_lessons.autocast: the policy tables against the installed torch and the facts
+checked by hand in PyTorch's autocast_mode.h/.cpp, the tracer (real CPU autocast and the fake CUDA preview), the profiler tree and
+the upcast timing."""
+
+import json
+import logging
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from amp_lessons.autocast import experiments as A
+
+HAS_CUDA = torch.cuda.is_available()
+
+# --- hand-checked samples (aten/src/ATen/autocast_mode.{h,cpp}, https://github.com/pytorch/pytorch) ---------------
+
+CUDA_SAMPLE = {
+    "lower_precision": ["mm", "matmul", "linear", "conv2d", "bmm", "baddbmm", "scaled_dot_product_attention"],
+    "fp32": [
+        "exp",
+        "log",
+        "pow",
+        "softmax",
+        "log_softmax",
+        "layer_norm",
+        "rms_norm",
+        "group_norm",
+        "sum",
+        "prod",
+        "cumsum",
+        "mse_loss",
+        "nll_loss",
+    ],
+    "promote": ["addcmul", "addcdiv", "atan2", "cross", "dot", "index_put", "scatter_add", "tensordot"],
+    "banned": ["binary_cross_entropy"],
+    # cat and stack have no CUDA autocast kernel in torch 2.13 (they are on the CPU promote list only);
+    # cat(fp16, fp32) still gives fp32 on CUDA, by ordinary type promotion (see the tracer test below)
+    None: ["add", "relu", "embedding", "cat", "stack"],
+}
+
+CPU_SAMPLE = {
+    "lower_precision": [
+        "conv1d",
+        "conv2d",
+        "conv3d",
+        "conv_transpose2d",
+        "mm",
+        "bmm",
+        "matmul",
+        "linear",
+        "addmm",
+        "baddbmm",
+        "scaled_dot_product_attention",
+    ],
+    "fp32": ["mse_loss", "binary_cross_entropy"],
+    "promote": ["cat", "stack", "index_copy"],
+    "banned": [],
+    None: ["layer_norm", "softmax", "exp", "log", "sum", "add", "relu"],
+}
+
+
+@pytest.mark.parametrize("device_type, sample", [("cuda", CUDA_SAMPLE), ("cpu", CPU_SAMPLE)])
+def test_policy_table_matches_the_hand_checked_sample(device_type, sample):
+    table = A.policy_table(device_type)
+    for policy, names in sample.items():
+        for name in names:
+            assert table.get(name) == policy, (device_type, name, table.get(name), policy)
+            assert A.policy_of(name, device_type) == policy
+
+
+@pytest.mark.parametrize("device_type", A.DEVICE_TYPES)
+def test_tables_list_exactly_the_ops_with_an_autocast_kernel(device_type):
+    key = {"cpu": "AutocastCPU", "cuda": "AutocastCUDA"}[device_type]
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    assert not has("aten::add.Tensor", key) and has("aten::mm", key)
+    expected = {
+        n.split("::")[1].split(".")[0]
+        for n in torch._C._dispatch_get_all_op_names()
+        if n.startswith("aten::") and has(n, key)
+    }
+    table, sources = A.policy_table(device_type), A.policy_sources(device_type)
+    assert set(table) == expected == set(sources)
+    assert set(table.values()) <= set(A.POLICIES) and set(sources.values()) <= set(A.SOURCES)
+    groups = A.policy_groups(device_type)
+    assert list(groups) == list(A.POLICIES)
+    assert all(names == sorted(names) for names in groups.values())
+    assert sorted(n for names in groups.values() for n in names) == sorted(table)
+    assert all(table[n] == p for p, names in groups.items() for n in names)
+
+
+def test_cpu_and_cuda_policies_differ_where_the_facts_say():
+    cpu, cuda = A.policy_table("cpu"), A.policy_table("cuda")
+    for name in ("layer_norm", "softmax", "exp", "log", "sum"):
+        assert cuda[name] == "fp32" and name not in cpu
+    assert cuda["binary_cross_entropy"] == "banned" and cpu["binary_cross_entropy"] == "fp32"
+
+
+def test_cpu_table_does_not_depend_on_the_cpus_kernels():
+    # mkldnn_rnn_layer runs under bf16 autocast only where oneDNN has a bf16 RNN for the CPU (AVX512);
+    # its class is the same on every CPU, and its source says how it was found here
+    assert A.policy_table("cpu")["mkldnn_rnn_layer"] == "lower_precision"
+    assert A.policy_sources("cpu")["mkldnn_rnn_layer"] in ("measured", "fallback")
+    assert len(A.policy_groups("cpu")["lower_precision"]) == 21
+
+
+def test_sources():
+    cuda, cpu = A.policy_sources("cuda"), A.policy_sources("cpu")
+    assert cuda["mm"] == cuda["layer_norm"] == cuda["addcmul"] == "header"
+    assert cuda["binary_cross_entropy"] == "measured"  # banned ops are not in the header's lists
+    assert "header" not in cpu.values()  # the CPU lists are in a .cpp the wheel does not ship
+    assert cpu["mm"] == cpu["cat"] == cpu["mse_loss"] == "measured"
+    assert list(cpu.values()).count("measured") >= 0.9 * len(cpu)
+    # the returned dicts are copies
+    A.policy_table("cpu")["mm"] = "nonsense"
+    assert A.policy_table("cpu")["mm"] == "lower_precision"
+
+
+def test_header_parser():
+    text = "\n".join(
+        [
+            "#define AT_FORALL_LOWER_PRECISION_FP(_) \\",
+            "  _(_convolution, deprecated) \\",
+            "  _(mm)",
+            "#define AT_FORALL_FP32(_) \\",
+            "  _(pow, Tensor_Scalar) \\",
+            "  _(layer_norm)",
+            "#define AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE(_) \\",
+            "  _(ADD_NS(norm), \\",
+            '    "norm.Scalar", \\',
+            "    Tensor(const Tensor&, const Scalar&), \\",
+            "    Tensor(const Tensor&, const std::optional<Scalar>&, ScalarType), \\",
+            "    fp32_append_dtype)",
+            "#define AT_FORALL_PROMOTE(_) \\",
+            "  _(addcmul)",
+            "#define AT_FORALL_DEPRECATED_AUTOCAST_BACKENDS(_) \\",
+            "  _(cpu, at::kCPU)",
+        ]
+    )
+    assert A._parse_header(text) == {
+        "aten::_convolution.deprecated": "lower_precision",
+        "aten::mm": "lower_precision",
+        "aten::pow.Tensor_Scalar": "fp32",
+        "aten::layer_norm": "fp32",
+        "aten::norm.Scalar": "fp32",
+        "aten::addcmul": "promote",
+    }
+    installed = A._header_policies()
+    assert installed["aten::linear"] == "lower_precision" and installed["aten::softmax.int"] == "fp32"
+    assert installed["aten::norm.ScalarOpt_dim"] == "fp32" and installed["aten::scatter_add"] == "promote"
+
+
+def test_measurement_agrees_with_the_header():
+    """The header's CUDA classes, measured on fake CUDA tensors for a sample of ops."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    header = A._header_policies()
+    ops = [
+        "aten::mm",
+        "aten::linear",
+        "aten::baddbmm",
+        "aten::exp",
+        "aten::sum",
+        "aten::softmax.int",
+        "aten::mse_loss",
+        "aten::addcmul",
+        "aten::atan2",
+        "aten::index_put",
+        "aten::scatter_add",
+    ]
+    logging.disable(logging.CRITICAL)  # fake tensors log the samples that do not fit
+    try:
+        with torch.no_grad(), FakeTensorMode(), A._cuda_autocast_on_fake(torch.float16, cache=False):
+            measured = {op: A._measure(op, "cuda", torch.float16) for op in ops}
+    finally:
+        logging.disable(logging.NOTSET)
+    assert measured == {op: header[op] for op in ops}
+
+
+def test_policy_of_accepts_several_spellings():
+    for name in ("mm", "aten::mm", "aten.mm.default", torch.ops.aten.mm, torch.ops.aten.mm.default):
+        assert A.policy_of(name, "cpu") == "lower_precision"
+    assert A.policy_of("conv_transpose2d.input", "cuda") == "lower_precision"
+    assert A.policy_of("add", "cuda") is None
+    with pytest.raises(TypeError, match="op name"):
+        A.policy_of(3, "cpu")
+
+
+@pytest.mark.parametrize("fn", [A.policy_table, A.policy_groups, A.policy_sources, lambda d: A.policy_of("mm", d)])
+def test_policy_functions_reject_unknown_device_types(fn):
+    for bad in ("mps", "CUDA", None, 0):
+        with pytest.raises(ValueError, match=f"'cpu' or 'cuda', got {bad!r}"):
+            fn(bad)
+
+
+# --- the tracer ------------------------------------------------------------------------------------
+
+
+def _last(trace, name):
+    return trace.named(name)[-1]
+
+
+def test_fake_cuda_trace_reproduces_the_cuda_facts():
+    x = torch.randn(4, 8)
+    lin = torch.nn.Linear(8, 4)
+    t = A.trace(lambda m, x: m(x), lin, x, device_type="cuda")
+    assert t.fake and t.device_type == "cuda" and t.dtype == torch.float16
+    assert t.output.dtype == torch.float16 and t.output.device.type == "cuda"
+    assert "CUDA autocast policy previewed with fake CUDA tensors" in repr(t)
+
+    for fn in (lambda x: F.layer_norm(x, (8,)), lambda x: torch.softmax(x, -1), torch.exp, torch.sum):
+        out = A.trace(fn, x.half(), device_type="cuda").output
+        assert out.dtype == torch.float32
+    t = A.trace(lambda a, b: torch.cat([a, b]), x.half(), x, device_type="cuda")
+    assert t.output.dtype == torch.float32
+    with pytest.raises(RuntimeError, match="unsafe to autocast"):
+        A.trace(lambda p, y: F.binary_cross_entropy(p, y), x.sigmoid(), x.sigmoid(), device_type="cuda")
+    # the global CUDA autocast switches are back where they were, even after the error
+    assert not torch.is_autocast_enabled("cuda")
+    assert torch.is_autocast_cache_enabled()
+
+
+def test_fake_cuda_trace_records_the_inserted_casts():
+    x = torch.randn(4, 8)
+    t = A.trace(lambda m, x: F.layer_norm(m(x), (4,)), torch.nn.Linear(8, 4), x, device_type="cuda")
+    names = [op.name for op in t.ops]
+    casts = t.casts
+    assert [(c.in_dtypes[0], c.out_dtypes[0]) for c in casts] == [(torch.float32, torch.float16)] * 3 + [
+        (torch.float16, torch.float32)
+    ]
+    assert t.weight_casts == 2  # weight and bias; the input's cast is not a weight cast
+    assert names.index("addmm") < names.index("native_layer_norm")
+    assert _last(t, "addmm").in_dtypes == (torch.float16,) * 3
+    assert _last(t, "native_layer_norm").in_dtypes[0] == torch.float32
+
+
+def test_cpu_trace_reproduces_the_cpu_facts():
+    a, b = torch.randn(4, 8), torch.randn(8, 3)
+    t = A.trace(torch.mm, a, b)
+    assert not t.fake and t.output.dtype == torch.bfloat16
+    assert len(t.casts) == 2 and _last(t, "mm").in_dtypes == (torch.bfloat16, torch.bfloat16)
+    assert "CPU autocast, measured on this machine" in repr(t)
+
+    t = A.trace(lambda x: F.layer_norm(x, (8,)), a.bfloat16())
+    assert t.output.dtype == torch.bfloat16 and t.casts == []  # layer_norm is on no CPU list
+
+    p, y = a.sigmoid(), torch.rand(4, 8)
+    t = A.trace(F.binary_cross_entropy, p.bfloat16(), y)  # fp32 on the CPU, not banned
+    assert t.output.dtype == torch.float32
+
+
+def test_weight_casts_are_cached_per_autocast_region():
+    lin, x = torch.nn.Linear(4, 3), torch.randn(2, 4)
+
+    def three_calls(m, x):
+        for _ in range(3):
+            m(x)
+
+    one_region = A.trace(three_calls, lin, x)
+    assert len(one_region.casts) == 5 and one_region.weight_casts == 2  # weight + bias once, input 3 times
+    regions = [A.trace(lambda m, x: m(x), lin, x) for _ in range(3)]
+    assert sum(len(r.casts) for r in regions) == 9 and sum(r.weight_casts for r in regions) == 6
+    # the fake CUDA preview has no cast cache (no autograd on fake CUDA tensors): 9 casts, and it says so
+    fake = A.trace(three_calls, lin, x, device_type="cuda")
+    assert len(fake.casts) == 9 and "no weight-cast cache" in fake.header
+
+
+def test_backward_ops_are_recorded():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4), torch.nn.LayerNorm(4))
+    x, y = torch.randn(2, 8), torch.tensor([1, 3])
+    t = A.trace(lambda m, x, y: F.cross_entropy(m(x), y), model, x, y, backward=True)
+    phases = [op.phase for op in t.ops]
+    assert phases == sorted(phases, key=["forward", "backward"].index) and "backward" in phases
+    backward = [op for op in t.ops if op.phase == "backward"]
+    assert any(op.name == "mm" and op.in_dtypes == (torch.bfloat16, torch.bfloat16) for op in backward)
+    # the bf16 gradients of the fp32 weight and bias are cast back to fp32
+    assert any(op.is_cast and op.out_dtypes[0] == torch.float32 and op.out_shapes[0] == (4, 8) for op in backward)
+    assert model[0].weight.grad.dtype == torch.float32
+    # a non-scalar output gets a gradient of ones
+    lin = torch.nn.Linear(4, 3)
+    t = A.trace(lambda m, x: m(x), lin, torch.randn(2, 4), backward=True)
+    assert any(op.phase == "backward" for op in t.ops) and lin.weight.grad is not None
+
+
+def test_trace_rendering():
+    t = A.trace(lambda m, x: m(x), torch.nn.Linear(4, 3), torch.randn(2, 4))
+    text = repr(t)
+    lines = text.splitlines()
+    assert lines[0] == "CPU autocast, measured on this machine (autocast dtype bfloat16)"
+    assert sum(line.startswith("*") for line in lines) == 3 and text.count("weight cast") == 2
+    assert "float32[3, 4]" in text and "bfloat16[3, 4]" in text
+    assert lines[-1].startswith("5 ops, 3 casts (2 of parameters")
+    page = t._repr_html_()
+    assert page.count("background:#fff3cd") == 3 and "CPU autocast, measured on this machine" in page
+    assert t.ops[0].describe().startswith("_to_copy(float32")
+
+
+def test_fake_cuda_helper_and_prebuilt_fake_inputs():
+    lin, x = torch.nn.Linear(4, 3), torch.randn(2, 4)
+    fake_lin, fake_x = A.fake_cuda([lin, x])
+    assert fake_x.device.type == "cuda" and fake_x.shape == x.shape
+    assert fake_lin.weight.device.type == "cuda" and not fake_lin.weight.requires_grad
+    assert lin.weight.device.type == "cpu" and lin.weight.requires_grad  # the original is untouched
+    t = A.trace(lambda m, x: m(x), fake_lin, fake_x, device_type="cuda")
+    assert t.output.dtype == torch.float16
+    with pytest.raises(TypeError, match="FakeTensorMode"):
+        A.fake_cuda(x, mode="fake")
+
+
+def test_trace_errors():
+    x = torch.randn(2, 4)
+    lin = torch.nn.Linear(4, 3)
+    with pytest.raises(ValueError, match="'cpu' or 'cuda', got 'tpu'"):
+        A.trace(torch.exp, x, device_type="tpu")
+    with pytest.raises(ValueError, match=r"torch.bfloat16 or torch.float16.*got torch.int32"):
+        A.trace(torch.exp, x, dtype=torch.int32)
+    with pytest.raises(ValueError, match="got torch.float32"):
+        A.trace(torch.exp, x, device_type="cuda", dtype=torch.float32)
+    with pytest.raises(ValueError, match="fake=True previews the CUDA policy"):
+        A.trace(torch.exp, x, fake=True)
+    with pytest.raises(ValueError, match="fake must be"):
+        A.trace(torch.exp, x, device_type="cuda", fake="yes")
+    with pytest.raises(TypeError, match="callable"):
+        A.trace("exp", x)
+    with pytest.raises(ValueError, match="backward=True cannot run on fake CUDA"):
+        A.trace(lambda m, x: m(x), lin, x, device_type="cuda", backward=True)
+    with pytest.raises(ValueError, match="requires grad"):
+        A.trace(torch.exp, x, backward=True)
+    with pytest.raises(ValueError, match="real tensor inside the fake CUDA preview"):
+        A.trace(lambda x: lin(x), x, device_type="cuda")  # lin reaches fn through a closure
+    with pytest.raises(ValueError, match="is on meta"):
+        A.trace(torch.exp, torch.empty(2, 4, device="meta"))
+    if HAS_CUDA:
+        with pytest.raises(ValueError, match=r"is on cpu.*\.cuda\(\)"):
+            A.trace(lambda m, x: m(x), lin, x, device_type="cuda", fake=False)
+    else:
+        with pytest.raises(RuntimeError, match="needs a CUDA GPU"):
+            A.trace(lambda m, x: m(x), lin, x, device_type="cuda", fake=False)
+
+
+@pytest.mark.skipif(not HAS_CUDA, reason="needs a CUDA GPU")
+def test_real_cuda_trace_agrees_with_the_fake_preview():
+    lin, x = torch.nn.Linear(8, 4).cuda(), torch.randn(4, 8, device="cuda")
+
+    def three_calls(m, x):
+        for _ in range(3):
+            y = m(x)
+        return F.layer_norm(y, (4,))
+
+    real = A.trace(three_calls, lin, x, device_type="cuda")
+    fake = A.trace(three_calls, lin.cpu(), x.cpu(), device_type="cuda", fake=True)
+    assert not real.fake and real.header.startswith(f"CUDA autocast on {torch.cuda.get_device_name()}")
+    assert len(real.casts) == 6 and len(fake.casts) == 10  # the real one caches weight and bias
+    assert real.output.dtype == fake.output.dtype == torch.float32
+
+
+# --- the profiler tree -----------------------------------------------------------------------------
+
+
+def test_profile_tree_of_an_autocast_matmul(tmp_path):
+    a, b = torch.randn(8, 16), torch.randn(16, 32)
+    tree = A.profile_tree(torch.matmul, a, b, trace_dir=tmp_path / "traces")
+    top = tree.roots[0]
+    assert top.name == "aten::matmul" and top.input_shapes == [[8, 16], [16, 32]]
+    assert top.input_dtypes == ["float", "float"]
+    names = [c.name for c in top.children]
+    assert names.count("aten::to") == 2 and names[-1] == "aten::matmul"
+    to_copy = top.children[0].children[0]
+    assert to_copy.name == "aten::_to_copy" and "aten::copy_" in [c.name for c in to_copy.children]
+    inner = top.children[-1]
+    mm = inner.children[0]
+    assert mm.name == "aten::mm" and mm.input_dtypes == ["BFloat16", "BFloat16"]
+    assert [n.name for n in tree.find("mm")] == ["aten::mm"]
+    # times: the total includes the children, self does not
+    assert top.total_us >= sum(c.total_us for c in top.children) - 1e-6
+    assert abs(top.self_us - (top.total_us - sum(c.total_us for c in top.children))) < 1e-6
+    assert 0 < tree.total_us("mm") <= tree.total_us("aten::matmul") == top.total_us
+    text = tree.render(times=False)
+    assert "aten::matmul  [[8, 16], [16, 32]]  [float, float]" in text
+    assert "\n    aten::mm  [[8, 16], [16, 32]]  [BFloat16, BFloat16]" in text
+    assert " us" not in text and " us)" in repr(tree)
+    # the Chrome trace was written where asked, and is JSON
+    assert os.path.dirname(tree.chrome_trace) == str(tmp_path / "traces")
+    with open(tree.chrome_trace) as f:
+        assert "traceEvents" in json.load(f)
+
+
+def test_profile_tree_layer_norm_and_default_folder():
+    ln = torch.nn.LayerNorm(32)
+    tree = A.profile_tree(ln, torch.randn(8, 32).bfloat16())
+    assert tree.roots[0].name == "aten::layer_norm"
+    assert tree.roots[0].input_dtypes == ["BFloat16", "float", "float"]  # CPU autocast: no upcast
+    assert not tree.find("_to_copy")
+    assert os.path.isfile(tree.chrome_trace)
+
+
+def test_profile_tree_errors():
+    with pytest.raises(ValueError, match="got 'xla'"):
+        A.profile_tree(torch.exp, torch.randn(2), device_type="xla")
+    with pytest.raises(ValueError, match="got torch.int32"):
+        A.profile_tree(torch.exp, torch.randn(2), dtype=torch.int32)
+    if not HAS_CUDA:
+        with pytest.raises(RuntimeError, match="no GPU"):
+            A.profile_tree(torch.exp, torch.randn(2), device_type="cuda")
+
+
+# --- the cost of an upcast -------------------------------------------------------------------------
+
+
+def test_cast_cost():
+    r = A.cast_cost((64, 128), repeats=3)
+    for key in (
+        "autocast_layer_norm_s",
+        "upcast_then_layer_norm_s",
+        "upcast_into_buffer_then_layer_norm_s",
+        "cast_s",
+        "layer_norm_fp32_s",
+    ):
+        assert isinstance(r[key], float) and r[key] > 0
+    assert r["cast_over_layer_norm"] == pytest.approx(r["cast_s"] / r["layer_norm_fp32_s"])
+    assert r["autocast_inserts_upcast"] is False  # layer_norm is on no CPU autocast list
+    assert r["size"] == (64, 128) and r["repeats"] == 3 and r["device"] == "cpu"
+    assert A.cast_cost(32, repeats=1)["size"] == (32, 32)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"size": 0}, "size must be"),
+        ({"size": (2, 3, 4)}, "size must be"),
+        ({"size": (2.5, 3)}, "size must be"),
+        ({"size": (2**14, 2**14)}, "over 2\\*\\*26"),
+        ({"repeats": 0}, "repeats must be"),
+        ({"repeats": True}, "repeats must be"),
+        ({"device": "mps"}, "'cpu' or 'cuda'"),
+    ],
+)
+def test_cast_cost_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        A.cast_cost(**kwargs)
+
+
+def test_profile_tree_render_depth():
+    tree = A.profile_tree(torch.matmul, torch.randn(4, 8), torch.randn(8, 2))
+    top_only = tree.render(times=False, max_depth=0).splitlines()
+    assert top_only[1:] == ["aten::matmul  [[4, 8], [8, 2]]  [float, float]"]
+    with pytest.raises(ValueError, match="max_depth"):
+        tree.render(max_depth=-1)
+
+
+def test_public_surface():
+    assert sorted(A.__all__) == A.__all__
+    for name in A.__all__:
+        assert getattr(A, name) is not None

@@ -1,0 +1,57 @@
+"""Tests of amp_lessons.bits.checks."""
+
+import math
+
+import pytest
+
+from amp_lessons import bits, formats
+
+
+def test_max_finite():
+    def right(e, m):
+        return (2 - 2.0**-m) * 2.0 ** ((2**e - 2) - (2 ** (e - 1) - 1))
+
+    assert bits.check_max_finite(right)
+    r = bits.check_max_finite(lambda e, m: (2 - 2.0**-m) * 2.0 ** (2 ** (e - 1)))
+    assert not r and "all-ones exponent" in r.message and "65504" in r.message
+    r = bits.check_max_finite(lambda e, m: 2.0 ** (2 ** (e - 1)))
+    assert not r and "mantissa of the largest" in r.message
+    r = bits.check_max_finite(lambda e, m: None)
+    assert not r and "None" in r.message
+    r = bits.check_max_finite(lambda e, m: 1 / 0)
+    assert not r and "ZeroDivisionError" in r.message
+    assert "expected a function" in bits.check_max_finite(3).message
+
+
+def test_ulp():
+    def right(x):
+        f = formats.FORMATS["bf16"]
+        if x < f.smallest_normal:
+            return f.smallest_subnormal
+        return 2.0 ** (math.floor(math.log2(x)) - f.mantissa_bits)
+
+    assert bits.check_ulp(right)
+    r = bits.check_ulp(lambda x: 2.0 ** (math.floor(math.log2(x)) - 7))
+    assert not r and "below the smallest normal" in r.message
+    assert not bits.check_ulp(lambda x: x * 2**-7)
+
+
+def test_decode_bits():
+    assert bits.check_decode_bits(2.75, 0b0_1000_011)  # 1.375 * 2
+    r = bits.check_decode_bits(3.0, 0b0_1000_011)
+    assert not r and "exponent field 8" in r.message and "bias 7" in r.message
+    assert "placeholder" in bits.check_decode_bits(None, 0b0_1000_011).message
+    assert bits.check_decode_bits(448.0, 0x7E)
+    with pytest.raises(ValueError, match="0..255"):
+        bits.check_decode_bits(1.0, 256)
+
+
+def test_format_choice():
+    assert bits.check_format_choice("bf16", 1e-30, 1e30, 0.01)
+    assert "overflows" in bits.check_format_choice("fp16", 1e-30, 1e30, 0.01).message
+    assert "normal" in bits.check_format_choice("fp16", 1e-6, 1e3, 0.01).message
+    assert "relative error" in bits.check_format_choice("bf16", 1e-3, 1e3, 1e-3).message
+    assert "works, but a 16-bit" in bits.check_format_choice("fp32", 1e-3, 1e3, 1e-3).message
+    assert "not a format name" in bits.check_format_choice("fp64", 1, 2, 0.1).message
+    with pytest.raises(ValueError, match="low < high"):
+        bits.check_format_choice("bf16", 10, 1, 0.1)

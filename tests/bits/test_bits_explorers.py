@@ -1,0 +1,285 @@
+"""Tests of amp_lessons.bits.explorers."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import math
+
+import ipywidgets as widgets
+import pytest
+
+from amp_lessons import _explorer
+from amp_lessons.bits import BitExplorer, FormatDesigner, bit_explorer, format_designer
+from amp_lessons.formats import ENCODINGS, FORMATS
+from benchmarks.widget_steps import measure_update_ms
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def is_png(image) -> bool:
+    return bytes(image.value).startswith(PNG)
+
+
+@pytest.fixture(scope="module")
+def designer():
+    return format_designer().explorer
+
+
+def stored_text(ex):
+    return ex.value_box.value
+
+
+# --- bit explorer ------------------------------------------------------------------------------
+
+
+def test_bit_explorer_shows_point_one_in_fp16():
+    box = bit_explorer()
+    assert isinstance(box, widgets.VBox)
+    ex = box.explorer
+    assert ex.info.stored == 0.0999755859375
+    assert "0.0999755859375" in ex.readout.value
+    assert "(-1)^0 x 2^(11-15) x 1.1001100110b = 0.0999755859375" in ex.readout.value
+    assert len(ex.bit_row.children) == 16
+    assert "".join(b.description for b in ex.bit_row.children) == "0010111001100110"
+    assert [b.value for b in ex.bit_row.children][:4] == [False, False, True, False]
+    assert is_png(ex.image)
+    zeros, ones = ex._pictures["fp16"].moving  # the digits drawn in the picture
+    assert len(ones.get_offsets()) == 8 and len(zeros.get_offsets()) == 8
+    assert sorted(ones.get_offsets()[:, 0]) == [i + 0.5 for i, d in enumerate("0010111001100110") if d == "1"]
+
+
+def test_flipping_the_sign_bit():
+    ex = BitExplorer(0.1, "fp16")
+    before = ex.image.value
+    ex.flip_bit(15)
+    assert ex.info.stored == -0.0999755859375
+    assert stored_text(ex) == "-0.0999755859375"
+    assert ex.bit_row.children[0].value is True and ex.bit_row.children[0].description == "1"
+    assert "-0.0999755859375" in ex.readout.value
+    assert is_png(ex.image) and ex.image.value != before
+
+
+def test_clicking_a_button_is_a_flip_and_does_not_loop():
+    ex = BitExplorer(1.0, "fp16")
+    calls = {"value": 0, "code": 0}
+    show_value, show_code = ex.show_value, ex.show_code
+
+    def counted_value():
+        calls["value"] += 1
+        show_value()
+
+    def counted_code(code):
+        calls["code"] += 1
+        show_code(code)
+
+    ex.show_value, ex.show_code = counted_value, counted_code
+    ex.bit_row.children[-1].value = True  # the learner clicks the last mantissa bit
+    assert calls == {"value": 0, "code": 1}
+    assert ex.info.stored == 1.0 + 2.0**-10 and stored_text(ex) == "1.0009765625"
+    ex.value_box.value = "2.0"  # typing still works afterwards
+    assert calls == {"value": 1, "code": 1} and ex.info.stored == 2.0
+
+
+def test_flips_reach_inf_and_nan_and_back():
+    ex = BitExplorer(1.0, "fp16")
+    for pos in (14, 13, 12, 11, 10):  # exponent all ones, mantissa 0
+        ex.flip_bit(pos) if ex.bit_row.children[15 - pos].value is False else None
+    assert ex.info.stored == math.inf and ex.info.kind == "inf"
+    ex.flip_bit(0)
+    assert math.isnan(ex.info.stored) and stored_text(ex) == "nan"
+    ex.flip_bit(0)
+    assert ex.info.stored == math.inf
+
+
+def test_format_change_rebuilds_the_bit_row():
+    ex = BitExplorer(0.1, "fp16")
+    ex.set_format("fp32")
+    assert len(ex.bit_row.children) == 32
+    assert ex.info.stored == pytest.approx(0.1, rel=1e-7) and ex.info.stored != 0.1
+    ex.set_format("fp4_e2m1")
+    assert len(ex.bit_row.children) == 4 and ex.info.stored == 0.0 and ex.info.kind == "underflow to zero"
+    ex.set_format("fp16")
+    assert len(ex.bit_row.children) == 16 and ex.info.stored == 0.0999755859375
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
+def test_extreme_inputs_never_raise(name):
+    ex = BitExplorer(0.1, name)
+    for text in ("1e39", "-1e39", "-0.0", "nan", "inf", "-inf", "1e-50", "0", "3.4028235e38", " 2.5 "):
+        ex.set_value(text)
+        assert ex.error == "" and is_png(ex.image)
+        assert len(ex.bit_row.children) == FORMATS[name].bits
+    ex.set_value(float("nan"))
+    ex.set_value(1e39)
+
+
+def test_extreme_classes_in_the_readout():
+    ex = BitExplorer("1e39", "fp16")
+    assert ex.info.kind == "overflow to inf" and "overflow to inf" in ex.readout.value
+    ex.set_format("fp8_e4m3")
+    assert ex.info.stored == 448.0 and ex.info.kind == "overflow saturated"
+    ex.set_value("-0.0")
+    assert ex.info.bit_string == "1 0000 000" and ex.info.kind == "zero"
+    ex.set_value("1e-50")
+    assert ex.info.kind == "underflow to zero"
+
+
+def test_format_change_while_showing_nan():
+    ex = BitExplorer("nan", "fp16")
+    ex.set_format("fp4_e2m1")  # no NaN code in fp4
+    assert math.isnan(ex.info.stored) and ex.info.code is None
+    assert all(b.disabled and b.description == "?" for b in ex.bit_row.children)
+    assert "no NaN code" in ex.readout.value
+    with pytest.raises(ValueError, match="undefined"):
+        ex.flip_bit(0)
+    assert len(ex._pictures["fp4_e2m1"].moving[0].get_offsets()) == 0  # no digits drawn
+    ex.set_format("fp8_e4m3")
+    assert ex.info.bit_string == "0 1111 111" and not any(b.disabled for b in ex.bit_row.children)
+
+
+def test_unreadable_text_shows_an_error():
+    ex = BitExplorer(0.1, "fp16")
+    image = ex.image.value
+    ex.set_value("zero point one")
+    assert "'zero point one'" in ex.error and "is not a number" in ex.readout.value
+    assert "0.0999755859375" in ex.readout.value  # the last value's table stays under the message
+    assert ex.image.value == image and ex.info.stored == 0.0999755859375  # the last picture stays
+    ex.set_value("0.5")
+    assert ex.error == "" and ex.info.stored == 0.5
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(value="abc"), ValueError, "'abc'"),
+        (dict(value=[0.1]), TypeError, r"\[0.1\]"),
+        (dict(value=True), TypeError, "True"),
+        (dict(fmt="fp99"), ValueError, "'fp99'"),
+    ],
+)
+def test_bit_explorer_rejects_bad_arguments(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        bit_explorer(**kwargs)
+
+
+def test_custom_format_joins_the_menu():
+    from amp_lessons.formats import FloatFormat
+
+    ex = BitExplorer(1.5, FloatFormat("mine", 3, 2, "finite"))
+    assert ex.format_menu.value == "mine" and "fp16" in ex.format_menu.options
+    assert ex.info.bit_string == "0 011 10" and len(ex.bit_row.children) == 6
+    with pytest.raises(ValueError, match="'fp99'"):
+        ex.set_format("fp99")
+
+
+def test_flip_bit_rejects_bad_positions():
+    ex = BitExplorer(0.1, "fp16")
+    for bad in (16, -1, 1.0, True):
+        with pytest.raises(ValueError, match=repr(bad)):
+            ex.flip_bit(bad)
+
+
+# --- format designer ---------------------------------------------------------------------------
+
+
+def test_designer_default_is_fp16(designer):
+    designer.set(5, 10, "ieee")
+    assert designer.error == ""
+    html = designer.readout.value
+    assert "65504" in html and "same as fp16" in html
+    assert "2^-24" in html and "2^-14" in html  # smallest subnormal / normal
+    assert designer.fmt.max == 65504.0
+    assert is_png(designer.image)
+
+
+def test_designer_names_known_formats_and_redraws(designer):
+    designer.set(5, 10, "ieee")
+    fp16_image = designer.image.value
+    designer.set(8, 7, "ieee")
+    assert "same as bf16" in designer.readout.value and designer.image.value != fp16_image
+    line = designer._pic.moving[0]
+    assert line.get_xdata().max() == designer.fmt.max and line.get_ydata().min() == 2.0**-133
+    designer.set(4, 3, "fn")
+    assert "same as fp8_e4m3" in designer.readout.value and "448" in designer.readout.value
+    designer.set(3, 5, "finite")
+    assert "not a format the course names" in designer.readout.value
+
+
+@pytest.mark.parametrize(
+    "e, m, enc, bad_enc, word",
+    [
+        (1, 4, "fn", "ieee", "exponent_bits"),
+        (8, 23, "ieee", "fn", "float32"),
+        (8, 3, "ieee", "fnuz", "float32"),
+        (8, 0, "ieee", "finite", "float32"),
+    ],
+)
+def test_invalid_design_shows_error_and_keeps_picture(designer, e, m, enc, bad_enc, word):
+    designer.set(e, m, enc)
+    assert designer.error == ""
+    image, good = bytes(designer.image.value), designer.fmt
+    designer.set(encoding=bad_enc)
+    assert word in designer.error
+    assert word in designer.readout.value
+    assert f"last valid design: e{e}m{m} {enc}" in designer.readout.value
+    assert bytes(designer.image.value) == image and designer.fmt is good
+
+
+def test_designer_every_slider_position(designer, monkeypatch):
+    """exponent 1..8 x mantissa 0..23 x every encoding: never an exception. Each design is drawn;
+    only the PNG encoding, which does not depend on the design, is skipped to keep this fast."""
+    monkeypatch.setattr(_explorer, "encode_png", lambda canvas: b"skipped")
+    valid = 0
+    for enc in ENCODINGS:
+        for e in range(1, 9):
+            for m in range(24):
+                designer.set(e, m, enc)
+                assert designer.readout.value
+                if not designer.error:
+                    valid += 1
+                    assert (designer.fmt.exponent_bits, designer.fmt.mantissa_bits) == (e, m)
+                    assert bytes(designer.image.value) == b"skipped"
+    assert valid == 673  # of 768: the rest do not fit in float32 or are 1-bit-exponent "ieee"
+
+
+def test_degenerate_design_has_no_positive_value(designer):
+    designer.set(1, 0, "fn")
+    assert designer.error == "" and "no positive finite value" in designer.readout.value
+
+
+@pytest.mark.parametrize(
+    "args, exc, match",
+    [
+        ((9, 10), ValueError, "exponent_bits=9"),
+        ((5, 24), ValueError, "mantissa_bits=24"),
+        (("5", 10), TypeError, "'5'"),
+        ((5, 10, "ibm"), ValueError, "'ibm'"),
+    ],
+)
+def test_designer_rejects_bad_arguments(args, exc, match):
+    with pytest.raises(exc, match=match):
+        FormatDesigner(*args)
+
+
+def test_designer_starting_invalid_does_not_raise():
+    d = FormatDesigner(1, 0, "ieee")
+    assert "exponent_bits" in d.error and d.fmt is None and d.image.value == b""
+    d.set(exponent_bits=2)
+    assert d.error == "" and is_png(d.image)
+
+
+# --- timing helper -----------------------------------------------------------------------------
+
+
+def test_measure_update_ms_reports_each_kind(designer):
+    bits = measure_update_ms(bit_explorer(), n=2)
+    assert set(bits) == {"value", "format", "flip bit"}
+    design = measure_update_ms(designer.widget, n=2)
+    assert set(design) == {"exponent bits", "mantissa bits", "encoding"}
+    for result in (bits, design):
+        assert all(0 < r["median"] <= r["max"] for r in result.values())
+    with pytest.raises(TypeError, match="VBox"):
+        measure_update_ms(widgets.VBox())
+    with pytest.raises(ValueError, match="0"):
+        measure_update_ms(designer, n=0)

@@ -1,0 +1,349 @@
+"""Tests of amp_lessons.bits.plots."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+from matplotlib.patches import Rectangle
+
+from amp_lessons.bits import (
+    describe_code,
+    describe_value,
+    plot_bit_layout,
+    plot_number_line,
+    plot_range_precision,
+    plot_rounding_error,
+    plot_spacing,
+)
+from amp_lessons.formats import FORMATS, FloatFormat, representable_values
+from amp_lessons.style import FORMAT_COLORS, style_context
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def by_gid(ax, gid):
+    return [a for a in ax.get_children() if a.get_gid() == gid]
+
+
+def digits(ax) -> str:
+    return "".join(t.get_text() for t in by_gid(ax, "bit digit"))
+
+
+def boxes(ax):
+    return [p for p in ax.patches if isinstance(p, Rectangle)]
+
+
+# --- describe_value / describe_code ------------------------------------------------------------
+
+
+def test_describe_value_fp16_point_one():
+    info = describe_value(0.1, "fp16")
+    assert info.stored == 0.0999755859375
+    assert info.bit_string == "0 01011 1001100110"
+    assert info.fields == (0, 11, 614)
+    assert info.kind == "normal"
+    assert info.formula == "(-1)^0 x 2^(11-15) x 1.1001100110b = 0.0999755859375"
+    assert info.abs_error == pytest.approx(2.44140625e-05, rel=1e-6)
+    assert info.rel_error == pytest.approx(2.44140625e-04, rel=1e-3)
+
+
+@pytest.mark.parametrize(
+    "value, fmt, kind, stored",
+    [
+        (1e6, "fp16", "overflow to inf", math.inf),
+        (65520.0, "fp16", "overflow to inf", math.inf),  # the tie above max rounds up: inf
+        (65519.0, "fp16", "normal", 65504.0),
+        (1e6, "fp8_e4m3", "overflow saturated", 448.0),
+        (464.0, "fp8_e4m3", "normal", 448.0),  # the tie rounds to the even 448: no overflow
+        (465.0, "fp8_e4m3", "overflow saturated", 448.0),
+        (1e6, "fp8_e4m3fnuz", "overflow to NaN", math.nan),
+        (1e6, "fp4_e2m1", "overflow saturated", 6.0),
+        (1e39, "fp16", "overflow to inf", math.inf),  # beyond float32 too
+        (1e-10, "fp16", "underflow to zero", 0.0),
+        (1e-50, "fp32", "underflow to zero", 0.0),
+        (2.0**-20, "fp16", "subnormal", 2.0**-20),
+        (-0.0, "fp16", "zero", -0.0),
+        (math.inf, "bf16", "inf", math.inf),
+        (math.nan, "fp16", "NaN", math.nan),
+    ],
+)
+def test_describe_value_classes(value, fmt, kind, stored):
+    info = describe_value(value, fmt)
+    assert info.kind == kind
+    assert (math.isnan(info.stored) and math.isnan(stored)) or info.stored == stored
+    assert math.copysign(1, info.stored) == math.copysign(1, stored) or math.isnan(stored)
+
+
+def test_describe_negative_zero_and_nan_codes():
+    assert describe_value(-0.0, "fp16").bit_string == "1 00000 0000000000"
+    assert describe_value(math.nan, "fp16").bit_string == "0 11111 1000000000"
+    assert describe_value(math.nan, "fp8_e4m3").bit_string == "0 1111 111"
+    nan4 = describe_value(math.nan, "fp4_e2m1")
+    assert nan4.code is None and nan4.fields is None and "no NaN code" in nan4.formula
+
+
+def test_describe_code_round_trips_every_fp8_code():
+    for code in range(256):
+        info = describe_code(code, "fp8_e5m2")
+        assert info.code == code and info.typed is None
+        if not math.isnan(info.stored):
+            assert describe_value(info.stored, "fp8_e5m2").code == code
+
+
+@pytest.mark.parametrize("bad, exc", [("0.1", TypeError), (True, TypeError), ([1.0], TypeError)])
+def test_describe_value_rejects_non_numbers(bad, exc):
+    with pytest.raises(exc, match=repr(bad).replace("[", r"\[").replace("]", r"\]")):
+        describe_value(bad, "fp16")
+
+
+def test_describe_code_rejects_bad_codes():
+    with pytest.raises(ValueError, match="65536"):
+        describe_code(65536, "fp16")
+    with pytest.raises(TypeError, match="1.5"):
+        describe_code(1.5, "fp16")
+
+
+# --- bit layout --------------------------------------------------------------------------------
+
+
+def test_bit_layout_one_in_fp16():
+    ax = plot_bit_layout("fp16", 1.0)
+    assert digits(ax) == "0011110000000000"
+    assert describe_value(1.0, "fp16").bit_string == "0 01111 0000000000"
+    assert len(boxes(ax)) == 16
+    texts = [t.get_text() for t in ax.texts]
+    assert {"sign", "exponent (5 bits, bias 15)", "mantissa (10 bits)"} <= set(texts)
+    (caption,) = by_gid(ax, "caption")
+    assert "(-1)^0 x 2^(15-15) x 1.0000000000b = 1.0" in caption.get_text()
+    assert "relative rounding error 0 (exact)" in caption.get_text()
+
+
+def test_bit_layout_without_caption_keeps_the_digits():
+    ax = plot_bit_layout("bf16", -2.0, caption=False)
+    assert digits(ax) == "1100000000000000" and by_gid(ax, "caption") == []
+
+
+def test_bit_layout_fields_have_three_colours():
+    ax = plot_bit_layout("fp8_e4m3")
+    colours = [tuple(p.get_facecolor()) for p in boxes(ax)]
+    assert len(set(colours)) == 3
+    assert colours[0] != colours[1] == colours[4] != colours[5] == colours[7]
+    assert digits(ax) == ""  # no value: empty boxes
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
+def test_bit_layout_every_format_and_extreme_value(name):
+    f = FORMATS[name]
+    for value in (
+        0.0,
+        -0.0,
+        1.0,
+        -2.5,
+        f.smallest_subnormal,
+        -f.smallest_subnormal * 3,
+        f.max,
+        f.max * 4,
+        1e39,
+        math.inf,
+        -math.inf,
+        math.nan,
+    ):
+        ax = plot_bit_layout(name, value)
+        assert len(boxes(ax)) == f.bits
+        info = describe_value(value, name)
+        assert digits(ax) == ("" if info.code is None else format(info.code, f"0{f.bits}b"))
+        plt.close(ax.figure)
+
+
+def test_bit_layout_from_code_and_given_axes():
+    fig, ax = plt.subplots()
+    assert plot_bit_layout("fp16", ax=ax, code=0x7C01) is ax
+    assert digits(ax) == "0111110000000001"
+    assert "NaN" in by_gid(ax, "caption")[0].get_text()
+
+
+def test_bit_layout_rejects_bad_input():
+    with pytest.raises(ValueError, match="fp99.*fp16"):
+        plot_bit_layout("fp99", 1.0)
+    with pytest.raises(TypeError, match="'abc'"):
+        plot_bit_layout("fp16", "abc")
+    with pytest.raises(ValueError, match="'sideways'"):
+        plot_bit_layout("fp16", 1.0, rounding="sideways")
+    with pytest.raises(ValueError, match="not both"):
+        plot_bit_layout("fp16", 1.0, code=1)
+    with pytest.raises(TypeError, match="Axes"):
+        plot_bit_layout("fp16", 1.0, ax="left")
+
+
+# --- spacing ----------------------------------------------------------------------------------
+
+
+def test_spacing_fp16_line_spans_subnormal_to_max():
+    ax = plot_spacing()
+    (line,) = by_gid(ax, "fp16")
+    assert line.get_xdata().max() == 65504.0
+    assert line.get_xdata().min() == 2.0**-24
+    assert line.get_ydata().min() == 2.0**-24
+    assert line.get_ydata().max() == 2.0**5  # the top binade [2**15, 65504]: gap 2**(15-10)
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    assert ax.get_xlabel() == "magnitude |x|"
+    assert ax.get_ylabel() == "gap to next representable value"
+    assert by_gid(ax, "fp16 max")[0].get_xdata()[0] == 65504.0
+    assert by_gid(ax, "fp16 smallest normal")[0].get_xdata()[0] == 2.0**-14
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert {"fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "max", "smallest normal"} == set(labels)
+
+
+def test_spacing_colours_follow_the_style():
+    ax = plot_spacing(("bf16", "fp8_e4m3"))
+    assert matplotlib.colors.to_hex(by_gid(ax, "bf16")[0].get_color()) == FORMAT_COLORS["bf16"].lower()
+
+
+def test_spacing_custom_and_degenerate_formats():
+    ax = plot_spacing([FloatFormat("mine", 3, 4, "finite"), FloatFormat("empty", 1, 0, "fn")])
+    assert by_gid(ax, "mine")[0].get_xdata().max() == FloatFormat("mine", 3, 4, "finite").max
+    assert any("no positive values" in t.get_text() for t in ax.get_legend().get_texts())
+
+
+@pytest.mark.parametrize(
+    "bad, exc, match", [((), ValueError, "empty"), (("fp16", "fp99"), ValueError, "fp99"), (16, TypeError, "16")]
+)
+def test_spacing_rejects_bad_formats(bad, exc, match):
+    with pytest.raises(exc, match=match):
+        plot_spacing(bad)
+
+
+# --- range and precision -------------------------------------------------------------------------
+
+
+def test_range_precision_bars_come_from_constants():
+    ax = plot_range_precision()
+    assert len(ax.get_yticklabels()) == len(FORMATS)
+    (normal,) = by_gid(ax, "fp16 normals")
+    (sub,) = by_gid(ax, "fp16 subnormals")
+    assert normal.get_x() == 2.0**-14 and normal.get_x() + normal.get_width() == pytest.approx(65504.0)
+    assert sub.get_x() == 2.0**-24
+    assert sub.get_alpha() < 1 and sub.get_hatch()
+    (bf16,) = by_gid(ax, "bf16 normals")
+    (fp32,) = by_gid(ax, "fp32 normals")
+    assert bf16.get_x() + bf16.get_width() == pytest.approx(FORMATS["bf16"].max, rel=1e-12)
+    assert bf16.get_height() < by_gid(ax, "fp16 normals")[0].get_height() < fp32.get_height()
+    assert ax.get_xscale() == "log"
+    assert "eps 0.0078, 2 digits" in ax.get_yticklabels()[3].get_text()
+
+
+def test_range_precision_subset_order_and_no_subnormals_for_m0():
+    ax = plot_range_precision(["bf16", FloatFormat("e5m0", 5, 0)])
+    assert [t.get_text().split()[0] for t in ax.get_yticklabels()] == ["bf16", "e5m0"]
+    assert by_gid(ax, "e5m0 subnormals") == []
+
+
+# --- rounding error ------------------------------------------------------------------------------
+
+
+def test_rounding_error_stays_under_unit_roundoff_for_normals():
+    ax = plot_rounding_error(["fp16", "fp8_e4m3"])
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    for name in ("fp16", "fp8_e4m3"):
+        f = FORMATS[name]
+        line = next(ln for ln in ax.get_lines() if ln.get_label().startswith(name + ":"))
+        x, err = line.get_xdata(), line.get_ydata()
+        assert len(x) == 3000 and x[0] == pytest.approx(2.0**-30) and x[-1] == pytest.approx(2.0**20)
+        normal = (x >= f.smallest_normal) & (x <= f.max)
+        assert np.nanmax(err[normal]) <= f.unit_roundoff
+        assert np.nanmax(err[x < f.smallest_normal]) > f.unit_roundoff  # subnormals: larger errors
+        assert np.nanmax(err[x < f.smallest_subnormal / 2]) == 1.0  # flushed to zero
+        dashed = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--" and ln.get_ydata()[0] == f.unit_roundoff]
+        assert dashed
+    fp16 = next(ln for ln in ax.get_lines() if ln.get_label().startswith("fp16:"))
+    assert np.isnan(fp16.get_ydata()[fp16.get_xdata() > 65520]).all()  # inf: not drawn
+    e4m3 = next(ln for ln in ax.get_lines() if ln.get_label().startswith("fp8_e4m3:"))
+    beyond = e4m3.get_ydata()[e4m3.get_xdata() > 1000]
+    assert ((beyond > 0.5) & (beyond < 1)).all()  # saturated at 448
+
+
+def test_rounding_error_custom_x_and_modes():
+    ax = plot_rounding_error("bf16", x=[1.5, 1.0, 1.005859375], rounding="toward_zero")
+    line = ax.get_lines()[0]
+    assert list(line.get_xdata()) == [1.0, 1.005859375, 1.5]  # sorted
+    err = line.get_ydata()
+    assert np.isnan(err[[0, 2]]).all()  # exact values: no point on a log axis
+    assert err[1] == pytest.approx(0.005859375 / 1.005859375)  # truncated to 1.0, not rounded up
+
+
+@pytest.mark.parametrize(
+    "x, exc, match",
+    [
+        ([1.0, -2.0], ValueError, "-2.0"),
+        ([[1.0]], ValueError, "shape"),
+        ([], ValueError, "shape"),
+        ("abc", TypeError, "str"),
+        ([1.0, float("inf")], ValueError, "inf"),
+    ],
+)
+def test_rounding_error_rejects_bad_x(x, exc, match):
+    with pytest.raises(exc, match=match):
+        plot_rounding_error("fp16", x=x)
+
+
+# --- number line -------------------------------------------------------------------------------
+
+
+def test_number_line_ticks_every_value():
+    ax = plot_number_line("fp8_e4m3")
+    n = sum(len(c.get_segments()) for c in ax.collections)
+    assert n == len(representable_values("fp8_e4m3")) == 127
+    assert ax.get_xlim() == (0.0, 448.0)
+    assert "55 of the 126 positive values are below 1" in ax.get_title(loc="left")
+
+
+def test_number_line_negative_range_symlog_and_zoom():
+    ax = plot_number_line("fp4_e2m1", lo=-6)
+    assert sum(len(c.get_segments()) for c in ax.collections) == 15  # -0 and +0 are one value
+    ax = plot_number_line("fp6_e3m2", hi=2, scale="symlog")
+    assert ax.get_xscale() == "symlog"
+    assert sum(len(c.get_segments()) for c in ax.collections) == 17
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(fmt="fp16"), "16 bits"),
+        (dict(fmt="fp8_e4m3", lo=5, hi=1), "lo=5"),
+        (dict(fmt="fp8_e4m3", scale="log2"), "'log2'"),
+        (dict(fmt="fp8_e4m3", hi=math.inf), "inf"),
+    ],
+)
+def test_number_line_rejects_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        plot_number_line(**kwargs)
+
+
+def test_plots_keep_user_style_outside():
+    """The functions draw in the course style without changing the caller's rcParams."""
+    before = plt.rcParams["font.size"]
+    plot_spacing(("fp16",))
+    assert plt.rcParams["font.size"] == before
+    with style_context():
+        assert plt.rcParams["font.size"] == 11
+
+
+def test_every_plot_draws_without_warnings(tmp_path):
+    for ax in (
+        plot_bit_layout("fp32", -0.1),
+        plot_spacing(),
+        plot_range_precision(),
+        plot_rounding_error(["fp16", "bf16"], x=torch.logspace(-10, 10, 200, base=2.0)),
+        plot_number_line("fp8_e5m2", scale="symlog"),
+    ):
+        ax.figure.savefig(tmp_path / "p.png")

@@ -1,0 +1,403 @@
+"""Tests of amp_lessons.e2e: lesson 06's end-to-end experiments (small sizes; no timing asserts)."""
+
+import math
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from amp_lessons import reference
+from amp_lessons.device import CPUInfo, device_report
+from amp_lessons.e2e import experiments as e2e
+
+TINY = dict(vocab=16, d_model=32, n_heads=2, n_layers=1, seq_len=16)
+NO_FP16_CPU = CPUInfo("test CPU", "x86_64", "AVX512", 2, avx512_bf16=True)
+FP16_CPU = CPUInfo("test CPU with AMX-FP16", "x86_64", "AVX512", 2, avx512_bf16=True, amx_bf16=True, amx_fp16=True)
+
+
+def gpu(name, major, minor):
+    return SimpleNamespace(name=name, major=major, minor=minor, total_memory=80 * 2**30, multi_processor_count=132)
+
+
+@pytest.fixture
+def fake_cpu(monkeypatch):
+    """Make e2e see a CPU with or without fp16 instructions (and no GPU)."""
+
+    def use(cpu):
+        monkeypatch.setattr(e2e, "device_report", lambda: device_report(cpu=cpu, no_gpu=True))
+
+    return use
+
+
+# --- tensor-core table ---------------------------------------------------------------------------
+
+
+def test_generations_table_is_ordered_and_complete():
+    gens = e2e.TENSOR_CORE_GENERATIONS
+    assert [g[0] for g in gens] == [1, 2, 3, 4, 5]
+    assert [g[3] for g in gens] == sorted(g[3] for g in gens)
+    added = {g[1].split()[0]: g[4] for g in gens}
+    assert added["Volta"] == "fp16" and "fp8" in added["Hopper"] and "fp4" in added["Blackwell"]
+    assert "TF32" in added["Ampere"] and "bf16" in added["Ampere"] and "int8" in added["Turing"]
+
+
+@pytest.mark.parametrize(
+    "name, cap, gen",
+    [
+        ("Tesla V100-SXM2-16GB", (7, 0), 1),
+        ("Tesla T4", (7, 5), 2),
+        ("NVIDIA A100-SXM4-80GB", (8, 0), 3),
+        ("NVIDIA L4", (8, 9), 4),
+        ("NVIDIA H100 80GB HBM3", (9, 0), 4),
+        ("NVIDIA B200", (10, 0), 5),
+    ],
+)
+def test_table_marks_the_fake_gpus_row(name, cap, gen):
+    t = e2e.tensor_core_table(device_report(cpu=NO_FP16_CPU, gpu_properties=gpu(name, *cap)))
+    assert t.marked == gen
+    marked = [line for line in str(t).splitlines() if line.endswith("<- this machine")]
+    assert len(marked) == 1 and marked[0].startswith(str(gen))
+    assert name in t.machine and f"generation {gen}" in t.machine
+    html = t._repr_html_()
+    assert html.count("this machine</td>") == 1 and name in html
+
+
+def test_table_without_gpu_says_what_the_cpu_has():
+    t = e2e.tensor_core_table(device_report(cpu=NO_FP16_CPU, no_gpu=True))
+    assert t.marked is None and "<- this machine" not in str(t)
+    assert t.machine == "this machine: no NVIDIA GPU — CPU: bf16 instructions yes, fp16 instructions no"
+    t = e2e.tensor_core_table(device_report(cpu=FP16_CPU, no_gpu=True))
+    assert t.machine.endswith("bf16 instructions yes, fp16 instructions yes")
+    pascal = e2e.tensor_core_table(device_report(cpu=NO_FP16_CPU, gpu_properties=gpu("Tesla P100", 6, 0)))
+    assert pascal.marked is None and "no tensor cores" in pascal.machine
+    assert repr(e2e.tensor_core_table()).startswith("NVIDIA tensor-core generations")  # this machine
+    with pytest.raises(TypeError, match="DeviceReport"):
+        e2e.tensor_core_table("H100")
+
+
+# --- matmul throughput ---------------------------------------------------------------------------
+
+
+def test_throughput_rows_and_fp16_skip_without_fp16_hardware(fake_cpu):
+    fake_cpu(NO_FP16_CPU)
+    rows = e2e.matmul_throughput([32, 64], ("fp32", "bf16", "fp16", "tf32", "fp8"), repeats=1, max_fp16_cpu_size=32)
+    assert [(r["size"], r["dtype"]) for r in rows] == [
+        (s, d) for s in (32, 64) for d in ("fp32", "bf16", "fp16", "tf32", "fp8")
+    ]
+    by = {(r["size"], r["dtype"]): r for r in rows}
+    for key in [(32, "fp32"), (32, "bf16"), (32, "fp16"), (64, "fp32"), (64, "bf16")]:
+        r = by[key]
+        assert r["skipped"] is None and r["median_s"] > 0 and r["percent_of_peak"] is None
+        assert r["tflops"] == pytest.approx(2 * key[0] ** 3 / r["median_s"] / 1e12)
+    assert by[(64, "fp16")]["skipped"] == (
+        "fp16 matmuls on this CPU have no hardware support: ~hundreds of times slower; measured only up to 32"
+    )
+    assert by[(64, "fp16")]["tflops"] is None and by[(64, "fp16")]["median_s"] is None
+    assert "TF32" in by[(32, "tf32")]["skipped"] and "fp8" in by[(32, "fp8")]["skipped"]
+
+
+def test_throughput_measures_fp16_like_bf16_with_fp16_hardware(fake_cpu):
+    fake_cpu(FP16_CPU)
+    rows = e2e.matmul_throughput([48], ("fp16",), repeats=1, max_fp16_cpu_size=0)
+    assert rows[0]["skipped"] is None and rows[0]["tflops"] > 0
+
+
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [
+        (dict(sizes=[]), ValueError, "empty"),
+        (dict(sizes=[0]), ValueError, "size"),
+        (dict(sizes=[2.5]), ValueError, "size"),
+        (dict(sizes=[8], dtypes=("fp64",)), ValueError, "unknown dtype"),
+        (dict(sizes=[8], device="tpu"), ValueError, "device"),
+        (dict(sizes=[8], repeats=0), ValueError, "repeats"),
+        (dict(sizes=5), TypeError, "list of positive ints"),
+    ],
+)
+def test_throughput_bad_inputs(kwargs, err, match):
+    with pytest.raises(err, match=match):
+        e2e.matmul_throughput(**kwargs)
+
+
+def test_odd_size_effect_rows():
+    rows = e2e.odd_size_effect(base=64, offsets=(0, 1, 8), repeats=1)
+    assert [r["size"] for r in rows] == [64, 65, 72] and [r["offset"] for r in rows] == [0, 1, 8]
+    assert rows[0]["relative_to_first"] == 1.0 and all(r["relative_to_first"] > 0 for r in rows)
+    with pytest.raises(ValueError, match="offsets is empty"):
+        e2e.odd_size_effect(offsets=())
+
+
+def test_launch_bound_demo_reports_both_models():
+    out = e2e.launch_bound_demo(repeats=2, large_width=64)
+    assert set(out) == {"tiny", "large"} and out["tiny"]["model"] == "3 x Linear(64, 64), batch 8"
+    for r in out.values():
+        assert r["fp32_step_s"] > 0 and r["bf16_autocast_step_s"] > 0
+        assert r["speedup"] == pytest.approx(r["fp32_step_s"] / r["bf16_autocast_step_s"])
+
+
+# --- peak memory ----------------------------------------------------------------------------------
+
+
+def test_peak_memory_sees_a_64_mib_tensor():
+    def fn():
+        x = torch.empty(64 * 2**20, dtype=torch.uint8)
+        x.fill_(1)
+        del x
+        torch.ones(1024)
+
+    peak = e2e.peak_memory(fn)
+    assert 64 * 2**20 <= peak < 66 * 2**20
+    keep = torch.empty(32 * 2**20, dtype=torch.uint8)  # allocated before: not counted
+    assert e2e.peak_memory(lambda: keep.fill_(0)) < 2**20
+    with pytest.raises(TypeError, match="callable"):
+        e2e.peak_memory(42)
+
+
+# --- data, model, training ------------------------------------------------------------------------
+
+
+def test_make_batches_is_seeded_and_follows_the_rule():
+    a = e2e.make_batches(1, 3, 4, 10, 16, noise=0.0)
+    assert a.shape == (3, 4, 11) and a.dtype == torch.long
+    assert torch.equal(a, e2e.make_batches(1, 3, 4, 10, 16, noise=0.0))
+    assert not torch.equal(a, e2e.make_batches(2, 3, 4, 10, 16, noise=0.0))
+    nxt = {}
+    for prev, cur in zip(a[..., :-1].reshape(-1).tolist(), a[..., 1:].reshape(-1).tolist()):
+        assert nxt.setdefault(prev, cur) == cur  # noise 0: one fixed successor per token
+    with pytest.raises(ValueError, match="vocab"):
+        e2e.make_batches(0, 1, 1, 4, 1)
+    with pytest.raises(ValueError, match="noise"):
+        e2e.make_batches(0, 1, 1, 4, 8, noise=2)
+
+
+def test_tiny_transformer_shapes_and_causality():
+    torch.manual_seed(0)
+    m = e2e.TinyTransformer(**TINY).eval()
+    x = torch.randint(16, (2, 16))
+    y = m(x)
+    assert y.shape == (2, 16, 16)
+    x2 = x.clone()
+    x2[:, -1] = (x2[:, -1] + 1) % 16  # changing the last token must not change earlier logits
+    with torch.no_grad():
+        assert torch.allclose(m(x)[:, :-1], m(x2)[:, :-1], atol=1e-6)
+    with pytest.raises(ValueError, match="divisible"):
+        e2e.TinyTransformer(d_model=30, n_heads=4)
+    with pytest.raises(ValueError, match="seq <= 16"):
+        m(torch.zeros(1, 17, dtype=torch.long))
+
+
+def test_train_fp32_and_bf16_learn_and_agree():
+    runs = {c: e2e.train(c, steps=30, progress=False, model_kwargs=TINY, batch=8) for c in ("fp32", "bf16 autocast")}
+    for r in runs.values():
+        assert r["ran"] and len(r["loss"]) == 30 and r["final_loss"] == r["loss"][-1]
+        assert r["final_loss"] < 0.5 * r["loss"][0]
+        assert r["step_time_s"] > 0 and r["peak_memory_bytes"] > 0
+        assert all(math.isfinite(v) for v in r["loss"])
+    assert runs["fp32"]["loss"][0] == pytest.approx(runs["bf16 autocast"]["loss"][0], rel=0.01)
+    assert runs["fp32"]["final_loss"] == pytest.approx(runs["bf16 autocast"]["final_loss"], rel=0.15)
+
+
+def test_train_runs_the_step_the_caller_writes():
+    calls = []
+
+    def make_step(model, optimizer, config, device_type):
+        inner = e2e.amp_step(model, optimizer, config, device_type)
+
+        def step(x, y):
+            calls.append((tuple(x.shape), tuple(y.shape), config, device_type))
+            return inner(x, y)
+
+        return step
+
+    mine = e2e.train("bf16 autocast", steps=3, progress=False, model_kwargs=TINY, batch=2, make_step=make_step)
+    default = e2e.train("bf16 autocast", steps=3, progress=False, model_kwargs=TINY, batch=2)
+    assert calls == [((2, 16), (2, 16), "bf16 autocast", "cpu")] * 3
+    assert mine["loss"] == default["loss"]  # same seed, same data, same recipe: the same losses
+    with pytest.raises(TypeError, match="make_step must be a function"):
+        e2e.train("fp32", steps=2, progress=False, model_kwargs=TINY, make_step="amp")
+    with pytest.raises(TypeError, match="must return a callable step"):
+        e2e.train("fp32", steps=2, progress=False, model_kwargs=TINY, make_step=lambda *a: None)
+    with pytest.raises(TypeError, match="must return the loss as a float"):
+        e2e.train("fp32", steps=2, progress=False, model_kwargs=TINY, make_step=lambda *a: lambda x, y: "low")
+
+
+def test_train_does_not_run_fp16_or_tf32_where_they_mean_nothing(fake_cpu):
+    fake_cpu(NO_FP16_CPU)
+    r = e2e.train("fp16 autocast + GradScaler", progress=False)
+    assert r["ran"] is False and "no fp16 matrix instructions" in r["reason"] and "loss" not in r
+    t = e2e.train("tf32", progress=False)
+    assert t["ran"] is False and "TF32" in t["reason"]
+    forced = e2e.train(
+        "fp16 autocast + GradScaler", steps=4, progress=False, model_kwargs=TINY, batch=2, allow_slow_fp16=True
+    )
+    assert forced["ran"] and len(forced["loss"]) == 4 and all(math.isfinite(v) for v in forced["loss"])
+
+
+def test_train_runs_fp16_on_a_cpu_with_fp16_hardware(fake_cpu):
+    fake_cpu(FP16_CPU)
+    r = e2e.train("fp16 autocast + GradScaler", steps=3, progress=False, model_kwargs=TINY, batch=2)
+    assert r["ran"] and len(r["loss"]) == 3
+
+
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [
+        (dict(config="fp8"), ValueError, "unknown config"),
+        (dict(config="fp32", steps=1), ValueError, "steps"),
+        (dict(config="fp32", device="meta"), ValueError, "device"),
+        (dict(config="fp32", model_kwargs=[1]), TypeError, "model_kwargs"),
+        (dict(config="fp32", lr=-1.0, model_kwargs=TINY), ValueError, "lr"),
+    ],
+)
+def test_train_bad_inputs(kwargs, err, match):
+    with pytest.raises(err, match=match):
+        e2e.train(progress=False, **kwargs)
+
+
+# --- inference ------------------------------------------------------------------------------------
+
+
+def test_inference_errors_are_ordered():
+    torch.manual_seed(0)
+    rows = {r["variant"]: r for r in e2e.inference_compare(model=e2e.TinyTransformer(**TINY), repeats=1)}
+    assert list(rows) == ["fp32", "bf16 autocast", "bf16 weights", "fp16 weights"]
+    assert rows["fp32"]["max_abs_error"] == 0.0
+    for v in ("bf16 autocast", "bf16 weights", "fp16 weights"):
+        assert 0 < rows[v]["max_abs_error"] < 0.2
+    assert rows["fp16 weights"]["max_abs_error"] < rows["bf16 weights"]["max_abs_error"]  # 3 more mantissa bits
+    assert (
+        rows["bf16 weights"]["param_bytes"] * 2 == rows["fp32"]["param_bytes"] == rows["bf16 autocast"]["param_bytes"]
+    )
+    assert rows["bf16 autocast"]["output_dtype"] == "bfloat16" and rows["fp16 weights"]["output_dtype"] == "float16"
+    with pytest.raises(TypeError, match="TinyTransformer"):
+        e2e.inference_compare(model=torch.nn.Linear(2, 2))
+
+
+def test_overflow_demo_breaks_fp16_not_bf16():
+    out = e2e.overflow_demo()
+    assert out["max_activation"] > out["fp16_max"] == 65504
+    assert not out["fp16_finite"] and any(math.isnan(v) or math.isinf(v) for v in out["outputs"]["fp16"])
+    assert out["bf16_finite"] and 0 < out["bf16_max_abs_error"] < 0.05
+    assert all(math.isfinite(v) for v in out["outputs"]["fp32"])
+
+
+# --- reference experiments ------------------------------------------------------------------------
+
+
+def test_reference_experiments_run_small_on_cpu():
+    assert reference.EXPERIMENTS["e2e_matmul_throughput"] is e2e.record_matmul_throughput
+    assert reference.EXPERIMENTS["e2e_training"] is e2e.record_training
+    tp = e2e.record_matmul_throughput("cpu", size=64)
+    assert tp["shape"] == "64^3" and tp["fp32_tflops"] > 0 and tp["bf16_tflops"] > 0
+    assert reference._results_problem(tp) is None
+    tr = e2e.record_training("cpu", steps=3, model_kwargs=TINY, batch=2)
+    assert tr["fp32_step_time_s"] > 0 and tr["bf16_peak_memory_bytes"] > 0 and "tf32_not_run" in tr
+    assert reference._results_problem(tr) is None
+    with pytest.raises(ValueError, match="device"):
+        e2e.record_matmul_throughput("gpu")
+
+
+# --- sizing the work by measured matmul rates ----------------------------------------------------
+
+FAST = {"fp32": 1e11, "bf16": 2e11, "fp16": 2e11}  # a CPU with bf16/fp16 instructions
+NO_BF16 = {"fp32": 5e10, "bf16": 1.5e9, "fp16": 1.5e9}  # an AVX2 laptop: bf16 ~30x slower than fp32
+CRAWL = {"fp32": 1e6, "bf16": 1e6, "fp16": 1e6}  # nothing fits any budget
+
+
+@pytest.fixture
+def fake_rates(monkeypatch):
+    def use(rates):
+        monkeypatch.setattr(e2e, "matmul_rates", lambda device="cpu": dict(rates))
+
+    return use
+
+
+def test_matmul_rates_are_measured_once_per_process():
+    rates = e2e.matmul_rates()
+    assert set(rates) == {"fp32", "bf16", "fp16"} and all(v > 0 and math.isfinite(v) for v in rates.values())
+    assert e2e.matmul_rates("cpu") == rates  # cached: the same measurement
+    with pytest.raises(ValueError, match="device"):
+        e2e.matmul_rates("tpu")
+
+
+def test_training_plan_keeps_the_full_model_where_bf16_is_fast(fake_cpu, fake_rates):
+    fake_cpu(NO_FP16_CPU)
+    fake_rates(FAST)
+    plan = e2e.training_plan()
+    assert plan["model"] == e2e._CPU_MODEL and plan["batch"] == 16 and plan["steps"] == 40
+    assert plan["configs"] == ["fp32", "bf16 autocast"] and not plan["scaled_down"]
+    assert plan["note"].startswith("full size: d_model 256")
+    # predicted time = steps x step FLOPs / rate, per config
+    assert plan["predicted_s"]["bf16 autocast"] == pytest.approx(40 * e2e._step_flops(e2e._CPU_MODEL, 16) / 2e11)
+
+
+def test_training_plan_scales_every_config_down_where_bf16_is_slow(fake_cpu, fake_rates):
+    fake_cpu(NO_FP16_CPU)
+    fake_rates(NO_BF16)
+    plan = e2e.training_plan()
+    assert plan["scaled_down"] and plan["model"]["d_model"] < 256
+    assert sum(plan["predicted_s"].values()) <= 8.0
+    assert "bf16 matmuls run at 1.5 GFLOP/s here against 50 for fp32" in plan["note"]
+    # train() uses the plan for every config alike
+    seen = []
+    real_model = e2e.TinyTransformer
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(e2e, "TinyTransformer", lambda **kw: seen.append(kw) or real_model(**kw))
+        for config in ("fp32", "bf16 autocast"):
+            assert e2e.train(config, steps=2, progress=False)["model"] == dict(plan["model"], batch=plan["batch"])
+    assert seen == [plan["model"]] * 2
+    # a bigger budget allows a bigger model; nothing fits -> the smallest size
+    assert e2e.training_plan(budget_s=1e6)["model"] == e2e._CPU_MODEL
+    fake_rates(CRAWL)
+    assert e2e.training_plan()["model"] == e2e._CPU_LADDER[-1][0] and e2e.training_plan()["batch"] == 8
+
+
+def test_training_plan_counts_fp16_only_where_it_runs(fake_cpu, fake_rates):
+    fake_rates({"fp32": 5e10, "bf16": 1e11, "fp16": 1e9})
+    fake_cpu(FP16_CPU)
+    assert "fp16 autocast + GradScaler" in e2e.training_plan()["configs"]
+    assert "fp16 matmuls run at 1 GFLOP/s" in e2e.training_plan()["note"]
+    fake_cpu(NO_FP16_CPU)
+    assert "fp16 autocast + GradScaler" not in e2e.training_plan()["configs"]
+    assert e2e.training_plan(allow_slow_fp16=True)["scaled_down"]
+
+
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [
+        (dict(budget_s=0), ValueError, "budget_s"),
+        (dict(budget_s=float("nan")), ValueError, "budget_s"),
+        (dict(budget_s="10"), ValueError, "budget_s"),
+        (dict(device="tpu"), ValueError, "device"),
+        (dict(allow_slow_fp16="no"), TypeError, "allow_slow_fp16"),
+    ],
+)
+def test_training_plan_bad_inputs(kwargs, err, match):
+    with pytest.raises(err, match=match):
+        e2e.training_plan(**kwargs)
+
+
+def test_throughput_skips_rows_over_the_budget(fake_rates):
+    fake_rates(NO_BF16)
+    rows = e2e.matmul_throughput([32, 1024], ("fp32", "bf16"), repeats=1, budget_s=1e-3)
+    by = {(r["size"], r["dtype"]): r for r in rows}
+    assert by[(32, "bf16")]["skipped"] is None and by[(32, "fp32")]["skipped"] is None
+    # n=32 is predicted from the fake rate (2 x 32^3 x 2 runs / 1.5e9 = 87 us); n=1024 from the rate
+    # measured at n=32, 2 x 1024^3 x 2 FLOPs: over 1 ms below 4 PFLOP/s, i.e. on any CPU
+    reason = by[(1024, "bf16")]["skipped"]
+    assert reason.startswith("bf16 at n=1024 would take about") and reason.endswith("over budget_s=0.001")
+    assert by[(1024, "bf16")]["tflops"] is None
+    with pytest.raises(ValueError, match="budget_s"):
+        e2e.matmul_throughput([8], budget_s=-1)
+
+
+def test_odd_size_and_launch_bound_demo_shrink_to_the_budget(fake_rates):
+    fake_rates(CRAWL)
+    rows = e2e.odd_size_effect(offsets=(0, 8), repeats=1)
+    assert [r["size"] for r in rows] == [64, 72] and all(r["tflops"] > 0 for r in rows)
+    assert rows[0]["base_chosen"].startswith("base 64, not 1024: bf16 matmuls run at 0.001 GFLOP/s")
+    out = e2e.launch_bound_demo(repeats=2)
+    assert out["large"]["model"] == "3 x Linear(64, 64), batch 64"
+    assert out["large"]["width_chosen"].startswith("width 64, not 512:")
+    fake_rates(FAST)
+    assert e2e.launch_bound_demo(repeats=2, large_width=32)["large"]["width_chosen"] == "width 32, as asked"

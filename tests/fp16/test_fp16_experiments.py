@@ -1,0 +1,404 @@
+"""Tests of amp_lessons.fp16: lesson 03's experiments against real torch arithmetic, the formats
+engine and facts measured by hand with torch 2.13."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from amp_lessons.formats import FORMATS, OVERFLOW_MODES, ROUNDING_MODES, FloatFormat, quantize
+from amp_lessons.fp16 import experiments as fp16
+
+E5M7 = FloatFormat("e5m7", 5, 7)
+
+
+def torch_running_sum(values: torch.Tensor, dtype) -> torch.Tensor:
+    """acc = acc + v step by step in a real torch dtype (the reference)."""
+    v = values.to(dtype)
+    acc = torch.zeros(v.shape[:-1], dtype=dtype)
+    out = []
+    for i in range(v.shape[-1]):
+        acc = acc + v[..., i]
+        out.append(acc)
+    return torch.stack(out, -1).float()
+
+
+def same(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal bit for bit up to NaN payloads (NaN where NaN, same signs of zero)."""
+    a, b = a.float(), b.float()
+    nan = torch.isnan(a)
+    return bool(
+        torch.equal(nan, torch.isnan(b))
+        and torch.equal(a[~nan], b[~nan])
+        and torch.equal(torch.signbit(a[~nan]), torch.signbit(b[~nan]))
+    )
+
+
+# --- the scalar rounding twin of quantize -----------------------------------------------------------
+
+
+def _probe_values() -> torch.Tensor:
+    g = torch.Generator().manual_seed(1)
+    bits = torch.randint(-(2**31), 2**31 - 1, (1500,), generator=g, dtype=torch.int64).to(torch.int32)
+    edges = []
+    for f in [*FORMATS.values(), E5M7]:
+        for c in (f.max, f.smallest_normal, f.smallest_subnormal, f.eps):
+            edges += [c * k for k in (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 1.0 + f.eps / 2, 1.0 - f.eps / 4, 2.0)]
+    special = [0.0, -0.0, math.inf, -math.inf, math.nan, 3.4028234663852886e38, 1e-45]
+    x = torch.cat([bits.view(torch.float32), torch.tensor(edges + special, dtype=torch.float32)])
+    return torch.cat([x, -x])
+
+
+@pytest.mark.parametrize("name", [*FORMATS, "e5m7"])
+def test_scalar_rounder_equals_quantize(name):
+    f = E5M7 if name == "e5m7" else FORMATS[name]
+    x = _probe_values()
+    values = x.tolist()
+    for rounding in ROUNDING_MODES:
+        for overflow in OVERFLOW_MODES:
+            try:
+                want = quantize(x, f, rounding, overflow)
+            except ValueError:
+                continue  # the format cannot express this overflow
+            rnd = fp16._scalar_rounder(f, rounding, overflow)
+            got = torch.tensor([rnd(v) for v in values], dtype=torch.float32)
+            assert same(got, want), (name, rounding, overflow)
+
+
+# --- running sums --------------------------------------------------------------------------------
+
+
+def test_running_sum_fp32_is_a_float32_running_sum():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(3, 700, generator=g) * torch.logspace(-3, 3, 700)
+    x[0, 0] = -0.0
+    acc, want = np.zeros(3, np.float32), []
+    for i in range(x.shape[1]):
+        acc = (acc + x[:, i].numpy()).astype(np.float32)
+        want.append(acc)
+    got = fp16.running_sum(x, "fp32")
+    assert got.dtype == torch.float32 and got.shape == x.shape
+    assert same(got, torch.from_numpy(np.stack(want, -1)))
+
+
+@pytest.mark.parametrize("name, dtype", [("fp16", torch.float16), ("bf16", torch.bfloat16)])
+@pytest.mark.parametrize("rows", [1, 5, 40])  # up to 16 rows: Python-float loop; more: vectorised
+def test_running_sum_equals_real_torch_arithmetic(name, dtype, rows):
+    g = torch.Generator().manual_seed(rows)
+    scale = torch.logspace(-8, 4.5, 300)  # subnormal sums up to overflow to inf (fp16)
+    x = torch.randn(rows, 300, generator=g) * scale
+    x[:, -8:] = 3e4  # and certainly past fp16's max at the end
+    x = x.to(dtype).float()  # addends in the dtype, as torch's arithmetic has them
+    got = fp16.running_sum(x, name)
+    assert same(got, torch_running_sum(x, dtype))
+    if name == "fp16":
+        assert torch.isinf(got).any() and ((got != 0) & (got.abs() < 2.0**-14)).any()
+
+
+def test_running_sum_4096_copies_of_16():
+    x = torch.full((4096,), 16.0)
+    sums = fp16.running_sum(x, "fp16")
+    assert same(sums, torch_running_sum(x, torch.float16))
+    assert sums[2046] == 32752.0 and sums[2047] == 32768.0  # 2048 terms: 32768, where the gap is 32
+    assert (sums[2047:] == 32768.0).all()  # 32768 + 16 is a tie: it rounds back to the even 32768
+    assert same(fp16.running_sum(x, "bf16"), torch_running_sum(x, torch.bfloat16))
+    assert fp16.running_sum(x, "fp32")[-1] == 65536.0
+
+
+def test_scalar_and_vectorised_paths_agree_for_emulated_formats():
+    g = torch.Generator().manual_seed(3)
+    x = quantize(torch.randn(20, 200, generator=g) * 30, E5M7)
+    for fmt, rounding in (
+        (E5M7, "nearest_even"),
+        ("fp8_e4m3", "nearest_even"),
+        ("fp16", "toward_zero"),
+        ("tf32", "nearest_away"),
+    ):
+        vector = fp16.running_sum(x, fmt, rounding)  # 20 rows: one quantize per step
+        scalar = torch.stack([fp16.running_sum(row, fmt, rounding) for row in x])
+        assert same(vector, scalar), fmt
+
+
+def test_exmy_accumulator_sits_between_fp8_and_fp16():
+    x = torch.full((8192,), 16.0)
+    stall = {
+        name: fp16.running_sum(x, fmt)[-1].item()
+        for name, fmt in (("fp8_e5m2", "fp8_e5m2"), ("e5m7", E5M7), ("fp16", "fp16"))
+    }
+    assert stall == {"fp8_e5m2": 128.0, "e5m7": 4096.0, "fp16": 32768.0}  # where the gap reaches 32 = 2 x 16
+    assert fp16.running_sum(x[:100], "fp8_e4m3", overflow="saturate")[-1] == 256.0
+
+
+def test_saturating_accumulator_and_overflow_modes():
+    x = torch.full((50,), 100.0)
+    assert fp16.running_sum(x, "fp8_e4m3")[-1] == 448.0  # saturates, never inf
+    assert torch.isinf(fp16.running_sum(torch.full((5,), 4e4), "fp16")[-1])
+    assert fp16.running_sum(torch.full((5,), 4e4), "fp16", overflow="saturate")[-1] == 65504.0
+
+
+def test_running_sum_shapes_and_lists():
+    assert fp16.running_sum([1.0, 2.0, 3.0]).tolist() == [1.0, 3.0, 6.0]
+    assert fp16.running_sum(torch.zeros(2, 3, 0)).shape == (2, 3, 0)
+    x = torch.ones(2, 3, 4)
+    assert fp16.running_sum(x, "bf16")[1, 2].tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+@pytest.mark.parametrize(
+    "kwargs, exc, match",
+    [
+        (dict(values=torch.ones(3, dtype=torch.float64)), TypeError, "float64"),
+        (dict(values=torch.tensor(1.0)), ValueError, "at least one dimension"),
+        (dict(values=torch.arange(3)), TypeError, "int64"),
+        (dict(values="123"), TypeError, "str"),
+        (dict(values=torch.ones(3), acc_fmt="fp99"), ValueError, "fp99"),
+        (dict(values=torch.ones(3), rounding="up"), ValueError, "'up'"),
+        (dict(values=torch.ones(3), overflow="nan"), ValueError, "not possible for fp16"),
+        (dict(values=torch.ones(3), overflow="wrap"), ValueError, "'wrap'"),
+    ],
+)
+def test_running_sum_rejects_bad_input(kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        fp16.running_sum(**kwargs)
+
+
+# --- summing copies: the facts --------------------------------------------------------------------
+
+
+def test_sum_copies_4096_times_16():
+    r = fp16.sum_copies(16.0, 4096)
+    assert r["torch.sum (fp16 tensor)"] == math.inf  # fp32 accumulation inside; 65536 > 65504 at the end
+    assert r["torch.sum(dtype=float32)"] == 65536.0
+    assert r["fp32 running sum"] == r["fp16 addends, fp32 accumulator"] == r["exact"] == 65536.0
+    assert r["fp16 running sum"] == r["stall value"] == 32768.0
+    assert r["cumsum first inf index"] == 4094
+    cumsum = torch.full((4096,), 16.0, dtype=torch.float16).cumsum(0)
+    assert cumsum[4093] == 65504 and torch.isinf(cumsum[4094])
+
+
+def test_sum_copies_point_zero_one_thousand_times():
+    r = fp16.sum_copies(0.01, 1000)
+    assert r["fp32 running sum"] == pytest.approx(10.0001, abs=5e-5)
+    assert r["fp16 running sum"] == 9.953125
+    assert r["fp16 addends, fp32 accumulator"] == pytest.approx(10.0021, abs=5e-5)
+    assert r["exact"] == 1000 * torch.tensor(0.01, dtype=torch.float16).item()
+    assert r["stall value"] is None and r["cumsum first inf index"] is None
+
+
+@pytest.mark.parametrize("v, n", [(16.0, 1), (0.01, 7), (-3.5, 5000), (1e-7, 300), (65504.0, 3), (0.0, 2)])
+def test_sum_copies_torch_sum_is_torch_sum(v, n):
+    r = fp16.sum_copies(v, n)
+    t = torch.full((n,), v, dtype=torch.float16)
+    assert r["torch.sum (fp16 tensor)"] == t.sum().item()
+    assert r["torch.sum(dtype=float32)"] == t.sum(dtype=torch.float32).item()
+
+
+def test_sum_copies_beyond_fp16_range_and_signs():
+    r = fp16.sum_copies(1e5, 10)  # torch.full(..., dtype=float16) refuses 1e5: the cast gives inf
+    assert r["fp16 running sum"] == r["torch.sum (fp16 tensor)"] == r["exact"] == math.inf
+    assert r["cumsum first inf index"] == 0 and r["stall value"] is None
+    assert r["fp32 running sum"] == pytest.approx(1e6)
+    r = fp16.sum_copies(-16.0, 4096)
+    assert r["stall value"] == -32768.0 and r["torch.sum (fp16 tensor)"] == -math.inf
+    assert fp16.sum_copies(1e39, 3)["fp32 running sum"] == math.inf
+    assert fp16.sum_copies(-0.0, 3)["fp16 running sum"] == 0.0
+
+
+def test_running_sums_of_copies_are_prefixes_and_match_running_sum():
+    for v in (16.0, 0.01, 1.0, 3e-8, -7.25, 60000.0):
+        long, short = fp16.running_sums_of_copies(v, 6000), fp16.running_sums_of_copies(v, 2500)
+        for key in long:
+            assert same(long[key][:2500], short[key]), (v, key)
+        v16 = torch.tensor(v).to(torch.float16).float()
+        assert same(long["fp16 running sum"], fp16.running_sum(v16.expand(6000), "fp16")), v
+        assert same(long["fp16 addends, fp32 accumulator"], fp16.running_sum(v16.expand(6000), "fp32")), v
+
+
+def test_sum_copies_handles_a_million():  # its speed is measured in benchmarks/bench_experiments.py
+    r = fp16.sum_copies(1e-4, 1_000_000)
+    assert r["stall value"] == 0.25 and r["fp16 running sum"] == 0.25
+
+
+@pytest.mark.parametrize(
+    "v, n, exc, match",
+    [
+        (math.inf, 10, ValueError, "finite"),
+        (math.nan, 10, ValueError, "finite"),
+        ("16", 10, TypeError, "'16'"),
+        (True, 10, TypeError, "True"),
+        (16.0, 0, ValueError, "1 to 1_000_000"),
+        (16.0, 1_000_001, ValueError, "1_000_001"),
+        (16.0, 2.0, TypeError, "int"),
+        (16.0, True, TypeError, "int"),
+    ],
+)
+def test_sum_copies_rejects_bad_input(v, n, exc, match):
+    with pytest.raises(exc, match=match):
+        fp16.sum_copies(v, n)
+
+
+# --- Kahan -------------------------------------------------------------------------------------------
+
+
+def test_kahan_sum_in_fp16_is_within_an_ulp():
+    x = quantize(torch.full((1000,), 0.01), "fp16")
+    exact = 1000 * x[0].item()
+    ulp = 2.0**-7  # fp16 gap in [8, 16)
+    assert abs(fp16.kahan_sum(x, "fp16") - exact) <= ulp
+    assert abs(fp16.running_sum(x, "fp16")[-1].item() - exact) > 5 * ulp  # the plain fp16 sum is not
+
+
+def test_kahan_sum_on_random_data_and_bad_input():
+    g = torch.Generator().manual_seed(0)
+    x = quantize(torch.rand(3000, generator=g), "bf16")
+    exact = x.double().sum().item()
+    assert abs(fp16.kahan_sum(x, "bf16") - exact) <= 2.0 ** (math.floor(math.log2(exact)) - 7)
+    assert abs(fp16.running_sum(x, "bf16")[-1].item() - exact) > 100
+    with pytest.raises(ValueError, match="1-D"):
+        fp16.kahan_sum(torch.ones(2, 2))
+
+
+# --- lost updates ---------------------------------------------------------------------------------
+
+
+def test_update_survives_at_half_an_ulp():
+    w, half = 1.5, 2.0**-11  # fp16 gap at 1.5 is 2**-10
+    assert fp16.update_survives(w, half * 1.01) and not fp16.update_survives(w, half * 0.99)
+    assert not fp16.update_survives(1.0, 1e-4) and fp16.update_survives(1.0, 1e-4, "fp32")
+    assert not fp16.update_survives(1.0, 1e-3, "bf16") and fp16.update_survives(1.0, 1e-2, "bf16")
+    assert not fp16.update_survives(2.0, 0.0)
+
+
+def test_lost_update_fraction():
+    w = torch.tensor([1.0, 1.0, 1000.0, 0.001, 5.0])
+    u = torch.tensor([1e-4, 1e-2, 0.25, 1e-7, 0.0])
+    assert fp16.lost_update_fraction(w, u) == 0.5  # 1e-4 on 1, 0.25 on 1000 lost; the zero update not counted
+    assert fp16.lost_update_fraction(w, u, "fp32") == 0.0
+    assert fp16.lost_update_fraction(w, torch.zeros(5)) == 0.0
+    with pytest.raises(ValueError, match="same shape"):
+        fp16.lost_update_fraction(w, u[:3])
+
+
+# --- classes -----------------------------------------------------------------------------------------
+
+
+def test_classify_examples():
+    assert fp16.classify([1e-6, 1e5, 1e-9, 0.0, 1.0, -1e5, math.inf, math.nan], "fp16") == [
+        "subnormal",
+        "inf",
+        "zero",
+        "zero",
+        "normal",
+        "inf",
+        "inf",
+        "NaN",
+    ]
+    assert fp16.classify([500.0, 460.0, 1e-3, math.inf], "fp8_e4m3") == [
+        "saturated",
+        "normal",
+        "subnormal",
+        "saturated",
+    ]
+    assert fp16.classify(1e3, "fp8_e4m3fnuz") == ["NaN"]
+    assert fp16.classify(65519.0, "fp16") == ["normal"] and fp16.classify(65520.0, "fp16") == ["inf"]
+    assert fp16.classify(1e-40, "bf16") == ["subnormal"] and fp16.classify(1e-40, "fp32") == ["subnormal"]
+    codes = fp16.classify_codes(torch.tensor([[1e-6, 1.0]]), "fp16")
+    assert codes.shape == (1, 2) and [fp16.CLASSES[c] for c in codes[0]] == ["subnormal", "normal"]
+
+
+# --- gradient census ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def census():
+    return fp16.gradient_census()
+
+
+def test_census_fractions_sum_to_one_and_match_quantize(census):
+    f = FORMATS["fp16"]
+    for kind in ("weights", "activations"):
+        g = census[kind]
+        fr = census["fractions"][kind]
+        assert set(fr) == set(fp16.CENSUS_CATEGORIES)
+        assert sum(fr.values()) == pytest.approx(1.0, abs=1e-12)
+        q = quantize(g, "fp16")
+        n = g.numel()
+        assert fr["zero"] == (g == 0).sum().item() / n
+        assert fr["underflow to zero"] == ((g != 0) & (q == 0)).sum().item() / n
+        assert fr["subnormal"] == ((q != 0) & (q.abs() < f.smallest_normal)).sum().item() / n
+        assert fr["overflow"] == torch.isinf(q).sum().item() / n
+
+
+def test_census_default_model_has_realistic_small_gradients(census):
+    params = sum(p.numel() for p in fp16.small_model().parameters())
+    assert census["weights"].numel() == params
+    act = census["fractions"]["activations"]
+    assert act["subnormal"] + act["underflow to zero"] > 0.05  # fp16 loses precision or values here
+    assert act["zero"] > 0.1  # ReLU zeros
+    assert census["fractions"]["weights"]["normal"] > 0.5
+    again = fp16.gradient_census()
+    assert torch.equal(again["activations"], census["activations"])  # seeded
+
+
+def test_census_of_a_custom_model_and_other_format():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh(), torch.nn.Linear(3, 2))
+    x, y = torch.randn(8, 4), torch.randn(8, 2)
+    c = fp16.gradient_census(model, batch=(x, y), fmt="fp8_e4m3")
+    assert c["fmt"] == "fp8_e4m3" and c["weights"].numel() == 4 * 3 + 3 + 3 * 2 + 2
+    assert c["activations"].numel() == 8 * (3 + 3 + 2)
+    assert sum(c["fractions"]["activations"].values()) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="batch"):
+        fp16.gradient_census(model)
+    with pytest.raises(TypeError, match="Module"):
+        fp16.gradient_census("mlp", batch=(x, y))
+
+
+def test_small_model_and_batch_are_seeded():
+    a, b = fp16.small_model(1), fp16.small_model(1)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    x, y = fp16.small_batch(0, 16)
+    assert x.shape == (16, 64) and y.dtype == torch.int64 and 0 <= y.min() and y.max() < 10
+    with pytest.raises(ValueError, match="size"):
+        fp16.small_batch(0, 0)
+
+
+# --- master weights ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def training():
+    threads = torch.get_num_threads()
+    result = fp16.train_master_weights(progress=False)
+    assert torch.get_num_threads() == threads  # the one-thread section is undone
+    return result
+
+
+def test_master_weights_keep_learning_where_fp16_weights_stall(training):
+    r = training
+    assert r["steps"] == 300 and set(r["loss"]) == {"fp32", "fp16 weights", "fp32 master weights"}
+    final = {k: v[-1] for k, v in r["loss"].items()}
+    assert all(len(v) == 300 for v in r["loss"].values())
+    assert final["fp16 weights"] > 20 * final["fp32 master weights"]
+    assert final["fp32 master weights"] < 2.5 * final["fp32"]
+    fp16_run = r["loss"]["fp16 weights"]
+    assert fp16_run[-1] == pytest.approx(fp16_run[200], rel=0.05)  # stalled
+    assert r["lost_fraction"]["fp16 weights"] > 0.5
+    assert r["lost_fraction"]["fp32 master weights"] < 0.05
+    assert r["lost_if_fmt"]["fp32 master weights"] > 0.3  # these updates only survive in fp32
+
+
+def test_training_is_seeded_and_shows_progress(training, capsys):
+    r = fp16.train_master_weights(20, progress=True)
+    assert r["loss"]["fp16 weights"] == training["loss"]["fp16 weights"][:20]
+    assert "training 3 ways" in capsys.readouterr().err
+    bf16 = fp16.train_master_weights(20, progress=False, fmt="bf16")
+    assert bf16["fmt"] == "bf16"
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [(dict(steps=0), "steps"), (dict(steps=2.5), "steps"), (dict(lr=-0.1), "lr"), (dict(lr=math.nan), "lr")],
+)
+def test_training_rejects_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        fp16.train_master_weights(progress=False, **kwargs)

@@ -1,0 +1,164 @@
+"""Tests of amp_lessons.fp16.explorers."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import math
+
+import ipywidgets as widgets
+import numpy as np
+import pytest
+import torch
+
+from amp_lessons import fp16
+from benchmarks.widget_steps import measure_update_ms
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def is_png(image) -> bool:
+    return bytes(image.value).startswith(PNG)
+
+
+# --- magnitude explorer (lesson 03) --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def magnitudes():
+    return fp16.MagnitudeExplorer()
+
+
+@pytest.mark.parametrize(
+    "log10, fp16_class",
+    [(-6.0, "subnormal"), (5.0, "inf"), (-9.0, "zero"), (0.0, "normal"), (-7.3, "subnormal"), (4.8, "normal")],
+)
+def test_magnitude_explorer_fp16_classes(magnitudes, log10, fp16_class):
+    magnitudes.set(log10_value=log10, sign="+")
+    assert magnitudes.classes["fp16"] == fp16_class
+    assert "<b style='color:" in magnitudes.readout.value and f">{fp16_class}</b>" in magnitudes.readout.value
+    assert is_png(magnitudes.image)
+
+
+def test_magnitude_explorer_rows_and_marker(magnitudes):
+    magnitudes.set(log10_value=-6.0, sign="-")
+    assert magnitudes.value == -1e-6
+    assert magnitudes.classes == {
+        "fp32": "normal",
+        "bf16": "normal",
+        "fp16": "subnormal",
+        "fp8_e4m3": "zero",
+        "fp8_e5m2": "zero",
+    }
+    assert magnitudes.stored["fp16"] == -1.0132789611816406e-06 and magnitudes.stored["fp8_e4m3"] == -0.0
+    assert magnitudes.errors["fp8_e4m3"] == 1.0
+    line, dots = magnitudes._pic.moving
+    assert list(line.get_xdata()) == [1e-6, 1e-6] and list(dots.get_xdata()) == [1e-6] * 5
+    magnitudes.set(log10_value=3.0, sign="+")
+    assert magnitudes.classes["fp8_e4m3"] == "saturated" and magnitudes.stored["fp8_e4m3"] == 448.0
+
+
+def test_magnitude_explorer_slider_extremes(magnitudes):
+    for sign in ("+", "-"):
+        magnitudes.set(log10_value=-50.0, sign=sign)
+        assert set(magnitudes.classes.values()) == {"zero"} and is_png(magnitudes.image)
+        magnitudes.set(log10_value=40.0)
+        assert magnitudes.classes == {
+            "fp32": "inf",
+            "bf16": "inf",
+            "fp16": "inf",
+            "fp8_e4m3": "saturated",
+            "fp8_e5m2": "inf",
+        }
+        assert "inf" in magnitudes.readout.value
+    for lg in (magnitudes.slider.min, magnitudes.slider.max):
+        magnitudes.slider.value = lg  # the widget itself, as a drag does
+        assert is_png(magnitudes.image)
+
+
+def test_magnitude_explorer_bad_input():
+    with pytest.raises(ValueError, match="-50 to 40"):
+        fp16.MagnitudeExplorer(41.0)
+    with pytest.raises(ValueError, match="'x'"):
+        fp16.MagnitudeExplorer(0.0, sign="x")
+    assert isinstance(fp16.magnitude_explorer(-20.0), widgets.VBox)
+
+
+# --- sum explorer (lesson 03) -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sums():
+    return fp16.sum_explorer().explorer
+
+
+def test_sum_explorer_shows_the_4096_by_16_facts(sums):
+    sums.set(v="16", n=4096)
+    r = sums.result
+    assert r["fp16 running sum"] == 32768.0 and r["torch.sum (fp16 tensor)"] == math.inf
+    assert r["fp16 addends, fp32 accumulator"] == r["exact"] == 65536.0
+    for text in (
+        "fp16 running sum",
+        "fp16 addends, fp32 accumulator",
+        "torch.sum (fp16 tensor)",
+        "exact",
+        "32768.0",
+        "65536.0",
+        "inf",
+        "4094",
+    ):
+        assert text in sums.readout.value
+    pic = sums._pictures[1.15]
+    fp16_line = pic.parts["lines"][sums.LINES.index("fp16 running sum")]
+    assert fp16_line.get_ydata()[-1] == pytest.approx(0.5)  # in units of the exact sum 65536
+    cumsum_marker = pic.parts["markers"][sums.LINES.index("torch.cumsum (fp16 tensor)")]
+    assert cumsum_marker.get_visible() and cumsum_marker.get_xdata()[0] == pytest.approx(4095 / 4096)
+    assert pic.parts["limit"].get_visible()
+    ticks = [t.get_text() for t in pic.parts["yt"] if t.get_visible()]
+    assert "0" in ticks and "60000" in ticks
+    assert is_png(sums.image)
+
+
+def test_sum_explorer_curves_are_the_running_sums(sums):
+    from amp_lessons.fp16 import running_sums_of_copies
+
+    sums.set(v="0.01", n=1000)
+    assert sums.result["fp16 running sum"] == 9.953125
+    want = running_sums_of_copies(0.01, 1000)
+    exact = want["exact"][-1].item()
+    for line, key in zip(sums._pictures[1.15].parts["lines"], sums.LINES):
+        np.testing.assert_allclose(line.get_ydata(), want[key].double().numpy() / exact, rtol=1e-12)
+    assert not sums._pictures[1.15].parts["limit"].get_visible()  # 65504 is far off this picture
+
+
+@pytest.mark.parametrize(
+    "v", ["0", "-0.0", "-16", "1e-30", "3e-8", "1e5", "65504", "1e38", "1e39", "-1e39", "2049", "0.3333", "1e-7"]
+)
+def test_sum_explorer_extremes_never_raise(sums, v):
+    for n in (1, 2, 8192):
+        sums.set(v=v, n=n)
+        assert sums.error == "" and is_png(sums.image)
+        assert sums.result["exact"] == n * torch.tensor(float(v)).to(torch.float16).item()
+
+
+def test_sum_explorer_bad_text_keeps_the_picture(sums):
+    sums.set(v="16", n=100)
+    image = sums.image.value
+    for bad in ("sixteen", "inf", "nan"):
+        sums.set(v=bad)
+        assert sums.error and sums.image.value == image
+        assert "1600.0" in sums.readout.value  # the last table stays under the message
+    sums.set(v="2")
+    assert sums.error == "" and sums.result["exact"] == 200.0
+
+
+def test_sum_explorer_bad_arguments():
+    with pytest.raises(ValueError, match="8192"):
+        fp16.SumExplorer(16.0, 8193)
+    with pytest.raises(ValueError, match="finite"):
+        fp16.SumExplorer(math.inf)
+
+
+def test_measure_update_ms_for_lesson_03(magnitudes, sums):
+    assert set(measure_update_ms(magnitudes, n=2)) == {"log10 |x|", "sign"}
+    assert set(measure_update_ms(sums.widget, n=2)) == {"v", "n"}

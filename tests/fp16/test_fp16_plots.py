@@ -1,0 +1,191 @@
+"""Tests of amp_lessons.fp16.plots."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+
+from amp_lessons.formats import FloatFormat
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def by_gid(ax, gid):
+    return [a for a in ax.get_children() if a.get_gid() == gid]
+
+
+# --- lesson 03 plots --------------------------------------------------------------------------
+
+
+def test_running_sums_plot_lines_limit_and_inf_marker():
+    from amp_lessons.fp16 import plot_running_sums, running_sums_of_copies
+
+    sums = running_sums_of_copies(16.0, 4096)
+    ax = plot_running_sums(sums, limit=65504, limit_label="fp16 max 65504")
+    (fp16_line,) = by_gid(ax, "fp16 running sum")
+    assert list(fp16_line.get_xdata()[:3]) == [1, 2, 3]
+    assert fp16_line.get_ydata()[-1] == 32768.0 and fp16_line.get_ydata()[1] == 32.0
+    (cumsum,) = by_gid(ax, "torch.cumsum (fp16 tensor)")
+    assert np.isnan(cumsum.get_ydata()[4094]) and cumsum.get_ydata()[4093] == 65504.0  # inf is not drawn
+    (marker,) = by_gid(ax, "torch.cumsum (fp16 tensor) inf")
+    assert list(marker.get_xdata()) == [4095] and list(marker.get_ydata()) == [65504.0]  # term 4095 = index 4094
+    assert any("inf from term 4095" in t.get_text() for t in ax.texts)
+    (limit,) = by_gid(ax, "limit")
+    assert list(limit.get_ydata()) == [65504, 65504]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == [*sums, "fp16 max 65504"]
+    assert by_gid(ax, "fp16 running sum inf") == []
+
+
+def test_running_sums_plot_lists_and_bad_input():
+    from amp_lessons.fp16 import plot_running_sums
+
+    ax = plot_running_sums({"mine": [1.0, 2.0, -math.inf], "bf16": torch.ones(2)})
+    assert by_gid(ax, "mine inf")[0].get_marker() == "v"  # -inf: a triangle pointing down
+    assert by_gid(ax, "limit") == []
+    with pytest.raises(TypeError, match="non-empty dict"):
+        plot_running_sums({})
+    with pytest.raises(ValueError, match="'x'.*1-D"):
+        plot_running_sums({"x": [[1.0]]})
+    with pytest.raises(ValueError, match="finite"):
+        plot_running_sums({"x": [1.0]}, limit=math.inf)
+
+
+@pytest.fixture(scope="module")
+def census():
+    from amp_lessons.fp16 import gradient_census
+
+    return gradient_census()
+
+
+def _pct_in_legend(ax, fraction):
+    return any(f"{100 * fraction:.3g}%" in t.get_text() for t in ax.get_legend().get_texts())
+
+
+def test_gradient_histogram_regions_and_fractions(census):
+    from amp_lessons.fp16 import plot_gradient_histogram
+
+    ax = plot_gradient_histogram(census)
+    (zero,) = by_gid(ax, "region zero")
+    (sub,) = by_gid(ax, "region subnormal")
+    (normal,) = by_gid(ax, "region normal")
+    (over,) = by_gid(ax, "region overflow")
+    assert sub.get_x() == pytest.approx(-25)  # half the smallest subnormal 2**-24 rounds to 0
+    assert normal.get_x() == pytest.approx(-14)
+    assert over.get_x() == pytest.approx(math.log2(65520))
+    assert zero.get_x() < -25
+    acts = by_gid(ax, "activation gradients")[0]
+    counts = acts.get_data().values
+    fr = census["fractions"]["activations"]
+    assert counts.sum() == pytest.approx(1 - fr["zero"])  # per binade, of all values: zeros are off the log axis
+    assert _pct_in_legend(ax, fr["subnormal"]) and _pct_in_legend(ax, fr["zero"])
+    assert ax.get_xlabel() == "log2 |gradient|" and "fp16" in ax.get_title(loc="left")
+
+
+def test_gradient_histogram_scale_moves_values_out_of_subnormals(census):
+    from amp_lessons.fp16 import census_fractions, plot_gradient_histogram
+
+    ax = plot_gradient_histogram(census, scale=1024.0)
+    scaled = census_fractions(census["activations"] * 1024.0)
+    assert scaled["subnormal"] < census["fractions"]["activations"]["subnormal"] / 10
+    assert _pct_in_legend(ax, scaled["normal"])
+    assert "1024" in ax.get_xlabel() and "scaled by 1024" in ax.get_title(loc="left")
+    ax = plot_gradient_histogram(census, "bf16", scale=2.0**120)  # most overflow in bf16
+    assert any("overflow" in t.get_text() for t in ax.get_legend().get_texts())
+    with pytest.raises(ValueError, match="scale"):
+        plot_gradient_histogram(census, scale=0)
+    with pytest.raises(TypeError, match="gradient_census"):
+        plot_gradient_histogram({"weights": torch.ones(3)})
+
+
+def test_loss_curves_plot():
+    from amp_lessons.fp16 import plot_loss_curves
+
+    result = {
+        "loss": {"fp32": [1.0, 0.1, 0.01], "fp16 weights": [1.0, 0.2, 0.2], "fp32 master weights": [1, 0.1, 0.01]},
+        "lost_fraction": {"fp32": 0.0, "fp16 weights": 0.5, "fp32 master weights": 0.0},
+        "steps": 3,
+    }
+    ax = plot_loss_curves(result)
+    assert ax.get_yscale() == "log"
+    assert [ln.get_gid() for ln in ax.get_lines()] == ["fp32", "fp16 weights", "fp32 master weights"]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels[1] == "fp16 weights: final loss 0.2, 50% of updates lost"
+    with pytest.raises(TypeError, match="train_master_weights"):
+        plot_loss_curves({"fp32": [1.0]})
+
+
+def test_format_regions_from_the_constants():
+    from amp_lessons.fp16 import REGION_FORMATS, plot_format_regions
+
+    ax = plot_format_regions(1e-5)
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(REGION_FORMATS)
+    (sub,) = by_gid(ax, "fp16 subnormal")
+    (normal,) = by_gid(ax, "fp16 normal")
+    (over,) = by_gid(ax, "fp16 inf")
+    assert sub.get_x() == 2.0**-25 and normal.get_x() == 2.0**-14
+    assert normal.get_x() + normal.get_width() == pytest.approx(65520.0) and over.get_x() == 65520.0
+    (sat,) = by_gid(ax, "fp8_e4m3 saturate")
+    assert sat.get_x() == 464.0  # 448 + half its gap of 32
+    assert by_gid(ax, "fp32 zero")[0].get_width() == pytest.approx(2.0**-150 - 1e-50)
+    (line,) = by_gid(ax, "marker")
+    assert list(line.get_xdata()) == [1e-5, 1e-5] and line.get_visible()
+    assert ax.get_xscale() == "log" and ax.get_xlim() == (1e-50, 1e40)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == ["rounds to zero", "subnormal", "normal", "overflow to inf", "overflow, saturates at max"]
+
+
+def test_format_regions_edges_nan_and_custom_formats():
+    from amp_lessons.fp16 import plot_format_regions
+
+    ax = plot_format_regions(0.0)
+    assert by_gid(ax, "marker")[0].get_xdata()[0] == 1e-50  # clipped to the axis
+    ax = plot_format_regions(-math.inf, ["fp8_e4m3fnuz", FloatFormat("e5m0", 5, 0)])
+    assert by_gid(ax, "marker")[0].get_xdata()[0] == 1e40
+    assert by_gid(ax, "fp8_e4m3fnuz nan") and by_gid(ax, "e5m0 subnormal") == []
+    ax = plot_format_regions(math.nan)
+    assert not by_gid(ax, "marker")[0].get_visible() and "NaN" in ax.get_title(loc="left")
+    with pytest.raises(ValueError, match="xlim"):
+        plot_format_regions(1.0, xlim=(1.0, 0.5))
+    with pytest.raises(TypeError, match="value"):
+        plot_format_regions("big")
+
+
+def test_lesson_03_plots_draw_without_warnings(tmp_path, census):
+    from amp_lessons.fp16 import (
+        plot_format_regions,
+        plot_gradient_histogram,
+        plot_loss_curves,
+        plot_running_sums,
+        running_sums_of_copies,
+    )
+
+    result = {"loss": {"fp32": [1.0, 0.5]}, "lost_fraction": {}, "steps": 2}
+    for ax in (
+        plot_running_sums(running_sums_of_copies(16.0, 4096), limit=65504.0),
+        plot_gradient_histogram(census),
+        plot_loss_curves(result),
+        plot_format_regions(1e39),
+    ):
+        ax.figure.savefig(tmp_path / "p.png")
+
+
+def test_running_sums_minus_shows_the_error():
+    from amp_lessons.fp16 import plot_running_sums
+
+    ax = plot_running_sums({"a": [1.0, 2.0, 3.0], "exact": [1.0, 2.5, 3.5]}, minus="exact")
+    (line,) = [ln for ln in ax.get_lines() if ln.get_gid() == "a"]
+    assert list(line.get_ydata()) == [0.0, -0.5, -0.5]
+    assert "exact" in ax.get_ylabel()
+    with pytest.raises(ValueError, match="'nope' is not one of the labels"):
+        plot_running_sums({"a": [1.0]}, minus="nope")

@@ -1,0 +1,254 @@
+"""Tests of amp_lessons.fp8: lesson 07's fp8 scaling recipes (small sizes; no timing asserts)."""
+
+import math
+
+import pytest
+import torch
+
+from amp_lessons import reference
+from amp_lessons.formats import get_format, quantize, representable_values
+from amp_lessons.fp8 import experiments as fp8
+
+E4M3 = get_format("fp8_e4m3")
+E5M2 = get_format("fp8_e5m2")
+DTYPES = {"fp8_e4m3": torch.float8_e4m3fn, "fp8_e5m2": torch.float8_e5m2}
+
+
+@pytest.fixture(scope="module")
+def tensors():
+    return fp8.model_tensors()
+
+
+def spread(n=4096, seed=0):
+    """Values over many binades (both signs), plus zeros, ties and overflows once scaled."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, generator=g) * torch.exp2(torch.randint(-30, 20, (n,), generator=g).float())
+    return torch.cat([x, torch.tensor([0.0, -0.0, 448.0, 464.0, 480.0, 1e30, -1e30])])
+
+
+# --- facts -----------------------------------------------------------------------------------------
+
+
+def test_torch_fp8_overflow_is_measured_now():
+    r = fp8.torch_fp8_overflow()
+    assert set(r) == {"float8_e4m3fn", "float8_e5m2"}
+    assert list(r["float8_e4m3fn"]) == ["500.0", "100000.0", "inf", "nan"]
+    e4 = r["float8_e4m3fn"]["100000.0"]
+    assert e4 == 448.0 or math.isnan(e4)  # saturation (torch >= 2.13-ish) or NaN (older torch)
+    now = float(torch.tensor(1e5).to(torch.float8_e4m3fn).float())
+    assert e4 == now or (math.isnan(e4) and math.isnan(now))  # NaN != NaN: compare what each is
+    assert r["float8_e5m2"]["500.0"] == 512.0 and r["float8_e5m2"]["inf"] == math.inf
+    assert math.isnan(r["float8_e5m2"]["nan"])
+
+
+def test_course_fp8_casts_do_not_depend_on_torchs_overflow(monkeypatch):
+    # fp8 recipes clamp before the cast; so do fake_quantize (the format's saturation) and _to_fp8
+    x = torch.tensor([500.0, -1e5, math.inf, 1.0])
+    assert fp8.fake_quantize(x, "fp8_e4m3").tolist() == [448.0, -448.0, 448.0, 1.0]
+    assert fp8._to_fp8(x).float().tolist() == [448.0, -448.0, 448.0, 1.0]
+    assert math.isnan(float(fp8._to_fp8(torch.tensor([math.nan])).float()))
+    assert fp8.fake_quantize(x, "fp8_e5m2").tolist()[:3] == [512.0, -math.inf, math.inf]
+
+
+def test_values_in():
+    assert fp8.values_in("fp8_e4m3", 1, 2) == 8  # 3 mantissa bits: 8 values per binade
+    assert fp8.values_in("fp8_e5m2", 1, 2) == 4
+    assert fp8.values_in("fp8_e4m3", 0, 1e9) == len(representable_values("fp8_e4m3"))
+    assert fp8.values_in("fp8_e4m3", -1e9, 1e9) == 2 * 126 + 1  # 127 non-NaN magnitudes per sign, one zero
+    with pytest.raises(ValueError, match="lo < hi"):
+        fp8.values_in("fp8_e4m3", 2, 1)
+    with pytest.raises(ValueError, match="unknown format"):
+        fp8.values_in("fp7", 0, 1)
+
+
+# --- scales and fake quantization -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp8_e5m2"])
+@pytest.mark.parametrize("scale", [1.0, 3.0, 2.0**-20, 2.0**17, 0.1, 97.53])
+def test_fake_quantize_is_torchs_cast_bit_for_bit(fmt, scale):
+    x = spread()
+    got = fp8.fake_quantize(x, fmt, scale)
+    want = (x * scale).to(DTYPES[fmt]).float() / scale
+    assert got.dtype == torch.float32
+    assert torch.equal(got.view(torch.int32), want.view(torch.int32))
+
+
+def test_fake_quantize_with_a_scale_tensor_and_bad_scales():
+    x = torch.randn(4, 8)
+    s = torch.tensor([[1.0], [2.0], [4.0], [100.0]])
+    want = (x * s).to(torch.float8_e4m3fn).float() / s
+    assert torch.equal(fp8.fake_quantize(x, "fp8_e4m3", s), want)
+    for bad in (0.0, -1.0, math.inf, math.nan):
+        with pytest.raises(ValueError, match="positive finite"):
+            fp8.fake_quantize(x, "fp8_e4m3", bad)
+    with pytest.raises(ValueError, match="unknown format"):
+        fp8.fake_quantize(x, "fp8_e3m4")
+    with pytest.raises(TypeError, match="torch.Tensor"):
+        fp8.fake_quantize([1.0, 2.0])
+
+
+@pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp8_e5m2"])
+def test_amax_scale_puts_amax_at_max(fmt):
+    f = get_format(fmt)
+    for seed, mag in ((0, 1e-6), (1, 3.0), (2, 1e4)):
+        x = torch.randn(1000, generator=torch.Generator().manual_seed(seed)) * mag
+        s = fp8.amax_scale(x, fmt)
+        top = quantize(x.abs().max().reshape(1) * s, f)
+        assert float(top) == f.max
+        s1 = fp8.amax_scale(x, fmt, margin=1)
+        assert float(quantize(x.abs().max().reshape(1) * s1, f)) == f.max / 2
+        p = fp8.amax_scale(x, fmt, power_of_two=True)
+        assert math.frexp(p)[0] == 0.5 and p <= s < 2 * p
+    assert fp8.amax_scale(torch.zeros(5)) == 1.0
+    assert fp8.amax_scale(-torch.ones(3) * 2) == 224.0  # amax is of |x|
+    with pytest.raises(ValueError, match="inf or NaN"):
+        fp8.amax_scale(torch.tensor([1.0, math.inf]))
+    with pytest.raises(ValueError, match="margin"):
+        fp8.amax_scale(torch.ones(2), margin=-1)
+
+
+def test_delayed_scaler_lags_one_step():
+    sc = fp8.DelayedScaler("fp8_e4m3", history_len=2)
+    assert sc.scale is None and sc.history == []
+    x1 = torch.full((4,), 1.0)
+    q1 = sc.quantize(x1)  # first step: its own amax
+    assert sc.last_scale == 448.0 and torch.equal(q1, x1) and sc.history == [1.0]
+    x2 = torch.tensor([4.0, 1.0, 0.5, -2.0])  # grew 4x: step 2 still uses step 1's scale, 448
+    q2 = sc.quantize(x2)
+    assert sc.last_scale == 448.0
+    assert torch.equal(q2, fp8.fake_quantize(x2, "fp8_e4m3", 448.0))
+    assert q2[0] == 1.0  # 4 * 448 saturates to 448 -> 1.0
+    assert sc.history == [1.0, 4.0] and sc.scale == 112.0  # next step: max of the history
+    sc.quantize(torch.tensor([0.5]))
+    sc.quantize(torch.tensor([0.5]))
+    assert sc.history == [0.5, 0.5] and sc.scale == 896.0  # history_len 2: the 4.0 has left
+    with pytest.raises(ValueError, match="history_len"):
+        fp8.DelayedScaler(history_len=0)
+
+
+# --- blocks ----------------------------------------------------------------------------------------
+
+
+def test_blockwise_equals_manual_per_block_computation():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 6, generator=g) * torch.tensor([1e-4, 1.0, 1e3, 0.0])[:, None]
+    q, s = fp8.blockwise_fake_quantize(x, (2, 3))
+    assert s.shape == (2, 2) and q.shape == x.shape
+    for i in range(2):
+        for j in range(2):
+            blk = x[2 * i : 2 * i + 2, 3 * j : 3 * j + 3]
+            sc = fp8.amax_scale(blk)
+            assert float(s[i, j]) == sc
+            assert torch.equal(q[2 * i : 2 * i + 2, 3 * j : 3 * j + 3], fp8.fake_quantize(blk, "fp8_e4m3", sc))
+
+
+def test_blockwise_partial_blocks_and_power_of_two():
+    x = torch.randn(3, 200, generator=torch.Generator().manual_seed(1))
+    q, s = fp8.blockwise_fake_quantize(x, (1, 128))
+    assert s.shape == (3, 2) and q.shape == (3, 200)
+    tail = x[:, 128:]
+    for r in range(3):
+        assert torch.equal(q[r, 128:], fp8.fake_quantize(tail[r], "fp8_e4m3", fp8.amax_scale(tail[r])))
+    _, p = fp8.blockwise_fake_quantize(x, "1x32", power_of_two=True)
+    assert p.shape == (3, 7) and bool((torch.frexp(p).mantissa == 0.5).all())
+    _, z = fp8.blockwise_fake_quantize(torch.zeros(2, 4), (1, 2))
+    assert torch.equal(z, torch.ones(2, 2))
+
+
+def test_blockwise_bad_inputs():
+    with pytest.raises(ValueError, match="2-D"):
+        fp8.blockwise_fake_quantize(torch.ones(8))
+    with pytest.raises(ValueError, match="2-D"):
+        fp8.blockwise_fake_quantize(torch.ones(2, 2, 2))
+    with pytest.raises(ValueError, match="block"):
+        fp8.blockwise_fake_quantize(torch.ones(2, 2), (1, 2, 3))
+    with pytest.raises(ValueError, match="block rows"):
+        fp8.blockwise_fake_quantize(torch.ones(2, 2), (0, 2))
+    with pytest.raises(ValueError, match="unknown format"):
+        fp8.blockwise_fake_quantize(torch.ones(2, 2), fmt="int8")
+
+
+def test_block_scaling_beats_per_tensor_with_outliers():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(128, 256, generator=g) * 1e-3
+    x[0, :8] = 1e4  # a few outlier values: per-tensor scaling flushes the small ones
+    rows = fp8.scaling_errors({"outliers": x}, methods=("per-tensor", "block 1x128", "block 128x128"))
+    err = {r["method"]: r for r in rows}
+    assert err["block 1x128"]["relative error"] < err["per-tensor"]["relative error"]
+    # only the 120 small values sharing a 1x128 tile with the outliers flush
+    assert err["per-tensor"]["flushed"] > 0.9 and err["block 1x128"]["flushed"] == 120 / x.numel()
+
+
+# --- errors on the model's tensors -------------------------------------------------------------------
+
+
+def test_model_tensors(tensors):
+    assert list(tensors) == ["weights", "activations", "weight gradients", "activation gradients"]
+    assert all(t.shape == (256, 256) and t.dtype == torch.float32 for t in tensors.values())
+    assert float(tensors["activation gradients"].abs().max()) < 1e-2  # small gradients
+    assert float(tensors["activations"].min()) >= 0  # after a ReLU
+
+
+def test_scaling_errors_on_model_tensors(tensors):
+    rows = fp8.scaling_errors(tensors)
+    assert len(rows) == 4 * len(fp8.SCALING_METHODS)
+    by = {(r["tensor"], r["method"]): r for r in rows}
+    # unscaled e4m3 flushes most gradients; any amax scaling keeps them
+    assert by[("activation gradients", "no scaling")]["flushed"] > 0.3
+    for m in ("per-tensor", "block 1x128", "block 128x128"):
+        r = by[("activation gradients", m)]
+        assert r["flushed"] == 0 and r["saturated"] == 0 and r["relative error"] < 0.04
+    # amax scaling never overflows; the delayed scale lags a growing tensor, so its top values saturate
+    assert all(by[(t, "per-tensor")]["saturated"] == 0 for t in tensors)
+    assert all(by[(t, "delayed")]["saturated"] > 0 for t in tensors)
+    e5 = fp8.scaling_errors({"g": tensors["activation gradients"]}, "fp8_e5m2", ("no scaling", "per-tensor"))
+    assert e5[0]["flushed"] < by[("activation gradients", "no scaling")]["flushed"]  # e5m2 has range
+    with pytest.raises(ValueError, match="unknown scaling method"):
+        fp8.scaling_errors(tensors, methods=("per-channel",))
+    with pytest.raises(TypeError, match="non-empty dict"):
+        fp8.scaling_errors({})
+
+
+# --- matmul and the linear layer --------------------------------------------------------------------
+
+
+def test_scaled_mm_compare_small():
+    r = fp8.scaled_mm_compare(32, 64, 48, seed=1)
+    assert r["_scaled_mm"] is None, r["_scaled_mm"]
+    assert r["fp32 error"] < 1e-6 < r["bf16 error"] < r["fp8 _scaled_mm error"] < 0.1
+    # _scaled_mm and the emulation differ only by fp32 summation order and where the scales apply
+    assert r["_scaled_mm vs emulation max diff / max |output|"] < 1e-5
+    assert abs(r["fp8 _scaled_mm error"] - r["fp8 emulated error"]) < 1e-5
+    assert "fp8 time_s" not in r  # no timing on a CPU unless asked
+    with pytest.raises(ValueError, match="device"):
+        fp8.scaled_mm_compare(16, 16, 16, device="tpu")
+
+
+def test_reference_experiment_runs_small_on_cpu():
+    fn = reference.EXPERIMENTS["fp8_scaled_mm"]
+    assert fn is fp8.record_fp8_scaled_mm
+    r = fn("cpu", size=16)
+    assert r["shape"] == "16^3" and r["fp8_time_s"] > 0 and r["bf16_rel_error"] < r["fp8_rel_error"]
+
+
+def test_fp8_linear_check_errors_small_but_not_zero():
+    r = fp8.fp8_linear_check()
+    for k in ("output", "input grad", "weight grad"):
+        assert 1e-3 < r[f"{k} relative error"] < 0.1, (k, r)
+    assert r["output relative error"] < r["input grad relative error"]  # e4m3 forward, e5m2 backward
+    assert r["bias grad relative error"] == 0.0
+
+
+def test_fp8_linear_module():
+    ref = torch.nn.Linear(16, 8)
+    layer = fp8.Fp8Linear.from_linear(ref)
+    assert torch.equal(layer.weight, ref.weight) and layer.weight.dtype == torch.float32  # fp32 master
+    x = torch.randn(4, 16, requires_grad=True)
+    layer(x).sum().backward()
+    assert x.grad.shape == x.shape and layer.weight.grad.shape == (8, 16)
+    assert "e4m3" in repr(layer)
+    with pytest.raises(ValueError, match="2-D"):
+        layer(torch.randn(2, 3, 16))
+    with pytest.raises(TypeError, match="nn.Linear"):
+        fp8.Fp8Linear.from_linear(torch.nn.ReLU())

@@ -1,0 +1,329 @@
+"""Tests of amp_lessons.scaling: the census under a scale, the from-scratch scalers against
+torch.amp.GradScaler, and the story of the training comparison."""
+
+import math
+
+import pytest
+import torch
+
+from amp_lessons.fp16 import CENSUS_CATEGORIES, census_fractions, gradient_census
+from amp_lessons.scaling import experiments as scaling
+from amp_lessons.scaling.experiments import (
+    CensusIndex,
+    DynamicScaler,
+    StaticScaler,
+    compare_with_gradscaler,
+    gradient_census_of,
+    safe_window,
+    scale_sweep,
+    scaled_fractions,
+    simulate_scaler,
+    train_comparison,
+)
+
+
+@pytest.fixture(scope="module")
+def census():
+    return gradient_census()
+
+
+@pytest.fixture(scope="module")
+def small_census():
+    return scaling.small_loss_census()
+
+
+@pytest.fixture(scope="module")
+def comparison():
+    return train_comparison(progress=False)
+
+
+# --- census under a scale --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("scale", [1.0, 3.7, 1000.0, 2.0**10, 2.0**16, 12345.678, 2.0**24, 2.0**30, 2.0**40])
+@pytest.mark.parametrize("fmt", ["fp16", "bf16", "fp8_e4m3", "fp8_e5m2"])
+def test_scaled_fractions_equal_rounding_the_scaled_gradients(census, scale, fmt):
+    got = scaled_fractions(census, scale, fmt)
+    for kind in ("weights", "activations"):
+        assert got[kind] == census_fractions(census[kind] * scale, fmt)
+
+
+def test_scaled_fractions_of_a_hand_made_census():
+    g = torch.tensor([0.0, 2.0**-26, 2.0**-20, 1e-3, 60000.0, 70000.0, -(2.0**-26), math.inf])
+    c = {"weights": g, "activations": g}
+    fr = scaled_fractions(c, 1.0)["activations"]
+    assert fr == {"zero": 1 / 8, "underflow to zero": 2 / 8, "subnormal": 1 / 8, "normal": 2 / 8, "overflow": 2 / 8}
+    fr = scaled_fractions(c, 2.0**6)["activations"]  # 2**-20 becomes normal, 2**-26 subnormal, 60000 overflows
+    assert fr == {"zero": 1 / 8, "underflow to zero": 0.0, "subnormal": 2 / 8, "normal": 2 / 8, "overflow": 3 / 8}
+    assert sum(fr.values()) == pytest.approx(1.0)
+
+
+def test_scaled_fractions_reuses_its_index(census):  # speed: benchmarks/bench_experiments.py
+    first = scaled_fractions(census, 1.0)  # builds the index
+    assert [scaled_fractions(census, 1.0)] * 2 == [first, scaled_fractions(census, 2.0**0)]
+
+
+def test_the_index_follows_the_census(census):
+    other = {"weights": census["weights"], "activations": census["activations"] * 0 + 1.0}
+    assert scaled_fractions(other, 1.0)["activations"]["normal"] == 1.0
+    assert scaled_fractions(census, 1.0)["activations"] == census["fractions"]["activations"]
+    assert scaled_fractions(CensusIndex(census), 1.0) == scaled_fractions(census, 1.0)
+
+
+def test_scaled_fractions_rejects_bad_input(census):
+    with pytest.raises(TypeError, match="census"):
+        scaled_fractions({"weights": 1}, 1.0)
+    for bad in (0.0, -1.0, math.inf, math.nan):
+        with pytest.raises(ValueError, match="scale"):
+            scaled_fractions(census, bad)
+    with pytest.raises(TypeError):
+        scaled_fractions(census, "2")
+
+
+@pytest.mark.parametrize("kind", ["activations", "weights"])
+def test_sweep_is_monotonic(census, small_census, kind):
+    for c in (census, small_census):
+        sw = scale_sweep(c, kind=kind)
+        assert sw["scale"] == [2.0**e for e in range(33)]
+        assert all(a >= b for a, b in zip(sw["underflow"], sw["underflow"][1:]))
+        assert all(a <= b for a, b in zip(sw["overflow"], sw["overflow"][1:]))
+        assert all(0 <= v <= 1 for key in ("underflow", "subnormal", "overflow") for v in sw[key])
+
+
+def test_sweep_of_the_default_census(census):
+    sw = scale_sweep(census)
+    assert sw["nonzero"] == int((census["activations"] != 0).sum())
+    assert sw["underflow"][0] == pytest.approx(
+        census["fractions"]["activations"]["underflow to zero"] * census["activations"].numel() / sw["nonzero"]
+    )
+    assert sw["overflow"][32] > 0.5  # 2**32 pushes most activation gradients past 65504
+
+
+def test_safe_window(census, small_census):
+    sw = scale_sweep(census)
+    lo, hi = safe_window(sw)
+    assert sw["scale"][0] <= lo <= hi <= sw["scale"][-1]
+    for s, u, o in zip(sw["scale"], sw["underflow"], sw["overflow"]):
+        assert (lo <= s <= hi) == (u <= 0.01 and o == 0)  # the window is contiguous here
+    lo2, hi2 = safe_window(scale_sweep(small_census))
+    assert lo2 > lo  # a small loss needs a larger scale
+    assert 2.0**16 >= lo2 and hi2 >= 2.0**16  # GradScaler's default fits it
+    assert safe_window(sw, max_underflow=-1) is None
+    with pytest.raises(TypeError):
+        safe_window({"scale": []})
+    with pytest.raises(ValueError, match="empty"):
+        scale_sweep(census, [])
+
+
+# --- scalers from scratch ---------------------------------------------------------------------------
+
+
+def test_defaults_equal_gradscalers():
+    ours, theirs = DynamicScaler(), torch.amp.GradScaler("cpu")
+    assert ours.scale == theirs.get_scale() == 2.0**16
+    assert ours.growth_factor == theirs.get_growth_factor()
+    assert ours.backoff_factor == theirs.get_backoff_factor()
+    assert ours.growth_interval == theirs.get_growth_interval()
+    import inspect
+
+    ours_sig = inspect.signature(simulate_scaler).parameters
+    for name in ("init_scale", "growth_factor", "backoff_factor", "growth_interval"):
+        assert ours_sig[name].default == inspect.signature(torch.amp.GradScaler).parameters[name].default
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        dict(growth_interval=1, inf_steps=(0, 1, 2, 9)),
+        dict(init_scale=1000.0, growth_factor=1.7, backoff_factor=0.3, growth_interval=2, inf_steps=(0, 5, 6, 20)),
+        dict(init_scale=2.0**126, growth_interval=1, inf_steps=()),  # growth would reach inf: GradScaler stops
+    ],
+)
+def test_dynamic_scaler_agrees_with_gradscaler(params):
+    rows = compare_with_gradscaler(30, **params)
+    assert len(rows) == 30
+    for r in rows:
+        assert r["ours_scale"] == r["torch_scale"]
+        assert r["ours_skipped"] == r["torch_skipped"]
+        assert r["params_equal"]
+    inf_steps = params.get("inf_steps", (3, 4, 10))
+    assert [r["step"] for r in rows if r["torch_skipped"]] == sorted(inf_steps)
+    sim = simulate_scaler(
+        30,
+        inf_steps,
+        **{k: v for k, v in params.items() if k != "inf_steps"},
+        **({} if "growth_interval" in params else {"growth_interval": 5}),
+    )
+    assert sim["scale"] == [r["torch_scale"] for r in rows]
+    assert sim["skipped"] == [r["torch_skipped"] for r in rows]
+
+
+def test_simulate_scaler_against_gradscaler_without_a_model():
+    """GradScaler's update on a fake inf pattern: feed it found_inf directly, step by step."""
+    pattern = [k for k in range(300) if k % 37 == 5 or k in (100, 101, 102)]
+    for growth_factor, backoff_factor, interval in ((2.0, 0.5, 7), (1.3, 0.7, 3), (4.0, 0.05, 1)):
+        scaler = torch.amp.GradScaler(
+            "cpu", init_scale=3.0, growth_factor=growth_factor, backoff_factor=backoff_factor, growth_interval=interval
+        )
+        p = torch.nn.Parameter(torch.zeros(1))
+        opt = torch.optim.SGD([p], lr=0.1)
+        torch_scales = []
+        for k in range(300):
+            scaler.scale(p.sum()).backward()
+            if k in pattern:
+                p.grad.fill_(math.inf)
+            torch_scales.append(scaler.get_scale())
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad(set_to_none=True)
+        sim = simulate_scaler(
+            300,
+            pattern,
+            init_scale=3.0,
+            growth_factor=growth_factor,
+            backoff_factor=backoff_factor,
+            growth_interval=interval,
+        )
+        assert sim["scale"] == torch_scales
+        assert sim["scale_after"][:-1] == torch_scales[1:]
+        assert [k for k, s in enumerate(sim["skipped"]) if s] == pattern
+
+
+def test_simulate_scaler_rule_and_speed():
+    h = simulate_scaler(10, (0, 3), growth_interval=4)
+    assert h["scale"] == [2.0**16, 2.0**15, 2.0**15, 2.0**15, 2.0**14, 2.0**14, 2.0**14, 2.0**14, 2.0**15, 2.0**15]
+    assert h["scale_after"] == [
+        2.0**15,
+        2.0**15,
+        2.0**15,
+        2.0**14,
+        2.0**14,
+        2.0**14,
+        2.0**14,
+        2.0**15,
+        2.0**15,
+        2.0**15,
+    ]
+    assert h["skipped"] == [k in (0, 3) for k in range(10)]
+    assert simulate_scaler(0) == {"scale": [], "skipped": [], "scale_after": []}
+    long = simulate_scaler(10000, range(0, 10000, 7), growth_interval=1)
+    assert len(long["scale"]) == 10000 and sum(long["skipped"]) == len(range(0, 10000, 7))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(init_scale=0.0), "init_scale=0.0.*positive finite"),
+        (dict(init_scale=math.inf), "init_scale"),
+        (dict(growth_factor=1.0), "growth_factor=1.0.*> 1"),
+        (dict(backoff_factor=1.0), r"backoff_factor=1.0.*\(0, 1\)"),
+        (dict(backoff_factor=0.0), "backoff_factor"),
+        (dict(growth_interval=0), "growth_interval=0.*>= 1"),
+        (dict(growth_interval=2.5), "growth_interval=2.5"),
+    ],
+)
+def test_bad_scaler_parameters(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        DynamicScaler(**kwargs)
+    with pytest.raises(ValueError, match=match):
+        simulate_scaler(10, **kwargs)
+
+
+def test_bad_simulation_inputs():
+    with pytest.raises(ValueError, match="n_steps"):
+        simulate_scaler(-1)
+    with pytest.raises(ValueError, match="inf step"):
+        simulate_scaler(10, (-1,))
+
+
+def test_static_scaler_skips_overflow_and_unscales():
+    p = torch.nn.Parameter(torch.ones(3))
+    opt = torch.optim.SGD([p], lr=1.0)
+    s = StaticScaler(1024)
+    s.scale_loss((p * torch.tensor([1.0, 2.0, 3.0])).sum()).backward()
+    assert p.grad.tolist() == [1024.0, 2048.0, 3072.0]
+    assert s.step(opt, [p]) is True
+    assert p.tolist() == [0.0, -1.0, -2.0]
+    p.grad.fill_(math.inf)
+    assert s.step(opt, [p]) is False
+    assert p.tolist() == [0.0, -1.0, -2.0]
+
+
+def test_dynamic_scaler_unscale_before_clipping():
+    p = torch.nn.Parameter(torch.ones(2))
+    opt = torch.optim.SGD([p], lr=1.0)
+    s = DynamicScaler(init_scale=8.0, growth_interval=1)
+    s.scale_loss(p.sum()).backward()
+    assert s.unscale_([p]) is False
+    assert p.grad.tolist() == [1.0, 1.0]
+    with pytest.raises(RuntimeError, match="already"):
+        s.unscale_([p])
+    assert s.step(opt, [p]) is True  # does not unscale twice
+    assert p.tolist() == [0.0, 0.0]
+    s.update()
+    assert s.scale == 16.0
+    with pytest.raises(RuntimeError, match="step"):
+        s.update()
+
+
+# --- census of any model ---------------------------------------------------------------------------------
+
+
+def test_gradient_census_of_matches_gradient_census():
+    from amp_lessons.fp16 import small_batch, small_model
+
+    mine = gradient_census_of(small_model(), torch.nn.functional.cross_entropy, small_batch())
+    theirs = gradient_census()
+    assert torch.equal(mine["weights"], theirs["weights"])
+    assert torch.equal(mine["activations"], theirs["activations"])
+    assert mine["fractions"] == theirs["fractions"]
+
+
+def test_gradient_census_of_any_module_and_loss():
+    model = torch.nn.Sequential(torch.nn.Conv1d(2, 4, 3), torch.nn.Tanh(), torch.nn.Flatten(), torch.nn.Linear(24, 1))
+    x = torch.randn(5, 2, 8)
+    c = gradient_census_of(model, lambda out: out.pow(2).mean(), x, fmt="bf16")
+    assert c["fmt"] == "bf16" and c["weights"].numel() == sum(p.numel() for p in model.parameters())
+    assert set(c["fractions"]["activations"]) == set(CENSUS_CATEGORIES)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    with pytest.raises(ValueError, match="no gradients"):
+        gradient_census_of(model, lambda out: out.pow(2).mean(), x)
+    with pytest.raises(TypeError):
+        gradient_census_of(lambda x: x, torch.nn.functional.mse_loss, x)
+
+
+# --- training four ways ------------------------------------------------------------------------------------
+
+
+def test_training_comparison_tells_the_story(comparison):
+    loss, zeros = comparison["loss"], comparison["zero_grad_fraction"]
+    assert list(loss) == list(scaling.TRAIN_RUNS)
+    final = {k: sum(v[-5:]) / 5 for k, v in loss.items()}
+    start = loss["fp32"][0]
+    assert final["fp32"] < start / 4  # fp32 learns
+    assert final["fp16 autocast, no scaling"] > 0.8 * start  # fp16 without scaling does not
+    assert final["fp16 autocast, no scaling"] > 4 * final["fp32"]
+    for run in ("fp16 autocast + GradScaler", "bf16 autocast, no scaler"):
+        assert final[run] == pytest.approx(final["fp32"], rel=0.1)
+    assert zeros["fp16 autocast, no scaling"] > 0.95  # because its gradients underflow
+    assert (
+        zeros["fp32"] < 0.01 and zeros["fp16 autocast + GradScaler"] < 0.01 and zeros["bf16 autocast, no scaler"] < 0.01
+    )
+    assert comparison["scale"] == [2.0**16] * 60 and not any(comparison["skipped"])
+
+
+def test_small_loss_census_underflows(small_census):
+    fr = small_census["fractions"]["activations"]
+    assert fr["underflow to zero"] > 0.5 and fr["normal"] == 0.0
+    assert scaled_fractions(small_census, 2.0**16)["activations"]["underflow to zero"] < 1e-3
+
+
+def test_recipe_pitfalls():
+    p = scaling.recipe_pitfalls()
+    assert "lr_scheduler.step()" in p["scheduler_warning"]
+    g = p["grad_norm"]
+    assert g["before_unscale"] == pytest.approx(g["scale"] * g["after_unscale"], rel=1e-5)
+    assert p["state_dict"]["round_trip"] and p["state_dict"]["restored_scale"] == p["state_dict"]["saved"]["scale"]
+    assert p["bf16"]["scales"] == [2.0**16 * 2 ** (k // 5) for k in range(20)] and not any(p["bf16"]["skipped"])

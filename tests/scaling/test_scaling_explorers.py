@@ -1,0 +1,129 @@
+"""Tests of amp_lessons.scaling.explorers."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import math
+
+import numpy as np
+import pytest
+
+from amp_lessons import scaling
+from benchmarks.widget_steps import measure_update_ms
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def is_png(image) -> bool:
+    return bytes(image.value).startswith(PNG)
+
+
+# --- loss scaling (lesson 05) ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def scales():
+    return scaling.scale_explorer().explorer
+
+
+@pytest.fixture(scope="module")
+def scaler_states():
+    return scaling.scaler_state_explorer().explorer
+
+
+def test_scale_explorer_readout_is_scaled_fractions(scales):
+    from amp_lessons.scaling import scaled_fractions
+
+    for k in (0, 16, 32, 5):
+        scales.set(exponent=k)
+        assert scales.fractions == scaled_fractions(scales.census, 2.0**k)
+        assert is_png(scales.image)
+        fill = scales._pic.moving[0]
+        assert np.array_equal(fill.get_data().edges, scales._pic.edges + k)
+    assert "underflow to zero" in scales.readout.value
+
+
+def test_scale_explorer_slider_extremes(scales):
+    scales.set(exponent=0)
+    at_one = scales.fractions["activations"]
+    scales.set(exponent=32)
+    at_max = scales.fractions["activations"]
+    assert at_one["underflow to zero"] > 0 and at_one["overflow"] == 0
+    assert at_max["underflow to zero"] == 0 and at_max["overflow"] > 0.5
+    assert "scale = 2^32" in scales._pic.moving[-1].get_text()
+    for bad in (-1, 33, 2.5, True):
+        with pytest.raises(ValueError, match="exponent"):
+            scales.set(exponent=bad)
+
+
+def test_scale_explorer_takes_a_census():
+    from amp_lessons.scaling import small_loss_census
+
+    ex = scaling.ScaleExplorer(16, census=small_loss_census())
+    assert ex.fractions["activations"]["underflow to zero"] < 1e-3
+
+
+def test_scaler_state_explorer_is_simulate_scaler(scaler_states):
+    from amp_lessons.scaling import simulate_scaler
+
+    ex = scaler_states
+    ex.clear()
+    ex.set(log2_init_scale=10, growth_factor=2.0, backoff_factor=0.5, growth_interval=20)
+    ex.inject(30)
+    ex.step_slider.value = 31
+    ex.inject_button.click()  # the button injects at the slider's step
+    assert ex.inf_steps == {30, 31}
+    want = simulate_scaler(ex.N_STEPS, (30, 31), init_scale=2.0**10, growth_interval=20)
+    assert ex.history == want
+    line = ex._pic.parts["line"]
+    assert list(line.get_ydata()) == [math.log2(s) for s in want["scale"]]
+    assert list(ex._pic.parts["skipped"].get_xdata()) == [30, 31]
+    assert "2000" in ex.readout.value and "30, 31" in ex.readout.value
+    ex.clear_button.click()
+    assert ex.inf_steps == set() and not any(ex.history["skipped"])
+    assert is_png(ex.image)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        dict(log2_init_scale=0, growth_factor=4.0, backoff_factor=0.05, growth_interval=1),
+        dict(log2_init_scale=24, growth_factor=1.1, backoff_factor=0.95, growth_interval=50),
+        dict(log2_init_scale=0, growth_factor=1.1, backoff_factor=0.05, growth_interval=50),
+    ],
+)
+def test_scaler_state_explorer_slider_extremes(scaler_states, settings):
+    ex = scaler_states
+    ex.clear()
+    ex.set(**settings)
+    for k in range(0, ex.N_STEPS, 3):  # many overflows: the scale may underflow to 0 in float32
+        ex.inf_steps.add(k)
+    ex.update()
+    assert is_png(ex.image)
+    lo, hi = ex._pic.parts["ax"].get_ylim()
+    assert math.isfinite(lo) and math.isfinite(hi) and lo < hi
+    assert all(math.isfinite(s) for s in ex.history["scale"])
+    ex.clear()
+    assert all(math.isfinite(s) and s > 0 for s in ex.history["scale"])
+
+
+def test_scaler_state_explorer_bad_input(scaler_states):
+    with pytest.raises(ValueError, match="growth_factor"):
+        scaler_states.set(growth_factor=1.0)
+    with pytest.raises(ValueError, match="growth_interval"):
+        scaler_states.set(growth_interval=2000)
+    with pytest.raises(ValueError, match="step"):
+        scaler_states.inject(200)
+
+
+def test_measure_update_ms_for_lesson_05(scales, scaler_states):
+    assert set(measure_update_ms(scales, n=2)) == {"log2 scale"}
+    assert set(measure_update_ms(scaler_states.widget, n=2)) == {
+        "init_scale",
+        "growth_factor",
+        "backoff_factor",
+        "growth_interval",
+        "inject inf",
+        "clear",
+    }

@@ -1,0 +1,104 @@
+"""Tests of amp_lessons.scaling.plots."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def by_gid(ax, gid):
+    return [a for a in ax.get_children() if a.get_gid() == gid]
+
+
+# --- lesson 05: loss scaling ---------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def census05():
+    from amp_lessons.fp16 import gradient_census
+
+    return gradient_census()
+
+
+def test_scale_sweep_plot_draws_the_sweep_and_the_window(census05):
+    from amp_lessons.scaling import plot_scale_sweep, safe_window, scale_sweep
+
+    sw = scale_sweep(census05)
+    ax = plot_scale_sweep(sw)
+    (line,) = by_gid(ax, "underflow")
+    assert list(line.get_xdata()) == list(range(33))
+    floor = ax.get_ylim()[0]
+    assert [y == floor for y in line.get_ydata()] == [u == 0 for u in sw["underflow"]]
+    (span,) = by_gid(ax, "window")
+    lo, hi = safe_window(sw)
+    assert span.get_x() == math.log2(lo) and span.get_x() + span.get_width() == math.log2(hi)
+    assert ax.get_xticklabels()[0].get_text().startswith("2^")
+    assert not by_gid(plot_scale_sweep(sw, window=False), "window")
+    with pytest.raises(TypeError):
+        plot_scale_sweep({"scale": [1.0]})
+
+
+def test_scaled_histogram_moves_with_the_exponent(census05):
+    from amp_lessons.scaling import plot_scaled_histogram
+
+    a = plot_scaled_histogram(census05, 0)
+    b = plot_scaled_histogram(census05, 32)
+    ea = by_gid(a, "activations fill")[0].get_data().edges
+    eb = by_gid(b, "activations fill")[0].get_data().edges
+    assert np.array_equal(eb, ea + 32)
+    assert a.get_xlim() == b.get_xlim() and eb[-1] <= b.get_xlim()[1]
+    assert by_gid(a, "region overflow") and by_gid(a, "region zero")
+    h = by_gid(a, "activations fill")[0].get_data().values
+    assert h.sum() == pytest.approx(1 - float((census05["activations"] == 0).float().mean()))
+    with pytest.raises(TypeError):
+        plot_scaled_histogram(census05, 1.5)
+
+
+def test_scaler_history_from_simulation_and_comparison():
+    from amp_lessons.scaling import compare_with_gradscaler, plot_scaler_history, simulate_scaler
+
+    h = simulate_scaler(50, (5, 6), growth_interval=10)
+    ax = plot_scaler_history(h)
+    (line,) = by_gid(ax, "scale")
+    assert list(line.get_ydata()) == [math.log2(s) for s in h["scale"]]
+    (marks,) = by_gid(ax, "scale skipped")
+    assert list(marks.get_xdata()) == [5, 6]
+    assert ax.get_yticklabels()[0].get_text().startswith("2^")
+    rows = compare_with_gradscaler(12)
+    ax = plot_scaler_history(rows)
+    assert by_gid(ax, "DynamicScaler (ours)") and by_gid(ax, "torch.amp.GradScaler")
+    assert list(by_gid(ax, "torch.amp.GradScaler skipped")[0].get_xdata()) == [3, 4, 10]
+    # a scale that underflowed to 0 in float32 is left out, not an error
+    ax = plot_scaler_history(simulate_scaler(60, range(60), init_scale=1.0, backoff_factor=0.05))
+    assert np.isnan(by_gid(ax, "scale")[0].get_ydata()[-1])
+    with pytest.raises(TypeError):
+        plot_scaler_history([1, 2])
+
+
+def test_train_comparison_plot():
+    from amp_lessons.scaling import plot_train_comparison
+
+    result = {
+        "loss": {"fp32": [1.0, 0.5], "fp16 autocast, no scaling": [1.0, 1.0]},
+        "zero_grad_fraction": {"fp32": 0.0, "fp16 autocast, no scaling": 1.0},
+    }
+    ax = plot_train_comparison(result)
+    assert ax.get_yscale() == "log"
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert labels == [
+        "fp32: final loss 0.5, 0% of gradients exactly 0",
+        "fp16 autocast, no scaling: final loss 1, 100% of gradients exactly 0",
+    ]
+    with pytest.raises(TypeError):
+        plot_train_comparison({})

@@ -1,0 +1,129 @@
+"""Lesson 02's experiments: emulated TF32 against the hardware rule, errors, switches, sizes."""
+
+import math
+
+import pytest
+import torch
+
+from amp_lessons import formats, reference
+from amp_lessons.tf32 import experiments as tf32
+
+
+def test_emulated_matmul_rounds_both_inputs_with_the_hardware_rule():
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(16, 32, generator=g), torch.randn(32, 8, generator=g)
+
+    def rna(t):  # cvt.rna.tf32.f32
+        return ((t.view(torch.int32) + 0x1000) & ~0x1FFF).view(torch.float32)
+
+    def trunc(t):
+        return (t.view(torch.int32) & ~0x1FFF).view(torch.float32)
+
+    assert torch.equal(tf32.emulated_matmul(a, b), rna(a) @ rna(b))
+    assert torch.equal(tf32.emulated_matmul(a, b, "tf32", "toward_zero"), trunc(a) @ trunc(b))
+    assert tf32.emulated_matmul(a, b).dtype == torch.float32
+    with pytest.raises(TypeError, match="float32"):
+        tf32.emulated_matmul(a.double(), b)
+
+
+def test_matmul_errors_orders_the_formats():
+    errs = {e.variant: e for e in tf32.matmul_errors(128, 256, 64, seed=1)}
+    assert "tf32 hardware" not in errs or tf32.has_tf32("cuda")  # only where a TF32 GPU exists
+    fp32, rna, rz = errs["fp32"], errs["tf32 emulated (ties away)"], errs["tf32 emulated (truncation)"]
+    assert fp32.rel_error < 1e-5 < rna.rel_error < rz.rel_error
+    assert 5 < errs["bf16 inputs"].rel_error / rna.rel_error < 12  # eps ratio 2**3
+    assert errs["fp16 inputs"].rel_error == pytest.approx(rna.rel_error, rel=0.05)
+    for e in errs.values():
+        assert e.max_error >= e.rms_error > 0
+    assert rna.how == "emulated bit-exactly" and "measured" in fp32.how
+
+
+def test_error_measures():
+    # relative error = max |C - C_ref| / mean |C_ref|, the measure amp_lessons.tf32 reports
+    ref = torch.tensor([[1.0, -3.0], [2.0, 2.0]], dtype=torch.float64)
+    c = torch.tensor([[1.5, -3.0], [2.0, 1.0]])
+    max_err, rel, rms = tf32._errors(c, ref)
+    assert max_err == 1.0 and rel == 1.0 / 2.0 and rms == pytest.approx(math.sqrt((0.25 + 1.0) / 4))
+    a = torch.tensor([[1.0 + 2**-11]])  # a TF32 tie: rounds away from zero, to 1 + 2**-10
+    assert tf32.emulated_matmul(a, torch.ones(1, 1)).item() == 1.0 + 2**-10
+    assert tf32.emulated_matmul(a, torch.ones(1, 1), "tf32", "toward_zero").item() == 1.0
+
+
+def test_error_vs_k_grows_like_sqrt_k():
+    ks = [16, 64, 256, 1024]
+    d = tf32.error_vs_k(ks, ("tf32", "bf16"), m=32, n=32, seed=2)
+    assert d["k"] == ks and set(d["rms"]) == {"tf32", "bf16"}
+    for f in ("tf32", "bf16"):
+        slope = math.log(d["rms"][f][-1] / d["rms"][f][0]) / math.log(ks[-1] / ks[0])
+        assert 0.4 < slope < 0.6
+    ref_slope = math.log(d["ref_rms"][-1] / d["ref_rms"][0]) / math.log(ks[-1] / ks[0])
+    assert 0.4 < ref_slope < 0.6
+    custom = formats.FloatFormat("e8m3", 8, 3)
+    d2 = tf32.error_vs_k(ks, (custom,), m=8, n=8)
+    assert set(d2["rms"]) == {"e8m3"}
+    with pytest.raises(ValueError, match="increasing"):
+        tf32.error_vs_k([64, 16])
+
+
+def test_fp32_precision_context_restores_and_validates():
+    before = (torch.backends.mkldnn.matmul.fp32_precision, torch.backends.cudnn.conv.fp32_precision)
+    with tf32.fp32_precision(cpu_matmul="bf16", conv="ieee"):
+        assert torch.backends.mkldnn.matmul.fp32_precision == "bf16"
+        assert torch.backends.cudnn.conv.fp32_precision == "ieee"
+    assert (torch.backends.mkldnn.matmul.fp32_precision, torch.backends.cudnn.conv.fp32_precision) == before
+    with pytest.raises(ValueError, match="'bf16'.*ieee, tf32"):
+        with tf32.fp32_precision(matmul="bf16"):
+            pass
+    with pytest.raises(RuntimeError, match="boom"):  # restored on errors too
+        with tf32.fp32_precision(cpu_matmul="tf32"):
+            raise RuntimeError("boom")
+    assert torch.backends.mkldnn.matmul.fp32_precision == before[0]
+
+
+def test_switches_tour_reads_the_defaults_and_the_mixing_error():
+    tour = tf32.switches_tour()
+    assert tour["legacy defaults"]["torch.backends.cuda.matmul.allow_tf32"] is False
+    assert tour["legacy defaults"]["torch.backends.cudnn.allow_tf32"] is True
+    assert tour["new API defaults"]["torch.backends.cudnn.conv.fp32_precision"] == "tf32"
+    assert tour['after set_float32_matmul_precision("high")']["torch.backends.cuda.matmul.fp32_precision"] == "tf32"
+    assert "RuntimeError" in tour['cuda.matmul.fp32_precision = "bf16"']
+    assert "mix of the legacy and new APIs" in tour["reading allow_tf32 after setting fp32_precision"]
+
+
+def test_conv_and_mkldnn_and_sizes():
+    conv = {e.variant: e.rel_error for e in tf32.conv_errors(batch=2, channels=8, size=8)}
+    assert conv["tf32 emulated (ties away)"] > 100 * conv["fp32"]
+    assert conv["tf32 emulated (truncation)"] > conv["tf32 emulated (ties away)"]
+    effect = tf32.mkldnn_precision_effect(size=64)
+    assert set(effect) == {"ieee", "tf32", "bf16"} and effect["ieee"] < 1e-5
+    assert tf32.pick_size("cpu") == 1024 and tf32.pick_size("cpu", budget_s=0.5) == 512
+    with pytest.raises(ValueError, match="'mps'"):
+        tf32.pick_size("mps")
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="no CUDA GPU"):
+            tf32.matmul_errors(8, 8, 8, device="cuda")
+
+
+def test_time_matmuls_on_cpu_times_fp32_only():
+    t = tf32.time_matmuls(64, repeats=2)
+    assert set(t) == ({"fp32", "tf32"} if tf32.has_tf32("cuda") else {"fp32"})
+    assert t["fp32"].median_s > 0 and t["fp32"].flops == 2 * 64**3
+
+
+def test_reference_experiments_run_small_on_cpu():
+    assert reference.EXPERIMENTS["tf32_matmul"] is tf32.record_tf32_matmul
+    out = tf32.record_tf32_matmul("cpu", size=64)
+    assert out["shape"] == "64x64 @ 64x64"
+    assert out["tf32_truncated_rel_error"] > out["tf32_emulated_rel_error"] > out["fp32_rel_error"]
+    assert "tf32_time_s" not in out  # no TF32 hardware: no TF32 time is invented
+    assert out["speed_shape"] == "64^3" and out["fp32_time_s"] > 0
+    assert reference.EXPERIMENTS["matmul_timing_check"] is tf32.record_timing_check
+    check = tf32.record_timing_check("cpu", size=64)
+    assert check["shape"] == "64^3 bf16" and check["bf16_time_s"] > 0
+    assert check["bf16_tflops"] == pytest.approx(2 * 64**3 / check["bf16_time_s"] / 1e12)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True])
+def test_bad_sizes(bad):
+    with pytest.raises(ValueError, match="positive int"):
+        tf32.matmul_errors(bad, 4, 4)

@@ -1,0 +1,57 @@
+"""Tests of amp_lessons.tf32.explorers."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import ipywidgets as widgets
+import pytest
+
+from amp_lessons import tf32
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def is_png(image) -> bool:
+    return bytes(image.value).startswith(PNG)
+
+
+# --- matmul precision explorer (lesson 02) ------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def matmul_explorer():
+    return tf32.MatmulPrecisionExplorer(10, "nearest_even", kmax=256)
+
+
+def test_matmul_explorer_matches_tf32_and_bf16_lines(matmul_explorer):
+    ex = matmul_explorer
+    assert ex.ks == [16, 32, 64, 128, 256]
+    assert ex.rms == pytest.approx(ex.data["rms"]["tf32"])  # 10 mantissa bits, nearest even = TF32 line
+    assert "e8m10 = tf32" in ex.readout.value and is_png(ex.image)
+    before = ex.image.value
+    ex.set(mantissa_bits=7)
+    assert ex.rms == pytest.approx(ex.data["rms"]["bf16"])
+    assert "e8m7 = bf16" in ex.readout.value and ex.image.value != before
+    line = ex._pic.moving[0]
+    assert list(line.get_ydata()) == pytest.approx(ex.rms)
+
+
+def test_matmul_explorer_extremes_and_rounding(matmul_explorer):
+    ex = matmul_explorer
+    ex.set(mantissa_bits=23)
+    assert ex.rms == pytest.approx(ex.data["rms"]["fp32"])  # fp32 inputs: the summation error only
+    ex.set(mantissa_bits=0)
+    zero_bits = ex.rms[-1]
+    assert zero_bits > ex.data["rms"]["bf16"][-1]
+    ex.set(mantissa_bits=10, rounding="toward_zero")
+    assert ex.rms[-1] > ex.data["rms"]["tf32"][-1]  # truncation is worse than rounding
+    assert is_png(ex.image)
+
+
+def test_matmul_explorer_bad_input():
+    with pytest.raises(ValueError, match="mantissa_bits=24"):
+        tf32.MatmulPrecisionExplorer(24)
+    with pytest.raises(ValueError, match="'up'"):
+        tf32.MatmulPrecisionExplorer(10, "up")
+    assert isinstance(tf32.matmul_precision_explorer(), widgets.VBox)
