@@ -13,6 +13,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from PIL import Image as PILImage
 
+from ._table import TONES, Cell, html_table
 from .style import style_context
 
 __all__ = [
@@ -21,7 +22,7 @@ __all__ = [
     "by_gid",
     "encode_png",
     "error_html",
-    "html_table",
+    "readout_table",
     "image",
     "num",
     "parse_value",
@@ -76,15 +77,13 @@ def image() -> widgets.Image:
     return widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto", align_self="flex-start"))
 
 
-def html_table(rows) -> str:
-    cells = "".join(
-        f"<tr><td style='padding:1px 12px 1px 0;color:#555'>{html.escape(k)}</td><td>{v}</td></tr>" for k, v in rows
-    )
-    return f"<table style='font-family:monospace;font-size:13px'>{cells}</table>"
+def readout_table(rows) -> str:
+    """An explorer's read-out: (label, value markup) rows in the course's table style."""
+    return html_table(None, [(Cell(k, tone="muted"), Cell(html=v)) for k, v in rows], mono=True)
 
 
 def error_html(message: str) -> str:
-    return f"<div style='color:#B00020;font-family:monospace'>{html.escape(message)}</div>"
+    return f"<div style='color: {TONES['bad']}; font-family: monospace'>{html.escape(message)}</div>"
 
 
 def num(v: float) -> str:

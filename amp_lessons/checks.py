@@ -10,6 +10,8 @@ import html
 import math
 from dataclasses import dataclass
 
+from ._table import TONES
+
 __all__ = [
     "CheckResult",
     "call_learner",
@@ -29,8 +31,8 @@ class CheckResult:
         return ("Correct: " if self.ok else "Not yet: ") + self.message
 
     def _repr_html_(self) -> str:
-        colour, mark = ("#1a7f37", "&#10004; Correct") if self.ok else ("#cf222e", "&#10008; Not yet")
-        return f"<div style='color:{colour}'><b>{mark}:</b> {html.escape(self.message)}</div>"
+        tone, mark = ("good", "&#10004; Correct") if self.ok else ("bad", "&#10008; Not yet")
+        return f"<div style='color: {TONES[tone]}'><b>{mark}:</b> {html.escape(self.message)}</div>"
 
 
 def call_learner(fn, *args):

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 from pathlib import Path
+
+from ._table import html_table
 
 __all__ = ["LESSONS", "Lesson", "LessonSupport", "Schedule", "what_runs_where", "workshop_schedule"]
 
@@ -255,16 +256,9 @@ class Schedule:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        body = "".join(
-            f"<tr><td>{s}</td><td>{n}</td><td style='text-align:left'>{html.escape(t)}</td><td>{m}</td>"
-            f"<td>{html.escape(st)}</td></tr>"
-            for s, n, t, m, st in self.rows
-        )
-        return (
-            "<table><tr><th>start</th><th>lesson</th><th style='text-align:left'>title</th><th>minutes</th>"
-            f"<th>status</th></tr>{body}<tr><td>{self.end}</td><td colspan=4 style='text-align:left'>"
-            f"end ({self.teaching_minutes} min of lessons)</td></tr></table>"
-        )
+        rows = [[s, n, t, str(m), st] for s, n, t, m, st in self.rows]
+        rows.append([self.end, "end", f"{self.teaching_minutes} min of lessons", "", ""])
+        return html_table(("start", "lesson", "title", "minutes", "status"), rows)
 
 
 def _clock(minutes: int) -> str:

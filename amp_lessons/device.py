@@ -14,7 +14,6 @@ The lessons never use an Apple GPU: :func:`default_device` is ``cuda`` or ``cpu`
 
 from __future__ import annotations
 
-import html
 import platform
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ._table import Cell, html_table
 from ._validate import int_at_least
 from .course import LessonSupport, what_runs_where
 
@@ -323,23 +323,13 @@ class DeviceReport:
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        esc = html.escape
-        t = "".join(
-            f"<tr><th style='text-align:left'>{esc(k)}</th><td style='text-align:left'>{esc(v)}</td></tr>"
-            for k, v in self.rows()
-        )
-        colour = {"native": "#1a7f37", "emulated": "#9a6700", "partly emulated": "#9a6700", "reference": "#6e7781"}
-        ls = "".join(
-            f"<tr><td>{s.lesson}</td><td style='text-align:left'>{esc(s.title)}</td>"
-            f"<td style='color:{colour[s.mode]};font-weight:bold'>{s.mode}</td>"
-            f"<td style='text-align:left'>{esc(s.detail)}</td></tr>"
-            for s in self.lesson_support()
-        )
-        return (
-            f"<b>Hardware report</b> (measured on this machine)<table>{t}</table>"
-            f"<b>What each lesson runs here</b><table><tr><th>lesson</th><th>title</th><th>mode</th>"
-            f"<th style='text-align:left'>detail</th></tr>{ls}</table>"
-        )
+        tone = {"native": "good", "emulated": "warn", "partly emulated": "warn", "reference": "muted"}
+        lessons = [
+            [s.lesson, s.title, Cell(s.mode, tone=tone[s.mode], bold=True), s.detail] for s in self.lesson_support()
+        ]
+        return html_table(
+            None, self.rows(), title="Hardware report (measured on this machine)", row_headers=True
+        ) + html_table(("lesson", "title", "mode", "detail"), lessons, title="What each lesson runs here")
 
 
 def cpu_info() -> CPUInfo:

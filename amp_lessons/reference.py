@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import html
 import json
 import math
 import os
@@ -32,6 +31,7 @@ from pathlib import Path
 
 import torch
 
+from ._table import html_table, text_table
 from .e2e.experiments import record_matmul_throughput, record_training
 from .fp8.experiments import record_fp8_scaled_mm
 from .tf32.experiments import record_tf32_matmul, record_timing_check
@@ -409,31 +409,19 @@ class Comparison:
             return [f"no reference recorded yet for {self.experiment}: run `{CLI} record` on a CUDA GPU"]
         return [f"[{i}] {r.provenance}" for i, r in enumerate(self.references, 1)]
 
+    def _table(self) -> tuple[list[str], list[list[str]]]:
+        return ["", *self.header()], [[k, *cells] for k, cells in self.rows()]
+
     def __str__(self) -> str:
-        header, rows = self.header(), self.rows()
-        table = [["", *header]] + [[k, *cells] for k, cells in rows]
-        widths = [max(len(line[c]) for line in table) for c in range(len(table[0]))]
-        lines = [f"{self.experiment}: this machine vs reference"]
-        for n, line in enumerate(table):
-            lines.append("  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip())
-            if n == 0:
-                lines.append("  ".join("-" * w for w in widths))
-        return "\n".join(lines + self.notes())
+        header, rows = self._table()
+        return text_table(header, rows, title=f"{self.experiment}: this machine vs reference", notes=self.notes())
 
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        esc = html.escape
-        head = "".join(f"<th>{esc(h)}</th>" for h in self.header())
-        body = "".join(
-            f"<tr><th style='text-align:left'>{esc(k)}</th>" + "".join(f"<td>{esc(c)}</td>" for c in cells) + "</tr>"
-            for k, cells in self.rows()
-        )
-        notes = "".join(f"<li>{esc(n)}</li>" for n in self.notes())
-        return (
-            f"<b>{esc(self.experiment)}</b>: this machine vs reference"
-            f"<table><tr><th></th>{head}</tr>{body}</table><ul style='font-size:smaller'>{notes}</ul>"
-        )
+        header, rows = self._table()
+        title = f"{self.experiment}: this machine vs reference"
+        return html_table(header, rows, title=title, notes=self.notes(), row_headers=True)
 
 
 def compare(experiment: str, this_machine: Mapping, label: str, *, path=None, published: bool = True) -> Comparison:

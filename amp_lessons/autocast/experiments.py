@@ -28,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
-import html
 import json
 import logging
 import math
@@ -48,6 +47,7 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from .._table import Cell, html_table
 from ..timing import time_fn
 
 __all__ = [
@@ -772,14 +772,10 @@ class Trace:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        esc = html.escape
-        head = "".join(f"<th style='text-align:left'>{h}</th>" for h in ("#", "phase", "op", "inputs", "outputs", ""))
-        body = []
-        for r in self._rows():
-            style = " style='background:#fff3cd'" if r[5] else ""
-            cells = "".join(f"<td style='text-align:left'>{esc(c)}</td>" for c in r[:5])
-            body.append(f"<tr{style}>{cells}<td style='text-align:left'><b>{esc(r[5])}</b></td></tr>")
-        return f"<b>{esc(self.header)}</b><table>{head}{''.join(body)}</table><span>{esc(self._summary())}</span>"
+        rows = [[*r[:5], Cell(r[5], bold=True)] for r in self._rows()]
+        marked = [i for i, r in enumerate(rows) if r[5].text]
+        head = ("#", "phase", "op", "inputs", "outputs", "")
+        return html_table(head, rows, title=self.header, notes=[self._summary()], marked=marked)
 
 
 def _fake_tensor(t: torch.Tensor, mode) -> torch.Tensor:

@@ -13,7 +13,8 @@ from .._draw import (
     decade_ticks as _decade_ticks,
     staircase as _staircase,
 )
-from .._explorer import Picture, by_gid, error_html, html_table, image, num, parse_value
+from .._explorer import Picture, by_gid, error_html, image, num, parse_value, readout_table
+from .._table import TONES
 from ..bits.describe import BitInfo, describe_code, describe_value
 from ..bits.plots import plot_bit_layout, plot_range_precision, plot_spacing
 from ..formats import ENCODINGS, FORMATS, FloatFormat, get_format
@@ -197,7 +198,7 @@ class BitExplorer:
         if info.typed is not None:
             rows.append(("absolute error", f"{info.abs_error:.6g}"))
             rows.append(("relative error", f"{info.rel_error:.6g}"))
-        return html_table(rows)
+        return readout_table(rows)
 
     def _picture(self, f: FloatFormat) -> Picture:
         """The format's bit layout, drawn once; then only its digits move (the value, formula and
@@ -295,7 +296,7 @@ class FormatDesigner:
             self.error = str(err)
             kept = ""
             if self.fmt is not None:
-                kept = f"<div style='color:#555'>still showing the last valid design: {self._describe(self.fmt)}</div>"
+                kept = f"<div style='color: {TONES['muted']}'>still showing the last valid design: {self._describe(self.fmt)}</div>"
             self.readout.value = error_html(f"e{e}m{m} {enc}: {self.error}") + kept
             return
         self.error = ""
@@ -319,7 +320,7 @@ class FormatDesigner:
             f"same as {html.escape(', '.join(same))}" if same else "not a format the course names"
         )
         if f.emax < f.emin:
-            title += " <span style='color:#B00020'>(no positive finite value: only 0 and NaN)</span>"
+            title += f" <span style='color: {TONES['bad']}'>(no positive finite value: only 0 and NaN)</span>"
         specials = (
             ", ".join([s for s, ok in (("inf", f.has_inf), ("NaN", f.has_nan), ("-0", f.has_negative_zero)) if ok])
             or "none"
@@ -335,7 +336,7 @@ class FormatDesigner:
             ("dynamic range", f"{f.dynamic_range_decades:.1f} decades"),
             ("special values", specials),
         ]
-        return title + html_table(rows)
+        return title + readout_table(rows)
 
     def _background_picture(self) -> Picture:
         """Spacing next to fp32/bf16/fp16 and range bars next to known formats, drawn once with a

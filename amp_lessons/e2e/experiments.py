@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
-import html
 import math
 import numbers
 import statistics
@@ -26,6 +25,7 @@ from tqdm.auto import tqdm
 
 from .. import timing
 from .._runtime import exact_fp32 as _exact_fp32, fp32_precision, parse_device as _device, quiet_fd2 as _quiet_fd2
+from .._table import html_table, text_table
 from ..device import DeviceReport, device_report
 
 __all__ = [
@@ -62,6 +62,7 @@ TENSOR_CORE_GENERATIONS: tuple[tuple[int, str, str, int, str], ...] = (
 formats of the ones before it. Ada Lovelace (2022) is counted with Hopper: its tensor cores run fp8."""
 
 _TABLE_HEADER = ("gen", "architecture", "example GPUs", "year", "formats added")
+_TABLE_TITLE = "NVIDIA tensor-core generations (each adds formats to those before it)"
 
 
 @dataclass(frozen=True, repr=False)
@@ -76,33 +77,19 @@ class TensorCoreTable:
     def _cells(self) -> list[list[str]]:
         return [[str(g), a, e, str(y), f] for g, a, e, y, f in self.rows]
 
+    def _marked_rows(self) -> list[int]:
+        return [i for i, row in enumerate(self.rows) if row[0] == self.marked]
+
     def __str__(self) -> str:
-        cells = [list(_TABLE_HEADER)] + self._cells()
-        widths = [max(len(r[c]) for r in cells) for c in range(len(_TABLE_HEADER))]
-        lines = ["NVIDIA tensor-core generations (each adds formats to those before it)"]
-        for n, r in enumerate(cells):
-            mark = "  <- this machine" if n > 0 and self.rows[n - 1][0] == self.marked else ""
-            lines.append(("  ".join(c.ljust(w) for c, w in zip(r, widths))).rstrip() + mark)
-            if n == 0:
-                lines.append("  ".join("-" * w for w in widths))
-        lines.append(self.machine)
-        return "\n".join(lines)
+        rows = [c + (["<- this machine"] if i in self._marked_rows() else []) for i, c in enumerate(self._cells())]
+        return text_table(_TABLE_HEADER, rows, title=_TABLE_TITLE, notes=[self.machine])
 
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        esc = html.escape
-        head = "".join(f"<th style='text-align:left'>{esc(h)}</th>" for h in _TABLE_HEADER)
-        body = ""
-        for row, cells in zip(self.rows, self._cells()):
-            mine = row[0] == self.marked
-            style = " style='background:#fff3b0;font-weight:bold'" if mine else ""
-            tds = "".join(f"<td style='text-align:left'>{esc(c)}</td>" for c in cells)
-            body += f"<tr{style}>{tds}<td>{'&#9664; this machine' if mine else ''}</td></tr>"
-        return (
-            f"<b>NVIDIA tensor-core generations</b> (each adds formats to those before it)"
-            f"<table><tr>{head}<th></th></tr>{body}</table><p>{esc(self.machine)}</p>"
-        )
+        marked = self._marked_rows()
+        rows = [c + (["\u25c0 this machine" if i in marked else ""]) for i, c in enumerate(self._cells())]
+        return html_table((*_TABLE_HEADER, ""), rows, title=_TABLE_TITLE, notes=[self.machine], marked=marked)
 
 
 def tensor_core_table(report: DeviceReport | None = None) -> TensorCoreTable:

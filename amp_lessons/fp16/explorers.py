@@ -10,7 +10,8 @@ import ipywidgets as widgets
 import numpy as np
 import torch
 
-from .._explorer import Picture, by_gid, error_html, html_table, image, parse_value
+from .._explorer import Picture, by_gid, error_html, image, parse_value, readout_table
+from .._table import Cell, html_table
 from ..formats import get_format, quantize
 from ..fp16 import experiments as fp16
 from ..fp16.plots import plot_format_regions, plot_running_sums
@@ -127,30 +128,13 @@ class MagnitudeExplorer:
 
     @staticmethod
     def _readout(value: float, rows) -> str:
-        head = "".join(
-            f"<th style='text-align:left;padding:1px 14px 1px 0'>{h}</th>"
-            for h in ("format", "class", "stored value", "relative error")
-        )
-        colours = {
-            "normal": "#1a7f37",
-            "subnormal": "#9a6700",
-            "zero": "#555555",
-            "inf": "#B00020",
-            "saturated": "#B00020",
-            "NaN": "#B00020",
-        }
-        body = "".join(
-            "<tr>"
-            + "".join(
-                f"<td style='padding:1px 14px 1px 0'>{c}</td>"
-                for c in (html.escape(name), f"<b style='color:{colours[cls]}'>{cls}</b>", html.escape(stored), err)
-            )
-            + "</tr>"
-            for name, cls, stored, err in rows
-        )
+        tone = {"normal": "good", "subnormal": "warn", "zero": "muted", "inf": "bad", "saturated": "bad", "NaN": "bad"}
+        cells = [
+            (name, Cell(cls, tone=tone[cls], bold=True), stored, Cell(html=err)) for name, cls, stored, err in rows
+        ]
         return (
-            f"<div style='font-family:monospace;font-size:13px'>x = {html.escape(repr(value))}</div>"
-            f"<table style='font-family:monospace;font-size:13px'><tr>{head}</tr>{body}</table>"
+            f"<div style='font-family: monospace; font-size: 13px'>x = {html.escape(repr(value))}</div>"
+            + html_table(("format", "class", "stored value", "relative error"), cells, mono=True)
         )
 
 
@@ -285,7 +269,7 @@ class SumExplorer:
         rows.append(("fp16 running sum stalls at", "never (within n terms)" if stall is None else repr(stall)))
         first_inf = r["cumsum first inf index"]
         rows.append(("fp16 cumsum first inf at index", "never" if first_inf is None else str(first_inf)))
-        return html_table(rows)
+        return readout_table(rows)
 
     def _draw(self, v: float, n: int) -> None:
         from matplotlib.ticker import MaxNLocator

@@ -13,7 +13,7 @@ import torch
 from .._draw import (
     region_spans as _region_spans,
 )
-from .._explorer import Picture, html_table, image
+from .._explorer import Picture, image, readout_table
 from .._runtime import one_thread as _one_thread
 from ..formats import get_format, quantize
 from ..fp8 import experiments as fp8
@@ -172,7 +172,7 @@ class Fp8ScalingExplorer:
         edge.set_data(heights)
         what = f"scale 2^{int(self.slider.value)}" if block == "none" else f"per-block amax scales ({block} tiles)"
         label.set_text(what)
-        self.readout.value = html_table(
+        self.readout.value = readout_table(
             [
                 ("scaling", html.escape(what)),
                 ("relative error", f"{self.stats['relative error']:.3g}"),

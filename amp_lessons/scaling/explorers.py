@@ -12,7 +12,8 @@ import numpy as np
 from .._draw import (
     pow2_ticks as _pow2_ticks,
 )
-from .._explorer import Picture, by_gid, encode_png, html_table, image, num
+from .._explorer import Picture, by_gid, encode_png, image, num, readout_table
+from .._table import Cell, html_table
 from ..formats import get_format
 from ..fp16 import experiments as fp16
 from ..fp16.experiments import CENSUS_CATEGORIES
@@ -116,23 +117,19 @@ class ScaleExplorer:
 
     def _readout(self, k: int) -> str:
 
-        head = "".join(
-            f"<th style='text-align:left;padding:1px 14px 1px 0'>{h}</th>"
-            for h in ("gradients x 2^" + str(k), *CENSUS_CATEGORIES)
-        )
-        body = ""
+        rows = []
         for kind in ("weights", "activations"):
             fr = self.fractions[kind]
-            cells = [kind] + [f"{100 * fr[c]:.3f}%" for c in CENSUS_CATEGORIES]
-            for i, c in enumerate(CENSUS_CATEGORIES, start=1):
-                if c in ("underflow to zero", "overflow") and fr[c] > 0:
-                    cells[i] = f"<b style='color:#B00020'>{cells[i]}</b>"
-            body += "<tr>" + "".join(f"<td style='padding:1px 14px 1px 0'>{v}</td>" for v in cells) + "</tr>"
-        return (
-            f"<table style='font-family:monospace;font-size:13px'><tr>{head}</tr>{body}</table>"
-            "<div style='font-family:monospace;font-size:12px;color:#555'>exact zeros stay zero at any "
-            "scale; fractions of all values</div>"
-        )
+            bad = [c in ("underflow to zero", "overflow") and fr[c] > 0 for c in CENSUS_CATEGORIES]
+            rows.append(
+                [kind]
+                + [
+                    Cell(f"{100 * fr[c]:.3f}%", tone="bad" if b else None, bold=b)
+                    for c, b in zip(CENSUS_CATEGORIES, bad)
+                ]
+            )
+        head = ("gradients x 2^" + str(k), *CENSUS_CATEGORIES)
+        return html_table(head, rows, mono=True, notes=["exact zeros stay zero at any scale; fractions of all values"])
 
 
 def scale_explorer(exponent: int = 0, census: dict | None = None) -> widgets.VBox:
@@ -312,7 +309,7 @@ class ScalerStateExplorer:
                 f"backoff_factor {d['backoff_factor']:g}, growth_interval {d['growth_interval']}",
             ),
         ]
-        return html_table([(k, html.escape(v)) for k, v in rows])
+        return readout_table([(k, html.escape(v)) for k, v in rows])
 
 
 def scaler_state_explorer(**kwargs) -> widgets.VBox:

@@ -6,7 +6,7 @@ import math
 
 import ipywidgets as widgets
 
-from .._explorer import Picture, by_gid, html_table, image
+from .._explorer import Picture, by_gid, image, readout_table
 from ..formats import FORMATS, ROUNDING_MODES, FloatFormat
 from ..style import style_context
 from ..tf32 import experiments as tf32
@@ -87,7 +87,7 @@ class MatmulPrecisionExplorer:
         self.rms = self._tf32.error_vs_k(self.ks, (f,), rounding=rounding, **self._shape)["rms"][f.name]
         same = [n for n, g in FORMATS.items() if (g.exponent_bits, g.mantissa_bits, g.encoding) == (8, m, "ieee")]
         name = f"e8m{m}" + (f" = {same[0]}" if same else "")
-        self.readout.value = html_table(
+        self.readout.value = readout_table(
             [
                 ("your inputs", f"{name}, rounded {rounding}, fp32 accumulation"),
                 (f"RMS error at K={self.ks[-1]}", f"{self.rms[-1]:.3g}"),

@@ -1,0 +1,115 @@
+"""The course's one table renderer: every table a lesson, an explorer or a report shows, as HTML (notebooks,
+the presenter view) and as aligned plain text (``repr``, terminals). Part of the base: it imports no topic
+and draws nothing.
+
+Colours are semantic (``tone``) and taken from JupyterLab's theme variables, with a fallback for pages
+without them (Voila, classic notebook), so a table reads the same in the light and the dark theme; a
+highlighted row uses a translucent background that works on both.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+__all__ = ["Cell", "TONES", "html_table", "text_table"]
+
+TONES = {
+    "good": "var(--jp-success-color1, #2e7d32)",
+    "warn": "var(--jp-warn-color1, #b26a00)",
+    "bad": "var(--jp-error-color1, #c62828)",
+    "muted": "var(--jp-ui-font-color2, #6e7781)",
+}
+"""Text colours by meaning: JupyterLab's theme variable, then a fallback legible on white and on black."""
+
+_MARK = "background: rgba(255, 193, 7, 0.25)"  # a highlighted row, on light and dark backgrounds
+_CELL = "text-align: left; padding: 1px 14px 1px 0"
+
+
+@dataclass(frozen=True)
+class Cell:
+    """A table cell: ``text`` (escaped) or ``html`` (trusted markup built by the course), with a ``tone``
+    from :data:`TONES` and bold."""
+
+    text: str = ""
+    tone: str | None = None
+    bold: bool = False
+    html: str | None = None
+
+    def __post_init__(self):
+        if self.tone is not None and self.tone not in TONES:
+            raise ValueError(f"tone={self.tone!r} is not one of {', '.join(map(repr, TONES))}")
+
+    def markup(self) -> str:
+        inner = self.html if self.html is not None else html.escape(self.text)
+        if self.bold:
+            inner = f"<b>{inner}</b>"
+        if self.tone:
+            inner = f"<span style='color: {TONES[self.tone]}'>{inner}</span>"
+        return inner
+
+
+def _cell(c) -> Cell:
+    return c if isinstance(c, Cell) else Cell(str(c))
+
+
+def html_table(
+    header: Sequence | None,
+    rows: Iterable[Sequence],
+    *,
+    title: str = "",
+    notes: Iterable[str] = (),
+    marked: Iterable[int] = (),
+    mono: bool = False,
+    row_headers: bool = False,
+) -> str:
+    """An HTML table: ``header`` (None for none), ``rows`` of cells (str or :class:`Cell`), an optional
+    bold ``title`` above and ``notes`` under it; rows whose index is in ``marked`` are highlighted;
+    ``mono`` sets it in a monospace font (explorer read-outs); ``row_headers`` makes the first cell
+    of each row a header cell."""
+    marked = set(marked)
+    font = "font-family: var(--jp-code-font-family, monospace); font-size: 13px" if mono else ""
+    head = ""
+    if header is not None:
+        head = "<tr>" + "".join(f"<th style='{_CELL}'>{_cell(h).markup()}</th>" for h in header) + "</tr>"
+    body = []
+    for i, row in enumerate(rows):
+        cells = [_cell(c) for c in row]
+        tds = "".join(
+            f"<{tag} style='{_CELL}'>{c.markup()}</{tag}>"
+            for j, c in enumerate(cells)
+            for tag in ["th" if row_headers and j == 0 else "td"]
+        )
+        style = f" style='{_MARK}'" if i in marked else ""
+        body.append(f"<tr{style}>{tds}</tr>")
+    out = f"<b>{html.escape(title)}</b>" if title else ""
+    out += f"<table style='{font}'>{head}{''.join(body)}</table>"
+    notes = [n for n in notes if n]
+    if notes:
+        items = "".join(f"<li>{html.escape(n)}</li>" for n in notes)
+        out += f"<ul style='font-size: smaller; color: {TONES['muted']}'>{items}</ul>"
+    return out
+
+
+def text_table(
+    header: Sequence | None,
+    rows: Iterable[Sequence],
+    *,
+    title: str = "",
+    notes: Iterable[str] = (),
+    rule: bool = True,
+) -> str:
+    """The same table as aligned plain text: columns padded to their widest cell, a rule under the
+    header (``rule``), the title above and the notes under it."""
+    table = [[_cell(c).text for c in r] for r in rows]
+    if header is not None:
+        table.insert(0, [_cell(h).text for h in header])
+    n = max((len(r) for r in table), default=0)
+    widths = [max((len(r[c]) for r in table if c < len(r)), default=0) for c in range(n)]
+    lines = [title] if title else []
+    for k, r in enumerate(table):
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip())
+        if k == 0 and header is not None and rule:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines + [x for x in notes if x])
