@@ -22,17 +22,20 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from dataclasses import dataclass
 
 import torch
 
 from .._runtime import exact_fp32 as _exact_fp32, one_thread as _one_thread, parse_device as _device
+from .._table import html_table, text_table
 from .._validate import int_at_least as _int, positive as _positive
 from ..device import gpu_info
 from ..formats import FloatFormat, get_format, quantize, representable_values
 from ..fp16.experiments import small_batch, small_model
-from ..timing import matmul_flops, time_fn
+from ..timing import format_seconds, matmul_flops, time_fn
 
 __all__ = [
+    "ScaledMMComparison",
     "BLOCK_SHAPES",
     "DelayedScaler",
     "Fp8Linear",
@@ -426,6 +429,63 @@ def _gpu_has_fp8(d: torch.device) -> bool:
     return g is not None and g.fp8
 
 
+@dataclass(frozen=True)
+class ScaledMMComparison:
+    """One product four ways against a float64 reference (:func:`scaled_mm_compare`). Errors are
+    relative (``||out - ref|| / ||ref||``); the ``fp8_*`` fields of ``torch._scaled_mm`` are None where it
+    did not run (``skipped`` says why), the times None unless timed."""
+
+    shape: str
+    device: str
+    scale_a: float
+    scale_b: float
+    fp32_rel_error: float
+    bf16_rel_error: float
+    fp8_emulated_rel_error: float
+    fp8_rel_error: float | None = None
+    fp8_vs_emulation_max_abs_diff: float | None = None
+    fp8_vs_emulation_rel_diff: float | None = None  # the max abs diff over the largest |output|
+    skipped: str | None = None
+    fp8_time_s: float | None = None
+    bf16_time_s: float | None = None
+    fp8_tflops: float | None = None
+    bf16_tflops: float | None = None
+    fp8_speedup_over_bf16: float | None = None
+
+    _LABELS = {
+        "scale_a": "amax scale of a",
+        "scale_b": "amax scale of b",
+        "fp32_rel_error": "fp32 matmul error",
+        "bf16_rel_error": "bf16 matmul error",
+        "fp8_emulated_rel_error": "fp8 e4m3, emulated (fake_quantize + fp32 matmul) error",
+        "fp8_rel_error": "fp8 e4m3, torch._scaled_mm error",
+        "fp8_vs_emulation_max_abs_diff": "_scaled_mm vs emulation: max abs diff",
+        "fp8_vs_emulation_rel_diff": "_scaled_mm vs emulation: max diff / max |output|",
+        "fp8_time_s": "fp8 time",
+        "bf16_time_s": "bf16 time",
+        "fp8_tflops": "fp8 TFLOP/s",
+        "bf16_tflops": "bf16 TFLOP/s",
+        "fp8_speedup_over_bf16": "fp8 speed-up over bf16",
+    }
+
+    def rows(self) -> list[tuple[str, str]]:
+        """(label, value) for every field that has a value, numbers to 3 significant digits."""
+        out = []
+        for name, label in self._LABELS.items():
+            v = getattr(self, name)
+            if v is not None:
+                out.append((label, format_seconds(v) if name.endswith("_s") else f"{v:.3g}"))
+        if self.skipped:
+            out.append(("torch._scaled_mm", self.skipped))
+        return out
+
+    def __str__(self) -> str:
+        return text_table(("", self.shape), self.rows(), title=f"one matmul four ways on {self.device}", rule=False)
+
+    def _repr_html_(self) -> str:
+        return html_table(("", self.shape), self.rows(), title=f"one matmul four ways on {self.device}")
+
+
 def scaled_mm_compare(
     m: int = 256,
     k: int = 512,
@@ -435,7 +495,7 @@ def scaled_mm_compare(
     seed: int = 0,
     time_it: bool | None = None,
     repeats: int = 10,
-) -> dict:
+) -> ScaledMMComparison:
     """One ``(m x k) @ (k x n)`` product of random-normal matrices, four ways, against a float64
     reference: fp32, bf16 inputs, and fp8 e4m3 with per-tensor scales through ``torch._scaled_mm``
     (inputs cast to ``float8_e4m3fn`` after multiplying by :func:`amax_scale`; ``scale_a`` /
@@ -443,11 +503,10 @@ def scaled_mm_compare(
     ``b8.t().contiguous().t()``; fp32 output), and the same product emulated: :func:`fake_quantize`
     of each input and an fp32 matmul.
 
-    Returns relative errors (``"fp32 error"``, ``"bf16 error"``, ``"fp8 _scaled_mm error"``,
-    ``"fp8 emulated error"``), ``"_scaled_mm vs emulation max abs diff"`` and its value relative to
-    the largest output (the two differ only in the order of the fp32 sums and where the scales are
-    applied), the scales, and ``"_scaled_mm"`` (None if it ran, else why not). On a GPU with fp8
-    tensor cores (or when ``time_it`` is True) also median times and TFLOP/s of the fp8 and bf16
+    Returns a :class:`ScaledMMComparison`: the relative errors, the largest difference between
+    ``_scaled_mm`` and the emulation (they differ only in the order of the fp32 sums and where the
+    scales are applied), the scales, and why ``_scaled_mm`` did not run, if it did not. On a GPU with
+    fp8 tensor cores (or when ``time_it`` is True) also median times and TFLOP/s of the fp8 and bf16
     matmuls."""
 
     d = _device(device)
@@ -463,22 +522,21 @@ def scaled_mm_compare(
         fp32 = (a @ b).cpu()
         emulated = fake_quantize(a.cpu(), "fp8_e4m3", sa) @ fake_quantize(b.cpu(), "fp8_e4m3", sb)
     bf16 = (a.bfloat16() @ b.bfloat16()).float().cpu()
-    out["fp32 error"] = _rel(fp32, ref)
-    out["bf16 error"] = _rel(bf16, ref)
-    out["fp8 emulated error"] = _rel(emulated, ref)
+    out["fp32_rel_error"] = _rel(fp32, ref)
+    out["bf16_rel_error"] = _rel(bf16, ref)
+    out["fp8_emulated_rel_error"] = _rel(emulated, ref)
     a8 = _to_fp8(a * sa)
     b8 = _to_fp8(b * sb).t().contiguous().t()  # _scaled_mm wants b column-major
     try:
         fp8 = _scaled_mm(a8, b8, 1 / sa, 1 / sb, torch.float32).cpu()
     except (RuntimeError, NotImplementedError) as exc:
-        out["_scaled_mm"] = f"torch._scaled_mm did not run here: {str(exc).splitlines()[0][:160]}"
+        out["skipped"] = f"torch._scaled_mm did not run here: {str(exc).splitlines()[0][:160]}"
         fp8 = None
     else:
-        out["_scaled_mm"] = None
-        out["fp8 _scaled_mm error"] = _rel(fp8, ref)
+        out["fp8_rel_error"] = _rel(fp8, ref)
         diff = float((fp8 - emulated).abs().max())
-        out["_scaled_mm vs emulation max abs diff"] = diff
-        out["_scaled_mm vs emulation max diff / max |output|"] = diff / float(emulated.abs().max())
+        out["fp8_vs_emulation_max_abs_diff"] = diff
+        out["fp8_vs_emulation_rel_diff"] = diff / float(emulated.abs().max())
     if time_it is None:
         time_it = _gpu_has_fp8(d)
     if time_it and fp8 is not None:
@@ -495,14 +553,14 @@ def scaled_mm_compare(
         t16 = time_fn(lambda: ab @ bb, device=d.type, warmup=warm, repeats=repeats, flops=flops)
         out.update(
             {
-                "fp8 time_s": t8.median_s,
-                "bf16 time_s": t16.median_s,
-                "fp8 tflops": flops / t8.median_s / 1e12,
-                "bf16 tflops": flops / t16.median_s / 1e12,
-                "fp8 speedup over bf16": t16.median_s / t8.median_s,
+                "fp8_time_s": t8.median_s,
+                "bf16_time_s": t16.median_s,
+                "fp8_tflops": flops / t8.median_s / 1e12,
+                "bf16_tflops": flops / t16.median_s / 1e12,
+                "fp8_speedup_over_bf16": t16.median_s / t8.median_s,
             }
         )
-    return out
+    return ScaledMMComparison(**out)
 
 
 def record_fp8_scaled_mm(device: str = "cuda", size: int | None = None) -> dict:
@@ -512,20 +570,12 @@ def record_fp8_scaled_mm(device: str = "cuda", size: int | None = None) -> dict:
     d = _device(device)
     size = (8192 if d.type == "cuda" else 64) if size is None else _int(size, "size", 16)
     r = scaled_mm_compare(size, size, size, device=d, time_it=True, repeats=10 if d.type == "cuda" else 2)
-    keys = {
-        "fp8 time_s": "fp8_time_s",
-        "bf16 time_s": "bf16_time_s",
-        "fp8 tflops": "fp8_tflops",
-        "bf16 tflops": "bf16_tflops",
-        "fp8 speedup over bf16": "fp8_speedup_over_bf16",
-        "bf16 error": "bf16_rel_error",
-        "fp8 _scaled_mm error": "fp8_rel_error",
-        "_scaled_mm vs emulation max diff / max |output|": "fp8_vs_emulation_rel_diff",
-    }
+    recorded = ("fp8_time_s", "bf16_time_s", "fp8_tflops", "bf16_tflops", "fp8_speedup_over_bf16")
+    recorded += ("bf16_rel_error", "fp8_rel_error", "fp8_vs_emulation_rel_diff")
     out = {"shape": f"{size}^3"}
-    out.update({new: r[old] for old, new in keys.items() if isinstance(r.get(old), float) and math.isfinite(r[old])})
-    if r["_scaled_mm"]:
-        out["skipped"] = r["_scaled_mm"]
+    out.update({k: v for k in recorded if isinstance(v := getattr(r, k), float) and math.isfinite(v)})
+    if r.skipped:
+        out["skipped"] = r.skipped
     return out
 
 

@@ -1,5 +1,6 @@
 """Tests of amp_lessons.fp8: lesson 07's fp8 scaling recipes (small sizes; no timing asserts)."""
 
+import dataclasses
 import math
 
 import pytest
@@ -215,12 +216,17 @@ def test_scaling_errors_on_model_tensors(tensors):
 
 def test_scaled_mm_compare_small():
     r = fp8.scaled_mm_compare(32, 64, 48, seed=1)
-    assert r["_scaled_mm"] is None, r["_scaled_mm"]
-    assert r["fp32 error"] < 1e-6 < r["bf16 error"] < r["fp8 _scaled_mm error"] < 0.1
+    assert r.skipped is None, r.skipped
+    assert r.fp32_rel_error < 1e-6 < r.bf16_rel_error < r.fp8_rel_error < 0.1
     # _scaled_mm and the emulation differ only by fp32 summation order and where the scales apply
-    assert r["_scaled_mm vs emulation max diff / max |output|"] < 1e-5
-    assert abs(r["fp8 _scaled_mm error"] - r["fp8 emulated error"]) < 1e-5
-    assert "fp8 time_s" not in r  # no timing on a CPU unless asked
+    assert r.fp8_vs_emulation_rel_diff < 1e-5
+    assert abs(r.fp8_rel_error - r.fp8_emulated_rel_error) < 1e-5
+    assert r.fp8_time_s is None  # no timing on a CPU unless asked
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.fp8_rel_error = 0.0
+    text = str(r)
+    assert text.splitlines()[0] == "one matmul four ways on cpu" and "torch._scaled_mm error" in text
+    assert "<table" in r._repr_html_() and "32x64 @ 64x48" in r._repr_html_()
     with pytest.raises(ValueError, match="device"):
         fp8.scaled_mm_compare(16, 16, 16, device="tpu")
 
