@@ -1,0 +1,51 @@
+"""Lesson 08, debugging mixed precision: an overflow/underflow tracer, a "why is AMP not faster" triage and a
+dtype map for any model, and the small models the lesson breaks on purpose.
+
+`from amp_lessons import debug` gives every public name of the topic's modules: :mod:`.experiments`,
+:mod:`.plots`, :mod:`.checks`."""
+
+from .checks import (
+    check_first_bad_layer,
+    check_fp16_fix,
+)
+from .experiments import (
+    PRECISION_SETTINGS,
+    DtypeMap,
+    KeepFP32,
+    ModuleRecord,
+    OverflowTrace,
+    TensorStats,
+    Triage,
+    broken_training_setup,
+    dtype_map,
+    t5_like_batch,
+    t5_like_model,
+    tensor_stats,
+    trace_overflow,
+    why_not_faster,
+)
+from .plots import (
+    plot_bytes_per_parameter,
+    plot_trace,
+)
+
+__all__ = [
+    "DtypeMap",
+    "KeepFP32",
+    "ModuleRecord",
+    "OverflowTrace",
+    "PRECISION_SETTINGS",
+    "TensorStats",
+    "Triage",
+    "broken_training_setup",
+    "check_first_bad_layer",
+    "check_fp16_fix",
+    "dtype_map",
+    "plot_bytes_per_parameter",
+    "plot_trace",
+    "t5_like_batch",
+    "t5_like_model",
+    "tensor_stats",
+    "trace_overflow",
+    "why_not_faster",
+]

@@ -1,0 +1,110 @@
+"""Checkers for lesson 08's exercises: find the first layer of a broken model that overflows fp16, and fix it.
+
+Each returns a :class:`amp_lessons.checks.CheckResult` and never raises on a learner's answer."""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+
+from ..checks import CheckResult
+from ..debug.experiments import broken_training_setup, trace_overflow
+
+__all__ = [
+    "check_first_bad_layer",
+    "check_fp16_fix",
+]
+
+
+def check_first_bad_layer(answer, seed: int = 3) -> CheckResult:
+    """Exercise: the name of the first module of :func:`amp_lessons.debug.broken_training_setup`
+    (``seed``) whose output holds an inf or a NaN under fp16 autocast (as ``named_modules`` spells it,
+    e.g. ``"block0.wi"``). Checked with :func:`amp_lessons.debug.trace_overflow`, run now."""
+    if answer is None or answer is ...:
+        return CheckResult(False, "replace the placeholder with a module name such as 'block0.wi'")
+    if not isinstance(answer, str):
+        return CheckResult(False, f"give the module's name as a string, e.g. 'block0.wi', not {type(answer).__name__}")
+    model, x, _ = broken_training_setup(seed)
+    trace = trace_overflow(model, x, autocast=torch.float16)
+    first = trace.first_nonfinite("output")
+    names = [r.label for r in trace.records]
+    if answer == first.label:
+        inp = first.input
+        return CheckResult(
+            True,
+            f"{first.label} ({first.type}) is the first module whose fp16 output holds inf/NaN; its input was "
+            f"finite (abs max {inp.absmax:.3g}), so the overflow happens inside it",
+        )
+    if answer not in names:
+        return CheckResult(False, f"{answer!r} is not a module of this model; its modules are {names}")
+    rec = trace.record(answer)
+    if rec.output is None or not rec.output.has_nonfinite:
+        return CheckResult(
+            False,
+            f"{answer}'s output is finite under fp16 autocast (abs max {rec.output.absmax:.3g}). Hint: "
+            "trace_overflow(model, x, autocast=torch.float16).first_nonfinite()",
+        )
+    if first.label.startswith(answer + "."):
+        return CheckResult(False, f"{answer} is a container; which module inside it overflows first?")
+    return CheckResult(
+        False,
+        f"{answer}'s output holds inf/NaN, but it only passes on what an earlier module produced: its input "
+        "already held inf/NaN. Look for the first one in forward order",
+    )
+
+
+def check_fp16_fix(fix, seed: int = 3, tolerance: float = 0.05) -> CheckResult:
+    """Exercise: ``fix(model)`` changes (or wraps parts of) :func:`amp_lessons.debug.broken_training_setup`'s
+    model so that under fp16 autocast its output is finite and within ``tolerance`` (relative to the
+    largest fp32 output; fp16 rounds every layer, so a few per cent is the scale of honest error) of the
+    fp32 model's output, while most Linear layers still run in fp16 (switching autocast off for the
+    whole model is not a fix). ``fix`` returns the fixed model (or None if it changed it in place)."""
+    if fix is None or fix is ...:
+        return CheckResult(False, "write fix(model) and pass the function itself")
+    model, x, _ = broken_training_setup(seed)
+    with torch.no_grad():
+        want = model(x)
+    candidate = copy.deepcopy(model)
+    if not callable(fix):
+        return CheckResult(False, f"expected a function fix(model), got {type(fix).__name__}")
+    try:
+        got = fix(candidate)
+    except Exception as exc:  # noqa: BLE001 - any error in the learner's code is feedback
+        return CheckResult(False, f"fix(model) raised {type(exc).__name__}: {exc}")
+    fixed = candidate if got is None else got
+    if not isinstance(fixed, nn.Module):
+        return CheckResult(False, f"fix(model) must return the model (or None), got {type(fixed).__name__}")
+    try:
+        with torch.no_grad():
+            trace = trace_overflow(fixed, x, autocast=torch.float16)
+            with torch.autocast("cpu", dtype=torch.float16):
+                out = fixed(x).float()
+    except Exception as exc:  # noqa: BLE001 - any error of the learner's model is feedback
+        return CheckResult(False, f"the fixed model raised {type(exc).__name__}: {exc}")
+    bad = trace.first_nonfinite("output")
+    if bad is not None:
+        return CheckResult(False, f"under fp16 autocast {bad.label} still produces inf/NaN")
+    linears = [r for r in trace.records if r.type == "Linear"]
+    in_fp16 = [r for r in linears if r.output is not None and r.output.dtype == "float16"]
+    if len(in_fp16) < len(linears) // 2:
+        return CheckResult(
+            False,
+            f"only {len(in_fp16)} of {len(linears)} Linear layers still run in fp16: keep just the layer that "
+            "overflows in fp32 and let autocast do the rest",
+        )
+    if out.shape != want.shape:
+        return CheckResult(False, f"the fixed model's output has shape {tuple(out.shape)}, not {tuple(want.shape)}")
+    rel = float((out - want).abs().max() / want.abs().max())
+    if rel > tolerance:
+        return CheckResult(
+            False,
+            f"the output is finite but {rel:.1%} away from the fp32 model's (limit {tolerance:.0%}): the fix "
+            "changed what the model computes",
+        )
+    return CheckResult(
+        True,
+        f"finite under fp16 autocast, {len(in_fp16)} of {len(linears)} Linear layers still in fp16, output within "
+        f"{tolerance:.0%} of fp32",
+    )

@@ -1,0 +1,297 @@
+"""Tests of amp_lessons.debug.experiments: the tracer, the triage and the dtype map, on small models
+including ones built to fail at a known layer."""
+
+import math
+import warnings
+
+import pytest
+import torch
+from torch import nn
+
+from amp_lessons import debug
+from amp_lessons.formats import get_format
+
+
+def mse(y):
+    return lambda out: nn.functional.mse_loss(out.float(), y)
+
+
+@pytest.fixture(scope="module")
+def t5():
+    model = debug.t5_like_model()
+    x, y = debug.t5_like_batch()
+    return model, x, y
+
+
+# --- tensor statistics ------------------------------------------------------------------------------
+
+
+def test_tensor_stats_use_the_formats_engine_thresholds():
+    f16 = get_format("fp16")
+    x = torch.tensor(
+        [0.0, f16.underflow_threshold, 1e-6, 1.0, f16.max, f16.overflow_threshold, 1e6, math.inf, math.nan],
+        dtype=torch.float64,
+    )
+    s = debug.tensor_stats(x, ("fp16", "bf16"))
+    assert s.nonfinite == 2 and s.numel == 9
+    fr = s.fractions["fp16"]
+    # 7 finite values: the tie at the overflow threshold rounds up (overflows), 1e6 overflows
+    assert fr["overflow"] == 2 / 7
+    assert fr["underflow"] == 1 / 7  # the underflow threshold itself rounds to zero (tie to even)
+    assert fr["subnormal"] == 1 / 7  # 1e-6 < 6.1e-5
+    assert s.fractions["bf16"] == {"overflow": 0.0, "underflow": 0.0, "subnormal": 0.0}
+    assert s.absmax == 1e6 and s.absmin_nonzero == f16.underflow_threshold
+    # the fractions agree with a real fp16 cast
+    finite = x[torch.isfinite(x)]
+    h = finite.to(torch.float16)
+    assert int(torch.isinf(h).sum()) == 2 and int(((h == 0) & (finite != 0)).sum()) == 1
+
+
+def test_tensor_stats_of_no_float_tensor_is_none():
+    assert debug.tensor_stats(torch.arange(3), ("fp16",)) is None
+
+
+# --- the tracer ----------------------------------------------------------------------------------------
+
+
+def test_the_known_first_overflowing_layer_is_found_in_fp32_and_in_fp16(t5):
+    model, x, y = t5
+    tr32 = debug.trace_overflow(model, x, loss_fn=mse(y))
+    assert tr32.first_nonfinite() is None and tr32.first_nonfinite("grad") is None
+    assert tr32.first_overflow("fp16").label == "block1.wo"  # known in advance: t5_like_model(bad_block=1)
+    assert tr32.first_overflow("bf16") is None
+    assert math.isfinite(tr32.loss)
+    assert tr32.record("block1.wo").output.absmax > get_format("fp16").max
+    tr16 = debug.trace_overflow(model, x, loss_fn=mse(y), autocast=torch.float16)
+    first = tr16.first_nonfinite()
+    assert first.label == "block1.wo" and first.type == "Linear"
+    assert first.input.nonfinite == 0 and first.output.dtype == "float16"
+    assert math.isnan(tr16.loss) and tr16.first_nonfinite("grad") is not None
+    # every module before it is finite
+    before = tr16.records[: tr16.records.index(first)]
+    assert before and all(not r.output.has_nonfinite for r in before)
+    assert "first inf/NaN in an output: block1.wo" in repr(tr16)
+
+
+@pytest.mark.parametrize("bad_block", [0, 2])
+def test_the_bad_block_moves_with_the_argument(bad_block):
+    model = debug.t5_like_model(bad_block=bad_block)
+    x, _ = debug.t5_like_batch()
+    assert debug.trace_overflow(model, x, autocast="fp16").first_nonfinite().label == f"block{bad_block}.wo"
+    assert debug.trace_overflow(debug.t5_like_model(bad_block=None), x, autocast="fp16").first_nonfinite() is None
+
+
+def test_bf16_autocast_stays_finite_where_fp16_does_not(t5):
+    model, x, y = t5
+    tr = debug.trace_overflow(model, x, loss_fn=mse(y), autocast=torch.bfloat16)
+    assert tr.first_nonfinite() is None and tr.record("block1.wo").output.dtype == "bfloat16"
+
+
+def test_keep_fp32_fixes_the_layer_and_leaves_the_rest_in_fp16(t5):
+    model, x, y = t5
+    fixed = debug.t5_like_model()
+    fixed.block1.wo = debug.KeepFP32(fixed.block1.wo)
+    tr = debug.trace_overflow(fixed, x, loss_fn=mse(y), autocast="fp16")
+    assert tr.first_nonfinite() is None and math.isfinite(tr.loss)
+    assert tr.record("block1.wo").output.dtype == "float32"
+    assert tr.record("block0.wo").output.dtype == "float16" and tr.record("head").output.dtype == "float16"
+
+
+def test_gradients_are_traced_in_backward_order_and_grads_are_restored(t5):
+    model, x, y = t5
+    for p in model.parameters():
+        p.grad = torch.full_like(p, 7.0)
+    tr = debug.trace_overflow(model, x, loss_fn=mse(y))
+    assert tr.grad_order[0] in ("(model)", "head") and tr.grad_order.index("head") < tr.grad_order.index("embed")
+    assert tr.record("embed").grad is not None
+    assert all(torch.equal(p.grad, torch.full_like(p, 7.0)) for p in model.parameters())
+    for p in model.parameters():
+        p.grad = None
+
+
+def test_a_gradient_overflow_is_found_in_the_backward_pass():
+    # a loss that is finite but whose gradient overflows fp16 at the output: scaled by 1e6
+    model = nn.Sequential(nn.Linear(4, 4), nn.Linear(4, 2))
+    x = torch.randn(3, 4)
+    tr = debug.trace_overflow(model, x, loss_fn=lambda o: 1e6 * o.float().sum())
+    assert tr.first_nonfinite("grad") is None
+    assert tr.first_overflow("fp16", kind="grad").label in ("(model)", "1")
+
+
+def test_hooks_are_removed_even_when_the_model_raises(t5):
+    class Boom(nn.Module):
+        def forward(self, x):
+            raise RuntimeError("boom")
+
+    model = nn.Sequential(nn.Linear(16, 16), Boom())
+    with pytest.raises(RuntimeError, match="boom"):
+        debug.trace_overflow(model, torch.randn(2, 16))
+    assert all(not m._forward_hooks for m in model.modules())
+    with pytest.raises(RuntimeError, match="bad loss"):
+        debug.trace_overflow(t5[0], t5[1], loss_fn=lambda o: (_ for _ in ()).throw(RuntimeError("bad loss")))
+    assert all(not m._forward_hooks for m in t5[0].modules())
+
+
+def test_a_module_called_twice_gets_two_records():
+    lin = nn.Linear(4, 4)
+
+    class Twice(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lin = lin
+
+        def forward(self, x):
+            return self.lin(self.lin(x))
+
+    tr = debug.trace_overflow(Twice(), torch.randn(2, 4))
+    assert [r.label for r in tr.records] == ["lin", "lin (call 2)", "(model)"]
+
+
+@pytest.mark.parametrize(
+    "kwargs, err, match",
+    [
+        (dict(model="not a model"), TypeError, "torch.nn.Module"),
+        (dict(inputs=[1, 2]), TypeError, "at least one"),
+        (dict(autocast=torch.float64), ValueError, "autocast=torch.float64"),
+        (dict(autocast="fp8"), ValueError, "'fp8'"),
+        (dict(device_type="mps"), ValueError, "device_type='mps'"),
+        (dict(loss_fn=3), TypeError, "loss_fn"),
+        (dict(formats=()), ValueError, "formats is empty"),
+        (dict(loss_fn=lambda o: o), TypeError, "one-element"),
+    ],
+)
+def test_trace_rejects_bad_arguments(kwargs, err, match):
+    args = dict(model=nn.Linear(2, 2), inputs=torch.randn(3, 2))
+    args.update(kwargs)
+    with pytest.raises(err, match=match):
+        debug.trace_overflow(args.pop("model"), args.pop("inputs"), **args)
+
+
+def test_trace_lookups_reject_bad_names(t5):
+    tr = debug.trace_overflow(t5[0], t5[1])
+    with pytest.raises(KeyError, match="no module 'nope'"):
+        tr.record("nope")
+    with pytest.raises(ValueError, match="was not traced"):
+        tr.first_overflow("fp8_e4m3")
+    with pytest.raises(ValueError, match="kind="):
+        tr.first_nonfinite("weights")
+
+
+def test_the_broken_training_setup_is_finite_in_fp32_and_nan_in_fp16():
+    for seed in range(4):
+        model, x, y = debug.broken_training_setup(seed)
+        tr32 = debug.trace_overflow(model, x, loss_fn=mse(y))
+        tr16 = debug.trace_overflow(model, x, loss_fn=mse(y), autocast="fp16")
+        assert math.isfinite(tr32.loss) and math.isnan(tr16.loss)
+        assert tr16.first_nonfinite().label == tr32.first_overflow("fp16").label
+        assert tr16.first_nonfinite().label.endswith(".wo")
+
+
+def test_model_builders_reject_bad_arguments():
+    with pytest.raises(ValueError, match="bad_block=7"):
+        debug.t5_like_model(bad_block=7)
+    with pytest.raises(ValueError, match="blocks=0"):
+        debug.t5_like_model(blocks=0)
+    with pytest.raises(ValueError, match="seed=-1"):
+        debug.broken_training_setup(-1)
+    with pytest.raises(TypeError, match="torch.nn.Module"):
+        debug.KeepFP32("x")
+
+
+# --- the triage -----------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def triage():
+    model = nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 10))
+    return debug.why_not_faster(model, torch.randn(16, 32), loss_fn=lambda o: o.float().square().mean(), repeats=3)
+
+
+def test_triage_measures_and_explains(triage):
+    t = triage
+    assert t.fp32_step_s > 0 and t.amp_step_s > 0 and t.speedup == t.fp32_step_s / t.amp_step_s
+    assert 0 < t.matmul_share_fp32 <= 1 and 0 <= t.cast_share <= 1
+    assert t.casts >= 4  # two weights and two activations cast to bf16 in forward, at least
+    assert t.odd_dims == ["2 (out_features=10)"]
+    assert t.tf32_baseline is False and t.batch_time_ratio > 0
+    names = [f[0] for f in t.findings]
+    assert names[0] == "no fast low-precision hardware" and len(names) == 6
+    assert t.verdict.startswith("AMP is") and "x" in repr(t)
+    # the bound follows its formula
+    p, r = t.matmul_share_fp32, t.rate_ratio
+    assert t.amdahl_bound == pytest.approx(1 / ((1 - p) + p / r))
+
+
+def test_triage_hardware_finding_follows_the_measured_rate(triage):
+    from amp_lessons.e2e import matmul_rates
+
+    rates = matmul_rates("cpu")
+    assert triage.rate_ratio == rates["bf16"] / rates["fp32"]
+    assert triage.findings[0][1] == (triage.rate_ratio < 1.0)
+
+
+def test_triage_restores_grads_and_rejects_bad_input():
+    model = nn.Linear(8, 8)
+    model.weight.grad = torch.ones_like(model.weight)
+    debug.why_not_faster(model, torch.randn(4, 8), loss_fn=lambda o: o.float().sum(), repeats=1)
+    assert torch.equal(model.weight.grad, torch.ones_like(model.weight)) and model.bias.grad is None
+    with pytest.raises(TypeError, match="loss_fn"):
+        debug.why_not_faster(model, torch.randn(4, 8), loss_fn=None)
+    with pytest.raises(ValueError, match="dtype=None"):
+        debug.why_not_faster(model, torch.randn(4, 8), loss_fn=lambda o: o.sum(), dtype=None)
+    with pytest.raises(ValueError, match="repeats=0"):
+        debug.why_not_faster(model, torch.randn(4, 8), loss_fn=lambda o: o.sum(), repeats=0)
+
+
+# --- the dtype map -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "setting, param, act, grad, state, total",
+    [
+        ("fp32", torch.float32, torch.float32, torch.float32, torch.float32, 16),
+        ("pure bf16", torch.bfloat16, torch.bfloat16, torch.bfloat16, torch.bfloat16, 8),
+        ("pure fp16", torch.float16, torch.float16, torch.float16, torch.float16, 8),
+    ],
+)
+def test_dtype_map_of_plain_settings(t5, setting, param, act, grad, state, total):
+    model, x, y = t5
+    m = debug.dtype_map(model, x, loss_fn=lambda o: o.float().square().mean(), setting=setting)
+    assert set(m.parameters.values()) == {param} and set(m.gradients.values()) == {grad}
+    assert m.activations["block0.wo"] == act
+    assert {s["exp_avg"] for s in m.optimizer_states.values()} == {state}
+    assert m.total_bytes_per_parameter == total
+    assert setting in repr(m)
+
+
+@pytest.mark.parametrize("setting, low", [("autocast bf16", torch.bfloat16), ("autocast fp16", torch.float16)])
+def test_dtype_map_under_autocast_counts_the_weight_copies(t5, setting, low):
+    model, x, y = t5
+    m = debug.dtype_map(model, x, loss_fn=lambda o: o.float().square().mean(), setting=setting)
+    assert set(m.parameters.values()) == {torch.float32} and set(m.gradients.values()) == {torch.float32}
+    assert m.activations["block0.wo"] == low and m.activations["norm0"] in (low, torch.float32)
+    # every Linear weight and bias is cast once to 2 bytes: all parameters except the LayerNorms'
+    n = sum(p.numel() for p in model.parameters())
+    cast = sum(p.numel() for mod in model.modules() if isinstance(mod, nn.Linear) for p in mod.parameters())
+    assert m.bytes_per_parameter["low-precision weight copies"] == pytest.approx(2 * cast / n)
+    assert m.bytes_per_parameter["weights"] == 4 and m.bytes_per_parameter["optimizer exp_avg_sq"] == 4
+
+
+def test_dtype_map_leaves_the_model_alone_and_rejects_bad_input(t5):
+    model, x, y = t5
+    before = [p.detach().clone() for p in model.parameters()]
+    debug.dtype_map(model, x, loss_fn=lambda o: o.float().sum(), setting="pure fp16")
+    assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    assert all(p.dtype == torch.float32 for p in model.parameters())
+    with pytest.raises(ValueError, match="setting='int8'"):
+        debug.dtype_map(model, x, loss_fn=lambda o: o.sum(), setting="int8")
+    with pytest.raises(TypeError, match="optimizer"):
+        debug.dtype_map(model, x, loss_fn=lambda o: o.sum(), optimizer="adam")
+
+
+def test_nothing_warns(t5):
+    model, x, y = t5
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        debug.trace_overflow(model, x, loss_fn=mse(y), autocast="fp16")
+        debug.dtype_map(model, x, loss_fn=mse(y), setting="autocast fp16")

@@ -1,0 +1,56 @@
+"""Tests of amp_lessons.debug.plots."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+
+from amp_lessons import debug
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def by_gid(ax, gid):
+    return [a for a in ax.get_children() if a.get_gid() == gid]
+
+
+def test_plot_trace_marks_the_overflowing_rows_and_the_format_limits():
+    model = debug.t5_like_model()
+    x, _ = debug.t5_like_batch()
+    tr = debug.trace_overflow(model, x)
+    ax = debug.plot_trace(tr)
+    bad = [r["module"] for r in tr.rows(True) if r["fp16 overflow"] > 0]
+    assert bad == ["block1.wo", "block1"]
+    assert len(by_gid(ax, "overflow")) == 2 and len(by_gid(ax, "ok")) == len(tr.rows(True)) - 2
+    (line,) = by_gid(ax, "max-fp16")
+    assert line.get_xdata()[0] == 65504.0
+    assert ax.get_xscale() == "log"
+
+
+def test_plot_bytes_per_parameter_stacks_the_components():
+    model = debug.t5_like_model()
+    x, _ = debug.t5_like_batch()
+    maps = [debug.dtype_map(model, x, loss_fn=lambda o: o.float().sum(), setting=s) for s in ("fp32", "autocast bf16")]
+    ax = debug.plot_bytes_per_parameter(maps)
+    assert [p.get_width() for p in by_gid(ax, "weights")] == [4.0, 4.0]
+    copies = by_gid(ax, "low-precision weight copies")
+    assert copies[0].get_width() == 0.0 and copies[1].get_width() > 0
+
+
+def test_plots_reject_bad_input():
+    with pytest.raises(TypeError, match="OverflowTrace"):
+        debug.plot_trace({"rows": []})
+    with pytest.raises(TypeError, match="DtypeMap"):
+        debug.plot_bytes_per_parameter([1, 2])
+    with pytest.raises(TypeError, match="DtypeMap"):
+        debug.plot_bytes_per_parameter([])
+    tr = debug.trace_overflow(torch.nn.Identity(), torch.arange(3))
+    with pytest.raises(ValueError, match="no module"):
+        debug.plot_trace(tr)
