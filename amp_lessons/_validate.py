@@ -8,10 +8,6 @@ import numbers
 
 import torch
 
-from .formats import (
-    ROUNDING_MODES,
-)
-
 
 def real(value, what: str) -> float:
     """A real number (a Python number or a one-element floating-point tensor) as a float."""
@@ -35,9 +31,3 @@ def int_at_least(value, what: str, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
         raise ValueError(f"{what}={value!r} is not allowed: it must be an int >= {low}")
     return int(value)
-
-
-def rounding_mode(rounding) -> None:
-    """Check that ``rounding`` is one of the formats engine's rounding modes."""
-    if rounding not in ROUNDING_MODES:
-        raise ValueError(f"unknown rounding mode {rounding!r}: use one of {', '.join(map(repr, ROUNDING_MODES))}")

@@ -33,9 +33,10 @@ import torch
 __all__ = [
     "ENCODINGS",
     "FORMATS",
+    "FloatFormat",
     "OVERFLOW_MODES",
     "ROUNDING_MODES",
-    "FloatFormat",
+    "check_modes",
     "compose",
     "decompose",
     "from_bits",
@@ -300,7 +301,9 @@ def _check_tensor(x, what="x") -> torch.Tensor:
     return x.float()
 
 
-def _check_modes(f: FloatFormat, rounding: str, overflow: str | None) -> str:
+def check_modes(f: FloatFormat, rounding: str, overflow: str | None = None) -> str:
+    """Check a rounding mode and an overflow mode for format ``f`` (a clear error naming the bad value
+    and what is allowed) and return the overflow mode to use (``f``'s default for None)."""
     if rounding not in ROUNDING_MODES:
         raise ValueError(f"unknown rounding mode {rounding!r}: use one of {_choices(ROUNDING_MODES)}")
     if overflow is None:
@@ -454,7 +457,7 @@ def quantize(
     """
     f = get_format(fmt)
     x = _check_tensor(x)
-    overflow = _check_modes(f, rounding, overflow)
+    overflow = check_modes(f, rounding, overflow)
     if not isinstance(emulate, bool):
         raise TypeError(f"emulate must be True or False, got {emulate!r}")
     if not emulate:

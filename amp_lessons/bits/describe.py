@@ -10,9 +10,10 @@ from dataclasses import dataclass
 
 import torch
 
-from .._validate import real as _real, rounding_mode
+from .._validate import real as _real
 from ..formats import (
     FloatFormat,
+    check_modes,
     from_bits,
     get_format,
     quantize,
@@ -102,7 +103,7 @@ def describe_value(value, fmt, rounding: str = "nearest_even") -> BitInfo:
     ``fmt`` and describe the result. Never raises for inf, NaN, -0.0 or out-of-range values."""
     f = get_format(fmt)
     v = _real(value, "value")
-    rounding_mode(rounding)
+    check_modes(f, rounding)
     x = torch.tensor([v], dtype=torch.float32)
     stored = float(quantize(x, f, rounding)[0])
     code = None if math.isnan(stored) and not f.has_nan else int(to_bits(x, f, rounding)[0])

@@ -20,11 +20,12 @@ from .._draw import (
     staircase as _staircase,
     styled,
 )
-from .._validate import real as _real, rounding_mode
+from .._validate import real as _real
 from ..bits.describe import describe_code, describe_value
 from ..formats import (
     FORMATS,
     FloatFormat,
+    check_modes,
     get_format,
     quantize,
     representable_values,
@@ -253,7 +254,7 @@ def plot_rounding_error(fmt_names, x=None, ax=None, rounding: str = "nearest_eve
     error grow, to 1 where x rounds to 0; past max (dotted line) the value overflows (inf or NaN:
     not drawn; saturation: the error climbs towards 1). Exact results (error 0) are gaps."""
     fmts = as_formats(fmt_names)
-    rounding_mode(rounding)
+    check_modes(fmts[0] if fmts else FORMATS["fp32"], rounding)
     xs = _magnitudes(x)
     ax = axes_for(ax, (11, 5))
     x64 = xs.double()

@@ -27,7 +27,7 @@ from tqdm.auto import tqdm
 
 from .._runtime import one_thread as _one_thread
 from .._validate import real as _real
-from ..formats import OVERFLOW_MODES, ROUNDING_MODES, FloatFormat, get_format, quantize
+from ..formats import FloatFormat, check_modes, get_format, quantize
 
 __all__ = [
     "CENSUS_CATEGORIES",
@@ -80,17 +80,6 @@ def _values(values, what="values") -> torch.Tensor:
         except (TypeError, ValueError, RuntimeError):
             raise TypeError(f"{what} must be a tensor or a list of numbers, got {values!r:.80}") from None
     raise TypeError(f"{what} must be a float32 tensor or a list of numbers, got {type(values).__name__}")
-
-
-def _modes(f: FloatFormat, rounding: str, overflow: str | None) -> str:
-    if rounding not in ROUNDING_MODES:
-        raise ValueError(f"unknown rounding mode {rounding!r}: use one of {', '.join(map(repr, ROUNDING_MODES))}")
-    if overflow is None:
-        return f.default_overflow
-    if overflow not in OVERFLOW_MODES:
-        raise ValueError(f"unknown overflow mode {overflow!r}: use one of {', '.join(map(repr, OVERFLOW_MODES))}")
-    quantize(torch.zeros(1), f, rounding, overflow)  # the engine says which modes the format allows
-    return overflow
 
 
 # --- exact rounding of one Python float ----------------------------------------------------------
@@ -162,7 +151,7 @@ def running_sum(values, acc_fmt="fp16", rounding: str = "nearest_even", *, overf
     ``acc = acc + v`` step by step.
     """
     f = get_format(acc_fmt)
-    overflow = _modes(f, rounding, overflow)
+    overflow = check_modes(f, rounding, overflow)
     x = _values(values)
     if x.dim() == 0:
         raise ValueError("values must have at least one dimension (..., N): the last one is summed")
