@@ -68,11 +68,20 @@ __all__ = [
     "trace",
 ]
 
-POLICIES = ("lower_precision", "fp32", "promote", "banned")
-"""What autocast does to an op: cast floating inputs to the low-precision dtype
-(``"lower_precision"``), cast them to float32 (``"fp32"``), cast them all to the widest floating
-dtype among them (``"promote"``), or refuse the op (``"banned"``: it raises, as
-``binary_cross_entropy`` does under CUDA autocast)."""
+POLICIES = ("lower_precision", "fp32", "fp32_set_opt_dtype", "fp32_append_dtype", "promote", "banned")
+"""What autocast does to an op: the five values of ``CastPolicy`` in PyTorch's ``autocast_mode.h``
+(https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.h), and one kernel that is not a
+policy.
+
+- ``"lower_precision"`` (``lower_precision_fp``): cast the floating inputs to fp16/bf16;
+- ``"fp32"``: cast the floating inputs to float32 (a separate cast before the op);
+- ``"fp32_set_opt_dtype"``: no cast; call the op with ``dtype=torch.float32`` so that it *writes* fp32,
+  unless the caller passed a ``dtype`` (then it is left alone): softmax, log_softmax, sum, prod, cumsum...;
+- ``"fp32_append_dtype"``: no cast; call the overload that takes an output dtype, with float32 (``norm``);
+- ``"promote"``: cast all floating inputs to the widest floating dtype among them;
+- ``"banned"``: a kernel that raises (``binary_cross_entropy`` under CUDA autocast).
+
+The CPU lists (``autocast_mode.cpp``) use only ``lower_precision``, ``fp32`` and ``promote``."""
 
 SOURCES = ("header", "measured", "fallback")
 """How :func:`policy_sources` says an op's class was found: read from the installed
@@ -128,8 +137,8 @@ def _header_path() -> Path:
 _HEADER_MACROS = {
     "AT_FORALL_LOWER_PRECISION_FP": "lower_precision",
     "AT_FORALL_FP32": "fp32",
-    "AT_FORALL_FP32_SET_OPT_DTYPE": "fp32",
-    "AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE": "fp32",
+    "AT_FORALL_FP32_SET_OPT_DTYPE": "fp32_set_opt_dtype",
+    "AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE": "fp32_append_dtype",  # each entry names its own policy
     "AT_FORALL_PROMOTE": "promote",
 }
 
@@ -159,9 +168,7 @@ def _parse_header(text: str) -> dict[str, str]:
             for qualified, how in re.findall(
                 r'"(\w+(?:\.\w+)?)"[^"]*?\b(fp32\w*|lower_precision\w*|promote)\s*\)', macro_body
             ):
-                out[f"aten::{qualified}"] = (
-                    "fp32" if how.startswith("fp32") else ("lower_precision" if how.startswith("lower") else "promote")
-                )
+                out[f"aten::{qualified}"] = "lower_precision" if how == "lower_precision_fp" else how
             continue
         for name, overload in re.findall(r"(?<![\w)])_\(\s*(\w+)\s*(?:,\s*(\w+)\s*)?\)", macro_body):
             out[f"aten::{name}" + (f".{overload}" if overload else "")] = policy
