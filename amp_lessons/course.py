@@ -64,6 +64,13 @@ LESSONS: tuple[Lesson, ...] = (
         "tensor cores, speed, memory and accuracy of real training and inference",
     ),
     Lesson("07", "07_fp8.ipynb", "fp8", 50, "e4m3 and e5m2, per-tensor and block scaling, scaled matmuls"),
+    Lesson(
+        "08",
+        "08_debugging.ipynb",
+        "When mixed precision goes wrong",
+        60,
+        "a symptom index with a repro per symptom; an overflow tracer, a speed triage and a dtype map for any model",
+    ),
 )
 
 
@@ -224,6 +231,22 @@ def what_runs_where(report) -> list[LessonSupport]:
                 _TITLES["07"],
                 "emulated",
                 f"fp8 casts and torch._scaled_mm run on the CPU ({why}); speed from reference",
+            )
+        )
+    if g is not None:
+        out.append(
+            LessonSupport(
+                "08", _TITLES["08"], "native", "the repros run on the CPU; the toolkit runs on the CPU and on this GPU"
+            )
+        )
+    else:
+        out.append(
+            LessonSupport(
+                "08",
+                _TITLES["08"],
+                "partly emulated",
+                "fp16/bf16 repros run on this CPU (kept tiny); fp16 gradient underflow emulated bit-exactly; "
+                f"GPU-only symptoms shown as CPU analogues with public references{on_cpu}",
             )
         )
     return out

@@ -3,7 +3,7 @@
 import importlib.util
 from pathlib import Path
 
-from amp_lessons import autocast, bits, fp8, fp16, scaling, tf32
+from amp_lessons import autocast, bits, debug, fp8, fp16, scaling, tf32
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -114,6 +114,14 @@ def test_lesson_07_solutions():
     assert not fp8.check_fp8_format_choice(["e4m3"])
 
 
+def test_lesson_08_solutions():
+    s = load("solutions_08")
+    assert debug.check_first_bad_layer(s.FIRST_BAD_LAYER)
+    assert not debug.check_first_bad_layer("norm4") and not debug.check_first_bad_layer("block4")
+    assert debug.check_fp16_fix(s.fix)
+    assert not debug.check_fp16_fix(lambda model: model)
+
+
 def test_every_lesson_with_an_exercise_has_a_solution_file():
     import json
     import re
@@ -125,5 +133,5 @@ def test_every_lesson_with_an_exercise_has_a_solution_file():
         if any(c["cell_type"] == "code" and placeholder.search("".join(c["source"])) for c in cells):
             with_exercises.add(path.name[:2])
     solutions = {p.stem.removeprefix("solutions_") for p in (ROOT / "instructors").glob("solutions_*.py")}
-    assert with_exercises >= {"01", "02", "03", "04", "05", "07"}
+    assert with_exercises >= {"01", "02", "03", "04", "05", "07", "08"}
     assert with_exercises == solutions, f"exercises without solutions: {with_exercises - solutions}"

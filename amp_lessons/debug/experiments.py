@@ -275,7 +275,8 @@ class OverflowTrace:
             out.append(row)
         return out
 
-    def _summary(self) -> list[str]:
+    def summary(self) -> str:
+        """The findings in a few lines: facts that do not depend on the CPU's last digits."""
         lines = [f"trace of one forward{' and backward' if self.grad_order else ''} pass: {self.setting}"]
         if self.loss is not None:
             lines.append(f"loss: {'finite' if math.isfinite(self.loss) else self.loss}")
@@ -284,7 +285,7 @@ class OverflowTrace:
             lines.append("no inf/NaN in any module output")
         else:
             inp = bad.input
-            where = "" if inp is None else f" (its input: abs max {inp.absmax:.3g}, {inp.nonfinite} inf/NaN)"
+            where = "" if inp is None else f" (its input: abs max about {inp.absmax:.0e}, {inp.nonfinite} inf/NaN)"
             lines.append(f"first inf/NaN in an output: {bad.label} [{bad.type}]{where}")
         if self.grad_order:
             g = self.first_nonfinite("grad")
@@ -292,7 +293,7 @@ class OverflowTrace:
         for fmt in self.formats:
             o = self.first_overflow(fmt)
             lines.append(f"first output that would overflow {fmt}: {'none' if o is None else o.label}")
-        return lines
+        return "\n".join(lines)
 
     def table(self, leaves_only: bool = True) -> str:
         fmts = self.formats
@@ -311,7 +312,7 @@ class OverflowTrace:
         return "\n".join(lines)
 
     def __repr__(self) -> str:
-        return "\n".join(self._summary()) + "\n\n" + self.table()
+        return self.summary() + "\n\n" + self.table()
 
 
 def _pct(x: float) -> str:
