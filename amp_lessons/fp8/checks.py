@@ -59,7 +59,7 @@ def check_amax_scale(fn) -> CheckResult:
         want = fmax / amax
         if math.isfinite(got) and abs(got - want) <= 1e-6 * want:
             continue
-        hint = "the scale is fmt_max / amax, where amax = x.abs().max()"
+        hint = "which number, multiplied into x, puts its largest magnitude exactly on fmt_max?"
         if math.isfinite(got) and got > 0 and abs(got - amax / fmax) <= 1e-6 * amax / fmax:
             hint = "you returned amax / fmt_max, the inverse (that is what _scaled_mm's scale_a takes); the scale multiplies x"
         elif (

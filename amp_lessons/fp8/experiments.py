@@ -10,12 +10,13 @@ formats engine, each checked bit for bit against torch's own float8 casts where 
   scaling (:class:`DelayedScaler`) and per-block scaling (:func:`blockwise_fake_quantize`), all
   through :func:`fake_quantize` (cast to fp8 with a scale and back, as float32);
 - their errors on a small model's real tensors (:func:`model_tensors`, :func:`scaling_errors`);
-- an fp8 matmul through ``torch._scaled_mm`` against bf16, fp32 and its bit-exact emulation
+- an fp8 matmul through ``torch._scaled_mm`` against bf16, fp32 and an emulation (inputs rounded
+  bit-exactly to fp8, products summed in fp32)
   (:func:`scaled_mm_compare`), and a miniature fp8 linear layer trained the way fp8 recipes do
   (:class:`Fp8Linear`, :func:`fp8_linear_check`).
 
-Everything runs on a CPU (the casts are emulated bit-exactly, and ``torch._scaled_mm`` has a CPU
-kernel); only speed needs a GPU with fp8 tensor cores (Ada Lovelace, Hopper and newer).
+Everything runs on a CPU (the casts are emulated bit-exactly, the arithmetic after them is fp32, and
+``torch._scaled_mm`` has a CPU kernel); only speed needs a GPU with fp8 tensor cores (Ada Lovelace, Hopper and newer).
 """
 
 from __future__ import annotations
@@ -429,7 +430,7 @@ def _gpu_has_fp8(d: torch.device) -> bool:
     return g is not None and g.fp8
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class ScaledMMComparison:
     """One product four ways against a float64 reference (:func:`scaled_mm_compare`). Errors are
     relative (``||out - ref|| / ||ref||``); the ``fp8_*`` fields of ``torch._scaled_mm`` are None where it
@@ -481,6 +482,8 @@ class ScaledMMComparison:
 
     def __str__(self) -> str:
         return text_table(("", self.shape), self.rows(), title=f"one matmul four ways on {self.device}", rule=False)
+
+    __repr__ = __str__
 
     def _repr_html_(self) -> str:
         return html_table(("", self.shape), self.rows(), title=f"one matmul four ways on {self.device}")
@@ -609,7 +612,8 @@ class Fp8LinearFn(torch.autograd.Function):
 
 
 class Fp8Linear(torch.nn.Module):
-    """A miniature fp8 linear layer, assembled as fp8 training recipes do (emulated bit-exactly):
+    """A miniature fp8 linear layer, assembled as fp8 training recipes do (a model: inputs rounded
+    bit-exactly to fp8, matmuls in fp32):
     fp32 master weight (what the optimizer updates); forward: input and weight cast to e4m3 with
     per-tensor current scales, product accumulated in fp32; backward: the output gradient cast to
     e5m2 with its own scale, dgrad and wgrad accumulated in fp32. Takes 2-D inputs (batch x in)."""
