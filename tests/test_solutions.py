@@ -112,6 +112,23 @@ def test_lesson_07_solutions():
         in fp8.check_fp8_format_choice({"weights": "fp16", "activations": "e4m3", "gradients": "e5m2"}).message
     )
     assert not fp8.check_fp8_format_choice(["e4m3"])
+    assert fp8.check_fp8_linear_forward(s.fp8_linear_forward)
+    r = fp8.check_fp8_linear_forward(lambda x, w, b: x @ w.t() + b)
+    assert not r and "never went through fp8" in r.message
+    r = fp8.check_fp8_linear_forward(
+        lambda x, w, b: fp8.fake_quantize(x, "fp8_e4m3") @ fp8.fake_quantize(w, "fp8_e4m3").t() + b
+    )
+    assert not r and "without a scale" in r.message
+    r = fp8.check_fp8_linear_forward(
+        lambda x, w, b: (
+            fp8.fake_quantize(x, "fp8_e5m2", fp8.amax_scale(x, "fp8_e5m2"))
+            @ fp8.fake_quantize(w, "fp8_e5m2", fp8.amax_scale(w, "fp8_e5m2")).t()
+            + b
+        )
+    )
+    assert not r and "e4m3" in r.message
+    assert "shape" in fp8.check_fp8_linear_forward(lambda x, w, b: x).message
+    assert not fp8.check_fp8_linear_forward(None)
 
 
 def test_lesson_08_solutions():

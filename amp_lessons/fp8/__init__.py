@@ -5,6 +5,7 @@
 from .checks import (
     check_amax_scale,
     check_fp8_format_choice,
+    check_fp8_linear_forward,
 )
 from .experiments import (
     BLOCK_SHAPES,
@@ -50,6 +51,7 @@ __all__ = [
     "cast_stats",
     "check_amax_scale",
     "check_fp8_format_choice",
+    "check_fp8_linear_forward",
     "fake_quantize",
     "fp8_linear_check",
     "fp8_scaling_explorer",

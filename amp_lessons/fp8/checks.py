@@ -1,4 +1,4 @@
-"""Checkers for lesson 07's exercises (an amax scale, choosing e4m3 or e5m2)."""
+"""Checkers for lesson 07's exercises (an amax scale, choosing e4m3 or e5m2, an fp8 linear forward)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,12 @@ import torch
 
 from .. import formats
 from ..checks import CheckResult, call_learner
+from .experiments import Fp8LinearFn, amax_scale, fake_quantize
 
 __all__ = [
     "check_amax_scale",
     "check_fp8_format_choice",
+    "check_fp8_linear_forward",
 ]
 
 
@@ -117,4 +119,75 @@ def check_fp8_format_choice(answers: dict) -> CheckResult:
             return CheckResult(False, f"{kind}: not {got}. Hint: {_FP8_REASON[want]}")
     return CheckResult(
         True, f"weights and activations in e4m3, gradients in e5m2: {_FP8_REASON['e4m3']}; {_FP8_REASON['e5m2']}"
+    )
+
+
+def _linear_cases():
+    g = torch.Generator().manual_seed(11)
+    return [
+        (
+            "x 16x32, weight 8x32, bias",
+            torch.randn(16, 32, generator=g),
+            torch.randn(8, 32, generator=g) * 0.1,
+            torch.randn(8, generator=g),
+        ),
+        (
+            "x with an outlier",
+            torch.cat([torch.randn(15, 32, generator=g), torch.full((1, 32), 300.0)]),
+            torch.randn(8, 32, generator=g) * 0.1,
+            torch.zeros(8),
+        ),
+        (
+            "small weights (1e-4)",
+            torch.randn(4, 64, generator=g),
+            torch.randn(8, 64, generator=g) * 1e-4,
+            torch.randn(8, generator=g),
+        ),
+        ("an all-zero x", torch.zeros(4, 32), torch.randn(8, 32, generator=g), torch.randn(8, generator=g)),
+    ]
+
+
+def check_fp8_linear_forward(fn) -> CheckResult:
+    """Exercise: ``fn(x, weight, bias)`` returns the forward pass of an fp8 linear layer with per-tensor
+    current scales: ``x`` and ``weight`` cast to e4m3 with their own amax scales (``fake_quantize`` and
+    ``amax_scale``), multiplied in fp32, plus the fp32 bias. Compared with :class:`Fp8LinearFn`'s forward
+    to 1e-5 of the largest output (the fp8 products are exact in fp32; only the order of the sums may
+    differ, a few fp32 ulps)."""
+    for what, x, w, b in _linear_cases():
+        got, err = call_learner(fn, x.clone(), w.clone(), b.clone())
+        if err:
+            return CheckResult(False, err)
+        if not isinstance(got, torch.Tensor) or got.shape != (x.shape[0], w.shape[0]):
+            shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
+            return CheckResult(
+                False, f"for {what} it returned {shape}; expected a tensor of shape {(x.shape[0], w.shape[0])}"
+            )
+        want = Fp8LinearFn.apply(x, w, b, "fp8_e4m3", "fp8_e5m2")
+        tol = 1e-5 * max(float(want.abs().max()), 1e-30)
+        if torch.isfinite(got).all() and float((got.float() - want).abs().max()) <= tol:
+            continue
+        plain = x @ w.t() + b
+        unscaled = fake_quantize(x, "fp8_e4m3") @ fake_quantize(w, "fp8_e4m3").t() + b
+        e5 = (
+            fake_quantize(x, "fp8_e5m2", amax_scale(x, "fp8_e5m2"))
+            @ fake_quantize(w, "fp8_e5m2", amax_scale(w, "fp8_e5m2")).t()
+            + b
+        )
+
+        def close(a, got=got, tol=tol):
+            return float((got.float() - a).abs().max()) <= tol
+
+        if close(plain):
+            hint = "your output equals the fp32 layer's: the inputs never went through fp8"
+        elif close(unscaled):
+            hint = "you cast to fp8 without a scale: small values flush and large ones saturate"
+        elif close(e5):
+            hint = "the forward pass of the classic recipe casts to e4m3 (precision), not e5m2"
+        else:
+            hint = "each of x and weight needs its own per-tensor scale, applied before the cast and undone after it"
+        return CheckResult(False, f"for {what} the output differs from an fp8 linear layer's. Hint: {hint}")
+    return CheckResult(
+        True,
+        "x and weight cast to e4m3 with their own amax scales, fp32 products, fp32 bias: "
+        "the forward pass of an fp8 training recipe",
     )
