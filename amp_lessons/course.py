@@ -126,7 +126,7 @@ def what_runs_where(report) -> list[LessonSupport]:
                 "02",
                 _TITLES["02"],
                 "emulated",
-                f"{why}: TF32 inputs emulated bit-exactly, multiplied in fp32; GPU speed from reference{on_cpu}",
+                f"{why}: TF32 modelled (inputs rounded bit-exactly, fp32 sums); GPU speed from reference{on_cpu}",
             )
         )
     out.append(

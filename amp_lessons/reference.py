@@ -97,7 +97,9 @@ class Record:
     @property
     def provenance(self) -> str:
         if self.source:
-            return f"published: {self.source} (not measured by this course)"
+            missing = [k for k in ("capability", "torch", "cuda", "date") if not getattr(self, k)]
+            unstated = f"; not stated: {', '.join(missing)}" if missing else ""
+            return f"published: {self.source}{unstated} (not measured by this course)"
         parts = [self.device + (f" (sm {self.capability})" if self.capability else "")]
         parts.append(f"torch {self.torch}" if self.torch else "torch version unknown")
         if self.cuda:
@@ -179,23 +181,50 @@ def _record_problem(d) -> str | None:
 
 
 # Published figures: what the lessons show until the course's own command has recorded a GPU.
+# Two sources that do NOT describe the same experiment; each record holds only what its source
+# states, and an empty field means "not stated" (``provenance`` says which ones).
 PUBLISHED: tuple[Record, ...] = (
+    # PyTorch's TF32 note: one 10240 x 10240 x 10240 matmul of fp64 randn inputs rounded to fp32,
+    # timed on an A100 ("GA100"). Its "relative error" is max |error| / mean |fp64 result|
+    # (mean 80.7277), the definition of tf32.matmul_errors. No torch or CUDA version, date or
+    # timing method is given (the note dates from PyTorch 1.7's allow_tf32).
     Record(
         experiment="tf32_matmul",
-        device="NVIDIA A100",
+        device="NVIDIA A100 (GA100)",
         capability="8.0",
         torch="",
         cuda="",
         date="",
         command="",
         results={
-            "shape": "10240x51200 inputs",
+            "shape": "10240x10240 @ 10240x10240",
             "tf32_time_s": 0.016,
-            "tf32_rel_error": 0.0022,
             "fp32_time_s": 0.11,
-            "fp32_rel_error": 0.000088,
+            "tf32_max_error": 0.1747,
+            "fp32_max_error": 0.0031,
+            "tf32_rel_error": 0.0022,
+            "fp32_rel_error": 0.000039,
         },
-        source="seed notebook of this course (PyTorch TF32 example), NVIDIA A100",
+        source="PyTorch docs, CUDA semantics, 'TensorFloat-32 (TF32) on Ampere (and later) devices', "
+        "https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-devices "
+        "(fp64 randn inputs rounded to fp32; timing method not stated)",
+    ),
+    # The course's original notebook: the same experiment with inner dimension K = 51200 on a GPU it
+    # did not name; its stored outputs hold the two relative errors and nothing else.
+    Record(
+        experiment="tf32_matmul",
+        device="unknown GPU",
+        capability="",
+        torch="",
+        cuda="",
+        date="",
+        command="",
+        results={
+            "shape": "10240x51200 @ 51200x10240",
+            "tf32_rel_error": 0.0024,
+            "fp32_rel_error": 8.8293e-05,
+        },
+        source="the course's original notebook, its stored outputs (relative errors only, no timings; GPU not named)",
     ),
 )
 
@@ -426,7 +455,7 @@ class Comparison:
 
 def compare(experiment: str, this_machine: Mapping, label: str, *, path=None, published: bool = True) -> Comparison:
     """A table of ``this_machine``'s results (column ``label``, e.g. "measured on this machine
-    (cpu)" or "emulated bit-exactly on this machine") next to every reference of ``experiment``,
+    (cpu)" or "modelled on this machine") next to every reference of ``experiment``,
     with each reference's provenance under it."""
     if not isinstance(this_machine, Mapping):
         raise TypeError(f"this_machine must be a dict of results, got {this_machine!r}")
@@ -441,7 +470,8 @@ def compare(experiment: str, this_machine: Mapping, label: str, *, path=None, pu
 
 
 def _print_record(r: Record, file) -> None:
-    print(f"{r.experiment}: {r.provenance}", file=file)
+    device = f" ({r.device})" if r.source else ""  # a measured record's provenance names its GPU already
+    print(f"{r.experiment}{device}: {r.provenance}", file=file)
     width = max((len(k) for k in r.results), default=0)
     for k, v in r.results.items():
         print(f"  {k:<{width}}  {_fmt(k, v)}", file=file)

@@ -5,8 +5,9 @@ from amp_lessons.formats import quantize
 
 
 def tf32_matmul(a, b):
-    """Exercise 1: a TF32 tensor-core matmul, emulated: both inputs rounded to TF32 the way
-    NVIDIA's cvt.rna.tf32.f32 does (nearest, ties away from zero), then an fp32 product."""
+    """Exercise 1: the course's model of a TF32 matmul: both inputs rounded to TF32 to nearest,
+    ties away from zero (like PTX's cvt.rna.tf32.f32; cuBLAS does not document its rounding), then
+    an IEEE fp32 product."""
     return quantize(a, "tf32", "nearest_away") @ quantize(b, "tf32", "nearest_away")
 
 

@@ -8,7 +8,7 @@ import re
 import pytest
 import torch
 
-from amp_lessons import reference
+from amp_lessons import reference, timing
 from amp_lessons.reference import PUBLISHED, Record, compare, find, load, main, record, save
 
 
@@ -60,23 +60,76 @@ def test_provenance_of_measured_and_published():
     assert rec(capability="", cuda="").provenance == (
         "measured on NVIDIA H100 80GB HBM3, torch 2.11.0, 2026-11-21, by `python -m amp_lessons.reference record`"
     )
-    (a100,) = PUBLISHED
-    assert a100.provenance == (
-        "published: seed notebook of this course (PyTorch TF32 example), NVIDIA A100 (not measured by this course)"
+    docs, original = PUBLISHED
+    assert docs.provenance == (
+        "published: PyTorch docs, CUDA semantics, 'TensorFloat-32 (TF32) on Ampere (and later) devices', "
+        "https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-devices "
+        "(fp64 randn inputs rounded to fp32; timing method not stated); not stated: torch, cuda, date "
+        "(not measured by this course)"
     )
-    assert a100.published and not rec().published
+    assert original.provenance.endswith("; not stated: capability, torch, cuda, date (not measured by this course)")
+    assert docs.published and original.published and not rec().published
 
 
-def test_published_a100_figures():
-    (a100,) = [r for r in PUBLISHED if r.experiment == "tf32_matmul"]
-    assert (a100.device, a100.torch, a100.date, a100.command) == ("NVIDIA A100", "", "", "")
-    assert a100.results == {
-        "shape": "10240x51200 inputs",
+def test_published_tf32_figures_are_two_separate_records():
+    # PyTorch's TF32 note (an A100, K = 10240) and the course's original notebook (GPU not named,
+    # K = 51200) are different experiments: neither record borrows a figure from the other
+    docs, original = [r for r in PUBLISHED if r.experiment == "tf32_matmul"]
+    assert (docs.device, docs.capability, docs.torch, docs.cuda, docs.date, docs.command) == (
+        "NVIDIA A100 (GA100)",
+        "8.0",
+        "",
+        "",
+        "",
+        "",
+    )
+    assert docs.results == {
+        "shape": "10240x10240 @ 10240x10240",
         "tf32_time_s": 0.016,
-        "tf32_rel_error": 0.0022,
         "fp32_time_s": 0.11,
-        "fp32_rel_error": 0.000088,
+        "tf32_max_error": 0.1747,
+        "fp32_max_error": 0.0031,
+        "tf32_rel_error": 0.0022,
+        "fp32_rel_error": 0.000039,
     }
+    assert docs.source.startswith("PyTorch docs") and "https://pytorch.org/docs/stable/notes/cuda.html" in docs.source
+    assert (original.device, original.capability, original.torch, original.cuda, original.date) == (
+        "unknown GPU",
+        "",
+        "",
+        "",
+        "",
+    )
+    assert original.results == {
+        "shape": "10240x51200 @ 51200x10240",
+        "tf32_rel_error": 0.0024,
+        "fp32_rel_error": 8.8293e-05,
+    }
+    assert not any(k.endswith("_time_s") for k in original.results)  # it recorded no timings
+
+
+def _shape_mkn(shape: str) -> tuple[int, int, int]:
+    m, k, k2, n = (int(v) for v in re.fullmatch(r"(\d+)x(\d+) @ (\d+)x(\d+)", shape).groups())
+    assert k == k2, shape
+    return m, k, n
+
+
+def test_no_published_record_implies_more_than_its_gpu_peak():
+    # a published time and its shape imply a rate: 2*m*k*n / time must stay below the GPU's spec-sheet
+    # peak (the chimera this replaces claimed 671 TFLOP/s of TF32 on an A100, whose peak is 156)
+    checked = 0
+    for r in PUBLISHED:
+        m, k, n = _shape_mkn(r.results["shape"])
+        for key in ("fp32", "tf32", "bf16", "fp16", "fp8"):
+            t = r.results.get(f"{key}_time_s")
+            if t is None:
+                continue
+            peak = timing.spec_peak_tflops(r.device, key)
+            assert peak is not None, f"{r.device} has no {key} peak in timing.SPEC_PEAKS: a time needs a known GPU"
+            rate = timing.matmul_flops(m, k, n) / t / 1e12
+            assert rate <= peak * 1.01, (r.device, key, rate, peak)  # 1 %: the source rounds its times
+            checked += 1
+    assert checked == 2  # the A100 note's TF32 and fp32 times: 134 and 19.5 TFLOP/s (peaks 156 and 19.5)
 
 
 @pytest.mark.parametrize(
@@ -299,8 +352,9 @@ def test_cli_record_on_fake_gpu(fake_cuda, registry, monkeypatch, tmp_path, caps
 def test_cli_show_published(capsys):
     assert main(["show", "tf32_matmul"]) == 0
     out = capsys.readouterr().out
-    assert "published: seed notebook of this course" in out and "NVIDIA A100" in out
-    assert "16.0 ms" in out and "110 ms" in out and "0.0022" in out and "8.8e-05" in out
+    assert "published: PyTorch docs, CUDA semantics" in out and "NVIDIA A100 (GA100)" in out
+    assert "16.0 ms" in out and "110 ms" in out and "0.0022" in out and "3.9e-05" in out
+    assert "published: the course's original notebook" in out and "unknown GPU" in out and "8.83e-05" in out
     assert main(["show"]) == 0
     assert "tf32_matmul" in capsys.readouterr().out
     assert main(["show", "unknown_experiment"]) == 1
@@ -320,26 +374,35 @@ def test_compare_columns_and_provenance(tmp_path):
     assert text == str(c)
     header = text.splitlines()[1]
     assert "measured on this machine (cpu)" in header and "NVIDIA H100 80GB HBM3 [1]" in header
-    assert "NVIDIA A100 [2] (published)" in header
+    assert "NVIDIA A100 (GA100) [2] (published)" in header and "unknown GPU [3] (published)" in header
     assert "[1] measured on NVIDIA H100 80GB HBM3 (sm 9.0), torch 2.11.0" in text
-    assert "[2] published: seed notebook" in text
+    assert "[2] published: PyTorch docs" in text and "[3] published: the course's original notebook" in text
     rows = {line.split()[0]: line for line in text.splitlines()[3:] if line and not line.startswith("[")}
-    assert set(rows) == {"fp32_time_s", "fp32_rel_error", "tf32_time_s", "tf32_speedup", "tf32_rel_error", "shape"}
-    assert rows["fp32_time_s"].split()[1:] == ["1.23", "s", "30.0", "ms", "110", "ms"]
-    assert rows["tf32_speedup"].split()[1:] == ["-", "7.5", "-"]
+    assert set(rows) == {
+        "fp32_time_s",
+        "fp32_rel_error",
+        "tf32_time_s",
+        "tf32_speedup",
+        "tf32_max_error",
+        "fp32_max_error",
+        "tf32_rel_error",
+        "shape",
+    }
+    assert rows["fp32_time_s"].split()[1:] == ["1.23", "s", "30.0", "ms", "110", "ms", "-"]
+    assert rows["tf32_speedup"].split()[1:] == ["-", "7.5", "-", "-"]
     h = c._repr_html_()
-    assert "<table" in h and "measured on this machine (cpu)" in h and "published: seed notebook" in h
+    assert "<table" in h and "measured on this machine (cpu)" in h and "published: PyTorch docs" in h
     assert "no reference recorded yet" not in text
 
 
 def test_compare_without_references(tmp_path):
-    c = compare("unknown_experiment", {"x": 1}, "emulated bit-exactly on this machine", path=tmp_path / "none.json")
+    c = compare("unknown_experiment", {"x": 1}, "modelled on this machine", path=tmp_path / "none.json")
     for text in (str(c), c._repr_html_()):
         assert (
             "no reference recorded yet for unknown_experiment: run `python -m amp_lessons.reference record` "
             "on a CUDA GPU"
         ) in text
-        assert "emulated bit-exactly on this machine" in text
+        assert "modelled on this machine" in text
     with pytest.raises(ValueError, match="label"):
         compare("x", {}, "")
 

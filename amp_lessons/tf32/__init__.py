@@ -7,6 +7,7 @@ from .checks import (
     check_tf32_matmul,
 )
 from .experiments import (
+    MODELLED,
     VARIANTS,
     MatmulError,
     conv_errors,
@@ -30,6 +31,7 @@ from .plots import (
 )
 
 __all__ = [
+    "MODELLED",
     "MatmulError",
     "MatmulPrecisionExplorer",
     "VARIANTS",

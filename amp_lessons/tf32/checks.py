@@ -1,4 +1,4 @@
-"""Checkers for lesson 02's exercises (an emulated TF32 matmul, the bf16/TF32 error ratio)."""
+"""Checkers for lesson 02's exercises (the course's TF32 matmul model, the bf16/TF32 error ratio)."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ __all__ = [
 
 
 def check_tf32_matmul(fn) -> CheckResult:
-    """Exercise: ``fn(a, b)`` emulates a TF32 tensor-core matmul of float32 matrices: both inputs
-    rounded to TF32 as NVIDIA's conversion does (ties away from zero), products summed in fp32.
-    Compared bit for bit with the course's emulation on random inputs that include exact ties."""
+    """Exercise: ``fn(a, b)`` is the course's model of a TF32 matmul of float32 matrices: both
+    inputs rounded to TF32 to nearest with ties away from zero (like PTX's ``cvt.rna``), products
+    summed in IEEE fp32. Compared bit for bit with the course's model (not with a tensor core, whose
+    rounding cuBLAS does not document) on random inputs that include exact ties."""
 
     g = torch.Generator().manual_seed(7)
     a = torch.randn(64, 96, generator=g)
@@ -40,24 +41,26 @@ def check_tf32_matmul(fn) -> CheckResult:
     if got.dtype != torch.float32:
         return CheckResult(False, f"the result of a TF32 matmul is float32, yours is {got.dtype}")
     if torch.equal(got, want):
-        return CheckResult(True, "bit-exact: inputs rounded to TF32 with ties away from zero, fp32 accumulation")
+        return CheckResult(
+            True, "matches the course's TF32 model bit for bit: inputs rounded to TF32 (ties away), fp32 products"
+        )
     for rounding in ("nearest_even", "toward_zero"):
         if torch.equal(got, emulated_matmul(a, b, "tf32", rounding)):
             return CheckResult(
                 False,
-                f"you rounded the inputs with {rounding!r}; NVIDIA's fp32 -> TF32 "
-                "conversion rounds ties away from zero ('nearest_away')",
+                f"you rounded the inputs with {rounding!r}; the course's model rounds ties away from "
+                "zero ('nearest_away'), like PTX's cvt.rna (what cuBLAS itself does is undocumented)",
             )
     if torch.equal(got, a @ b):
         return CheckResult(False, "that is the plain fp32 product: round both inputs to TF32 first")
     one_side = [formats.quantize(a, "tf32", "nearest_away") @ b, a @ formats.quantize(b, "tf32", "nearest_away")]
     if any(torch.equal(got, c) for c in one_side):
-        return CheckResult(False, "only one input was rounded: a tensor core rounds both")
+        return CheckResult(False, "only one input was rounded: TF32 math rounds both")
     rel = ((got.double() - want.double()).abs().max() / want.double().abs().mean()).item()
     return CheckResult(
         False,
-        f"differs from the TF32 emulation (relative difference {rel:.2g}); "
-        "hint: quantize(a, 'tf32', 'nearest_away') @ quantize(b, 'tf32', 'nearest_away')",
+        f"differs from the course's TF32 model (relative difference {rel:.2g}); "
+        "hint: round each input with quantize (format 'tf32', ties away from zero), then multiply in fp32",
     )
 
 

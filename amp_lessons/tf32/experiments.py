@@ -1,9 +1,11 @@
 """Lesson 02's experiments: what TF32 costs in accuracy and buys in speed.
 
 Real TF32 needs an NVIDIA GPU of the Ampere generation or newer; everywhere else the experiments
-emulate it bit-exactly: both inputs are rounded to TF32 by :mod:`amp_lessons.formats` (ties away
-from zero, as NVIDIA's ``cvt.rna.tf32.f32`` does, or truncation, as a kernel that ignores the low
-13 bits does) and multiplied in IEEE fp32. Every function takes its sizes and device as arguments
+use a model of it: both inputs are rounded bit-exactly to TF32 by :mod:`amp_lessons.formats` (to
+nearest with ties away from zero, like PTX's ``cvt.rna.tf32.f32``, or by truncation, as a kernel
+that ignores the low 13 bits does) and multiplied in IEEE fp32. Which rounding cuBLAS and cuDNN
+use is not documented, and tensor cores do not sum like IEEE fp32, so the model is not bit-exact
+to any GPU. Every function takes its sizes and device as arguments
 and returns data; the pictures are in :mod:`.plots`.
 """
 
@@ -22,6 +24,7 @@ from .._runtime import exact_fp32 as _exact_fp32, fp32_precision, parse_device a
 from ..device import gpu_info
 
 __all__ = [
+    "MODELLED",
     "MatmulError",
     "VARIANTS",
     "conv_errors",
@@ -35,6 +38,9 @@ __all__ = [
     "switches_tour",
     "time_matmuls",
 ]
+
+MODELLED = "inputs rounded bit-exactly, fp32 sum (model)"
+"""The ``how`` of an emulated variant: its inputs are rounded exactly, its summation is a model."""
 
 # name -> (input format, rounding of the inputs) for the emulated variants
 _EMULATED = {
@@ -57,8 +63,9 @@ def has_tf32(device="cuda") -> bool:
 
 
 def emulated_matmul(a: torch.Tensor, b: torch.Tensor, fmt="tf32", rounding="nearest_away") -> torch.Tensor:
-    """``a @ b`` with both inputs rounded to ``fmt`` and the products summed in IEEE fp32: what a
-    tensor core does with TF32 (or bf16/fp16) inputs and fp32 accumulation."""
+    """``a @ b`` with both inputs rounded to ``fmt`` and the products summed in IEEE fp32: the
+    course's model of a tensor core with TF32 (or bf16/fp16) inputs and fp32 accumulation. The
+    rounding of the inputs is exact; the summation is a model (a tensor core's is not IEEE fp32)."""
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor) or t.dtype != torch.float32:
             raise TypeError(f"{name} must be a float32 tensor, got {getattr(t, 'dtype', type(t).__name__)}")
@@ -83,7 +90,7 @@ class MatmulError:
     max_error: float  # max |C - C_fp64|
     rel_error: float  # max error / mean |C_fp64|
     rms_error: float  # sqrt(mean (C - C_fp64)^2)
-    how: str  # "measured on <device>" or "emulated bit-exactly on <device>"
+    how: str  # "measured on <device>", or MODELLED for the emulated variants
 
 
 def _errors(c: torch.Tensor, ref: torch.Tensor) -> tuple[float, float, float]:
@@ -118,7 +125,7 @@ def matmul_errors(m: int, k: int, n: int, *, device="cpu", seed: int = 0, varian
             fmt, rounding = _EMULATED[v]
             with _exact_fp32(d):
                 c = emulated_matmul(a, b, fmt, rounding)
-            out.append(MatmulError(v, *_errors(c, ref), "emulated bit-exactly"))
+            out.append(MatmulError(v, *_errors(c, ref), MODELLED))
     return out
 
 
@@ -190,8 +197,8 @@ def time_matmuls(size: int, *, device="cpu", repeats: int = 5) -> dict:
 def conv_errors(
     *, device="cpu", batch: int = 8, channels: int = 64, size: int = 32, seed: int = 0
 ) -> list[MatmulError]:
-    """A 3x3 convolution with fp32 math and with TF32 inputs (real cuDNN TF32 on a TF32 GPU,
-    emulated bit-exactly elsewhere), against the fp64 convolution."""
+    """A 3x3 convolution with fp32 math and with TF32 inputs (real cuDNN TF32 on a TF32 GPU; the
+    course's model everywhere: inputs rounded bit-exactly, fp32 sum), against the fp64 convolution."""
     d = _device(device)
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(batch, channels, size, size, generator=g).to(d)
@@ -206,8 +213,8 @@ def conv_errors(
             r: conv(formats.quantize(x, "tf32", r), formats.quantize(w, "tf32", r), padding=1)
             for r in ("nearest_away", "toward_zero")
         }
-    out.append(MatmulError("tf32 emulated (ties away)", *_errors(q["nearest_away"], ref), "emulated bit-exactly"))
-    out.append(MatmulError("tf32 emulated (truncation)", *_errors(q["toward_zero"], ref), "emulated bit-exactly"))
+    out.append(MatmulError("tf32 emulated (ties away)", *_errors(q["nearest_away"], ref), MODELLED))
+    out.append(MatmulError("tf32 emulated (truncation)", *_errors(q["toward_zero"], ref), MODELLED))
     if has_tf32(d):
         with fp32_precision(conv="tf32"):
             out.append(
@@ -243,6 +250,7 @@ def new():
     return {"torch.backends.fp32_precision": torch.backends.fp32_precision,
             "torch.backends.cuda.matmul.fp32_precision": torch.backends.cuda.matmul.fp32_precision,
             "torch.backends.cudnn.conv.fp32_precision": torch.backends.cudnn.conv.fp32_precision,
+            "torch.backends.cudnn.rnn.fp32_precision": torch.backends.cudnn.rnn.fp32_precision,
             "torch.backends.mkldnn.matmul.fp32_precision": torch.backends.mkldnn.matmul.fp32_precision}
 out["new API defaults"] = new()
 torch.set_float32_matmul_precision("high"); out['after set_float32_matmul_precision("high")'] = new()

@@ -21,8 +21,8 @@ __all__ = [
 class MatmulPrecisionExplorer:
     """The format designer's idea applied to a matmul: a slider for the mantissa bits of the
     inputs (exponent fixed at 8, like fp32/TF32/bf16) and a rounding menu; the designed inputs'
-    RMS error against K is drawn over fp32, TF32, bf16 and fp16 inputs (all accumulated in fp32,
-    emulated bit-exactly on the CPU)."""
+    RMS error against K is drawn over fp32, TF32, bf16 and fp16 inputs (all rounded bit-exactly and
+    summed in IEEE fp32 on the CPU: the course's model, not a tensor core)."""
 
     def __init__(
         self,

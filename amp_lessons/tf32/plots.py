@@ -33,7 +33,7 @@ def _variant_color(variant: str) -> str:
 @styled
 def plot_error_vs_k(data: dict, ax=None, *, extra: dict | None = None) -> Axes:
     """RMS error of a matmul against its inner dimension K, log-log, one line per input format
-    (from :func:`amp_lessons.tf32.error_vs_k`), with a dashed sqrt(K) trend through each line's
+    (from :func:`amp_lessons.tf32.error_vs_k`), with a dashed sqrt(K) guide through each line's
     first point. ``extra`` ({label: [rms per K]}) adds more lines (e.g. a designed format)."""
     if not isinstance(data, dict) or not {"k", "rms"} <= set(data):
         raise TypeError("data must be the dict returned by amp_lessons.tf32.error_vs_k (keys 'k', 'rms')")
@@ -50,12 +50,12 @@ def plot_error_vs_k(data: dict, ax=None, *, extra: dict | None = None) -> Axes:
         style = dict(marker="s", mfc="white", ms=8, ls="--") if label == "tf32" else dict(marker="o", ms=4)
         ax.plot(ks, np.maximum(rms, 1e-30), color=color, label=f"{label} inputs", gid=label, **style)
         ax.plot(ks, rms[0] * np.sqrt(ks / ks[0]), "--", color=color, lw=1, alpha=0.7)
-    ax.plot([], [], "k--", lw=1, label="sqrt(K) trend")
+    ax.plot([], [], "k--", lw=1, label="√K guide")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("inner dimension K (products summed per output)")
     ax.set_ylabel("RMS error of C = A @ B vs fp64")
-    ax.set_title("Matmul error grows like sqrt(K) (fp32 accumulation)", loc="left")
+    ax.set_title("Matmul error vs K (fp32 accumulation; dashed: √K guide)", loc="left")
     ax.legend(fontsize=9, loc="lower right")
     return ax
 
@@ -63,7 +63,7 @@ def plot_error_vs_k(data: dict, ax=None, *, extra: dict | None = None) -> Axes:
 @styled
 def plot_matmul_errors(errors, ax=None, *, reference: dict | None = None) -> Axes:
     """Relative error (max error / mean |fp64 result|) of each matmul variant as horizontal bars
-    on a log axis; emulated variants hatched. ``reference`` ({label: rel_error}) adds labelled
+    on a log axis; modelled variants (``how`` ending in "(model)") hatched. ``reference`` ({label: rel_error}) adds labelled
     reference figures (e.g. a published A100 figure) as grey bars."""
     rows = [(e.variant, e.rel_error, e.how) for e in errors]
     if not rows:
@@ -72,12 +72,13 @@ def plot_matmul_errors(errors, ax=None, *, reference: dict | None = None) -> Axe
     ax = axes_for(ax, (8, 0.5 * len(rows) + 1.2))
     for i, (label, value, how) in enumerate(rows):
         color = "#bbbbbb" if how == "reference" else _variant_color(label)
+        modelled = how.endswith("(model)")  # tf32.MODELLED: rounded inputs, an IEEE fp32 sum
         ax.barh(
             i,
             value,
             color=color,
-            hatch="//" if how.startswith("emulated") else None,
-            edgecolor="white" if how.startswith("emulated") else color,
+            hatch="//" if modelled else None,
+            edgecolor="white" if modelled else color,
             gid=label,
         )
         ax.text(value * 1.15, i, f"{value:.2g}  ({how})", va="center", fontsize=9)

@@ -35,7 +35,7 @@ def test_matmul_errors_orders_the_formats():
     assert errs["fp16 inputs"].rel_error == pytest.approx(rna.rel_error, rel=0.05)
     for e in errs.values():
         assert e.max_error >= e.rms_error > 0
-    assert rna.how == "emulated bit-exactly" and "measured" in fp32.how
+    assert rna.how == tf32.MODELLED == "inputs rounded bit-exactly, fp32 sum (model)" and "measured" in fp32.how
 
 
 def test_error_measures():
@@ -85,6 +85,8 @@ def test_switches_tour_reads_the_defaults_and_the_mixing_error():
     assert tour["legacy defaults"]["torch.backends.cuda.matmul.allow_tf32"] is False
     assert tour["legacy defaults"]["torch.backends.cudnn.allow_tf32"] is True
     assert tour["new API defaults"]["torch.backends.cudnn.conv.fp32_precision"] == "tf32"
+    assert tour["new API defaults"]["torch.backends.cudnn.rnn.fp32_precision"] == "tf32"
+    assert tour["new API defaults"]["torch.backends.cuda.matmul.fp32_precision"] == "none"
     assert tour['after set_float32_matmul_precision("high")']["torch.backends.cuda.matmul.fp32_precision"] == "tf32"
     assert "RuntimeError" in tour['cuda.matmul.fp32_precision = "bf16"']
     assert "mix of the legacy and new APIs" in tour["reading allow_tf32 after setting fp32_precision"]

@@ -41,12 +41,16 @@ def test_matmul_errors_plot_bars():
 
     errs = [
         MatmulError("fp32", 1e-4, 1e-6, 1e-5, "measured on this CPU"),
-        MatmulError("tf32 emulated (ties away)", 0.1, 2e-3, 1e-2, "emulated bit-exactly"),
+        MatmulError("tf32 emulated (ties away)", 0.1, 2e-3, 1e-2, "inputs rounded bit-exactly, fp32 sum (model)"),
     ]
-    ax = plot_matmul_errors(errs, reference={"tf32, A100 (seed)": 0.0022})
+    ax = plot_matmul_errors(errs, reference={"tf32, A100 (PyTorch docs)": 0.0022})
     bars = [p for p in ax.patches]
     assert [b.get_width() for b in bars] == [1e-6, 2e-3, 0.0022]
     assert bars[1].get_hatch() == "//" and bars[0].get_hatch() is None
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["fp32", "tf32 emulated (ties away)", "tf32, A100 (seed)"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == [
+        "fp32",
+        "tf32 emulated (ties away)",
+        "tf32, A100 (PyTorch docs)",
+    ]
     with pytest.raises(ValueError, match="empty"):
         plot_matmul_errors([])
