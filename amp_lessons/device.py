@@ -64,6 +64,9 @@ class CPUInfo:
     avx512_bf16: bool = False
     amx_bf16: bool = False  # AMX tiles (bf16 matmuls)
     amx_fp16: bool = False
+    # torch.ops.mkldnn._is_mkldnn_fp16_supported(): oneDNN has an fp16 path here (AVX512-FP16 or
+    # AVX-NE-CONVERT; PyTorch's check in aten/src/ATen/native/mkldnn/Utils.h)
+    onednn_fp16: bool = False
 
     @property
     def bf16_hardware(self) -> bool:
@@ -72,8 +75,11 @@ class CPUInfo:
 
     @property
     def fp16_hardware(self) -> bool:
-        """fp16 matmuls run on dedicated instructions (AMX-FP16); otherwise a slow fallback."""
-        return self.amx_fp16
+        """oneDNN has a fast fp16 path for matmuls here: AVX512-FP16 or AVX-NE-CONVERT
+        (``onednn_fp16``) or AMX-FP16. Elsewhere fp16 matmuls take a generic fallback, tens to hundreds
+        of times slower than fp32 depending on the CPU and the size. A flag, not a measurement: lesson 06
+        decides from the measured rate (:func:`amp_lessons.e2e.matmul_rates`)."""
+        return self.amx_fp16 or self.onednn_fp16
 
 
 _VENDORS = ("nvidia", "amd")
@@ -253,7 +259,10 @@ class DeviceReport:
                 "CPU bf16 instructions",
                 f"{yes[c.bf16_hardware]} (AVX512-BF16 {yes[c.avx512_bf16]}, AMX {yes[c.amx_bf16]})",
             ),
-            ("CPU fp16 instructions", f"{yes[c.fp16_hardware]} (AMX-FP16 {yes[c.amx_fp16]})"),
+            (
+                "CPU fp16 instructions",
+                f"{yes[c.fp16_hardware]} (oneDNN fp16 path {yes[c.onednn_fp16]}, AMX-FP16 {yes[c.amx_fp16]})",
+            ),
         ]
         if g is None:
             rows.append(
@@ -355,7 +364,16 @@ def cpu_info() -> CPUInfo:
         avx512_bf16=flag("_is_avx512_bf16_supported"),
         amx_bf16=flag("_is_amx_tile_supported"),
         amx_fp16=flag("_is_amx_fp16_supported"),
+        onednn_fp16=_onednn_fp16(),
     )
+
+
+def _onednn_fp16() -> bool:
+    """``torch.ops.mkldnn._is_mkldnn_fp16_supported()`` (private; False where this torch lacks it)."""
+    try:
+        return bool(torch.ops.mkldnn._is_mkldnn_fp16_supported())
+    except (AttributeError, RuntimeError):
+        return False
 
 
 def _cpu_model_name() -> str | None:

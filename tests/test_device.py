@@ -66,6 +66,19 @@ def test_no_gpu_branch():
     assert modes(device_report(cpu=BF16_CPU, no_gpu=True))["06"] == "partly emulated"
 
 
+def test_cpu_fp16_path_counts_onednn_and_amx(monkeypatch):
+    assert not PLAIN_CPU.fp16_hardware
+    onednn = CPUInfo("Test CPU", "x86_64", "AVX512", 4, onednn_fp16=True)  # AVX512-FP16 or AVX-NE-CONVERT
+    amx = CPUInfo("Test CPU", "x86_64", "AVX512", 4, amx_fp16=True)
+    assert onednn.fp16_hardware and amx.fp16_hardware
+    row = dict(device_report(cpu=onednn, no_gpu=True).rows())["CPU fp16 instructions"]
+    assert row == "yes (oneDNN fp16 path yes, AMX-FP16 no)"
+    # the probe is torch's own check, and a torch without it reads as "no"
+    assert device.cpu_info().onednn_fp16 == bool(torch.ops.mkldnn._is_mkldnn_fp16_supported())
+    monkeypatch.setattr(torch.ops, "mkldnn", SimpleNamespace())
+    assert device._onednn_fp16() is False
+
+
 @pytest.mark.parametrize(
     "name, cap, arch, gen, native",
     [

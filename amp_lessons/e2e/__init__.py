@@ -4,6 +4,7 @@
 
 from .experiments import (
     CONFIGS,
+    SLOW_FP16_RATIO,
     TENSOR_CORE_GENERATIONS,
     TensorCoreTable,
     TinyTransformer,
@@ -28,6 +29,7 @@ from .plots import (
 
 __all__ = [
     "CONFIGS",
+    "SLOW_FP16_RATIO",
     "TENSOR_CORE_GENERATIONS",
     "TensorCoreTable",
     "TinyTransformer",

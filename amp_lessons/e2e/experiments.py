@@ -1,9 +1,11 @@
 """Lesson 06's experiments: mixed precision end to end, where the speed comes from and where not.
 
 What runs where: everything here measures on the device it is given (``"cpu"`` or ``"cuda"``).
-On a CPU, bf16 matmuls are fast only with AVX512-BF16 or AMX instructions, and fp16 matmuls are
-hundreds of times slower without AMX-FP16 (a scalar fallback), so fp16 work on such a CPU is kept
-tiny or skipped, with the reason in the result. TF32 and fp8 are measured on GPUs that have them
+On a CPU, bf16 and fp16 matmuls are fast only where oneDNN has a path for them (bf16: AVX512-BF16 or
+AMX; fp16: AVX512-FP16, AVX-NE-CONVERT or AMX-FP16); elsewhere they take a generic fallback, tens to
+hundreds of times slower than fp32 depending on the CPU and the size. What decides is the rate
+measured here (:func:`matmul_rates`), not a flag: where fp16 runs at under a quarter of the fp32 rate,
+fp16 work is kept tiny or skipped, with the measured ratio in the reason. TF32 and fp8 are measured on GPUs that have them
 and skipped elsewhere. GPU figures are recorded with :mod:`amp_lessons.reference`
 ("e2e_matmul_throughput", "e2e_training"). The pictures are in :mod:`.plots`.
 """
@@ -30,6 +32,7 @@ from ..device import DeviceReport, device_report
 
 __all__ = [
     "CONFIGS",
+    "SLOW_FP16_RATIO",
     "TENSOR_CORE_GENERATIONS",
     "TensorCoreTable",
     "TinyTransformer",
@@ -139,8 +142,29 @@ def _sync(d: torch.device) -> None:
         torch.cuda.synchronize(d)
 
 
-def _slow_fp16(d: torch.device, report: DeviceReport) -> bool:
-    return d.type == "cpu" and not report.cpu.fp16_hardware
+SLOW_FP16_RATIO = 0.25
+"""fp16 counts as slow where its measured matmul rate is under this share of fp32's. A fast fp16 path
+(a GPU's tensor cores, oneDNN's fp16 kernels) runs at about the fp32 rate or faster; the generic CPU
+fallback ran at 0.009x to 0.02x of fp32 at 256^3 on the AVX2 CPU the course was checked on. A quarter
+sits far from both, so timing noise cannot flip the decision."""
+
+
+def _fp16_over_fp32(d: torch.device) -> float:
+    rates = matmul_rates(d)
+    return rates["fp16"] / rates["fp32"]
+
+
+def _slow_fp16(d: torch.device) -> bool:
+    """fp16 matmuls run at under ``SLOW_FP16_RATIO`` of the fp32 rate here (measured, :func:`matmul_rates`)."""
+    return _fp16_over_fp32(d) < SLOW_FP16_RATIO
+
+
+def _slow_fp16_note(d: torch.device) -> str:
+    where = "this CPU" if d.type == "cpu" else "this GPU"
+    return (
+        f"fp16 matmuls run at {_fp16_over_fp32(d):.2g}x the fp32 rate here (measured at "
+        f"{_RATE_PROBE_SIZE}^3): no fast fp16 path on {where}"
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -170,8 +194,8 @@ def matmul_rates(device="cpu") -> dict[str, float]:
     """FLOP/s of a 256x256x256 matmul in fp32 (IEEE), bf16 and fp16 on ``device``, measured once per
     process (the fastest of 5 calls after a warm-up call: a few ms where the formats are fast, ~0.15 s
     each where they take a slow fallback) and cached. The lessons size their work from these rates, so that a laptop whose CPU
-    has no bf16 or fp16 instructions (hundreds of times slower there) runs a smaller experiment
-    instead of running for minutes. Times predicted from these rates are estimates: fast kernels run
+    has no fast bf16 or fp16 path (tens to hundreds of times slower than fp32 there) runs a smaller
+    experiment instead of running for minutes, and they decide from them whether fp16 is worth running. Times predicted from these rates are estimates: fast kernels run
     larger matmuls faster per FLOP, slow fallbacks run them slower (measured on an AVX2 CPU: bf16 at
     3 GFLOP/s for 128^3, 1.4 for 256^3), so 256^3, the size of the lessons' matmuls, is what is timed."""
     d = _device(device)
@@ -218,11 +242,8 @@ def _skip_reason(dtype: str, size: int, d: torch.device, report: DeviceReport, m
             )
         if size % 16:
             return f"fp8 matmuls (torch._scaled_mm) need sizes divisible by 16, got {size}"
-    if dtype == "fp16" and _slow_fp16(d, report) and size > max_fp16_cpu_size:
-        return (
-            "fp16 matmuls on this CPU have no hardware support: ~hundreds of times slower; "
-            f"measured only up to {max_fp16_cpu_size}"
-        )
+    if dtype == "fp16" and size > max_fp16_cpu_size and _slow_fp16(d):
+        return f"{_slow_fp16_note(d)}; measured only up to {max_fp16_cpu_size}"
     return None
 
 
@@ -262,8 +283,8 @@ def matmul_throughput(
     Rows ``{"size", "dtype", "median_s", "tflops", "percent_of_peak", "skipped"}``: ``percent_of_peak``
     is the share of the GPU's spec-sheet peak (None on a CPU, or for a GPU not in ``SPEC_PEAKS``);
     ``skipped`` is None for a measured row, else the reason (then the figures are None). Skipped:
-    "tf32"/"fp8" without a GPU that has them; on a CPU without fp16 instructions, "fp16" above
-    ``max_fp16_cpu_size`` (such a CPU runs fp16 matmuls hundreds of times slower); and any row whose
+    "tf32"/"fp8" without a GPU that has them; "fp16" above ``max_fp16_cpu_size`` where its
+    :func:`matmul_rates` rate is under a quarter of fp32's (a CPU without a fast fp16 path); and any row whose
     predicted time (warm-up and repeats, from the rate measured at the dtype's previous size, or from
     :func:`matmul_rates` for its first) exceeds ``budget_s`` seconds, with the prediction in the reason:
     a CPU without bf16 instructions runs bf16 matmuls tens of times slower than fp32, and the lesson must not
@@ -566,10 +587,9 @@ def _not_run_reason(config: str, d: torch.device, report: DeviceReport, allow_sl
             f"not run: TF32 is a math mode of NVIDIA tensor cores (Ampere and newer) and {where} has none "
             "(on a CPU the 'tf32' setting changes nothing: it would be the fp32 run again)"
         )
-    if config == "fp16 autocast + GradScaler" and _slow_fp16(d, report) and not allow_slow_fp16:
+    if config == "fp16 autocast + GradScaler" and not allow_slow_fp16 and _slow_fp16(d):
         return (
-            "not run: this CPU has no fp16 matrix instructions (AMX-FP16), so fp16 matmuls take a slow "
-            "fallback, hundreds of times slower than fp32; the run would take minutes and measure nothing "
+            f"not run: {_slow_fp16_note(d)}, so the run would take minutes and measure nothing "
             "about mixed precision (pass allow_slow_fp16=True with a tiny model to run it anyway)"
         )
     if config == "bf16 autocast" and g is not None and not g.bf16:
@@ -716,8 +736,8 @@ def train(
     step time (synchronised on a GPU), "peak_memory_bytes": :func:`peak_memory` of the last step
     (activations, gradients, optimizer temporaries; not the parameters and optimizer state that
     already existed), "device", "steps", "model"}``; or ``{"config", "ran": False, "reason"}``
-    where the config cannot be run meaningfully here (TF32 without an Ampere+ GPU; fp16 on a CPU
-    without fp16 instructions unless ``allow_slow_fp16``)."""
+    where the config cannot be run meaningfully here (TF32 without an Ampere+ GPU; fp16 where its
+    measured matmul rate is under a quarter of fp32's, unless ``allow_slow_fp16``)."""
     if config not in CONFIGS:
         raise ValueError(f"unknown config {config!r}: use one of {', '.join(map(repr, CONFIGS))}")
     make_step = amp_step if make_step is None else make_step
@@ -799,8 +819,8 @@ def inference_compare(
     everything bf16); "fp16 weights" (``.half()``).
 
     Rows ``{"variant", "max_abs_error" (max |logits - fp32 logits|), "time_s" (median forward),
-    "param_bytes", "output_dtype", "note"}``. On a CPU without fp16 instructions the fp16 row is
-    timed once (it is slow there: the note says so)."""
+    "param_bytes", "output_dtype", "note"}``. Where fp16 matmuls are slow (measured, as in
+    :func:`train`) the fp16 row is timed once: the note says so."""
     d = _device(device)
     batch, repeats = _int(batch, "batch"), _int(repeats, "repeats")
     if model is None:
@@ -810,7 +830,7 @@ def inference_compare(
         raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
     model = model.to(d).eval()
     tokens = make_batches(seed, 1, batch, model.seq_len, model.vocab)[0, :, :-1].to(d)
-    slow16 = _slow_fp16(d, device_report())
+    slow16 = _slow_fp16(d)
     variants = [
         ("fp32", model, False, ""),
         ("bf16 autocast", model, True, "weights stay fp32; autocast casts them per matmul"),
@@ -819,8 +839,7 @@ def inference_compare(
             "fp16 weights",
             copy.deepcopy(model).half(),
             False,
-            ".half(): everything fp16"
-            + ("; this CPU has no fp16 instructions (fallback path): timed once" if slow16 else ""),
+            ".half(): everything fp16" + (f"; {_slow_fp16_note(d)}: timed once" if slow16 else ""),
         ),
     ]
     rows, ref = [], None

@@ -4,9 +4,10 @@ fp32 where it does (accumulators, master weights) and scales gradients.
 Every function returns data; the pictures are in :mod:`.plots`. All rounding goes
 through the formats engine (:mod:`amp_lessons.formats`) or an exact scalar twin of it, so any
 :class:`~amp_lessons.formats.FloatFormat` can be the accumulator, not only the dtypes torch has.
-No fp16 matmul runs here: on most CPUs they are hundreds of times slower than fp32, so "fp16
-weights" are fp32 tensors holding fp16 values (rounded by :func:`~amp_lessons.formats.quantize`)
-and the arithmetic on them is fp32 - what a GPU's fp16 tensor core with fp32 accumulation does.
+No fp16 matmul runs here: on CPUs without a fast fp16 path (most of them) they take a fallback tens
+to hundreds of times slower than fp32, so "fp16 weights" are fp32 tensors holding fp16 values
+(rounded by :func:`~amp_lessons.formats.quantize`) and the arithmetic on them is fp32: a model of a
+GPU's fp16 tensor core with fp32 accumulation, not a bit-exact copy of it.
 
 How a running sum is rounded: each addition is done in float32 (round to nearest even) and the
 result rounded to the accumulator's format. For addends that are already in the accumulator's

@@ -78,8 +78,9 @@ def test_table_without_gpu_says_what_the_cpu_has():
 # --- matmul throughput ---------------------------------------------------------------------------
 
 
-def test_throughput_rows_and_fp16_skip_without_fp16_hardware(fake_cpu):
+def test_throughput_rows_and_fp16_skip_where_fp16_is_measured_slow(fake_cpu, fake_rates):
     fake_cpu(NO_FP16_CPU)
+    fake_rates(NO_BF16)  # fp16 at 0.03x the fp32 rate
     rows = e2e.matmul_throughput([32, 64], ("fp32", "bf16", "fp16", "tf32", "fp8"), repeats=1, max_fp16_cpu_size=32)
     assert [(r["size"], r["dtype"]) for r in rows] == [
         (s, d) for s in (32, 64) for d in ("fp32", "bf16", "fp16", "tf32", "fp8")
@@ -90,16 +91,31 @@ def test_throughput_rows_and_fp16_skip_without_fp16_hardware(fake_cpu):
         assert r["skipped"] is None and r["median_s"] > 0 and r["percent_of_peak"] is None
         assert r["tflops"] == pytest.approx(2 * key[0] ** 3 / r["median_s"] / 1e12)
     assert by[(64, "fp16")]["skipped"] == (
-        "fp16 matmuls on this CPU have no hardware support: ~hundreds of times slower; measured only up to 32"
+        "fp16 matmuls run at 0.03x the fp32 rate here (measured at 256^3): no fast fp16 path on this CPU; "
+        "measured only up to 32"
     )
     assert by[(64, "fp16")]["tflops"] is None and by[(64, "fp16")]["median_s"] is None
     assert "TF32" in by[(32, "tf32")]["skipped"] and "fp8" in by[(32, "fp8")]["skipped"]
 
 
-def test_throughput_measures_fp16_like_bf16_with_fp16_hardware(fake_cpu):
-    fake_cpu(FP16_CPU)
+def test_throughput_measures_fp16_like_bf16_where_fp16_is_measured_fast(fake_cpu, fake_rates):
+    fake_cpu(NO_FP16_CPU)  # the flag says no fp16 path: the measured rate decides
+    fake_rates(FAST)
     rows = e2e.matmul_throughput([48], ("fp16",), repeats=1, max_fp16_cpu_size=0)
     assert rows[0]["skipped"] is None and rows[0]["tflops"] > 0
+
+
+@pytest.mark.parametrize("fp16_rate, slow", [(2.4e10, True), (2.5e10, False), (1e11, False), (1e9, True)])
+def test_slow_fp16_is_decided_by_the_measured_rate(fake_cpu, fake_rates, fp16_rate, slow):
+    for cpu in (NO_FP16_CPU, FP16_CPU):  # the CPU flags do not matter
+        fake_cpu(cpu)
+        fake_rates({"fp32": 1e11, "bf16": 1e11, "fp16": fp16_rate})
+        assert e2e._slow_fp16(torch.device("cpu")) is slow
+        assert (
+            e2e._not_run_reason("fp16 autocast + GradScaler", torch.device("cpu"), e2e.device_report(), False) is None
+        ) is not slow
+    if slow:
+        assert f"{fp16_rate / 1e11:.2g}x the fp32 rate here" in e2e._slow_fp16_note(torch.device("cpu"))
 
 
 @pytest.mark.parametrize(
@@ -221,10 +237,12 @@ def test_train_runs_the_step_the_caller_writes():
         e2e.train("fp32", steps=2, progress=False, model_kwargs=TINY, make_step=lambda *a: lambda x, y: "low")
 
 
-def test_train_does_not_run_fp16_or_tf32_where_they_mean_nothing(fake_cpu):
+def test_train_does_not_run_fp16_or_tf32_where_they_mean_nothing(fake_cpu, fake_rates):
     fake_cpu(NO_FP16_CPU)
+    fake_rates(NO_BF16)
     r = e2e.train("fp16 autocast + GradScaler", progress=False)
-    assert r["ran"] is False and "no fp16 matrix instructions" in r["reason"] and "loss" not in r
+    assert r["ran"] is False and "loss" not in r
+    assert r["reason"].startswith("not run: fp16 matmuls run at 0.03x the fp32 rate here (measured at 256^3)")
     t = e2e.train("tf32", progress=False)
     assert t["ran"] is False and "TF32" in t["reason"]
     forced = e2e.train(
@@ -233,8 +251,9 @@ def test_train_does_not_run_fp16_or_tf32_where_they_mean_nothing(fake_cpu):
     assert forced["ran"] and len(forced["loss"]) == 4 and all(math.isfinite(v) for v in forced["loss"])
 
 
-def test_train_runs_fp16_on_a_cpu_with_fp16_hardware(fake_cpu):
+def test_train_runs_fp16_where_fp16_is_measured_fast(fake_cpu, fake_rates):
     fake_cpu(FP16_CPU)
+    fake_rates(FAST)
     r = e2e.train("fp16 autocast + GradScaler", steps=3, progress=False, model_kwargs=TINY, batch=2)
     assert r["ran"] and len(r["loss"]) == 3
 
@@ -300,6 +319,7 @@ def test_reference_experiments_run_small_on_cpu():
 # --- sizing the work by measured matmul rates ----------------------------------------------------
 
 FAST = {"fp32": 1e11, "bf16": 2e11, "fp16": 2e11}  # a CPU with bf16/fp16 instructions
+FAST_BF16 = {"fp32": 1e11, "bf16": 2e11, "fp16": 1.5e9}  # bf16 instructions, no fast fp16 path
 NO_BF16 = {"fp32": 5e10, "bf16": 1.5e9, "fp16": 1.5e9}  # an AVX2 laptop: bf16 ~30x slower than fp32
 CRAWL = {"fp32": 1e6, "bf16": 1e6, "fp16": 1e6}  # nothing fits any budget
 
@@ -322,7 +342,7 @@ def test_matmul_rates_are_measured_once_per_process():
 
 def test_training_plan_keeps_the_full_model_where_bf16_is_fast(fake_cpu, fake_rates):
     fake_cpu(NO_FP16_CPU)
-    fake_rates(FAST)
+    fake_rates(FAST_BF16)
     plan = e2e.training_plan()
     assert plan["model"] == e2e._CPU_MODEL and plan["batch"] == 16 and plan["steps"] == 40
     assert plan["configs"] == ["fp32", "bf16 autocast"] and not plan["scaled_down"]
@@ -353,11 +373,12 @@ def test_training_plan_scales_every_config_down_where_bf16_is_slow(fake_cpu, fak
 
 
 def test_training_plan_counts_fp16_only_where_it_runs(fake_cpu, fake_rates):
-    fake_rates({"fp32": 5e10, "bf16": 1e11, "fp16": 1e9})
-    fake_cpu(FP16_CPU)
-    assert "fp16 autocast + GradScaler" in e2e.training_plan()["configs"]
-    assert "fp16 matmuls run at 1 GFLOP/s" in e2e.training_plan()["note"]
     fake_cpu(NO_FP16_CPU)
+    fake_rates({"fp32": 5e10, "bf16": 1e11, "fp16": 2e10})  # fp16 at 0.4x fp32: fast enough to run
+    assert "fp16 autocast + GradScaler" in e2e.training_plan()["configs"]
+    assert "fp16 matmuls run at 20 GFLOP/s" in e2e.training_plan()["note"]  # the slowest config sizes the model
+    fake_cpu(FP16_CPU)
+    fake_rates({"fp32": 5e10, "bf16": 1e11, "fp16": 1e9})  # fp16 at 0.02x fp32
     assert "fp16 autocast + GradScaler" not in e2e.training_plan()["configs"]
     assert e2e.training_plan(allow_slow_fp16=True)["scaled_down"]
 
