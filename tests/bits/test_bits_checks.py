@@ -18,6 +18,9 @@ def test_max_finite():
     assert not r and "mantissa of the largest" in r.message
     r = bits.check_max_finite(lambda e, m: None)
     assert not r and "None" in r.message
+    # the general hint points the way without the formula (the exercise cell's stored output shows it)
+    assert "largest exponent field that is not all ones" in r.message and "all-ones mantissa" in r.message
+    assert "2**" not in r.message and "bias" not in r.message
     r = bits.check_max_finite(lambda e, m: 1 / 0)
     assert not r and "ZeroDivisionError" in r.message
     assert "expected a function" in bits.check_max_finite(3).message
@@ -32,7 +35,9 @@ def test_ulp():
 
     assert bits.check_ulp(right)
     r = bits.check_ulp(lambda x: 2.0 ** (math.floor(math.log2(x)) - 7))
-    assert not r and "below the smallest normal" in r.message
+    assert not r and "below the smallest normal" in r.message and "2**" not in r.message
+    r = bits.check_ulp(lambda x: None)
+    assert not r and "power of two at or below x" in r.message and "2**" not in r.message
     assert not bits.check_ulp(lambda x: x * 2**-7)
 
 
