@@ -1,0 +1,845 @@
+"""Lesson 09's experiments: mixed precision on a real ``torch.distributed`` process group.
+
+Every multi-process experiment starts a small real group of CPU processes with the gloo backend
+(:func:`run_group`) and returns plain, picklable data to the notebook:
+
+- :func:`ddp_amp_step`: DDP with autocast, per rank the dtypes of parameters, activations, gradients and
+  what the gradient all-reduce carries; one rank's gradient made inf, and every rank's GradScaler skips;
+  the gradients the ``bf16_compress_hook`` returns against the fp32 all-reduce.
+- :func:`fsdp_stages`: FSDP2 ``fully_shard`` with ``MixedPrecisionPolicy``: the dtype (and shape) of every
+  stage of a training step, read from the operations the step dispatches (all-gather, matmuls,
+  reduce-scatter), for ``reduce_dtype`` float32 and bfloat16.
+- :func:`fsdp_inf_sync`: fp16 FSDP2 with an inf in one rank's gradient that reduce-scatter delivers to
+  another rank's shard: the local view disagrees, the scaler's decision does not.
+- :func:`bytes_per_parameter`: the bytes per parameter each rank holds (parameters, gradients, Adam states,
+  counted from the storages), against the arithmetic.
+- :func:`reduction_error`: the error of summing N ranks' gradients in bf16 and in fp32, in ring order and
+  pairwise, for N up to thousands: EMULATED in one process (the formats engine rounds after every add,
+  as gloo's bf16 sum does), the emulation checked bit for bit against the real gloo all-reduce for the
+  world sizes this machine runs (:func:`gloo_allreduce_check`).
+
+What a laptop cannot show: NCCL, its algorithms (rings, trees, NVLS) and the bandwidth of NVLink or
+InfiniBand; the numbers of the reduction are those of the order modelled, not of a particular NCCL run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import math
+import multiprocessing
+import os
+import pickle
+import signal
+import sys
+import tempfile
+import time
+import traceback
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch._dynamo  # noqa: F401 - imported once here: fully_shard imports it lazily, in every worker otherwise (2 s each)
+import torch.distributed as dist
+from torch import nn
+from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook, bf16_compress_hook
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
+from torch.distributed.tensor import DTensor
+from torch.nn.parallel import DistributedDataParallel
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+from .._validate import int_at_least as _int_at_least, positive as _positive
+from ..formats import quantize
+
+__all__ = [
+    "MAX_EMULATED_WORLD_SIZE",
+    "MAX_WORLD_SIZE",
+    "MEMORY_SETTINGS",
+    "REDUCTION_METHODS",
+    "DdpStep",
+    "FsdpStages",
+    "GroupTimeout",
+    "GroupUnavailable",
+    "MemoryRow",
+    "ReductionError",
+    "WorkerError",
+    "bytes_per_parameter",
+    "ddp_amp_step",
+    "fsdp_inf_sync",
+    "fsdp_stages",
+    "gloo_allreduce_check",
+    "loopback_interface",
+    "reduction_error",
+    "pairwise_sum",
+    "ring_sum",
+    "run_group",
+]
+
+MAX_WORLD_SIZE = 8  # real processes: each one is a Python interpreter with torch (about 300 MB)
+MAX_EMULATED_WORLD_SIZE = 65536  # emulated ranks: one row of a tensor each
+MAX_TIMEOUT_S = 600.0
+_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+# DTensor warns when GradScaler's found_inf (shape [1], not a scalar) meets DTensor gradients; the scaler
+# still reduces it over the mesh (torch/distributed/tensor/_dispatch.py, found_inf_reduce_handler).
+_DTENSOR_FOUND_INF_WARNING = "Found a non-scalar tensor with numel=1"
+
+
+# --- the launcher -------------------------------------------------------------------------------------
+
+
+class WorkerError(RuntimeError):
+    """A worker of :func:`run_group` raised or died; ``rank`` is the first that failed, ``detail`` its
+    traceback (or exit status) and the tail of its log."""
+
+    def __init__(self, rank: int, detail: str):
+        super().__init__(f"rank {rank} of the process group failed; every worker was stopped.\n{detail}")
+        self.rank = rank
+        self.detail = detail
+
+
+class GroupTimeout(TimeoutError):
+    """:func:`run_group` ran past its timeout; every worker was stopped."""
+
+
+class GroupUnavailable(RuntimeError):
+    """No process group can start here (no loopback interface that is up)."""
+
+
+def loopback_interface() -> tuple[str | None, bool | None]:
+    """The loopback network interface and whether it is up: ``(name, up)``. On Linux read from
+    ``/sys/class/net`` (``(None, False)`` if there is none); elsewhere ``("lo0", None)``: not probed."""
+    net = Path("/sys/class/net")
+    if not net.is_dir():
+        return ("lo0", None)
+    for iface in sorted(net.iterdir()):
+        try:
+            flags = int((iface / "flags").read_text().strip(), 16)
+        except (OSError, ValueError):
+            continue
+        if flags & 0x8:  # IFF_LOOPBACK
+            return (iface.name, bool(flags & 0x1))  # IFF_UP
+    return (None, False)
+
+
+def _check_world_size(world_size, limit: int = MAX_WORLD_SIZE) -> int:
+    n = _int_at_least(world_size, "world_size", 1)
+    if n > limit:
+        raise ValueError(f"world_size={world_size!r} is not allowed: at most {limit} here")
+    return n
+
+
+def _check_timeout(timeout) -> float:
+    t = _positive(timeout, "timeout")
+    if t > MAX_TIMEOUT_S:
+        raise ValueError(f"timeout={timeout!r} is not allowed: at most {MAX_TIMEOUT_S:.0f} seconds")
+    return t
+
+
+def _worker(fn, rank: int, world_size: int, args: tuple, workdir: str, timeout: float, ifname: str | None):
+    """One rank: log to a file, one thread, join the gloo group, run ``fn``, write the result, leave."""
+    log = open(os.path.join(workdir, f"rank{rank}.log"), "w", buffering=1)  # noqa: SIM115 - lives until exit
+    os.dup2(log.fileno(), 1)  # C++ (gloo) logs go to the file too, not into the notebook's kernel
+    os.dup2(log.fileno(), 2)
+    sys.stdout = sys.stderr = log
+    out = os.path.join(workdir, f"rank{rank}.pkl")
+    try:
+        torch.set_num_threads(1)  # as DataLoader workers do: OpenMP is not fork-safe, and 2 ranks share the cores
+        if ifname is not None:
+            os.environ["GLOO_SOCKET_IFNAME"] = ifname  # gloo binds to the loopback interface only
+        dist.init_process_group(
+            "gloo",
+            init_method="file://" + os.path.join(workdir, "store"),
+            rank=rank,
+            world_size=world_size,
+            timeout=datetime.timedelta(seconds=timeout),
+        )
+        try:
+            result = ("ok", fn(rank, world_size, *args))
+        finally:
+            dist.destroy_process_group()
+    except BaseException:  # noqa: BLE001 - every failure goes back to the parent as text
+        result = ("error", traceback.format_exc())
+    with open(out + ".tmp", "wb") as f:
+        pickle.dump(result, f)
+    os.replace(out + ".tmp", out)
+    log.flush()
+    if result[0] != "ok":
+        sys.exit(1)
+
+
+def _stop(procs) -> None:
+    """SIGTERM every live worker, then SIGKILL what is left after a second; reap all."""
+    for p in procs:
+        if p.is_alive():
+            with contextlib.suppress(OSError):
+                p.terminate()
+    deadline = time.monotonic() + 1.0
+    for p in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+    for p in procs:
+        if p.is_alive():
+            with contextlib.suppress(OSError):
+                os.kill(p.pid, signal.SIGKILL)
+            p.join()
+
+
+def _log_tail(workdir: str, rank: int, lines: int = 15) -> str:
+    try:
+        text = Path(workdir, f"rank{rank}.log").read_text(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return "\n".join(text[-lines:])
+
+
+def run_group(fn, world_size: int = 2, args: tuple = (), *, timeout: float = 60.0) -> list:
+    """Run ``fn(rank, world_size, *args)`` in ``world_size`` fresh processes joined in a gloo process group
+    on this machine; return the list of their results (rank order; they must be picklable).
+
+    - The rendezvous is a file store in a private temporary directory (``init_method="file://..."``): no TCP
+      port is chosen at all, so none can be taken by another program between choosing and binding it; gloo's
+      own connections use the loopback interface only (``GLOO_SOCKET_IFNAME``).
+    - Every worker is stopped (SIGTERM, then SIGKILL) and reaped when one fails, when ``timeout`` seconds
+      pass (GroupTimeout), when the caller is interrupted, and in any case before returning: no process
+      outlives the call. A failure raises WorkerError with the worker's traceback.
+    - Workers are forked where the platform can (Linux: a fraction of a second, ``fn`` may be any function);
+      elsewhere spawned (``fn`` and ``args`` must be importable/picklable; each start imports torch).
+    """
+    world_size = _check_world_size(world_size)
+    timeout = _check_timeout(timeout)
+    if not callable(fn):
+        raise TypeError(f"fn must be a function fn(rank, world_size, *args), got {type(fn).__name__}")
+    if not isinstance(args, tuple):
+        raise TypeError(f"args must be a tuple, got {type(args).__name__}")
+    ifname, up = loopback_interface()
+    if up is False:
+        raise GroupUnavailable(
+            "the loopback interface is down (or missing) in this network namespace, so gloo cannot connect "
+            "its processes; bring it up (`ip link set lo up`) or run outside the namespace"
+        )
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    ctx = multiprocessing.get_context(method)
+    with tempfile.TemporaryDirectory(prefix="amp-group-") as workdir:
+        procs = []
+        try:
+            with warnings.catch_warnings():
+                # Python >= 3.12 warns on fork() in a process with threads (a kernel has some). The child only
+                # runs torch on one thread and gloo, and touches no lock of the parent, as DataLoader workers.
+                warnings.filterwarnings(
+                    "ignore", message=r".*use of fork\(\) may lead to deadlocks", category=DeprecationWarning
+                )
+                for rank in range(world_size):
+                    p = ctx.Process(
+                        target=_worker, args=(fn, rank, world_size, args, workdir, timeout, ifname), daemon=True
+                    )
+                    p.start()
+                    procs.append(p)
+            deadline = time.monotonic() + timeout
+            while True:
+                failed = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0)]
+                if failed:
+                    _stop(procs)
+                    raise _failure(workdir, procs, failed)
+                if all(p.exitcode == 0 for p in procs):
+                    break
+                if time.monotonic() > deadline:
+                    _stop(procs)
+                    raise GroupTimeout(
+                        f"the process group of {world_size} ran past its timeout of {timeout:g} s; every worker "
+                        f"was stopped. Last lines of rank 0:\n{_log_tail(workdir, 0)}"
+                    )
+                time.sleep(0.005)
+            results = []
+            for rank in range(world_size):
+                with open(os.path.join(workdir, f"rank{rank}.pkl"), "rb") as f:
+                    results.append(pickle.load(f)[1])
+            return results
+        finally:
+            _stop(procs)
+
+
+def _failure(workdir: str, procs, failed: list[int]) -> WorkerError:
+    """The error of the first rank that failed: its traceback if it wrote one, else how it died."""
+    for rank in failed:
+        path = os.path.join(workdir, f"rank{rank}.pkl")
+        if os.path.exists(path):
+            with open(path, "rb") as f:
+                status, detail = pickle.load(f)
+            if status == "error":
+                return WorkerError(rank, detail.rstrip())
+    rank = failed[0]
+    code = procs[rank].exitcode
+    how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
+    return WorkerError(
+        rank, f"the worker {how} without a Python traceback. Last lines of its log:\n{_log_tail(workdir, rank)}"
+    )
+
+
+# --- what a step dispatches ----------------------------------------------------------------------------
+
+
+class _OpLog(TorchDispatchMode):
+    """Records (op name, dtypes of the tensor inputs, shapes) of matmuls, casts and collectives."""
+
+    KEEP = ("allgather", "all_gather", "reduce_scatter", "allreduce", "mm", "addmm", "_to_copy")
+
+    def __init__(self):
+        super().__init__()
+        self.ops: list[tuple[str, tuple[str, ...], tuple]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        name = func.overloadpacket.__name__.strip("_")
+        if name in ("mm", "addmm", "to_copy") or any(k in name for k in self.KEEP[:4]):
+            tensors = [a for a in tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
+            self.ops.append((name, tuple(_name(t.dtype) for t in tensors), tuple(tuple(t.shape) for t in tensors)))
+        return func(*args, **kwargs)
+
+
+def _name(dtype: torch.dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _local(t: torch.Tensor) -> torch.Tensor:
+    return t.to_local() if isinstance(t, DTensor) else t
+
+
+def _tiny_mlp(seed: int, sizes=(16, 32, 8)) -> nn.Sequential:
+    torch.manual_seed(seed)
+    layers: list[nn.Module] = []
+    for i in range(len(sizes) - 1):
+        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
+        if i < len(sizes) - 2:
+            layers.append(nn.ReLU())
+    return nn.Sequential(*layers)
+
+
+def _batch(rank: int, seed: int, rows: int = 8, cols: int = 16) -> torch.Tensor:
+    return torch.randn(rows, cols, generator=torch.Generator().manual_seed(seed * 1000 + rank))
+
+
+# --- DDP with autocast -----------------------------------------------------------------------------------
+
+
+@dataclass
+class DdpStep:
+    """What :func:`ddp_amp_step` saw, one entry per rank (lists indexed by rank)."""
+
+    world_size: int
+    autocast_dtype: str
+    param_dtypes: list[dict[str, str]]
+    activation_dtypes: list[dict[str, str]]
+    grad_dtypes: list[dict[str, str]]
+    bucket_dtypes: list[list[str]]  # what each rank's all-reduce carried, per bucket
+    local_grad_finite: list[bool]  # before the all-reduce (seen by the comm hook)
+    reduced_grad_finite: list[bool]  # after it
+    scale_before: list[float]
+    scale_after: list[float]
+    stepped: list[bool]  # did optimizer.step() change the parameters
+    grads_equal_across_ranks: bool
+    bf16_hook_rel_error: float  # |bf16_compress_hook - fp32 all-reduce| / |fp32 all-reduce|, over all grads
+    bf16_hook_grad_dtypes: list[str] = field(default_factory=list)
+    inf_rank: int | None = None
+    bf16_hook_refused: str = ""  # DDP's error when bf16_compress_hook is registered on gloo ("" if accepted)
+
+    def table(self) -> str:
+        rows = [
+            f"{'rank':>4}  {'params':8} {'activations':12} {'grads':8} {'all-reduce':10} {'local finite':12} "
+            f"{'reduced finite':14} {'scale':>13}  stepped"
+        ]
+        for r in range(self.world_size):
+            rows.append(
+                f"{r:>4}  {_one(self.param_dtypes[r]):8} {_one(self.activation_dtypes[r]):12} "
+                f"{_one(self.grad_dtypes[r]):8} {'/'.join(sorted(set(self.bucket_dtypes[r]))):10} "
+                f"{self.local_grad_finite[r]!s:12} {self.reduced_grad_finite[r]!s:14} "
+                f"{_pow2(self.scale_before[r]):>5} -> {_pow2(self.scale_after[r]):<5}  {self.stepped[r]}"
+            )
+        return "\n".join(rows)
+
+
+def _one(d: dict[str, str]) -> str:
+    values = sorted(set(d.values()))
+    return values[0] if len(values) == 1 else "/".join(values)
+
+
+def _pow2(v: float) -> str:
+    k = math.log2(v) if v > 0 else float("nan")
+    return f"2^{int(k)}" if k == int(k) else f"{v:g}"
+
+
+def _ddp_rank(rank: int, world_size: int, dtype_name: str, inf_rank, seed: int) -> dict:
+    dtype = _DTYPES[dtype_name]
+    model = DistributedDataParallel(_tiny_mlp(seed))
+    seen_local, seen_dtype = [], []
+
+    def hook(state, bucket):  # runs on each bucket before its all-reduce: what this rank sends
+        buf = bucket.buffer()
+        seen_local.append(bool(torch.isfinite(buf).all()))
+        seen_dtype.append(_name(buf.dtype))
+        return allreduce_hook(state, bucket)
+
+    model.register_comm_hook(None, hook)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu")
+    acts = {}
+    handles = [
+        m.register_forward_hook(lambda mod, i, o, n=n: acts.__setitem__(n, _name(o.dtype)))
+        for n, m in model.module.named_children()
+    ]
+    x = _batch(rank, seed)
+    with torch.autocast("cpu", dtype=dtype):
+        out = model(x)
+    for h in handles:
+        h.remove()
+    if inf_rank == rank:  # one element of this rank's output gradient overflows, as an fp16 backward can
+        out.register_hook(lambda g: g.index_fill(1, torch.tensor([0]), math.inf))
+    loss = out.float().square().mean()
+    before = [p.detach().clone() for p in model.parameters()]
+    scale_before = scaler.get_scale()
+    scaler.scale(loss).backward()
+    grads = torch.cat([p.grad.flatten() for p in model.parameters()])
+    reduced_finite = bool(torch.isfinite(grads).all())
+    grad_dtypes = {n: _name(p.grad.dtype) for n, p in model.module.named_parameters()}
+    scaler.step(opt)
+    scaler.update()
+    stepped = any(not torch.equal(b, p.detach()) for b, p in zip(before, model.parameters()))
+    everyone = [None] * world_size
+    dist.all_gather_object(everyone, grads)
+    equal = all(torch.allclose(everyone[0], g, rtol=0, atol=0, equal_nan=True) for g in everyone)
+
+    # the same backward (no inf, no scaler) reduced by the fp32 all-reduce and by bf16_compress_hook
+    refused = ""
+    try:  # DDP refuses the hook by name unless NCCL (CUDA) or XCCL runs it
+        DistributedDataParallel(_tiny_mlp(seed)).register_comm_hook(None, bf16_compress_hook)
+    except TypeError as e:
+        refused = str(e)
+
+    def bf16_hook_on_gloo(state, bucket):  # the same function, called under another name: gloo sums bf16
+        return bf16_compress_hook(state, bucket)
+
+    pair = []
+    for comm in (allreduce_hook, bf16_hook_on_gloo):
+        m = DistributedDataParallel(_tiny_mlp(seed))
+        m.register_comm_hook(None, comm)
+        with torch.autocast("cpu", dtype=dtype):
+            o = m(x)
+        o.float().square().mean().backward()
+        pair.append(torch.cat([p.grad.flatten() for p in m.parameters()]))
+    rel = float((pair[1] - pair[0]).norm() / pair[0].norm())
+    return {
+        "params": {n: _name(p.dtype) for n, p in model.module.named_parameters()},
+        "acts": acts,
+        "grads": grad_dtypes,
+        "buckets": seen_dtype,
+        "local_finite": all(seen_local),
+        "reduced_finite": reduced_finite,
+        "scale_before": scale_before,
+        "scale_after": scaler.get_scale(),
+        "stepped": stepped,
+        "equal": equal,
+        "rel": rel,
+        "hook_grad_dtype": _name(pair[1].dtype),
+        "refused": refused,
+    }
+
+
+def ddp_amp_step(
+    world_size: int = 2, dtype: str = "fp16", inf_rank: int | None = 1, seed: int = 0, *, timeout: float = 60.0
+) -> DdpStep:
+    """One DDP training step of a tiny MLP (16-32-8) under ``torch.autocast("cpu", dtype)`` with
+    ``torch.amp.GradScaler("cpu")`` on ``world_size`` real gloo ranks (each its own batch). On rank
+    ``inf_rank`` (None: none) one column of the output gradient is made inf before backward.
+    A comm hook records what each rank's gradient buckets hold before the all-reduce. Then the same backward
+    (no inf) is reduced by the default fp32 all-reduce and by ``bf16_compress_hook``; their relative
+    difference is returned."""
+    world_size = _check_world_size(world_size)
+    if world_size < 2:
+        raise ValueError(f"world_size={world_size!r} is not allowed: DDP needs at least 2 ranks to show anything")
+    if dtype not in ("fp16", "bf16"):
+        raise ValueError(f"dtype={dtype!r} is not allowed: use 'fp16' or 'bf16'")
+    if inf_rank is not None:
+        inf_rank = _int_at_least(inf_rank, "inf_rank", 0)
+        if inf_rank >= world_size:
+            raise ValueError(f"inf_rank={inf_rank!r} is not allowed: it must be a rank below world_size={world_size}")
+    seed = _int_at_least(seed, "seed", 0)
+    rs = run_group(_ddp_rank, world_size, (dtype, inf_rank, seed), timeout=timeout)
+    return DdpStep(
+        world_size=world_size,
+        autocast_dtype=_name(_DTYPES[dtype]),
+        param_dtypes=[r["params"] for r in rs],
+        activation_dtypes=[r["acts"] for r in rs],
+        grad_dtypes=[r["grads"] for r in rs],
+        bucket_dtypes=[r["buckets"] for r in rs],
+        local_grad_finite=[r["local_finite"] for r in rs],
+        reduced_grad_finite=[r["reduced_finite"] for r in rs],
+        scale_before=[r["scale_before"] for r in rs],
+        scale_after=[r["scale_after"] for r in rs],
+        stepped=[r["stepped"] for r in rs],
+        grads_equal_across_ranks=all(r["equal"] for r in rs),
+        bf16_hook_rel_error=max(r["rel"] for r in rs),
+        bf16_hook_grad_dtypes=[r["hook_grad_dtype"] for r in rs],
+        inf_rank=inf_rank,
+        bf16_hook_refused=rs[0]["refused"],
+    )
+
+
+# --- FSDP2 with MixedPrecisionPolicy ---------------------------------------------------------------------
+
+
+@dataclass
+class FsdpStages:
+    """The dtype at each stage of one FSDP2 training step, per ``reduce_dtype`` (keys "float32", "bfloat16"):
+    ``stages[reduce_dtype]`` is a list of (stage, dtype, detail) rows, read on rank 0."""
+
+    world_size: int
+    param_dtype: str
+    stages: dict[str, list[tuple[str, str, str]]]
+    grad_error: dict[str, float]  # relative error of the sharded fp32 gradient against an fp64 reference
+
+    def table(self, reduce_dtype: str) -> str:
+        rows = self.stages[reduce_dtype]
+        width = max(len(r[0]) for r in rows)
+        return "\n".join(f"{stage:<{width}}  {dtype:9} {detail}" for stage, dtype, detail in rows)
+
+
+def _stages_from(ops, model, out, x) -> list[tuple[str, str, str]]:
+    first = lambda names: next((o for o in ops if o[0] in names), None)  # noqa: E731
+    gather = first(("allgather_base", "all_gather_into_tensor"))
+    mm = first(("addmm", "mm"))
+    scatter = first(("reduce_scatter_base", "reduce_scatter_tensor"))
+    w = model[0].weight
+    rows = [
+        (
+            "sharded parameter (optimizer's copy)",
+            _name(w.dtype),
+            f"local shard {tuple(_local(w).shape)} of {tuple(w.shape)}",
+        ),
+        ("forward input after the cast", _name(x), "cast_forward_inputs=True"),
+        (
+            "all-gathered parameter",
+            gather[1][0] if gather else "-",
+            f"all-gather of {gather[2][0][0] if gather else 0} values",
+        ),
+        ("matmul operands", "/".join(sorted(set(mm[1]))) if mm else "-", "forward and backward"),
+        ("module output", _name(out.dtype), "output_dtype=None: the compute dtype"),
+        ("gradient reduce-scatter", scatter[1][0] if scatter else "-", "the reduce_dtype"),
+        ("sharded gradient", _name(w.grad.dtype), f"local shard {tuple(_local(w.grad).shape)}"),
+    ]
+    return rows
+
+
+def _fsdp_rank(rank: int, world_size: int, param_name: str, seed: int) -> dict:
+    param_dtype = _DTYPES[param_name]
+    stages, errors = {}, {}
+    x = _batch(rank, seed)
+    for reduce_dtype in (torch.float32, torch.bfloat16):
+        model = _tiny_mlp(seed)
+        reference = _tiny_mlp(seed).double()
+        policy = MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=reduce_dtype)
+        fully_shard(model, mp_policy=policy)
+        seen = {}
+        hook = model[0].register_forward_pre_hook(lambda m, a, seen=seen: seen.__setitem__("x", a[0].dtype))
+        log = _OpLog()
+        with log:
+            out = model(x)
+            out.float().square().mean().backward()
+        hook.remove()
+        stages[_name(reduce_dtype)] = _stages_from(log.ops, model, out, seen["x"])
+        # the exact gradient of the mean loss over all ranks' batches, in fp64, for the bf16 computation
+        xs = [_batch(r, seed).double() for r in range(world_size)]
+        sum(reference(xr).square().mean() for xr in xs).backward()
+        want = torch.cat([p.grad.flatten() / world_size for p in reference.parameters()])
+        got = [p.grad.full_tensor().double().flatten() for p in model.parameters()]
+        errors[_name(reduce_dtype)] = float((torch.cat(got) - want).norm() / want.norm())
+    return {"stages": stages, "errors": errors}
+
+
+def fsdp_stages(world_size: int = 2, param_dtype: str = "bf16", seed: int = 0, *, timeout: float = 60.0) -> FsdpStages:
+    """One FSDP2 training step of a tiny MLP (16-32-8, ``fully_shard`` on the whole model) with
+    ``MixedPrecisionPolicy(param_dtype, reduce_dtype)`` for reduce_dtype float32 then bfloat16, on
+    ``world_size`` real gloo ranks. The stages are read from the operations the step dispatches (a
+    ``TorchDispatchMode`` sees the all-gather, the matmuls and the reduce-scatter with their dtypes). The
+    gradient error is against the fp64 gradient of the same loss (the bf16 compute included)."""
+    world_size = _check_world_size(world_size)
+    if param_dtype not in ("bf16", "fp16", "fp32"):
+        raise ValueError(f"param_dtype={param_dtype!r} is not allowed: use 'bf16', 'fp16' or 'fp32'")
+    seed = _int_at_least(seed, "seed", 0)
+    rs = run_group(_fsdp_rank, world_size, (param_dtype, seed), timeout=timeout)
+    return FsdpStages(world_size, _name(_DTYPES[param_dtype]), rs[0]["stages"], rs[0]["errors"])
+
+
+def _inf_sync_rank(rank: int, world_size: int, inf_rank: int, seed: int) -> dict:
+    out_rows = {}
+    warnings.filterwarnings("ignore", message=_DTENSOR_FOUND_INF_WARNING, category=UserWarning)
+    for cls in (ShardedGradScaler, torch.amp.GradScaler):
+        torch.manual_seed(seed)
+        model = nn.Linear(16, 2 * world_size)  # two output rows per rank: rank 0 owns rows 0 and 1
+        fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=torch.float16, reduce_dtype=torch.float32))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        scaler = cls("cpu")
+        out = model(_batch(rank, seed))
+        if rank == inf_rank:  # an inf in output column 0: row 0 of this rank's weight gradient, owned by rank 0
+            out.register_hook(lambda g: g.index_fill(1, torch.tensor([0]), math.inf))
+        scaler.scale(out.float().square().mean()).backward()
+        local = [_local(p.grad) for p in model.parameters()]
+        before = [_local(p).detach().clone() for p in model.parameters()]
+        scaler.step(opt)
+        scaler.update()
+        out_rows[cls.__name__] = {
+            "local_shard_finite": all(bool(torch.isfinite(t).all()) for t in local),
+            "grad_type": type(model.weight.grad).__name__,
+            "scale_after": scaler.get_scale(),
+            "stepped": any(not torch.equal(b, _local(p).detach()) for b, p in zip(before, model.parameters())),
+        }
+    return out_rows
+
+
+def fsdp_inf_sync(world_size: int = 2, inf_rank: int = 1, seed: int = 0, *, timeout: float = 60.0) -> list[dict]:
+    """fp16 FSDP2 (``param_dtype=float16``, ``reduce_dtype=float32``) on one Linear layer: rank ``inf_rank``
+    puts an inf in one output column's gradient; reduce-scatter delivers it to the rank that owns that
+    row (rank 0), so the other ranks' gradient shards are finite. Per rank and per scaler class
+    (ShardedGradScaler, GradScaler): whether its local shard is finite, the scale after ``update()``,
+    whether the optimizer stepped."""
+    world_size = _check_world_size(world_size)
+    if world_size < 2:
+        raise ValueError(f"world_size={world_size!r} is not allowed: the demo needs at least 2 ranks")
+    inf_rank = _int_at_least(inf_rank, "inf_rank", 0)
+    if inf_rank >= world_size:
+        raise ValueError(f"inf_rank={inf_rank!r} is not allowed: it must be a rank below world_size={world_size}")
+    seed = _int_at_least(seed, "seed", 0)
+    return run_group(_inf_sync_rank, world_size, (inf_rank, seed), timeout=timeout)
+
+
+# --- bytes per parameter -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryRow:
+    """Bytes per parameter one rank holds under one setting, by component, counted from the storages of the
+    tensors the training step keeps (parameters, ``.grad``, Adam's ``exp_avg`` and ``exp_avg_sq``) and divided
+    by the model's parameter count. ``expected`` is the arithmetic (bytes of each dtype, divided by the ranks
+    that share them)."""
+
+    setting: str
+    world_size: int
+    params: float
+    grads: float
+    optimizer: float
+    expected: float
+
+    @property
+    def total(self) -> float:
+        return self.params + self.grads + self.optimizer
+
+
+def _storage_bytes(tensors) -> int:
+    seen, total = set(), 0
+    for t in tensors:
+        s = _local(t).untyped_storage()
+        if s.data_ptr() not in seen:
+            seen.add(s.data_ptr())
+            total += s.nbytes()
+    return total
+
+
+MEMORY_SETTINGS = {
+    # name: (how the model is wrapped, dtype of the model, autocast dtype, expected bytes per parameter)
+    "fp32": ("ddp", torch.float32, None, lambda n: 4 + 4 + 8),
+    "AMP (bf16 autocast)": ("ddp", torch.float32, torch.bfloat16, lambda n: 4 + 4 + 8),
+    "bf16-true": ("ddp", torch.bfloat16, None, lambda n: 2 + 2 + 4),
+    "FSDP fp32": ("fsdp", torch.float32, None, lambda n: 16 / n),
+    "FSDP + MixedPrecisionPolicy(bf16)": ("fsdp-mp", torch.float32, None, lambda n: 16 / n),
+    "FSDP bf16-true": ("fsdp", torch.bfloat16, None, lambda n: 8 / n),
+}
+
+
+def _memory_rank(rank: int, world_size: int, width: int, seed: int) -> list[dict]:
+    rows = []
+    for setting, (wrap, dtype, autocast, _) in MEMORY_SETTINGS.items():
+        torch.manual_seed(seed)
+        model = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width)).to(dtype)
+        n_params = sum(p.numel() for p in model.parameters())
+        if wrap == "ddp":
+            model = DistributedDataParallel(model)
+        else:
+            policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16) if wrap == "fsdp-mp" else MixedPrecisionPolicy()
+            for layer in (model[0], model[2]):
+                fully_shard(layer, mp_policy=policy)
+            fully_shard(model, mp_policy=policy)
+        opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+        x = _batch(rank, seed, rows=4, cols=width).to(dtype)
+        with torch.autocast("cpu", dtype=autocast or torch.bfloat16, enabled=autocast is not None):
+            out = model(x)
+        out.float().square().mean().backward()
+        opt.step()
+        params = list(model.parameters())
+        states = [v for st in opt.state.values() for k, v in st.items() if k in ("exp_avg", "exp_avg_sq")]
+        rows.append(
+            {
+                "setting": setting,
+                "params": _storage_bytes(params) / n_params,
+                "grads": _storage_bytes([p.grad for p in params]) / n_params,
+                "optimizer": _storage_bytes(states) / n_params,
+            }
+        )
+    return rows
+
+
+def bytes_per_parameter(
+    world_size: int = 2, width: int = 64, seed: int = 0, *, timeout: float = 60.0
+) -> list[MemoryRow]:
+    """Measured on ``world_size`` real gloo ranks: the bytes per parameter rank 0 holds after one Adam step of a
+    two-layer MLP (``width`` x ``width``, twice) under each of :data:`MEMORY_SETTINGS` (DDP replicates; FSDP2
+    shards every layer and the root). ``width`` must be a multiple of ``world_size`` so that no shard is padded."""
+    world_size = _check_world_size(world_size)
+    width = _int_at_least(width, "width", 1)
+    if width % world_size or width > 1024:
+        raise ValueError(f"width={width!r} is not allowed: a multiple of world_size={world_size}, at most 1024")
+    seed = _int_at_least(seed, "seed", 0)
+    rs = run_group(_memory_rank, world_size, (width, seed), timeout=timeout)
+    return [
+        MemoryRow(
+            r["setting"],
+            world_size,
+            r["params"],
+            r["grads"],
+            r["optimizer"],
+            MEMORY_SETTINGS[r["setting"]][3](world_size),
+        )
+        for r in rs[0]
+    ]
+
+
+# --- the precision of gradient reduction ------------------------------------------------------------------------
+
+
+def _check_grads(grads) -> torch.Tensor:
+    if not isinstance(grads, torch.Tensor) or grads.dim() != 2 or not grads.is_floating_point():
+        raise TypeError("grads must be a 2-d floating-point tensor: one row per rank")
+    if not 1 <= grads.shape[0] <= MAX_EMULATED_WORLD_SIZE:
+        raise ValueError(f"grads has {grads.shape[0]} rows (ranks): 1 to {MAX_EMULATED_WORLD_SIZE} are allowed")
+    return grads.float()
+
+
+def _round(x: torch.Tensor, fmt: str) -> torch.Tensor:
+    return x if fmt == "fp32" else quantize(x, fmt)
+
+
+def ring_sum(grads: torch.Tensor, fmt: str = "bf16", start: int = 0) -> torch.Tensor:
+    """The sum of the rows of ``grads`` (one per rank) accumulated one rank after another from rank ``start``
+    around the ring, the running sum rounded to ``fmt`` ("bf16", "fp16" or "fp32") after every add, as a ring
+    reduce-scatter accumulates a chunk hop by hop in the communication dtype. Each add is an fp32 add of two
+    ``fmt`` values then one rounding (what gloo's bf16 sum computes). Returned as float32."""
+    g = _check_grads(grads)
+    if fmt not in ("bf16", "fp16", "fp32"):
+        raise ValueError(f"fmt={fmt!r} is not allowed: use 'bf16', 'fp16' or 'fp32'")
+    n = g.shape[0]
+    start = _int_at_least(start, "start", 0) % n
+    g = _round(g, fmt)
+    acc = g[start].clone()
+    for i in range(1, n):
+        acc = _round(acc + g[(start + i) % n], fmt)
+    return acc
+
+
+def pairwise_sum(grads: torch.Tensor, fmt: str = "bf16") -> torch.Tensor:
+    """The sum of the rows of ``grads`` by a binary tree (rank pairs, then pairs of pairs), rounded to ``fmt``
+    after every add: the order of a tree all-reduce or recursive halving. Returned as float32."""
+    g = _check_grads(grads)
+    if fmt not in ("bf16", "fp16", "fp32"):
+        raise ValueError(f"fmt={fmt!r} is not allowed: use 'bf16', 'fp16' or 'fp32'")
+    level = _round(g, fmt)
+    while level.shape[0] > 1:
+        if level.shape[0] % 2:
+            level = torch.cat([_round(level[:-2:2] + level[1:-1:2], fmt), level[-1:]])
+        else:
+            level = _round(level[0::2] + level[1::2], fmt)
+    return level[0]
+
+
+@dataclass
+class ReductionError:
+    """Normwise relative error ||sum - exact|| / ||exact|| of each reduction method at each world size
+    (EMULATED in one process; ``exact`` is the fp64 sum of the same bf16 gradients)."""
+
+    world_sizes: list[int]
+    errors: dict[str, list[float]]  # method -> error per world size
+    elements: int
+
+    def at(self, method: str, world_size: int) -> float:
+        return self.errors[method][self.world_sizes.index(world_size)]
+
+
+REDUCTION_METHODS = ("bf16 ring", "bf16 pairwise", "fp32 ring")
+
+
+def reduction_error(world_sizes=(2, 8, 64, 512, 4096), elements: int = 256, seed: int = 0) -> ReductionError:
+    """For each N of ``world_sizes``: N ranks' gradients (each N(0, 1) per element, rounded to bf16 as a bf16
+    backward produces them; ``elements`` per rank) summed in bf16 in ring order, in bf16 pairwise, and in fp32
+    in ring order; the normwise error against the exact (fp64) sum. Emulated: one row per rank."""
+    sizes = sorted({_check_world_size(n, MAX_EMULATED_WORLD_SIZE) for n in world_sizes})
+    if not sizes or any(n < 2 for n in sizes):
+        raise ValueError(f"world_sizes={world_sizes!r} is not allowed: give world sizes of at least 2")
+    elements = _int_at_least(elements, "elements", 1)
+    if elements * sizes[-1] > 2**24:
+        raise ValueError(f"elements * world size = {elements * sizes[-1]} is too large here (at most 2**24 values)")
+    seed = _int_at_least(seed, "seed", 0)
+    errors: dict[str, list[float]] = {m: [] for m in REDUCTION_METHODS}
+    gen = torch.Generator().manual_seed(seed)
+    for n in sizes:
+        grads = quantize(torch.randn(n, elements, generator=gen), "bf16")
+        exact = grads.double().sum(0)
+        for method, got in (
+            ("bf16 ring", ring_sum(grads, "bf16")),
+            ("bf16 pairwise", pairwise_sum(grads, "bf16")),
+            ("fp32 ring", ring_sum(grads, "fp32")),
+        ):
+            errors[method].append(float((got.double() - exact).norm() / exact.norm()))
+    return ReductionError(sizes, errors, elements)
+
+
+def _allreduce_rank(rank: int, world_size: int, elements: int, seed: int) -> dict:
+    grads = quantize(torch.randn(world_size, elements, generator=torch.Generator().manual_seed(seed)), "bf16")
+    out = {}
+    for fmt, dtype in (("bf16", torch.bfloat16), ("fp32", torch.float32)):
+        t = grads[rank].to(dtype, copy=True)
+        dist.all_reduce(t)
+        out[fmt] = t.float()
+    return {"grads": grads, **out}
+
+
+def gloo_allreduce_check(world_size: int = 2, elements: int = 256, seed: int = 0, *, timeout: float = 60.0) -> dict:
+    """The real gloo ``all_reduce`` (bf16 and fp32) of ``world_size`` ranks' bf16-representable gradients,
+    against the emulation: per format, the fraction of elements equal bit for bit to :func:`ring_sum` from
+    some starting rank in some direction (gloo splits the tensor in chunks, each reduced along the ring from a
+    different rank), whether all ranks got the same result, and the normwise errors of gloo and of the
+    emulated ring from rank 0 against the exact sum."""
+    world_size = _check_world_size(world_size)
+    if world_size < 2:
+        raise ValueError(f"world_size={world_size!r} is not allowed: a reduction needs at least 2 ranks")
+    elements = _int_at_least(elements, "elements", 1)
+    if elements > 2**16:
+        raise ValueError(f"elements={elements!r} is not allowed: at most {2**16}")
+    seed = _int_at_least(seed, "seed", 0)
+    rs = run_group(_allreduce_rank, world_size, (elements, seed), timeout=timeout)
+    grads = rs[0]["grads"]
+    exact = grads.double().sum(0)
+    report = {}
+    for fmt in ("bf16", "fp32"):
+        got = rs[0][fmt]
+        orders = []
+        for start in range(world_size):
+            orders.append(ring_sum(grads, fmt, start))
+            orders.append(ring_sum(grads.flip(0), fmt, world_size - 1 - start))
+        match = torch.zeros(elements, dtype=torch.bool)
+        for o in orders:
+            match |= o == got
+        report[fmt] = {
+            "ranks_agree": all(torch.equal(r[fmt], got) for r in rs),
+            "matching_some_ring_order": float(match.float().mean()),
+            "gloo_error": float((got.double() - exact).norm() / exact.norm()),
+            "emulated_error": float((orders[0].double() - exact).norm() / exact.norm()),
+        }
+    return report

@@ -1,0 +1,194 @@
+"""amp_lessons.distributed.experiments: the launcher (results, failures, timeouts, no process left behind) and
+the lesson's facts, on real 2-process gloo groups (each well under a second here) and on the emulation."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from amp_lessons.distributed import experiments as E
+from amp_lessons.formats import quantize
+
+pytestmark = pytest.mark.skipif(E.loopback_interface()[1] is False, reason="no loopback interface up here")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _sum_ranks(rank, world_size, base):
+    t = torch.tensor([float(base + rank)])
+    dist.all_reduce(t)
+    return {"rank": rank, "sum": t.item(), "pid": os.getpid()}
+
+
+def _one_rank_fails(rank, world_size, pid_dir, how):
+    with open(os.path.join(pid_dir, f"{rank}.pid"), "w") as f:
+        f.write(str(os.getpid()))
+    if rank == 1:
+        if how == "raise":
+            raise ValueError("rank 1 failed on purpose")
+        os._exit(7)  # dies without a traceback, as a segfault or the OOM killer would leave it
+    dist.barrier()  # rank 0 waits for rank 1 forever: the launcher must not
+    return "unreachable"
+
+
+def _sleeps(rank, world_size):
+    time.sleep(60)
+
+
+def test_run_group_returns_each_ranks_result():
+    out = E.run_group(_sum_ranks, 2, (10,), timeout=60)
+    assert [r["rank"] for r in out] == [0, 1] and all(r["sum"] == 21.0 for r in out)
+    assert not any(_alive(r["pid"]) for r in out) and not multiprocessing.active_children()
+
+
+@pytest.mark.parametrize("how", ["raise", "exit"])
+def test_a_failing_worker_stops_the_group_at_once(tmp_path, how):
+    t0 = time.monotonic()
+    with pytest.raises(E.WorkerError) as info:
+        E.run_group(_one_rank_fails, 2, (str(tmp_path), how), timeout=60)
+    assert time.monotonic() - t0 < 30  # not the 60 s timeout: the failure is seen as soon as rank 1 exits
+    assert info.value.rank == 1
+    if how == "raise":
+        assert "ValueError: rank 1 failed on purpose" in str(info.value)
+    else:
+        assert "exited with status 7" in str(info.value)
+    pids = [int(p.read_text()) for p in tmp_path.glob("*.pid")]
+    assert len(pids) == 2 and not any(_alive(p) for p in pids)  # rank 0, blocked in a barrier, was stopped
+    assert not multiprocessing.active_children()
+
+
+def test_timeout_stops_every_worker():
+    t0 = time.monotonic()
+    with pytest.raises(E.GroupTimeout, match="ran past its timeout of 1 s"):
+        E.run_group(_sleeps, 2, timeout=1)
+    assert time.monotonic() - t0 < 10 and not multiprocessing.active_children()
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"world_size": 0}, "world_size=0"),
+        ({"world_size": 10**6}, "at most 8"),
+        ({"world_size": 2.0}, "world_size=2.0"),
+        ({"timeout": 0}, "timeout=0"),
+        ({"timeout": 1e9}, "at most 600"),
+    ],
+)
+def test_run_group_bad_input(kwargs, words):
+    with pytest.raises(ValueError, match=words):
+        E.run_group(_sum_ranks, **{"args": (0,), **kwargs})
+    with pytest.raises(TypeError, match="fn must be a function"):
+        E.run_group("not a function")
+
+
+def test_ddp_autocast_dtypes_and_one_decision_for_all_ranks():
+    s = E.ddp_amp_step(2, "fp16", inf_rank=1)
+    for r in range(2):
+        assert set(s.param_dtypes[r].values()) == {"float32"}  # fp32 master weights
+        assert set(s.activation_dtypes[r].values()) == {"float16"}  # autocast's Linear outputs (ReLU keeps them)
+        assert set(s.grad_dtypes[r].values()) == {"float32"} and set(s.bucket_dtypes[r]) == {"float32"}
+    assert s.local_grad_finite == [True, False]  # only rank 1's own gradient held the inf
+    assert s.reduced_grad_finite == [False, False]  # the all-reduce gave it to every rank
+    assert s.stepped == [False, False] and s.scale_after == [2.0**15] * 2 and s.scale_before == [2.0**16] * 2
+    assert s.grads_equal_across_ranks
+    assert "NCCL" in s.bf16_hook_refused  # DDP refuses bf16_compress_hook by name on gloo
+    # the hook's bf16 all-reduce: about bf16's relative precision (2^-9 = 0.002) per gradient, not more than 4x
+    assert 1e-4 < s.bf16_hook_rel_error < 8e-3 and s.bf16_hook_grad_dtypes == ["float32", "float32"]
+    assert "2^16 -> 2^15" in s.table()
+
+
+def test_fsdp_stages_follow_the_policy():
+    s = E.fsdp_stages(2, "bf16")
+    for reduce_dtype in ("float32", "bfloat16"):
+        rows = {stage: dtype for stage, dtype, _ in s.stages[reduce_dtype]}
+        assert rows["sharded parameter (optimizer's copy)"] == "float32"
+        assert rows["all-gathered parameter"] == rows["matmul operands"] == rows["module output"] == "bfloat16"
+        assert rows["forward input after the cast"] == "bfloat16"
+        assert rows["gradient reduce-scatter"] == reduce_dtype
+        assert rows["sharded gradient"] == "float32"
+        assert "local shard (16, 16) of (32, 16)" in s.table(reduce_dtype)
+        # bf16 compute dominates at 2 ranks: both errors at the bf16 scale (2^-9), below 1%
+        assert 1e-4 < s.grad_error[reduce_dtype] < 1e-2
+
+
+def test_fsdp_every_rank_skips_although_one_shard_is_finite():
+    rows = E.fsdp_inf_sync(2, inf_rank=1)
+    for cls in ("ShardedGradScaler", "GradScaler"):
+        assert [r[cls]["local_shard_finite"] for r in rows] == [False, True]  # the inf landed in rank 0's shard
+        assert [r[cls]["stepped"] for r in rows] == [False, False]
+        assert [r[cls]["scale_after"] for r in rows] == [2.0**15] * 2 and rows[0][cls]["grad_type"] == "DTensor"
+
+
+def test_bytes_per_parameter_match_the_arithmetic():
+    rows = {r.setting: r for r in E.bytes_per_parameter(2, width=32)}
+    assert set(rows) == set(E.MEMORY_SETTINGS)
+    for r in rows.values():
+        assert r.total == r.expected  # exact: no shard is padded when width is a multiple of the ranks
+    assert (rows["fp32"].params, rows["fp32"].grads, rows["fp32"].optimizer) == (4, 4, 8)
+    assert rows["bf16-true"].total == 8 and rows["FSDP fp32"].total == 8 and rows["FSDP bf16-true"].total == 4
+    with pytest.raises(ValueError, match="multiple of world_size"):
+        E.bytes_per_parameter(2, width=33)
+
+
+def test_the_emulation_is_what_gloo_computes():
+    report = E.gloo_allreduce_check(2, elements=128)
+    for fmt in ("bf16", "fp32"):
+        assert report[fmt]["ranks_agree"] and report[fmt]["matching_some_ring_order"] == 1.0
+    assert report["bf16"]["gloo_error"] == report["bf16"]["emulated_error"] > 0  # 2 ranks: one order only
+
+
+def test_ring_and_pairwise_sums():
+    g = quantize(torch.randn(5, 16, generator=torch.Generator().manual_seed(1)), "bf16")
+    manual = g[0].clone()
+    for row in g[1:]:
+        manual = (manual + row).to(torch.bfloat16).float()
+    assert torch.equal(E.ring_sum(g, "bf16"), manual)
+    assert torch.equal(E.ring_sum(g, "fp32"), g[0] + g[1] + g[2] + g[3] + g[4])
+    assert torch.equal(E.pairwise_sum(g, "fp32"), ((g[0] + g[1]) + (g[2] + g[3])) + g[4])
+    assert torch.equal(E.ring_sum(g[:1], "bf16"), g[0])
+    with pytest.raises(TypeError, match="2-d"):
+        E.ring_sum(torch.ones(3))
+    with pytest.raises(ValueError, match="fmt='fp8'"):
+        E.pairwise_sum(g, "fp8")
+
+
+def test_reduction_error_grows_with_world_size_in_bf16():
+    r = E.reduction_error((2, 64, 4096), elements=64)
+    ring, pair, fp32 = r.errors["bf16 ring"], r.errors["bf16 pairwise"], r.errors["fp32 ring"]
+    assert ring[0] == pair[0] > 0  # two ranks: one add, one rounding, any order
+    assert ring[0] < ring[1] < ring[2] and ring[2] > 5 * pair[2]  # ring order grows ~ sqrt(N), the tree ~ log N
+    assert max(fp32) < 1e-6 < min(ring)
+    assert r.at("bf16 ring", 4096) == ring[2]
+    with pytest.raises(ValueError, match="at least 2"):
+        E.reduction_error((1, 8))
+    with pytest.raises(ValueError, match="too large"):
+        E.reduction_error((65536,), elements=1024)
+
+
+def test_argument_checks_of_the_experiments():
+    with pytest.raises(ValueError, match="inf_rank=2"):
+        E.ddp_amp_step(2, inf_rank=2)
+    with pytest.raises(ValueError, match="dtype='fp8'"):
+        E.ddp_amp_step(2, dtype="fp8")
+    with pytest.raises(ValueError, match="param_dtype='int8'"):
+        E.fsdp_stages(2, "int8")
+    with pytest.raises(ValueError, match="world_size=1"):
+        E.fsdp_inf_sync(1)
+    with pytest.raises(ValueError, match="world_size=1"):
+        E.gloo_allreduce_check(1)
+
+
+def test_loopback_interface():
+    name, up = E.loopback_interface()
+    assert up in (True, False, None) and (name is None or isinstance(name, str))

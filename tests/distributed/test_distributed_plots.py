@@ -1,0 +1,46 @@
+"""Tests of amp_lessons.distributed.plots (on data built directly: no process group needed)."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt
+import pytest
+
+from amp_lessons import distributed
+from amp_lessons.distributed import MemoryRow, ReductionError
+
+
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    plt.close("all")
+
+
+def by_gid(ax, gid):
+    return [a for a in ax.get_children() if a.get_gid() == gid]
+
+
+def test_plot_reduction_error_draws_one_line_per_method_and_marks_zeros():
+    r = distributed.reduction_error((2, 16, 128), elements=32)
+    ax = distributed.plot_reduction_error(r)
+    for method in distributed.REDUCTION_METHODS:
+        (line,) = by_gid(ax, method)
+        assert list(line.get_xdata()) == [2, 16, 128]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    assert r.errors["fp32 ring"][0] == 0  # two ranks in fp32: exact, drawn at the floor
+    assert by_gid(ax, "fp32 ring")[0].get_ydata()[0] == 1e-10
+    with pytest.raises(TypeError, match="ReductionError"):
+        distributed.plot_reduction_error({"bf16 ring": [1.0]})
+
+
+def test_plot_memory_per_parameter_stacks_the_components():
+    rows = [MemoryRow("fp32", 2, 4.0, 4.0, 8.0, 16.0), MemoryRow("FSDP fp32", 2, 2.0, 2.0, 4.0, 8.0)]
+    ax = distributed.plot_memory_per_parameter(rows)
+    params, optim = by_gid(ax, "parameters"), by_gid(ax, "optimizer states")  # one bar per setting
+    assert [p.get_width() for p in params] == [4.0, 2.0]
+    assert [p.get_x() for p in optim] == [8.0, 4.0]
+    assert list(by_gid(ax, "expected")[0].get_xdata()) == [16.0, 8.0]
+    with pytest.raises(TypeError, match="MemoryRow"):
+        distributed.plot_memory_per_parameter([])
+    assert isinstance(ReductionError([2], {"x": [0.1]}, 1).at("x", 2), float)
