@@ -305,7 +305,7 @@ def workshop_schedule(
     except (ValueError, AttributeError):
         raise ValueError(f"start must be a time like '09:00', got {start!r}") from None
     for name, v in (("break_every", break_every), ("break_minutes", break_minutes), ("lunch_minutes", lunch_minutes)):
-        if not isinstance(v, int) or v < 1:
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} must be a positive number of minutes, got {v!r}")
     t = h * 60 + m
     since_break, rows, had_lunch = 0, [], False

@@ -572,6 +572,8 @@ def representable_values(fmt: str | FloatFormat, positive_only: bool = True) -> 
         raise ValueError(f"{f.name} has {f.bits} bits; listing its values is only offered up to 16 bits")
     v = from_bits(torch.arange(1 << f.bits), f)
     v = v[torch.isfinite(v)]
+    if not isinstance(positive_only, bool):
+        raise TypeError(f"positive_only must be True or False, got {positive_only!r}")
     if positive_only:
         v = v[v >= 0]
     return torch.unique(v)

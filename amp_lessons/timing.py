@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import torch
 
 from ._runtime import parse_device
+from ._validate import count, flag
 
 __all__ = [
     "DTYPE_KEYS",
@@ -37,6 +38,9 @@ __all__ = [
     "spec_peak_tflops",
     "time_fn",
 ]
+
+MAX_REPEATS = 100_000
+"""The most warm-up or timed calls :func:`time_fn` makes (a typo must not hang a kernel)."""
 
 DTYPE_KEYS = ("fp32", "tf32", "bf16", "fp16", "fp8")
 """The math a timed matmul runs in, as the spec sheets name it (``dtype_key`` of ``time_fn``)."""
@@ -368,16 +372,14 @@ def time_fn(
     """
     if not callable(fn):
         raise TypeError(f"fn must be a callable taking no arguments, got {fn!r}")
-    for label, v, least in (("warmup", warmup, 0), ("repeats", repeats, 1)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < least:
-            raise ValueError(f"{label} must be an int >= {least}, got {v!r}")
+    count(warmup, "warmup", 0, MAX_REPEATS, "calls of fn, each timed in turn")
+    count(repeats, "repeats", 1, MAX_REPEATS, "calls of fn, each timed in turn")
     if flops is not None and (
         isinstance(flops, bool) or not isinstance(flops, (int, float)) or not math.isfinite(flops) or flops <= 0
     ):
         raise ValueError(f"flops must be a positive number or None, got {flops!r}")
     _check_dtype_key(dtype_key, allow_none=True)
-    if not isinstance(flush_l2, bool):
-        raise ValueError(f"flush_l2 must be True or False, got {flush_l2!r}")
+    flag(flush_l2, "flush_l2")
     dev = parse_device(device, require_available=False)
 
     if dev.type == "cpu":

@@ -28,3 +28,29 @@ def test_int_at_least():
     for bad in (0, 2.0, True):
         with pytest.raises(ValueError, match="n=.*int >= 1"):
             int_at_least(bad, "n", 1)
+
+
+def test_flag_seed_count_and_allocation():
+    from amp_lessons import _validate as v
+
+    assert v.flag(True, "progress") is True
+    for bad in ("no", 1, None):
+        with pytest.raises(TypeError, match=r"progress must be True or False, got"):
+            v.flag(bad, "progress")
+    assert v.seed(0) == 0 and v.seed(2**63 - 1) == 2**63 - 1
+    for bad in ("x", 1.5, True):
+        with pytest.raises(TypeError, match="seed must be an int"):
+            v.seed(bad)
+    with pytest.raises(ValueError, match=r"seed=-1 is not allowed"):
+        v.seed(-1)
+    assert v.count(3, "steps") == 3
+    with pytest.raises(TypeError, match="steps must be an int >= 1, got True"):
+        v.count(True, "steps")
+    with pytest.raises(ValueError, match=r"steps must be an int >= 1, got 0"):
+        v.count(0, "steps")
+    with pytest.raises(ValueError, match=r"steps=1000000000000 is more than this course runs: at most 100,000 \(x\)"):
+        v.count(10**12, "steps", high=100_000, unit="x")
+    v.allocation(1000, "a 10x100 matrix")
+    with pytest.raises(ValueError, match=r"m=10\*\*6 would allocate 3.64 TiB"):
+        v.allocation(1e12, "m=10**6")
+    assert v.nbytes_text(1536) == "1.5 KiB"

@@ -48,6 +48,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from .._table import Cell, html_table
+from .._validate import count
 from ..timing import time_fn
 
 __all__ = [
@@ -1237,8 +1238,7 @@ def cast_cost(size=(4096, 1024), repeats: int = 20, *, device: str = "cpu") -> d
     twice before reading much into one result.
     """
     rows, features = _check_size(size)
-    if isinstance(repeats, bool) or not isinstance(repeats, numbers.Integral) or repeats < 1:
-        raise ValueError(f"repeats must be a positive int, got {repeats!r}")
+    count(repeats, "repeats", 1, 10_000, "timed calls of each of four ops")
     if device not in DEVICE_TYPES:
         raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
     if device == "cuda" and not torch.cuda.is_available():

@@ -9,6 +9,7 @@ import copy
 import torch
 from torch import nn
 
+from .._validate import positive
 from ..checks import CheckResult
 from ..debug.experiments import broken_training_setup, trace_overflow
 
@@ -61,6 +62,7 @@ def check_fp16_fix(fix, seed: int = 3, tolerance: float = 0.05) -> CheckResult:
     largest fp32 output; fp16 rounds every layer, so a few per cent is the scale of honest error) of the
     fp32 model's output, while most Linear layers still run in fp16 (switching autocast off for the
     whole model is not a fix). ``fix`` returns the fixed model (or None if it changed it in place)."""
+    tolerance = positive(tolerance, "tolerance")
     if fix is None or fix is ...:
         return CheckResult(False, "write fix(model) and pass the function itself")
     model, x, _ = broken_training_setup(seed)

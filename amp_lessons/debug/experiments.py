@@ -32,7 +32,7 @@ from torch.utils._pytree import tree_leaves
 
 from .. import device as _device_mod, timing
 from .._runtime import quiet_fd2
-from .._validate import int_at_least as _int_at_least
+from .._validate import count, int_at_least as _int_at_least, real as _real, seed as _seed
 from ..autocast.experiments import DEVICE_TYPES
 from ..e2e.experiments import matmul_rates
 from ..formats import get_format
@@ -446,9 +446,12 @@ def t5_like_model(seed: int = 0, *, blocks: int = 3, bad_block: int | None = 1, 
     near 1e3), as T5's did (trained in bf16, its FFN outputs exceeded
     fp16's 65504): harmless in fp32 and bf16 (the LayerNorm after it rescales), inf in fp16. The first
     module to overflow fp16 is therefore ``f"block{bad_block}.wo"``, known in advance."""
-    _int_at_least(seed, "seed", 0)
-    blocks = _int_at_least(blocks, "blocks", 1)
-    if bad_block is not None and not (isinstance(bad_block, int) and 0 <= bad_block < blocks):
+    seed = _seed(seed)
+    blocks = count(blocks, "blocks", 1, 256)
+    gain = _real(gain, "gain")
+    if bad_block is not None and not (
+        isinstance(bad_block, int) and not isinstance(bad_block, bool) and 0 <= bad_block < blocks
+    ):
         raise ValueError(f"bad_block={bad_block!r} is not allowed: use None or an int in [0, {blocks})")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
@@ -468,7 +471,8 @@ def t5_like_model(seed: int = 0, *, blocks: int = 3, bad_block: int | None = 1, 
 
 def t5_like_batch(seed: int = 0, batch: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
     """``(x, y)``: inputs (batch, 16) of magnitude about 30 and regression targets (batch, 4), seeded."""
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(_seed(seed))
+    batch = count(batch, "batch", 1, 1_000_000, "rows of 16 inputs")
     return 30 * torch.randn(batch, 16, generator=g), torch.randn(batch, 4, generator=g)
 
 
@@ -476,7 +480,7 @@ def broken_training_setup(seed: int = 3):
     """The lesson's "broken training script": ``(model, x, y)`` where the model is a
     :func:`t5_like_model` with 5 blocks, one of which (chosen by ``seed``) overflows fp16. Its fp16
     autocast loss is NaN; its fp32 loss is finite."""
-    _int_at_least(seed, "seed", 0)
+    seed = _seed(seed)
     bad_block = 1 + (seed * 7 + 2) % 4  # one of blocks 1..4, not the same for every seed
     model = t5_like_model(seed, blocks=5, bad_block=bad_block)
     x, y = t5_like_batch(seed)
@@ -644,7 +648,8 @@ def why_not_faster(
     if low is None:
         raise ValueError("dtype=None is not allowed here: give the autocast dtype to compare, e.g. torch.bfloat16")
     dev = _device_type(model, args, device_type)
-    repeats = _int_at_least(repeats, "repeats", 1)
+    repeats = count(repeats, "repeats", 1, 1_000, "timed steps of each setting")
+    launch_ratio = _real(launch_ratio, "launch_ratio")
     batch_dim = _int_at_least(batch_dim, "batch_dim", 0)
 
     def make_step(amp: bool, a: tuple):

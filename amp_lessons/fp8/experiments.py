@@ -29,7 +29,7 @@ import torch
 
 from .._runtime import exact_fp32 as _exact_fp32, one_thread as _one_thread, parse_device as _device
 from .._table import html_table, text_table
-from .._validate import int_at_least as _int, positive as _positive
+from .._validate import allocation, count, flag, int_at_least as _int, positive as _positive, seed as _seed
 from ..device import gpu_info
 from ..formats import FloatFormat, get_format, quantize, representable_values
 from ..fp16.experiments import small_batch, small_model
@@ -55,6 +55,8 @@ __all__ = [
     "torch_fp8_overflow",
     "values_in",
 ]
+
+MAX_DIM = 65_536  # the largest matrix dimension the course accepts (a typo must not fill the memory)
 
 SCALING_METHODS = ("no scaling", "per-tensor", "delayed", "block 1x128", "block 128x128")
 """The methods :func:`scaling_errors` knows ("block RxC" for any block shape works too)."""
@@ -293,7 +295,7 @@ def model_tensors(seed: int = 0) -> dict[str, torch.Tensor]:
     256 x 256), ``"weight gradients"`` (256 x 256) and ``"activation gradients"`` (the gradient of
     the loss with respect to its output, 256 x 256). The gradients are small (mostly 1e-7 .. 1e-3)."""
 
-    model = small_model(seed)
+    model = small_model(_seed(seed))
     x, y = small_batch(seed)
     layer = model[2]
     seen = {}
@@ -513,8 +515,12 @@ def scaled_mm_compare(
     matmuls."""
 
     d = _device(device)
-    m, k, n = (_int(v, name, 1) for v, name in ((m, "m"), (k, "k"), (n, "n")))
-    g = torch.Generator().manual_seed(_int(seed, "seed", 0))
+    m, k, n = (count(v, name, 1, MAX_DIM) for v, name in ((m, "m"), (k, "k"), (n, "n")))
+    allocation(max(m * k, k * n, m * n) * 2, f"a {m}x{k} @ {k}x{n} product in float64")
+    g = torch.Generator().manual_seed(_seed(seed))
+    if time_it is not None:
+        flag(time_it, "time_it")
+    count(repeats, "repeats", 1, 10_000, "timed calls of each matmul")
     a = torch.randn(m, k, generator=g)
     b = torch.randn(k, n, generator=g)
     ref = a.double() @ b.double()
@@ -622,7 +628,10 @@ class Fp8Linear(torch.nn.Module):
         self, in_features: int, out_features: int, bias: bool = True, *, fwd_fmt="fp8_e4m3", bwd_fmt="fp8_e5m2"
     ):
         super().__init__()
-        ref = torch.nn.Linear(_int(in_features, "in_features", 1), _int(out_features, "out_features", 1), bias=bias)
+        in_features = count(in_features, "in_features", 1, MAX_DIM)
+        out_features = count(out_features, "out_features", 1, MAX_DIM)
+        allocation(in_features * out_features, f"a {out_features}x{in_features} weight")
+        ref = torch.nn.Linear(in_features, out_features, bias=flag(bias, "bias"))
         self.weight = ref.weight
         self.bias = ref.bias
         self.fwd_fmt, self.bwd_fmt = get_format(fwd_fmt).name, get_format(bwd_fmt).name
@@ -660,12 +669,16 @@ def fp8_linear_check(
     gradient, the weight gradient and the bias gradient (exact: computed in fp32 from the unquantized
     output gradient)."""
 
-    g = torch.Generator().manual_seed(_int(seed, "seed", 0))
+    g = torch.Generator().manual_seed(_seed(seed))
+    in_features = count(in_features, "in_features", 1, MAX_DIM)
+    out_features = count(out_features, "out_features", 1, MAX_DIM)
+    batch = count(batch, "batch", 1, MAX_DIM)
+    allocation(max(in_features, batch) * max(out_features, in_features), "fp8_linear_check's tensors")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        ref = torch.nn.Linear(_int(in_features, "in_features", 1), _int(out_features, "out_features", 1))
+        ref = torch.nn.Linear(in_features, out_features)
     layer = Fp8Linear.from_linear(ref)
-    x = torch.randn(_int(batch, "batch", 1), in_features, generator=g)
+    x = torch.randn(batch, in_features, generator=g)
     dy = torch.randn(batch, out_features, generator=g) * _positive(grad_scale, "grad_scale")
     results = {}
     with _one_thread():  # noqa: SIM117

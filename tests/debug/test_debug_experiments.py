@@ -190,7 +190,7 @@ def test_the_broken_training_setup_is_finite_in_fp32_and_nan_in_fp16():
 def test_model_builders_reject_bad_arguments():
     with pytest.raises(ValueError, match="bad_block=7"):
         debug.t5_like_model(bad_block=7)
-    with pytest.raises(ValueError, match="blocks=0"):
+    with pytest.raises(ValueError, match="blocks must be an int >= 1, got 0"):
         debug.t5_like_model(blocks=0)
     with pytest.raises(ValueError, match="seed=-1"):
         debug.broken_training_setup(-1)
@@ -239,7 +239,7 @@ def test_triage_restores_grads_and_rejects_bad_input():
         debug.why_not_faster(model, torch.randn(4, 8), loss_fn=None)
     with pytest.raises(ValueError, match="dtype=None"):
         debug.why_not_faster(model, torch.randn(4, 8), loss_fn=lambda o: o.sum(), dtype=None)
-    with pytest.raises(ValueError, match="repeats=0"):
+    with pytest.raises(ValueError, match="repeats must be an int >= 1, got 0"):
         debug.why_not_faster(model, torch.randn(4, 8), loss_fn=lambda o: o.sum(), repeats=0)
 
 
