@@ -71,6 +71,14 @@ LESSONS: tuple[Lesson, ...] = (
         60,
         "a symptom index with a repro per symptom; an overflow tracer, a speed triage and a dtype map for any model",
     ),
+    Lesson(
+        "09",
+        "09_distributed.ipynb",
+        "Mixed precision at scale: DDP and FSDP2",
+        50,
+        "real gloo process groups: dtypes of DDP and FSDP2 steps, one scaler decision, bytes per parameter, "
+        "the precision of gradient reduction",
+    ),
 )
 
 
@@ -249,6 +257,15 @@ def what_runs_where(report) -> list[LessonSupport]:
                 f"GPU-only symptoms shown as CPU analogues with public references{on_cpu}",
             )
         )
+    out.append(
+        LessonSupport(
+            "09",
+            _TITLES["09"],
+            "partly emulated",
+            "real DDP and FSDP2 steps on 2-4 CPU processes joined by gloo (the lesson runs no NCCL or GPU "
+            "collective); reductions over thousands of ranks emulated bit-exactly, checked against gloo",
+        )
+    )
     return out
 
 

@@ -152,3 +152,14 @@ def test_every_lesson_with_an_exercise_has_a_solution_file():
     solutions = {p.stem.removeprefix("solutions_") for p in (ROOT / "instructors").glob("solutions_*.py")}
     assert with_exercises >= {"01", "02", "03", "04", "05", "07", "08"}
     assert with_exercises == solutions, f"exercises without solutions: {with_exercises - solutions}"
+
+
+def test_lesson_09_solutions():
+    from amp_lessons import distributed
+
+    s = load("solutions_09")
+    assert distributed.check_sharded_bytes(s.sharded_bytes)
+    assert distributed.check_ring_sum_bf16(s.ring_sum_bf16)
+    # the notebook's starting points are not accepted
+    assert not distributed.check_sharded_bytes(lambda p, g, o, n: ...)
+    assert not distributed.check_ring_sum_bf16(lambda g: g.sum(0))

@@ -85,6 +85,8 @@ _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 # DTensor warns when GradScaler's found_inf (shape [1], not a scalar) meets DTensor gradients; the scaler
 # still reduces it over the mesh (torch/distributed/tensor/_dispatch.py, found_inf_reduce_handler).
 _DTENSOR_FOUND_INF_WARNING = "Found a non-scalar tensor with numel=1"
+# gloo's errors when the loopback interface has no address (it is down, as in a fresh network namespace)
+_NO_LOOPBACK = ("Unable to find address for", "Unable to find interface for")
 
 
 # --- the launcher -------------------------------------------------------------------------------------
@@ -158,10 +160,11 @@ def _worker(fn, rank: int, world_size: int, args: tuple, workdir: str, timeout: 
         )
         try:
             result = ("ok", fn(rank, world_size, *args))
-        finally:
-            dist.destroy_process_group()
+        except BaseException:  # noqa: BLE001 - timed before the group closes and the peers fail in turn
+            result = ("error", traceback.format_exc(), time.monotonic())
+        dist.destroy_process_group()
     except BaseException:  # noqa: BLE001 - every failure goes back to the parent as text
-        result = ("error", traceback.format_exc())
+        result = ("error", traceback.format_exc(), time.monotonic())
     with open(out + ".tmp", "wb") as f:
         pickle.dump(result, f)
     os.replace(out + ".tmp", out)
@@ -203,7 +206,8 @@ def run_group(fn, world_size: int = 2, args: tuple = (), *, timeout: float = 60.
       own connections use the loopback interface only (``GLOO_SOCKET_IFNAME``).
     - Every worker is stopped (SIGTERM, then SIGKILL) and reaped when one fails, when ``timeout`` seconds
       pass (GroupTimeout), when the caller is interrupted, and in any case before returning: no process
-      outlives the call. A failure raises WorkerError with the worker's traceback.
+      outlives the call. A failure raises WorkerError with the traceback of the rank that failed first;
+      GroupUnavailable where gloo finds no loopback address (a network namespace whose loopback is down).
     - Workers are forked where the platform can (Linux: a fraction of a second, ``fn`` may be any function);
       elsewhere spawned (``fn`` and ``args`` must be importable/picklable; each start imports torch).
     """
@@ -239,7 +243,11 @@ def run_group(fn, world_size: int = 2, args: tuple = (), *, timeout: float = 60.
             deadline = time.monotonic() + timeout
             while True:
                 failed = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0)]
-                if failed:
+                if failed:  # let the others finish failing on their own (a second at most): the first cause wins
+                    grace = time.monotonic() + 1.0
+                    while time.monotonic() < grace and any(p.exitcode is None for p in procs):
+                        time.sleep(0.005)
+                    failed = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0)]
                     _stop(procs)
                     raise _failure(workdir, procs, failed)
                 if all(p.exitcode == 0 for p in procs):
@@ -260,21 +268,32 @@ def run_group(fn, world_size: int = 2, args: tuple = (), *, timeout: float = 60.
             _stop(procs)
 
 
-def _failure(workdir: str, procs, failed: list[int]) -> WorkerError:
-    """The error of the first rank that failed: its traceback if it wrote one, else how it died."""
+def _failure(workdir: str, procs, failed: list[int]) -> Exception:
+    """The error of the rank that failed first: a rank that died without a traceback (killed, ``os._exit``), else
+    the earliest traceback (a peer's failure makes the others fail in their collectives a moment later)."""
+    errors, silent = {}, []
     for rank in failed:
         path = os.path.join(workdir, f"rank{rank}.pkl")
         if os.path.exists(path):
             with open(path, "rb") as f:
-                status, detail = pickle.load(f)
-            if status == "error":
-                return WorkerError(rank, detail.rstrip())
-    rank = failed[0]
-    code = procs[rank].exitcode
-    how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
-    return WorkerError(
-        rank, f"the worker {how} without a Python traceback. Last lines of its log:\n{_log_tail(workdir, rank)}"
-    )
+                status, detail, when = pickle.load(f)
+            errors[rank] = (when, detail.rstrip())
+        else:
+            silent.append(rank)
+    if any(m in detail for _, detail in errors.values() for m in _NO_LOOPBACK):
+        return GroupUnavailable(
+            "gloo found no usable loopback address in this network namespace (the loopback interface is down?); "
+            "bring it up (`ip link set lo up`) or run outside the namespace"
+        )
+    if silent:
+        rank = silent[0]
+        code = procs[rank].exitcode
+        how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        return WorkerError(
+            rank, f"the worker {how} without a Python traceback. Last lines of its log:\n{_log_tail(workdir, rank)}"
+        )
+    rank = min(errors, key=lambda r: errors[r][0])
+    return WorkerError(rank, errors[rank][1])
 
 
 # --- what a step dispatches ----------------------------------------------------------------------------
