@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ._table import Cell, html_table
-from ._validate import int_at_least
+from ._validate import count, flag, int_at_least
 from .course import LessonSupport, what_runs_where
 
 __all__ = [
@@ -67,6 +67,14 @@ class CPUInfo:
     # torch.ops.mkldnn._is_mkldnn_fp16_supported(): oneDNN has an fp16 path here (AVX512-FP16 or
     # AVX-NE-CONVERT; PyTorch's check in aten/src/ATen/native/mkldnn/Utils.h)
     onednn_fp16: bool = False
+
+    def __post_init__(self):
+        for name in ("name", "arch", "capability"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a str, got {getattr(self, name)!r}")
+        count(self.threads, "threads", 1, 1 << 20)
+        for name in ("avx512_bf16", "amx_bf16", "amx_fp16", "onednn_fp16"):
+            flag(getattr(self, name), name)
 
     @property
     def bf16_hardware(self) -> bool:

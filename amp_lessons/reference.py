@@ -304,6 +304,8 @@ def find(experiment: str, *, published: bool = True, path=None) -> list[Record]:
     recorded = [r for r in (load(p) if p.exists() else []) if r.experiment == experiment]
     recorded.sort(key=lambda r: (r.device, r.torch))
     recorded.sort(key=lambda r: r.date, reverse=True)  # stable: newest first, ties by device
+    if not isinstance(published, bool):
+        raise TypeError(f"published must be True or False, got {published!r}")
     pub = [r for r in PUBLISHED if r.experiment == experiment] if published else []
     return recorded + pub
 

@@ -7,6 +7,7 @@ import math
 import torch
 
 from .. import formats
+from .._validate import positive
 from ..checks import CheckResult, call_learner, same_value
 
 __all__ = [
@@ -91,9 +92,11 @@ def check_format_choice(name, low: float, high: float, max_rel_error: float) -> 
     """Exercise: pick a format (a name in FORMATS) that holds every magnitude from ``low`` to
     ``high`` as a normal number, with relative rounding error at most ``max_rel_error``, using the
     fewest bits."""
+    low, high = positive(low, "low"), positive(high, "high")
+    max_rel_error = positive(max_rel_error, "max_rel_error")
     if not (0 < low < high) or not 0 < max_rel_error < 1:
         raise ValueError(f"need 0 < low < high and 0 < max_rel_error < 1, got {low}, {high}, {max_rel_error}")
-    if name not in formats.FORMATS:
+    if not isinstance(name, str) or name not in formats.FORMATS:
         return CheckResult(False, f"{name!r} is not a format name; choose one of {', '.join(formats.FORMATS)}")
 
     def fits(f):

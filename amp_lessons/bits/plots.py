@@ -58,6 +58,7 @@ def plot_bit_layout(
     f = get_format(fmt)
     if value is not None and code is not None:
         raise ValueError("give value or code, not both")
+    check_modes(f, rounding)
     info = describe_value(value, f, rounding) if value is not None else None
     info = describe_code(code, f) if code is not None else info
     n, e = f.bits, f.exponent_bits

@@ -9,7 +9,7 @@ import copy
 import torch
 from torch import nn
 
-from .._validate import positive
+from .._validate import positive, seed as _seed
 from ..checks import CheckResult
 from ..debug.experiments import broken_training_setup, trace_overflow
 
@@ -23,6 +23,7 @@ def check_first_bad_layer(answer, seed: int = 3) -> CheckResult:
     """Exercise: the name of the first module of :func:`amp_lessons.debug.broken_training_setup`
     (``seed``) whose output holds an inf or a NaN under fp16 autocast (as ``named_modules`` spells it,
     e.g. ``"block0.wi"``). Checked with :func:`amp_lessons.debug.trace_overflow`, run now."""
+    seed = _seed(seed)
     if answer is None or answer is ...:
         return CheckResult(False, "replace the placeholder with a module name such as 'block0.wi'")
     if not isinstance(answer, str):

@@ -28,6 +28,7 @@ from tqdm.auto import tqdm
 from .. import timing
 from .._runtime import exact_fp32 as _exact_fp32, fp32_precision, parse_device as _device, quiet_fd2 as _quiet_fd2
 from .._table import html_table, text_table
+from .._validate import allocation, count, flag, seed as _seed
 from ..device import DeviceReport, device_report
 
 __all__ = [
@@ -125,10 +126,12 @@ def tensor_core_table(report: DeviceReport | None = None) -> TensorCoreTable:
 # --------------------------------------------------------------------------------------------
 
 
-def _int(v, name: str, least: int = 1) -> int:
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < least:
-        raise ValueError(f"{name} must be an int >= {least}, got {v!r}")
-    return int(v)
+MAX_SIZE = 65_536
+"""The largest size, count or number of repeats this lesson's experiments accept (a typo must not hang a kernel)."""
+
+
+def _int(v, name: str, least: int = 1, most: int = MAX_SIZE) -> int:
+    return count(v, name, least, most)
 
 
 def _positive(v, name: str) -> float:
@@ -515,6 +518,9 @@ class TinyTransformer(nn.Module):
             ("seq_len", seq_len),
         ):
             _int(v, name)
+        allocation(
+            n_layers * 12 * d_model**2 + 2 * vocab * d_model + seq_len * d_model, "this TinyTransformer's weights"
+        )
         if d_model % n_heads:
             raise ValueError(f"d_model ({d_model}) must be divisible by n_heads ({n_heads})")
         self.vocab, self.seq_len = int(vocab), int(seq_len)
@@ -547,7 +553,7 @@ def make_batches(seed: int, n: int, batch: int, seq_len: int, vocab: int, *, noi
     vocabulary (the same for every batch of a seed): the next token is ``perm[token]``, except
     with probability ``noise`` a random token. A model learns the rule within a few dozen steps;
     the best achievable loss is about the noise's entropy. Inputs are ``b[:, :-1]``, targets ``b[:, 1:]``."""
-    seed = _int(seed, "seed", 0)
+    seed = _seed(seed)
     n, batch, seq_len, vocab = (
         _int(v, name) for v, name in ((n, "n"), (batch, "batch"), (seq_len, "seq_len"), (vocab, "vocab"))
     )
@@ -557,6 +563,7 @@ def make_batches(seed: int, n: int, batch: int, seq_len: int, vocab: int, *, noi
         raise ValueError(f"noise must be a probability in [0, 1], got {noise!r}")
     g = torch.Generator().manual_seed(seed)
     perm = torch.randperm(vocab, generator=g)
+    allocation(n * batch * (seq_len + 1), f"{n} batches of {batch} x {seq_len + 1} tokens", 8)
     out = torch.empty(n, batch, seq_len + 1, dtype=torch.long)
     out[:, :, 0] = torch.randint(vocab, (n, batch), generator=g)
     flip = torch.rand(n, batch, seq_len, generator=g) < noise
@@ -752,6 +759,7 @@ def train(
     plan = training_plan(device=d, allow_slow_fp16=allow_slow_fp16)
     steps = _int(steps if steps is not None else plan["steps"], "steps", 2)
     batch = _int(batch if batch is not None else plan["batch"], "batch")
+    seed, progress = _seed(seed), flag(progress, "progress")
     mk = plan["model"]
     if model_kwargs is not None:
         if not isinstance(model_kwargs, dict):
@@ -824,7 +832,7 @@ def inference_compare(
     d = _device(device)
     batch, repeats = _int(batch, "batch"), _int(repeats, "repeats")
     if model is None:
-        torch.manual_seed(seed)
+        torch.manual_seed(_seed(seed))
         model = TinyTransformer(**(_CPU_MODEL if d.type == "cpu" else _GPU_MODEL))
     if not isinstance(model, TinyTransformer):
         raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")

@@ -27,7 +27,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .._runtime import one_thread as _one_thread
-from .._validate import real as _real
+from .._validate import count, flag, real as _real, seed as _seed
 from ..formats import FloatFormat, check_modes, get_format, quantize
 
 __all__ = [
@@ -365,8 +365,8 @@ def train_master_weights(
     same fraction if the run's weights were stored in fmt}, "steps": steps, "lr": lr,
     "fmt": name}``. The loss of step ``i`` is that of the weights the forward pass used.
     """
-    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
-        raise ValueError(f"steps must be a positive int, got {steps!r}")
+    steps = count(steps, "steps", 1, 100_000, "training steps of three runs")
+    seed, progress = _seed(seed), flag(progress, "progress")
     lr = _real(lr, "lr")
     if not (lr > 0 and math.isfinite(lr)):
         raise ValueError(f"lr must be a positive finite number, got {lr!r}")
@@ -411,6 +411,7 @@ def train_master_weights(
 def small_model(seed: int = 0) -> torch.nn.Module:
     """A small seeded MLP classifier: 64 inputs, two hidden layers of 256 ReLUs, 10 classes
     (PyTorch's default initialisation)."""
+    seed = _seed(seed)
     g = torch.random.fork_rng(devices=[])
     with g:
         torch.manual_seed(seed)
@@ -426,9 +427,8 @@ def small_model(seed: int = 0) -> torch.nn.Module:
 def small_batch(seed: int = 0, size: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
     """Generated inputs (``size`` x 64, standard normal) and labels (0..9, from a fixed random
     linear teacher) for :func:`small_model`."""
-    if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 1:
-        raise ValueError(f"size must be a positive int, got {size!r}")
-    g = torch.Generator().manual_seed(seed)
+    size = count(size, "size", 1, 1_000_000, "samples of 64 inputs")
+    g = torch.Generator().manual_seed(_seed(seed))
     x = torch.randn(int(size), 64, generator=g)
     teacher = torch.randn(64, 10, generator=g)
     return x, (x @ teacher).argmax(dim=1)
@@ -497,6 +497,7 @@ def gradient_census(model=None, *, batch=None, fmt="fp16", seed: int = 0) -> dic
     :data:`CENSUS_CATEGORIES` and sums to 1 (``"zero"``: exactly zero in fp32; ``"underflow to
     zero"``: non-zero but rounds to zero in ``fmt``).
     """
+    seed = _seed(seed)
     if model is None:
         model = small_model(seed)
         if batch is None:

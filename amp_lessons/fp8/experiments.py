@@ -280,7 +280,7 @@ def blockwise_fake_quantize(x, block=(1, 128), fmt="fp8_e4m3", *, power_of_two: 
 def block_scale_map(x: torch.Tensor, f: FloatFormat, br: int, bc: int, power_of_two: bool = False) -> torch.Tensor:
     """Each element's block scale, in x's shape: x (a matrix, see :func:`as_matrix`) cut into blocks of
     ``br`` x ``bc``, each scaled so that its amax lands on the format's max (as :func:`blockwise_fake_quantize`)."""
-    s, _ = _block_scales(x, f, br, bc, power_of_two)
+    s, _ = _block_scales(x, f, br, bc, flag(power_of_two, "power_of_two"))
     full = s.repeat_interleave(br, 0).repeat_interleave(bc, 1)
     return full[: x.shape[0], : x.shape[1]]
 

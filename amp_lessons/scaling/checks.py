@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from .._validate import real
 from ..checks import CheckResult, same_value
 from ..fp16.experiments import gradient_census
 from ..scaling.experiments import safe_window, scale_sweep, simulate_scaler
@@ -15,7 +16,9 @@ __all__ = [
 
 
 def _power_of_two(answer):
-    """``answer`` as a float if it is a positive power of two, else None."""
+    """``answer`` as a float if it is a positive power of two, else None (a bool is not a number here)."""
+    if isinstance(answer, bool):
+        return None
     try:
         v = float(answer)
     except (TypeError, ValueError):
@@ -29,6 +32,9 @@ def check_smallest_scale(answer, census=None, max_underflow: float = 0.01) -> Ch
     :func:`amp_lessons.fp16.gradient_census`) round to zero in fp16, with none overflowing.
     Computed now with :func:`amp_lessons.scaling.scale_sweep` over the scales 2**0 .. 2**63."""
 
+    max_underflow = real(max_underflow, "max_underflow")
+    if not 0 <= max_underflow < 1:
+        raise ValueError(f"max_underflow={max_underflow!r} is not allowed: it must be a fraction in [0, 1)")
     if answer is None or answer is ...:
         return CheckResult(False, "replace the placeholder with a scale such as 2**10")
     census = gradient_census() if census is None else census

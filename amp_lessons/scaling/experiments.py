@@ -29,7 +29,14 @@ import torch
 from tqdm.auto import tqdm
 
 from .._runtime import one_thread as _one_thread
-from .._validate import int_at_least as _int_at_least, positive as _positive
+from .._validate import (
+    count,
+    flag,
+    int_at_least as _int_at_least,
+    positive as _positive,
+    real as _real,
+    seed as _seed,
+)
 from ..formats import FloatFormat, get_format
 from ..fp16.experiments import CENSUS_CATEGORIES, classify_codes, gradient_census_of
 
@@ -239,6 +246,7 @@ def safe_window(sweep: dict, max_underflow: float = 0.01, max_overflow: float = 
     ``max_underflow`` and whose overflow is at most ``max_overflow``; None if no scale is."""
     if not isinstance(sweep, dict) or not {"scale", "underflow", "overflow"} <= set(sweep):
         raise TypeError("sweep must be the dict returned by scale_sweep")
+    max_underflow, max_overflow = _real(max_underflow, "max_underflow"), _real(max_overflow, "max_overflow")
     ok = [
         s
         for s, u, o in zip(sweep["scale"], sweep["underflow"], sweep["overflow"])
@@ -353,7 +361,7 @@ def simulate_scaler(
     """GradScaler's scale over ``n_steps`` steps when the gradients overflow exactly at
     ``inf_steps`` (0-based), without any model: ``{"scale": scale used at each step, "skipped":
     whether the step was skipped, "scale_after": the scale after each step's update}``."""
-    n_steps = _int_at_least(n_steps, "n_steps", 0)
+    n_steps = count(n_steps, "n_steps", 0, 10_000_000, "simulated steps")
     scale, growth, backoff, interval = _scaler_params(init_scale, growth_factor, backoff_factor, growth_interval)
     bad = set()
     for k in inf_steps:
@@ -382,6 +390,7 @@ def simulate_scaler(
 
 
 def _tiny_model(seed: int) -> torch.nn.Module:
+    seed = _seed(seed)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
@@ -402,7 +411,7 @@ def compare_with_gradscaler(
     element of both is set to inf. One row per step: ``{"step", "ours_scale", "torch_scale"
     (the scale used in that step), "ours_skipped", "torch_skipped", "params_equal" (both models'
     parameters bit for bit equal after the step)}``."""
-    steps = _int_at_least(steps, "steps", 1)
+    steps = count(steps, "steps", 1, 10_000, "training steps of two models")
     params = _scaler_params(init_scale, growth_factor, backoff_factor, growth_interval)
     bad = {int(k) for k in inf_steps}
     ours_model, torch_model = _tiny_model(seed), _tiny_model(seed)
@@ -444,6 +453,7 @@ def _comparison_setup(seed: int, steps: int, target_scale: float, batch: int = 6
     """The data and the model of :func:`train_comparison`: targets of order ``target_scale`` from a
     random teacher; a 32-64-16 MLP whose outputs are multiplied by ``target_scale`` (it predicts in
     units of the targets' size, so its weights keep PyTorch's usual initialisation)."""
+    seed = _seed(seed)
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(steps, batch, 32, generator=g)
     w1 = torch.randn(32, 32, generator=g) / math.sqrt(32)
@@ -490,7 +500,9 @@ def train_comparison(
     """
     import time
 
-    steps = _int_at_least(steps, "steps", 1)
+    steps = count(steps, "steps", 1, 10_000, "training steps of four runs")
+    progress = flag(progress, "progress")
+    lr = _positive(lr, "lr")
     target_scale = _positive(target_scale, "target_scale")
     x, y, start = _comparison_setup(seed, steps, target_scale)
     out = {"loss": {}, "zero_grad_fraction": {}, "scale": [], "skipped": [], "steps": steps, "seconds": {}}

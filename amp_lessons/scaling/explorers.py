@@ -203,6 +203,14 @@ class ScalerStateExplorer:
         self.inf_steps: set[int] = set()
         self.history: dict = {}
         self._pic = self._picture()
+        for name, value in (
+            ("log2_init_scale", log2_init_scale),
+            ("growth_factor", growth_factor),
+            ("backoff_factor", backoff_factor),
+            ("growth_interval", growth_interval),
+        ):
+            if value is None:
+                raise TypeError(f"{name} must be a number, got None")
         self._busy = True
         try:
             self.set(log2_init_scale, growth_factor, backoff_factor, growth_interval)
@@ -228,6 +236,8 @@ class ScalerStateExplorer:
                 continue
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not slider.min <= value <= slider.max:
                 raise ValueError(f"{name}={value!r} is outside the slider's range {slider.min:g}..{slider.max:g}")
+            if isinstance(slider, widgets.IntSlider) and not isinstance(value, numbers.Integral):
+                raise TypeError(f"{name} must be an int (the slider moves in whole steps), got {value!r}")
             slider.value = value
 
     def inject(self, k: int) -> None:

@@ -113,6 +113,14 @@ def plot_scaled_histogram(census: dict, exponent: int = 0, fmt="fp16", ax=None, 
     f = get_format(fmt)
     if isinstance(exponent, bool) or not isinstance(exponent, numbers.Integral):
         raise TypeError(f"exponent must be an int (the scale is 2**exponent), got {exponent!r}")
+    if (
+        isinstance(max_exponent, bool)
+        or not isinstance(max_exponent, numbers.Integral)
+        or not 0 <= max_exponent <= 1024
+    ):
+        raise TypeError(
+            f"max_exponent must be an int in [0, 1024] (the widest scale drawn is 2**max_exponent), got {max_exponent!r}"
+        )
     edges, heights = _census_bins(census)
     lo = min(edges[0], math.log2(_zero_threshold(f)) - 2)
     hi = max(edges[-1] + max_exponent, math.log2(_overflow_threshold(f)) + 2)

@@ -21,6 +21,7 @@ import torch
 
 from .. import formats, timing
 from .._runtime import exact_fp32 as _exact_fp32, fp32_precision, parse_device as _device
+from .._validate import allocation, count, seed as _seed
 from ..device import gpu_info
 
 __all__ = [
@@ -39,6 +40,8 @@ __all__ = [
     "time_matmuls",
 ]
 
+MAX_DIM = 65_536  # the largest matrix dimension the lesson accepts (a typo must not fill the memory)
+
 MODELLED = "inputs rounded bit-exactly, fp32 sum (model)"
 """The ``how`` of an emulated variant: its inputs are rounded exactly, its summation is a model."""
 
@@ -55,7 +58,7 @@ VARIANTS = (*_EMULATED, "tf32 hardware")
 
 def has_tf32(device="cuda") -> bool:
     """True if ``device`` is a CUDA GPU whose tensor cores run TF32 (compute capability >= 8.0)."""
-    d = torch.device(device)
+    d = _device(device, require_available=False)
     if d.type != "cuda" or not torch.cuda.is_available():
         return False
     g = gpu_info()
@@ -75,10 +78,9 @@ def emulated_matmul(a: torch.Tensor, b: torch.Tensor, fmt="tf32", rounding="near
 
 
 def _inputs(m, k, n, device, seed):
-    for name, v in (("m", m), ("k", k), ("n", n)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
-    g = torch.Generator(device="cpu").manual_seed(seed)
+    m, k, n = (count(v, name, 1, MAX_DIM) for v, name in ((m, "m"), (k, "k"), (n, "n")))
+    allocation(max(m * k, k * n, m * n) * 2, f"a {m}x{k} @ {k}x{n} product and its float64 reference")
+    g = torch.Generator(device="cpu").manual_seed(_seed(seed))
     a = torch.randn(m, k, generator=g).to(device)
     b = torch.randn(k, n, generator=g).to(device)
     return a, b
@@ -144,8 +146,10 @@ def error_vs_k(
 
     Returns ``{"k": [...], "rms": {fmt_name: [...]}, "ref_rms": [...]}``; ``ref_rms`` is the RMS of
     the exact products (it grows like sqrt(K) too)."""
-    ks = [int(k) for k in ks]
-    if not ks or any(k < 1 for k in ks) or ks != sorted(ks):
+    if isinstance(ks, (str, bytes)) or not hasattr(ks, "__iter__"):
+        raise TypeError(f"ks must be a sequence of increasing positive ints, got {ks!r}")
+    ks = [count(k, "each k", 1, MAX_DIM) for k in ks]
+    if not ks or ks != sorted(ks):
         raise ValueError(f"ks must be increasing positive ints, got {ks!r}")
     d = _device(device)
     a, b = _inputs(m, ks[-1], n, d, seed)
@@ -200,7 +204,11 @@ def conv_errors(
     """A 3x3 convolution with fp32 math and with TF32 inputs (real cuDNN TF32 on a TF32 GPU; the
     course's model everywhere: inputs rounded bit-exactly, fp32 sum), against the fp64 convolution."""
     d = _device(device)
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(_seed(seed))
+    batch, channels, size = (
+        count(v, k, 1, MAX_DIM) for v, k in ((batch, "batch"), (channels, "channels"), (size, "size"))
+    )
+    allocation(batch * channels * size * size * 2, f"a {batch}x{channels}x{size}x{size} input in float64")
     x = torch.randn(batch, channels, size, size, generator=g).to(d)
     w = (torch.randn(channels, channels, 3, 3, generator=g) / math.sqrt(9 * channels)).to(d)
     conv = torch.nn.functional.conv2d

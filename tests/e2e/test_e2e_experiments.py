@@ -123,7 +123,7 @@ def test_slow_fp16_is_decided_by_the_measured_rate(fake_cpu, fake_rates, fp16_ra
     [
         (dict(sizes=[]), ValueError, "empty"),
         (dict(sizes=[0]), ValueError, "size"),
-        (dict(sizes=[2.5]), ValueError, "size"),
+        (dict(sizes=[2.5]), TypeError, "size"),
         (dict(sizes=[8], dtypes=("fp64",)), ValueError, "unknown dtype"),
         (dict(sizes=[8], device="tpu"), ValueError, "device"),
         (dict(sizes=[8], repeats=0), ValueError, "repeats"),
