@@ -23,9 +23,9 @@ def test_every_bad_argument_gets_a_clear_error_at_once(outcomes):
 def test_the_harness_reaches_most_of_the_api(outcomes):
     probed = {o.callable for o in outcomes if o.kind != "harness"}
     missing = {o.callable for o in outcomes if o.kind == "harness"}
-    # measured: 117 callables with arguments of a probed kind; 37 with no valid call known to the harness
+    # measured: 125 of 217 callables have arguments of a probed kind; 46 have no valid call known to the harness
     # (result records and pictures of results)
-    assert len(probed) >= 110 and len(missing) <= 40, sorted(missing)
+    assert len(probed) >= 120 and len(missing) <= 50, sorted(missing)
     assert sum(o.kind == "clear" for o in outcomes) >= 700
 
 

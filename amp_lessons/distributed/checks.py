@@ -8,6 +8,7 @@ import math
 
 import torch
 
+from .._validate import seed as _seed
 from ..checks import CheckResult, call_learner
 from ..distributed.experiments import pairwise_sum, ring_sum
 from ..formats import quantize
@@ -59,6 +60,7 @@ def check_ring_sum_bf16(fn, seed: int = 0) -> CheckResult:
     sum of the rows accumulated rank 0, 1, 2, ... with the running sum rounded to bf16 after every add (as
     a bf16 ring reduce-scatter does), as a float32 tensor. Compared bit for bit with
     :func:`amp_lessons.distributed.ring_sum`."""
+    seed = _seed(seed)
     if fn is None or fn is ...:
         return CheckResult(False, "write fn(grads) and pass the function itself")
     gen = torch.Generator().manual_seed(seed)
