@@ -14,6 +14,11 @@ it encodes special values:
     NaN and the bias is one larger than IEEE's (``torch.float8_e4m3fnuz``, ``float8_e5m2fnuz``).
 ``"finite"``
     no inf and no NaN at all: every code is a number (OCP MX fp6 / fp4, e.g. fp4 e2m1).
+``"fnu"`` (a scale encoding, :data:`SCALE_ENCODINGS`)
+    finite, NaN, unsigned, exponent only: no sign bit, no mantissa, no zero, no inf; the code is the
+    biased exponent, so the values are the powers of two ``2**(code - bias)`` and the all-ones code
+    is the single NaN. The OCP MX block scale E8M0 (``torch.float8_e8m0fnu``), in
+    :data:`SCALE_FORMATS`: it scales blocks of elements and cannot hold an element itself.
 
 :func:`quantize` rounds float32 values to the nearest value of a format (three rounding modes,
 selectable overflow behaviour) and returns float32. Where torch has the format as a dtype and the
@@ -36,6 +41,8 @@ __all__ = [
     "FloatFormat",
     "OVERFLOW_MODES",
     "ROUNDING_MODES",
+    "SCALE_ENCODINGS",
+    "SCALE_FORMATS",
     "check_modes",
     "compose",
     "decompose",
@@ -48,6 +55,7 @@ __all__ = [
 ]
 
 ENCODINGS = ("ieee", "fn", "fnuz", "finite")
+SCALE_ENCODINGS = ("fnu",)  # formats of scales, not of elements: no zero, no sign (kept apart from ENCODINGS)
 ROUNDING_MODES = ("nearest_even", "nearest_away", "toward_zero")
 OVERFLOW_MODES = ("inf", "saturate", "nan")
 
@@ -63,6 +71,7 @@ _ALLOWED_OVERFLOW = {
     "fn": ("saturate", "nan"),
     "fnuz": ("nan", "saturate"),
     "finite": ("saturate",),
+    "fnu": ("nan", "saturate"),
 }
 
 
@@ -96,9 +105,15 @@ class FloatFormat:
                 raise ValueError(
                     f"{field}={value!r} is not allowed for format {self.name!r}: use an integer from {lo} to {hi}"
                 )
-        if self.encoding not in ENCODINGS:
+        if self.encoding not in ENCODINGS + SCALE_ENCODINGS:
             raise ValueError(
-                f"encoding={self.encoding!r} is not allowed for format {self.name!r}: use one of {_choices(ENCODINGS)}"
+                f"encoding={self.encoding!r} is not allowed for format {self.name!r}: "
+                f"use one of {_choices(ENCODINGS + SCALE_ENCODINGS)}"
+            )
+        if self.encoding == "fnu" and self.mantissa_bits != 0:
+            raise ValueError(
+                f"format {self.name!r}: the 'fnu' scale encoding holds powers of two only, so "
+                f"mantissa_bits must be 0, got {self.mantissa_bits}"
             )
         if self.encoding == "ieee" and self.exponent_bits < 2:
             raise ValueError(
@@ -106,7 +121,9 @@ class FloatFormat:
                 "all-ones exponent is the only non-zero one and holds inf/NaN, leaving no normal "
                 "numbers); use encoding 'fn', 'fnuz' or 'finite' for 1 exponent bit"
             )
-        if self.max > _F32_MAX or self.emin < -126 or self.emin - self.mantissa_bits < -149:
+        # below 2**-126 float32 has fewer mantissa bits; a power of two (mantissa_bits 0) still fits exactly
+        lowest_emin = -126 if self.mantissa_bits else -149
+        if self.max > _F32_MAX or self.emin < lowest_emin or self.emin - self.mantissa_bits < -149:
             raise ValueError(
                 f"format {self.name!r} (e{self.exponent_bits}m{self.mantissa_bits}, "
                 f"{self.encoding}) has values float32 cannot hold exactly (max {self.max:.4g}, "
@@ -117,8 +134,18 @@ class FloatFormat:
     # --- layout -----------------------------------------------------------------------------
     @property
     def bits(self) -> int:
-        """Total storage bits: sign + exponent + mantissa."""
-        return 1 + self.exponent_bits + self.mantissa_bits
+        """Total storage bits: sign (none for 'fnu') + exponent + mantissa."""
+        return int(self.is_signed) + self.exponent_bits + self.mantissa_bits
+
+    @property
+    def is_signed(self) -> bool:
+        """Whether the format has a sign bit (every format but the unsigned 'fnu' scales)."""
+        return self.encoding != "fnu"
+
+    @property
+    def has_zero(self) -> bool:
+        """Whether 0 is a value ('fnu': exponent field 0 is ``2**-bias``, the smallest value)."""
+        return self.encoding != "fnu"
 
     @property
     def bias(self) -> int:
@@ -128,8 +155,8 @@ class FloatFormat:
 
     @property
     def emin(self) -> int:
-        """Exponent of the smallest normal number."""
-        return 1 - self.bias
+        """Exponent of the smallest normal number ('fnu': of the smallest value, exponent field 0)."""
+        return -self.bias if self.encoding == "fnu" else 1 - self.bias
 
     @property
     def emax(self) -> int:
@@ -137,7 +164,7 @@ class FloatFormat:
         top_field = 2**self.exponent_bits - 1
         if self.encoding == "ieee":
             top_field -= 1  # the all-ones exponent is inf/NaN
-        elif self.encoding == "fn" and self.mantissa_bits == 0:
+        elif self.encoding in ("fn", "fnu") and self.mantissa_bits == 0:
             top_field -= 1  # the all-ones exponent's only code is NaN
         return top_field - self.bias
 
@@ -151,12 +178,13 @@ class FloatFormat:
 
     @property
     def has_negative_zero(self) -> bool:
-        return self.encoding != "fnuz"
+        return self.encoding not in ("fnuz", "fnu")
 
     @property
     def default_overflow(self) -> str:
         """What overflow gives unless told otherwise: inf for 'ieee'; saturation to max for 'fn'
-        (what torch 2.13's float8_e4m3fn cast does) and 'finite'; NaN for 'fnuz' (torch's casts)."""
+        (what torch 2.13's float8_e4m3fn cast does) and 'finite'; NaN for 'fnuz' (torch's casts) and
+        'fnu' (ml_dtypes' and torch's float8_e8m0fnu casts)."""
         return _ALLOWED_OVERFLOW[self.encoding][0]
 
     # --- constants ----------------------------------------------------------------------------
@@ -259,6 +287,7 @@ _TORCH_DTYPES = {
     (5, 2, "ieee"): torch.float8_e5m2,
     (4, 3, "fnuz"): torch.float8_e4m3fnuz,
     (5, 2, "fnuz"): torch.float8_e5m2fnuz,
+    (8, 0, "fnu"): torch.float8_e8m0fnu,
 }
 
 FORMATS: dict[str, FloatFormat] = {
@@ -278,6 +307,21 @@ FORMATS: dict[str, FloatFormat] = {
     )
 }
 
+# Scale formats: powers of two that scale blocks of elements; kept out of FORMATS, the element formats
+# that lessons list, plot and offer as answers (a scale has no zero and no sign, so it holds no tensor).
+SCALE_FORMATS: dict[str, FloatFormat] = {
+    f.name: f
+    for f in (
+        FloatFormat(
+            "e8m0",
+            8,
+            0,
+            "fnu",
+            "OCP MX block scale E8M0 (torch.float8_e8m0fnu): 2**-127..2**127, no zero, no sign, one NaN",
+        ),
+    )
+}
+
 
 def get_format(fmt: str | FloatFormat) -> FloatFormat:
     """Return a :class:`FloatFormat` from a name in :data:`FORMATS` (or pass one through)."""
@@ -285,7 +329,9 @@ def get_format(fmt: str | FloatFormat) -> FloatFormat:
         return fmt
     if isinstance(fmt, str) and fmt in FORMATS:
         return FORMATS[fmt]
-    raise ValueError(f"unknown format {fmt!r}: use a FloatFormat or one of {_choices(FORMATS)}")
+    if isinstance(fmt, str) and fmt in SCALE_FORMATS:
+        return SCALE_FORMATS[fmt]
+    raise ValueError(f"unknown format {fmt!r}: use a FloatFormat or one of {_choices({**FORMATS, **SCALE_FORMATS})}")
 
 
 def _check_tensor(x, what="x") -> torch.Tensor:
@@ -343,7 +389,8 @@ def _torch_cast_infinity(dtype: torch.dtype) -> str:
 def _native_dtype(f: FloatFormat, rounding: str, overflow: str) -> torch.dtype | None:
     """torch's dtype if ``x.to(dtype)`` does exactly what was asked, else None."""
     dtype = f.torch_dtype
-    if dtype is None or rounding != "nearest_even":
+    if dtype is None or rounding != "nearest_even" or f.encoding == "fnu":
+        # torch's float8_e8m0fnu cast rounds ties up and drops the sign: the emulation says which values
         return None
     if dtype == torch.float32:
         return dtype if overflow == "inf" else None  # the identity keeps inf; saturation needs the emulation
@@ -391,7 +438,42 @@ def _round_subnormal_(mag: torch.Tensor, f: FloatFormat, rounding: str) -> torch
     return q.mul_(math.ldexp(1.0, f.emin - f.mantissa_bits)).view(torch.int32)
 
 
+def _emulate_scale_block(x: torch.Tensor, out: torch.Tensor, f: FloatFormat, rounding: str, overflow: str):
+    """The 'fnu' encoding: round positive values to a power of two ``2**emin .. max``.
+
+    Above 2**-126 the float32 exponent field is the power of two and rounding the bit pattern to a
+    multiple of 2**23 rounds the value (ties: to an even exponent field, or up). Below, float32 is
+    subnormal, and the two candidates 2**-127 and 2**-126 are compared by value. There is no zero:
+    anything below the smallest value (toward_zero included) becomes the smallest value. Zero,
+    negatives (no sign bit) and NaN give NaN, as in ml_dtypes."""
+    bits = x.view(torch.int32)
+    a = bits & _ABS_MASK
+    r = _round_bits_(a, 23, rounding)
+    low, high = _f32_bits(f.smallest_normal), _f32_bits(2.0 * f.smallest_normal)
+    # values below 2**(emin+1) (float32 subnormals when emin is -127): the two candidates, by value
+    sub = a < high
+    if sub.any():
+        v = a.view(torch.float32)
+        mid = 1.5 * f.smallest_normal  # exact: 3 * 2**(emin-1) is a float32
+        up = {"nearest_even": v > mid, "nearest_away": v >= mid, "toward_zero": torch.zeros_like(sub)}[rounding]
+        r = torch.where(sub, torch.where(up, high, low), r)
+    r.clamp_(min=low)  # no zero: underflow gives the smallest value
+    max_bits = _f32_bits(f.max)
+    over = r > max_bits
+    target = {"saturate": max_bits, "nan": _NAN_BITS}[overflow]
+    if rounding == "toward_zero" and target != max_bits:
+        r.masked_fill_(over & (a == _INF_BITS), target)
+        r.masked_fill_(over & (a < _INF_BITS), max_bits)
+    else:
+        r.masked_fill_(over, target)
+    r.masked_fill_((bits < 0) | (a == 0) | (a > _INF_BITS), _NAN_BITS)  # negatives, zeros, NaN: NaN
+    out.view(torch.int32).copy_(r)
+
+
 def _emulate_block(x: torch.Tensor, out: torch.Tensor, f: FloatFormat, rounding: str, overflow: str):
+    if f.encoding == "fnu":
+        _emulate_scale_block(x, out, f, rounding, overflow)
+        return
     bits = x.view(torch.int32)
     a = bits & _ABS_MASK
     r = _round_bits_(a, 23 - f.mantissa_bits, rounding)
@@ -519,6 +601,7 @@ def to_bits(x: torch.Tensor, fmt: str | FloatFormat, rounding: str = "nearest_ev
             "ieee": all_ones_exp | (1 << (m - 1) if m > 0 else 0),
             "fn": (1 << (e + m)) - 1,
             "fnuz": 1 << (e + m),
+            "fnu": (1 << (e + m)) - 1,
         }[f.encoding]
         code = torch.where(nan, torch.full_like(code, nan_code), code)
     return code
@@ -543,10 +626,11 @@ def compose(sign, exponent, mantissa, fmt: str | FloatFormat) -> torch.Tensor:
     f = get_format(fmt)
     m, e = f.mantissa_bits, f.exponent_bits
     s, ex, mt = (torch.as_tensor(v).long() for v in (sign, exponent, mantissa))
-    for name, v, hi in (("sign", s, 1), ("exponent", ex, (1 << e) - 1), ("mantissa", mt, (1 << m) - 1)):
+    fields = (("sign", s, int(f.is_signed)), ("exponent", ex, (1 << e) - 1), ("mantissa", mt, (1 << m) - 1))
+    for name, v, hi in fields:
         if ((v < 0) | (v > hi)).any():
             raise ValueError(f"{name} field {v.max().item()} out of range for {f.name}: use 0..{hi}")
-    sub = ex == 0
+    sub = (ex == 0) & f.has_zero  # 'fnu' has no subnormals: exponent field 0 is 2**emin
     frac = mt.double() / 2.0**m
     mag = torch.where(
         sub,
@@ -557,7 +641,7 @@ def compose(sign, exponent, mantissa, fmt: str | FloatFormat) -> torch.Tensor:
     if f.encoding == "ieee":
         mag = torch.where(top & (mt == 0), math.inf, mag)
         mag = torch.where(top & (mt != 0), math.nan, mag)
-    elif f.encoding == "fn":
+    elif f.encoding in ("fn", "fnu"):
         mag = torch.where(top & (mt == (1 << m) - 1), math.nan, mag)
     value = torch.where(s == 1, -mag, mag)
     if f.encoding == "fnuz":

@@ -8,6 +8,8 @@ integers, so "even" is the parity of a value's index in that list.
 
 import math
 
+import ml_dtypes
+import numpy as np
 import pytest
 import torch
 
@@ -388,3 +390,162 @@ def test_thresholds_are_where_round_to_nearest_changes_class(name):
     assert over(down(t)) == (False, False) and over(up(t)) == (True, True)
     said, done = over(t)
     assert said == done  # the tie: overflows() agrees with rounding
+
+
+# --- below 8 bits: the OCP MX element formats and the e8m0 scale, against ml_dtypes ----------------
+
+ML_DTYPES = {
+    "fp4_e2m1": "float4_e2m1fn",
+    "fp6_e2m3": "float6_e2m3fn",
+    "fp6_e3m2": "float6_e3m2fn",
+    "e8m0": "float8_e8m0fnu",
+}
+
+
+def ml_cast(x: torch.Tensor, name: str) -> torch.Tensor:
+    dt = getattr(ml_dtypes, ML_DTYPES[name])
+    with np.errstate(invalid="ignore"):  # ml_dtypes warns when a value becomes NaN (what is tested here)
+        return torch.from_numpy(x.numpy().astype(dt).astype(np.float32))
+
+
+def sweep_inputs(n_random: int, seed: int) -> torch.Tensor:
+    """Every float32 pattern whose low 16 bits are 0 (all 65,536 bf16 patterns: every sign, exponent and
+    top mantissa bits, inf and NaN included), the same with the low 16 bits all ones, and random patterns."""
+    hi = torch.arange(1 << 16, dtype=torch.int64) << 16
+    g = torch.Generator().manual_seed(seed)
+    rnd = torch.randint(0, 1 << 32, (n_random,), generator=g, dtype=torch.int64)
+    return torch.cat([hi, hi | 0xFFFF, rnd]).to(torch.int32).view(torch.float32)
+
+
+@pytest.mark.parametrize("name", ["fp4_e2m1", "fp6_e2m3", "fp6_e3m2"])
+def test_mx_element_formats_decode_every_code_like_ml_dtypes(name):
+    f = FORMATS[name]
+    codes = torch.arange(1 << f.bits)
+    dt = getattr(ml_dtypes, ML_DTYPES[name])
+    # ml_dtypes stores a sub-byte code in the low bits of a byte
+    want = torch.from_numpy(codes.numpy().astype(np.uint8).view(dt).astype(np.float32))
+    assert bits_equal(from_bits(codes, f), want)
+    assert torch.equal(to_bits(want, f), codes)
+    fi = ml_dtypes.finfo(dt)
+    assert (f.max, f.smallest_normal, f.smallest_subnormal, f.eps) == (
+        float(fi.max),
+        float(fi.smallest_normal),
+        float(fi.smallest_subnormal),
+        float(fi.eps),
+    )
+
+
+@pytest.mark.parametrize("name", ["fp4_e2m1", "fp6_e2m3", "fp6_e3m2"])
+def test_mx_element_formats_round_like_ml_dtypes(name):
+    f = FORMATS[name]
+    fin = positive_values(f)
+    mids = ((fin[1:] + fin[:-1]) / 2).float()  # every tie, and its two float32 neighbours
+    ties = torch.cat([mids, torch.nextafter(mids, torch.tensor(math.inf)), torch.nextafter(mids, torch.tensor(0.0))])
+    x = torch.cat([sweep_inputs(2_000_000, seed=11), ties, -ties])
+    x = x[~torch.isnan(x)]  # ml_dtypes turns NaN into -0.0 for these NaN-less formats; the engine keeps NaN
+    got, want = quantize(x, name), ml_cast(x, name)  # overflow saturates in both, inf included
+    assert bits_equal(got, want), first_mismatch(got, want, x)
+
+
+def test_e8m0_constants_and_every_code():
+    f = formats.get_format("e8m0")
+    assert "e8m0" in formats.SCALE_FORMATS and "e8m0" not in FORMATS  # a scale, not an element format
+    assert (f.bits, f.bias, f.emin, f.emax, f.has_zero, f.is_signed, f.has_inf) == (
+        8,
+        127,
+        -127,
+        127,
+        False,
+        False,
+        False,
+    )
+    assert f.max == float.fromhex("0x1p127") and f.smallest_normal == float.fromhex("0x1p-127") and f.eps == 1
+    fi = ml_dtypes.finfo(ml_dtypes.float8_e8m0fnu)
+    assert (f.max, f.smallest_normal, f.eps) == (float(fi.max), float(fi.smallest_normal), float(fi.eps))
+    codes = torch.arange(256)
+    v = from_bits(codes, f)
+    assert bits_equal(v, ml_cast(v, "e8m0"))
+    assert bits_equal(v, codes.to(torch.uint8).view(torch.float8_e8m0fnu).float())  # torch's dtype decodes alike
+    assert bits_equal(v[:255], torch.ldexp(torch.ones(255), (codes[:255] - 127).float())) and torch.isnan(v[255])
+    assert torch.equal(to_bits(v, f), codes)  # NaN -> 255
+    assert torch.equal(formats.representable_values(f), v[:255])
+    assert f.torch_dtype == torch.float8_e8m0fnu
+
+
+def _e8m0_reference(x: torch.Tensor, rounding: str, overflow: str = "nan") -> torch.Tensor:
+    """Independent: each positive finite value between its two powers of two, compared in float64."""
+    out = []
+    for v in x.double().tolist():
+        if not v > 0 or math.isnan(v):
+            out.append(math.nan)
+            continue
+        if math.isinf(v):
+            out.append(math.nan if overflow == "nan" else 2.0**127)
+            continue
+        m, e = math.frexp(v)  # v = m * 2**e, m in [0.5, 1)
+        lo, hi = 2.0 ** (e - 1), 2.0**e
+        if v == lo:
+            r = lo
+        elif rounding == "toward_zero":
+            r = lo
+        elif v > 1.5 * lo or (v == 1.5 * lo and (rounding == "nearest_away" or (e + 127) % 2 == 0)):
+            r = hi  # the tie: away goes up, even goes to the even code (exponent e has code e + 127)
+        else:
+            r = lo
+        r = max(r, 2.0**-127)  # no zero: underflow gives the smallest value
+        if r > 2.0**127:
+            r = math.nan if overflow == "nan" else 2.0**127
+        out.append(r)
+    return torch.tensor(out, dtype=torch.float64).float()
+
+
+@pytest.mark.parametrize("rounding", MODES)
+@pytest.mark.parametrize("overflow", ["nan", "saturate"])
+def test_e8m0_all_modes_against_reference(rounding, overflow):
+    g = torch.Generator().manual_seed(12)
+    e = torch.randint(-140, 129, (20_000,), generator=g).double()
+    x = torch.cat(
+        [
+            torch.ldexp(torch.rand(20_000, generator=g, dtype=torch.float64) + 1, e).float(),
+            torch.ldexp(
+                torch.tensor([1.0, 1.5, 1.25, 1.75]).repeat(256).double(),
+                torch.arange(-150, 128).repeat_interleave(4)[:1024].double(),
+            ).float(),
+            torch.tensor([0.0, -0.0, -1.0, math.inf, -math.inf, math.nan, 2.0**-149, 3 * 2.0**126, 2.0**127]),
+        ]
+    )
+    got = quantize(x, "e8m0", rounding, overflow)
+    assert bits_equal(got, _e8m0_reference(x, rounding, overflow)), first_mismatch(
+        got, _e8m0_reference(x, rounding, overflow), x
+    )
+
+
+def test_e8m0_rounds_like_ml_dtypes_except_the_documented_float32_subnormals():
+    """ml_dtypes' cast (and torch's) is round half up: quantize(..., "nearest_away"). It rounds the float32
+    mantissa bits as if the input were normal, so the float32 subnormals in (2**-127, 1.5 * 2**-127) go up to
+    2**-126 where the nearest power of two is 2**-127: every one of those 2**21 - 1 patterns differs, and no
+    other input does. Checked on every pattern whose exponent field is 0, 1, 253, 254 or 255 (all 2**23
+    mantissas each), every pattern with the low 16 bits 0 or all ones, and 2 million random patterns."""
+    hi = torch.arange(1 << 23, dtype=torch.int64)
+    chunks = [hi | (e << 23) for e in (0, 1, 253, 254, 255)]
+    x = torch.cat([torch.cat(chunks).to(torch.int32).view(torch.float32), sweep_inputs(2_000_000, seed=13)])
+    got, want = quantize(x, "e8m0", "nearest_away"), ml_cast(x, "e8m0")
+    same = (got.view(torch.int32) == want.view(torch.int32)) | (torch.isnan(got) & torch.isnan(want))
+    quirk = (x > 2.0**-127) & (x < 1.5 * 2.0**-127)
+    assert torch.equal(~same, quirk), first_mismatch(got, want, x)
+    assert int(quirk[: 5 << 23].sum()) == (1 << 21) - 1  # mantissas 0x400001..0x5FFFFF of exponent field 0
+    # torch's float8_e8m0fnu cast agrees with ml_dtypes on positive inputs; it drops the sign and maps 0 to 2**-127
+    pos = x[(x > 0) & ~torch.isnan(x)]
+    assert bits_equal(pos.to(torch.float8_e8m0fnu).float(), ml_cast(pos, "e8m0"))
+    neg = torch.tensor([-1.0, -3.0, -0.0, 0.0])
+    assert neg.to(torch.float8_e8m0fnu).float().tolist() == [1.0, 4.0, 2.0**-127, 2.0**-127]
+    assert torch.isnan(quantize(neg, "e8m0")).all() and torch.isnan(ml_cast(neg, "e8m0")).all()
+
+
+def test_fnu_encoding_is_only_for_powers_of_two():
+    with pytest.raises(ValueError, match="mantissa_bits must be 0"):
+        FloatFormat("u5m2", 5, 2, "fnu")
+    with pytest.raises(ValueError, match="'fnu'"):
+        FloatFormat("x", 5, 2, "nope")
+    assert FloatFormat("e5m0u", 5, 0, "fnu").bits == 5
+    assert "fnu" not in formats.ENCODINGS  # the lessons' format designer offers element encodings only

@@ -1,0 +1,56 @@
+"""Below 8 bits and below bf16: MX and NVFP4 block scales, fp8 recipes side by side, stochastic
+rounding and Kahan-compensated bf16 updates.
+
+`from amp_lessons import micro` gives every public name of the topic's modules: :mod:`.experiments`."""
+
+from .experiments import (
+    BYTES_PER_PARAMETER,
+    MAX_ELEMENTS,
+    MX_ELEMENT_FORMATS,
+    RECIPES,
+    SCALE_RULES,
+    SPIKE_STEP,
+    STEPS,
+    TENSOR_KINDS,
+    UPDATE_METHODS,
+    BlockQuantized,
+    e8m0_round_up,
+    kahan_add,
+    mx_quantize,
+    mx_scale_exponents,
+    nvfp4_quantize,
+    recipe_quantize,
+    recipe_stats,
+    recipe_table,
+    recipe_tensor,
+    scale_rule_clipping,
+    stochastic_round,
+    tiny_updates,
+    train_low_precision,
+)
+
+__all__ = [
+    "BYTES_PER_PARAMETER",
+    "MAX_ELEMENTS",
+    "MX_ELEMENT_FORMATS",
+    "RECIPES",
+    "SCALE_RULES",
+    "SPIKE_STEP",
+    "STEPS",
+    "TENSOR_KINDS",
+    "UPDATE_METHODS",
+    "BlockQuantized",
+    "e8m0_round_up",
+    "kahan_add",
+    "mx_quantize",
+    "mx_scale_exponents",
+    "nvfp4_quantize",
+    "recipe_quantize",
+    "recipe_stats",
+    "recipe_table",
+    "recipe_tensor",
+    "scale_rule_clipping",
+    "stochastic_round",
+    "tiny_updates",
+    "train_low_precision",
+]

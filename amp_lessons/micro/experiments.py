@@ -1,0 +1,517 @@
+"""Below 8 bits and below bf16: microscaling (MX) and NVFP4 block scales, fp8 recipes side by side,
+stochastic rounding and Kahan-compensated bf16 updates. Data only: nothing here draws.
+
+Everything is emulated bit-exactly in float32 arithmetic on the formats engine (:mod:`amp_lessons.formats`):
+the element casts and the scale computations are elementwise, the same on every machine. The rules
+follow public sources:
+
+- OCP Microscaling Formats (MX) v1.0, section 6.3: blocks of 32 elements share an E8M0 scale
+  ``X = 2**(floor(log2(amax)) - emax_elem)``; elements beyond the element format's max saturate
+  (https://www.opencompute.org/documents/ocp-microscaling-formats-mx-v1-0-spec-final-pdf).
+- The round-up rule ("RCEIL") of cuBLAS for MXFP8: ``X = 2**ceil(log2(amax / max_elem))``
+  (https://docs.nvidia.com/cuda/cublas/#d-block-quantization), as torchao's ``to_mx`` computes it
+  (https://github.com/pytorch/ao/blob/main/torchao/prototype/mx_formats/mx_tensor.py).
+- NVFP4: blocks of 16 fp4 e2m1 elements, an fp8 e4m3 scale per block and an fp32 scale per tensor,
+  ``global = amax / (448 * 6)``, as torchao's ``nvfp4_quantize``
+  (https://github.com/pytorch/ao/blob/main/torchao/prototype/mx_formats/nvfp4_tensor.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+import torch
+
+from .. import _validate
+from ..formats import get_format, quantize
+from ..fp8 import experiments as fp8
+
+__all__ = [
+    "BYTES_PER_PARAMETER",
+    "MAX_ELEMENTS",
+    "MX_ELEMENT_FORMATS",
+    "RECIPES",
+    "SCALE_RULES",
+    "SPIKE_STEP",
+    "STEPS",
+    "TENSOR_KINDS",
+    "UPDATE_METHODS",
+    "BlockQuantized",
+    "e8m0_round_up",
+    "kahan_add",
+    "mx_quantize",
+    "mx_scale_exponents",
+    "nvfp4_quantize",
+    "recipe_quantize",
+    "recipe_stats",
+    "recipe_table",
+    "recipe_tensor",
+    "scale_rule_clipping",
+    "stochastic_round",
+    "tiny_updates",
+    "train_low_precision",
+]
+
+SCALE_RULES = ("floor", "rceil")
+MX_ELEMENT_FORMATS = {
+    "mxfp8": "fp8_e4m3",
+    "mxfp8_e5m2": "fp8_e5m2",
+    "mxfp6": "fp6_e2m3",
+    "mxfp6_e3m2": "fp6_e3m2",
+    "mxfp4": "fp4_e2m1",
+}
+MAX_ELEMENTS = 1 << 24  # the largest tensor these functions accept (a typo must not hang a kernel)
+_E8M0 = get_format("e8m0")
+_E8M0_BIAS = _E8M0.bias
+
+
+def _tensor(x, what: str = "x") -> torch.Tensor:
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dtype == torch.float64:
+        raise TypeError(f"{what} must be a float32 (or narrower) torch.Tensor, got {type(x).__name__}")
+    _validate.count(x.numel(), f"{what}.numel()", 0, MAX_ELEMENTS, "elements")
+    return x.float()
+
+
+def _blocks(x: torch.Tensor, block: int, what: str = "x") -> torch.Tensor:
+    if x.dim() == 0 or x.shape[-1] % block:
+        raise ValueError(
+            f"{what} of shape {tuple(x.shape)}: its last dimension must be a multiple of the block {block}"
+        )
+    return x.reshape(*x.shape[:-1], x.shape[-1] // block, block)
+
+
+def _choice(v, options, what: str):
+    if v not in options:
+        raise ValueError(f"{what}={v!r} is not allowed: use one of {', '.join(map(repr, options))}")
+    return v
+
+
+@dataclass(frozen=True)
+class BlockQuantized:
+    """A tensor in a block-scaled format: ``values`` (dequantized, float32, x's shape) equal
+    ``elements * scales`` blockwise; ``elements`` are values of ``element_format`` (float32, x's shape);
+    ``scales`` holds one scale per block (float32: the e8m0 power of two, or e4m3 block scale times
+    the global scale); ``scale_codes`` the stored scale (e8m0 exponent codes 0..255, or e4m3 values);
+    ``clipped`` marks the elements that saturated (|x| / scale beyond the element format's max)."""
+
+    values: torch.Tensor
+    elements: torch.Tensor
+    scales: torch.Tensor
+    scale_codes: torch.Tensor
+    clipped: torch.Tensor
+    element_format: str
+    block: int
+    global_scale: float | None = None
+
+    @property
+    def bits_per_element(self) -> float:
+        """Storage per element: the element's bits plus the block scale's 8 bits shared by ``block``."""
+        return get_format(self.element_format).bits + 8 / self.block
+
+
+# --- e8m0 scales ----------------------------------------------------------------------------------
+
+
+def e8m0_round_up(x: torch.Tensor) -> torch.Tensor:
+    """The e8m0 code (uint8 values 0..255 as int32) of the smallest power of two >= ``x``: rounding up,
+    PTX's ``cvt.rp.satfinite.ue8m0x2.f32`` as torchao's ``_f32_to_e8m0_rceil`` spells it in torch ops.
+    Non-finite -> 255 (NaN); values at or below 2**-127 (zero too) -> 0 (2**-127)."""
+    bits = _tensor(x).view(torch.int32)
+    e = (bits >> 23) & 0xFF
+    m = bits & 0x7FFFFF
+    up = torch.where(e == 0, m > 0x400000, m != 0)  # a float32 subnormal: code 0 is 2**-127 (mantissa 0x400000)
+    code = (e + up.int()).clamp_(max=255)
+    return torch.where(torch.isfinite(x), code, torch.full_like(code, 255))
+
+
+def mx_scale_exponents(amax: torch.Tensor, element_format="fp8_e4m3", rule: str = "floor") -> torch.Tensor:
+    """The unbiased e8m0 exponent ``k`` (int32) of each block's scale ``2**k`` from its amax.
+
+    ``"floor"`` (OCP MX v1.0, 6.3): ``k = floor(log2(amax)) - emax_elem``, the exponent of amax read
+    from its float32 bits (a float32 subnormal or zero amax reads as -127). The largest element then
+    lands in ``[2**emax_elem, 2**(emax_elem+1))``, which can exceed the element format's max
+    (e4m3: 448 = 1.75 * 2**8), and those values saturate.
+    ``"rceil"`` (cuBLAS, torchao): ``k = ceil(log2(amax * (1 / max_elem)))`` in float32: the smallest power
+    of two whose scaled block fits; nothing saturates, at the cost of up to one binade of range.
+    Clamped to e8m0's -127..127; a non-finite amax gives 128 (the NaN code 255 minus the bias)."""
+    f = get_format(element_format)
+    _choice(rule, SCALE_RULES, "rule")
+    amax = _tensor(amax, "amax")
+    if rule == "floor":
+        e = ((amax.view(torch.int32) >> 23) & 0xFF) - 127
+        k = e - f.emax
+    else:
+        k = e8m0_round_up(amax * (1.0 / f.max)) - _E8M0_BIAS
+    k = k.clamp(-_E8M0_BIAS, _E8M0_BIAS)
+    return torch.where(torch.isfinite(amax), k, torch.full_like(k, _E8M0_BIAS + 1)).int()
+
+
+def mx_quantize(x, element_format="fp8_e4m3", rule: str = "floor", block: int = 32) -> BlockQuantized:
+    """An MX block format: the last dimension in blocks of ``block`` (32 in OCP MX v1.0) sharing an e8m0
+    scale ``2**k`` (:func:`mx_scale_exponents`); elements ``x * 2**-k`` rounded to nearest-even in
+    ``element_format`` with saturation (MXFP8: fp8_e4m3; MXFP6: fp6_e2m3; MXFP4: fp4_e2m1)."""
+    f = get_format(element_format)
+    x = _tensor(x)
+    block = _validate.count(block, "block", 1, 4096)
+    xb = _blocks(x, block)
+    amax = xb.abs().amax(-1, keepdim=True)
+    k = mx_scale_exponents(amax, f, rule)
+    code = k + _E8M0_BIAS
+    scale = torch.where(code == 255, torch.full_like(amax, math.nan), torch.ldexp(torch.ones_like(amax), k.float()))
+    inv = torch.ldexp(torch.ones_like(amax), (-k).float())  # exact: a power of two
+    scaled = xb * inv
+    elements = quantize(scaled, f, overflow="saturate")
+    clipped = scaled.abs() > f.max
+    values = elements * scale
+    return BlockQuantized(
+        values.reshape(x.shape),
+        elements.reshape(x.shape),
+        scale.squeeze(-1),
+        code.squeeze(-1),
+        clipped.reshape(x.shape),
+        f.name,
+        block,
+    )
+
+
+def nvfp4_quantize(x, global_amax: float | None = None, block: int = 16) -> BlockQuantized:
+    """NVFP4: blocks of 16 fp4 e2m1 elements, an e4m3 scale per block and one float32 global scale.
+
+    ``global = amax(x) / (448 * 6)`` (or from ``global_amax``, a calibrated amax); each block's scale
+    ``amax(block) / 6 / global`` is clamped to e4m3's [2**-6, 448] and rounded to e4m3; elements are
+    ``x * ((1 / global) / s_e4m3)`` clamped to +-6 and rounded to nearest-even e2m1 -- torchao's
+    ``nvfp4_quantize`` operation by operation. Values: ``elements * (s_e4m3 * global)``."""
+    e4m3, e2m1 = get_format("fp8_e4m3"), get_format("fp4_e2m1")
+    x = _tensor(x)
+    block = _validate.count(block, "block", 1, 4096)
+    amax = (
+        float(x.abs().max()) if global_amax is None and x.numel() else _validate.real(global_amax or 0.0, "global_amax")
+    )
+    if not math.isfinite(amax) or amax < 0:
+        raise ValueError(f"the global amax is {amax}: it must be a finite number >= 0")
+    g = torch.tensor(amax, dtype=torch.float32) / (e4m3.max * e2m1.max)
+    if float(g) == 0:
+        g = torch.tensor(1.0)  # an all-zero tensor: any global scale works
+    xb = _blocks(x, block)
+    block_scale = xb.abs().amax(-1, keepdim=True) / e2m1.max
+    s8 = quantize((block_scale / g).clamp(min=e4m3.smallest_normal, max=e4m3.max), e4m3)
+    scaled = xb * ((1.0 / g) / s8)
+    clipped = scaled.abs() > e2m1.max
+    elements = quantize(scaled.clamp(-e2m1.max, e2m1.max), e2m1)
+    scale = s8 * g
+    return BlockQuantized(
+        (elements * scale).reshape(x.shape),
+        elements.reshape(x.shape),
+        scale.squeeze(-1),
+        s8.squeeze(-1),
+        clipped.reshape(x.shape),
+        e2m1.name,
+        block,
+        float(g),
+    )
+
+
+def scale_rule_clipping(x, element_format="fp8_e4m3", block: int = 32) -> dict:
+    """How often each scale rule clips: for ``"floor"`` and ``"rceil"``, the fraction of blocks whose largest
+    value saturates, the fraction of all values that do, and the signal-to-noise ratio (dB) of the result."""
+    x = _tensor(x)
+    out = {}
+    for rule in SCALE_RULES:
+        q = mx_quantize(x, element_format, rule, block)
+        clipped_blocks = _blocks(q.clipped, block).any(-1)
+        out[rule] = {
+            "blocks clipped": float(clipped_blocks.double().mean()),
+            "values clipped": float(q.clipped.double().mean()),
+            "SNR dB": _snr_db(x, q.values),
+        }
+    return out
+
+
+# --- recipes side by side ---------------------------------------------------------------------------
+
+TENSOR_KINDS = ("activations", "gradient", "weights")
+RECIPES = (
+    "per-tensor delayed (history 1)",
+    "per-tensor delayed (history 16)",
+    "per-tensor delayed (history 1024)",
+    "per-tensor current",
+    "row-wise",
+    "block 1x128",
+    "block 128x128",
+    "MXFP8 (e4m3, floor)",
+    "MXFP8 (e4m3, rceil)",
+    "MXFP4 (floor)",
+    "NVFP4",
+)
+STEPS = 32  # the recipe tensors' training steps
+SPIKE_STEP = 20  # the step at which the gradient's maximum jumps
+
+
+def recipe_tensor(kind: str, step: int = SPIKE_STEP) -> torch.Tensor:
+    """The recipe comparison's tensors (256 x 512, drawn in float64 from a seed that depends on the kind and
+    the step, then rounded to float32: the same values on every machine):
+
+    - ``"activations"``: normal values with 4 outlier channels (columns) 50x larger, as in large language
+      models' hidden states (Dettmers et al., https://arxiv.org/abs/2208.07339);
+    - ``"gradient"``: normal values of scale 1e-4 (a weight gradient); at step ``SPIKE_STEP`` a few
+      entries jump to 1000x the usual maximum (a loss spike), which a scale from earlier steps cannot fit;
+    - ``"weights"``: normal values of standard deviation 0.02 (a common initialisation)."""
+    _choice(kind, TENSOR_KINDS, "kind")
+    step = _validate.count(step, "step", 0, STEPS - 1)
+    g = torch.Generator().manual_seed(1000 * TENSOR_KINDS.index(kind) + step)
+    x = torch.randn(256, 512, dtype=torch.float64, generator=g)
+    if kind == "activations":
+        x[:, [7, 100, 300, 411]] *= 50.0
+    elif kind == "gradient":
+        x *= 1e-4
+        if step == SPIKE_STEP:
+            x[3, :4] = x.abs().max() * 1000.0
+    else:
+        x *= 0.02
+    return x.float()
+
+
+@lru_cache(maxsize=None)
+def _amax(kind: str, step: int) -> float:
+    return float(recipe_tensor(kind, step).abs().max())
+
+
+def _fp8_scaled(x: torch.Tensor, scale) -> torch.Tensor:
+    return fp8.fake_quantize(x, "fp8_e4m3", scale)
+
+
+def _rowwise(x: torch.Tensor) -> torch.Tensor:
+    amax = x.abs().amax(1, keepdim=True).double()
+    s = torch.where(amax == 0, torch.ones_like(amax), 448.0 / amax).float()
+    return _fp8_scaled(x, s)
+
+
+def recipe_quantize(recipe: str, kind: str, step: int = SPIKE_STEP) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(x, x as the recipe stores it, dequantized)`` for one tensor at one step. Delayed recipes scale step
+    ``step`` with the largest amax of the previous ``history`` steps (Transformer Engine's default
+    "max" algorithm; https://docs.nvidia.com/deeplearning/transformer-engine/user-guide/api/common.html),
+    replayed from step 0; the others scale from the tensor itself."""
+    _choice(recipe, RECIPES, "recipe")
+    x = recipe_tensor(kind, step)
+    if recipe.startswith("per-tensor delayed"):
+        history = int(recipe.split("history ")[1].rstrip(")"))
+        past = [_amax(kind, s) for s in range(max(0, step - history), step)]  # the last `history` amaxes
+        amax = max(past) if past else float(x.abs().max())  # step 0: no history yet, the current amax
+        return x, _fp8_scaled(x, fp8.amax_scale(torch.tensor([amax]), "fp8_e4m3"))
+    if recipe == "per-tensor current":
+        return x, _fp8_scaled(x, fp8.amax_scale(x, "fp8_e4m3"))
+    if recipe == "row-wise":
+        return x, _rowwise(x)
+    if recipe.startswith("block"):
+        return x, fp8.blockwise_fake_quantize(x, recipe.split()[1], "fp8_e4m3")[0]
+    if recipe.startswith("MXFP8"):
+        return x, mx_quantize(x, "fp8_e4m3", recipe.split(", ")[1].rstrip(")")).values
+    if recipe == "MXFP4 (floor)":
+        return x, mx_quantize(x, "fp4_e2m1", "floor").values
+    return x, nvfp4_quantize(x).values
+
+
+def _snr_db(x: torch.Tensor, q: torch.Tensor) -> float:
+    xd, qd = x.double(), q.double()
+    noise = float(((qd - xd) ** 2).sum())
+    signal = float((xd**2).sum())
+    return math.inf if noise == 0 else 10 * math.log10(signal / noise)
+
+
+def recipe_stats(x: torch.Tensor, q: torch.Tensor) -> dict:
+    """Signal-to-noise ratio (dB), the fraction of non-zero values flushed to zero, the fraction that
+    saturated (stored at the format's largest magnitude with an error above 1/8 of the value) and the
+    bias (sum of errors over sum of magnitudes, signed)."""
+    xd, qd = x.double(), q.double()
+    nz = xd != 0
+    err = qd - xd
+    return {
+        "SNR dB": _snr_db(x, q),
+        "zeros": float(((qd == 0) & nz).double().sum() / nz.double().sum().clamp(min=1)),
+        "saturated": float(((err.abs() > xd.abs() / 8) & (qd != 0) & (qd.abs() < xd.abs())).double().mean()),
+        "bias": float(err.sum() / xd.abs().sum().clamp(min=1e-300)),
+    }
+
+
+def recipe_table(kind: str, step: int = SPIKE_STEP, recipes=RECIPES) -> list[dict]:
+    """One row per recipe for tensor ``kind`` at ``step``: its :func:`recipe_stats` and bits per value."""
+    rows = []
+    for r in recipes:
+        x, q = recipe_quantize(r, kind, step)
+        bits = (
+            4 + 8 / 32 if r.startswith("MXFP4") else 4 + 8 / 16 if r == "NVFP4" else 8 + 8 / 32 if "MXFP8" in r else 8
+        )
+        rows.append({"recipe": r, "bits per value": bits, **recipe_stats(x, q)})
+    return rows
+
+
+# --- updates below bf16's resolution -----------------------------------------------------------------
+
+UPDATE_METHODS = ("round to nearest", "stochastic rounding", "Kahan", "fp32 master")
+
+
+def stochastic_round(x, fmt="bf16", generator: torch.Generator | None = None) -> torch.Tensor:
+    """Round each value of ``x`` to one of its two neighbours in ``fmt``, the one away from zero with
+    probability (distance from the one toward zero) / (gap between them): unbiased, ``E[SR(x)] = x``.
+
+    The neighbour toward zero is :func:`~amp_lessons.formats.quantize` with ``"toward_zero"``; the gap is
+    the format's spacing there. The residual and the gap are exact in float32, their ratio p has at most
+    23 - m significant bits, and ``u < p`` with float32 uniforms u (multiples of 2**-24) happens with
+    probability p exactly whenever p is a multiple of 2**-24 (always for bf16 from float32). Values past the
+    format's max follow its default overflow. Seed ``generator`` for repeatable draws."""
+    f = get_format(fmt)
+    x = _tensor(x)
+    if f.name == "bf16":
+        return _sr_bf16(x, generator)
+    down = quantize(x, f, "toward_zero")
+    a = down.abs()
+    # the spacing at `down`: 2**(exponent - m) for normals, the subnormal spacing below
+    exp = torch.frexp(torch.where(a >= f.smallest_normal, a, torch.full_like(a, f.smallest_normal)))[1] - 1
+    gap = torch.ldexp(torch.ones_like(a), (exp - f.mantissa_bits).float())
+    p = (x - down).abs() / gap
+    u = torch.rand(x.shape, generator=generator)
+    up = torch.where(u < p, gap, torch.zeros_like(gap))
+    out = down + torch.copysign(up, x)
+    return quantize(out, f)
+
+
+def _sr_bf16(x: torch.Tensor, generator) -> torch.Tensor:
+    """bf16 stochastic rounding on the bits: add a uniform 16-bit integer to the float32 pattern and clear the
+    low 16 bits. The magnitude moves up one bf16 step exactly when the random number reaches 2**16 minus the
+    dropped bits: probability (dropped bits) / 2**16, the same rule as the general path."""
+    r = torch.randint(0, 1 << 16, x.shape, generator=generator, dtype=torch.int32)
+    bits = x.contiguous().view(torch.int32)
+    out = ((bits & 0x7FFFFFFF) + r).bitwise_and_(-65536) | (bits & -0x80000000)
+    out = out.view(torch.float32)
+    return torch.where(torch.isfinite(x), _bf16(out), x)  # rounding past bf16's max overflows as a cast does
+
+
+def _bf16(x: torch.Tensor) -> torch.Tensor:
+    return x.to(torch.bfloat16).float()  # round to nearest even, as quantize(x, "bf16") (tested equal)
+
+
+def kahan_add(w: torch.Tensor, c: torch.Tensor, update: torch.Tensor, fmt="bf16"):
+    """One Kahan-compensated update ``w += update`` in ``fmt`` arithmetic (each operation rounded to nearest):
+    ``y = update - c; t = w + y; c = (t - w) - y; w = t``. ``c`` carries what the rounding of ``w + y`` lost,
+    so it is subtracted from the next update. Returns ``(w, c)``."""
+    f = get_format(fmt)
+    rnd = _bf16 if f.name == "bf16" else (lambda v: quantize(v, f))
+    y = rnd(update - c)
+    t = rnd(w + y)
+    c = rnd(rnd(t - w) - y)
+    return t, c
+
+
+def tiny_updates(steps: int = 10_000, update: float = 1e-4, start: float = 1.0, fmt="bf16", seed: int = 0) -> dict:
+    """Add ``update`` ``steps`` times to a weight at ``start`` held in ``fmt``: with round to nearest,
+    stochastic rounding, Kahan compensation and an fp32 master copy. Returns ``{"steps", "exact", method:
+    trajectory}`` (float32 values after each step; ``exact`` is start + k * update in float64)."""
+    steps = _validate.count(steps, "steps", 1, 100_000)
+    update = _validate.real(update, "update")
+    start = _validate.real(start, "start")
+    f = get_format(fmt)
+    g = torch.Generator().manual_seed(_validate.seed(seed))
+    u = torch.tensor([update], dtype=torch.float32)
+    w = {m: quantize(torch.tensor([start]), f) for m in UPDATE_METHODS}
+    master = w["fp32 master"].clone()
+    c = torch.zeros(1)
+    out = {m: torch.empty(steps) for m in UPDATE_METHODS}
+    rnd = _bf16 if f.name == "bf16" else (lambda v: quantize(v, f))
+    for i in range(steps):
+        w["round to nearest"] = rnd(w["round to nearest"] + u)
+        w["stochastic rounding"] = stochastic_round(w["stochastic rounding"] + u, f, g)
+        w["Kahan"], c = kahan_add(w["Kahan"], c, u, f)
+        master = master + u
+        w["fp32 master"] = master
+        for m in UPDATE_METHODS:
+            out[m][i] = w[m][0]
+    exact = start + update * torch.arange(1, steps + 1, dtype=torch.float64)
+    return {"steps": steps, "exact": exact, **out}
+
+
+# --- a small model trained with bf16 weights ---------------------------------------------------------
+
+BYTES_PER_PARAMETER = {"round to nearest": 2, "stochastic rounding": 2, "Kahan": 4, "fp32 master": 4}
+
+
+def _teacher_data(seed: int, n: int = 512, d: int = 16):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, d, dtype=torch.float64, generator=g)
+    w = torch.randn(d, 1, dtype=torch.float64, generator=g)
+    y = torch.tanh(x @ w / 2) + 0.1 * torch.sin(3 * x[:, :1])
+    return x.float(), y.float()
+
+
+def train_low_precision(
+    methods=UPDATE_METHODS, steps: int = 300, lr: float = 1e-3, hidden: int = 64, seed: int = 0, progress=None
+) -> dict:
+    """Train a 16 -> hidden -> hidden -> 1 tanh MLP on a fixed regression task with Adam (moments in fp32),
+    the weights stored in bf16 and updated by each method of :data:`UPDATE_METHODS` ("fp32 master" is AMP:
+    fp32 weights, cast to bf16 for the forward). Emulated: the matmul inputs are bf16 values, products are
+    summed in fp32 (a model of bf16 hardware), gradients are rounded to bf16. The same initial weights and
+    data for every method. Returns per method ``{"loss": [...], "never moved": fraction of weights equal to
+    their initial value at the end, "bytes per parameter": weight storage (+ compensation or master)}``.
+    ``progress`` wraps the step range (e.g. ``tqdm.auto.tqdm``)."""
+    for m in methods:
+        _choice(m, UPDATE_METHODS, "method")
+    steps = _validate.count(steps, "steps", 1, 5000)
+    hidden = _validate.count(hidden, "hidden", 1, 1024)
+    lr = _validate.positive(lr, "lr")
+    bf16 = get_format("bf16")
+    x, y = _teacher_data(_validate.seed(seed))
+    xq = quantize(x, bf16)
+    g0 = torch.Generator().manual_seed(seed + 1)
+    shapes = [(16, hidden), (hidden,), (hidden, hidden), (hidden,), (hidden, 1), (1,)]
+    init = []
+    for s in shapes:
+        fan_in = s[0] if len(s) == 2 else 1
+        w = torch.randn(*s, dtype=torch.float64, generator=g0) / math.sqrt(fan_in) if len(s) == 2 else torch.zeros(s)
+        init.append(quantize(w.float(), bf16))
+    results = {}
+    for m in methods:
+        ws = [p.clone().requires_grad_(True) for p in init]
+        comp = [torch.zeros_like(p) for p in init]
+        master = [p.clone() for p in init]
+        mom = [torch.zeros_like(p) for p in init]
+        vel = [torch.zeros_like(p) for p in init]
+        gen = torch.Generator().manual_seed(seed + 2)
+        losses = []
+        rng = range(steps) if progress is None else progress(range(steps), desc=m, leave=False)
+        for t in rng:
+            w1, b1, w2, b2, w3, b3 = ws
+            h = torch.tanh(xq @ w1 + b1)
+            h = torch.tanh(quantize(h, bf16) @ w2 + b2)
+            out = quantize(h, bf16) @ w3 + b3
+            loss = ((out - y) ** 2).mean()
+            for p in ws:
+                p.grad = None
+            loss.backward()
+            losses.append(float(loss.detach()))
+            with torch.no_grad():
+                for i, p in enumerate(ws):
+                    grad = quantize(p.grad, bf16)
+                    mom[i].mul_(0.9).add_(grad, alpha=0.1)
+                    vel[i].mul_(0.999).addcmul_(grad, grad, value=0.001)
+                    mh = mom[i] / (1 - 0.9 ** (t + 1))
+                    vh = vel[i] / (1 - 0.999 ** (t + 1))
+                    step = lr * mh / (vh.sqrt() + 1e-8)
+                    if m == "round to nearest":
+                        new = quantize(p - step, bf16)
+                    elif m == "stochastic rounding":
+                        new = stochastic_round(p - step, bf16, gen)
+                    elif m == "Kahan":
+                        new, comp[i] = kahan_add(p.detach(), comp[i], -step, bf16)
+                    else:
+                        master[i] -= step
+                        new = quantize(master[i], bf16)
+                    p.copy_(new)
+        moved = sum(int((p.detach() != p0).sum()) for p, p0 in zip(ws, init))
+        total = sum(p.numel() for p in init)
+        results[m] = {
+            "loss": losses,
+            "never moved": 1 - moved / total,
+            "bytes per parameter": BYTES_PER_PARAMETER[m],
+        }
+    return results

@@ -1,0 +1,272 @@
+"""Tests of amp_lessons.micro: MX / NVFP4 block scaling against independent implementations (numpy, ml_dtypes
+and Python's math, block by block, following the OCP MX v1.0 spec and torchao's operations), the recipe table,
+stochastic rounding (its expectation, statistically) and Kahan-compensated updates."""
+
+import math
+
+import ml_dtypes
+import numpy as np
+import pytest
+import torch
+
+from amp_lessons import micro
+from amp_lessons.formats import get_format, quantize
+
+ML = {"fp8_e4m3": ml_dtypes.float8_e4m3fn, "fp4_e2m1": ml_dtypes.float4_e2m1fn, "fp6_e2m3": ml_dtypes.float6_e2m3fn}
+
+
+def ml_round(v: np.ndarray, fmt: str) -> np.ndarray:
+    """Round-to-nearest-even with saturation, by ml_dtypes (clamp first: recipes clamp before the cast)."""
+    m = get_format(fmt).max
+    return np.clip(v.astype(np.float32), -m, m).astype(ML[fmt]).astype(np.float32)
+
+
+def hard_blocks(seed=0, n=256):
+    """Blocks of 32 with amaxes on and near every boundary that matters: powers of two, the element max times
+    powers of two (448 * 2**k, 6 * 2**k), their float32 neighbours, zeros, tiny and huge values."""
+    g = np.random.default_rng(seed)
+    x = (g.standard_normal((n, 32)) * 2.0 ** g.integers(-20, 20, (n, 1))).astype(np.float32)
+    specials = []
+    for k in (-130, -127, -126, -20, -1, 0, 1, 7, 60, 100):
+        for base in (1.0, 1.5, 1.75, 6.0, 448.0, 7.0):
+            v = np.float32(base * 2.0**k)  # exact: a float32 for every (base, k) here
+            specials += [v, np.nextafter(v, np.float32(np.inf)), np.nextafter(v, np.float32(0))]
+    sp = np.array(specials, dtype=np.float32)
+    sp = sp[np.isfinite(sp) & (sp > 0)]
+    x[: len(sp), 0] = sp  # one special amax per block (the other values are far smaller)
+    rest = x[: len(sp), 1:].astype(np.float64)
+    x[: len(sp), 1:] = (1e-3 * rest * sp[:, None] / np.abs(rest).max(1, keepdims=True)).astype(np.float32)
+    x[-1] = 0.0
+    return x
+
+
+def ref_scale_exponent(amax: float, emax: int, elem_max: float, rule: str) -> int:
+    if not math.isfinite(amax):
+        return 128
+    if rule == "floor":
+        e = math.frexp(amax)[1] - 1 if amax >= 2.0**-126 else -127  # float32 exponent field, unbiased
+        k = e - emax
+    else:
+        d = float(np.float32(amax) * np.float32(1.0 / elem_max))  # torch's float32 product
+        if d <= 2.0**-127:
+            k = -127
+        else:
+            m, e = math.frexp(d)
+            k = e - 1 if m == 0.5 else e  # the smallest power of two >= d
+    return max(-127, min(127, k))
+
+
+@pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp4_e2m1", "fp6_e2m3"])
+@pytest.mark.parametrize("rule", micro.SCALE_RULES)
+def test_mx_quantize_matches_an_independent_block_by_block_implementation(fmt, rule):
+    f = get_format(fmt)
+    x = hard_blocks()
+    q = micro.mx_quantize(torch.from_numpy(x).reshape(-1, 64), fmt, rule)
+    flat = x.reshape(-1, 32)
+    vals = q.values.reshape(-1, 32).numpy()
+    codes = q.scale_codes.reshape(-1).numpy()
+    for i, blk in enumerate(flat):
+        amax = float(np.abs(blk).max())
+        k = ref_scale_exponent(amax, f.emax, f.max, rule)
+        assert codes[i] == k + 127, (i, amax, codes[i], k)
+        want = ml_round(blk * np.float32(2.0**-k), fmt) * np.float32(2.0**k)
+        np.testing.assert_array_equal(vals[i], want)
+    assert q.bits_per_element == f.bits + 8 / 32
+
+
+def test_rceil_never_clips_floor_does():
+    x = torch.from_numpy(hard_blocks(seed=1))
+    for fmt in ("fp8_e4m3", "fp4_e2m1"):
+        q = micro.mx_quantize(x, fmt, "rceil")
+        # rceil clips only where amax / max is a float32 subnormal: there the product amax * (1 / max) loses
+        # bits and can round down onto 2**-127; the clipped value exceeds max by float32 rounding only
+        amax = x.abs().amax(1)
+        assert bool((amax[q.clipped.any(1)] < get_format(fmt).max * 2.0**-126).all())
+        over = (x.abs() / q.scales.repeat_interleave(32, 1))[q.clipped]
+        assert bool((over <= get_format(fmt).max * (1 + 2**-20)).all())
+        assert micro.mx_quantize(x, fmt, "floor").clipped.any()
+        stats = micro.scale_rule_clipping(x, fmt)
+        assert stats["rceil"]["blocks clipped"] < stats["floor"]["blocks clipped"] / 10
+    # floor puts amax in [2**emax, 2**(emax+1)): an e4m3 block clips iff amax's mantissa exceeds 1.75 (448 = 1.75 * 2**8)
+    amax = torch.tensor([1.75, 1.7500001, 1.99, 1.0]) * 2.0**3
+    blocks = torch.zeros(4, 32)
+    blocks[:, 0] = amax
+    clipped = micro.mx_quantize(blocks, "fp8_e4m3", "floor").clipped[:, 0]
+    assert clipped.tolist() == [False, True, True, False]
+
+
+def test_e8m0_round_up_against_math():
+    g = torch.Generator().manual_seed(3)
+    x = torch.cat(
+        [
+            torch.ldexp(
+                torch.rand(50_000, generator=g, dtype=torch.float64) + 0.5,
+                torch.randint(-150, 128, (50_000,), generator=g).double(),
+            ).float(),
+            torch.tensor([0.0, 2.0**-149, 2.0**-127, 1.5 * 2.0**-127, 2.0**-126, 1.0, 2.0**127, math.inf, math.nan]),
+        ]
+    )
+    got = micro.e8m0_round_up(x)
+    for v, c in zip(x.tolist(), got.tolist()):
+        if not math.isfinite(v):
+            assert c == 255
+        elif v <= 2.0**-127:
+            assert c == 0
+        else:
+            m, e = math.frexp(v)
+            k = e - 1 if m == 0.5 else e
+            assert c == min(k + 127, 255), (v, c, k)
+
+
+def test_mx_scale_exponents_bad_input():
+    with pytest.raises(ValueError, match="'round'"):
+        micro.mx_scale_exponents(torch.ones(3), "fp8_e4m3", "round")
+    with pytest.raises(ValueError, match="multiple of the block 32"):
+        micro.mx_quantize(torch.ones(3, 33))
+    with pytest.raises(TypeError, match="float32"):
+        micro.mx_quantize(np.ones((1, 32)))
+    with pytest.raises(ValueError, match="at most"):
+        micro.mx_quantize(torch.ones(1, 64), block=10_000)
+    nan_block = torch.ones(2, 32)
+    nan_block[0, 3] = math.nan
+    q = micro.mx_quantize(nan_block)
+    assert q.scale_codes.reshape(-1).tolist() == [255, 127 - 8] and torch.isnan(q.values[0]).all()
+
+
+def ref_nvfp4(x: np.ndarray) -> np.ndarray:
+    """torchao's nvfp4_quantize with a per-tensor scale, in numpy float32 and ml_dtypes."""
+    f32 = np.float32
+    g = f32(np.abs(x).max()) / f32(448.0 * 6.0)
+    blocks = x.reshape(x.shape[0], -1, 16)
+    block_scale = np.abs(blocks).max(-1, keepdims=True) / f32(6.0)
+    s8 = np.clip(block_scale / g, f32(2.0**-6), f32(448)).astype(ml_dtypes.float8_e4m3fn).astype(np.float32)
+    scaled = blocks * ((f32(1.0) / g) / s8)
+    e = ml_round(scaled, "fp4_e2m1")
+    return (e * (s8 * g)).reshape(x.shape), s8.reshape(x.shape[0], -1)
+
+
+def test_nvfp4_matches_torchao_operations_in_numpy():
+    x = hard_blocks(seed=2).reshape(128, 64)
+    x = x / np.abs(x).max() * np.float32(30.0)  # keep the tensor amax finite after scaling
+    q = micro.nvfp4_quantize(torch.from_numpy(x))
+    want, s8 = ref_nvfp4(x)
+    np.testing.assert_array_equal(q.values.numpy(), want)
+    np.testing.assert_array_equal(q.scale_codes.numpy(), s8)
+    assert q.global_scale == float(np.float32(np.abs(x).max()) / np.float32(448 * 6))
+    assert q.bits_per_element == 4.5
+    assert micro.nvfp4_quantize(torch.zeros(2, 16)).values.abs().sum() == 0
+
+
+def test_recipe_tensors_are_fixed_and_the_spike_is_where_it_is_said():
+    a = micro.recipe_tensor("gradient", micro.SPIKE_STEP)
+    b = micro.recipe_tensor("gradient", micro.SPIKE_STEP - 1)
+    assert float(a.abs().max()) > 500 * float(b.abs().max())
+    assert torch.equal(a, micro.recipe_tensor("gradient", micro.SPIKE_STEP))
+    act = micro.recipe_tensor("activations")
+    col = act.abs().amax(0)
+    assert set(col.topk(4).indices.tolist()) == {7, 100, 300, 411}
+    with pytest.raises(ValueError, match="'bias'"):
+        micro.recipe_tensor("bias")
+    with pytest.raises(ValueError, match="at most"):
+        micro.recipe_tensor("weights", micro.STEPS)
+
+
+@pytest.fixture(scope="module")
+def tables():
+    return {k: {r["recipe"]: r for r in micro.recipe_table(k)} for k in micro.TENSOR_KINDS}
+
+
+def test_recipe_table_claims(tables):
+    grad = tables["gradient"]
+    # at the spike step every delayed recipe saturates: the history's amax is ~1000x too small
+    for h in (1, 16, 1024):
+        r = grad[f"per-tensor delayed (history {h})"]
+        assert r["SNR dB"] < 1 and r["saturated"] > 0
+    assert grad["per-tensor current"]["SNR dB"] > 50
+    # one scale for the whole gradient flushes small values to zero that row-wise and 1x128 blocks keep
+    assert grad["per-tensor current"]["zeros"] > 100 * max(grad["row-wise"]["zeros"], 1e-6)
+    act = tables["activations"]
+    assert act["block 1x128"]["SNR dB"] > act["per-tensor current"]["SNR dB"] + 5  # outlier channels
+    assert act["MXFP8 (e4m3, rceil)"]["SNR dB"] > act["MXFP8 (e4m3, floor)"]["SNR dB"]
+    for k in micro.TENSOR_KINDS:
+        assert tables[k]["NVFP4"]["SNR dB"] > tables[k]["MXFP4 (floor)"]["SNR dB"]
+        assert tables[k]["NVFP4"]["bits per value"] == 4.5 and tables[k]["MXFP4 (floor)"]["bits per value"] == 4.25
+    with pytest.raises(ValueError, match="'fp3'"):
+        micro.recipe_quantize("fp3", "weights")
+
+
+def test_recipe_stats_on_known_errors():
+    x = torch.tensor([1.0, 2.0, 0.001, 100.0])
+    q = torch.tensor([1.0, 2.0, 0.0, 50.0])
+    s = micro.recipe_stats(x, q)
+    assert s["zeros"] == 0.25 and s["saturated"] == 0.25
+    assert s["bias"] == pytest.approx((-0.001 - 50) / 103.001)
+    assert micro.recipe_stats(x, x)["SNR dB"] == math.inf
+
+
+# --- stochastic rounding and Kahan ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["bf16", "fp8_e4m3", "fp16"])
+def test_stochastic_rounding_is_unbiased_and_lands_on_neighbours(fmt):
+    f = get_format(fmt)
+    g = torch.Generator().manual_seed(5)
+    base = torch.tensor([1.0, -3.0, 0.7, f.smallest_subnormal * 3])
+    frac = torch.tensor([0.3, 0.125, 0.9, 0.5])
+    lo = quantize(base, f, "toward_zero")
+    gap = torch.tensor([f.eps, 2 * f.eps, f.eps / 2, f.smallest_subnormal])
+    x = lo + torch.copysign(frac * gap, base)
+    n = 200_000
+    draws = micro.stochastic_round(x.repeat(n, 1), f, g)
+    hi = lo + torch.copysign(gap, base)
+    assert bool(((draws == lo) | (draws == hi)).all())
+    p_up = (draws == hi).double().mean(0)
+    # binomial: 5 standard deviations of a proportion of n draws
+    tol = 5 * torch.sqrt(frac.double() * (1 - frac.double()) / n)
+    assert bool(((p_up - frac.double()).abs() < tol).all()), (p_up, frac)
+    assert torch.equal(micro.stochastic_round(lo, f, g), lo)  # representable values stay
+
+
+def test_stochastic_rounding_bf16_bit_path_equals_the_general_rule():
+    x = torch.randn(100_000, generator=torch.Generator().manual_seed(6))
+    a = micro.stochastic_round(x, "bf16", torch.Generator().manual_seed(7))
+    down = quantize(x, "bf16", "toward_zero")
+    up = torch.nextafter(down.to(torch.bfloat16), torch.copysign(torch.tensor(math.inf), x).to(torch.bfloat16)).float()
+    assert bool(((a == down) | (a == up)).all())
+    p = ((x - down) / (up - down)).double()
+    assert abs(float(((a == up).double() - p).mean())) < 5 * float(torch.sqrt((p * (1 - p)).sum())) / 100_000
+    assert micro.stochastic_round(torch.tensor([math.inf, -math.inf]), "bf16").isinf().all()
+
+
+def test_kahan_add_recovers_what_rounding_drops():
+    w, c = torch.tensor([1.0]), torch.zeros(1)
+    for _ in range(1000):
+        w, c = micro.kahan_add(w, c, torch.tensor([1e-4]), "bf16")
+    # 1000 * 1e-4 = 0.1; the bf16 sum w - c carries it to within bf16's rounding of 1.1
+    assert abs(float(w - c) - 1.1) < 2**-7
+    assert float(w) > 1.0  # while plain round to nearest never leaves 1.0
+    w2, c2 = micro.kahan_add(torch.tensor([1.0]), torch.zeros(1), torch.tensor([0.05]), "fp8_e4m3")
+    assert float(w2) == 1.0 and float(c2) == -0.05078125  # e4m3's 0.05 is lost from w and kept in c
+
+
+def test_tiny_updates():
+    r = micro.tiny_updates(steps=10_000, update=1e-4, start=1.0)
+    assert r["steps"] == 10_000 and len(r["Kahan"]) == 10_000
+    assert bool((r["round to nearest"] == 1.0).all())  # 1 + 1e-4 rounds back to 1 in bf16, every time
+    assert abs(float(r["fp32 master"][-1]) - 2.0) < 1e-3  # fp32's own rounding over 10^4 adds: ~2e-4
+    assert abs(float(r["Kahan"][-1]) - 2.0) <= 2 * 2**-6  # within two bf16 steps at 2.0
+    # SR: a sum of 10^4 independent roundings of spacing 2**-7 (then 2**-6), p = 0.0128: std ~ 0.1
+    assert abs(float(r["stochastic rounding"][-1]) - 2.0) < 0.5
+    with pytest.raises(ValueError, match="at most"):
+        micro.tiny_updates(steps=10**6)
+
+
+def test_train_low_precision_small():
+    res = micro.train_low_precision(steps=60, lr=3e-4, hidden=16)
+    assert set(res) == set(micro.UPDATE_METHODS)
+    for v in res.values():
+        assert len(v["loss"]) == 60 and v["loss"][-1] < v["loss"][0]
+    assert res["round to nearest"]["never moved"] > 0.2 > res["stochastic rounding"]["never moved"]
+    assert res["Kahan"]["bytes per parameter"] == res["fp32 master"]["bytes per parameter"] == 4
+    with pytest.raises(ValueError, match="'sgd'"):
+        micro.train_low_precision(methods=("sgd",))
