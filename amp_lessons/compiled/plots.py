@@ -1,0 +1,58 @@
+"""Lesson 11's pictures: errors against fp64 of eager, compiled and emulated bf16, and step times."""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.axes import Axes
+
+from .._draw import axes_for, styled
+from ..timing import Timing
+
+__all__ = [
+    "plot_errors",
+    "plot_step_times",
+]
+
+_COLORS = {"eager": "#1F78B4", "compiled": "#E31A1C", "emulated": "#33A02C"}
+
+
+@styled
+def plot_errors(errors: dict, ax=None) -> Axes:
+    """Grouped bars (log y): the max and mean relative error against fp64 of each of eager, compiled and
+    emulated in ``errors`` (from :func:`amp_lessons.compiled.precision_errors`). One bar container per run,
+    its gid the run's name."""
+    if not isinstance(errors, dict) or "eager" not in errors or "compiled" not in errors:
+        raise TypeError("errors must be the dict from compiled.precision_errors")
+    runs = [r for r in ("eager", "compiled", "emulated") if r in errors]
+    ax = axes_for(ax, (7, 3.6))
+    x = np.arange(2)
+    width = 0.8 / len(runs)
+    for i, r in enumerate(runs):
+        ax.bar(x + (i - (len(runs) - 1) / 2) * width, errors[r], width, label=r, color=_COLORS[r])
+    ax.set_yscale("log")
+    ax.set_xticks(x, ["max relative error", "mean relative error"])
+    ax.set_ylabel("against fp64 (measured here)")
+    ax.set_title("bf16 results: eager, compiled, compiled with emulate_precision_casts")
+    ax.legend(fontsize="small")
+    return ax
+
+
+@styled
+def plot_step_times(times: dict, ax=None) -> Axes:
+    """Horizontal bars: the median time of each setting in ``times`` (from
+    :func:`amp_lessons.compiled.step_times`), in microseconds, measured on this machine."""
+    if not isinstance(times, dict) or not times or not all(isinstance(t, Timing) for t in times.values()):
+        raise TypeError("times must be the dict of Timing from compiled.step_times")
+    ax = axes_for(ax, (7, 0.5 * len(times) + 1.5))
+    labels = list(times)
+    us = [times[k].median_s * 1e6 for k in labels]
+    y = np.arange(len(labels))[::-1]
+    colors = ["#A6CEE3" if "eager" in k else "#E31A1C" for k in labels]
+    ax.barh(y, us, color=colors, gid="times")
+    for yi, v in zip(y, us):
+        ax.text(v, yi, f" {v:.0f} µs", va="center", fontsize="small")
+    ax.set_yticks(y, labels)
+    ax.set_xlim(0, max(us) * 1.3)
+    ax.set_xlabel("median time per call, µs (measured on this machine)")
+    ax.set_title("One call of the MLP block")
+    return ax

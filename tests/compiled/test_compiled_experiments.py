@@ -1,0 +1,120 @@
+"""Tests of amp_lessons.compiled.experiments. Compiling is slow on a small CPU: the compiled workloads are made
+once per module (three graphs) and shared."""
+
+import math
+
+import pytest
+import torch
+
+from amp_lessons import compiled, timing
+
+pytestmark = pytest.mark.skipif(not compiled.inductor_status()[0], reason="no C++ compiler for Inductor")
+
+
+@pytest.fixture(scope="module")
+def mlp():
+    return {
+        "autocast": compiled.compile_workload("mlp"),
+        "emulated": compiled.compile_workload("mlp", emulate_precision_casts=True),
+        "fp32": compiled.compile_workload("mlp", autocast=False),
+    }
+
+
+def test_eager_casts_count_what_autocast_runs():
+    e = compiled.eager_casts("mlp")
+    # x is cast once per matmul (it is no leaf that requires grad, so autocast does not cache its cast), each
+    # weight once, mul's bf16 result up to fp32 inside rms_norm and its result back down: 6 casts
+    assert e.casts == 6 and e.ops.count("mm") == 2
+    # bf16 writes: 4 casts down, 2 matmul outputs, silu, mul, the final cast
+    assert e.bf16_outputs == 9
+    chain = compiled.eager_casts("chain")
+    assert chain.casts == 2 and chain.bf16_outputs == 3
+    assert compiled.eager_casts("layer_norm").casts == 2  # layer_norm is on no CPU autocast list: no upcast
+
+
+def test_captured_graph_holds_the_autocast_region_and_its_casts():
+    g = compiled.captured_graph("mlp")
+    assert g.graphs == 1  # no graph break at the autocast boundary
+    assert [line.split(" = ")[1].split("(")[0] for line in g.autocast_nodes] == ["enter_autocast", "exit_autocast"]
+    assert "bfloat16" in g.autocast_nodes[0]
+    assert len(g.casts) == compiled.eager_casts("mlp").casts == 6
+    assert "enter_autocast" in repr(g)
+
+
+def test_summarize_code_counts_kernels_calls_and_writes():
+    code = (
+        "cpp_fused_a_0 = async_compile.cpp_pybinding(['const float*', 'at::BFloat16*', 'float*'], r'''\n"
+        "auto t = at::vec::convert<at::BFloat16,1,float,2>(x);'''\n"
+        "def call(self, args):\n    extern_kernels.mm(buf0, buf1, out=buf2)\n"
+    )
+    s = compiled.summarize_code(code)
+    assert s.kernels == ("cpp_fused_a_0",) and s.library_calls == ("extern_kernels.mm",)
+    assert (s.bf16_writes, s.fp32_writes, s.conversions) == (1, 1, 1)
+    with pytest.raises(TypeError):
+        compiled.summarize_code(None)
+
+
+def test_inductor_fuses_the_casts(mlp):
+    s = mlp["autocast"].summary
+    eager = compiled.eager_casts("mlp")
+    assert s.library_calls.count("extern_kernels.mm") == 2
+    # the chain silu * mul -> upcast -> rms_norm -> downcast is one kernel
+    assert any("silu" in k and "rsqrt" in k for k in s.kernels)
+    assert len(s.kernels) < eager.casts
+    assert s.bf16_writes + 2 < eager.bf16_outputs  # + 2: the matmuls write bf16 too
+    assert mlp["fp32"].summary.bf16_writes == 0
+    assert mlp["autocast"].output.dtype == torch.bfloat16 and mlp["autocast"].compile_seconds > 0
+
+
+def test_compiled_bf16_differs_from_eager_and_emulation_restores_it(mlp):
+    e = compiled.precision_errors(mlp["autocast"], mlp["emulated"])
+    assert e["emulated_equals_eager"] and e["emulated"] == e["eager"]
+    assert not e["compiled_equals_eager"] and 0 < e["compiled_ulps_from_eager"] <= 4
+    assert e["compiled"][1] < e["eager"][1]  # one rounding instead of three: closer to fp64 on average
+    with pytest.raises(TypeError):
+        compiled.precision_errors(mlp["emulated"])
+    with pytest.raises(TypeError):
+        compiled.precision_errors(mlp["autocast"], mlp["fp32"])
+
+
+def test_round_every_op_is_eager_and_round_once_is_one_rounding():
+    h, g = compiled.make_inputs("chain", 1)
+    eager = compiled.workload("chain")(h, g)
+    assert torch.equal(compiled.round_every_op(h, g), eager)
+    ref = compiled.workload("chain")(h.double(), g.double())
+    once = float(((compiled.round_once(h, g).double() - ref).abs() / ref.abs()).max())
+    every = float(((eager.double() - ref).abs() / ref.abs()).max())
+    assert once <= 2**-8 < every
+
+
+def test_step_times_times_four_settings(mlp):
+    t = compiled.step_times(mlp["autocast"], mlp["fp32"], repeats=2)
+    assert list(t) == ["eager fp32", "eager autocast", "compiled fp32", "compiled autocast"]
+    assert all(isinstance(v, timing.Timing) and v.median_s > 0 for v in t.values())
+    with pytest.raises(TypeError):
+        compiled.step_times(mlp["fp32"], mlp["autocast"])
+    with pytest.raises(ValueError):
+        compiled.step_times(mlp["autocast"], mlp["fp32"], repeats=10**9)
+
+
+def test_fp8_saturation_eager_and_compiled_agree_on_this_torch():
+    r = compiled.fp8_saturation((448.0, 500.0, float("inf")))
+    assert r["eager"][0] == r["compiled"][0] == 448.0
+    assert all(v == 448.0 or math.isnan(v) for v in r["eager"] + r["compiled"])
+    with pytest.raises(TypeError):
+        compiled.fp8_saturation("inf")
+
+
+def test_bad_arguments_are_refused_clearly():
+    with pytest.raises(ValueError, match="workload"):
+        compiled.workload("conv")
+    with pytest.raises(TypeError, match="autocast"):
+        compiled.workload("mlp", autocast=1)
+    with pytest.raises(ValueError, match="rows"):
+        compiled.make_inputs("mlp", rows=10**9)
+    with pytest.raises(TypeError, match="seed"):
+        compiled.make_inputs("mlp", seed=True)
+    with pytest.raises(TypeError, match="inputs"):
+        compiled.eager_casts("mlp", inputs=[1, 2])
+    with pytest.raises(TypeError, match="emulate_precision_casts"):
+        compiled.compile_workload("mlp", emulate_precision_casts="yes")
