@@ -79,6 +79,13 @@ LESSONS: tuple[Lesson, ...] = (
         "real gloo process groups: dtypes of DDP and FSDP2 steps, one scaler decision, bytes per parameter, "
         "the precision of gradient reduction",
     ),
+    Lesson(
+        "10",
+        "10_microscaling.ipynb",
+        "Below 8 bits: microscaling, fp8 recipes, bf16 weights",
+        45,
+        "MX and NVFP4 block scales bit by bit, fp8/fp4 recipes side by side, stochastic rounding and Kahan updates",
+    ),
 )
 
 

@@ -163,3 +163,13 @@ def test_lesson_09_solutions():
     # the notebook's starting points are not accepted
     assert not distributed.check_sharded_bytes(lambda p, g, o, n: ...)
     assert not distributed.check_ring_sum_bf16(lambda g: g.sum(0))
+
+
+def test_lesson_10_solutions():
+    from amp_lessons import micro
+
+    s = load("solutions_10")
+    assert micro.check_floor_scale_exponent(s.floor_scale_exponent)
+    assert micro.check_sr_probability(s.SR_PROBABILITY)
+    assert not micro.check_floor_scale_exponent(lambda a: s.floor_scale_exponent(a) + 1)
+    assert not micro.check_sr_probability(1e-4) and not micro.check_sr_probability(None)

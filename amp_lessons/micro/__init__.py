@@ -1,8 +1,13 @@
 """Below 8 bits and below bf16: MX and NVFP4 block scales, fp8 recipes side by side, stochastic
 rounding and Kahan-compensated bf16 updates.
 
-`from amp_lessons import micro` gives every public name of the topic's modules: :mod:`.experiments`."""
+`from amp_lessons import micro` gives every public name of the topic's modules: :mod:`.experiments`,
+:mod:`.plots`, :mod:`.checks`."""
 
+from .checks import (
+    check_floor_scale_exponent,
+    check_sr_probability,
+)
 from .experiments import (
     BYTES_PER_PARAMETER,
     MAX_ELEMENTS,
@@ -28,6 +33,11 @@ from .experiments import (
     tiny_updates,
     train_low_precision,
 )
+from .plots import (
+    plot_recipe_snr,
+    plot_tiny_updates,
+    plot_training,
+)
 
 __all__ = [
     "BYTES_PER_PARAMETER",
@@ -40,11 +50,16 @@ __all__ = [
     "TENSOR_KINDS",
     "UPDATE_METHODS",
     "BlockQuantized",
+    "check_floor_scale_exponent",
+    "check_sr_probability",
     "e8m0_round_up",
     "kahan_add",
     "mx_quantize",
     "mx_scale_exponents",
     "nvfp4_quantize",
+    "plot_recipe_snr",
+    "plot_tiny_updates",
+    "plot_training",
     "recipe_quantize",
     "recipe_stats",
     "recipe_table",

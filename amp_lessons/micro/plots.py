@@ -1,0 +1,65 @@
+"""Pictures of the microscaling lesson: the recipe table, tiny updates in bf16, training with bf16 weights."""
+
+from __future__ import annotations
+
+import numpy as np
+from matplotlib.axes import Axes
+
+from .._draw import axes_for, styled
+from .experiments import UPDATE_METHODS
+
+__all__ = ["plot_recipe_snr", "plot_tiny_updates", "plot_training"]
+
+
+@styled
+def plot_recipe_snr(tables: dict, ax=None) -> Axes:
+    """Signal-to-noise ratio (dB) of each recipe (rows) for each tensor (bars); ``tables`` maps a tensor kind
+    to :func:`amp_lessons.micro.recipe_table`'s rows."""
+    ax = axes_for(ax, (10, 6))
+    kinds = list(tables)
+    recipes = [r["recipe"] for r in tables[kinds[0]]]
+    y = np.arange(len(recipes))
+    h = 0.8 / len(kinds)
+    for i, k in enumerate(kinds):
+        snr = [max(r["SNR dB"], 0.0) for r in tables[k]]
+        ax.barh(y + (i - (len(kinds) - 1) / 2) * h, snr, height=h, label=k)
+    ax.set_yticks(y, recipes)
+    ax.invert_yaxis()
+    ax.set_xlabel("signal-to-noise ratio (dB, higher is better; 6 dB per bit)")
+    ax.legend(loc="lower right")
+    ax.set_title("The same tensors through each recipe (emulated bit-exactly)", loc="left")
+    return ax
+
+
+@styled
+def plot_tiny_updates(result: dict, ax=None) -> Axes:
+    """The weight after each of :func:`amp_lessons.micro.tiny_updates`' steps, per method, against the exact sum."""
+    ax = axes_for(ax, (10, 4.5))
+    steps = np.arange(1, result["steps"] + 1)
+    ax.plot(steps, result["exact"].numpy(), color="k", lw=1, ls="--", label="exact")
+    for m in UPDATE_METHODS:
+        ax.plot(steps, result[m].numpy(), lw=1.5, label=m)
+    ax.set_xlabel("update")
+    ax.set_ylabel("weight")
+    ax.legend(loc="upper left")
+    ax.set_title("Adding 1e-4 again and again to a bf16 weight", loc="left")
+    return ax
+
+
+@styled
+def plot_training(results: dict, ax=None) -> Axes:
+    """Loss curves of :func:`amp_lessons.micro.train_low_precision` (log scale)."""
+    ax = axes_for(ax, (10, 4.5))
+    for m, r in results.items():
+        ax.plot(
+            np.arange(1, len(r["loss"]) + 1),
+            r["loss"],
+            lw=1.5,
+            label=f"{m} ({100 * r['never moved']:.0f}% never moved)",
+        )
+    ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel("training loss (MSE)")
+    ax.legend(loc="upper right")
+    ax.set_title("A small MLP with bf16 weights: how the update is rounded", loc="left")
+    return ax
