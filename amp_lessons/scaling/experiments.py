@@ -317,8 +317,9 @@ class DynamicScaler:
         if self.found_inf is not None:
             raise RuntimeError("unscale_ was already called since the last update()")
         grads = _grads(params)
-        self.found_inf = any(not torch.isfinite(g).all() for g in grads)
-        inv_scale = _f32(1.0 / self.scale)
+        self.found_inf = any(not torch.isfinite(g).all() for g in grads)  # checked before the division, as torch does
+        # 1/scale in float32, as GradScaler computes it: inf when the scale has underflowed to 0 or is below 2**-128
+        inv_scale = _f32(1.0 / self.scale) if self.scale > 0 else math.inf
         for g in grads:
             g.mul_(inv_scale)
         return self.found_inf
@@ -441,7 +442,8 @@ def compare_with_gradscaler(
             row["torch_skipped"] = bool(sum(float(v) for v in found.values()))
             theirs.update()
             row["params_equal"] = all(
-                torch.equal(a, b) for a, b in zip(ours_model.parameters(), torch_model.parameters())
+                torch.allclose(a, b, rtol=0, atol=0, equal_nan=True)  # both NaN at a place counts as equal
+                for a, b in zip(ours_model.parameters(), torch_model.parameters())
             )
             ours_opt.zero_grad(set_to_none=True)
             torch_opt.zero_grad(set_to_none=True)
