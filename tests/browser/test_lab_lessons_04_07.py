@@ -12,9 +12,12 @@ def test_the_groups_cover_every_lesson_once():
     from test_lab_lessons_00_03 import NOTEBOOKS as FIRST
     from test_lab_lessons_08 import NOTEBOOKS as LAST
     from test_lab_lessons_09 import NOTEBOOKS as NINE
+    from test_lab_lessons_10 import NOTEBOOKS as TEN
+    from test_lab_lessons_11 import NOTEBOOKS as ELEVEN
 
-    assert sorted(FIRST + NOTEBOOKS + LAST + NINE) == [p.name for p in harness.lesson_files()]
+    assert sorted(FIRST + NOTEBOOKS + LAST + NINE + TEN + ELEVEN) == [p.name for p in harness.lesson_files()]
     assert len(NOTEBOOKS) == 4 and len(LAST) == 1 and len(NINE) == 1 and not set(FIRST) & set(NOTEBOOKS)
+    assert len(ELEVEN) == 1 and len(TEN) == 1
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS)

@@ -68,7 +68,9 @@ def test_inductor_fuses_the_casts(mlp):
 
 def test_compiled_bf16_differs_from_eager_and_emulation_restores_it(mlp):
     e = compiled.precision_errors(mlp["autocast"], mlp["emulated"])
-    assert e["emulated_equals_eager"] and e["emulated"] == e["eager"]
+    # emulation reproduces eager's roundings; ATen's and Inductor's fp32 math may differ in a last bit
+    assert e["emulated_fraction_differing"] < 0.01 and e["emulated_ulps_from_eager"] <= 1
+    assert e["compiled_fraction_differing"] > 0.1
     assert not e["compiled_equals_eager"] and 0 < e["compiled_ulps_from_eager"] <= 4
     assert e["compiled"][1] < e["eager"][1]  # one rounding instead of three: closer to fp64 on average
     with pytest.raises(TypeError):
