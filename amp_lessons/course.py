@@ -86,6 +86,14 @@ LESSONS: tuple[Lesson, ...] = (
         45,
         "MX and NVFP4 block scales bit by bit, fp8/fp4 recipes side by side, stochastic rounding and Kahan updates",
     ),
+    Lesson(
+        "11",
+        "11_compile.ipynb",
+        "torch.compile and mixed precision",
+        40,
+        "the graph Dynamo captures of an autocast region, the casts Inductor fuses away, why compiled bf16 differs "
+        "from eager, step and compile times",
+    ),
 )
 
 
@@ -271,6 +279,15 @@ def what_runs_where(report) -> list[LessonSupport]:
             "partly emulated",
             "real DDP and FSDP2 steps on 2-4 CPU processes joined by gloo (the lesson runs no NCCL or GPU "
             "collective); reductions over thousands of ranks emulated bit-exactly, checked against gloo",
+        )
+    )
+    out.append(
+        LessonSupport(
+            "11",
+            _TITLES["11"],
+            "native",
+            "torch.compile with Inductor's CPU backend (generated C++, needs a C++ compiler) on this CPU; on a GPU "
+            "Inductor would generate Triton kernels instead",
         )
     )
     return out

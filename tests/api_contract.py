@@ -36,7 +36,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
 MODULES = ["formats", "device", "course", "timing", "style", "checks", "reference"]
-TOPICS = ["bits", "tf32", "fp16", "autocast", "scaling", "e2e", "fp8", "debug", "distributed"]
+TOPICS = ["bits", "tf32", "fp16", "autocast", "scaling", "e2e", "fp8", "debug", "distributed", "compiled"]
 LIMIT_S = 2.0
 
 # Parameters whose bad values are drawn from a kind (by name). Names not listed get a kind from their default.

@@ -173,3 +173,14 @@ def test_lesson_10_solutions():
     assert micro.check_sr_probability(s.SR_PROBABILITY)
     assert not micro.check_floor_scale_exponent(lambda a: s.floor_scale_exponent(a) + 1)
     assert not micro.check_sr_probability(1e-4) and not micro.check_sr_probability(None)
+
+
+def test_lesson_11_solutions():
+    from amp_lessons import compiled
+
+    s = load("solutions_11")
+    assert compiled.check_round_once(s.round_once)
+    assert compiled.check_round_every_op(s.round_every_op)
+    # the notebook's starting points are not accepted
+    assert not compiled.check_round_once(lambda h, g: compiled.workload("chain")(h, g))
+    assert not compiled.check_round_every_op(s.round_once)

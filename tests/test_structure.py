@@ -19,7 +19,8 @@ import importlib
 from pathlib import Path
 
 PKG = Path(__file__).resolve().parent.parent / "amp_lessons"
-TOPICS = ["bits", "tf32", "fp16", "autocast", "scaling", "e2e", "fp8", "debug", "distributed", "micro"]  # lesson order, 01..10
+# lesson order, 01..11
+TOPICS = ["bits", "tf32", "fp16", "autocast", "scaling", "e2e", "fp8", "debug", "distributed", "micro", "compiled"]
 ABOVE = {"reference"}
 
 
