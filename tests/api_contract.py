@@ -205,6 +205,7 @@ def _valid_value(name: str, qualname: str):
             "sweep": lambda: importlib.import_module("amp_lessons.scaling").scale_sweep(_census())
         },
         "scaling.safe_window": {"sweep": lambda: importlib.import_module("amp_lessons.scaling").scale_sweep(_census())},
+        **{f"compiled.{f}": {"name": lambda: "chain"} for f in ("workload", "make_inputs", "compile_workload")},
         "fp8.block_scale_map": {
             "x": lambda: torch.randn(4, 8),
             "f": lambda: formats.get_format("fp8_e4m3"),
