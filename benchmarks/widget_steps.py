@@ -11,6 +11,7 @@ from amp_lessons.bits import BitExplorer, FormatDesigner
 from amp_lessons.formats import ENCODINGS, FORMATS, ROUNDING_MODES
 from amp_lessons.fp8 import Fp8ScalingExplorer
 from amp_lessons.fp16 import MagnitudeExplorer, SumExplorer
+from amp_lessons.micro import RECIPES, STEPS, TENSOR_KINDS, RecipeExplorer
 from amp_lessons.scaling import ScaleExplorer, ScalerStateExplorer
 from amp_lessons.tf32 import MatmulPrecisionExplorer
 
@@ -131,6 +132,7 @@ def measure_update_ms(widget_box, n: int = 20) -> dict[str, dict[str, float]]:
         ScaleExplorer: _scale_steps,
         ScalerStateExplorer: _scaler_state_steps,
         Fp8ScalingExplorer: _fp8_scaling_steps,
+        RecipeExplorer: _recipe_steps,
     }
     if type(ex) not in steps_of:
         raise TypeError(
@@ -157,4 +159,15 @@ def _fp8_scaling_steps(ex: Fp8ScalingExplorer) -> dict:
         "log2 scale": (per_tensor, lambda i: ex.set(exponent=[0, 20, -20, 12, 1, -7, 19][i % 7])),
         "block": (lambda i: None, lambda i: ex.set(block=ex.BLOCKS[(i + 1) % 4])),
         "format": (lambda i: None, lambda i: ex.set(fmt=["e5m2", "e4m3"][i % 2])),
+    }
+
+
+def _recipe_steps(ex: RecipeExplorer) -> dict:
+    def nothing(i):
+        return None
+
+    return {
+        "recipe": (nothing, lambda i: ex.set(recipe=RECIPES[(i + 1) % len(RECIPES)])),
+        "tensor": (nothing, lambda i: ex.set(kind=TENSOR_KINDS[(i + 1) % len(TENSOR_KINDS)])),
+        "step": (nothing, lambda i: ex.set(step=[0, STEPS - 1, 20, 19][i % 4])),
     }

@@ -2,7 +2,7 @@
 rounding and Kahan-compensated bf16 updates.
 
 `from amp_lessons import micro` gives every public name of the topic's modules: :mod:`.experiments`,
-:mod:`.plots`, :mod:`.checks`."""
+:mod:`.plots`, :mod:`.explorers`, :mod:`.checks`."""
 
 from .checks import (
     check_floor_scale_exponent,
@@ -33,6 +33,10 @@ from .experiments import (
     tiny_updates,
     train_low_precision,
 )
+from .explorers import (
+    RecipeExplorer,
+    recipe_explorer,
+)
 from .plots import (
     plot_recipe_snr,
     plot_tiny_updates,
@@ -40,6 +44,8 @@ from .plots import (
 )
 
 __all__ = [
+    "RecipeExplorer",
+    "recipe_explorer",
     "BYTES_PER_PARAMETER",
     "MAX_ELEMENTS",
     "MX_ELEMENT_FORMATS",

@@ -26,7 +26,7 @@ def voila_server(chromium_path):
 
 def test_presenter_page_shows_every_explorer_and_each_responds(browser, voila_server, figure):
     expected = demo_names(PRESENTER)
-    assert len(expected) == 8, expected  # one per explorer of the course
+    assert len(expected) == 9, expected  # one per explorer of the course
     page = browser.new_page(viewport=harness.VIEWPORT)
     console = harness.ConsoleLog(page)
     kernel = harness.KernelMessages(page)

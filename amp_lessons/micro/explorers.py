@@ -1,0 +1,124 @@
+"""Lesson 10's explorer: one tensor through one recipe at one training step — fp8 per tensor (delayed or
+current), row-wise, block-wise, MXFP8, MXFP4 or NVFP4 — and what it keeps of the tensor."""
+
+from __future__ import annotations
+
+import html
+import math
+import numbers
+
+import ipywidgets as widgets
+import numpy as np
+
+from .._explorer import Picture, image, readout_table
+from .._runtime import one_thread as _one_thread
+from ..style import style_context
+from .experiments import RECIPES, SPIKE_STEP, STEPS, TENSOR_KINDS, recipe_quantize, recipe_stats
+
+__all__ = [
+    "RecipeExplorer",
+    "recipe_explorer",
+]
+
+_EDGES = np.arange(-50.0, 16.5, 0.5)  # log2 |value| bins: from far below any format to above fp8's max
+
+
+def _log2_hist(t) -> np.ndarray:
+    v = t.abs().double().flatten().numpy()
+    v = v[v > 0]
+    h, _ = np.histogram(np.log2(v), bins=_EDGES)
+    return h / max(t.numel(), 1)
+
+
+class RecipeExplorer:
+    """Pick a tensor (activations with outlier channels, a gradient whose maximum jumps at step
+    ``SPIKE_STEP``, weights), a recipe and a training step: the picture shows the distribution of
+    log2 |x| before (filled) and after (line) the recipe stores it, the read-out the recipe's
+    signal-to-noise ratio, the values it flushes to zero or saturates, and its bias
+    (:func:`amp_lessons.micro.recipe_stats`). ``stats`` is the shown dict."""
+
+    def __init__(self, kind: str = "gradient", recipe: str = "per-tensor delayed (history 16)", step: int = SPIKE_STEP):
+        style = {"description_width": "initial"}
+        self.kind_box = widgets.Dropdown(options=TENSOR_KINDS, value=self._choice(kind, TENSOR_KINDS, "kind"),
+                                         description="tensor", style=style)  # fmt: skip
+        self.recipe_box = widgets.Dropdown(options=RECIPES, value=self._choice(recipe, RECIPES, "recipe"),
+                                           description="recipe", style=style,
+                                           layout=widgets.Layout(width="380px"))  # fmt: skip
+        self.step_slider = widgets.IntSlider(self._step(step), min=0, max=STEPS - 1, description="training step",
+                                             style=style, layout=widgets.Layout(width="420px"))  # fmt: skip
+        self.readout = widgets.HTML()
+        self.image = image()
+        self.widget = widgets.VBox(
+            [widgets.HBox([self.kind_box, self.recipe_box]), self.step_slider, self.readout, self.image]
+        )
+        self.widget.explorer = self
+        self.stats: dict = {}
+        self._pic = self._picture()
+        self.update()
+        for w in (self.kind_box, self.recipe_box, self.step_slider):
+            w.observe(lambda change: self.update(), names="value")
+
+    @staticmethod
+    def _choice(value, options, what: str) -> str:
+        if not isinstance(value, str) or value not in options:
+            raise ValueError(f"{what}={value!r} is not one of {', '.join(map(repr, options))}")
+        return value
+
+    @staticmethod
+    def _step(step) -> int:
+        if isinstance(step, bool) or not isinstance(step, numbers.Integral) or not 0 <= step < STEPS:
+            raise ValueError(f"step={step!r} is not allowed: it must be an int in [0, {STEPS - 1}]")
+        return int(step)
+
+    def set(self, kind=None, recipe=None, step=None) -> None:
+        """Change the controls (each change runs the observers, as a click does)."""
+        if kind is not None:
+            self.kind_box.value = self._choice(kind, TENSOR_KINDS, "kind")
+        if recipe is not None:
+            self.recipe_box.value = self._choice(recipe, RECIPES, "recipe")
+        if step is not None:
+            self.step_slider.value = self._step(step)
+
+    def _picture(self) -> Picture:
+        pic = Picture((10, 3.8))
+        centers = (_EDGES[:-1] + _EDGES[1:]) / 2
+        with style_context():
+            ax = pic.fig.add_axes((0.08, 0.16, 0.9, 0.7))
+            ax.set_xlim(_EDGES[0], _EDGES[-1])
+            ax.set_ylim(0, 0.35)
+            ax.set_xlabel("log2 |value|")
+            ax.set_ylabel("share of the values")
+            ax.set_title("The tensor (filled) and what the recipe stores (line); zeros are not drawn", loc="left")
+            zero = np.zeros(len(centers))
+            fill = ax.stairs(zero, _EDGES, fill=True, alpha=0.35, color="#1F78B4")
+            line = ax.stairs(zero, _EDGES, lw=1.8, color="#E6550D")
+            label = ax.text(0.99, 0.95, "", transform=ax.transAxes, ha="right", va="top", fontsize=11)
+        pic.freeze([fill, line, label])
+        return pic
+
+    def update(self) -> None:
+        kind, recipe, step = self.kind_box.value, self.recipe_box.value, self.step_slider.value
+        with _one_thread():
+            x, q = recipe_quantize(recipe, kind, step)
+            self.stats = recipe_stats(x, q)
+            before, after = _log2_hist(x), _log2_hist(q)
+        fill, line, label = self._pic.moving
+        fill.set_data(before)
+        line.set_data(after)
+        label.set_text(f"{kind}, step {step}")
+        snr = self.stats["SNR dB"]
+        self.readout.value = readout_table(
+            [
+                ("recipe", html.escape(recipe)),
+                ("signal-to-noise", "exact" if math.isinf(snr) else f"{snr:.1f} dB"),
+                ("non-zero values flushed to 0", f"{100 * self.stats['zeros']:.3f}%"),
+                ("values saturated", f"{100 * self.stats['saturated']:.3f}%"),
+                ("bias (sum of errors / sum of |x|)", f"{self.stats['bias']:+.2e}"),
+            ]
+        )
+        self.image.value = self._pic.png()
+
+
+def recipe_explorer(kind: str = "gradient", recipe: str = "per-tensor delayed (history 16)", step: int = SPIKE_STEP):
+    """The :class:`RecipeExplorer` as a displayable widget (the controller is ``.explorer``)."""
+    return RecipeExplorer(kind, recipe, step).widget

@@ -1,0 +1,60 @@
+"""Tests of amp_lessons.micro.explorers: the recipe explorer driven as a learner would, without a browser."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import math
+
+import pytest
+
+from amp_lessons import micro
+from benchmarks.widget_steps import measure_update_ms
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def explorer():
+    return micro.recipe_explorer().explorer
+
+
+def test_every_recipe_tensor_and_extreme_step_draws(explorer):
+    for kind in micro.TENSOR_KINDS:
+        for recipe in micro.RECIPES:
+            for step in (0, micro.STEPS - 1):
+                explorer.set(kind=kind, recipe=recipe, step=step)
+                assert bytes(explorer.image.value).startswith(PNG) and "signal-to-noise" in explorer.readout.value
+                assert set(explorer.stats) == {"SNR dB", "zeros", "saturated", "bias"}
+
+
+def test_the_spike_is_the_failure_it_teaches(explorer):
+    # a delayed scale fits the steps before the spike: at the spike it clips the new maximum (all the signal
+    # is in those few entries), while a current per-tensor scale keeps it
+    explorer.set(kind="gradient", recipe="per-tensor delayed (history 16)", step=micro.SPIKE_STEP)
+    assert explorer.stats["SNR dB"] < 1
+    explorer.set(step=micro.SPIKE_STEP - 1)
+    assert explorer.stats["SNR dB"] > 25
+    explorer.set(recipe="per-tensor current", step=micro.SPIKE_STEP)
+    assert explorer.stats["SNR dB"] > 25 and explorer.stats["zeros"] > 0  # fits the spike, flushes the rest
+    explorer.set(kind="activations", recipe="MXFP4 (floor)")
+    assert 0 < explorer.stats["SNR dB"] < 25 and not math.isinf(explorer.stats["SNR dB"])
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(kind="logits"), "kind='logits' is not one of"),
+        (dict(recipe="fp3"), "recipe='fp3' is not one of"),
+        (dict(step=32), r"step=32 is not allowed: it must be an int in \[0, 31\]"),
+        (dict(step=True), "step=True"),
+    ],
+)
+def test_bad_input_is_named(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        micro.RecipeExplorer(**kwargs)
+
+
+def test_measure_update_ms_for_the_recipe_explorer(explorer):
+    times = measure_update_ms(explorer.widget, n=2)
+    assert set(times) == {"recipe", "tensor", "step"} and all(t["median"] > 0 for t in times.values())
