@@ -206,6 +206,38 @@ def _valid_value(name: str, qualname: str):
         },
         "scaling.safe_window": {"sweep": lambda: importlib.import_module("amp_lessons.scaling").scale_sweep(_census())},
         **{f"compiled.{f}": {"name": lambda: "chain"} for f in ("workload", "make_inputs", "compile_workload")},
+        **{
+            f"compiled.{f}": {
+                "h": lambda: torch.randn(2, 4, dtype=torch.bfloat16),
+                "g": lambda: torch.randn(2, 4, dtype=torch.bfloat16),
+            }
+            for f in ("round_once", "round_every_op")
+        },
+        "compiled.plot_errors": {"errors": lambda: {"eager": (1e-2, 1e-3), "compiled": (1e-2, 1e-3)}},
+        "compiled.plot_step_times": {
+            "times": lambda: {
+                "eager fp32": importlib.import_module("amp_lessons.timing").time_fn(lambda: None, repeats=1)
+            }
+        },
+        "compiled.EagerCasts": {
+            "workload": lambda: "chain",
+            "ops": lambda: ("mul",),
+            "casts": lambda: 0,
+            "bf16_outputs": lambda: 1,
+        },
+        "compiled.CodeSummary": {
+            "kernels": lambda: (),
+            "library_calls": lambda: (),
+            "bf16_writes": lambda: 0,
+            "fp32_writes": lambda: 0,
+            "conversions": lambda: 0,
+        },
+        "compiled.CapturedGraph": {
+            "workload": lambda: "chain",
+            "dynamo": lambda: (),
+            "aten": lambda: (),
+            "graphs": lambda: 1,
+        },
         "fp8.block_scale_map": {
             "x": lambda: torch.randn(4, 8),
             "f": lambda: formats.get_format("fp8_e4m3"),
