@@ -4,18 +4,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
 from amp_lessons._draw import staircase as _staircase
 from amp_lessons.formats import FORMATS, representable_values
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
 
 
 @pytest.mark.parametrize("name", [n for n, f in FORMATS.items() if f.bits <= 8])

@@ -11,12 +11,6 @@ from amp_lessons.formats import FORMATS
 from amp_lessons.style import FORMAT_COLORS, STYLE_PATH, format_color, use_style
 
 
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
-
-
 def test_style_file_is_local_and_applies():
     assert STYLE_PATH.is_file() and STYLE_PATH.parent.name == "amp_lessons"
     assert "http" not in STYLE_PATH.read_text()

@@ -20,6 +20,7 @@ from .._draw import (
     overflow_threshold as _overflow_threshold,
     pct,
     plot_runs,
+    region_spans,
     series,
     styled,
     zero_threshold as _zero_threshold,
@@ -157,30 +158,12 @@ def plot_gradient_histogram(census: dict, fmt="fp16", ax=None, *, scale=1.0) -> 
         a = g.abs()
         logs = torch.log2(a[(a > 0) & torch.isfinite(a)]).double().numpy()
         data[name] = (logs, g.numel(), census_fractions(g, f))
-    lo_b, sub_b, hi_b = math.log2(_zero_threshold(f)), math.log2(f.smallest_normal), math.log2(_overflow_threshold(f))
+    lo_b, hi_b = math.log2(_zero_threshold(f)), math.log2(_overflow_threshold(f))
     every = np.concatenate([d[0] for d in data.values()] + [np.array([lo_b - 3, hi_b + 3])])
     lo, hi = math.floor(every.min()), math.ceil(every.max())
     edges = np.arange(lo, hi + 1.0)
     ax = axes_for(ax, (10, 5.6))
-    for name, (region, a, b) in {
-        "rounds to 0": ("zero", lo, lo_b),
-        "subnormal": ("subnormal", lo_b, sub_b) if f.mantissa_bits else (None, 0, 0),
-        "normal": ("normal", sub_b, hi_b),
-        "overflow": ("overflow", hi_b, hi),
-    }.items():
-        if region is None:
-            continue
-        ax.axvspan(a, b, color=_REGION_COLORS[region], alpha=0.25, lw=0, gid=f"region {region}")
-        ax.text(
-            (a + b) / 2,
-            1.0,
-            name,
-            transform=ax.get_xaxis_transform(),
-            ha="center",
-            va="bottom",
-            fontsize=9,
-            color="#444444",
-        )
+    region_spans(ax, f, lo, hi)
     styles = {"weight gradients": dict(color="#1F78B4"), "activation gradients": dict(color="#E6550D")}
     for name, (logs, n, fr) in data.items():
         counts, _ = np.histogram(logs, bins=edges)

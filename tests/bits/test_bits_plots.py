@@ -12,6 +12,7 @@ import pytest
 import torch
 from matplotlib.patches import Rectangle
 
+from amp_lessons._explorer import by_gid
 from amp_lessons.bits import (
     describe_code,
     describe_value,
@@ -23,16 +24,6 @@ from amp_lessons.bits import (
 )
 from amp_lessons.formats import FORMATS, FloatFormat, representable_values
 from amp_lessons.style import FORMAT_COLORS, style_context
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
-
-
-def by_gid(ax, gid):
-    return [a for a in ax.get_children() if a.get_gid() == gid]
 
 
 def digits(ax) -> str:

@@ -4,21 +4,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt
 import pytest
 import torch
 
 from amp_lessons import debug
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
-
-
-def by_gid(ax, gid):
-    return [a for a in ax.get_children() if a.get_gid() == gid]
+from amp_lessons._explorer import by_gid
 
 
 def test_plot_trace_marks_the_overflowing_rows_and_the_format_limits():

@@ -4,21 +4,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt
 import pytest
 
 from amp_lessons import distributed
+from amp_lessons._explorer import by_gid
 from amp_lessons.distributed import MemoryRow, ReductionError
-
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
-
-
-def by_gid(ax, gid):
-    return [a for a in ax.get_children() if a.get_gid() == gid]
 
 
 def test_plot_reduction_error_draws_one_line_per_method_and_marks_zeros():

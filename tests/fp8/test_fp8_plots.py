@@ -10,13 +10,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
-
-
 # --- lesson 07: fp8 --------------------------------------------------------------------------------
 
 

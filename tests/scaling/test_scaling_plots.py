@@ -6,20 +6,10 @@ matplotlib.use("Agg")
 
 import math
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-
-@pytest.fixture(autouse=True)
-def _close_figures():
-    yield
-    plt.close("all")
-
-
-def by_gid(ax, gid):
-    return [a for a in ax.get_children() if a.get_gid() == gid]
-
+from amp_lessons._explorer import by_gid
 
 # --- lesson 05: loss scaling ---------------------------------------------------------------------
 
