@@ -283,6 +283,15 @@ def what_runs_where(report) -> list[LessonSupport]:
     )
     out.append(
         LessonSupport(
+            "10",
+            _TITLES["10"],
+            "emulated",
+            "fp4/fp6/e8m0 formats and MX/NVFP4 block scaling rounded bit-exactly by the formats engine (native "
+            "only on Blackwell-class GPUs, which the lesson does not use); stochastic rounding and Kahan run here",
+        )
+    )
+    out.append(
+        LessonSupport(
             "11",
             _TITLES["11"],
             "native",

@@ -53,7 +53,9 @@ def test_offline_and_current_apis(nb):
 
 def test_presenter_view_shows_every_explorer_of_the_lessons():
     """presenter/explorers.ipynb (make present) has one cell per explorer the lessons show."""
-    call = re.compile(r"\b(?:bits|tf32|fp16|autocast|scaling|e2e|fp8|debug|distributed|micro|compiled)\.(\w+_explorer|format_designer)\(")
+    call = re.compile(
+        r"\b(?:bits|tf32|fp16|autocast|scaling|e2e|fp8|debug|distributed|micro|compiled)\.(\w+_explorer|format_designer)\("
+    )
 
     def explorers(paths):
         return {m for p in paths for c in code_cells(nbformat.read(p, as_version=4)) for m in call.findall(c.source)}
