@@ -17,3 +17,13 @@ SCALE_PREDICTION_EXERCISE = dict(
     n_steps=10, inf_steps=(0, 4), init_scale=2.0**10, growth_factor=2.0, backoff_factor=0.5, growth_interval=3
 )
 SCALE_PREDICTION = 2.0**10
+
+
+# Exercise 3: GradScaler's update rule, written out.
+def scaler_update(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval):
+    if found_inf:
+        return scale * backoff_factor, 0  # back off, and count clean steps from scratch
+    growth_tracker += 1
+    if growth_tracker == growth_interval:
+        return scale * growth_factor, 0  # enough clean steps in a row: grow
+    return scale, growth_tracker

@@ -3,7 +3,7 @@
 import importlib.util
 from pathlib import Path
 
-from amp_lessons import autocast, bits, debug, fp8, fp16, scaling, tf32
+from amp_lessons import autocast, bits, debug, e2e, fp8, fp16, scaling, tf32
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -84,6 +84,23 @@ def test_lesson_05_solutions():
     r = scaling.check_scale_prediction(2.0**12, n, infs, **e)
     assert not r
     assert not scaling.check_scale_prediction(None, 10, (0, 3))
+
+
+def test_lesson_05_update_rule_solution():
+    s = load("solutions_05")
+    assert scaling.check_scaler_update(s.scaler_update)
+    r = scaling.check_scaler_update(lambda sc, t, f, g, b, i: (sc * b, 0) if f else (sc * g, 0))
+    assert not r and "IN A ROW" in r.message
+    assert not scaling.check_scaler_update(lambda *a: None)
+    assert not scaling.check_scaler_update(None)
+
+
+def test_lesson_06_solution():
+    s = load("solutions_06")
+    assert e2e.check_clipped_amp_step(s.clipped_amp_step)
+    r = e2e.check_clipped_amp_step(lambda *a: None)
+    assert not r and "scale went" in r.message
+    assert not e2e.check_clipped_amp_step("x")
 
 
 def test_lesson_07_solutions():

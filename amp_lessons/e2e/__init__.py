@@ -1,7 +1,10 @@
 """Lesson 06, AMP end to end: the AMP training step, throughput by dtype, memory, inference.
 
-`from amp_lessons import e2e` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`."""
+`from amp_lessons import e2e` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`, :mod:`.checks`."""
 
+from .checks import (
+    check_clipped_amp_step,
+)
 from .experiments import (
     CONFIGS,
     SLOW_FP16_RATIO,
@@ -28,6 +31,7 @@ from .plots import (
 )
 
 __all__ = [
+    "check_clipped_amp_step",
     "CONFIGS",
     "SLOW_FP16_RATIO",
     "TENSOR_CORE_GENERATIONS",

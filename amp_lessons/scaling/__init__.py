@@ -4,6 +4,7 @@
 
 from .checks import (
     check_scale_prediction,
+    check_scaler_update,
     check_smallest_scale,
 )
 from .experiments import (
@@ -43,6 +44,7 @@ __all__ = [
     "StaticScaler",
     "TRAIN_RUNS",
     "check_scale_prediction",
+    "check_scaler_update",
     "check_smallest_scale",
     "compare_with_gradscaler",
     "gradient_census_of",

@@ -1,16 +1,17 @@
-"""Checkers for lesson 05's exercises (the smallest safe scale, predicting the scaler)."""
+"""Checkers for lesson 05's exercises (the smallest safe scale, predicting the scaler, the update rule)."""
 
 from __future__ import annotations
 
 import math
 
 from .._validate import real
-from ..checks import CheckResult, same_value
+from ..checks import CheckResult, call_learner, same_value
 from ..fp16.experiments import gradient_census
 from ..scaling.experiments import safe_window, scale_sweep, simulate_scaler
 
 __all__ = [
     "check_scale_prediction",
+    "check_scaler_update",
     "check_smallest_scale",
 ]
 
@@ -103,3 +104,48 @@ def check_scale_prediction(answer, n_steps: int, inf_steps, **params) -> CheckRe
         f"and restarts the count of good steps; the scale grows only after growth_interval good "
         f"steps in a row ({backoffs} overflow(s) here)",
     )
+
+
+# (initial scale, growth factor, back-off factor, growth interval, overflow steps): GradScaler's defaults, short
+# intervals, overflows in a row, and an interval of 1 (the scale grows at every clean step)
+_UPDATE_CASES = [
+    (2.0**16, 2.0, 0.5, 3, (0, 1, 2, 9)),
+    (2.0**10, 2.0, 0.5, 1, (4, 5)),
+    (1.0, 4.0, 0.25, 2, (1, 3, 4, 5, 11)),
+    (2.0**20, 2.0, 0.5, 5, ()),
+]
+
+
+def check_scaler_update(fn) -> CheckResult:
+    """Exercise: ``fn(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval)``
+    returns ``(new_scale, new_growth_tracker)``: GradScaler's update rule. Replayed over 16 steps of four
+    scenarios against :func:`amp_lessons.scaling.simulate_scaler` (exactly: the factors are powers of two)."""
+    if fn is None or fn is ...:
+        return CheckResult(False, "write fn(scale, growth_tracker, found_inf, growth_factor, backoff_factor, "
+                                  "growth_interval) and pass the function itself")  # fmt: skip
+    for init, growth, backoff, interval, infs in _UPDATE_CASES:
+        want = simulate_scaler(16, infs, init_scale=init, growth_factor=growth, backoff_factor=backoff,
+                               growth_interval=interval)["scale_after"]  # fmt: skip
+        scale, tracker = init, 0
+        for step in range(16):
+            found = step in infs
+            got, err = call_learner(fn, scale, tracker, found, growth, backoff, interval)
+            if err:
+                return CheckResult(False, err)
+            if not (isinstance(got, tuple) and len(got) == 2):
+                return CheckResult(False, f"return a pair (new_scale, new_growth_tracker), got {got!r:.60}")
+            scale, tracker = got
+            if not same_value(scale, want[step]):
+                case = f"growth_interval {interval}, overflows at steps {list(infs)}"
+                if found:
+                    hint = "after an overflow the scale is multiplied by backoff_factor and the count starts again"
+                elif scale > want[step]:
+                    hint = "the scale grows only after growth_interval clean steps IN A ROW, then the count restarts"
+                else:
+                    hint = "count the clean steps; when the count reaches growth_interval, multiply by growth_factor"
+                return CheckResult(
+                    False,
+                    f"step {step} ({'overflow' if found else 'clean'}; {case}): scale {scale!r}, "
+                    f"GradScaler has {want[step]!r}. Hint: {hint}",
+                )
+    return CheckResult(True, "your update rule gives GradScaler's scale at every step of four scenarios")
