@@ -64,12 +64,18 @@ _DEMOS = (
 )
 
 
+_EXPLORER_CALL = (
+    r"\b(?:bits|tf32|fp16|autocast|scaling|e2e|fp8|debug|distributed|micro|compiled)\.(\w+_explorer|format_designer)\("
+)
+
+
 def demo_names(path) -> list[str]:
-    """The explorers a stored notebook shows, in order: its code cells calling ``widgets.<name>(``."""
+    """The explorers a stored notebook shows, in order: its code cells calling ``<topic>.<name>_explorer(`` (or the
+    format designer)."""
     nb = json.loads(path.read_text(encoding="utf-8"))
     names = []
     for c in nb["cells"]:
-        m = re.search(r"\bwidgets\.(\w+)\(", "".join(c["source"])) if c["cell_type"] == "code" else None
+        m = re.search(_EXPLORER_CALL, "".join(c["source"])) if c["cell_type"] == "code" else None
         if m:
             names.append(m.group(1))
     return names
