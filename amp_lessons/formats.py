@@ -46,6 +46,7 @@ __all__ = [
     "check_modes",
     "compose",
     "decompose",
+    "float32_input",
     "from_bits",
     "get_format",
     "quantize",
@@ -334,14 +335,16 @@ def get_format(fmt: str | FloatFormat) -> FloatFormat:
     raise ValueError(f"unknown format {fmt!r}: use a FloatFormat or one of {_choices({**FORMATS, **SCALE_FORMATS})}")
 
 
-def _check_tensor(x, what="x") -> torch.Tensor:
+def float32_input(x, what="x") -> torch.Tensor:
+    """``x`` as float32: a floating tensor of at most 32 bits. float64 is refused (narrowing it is itself a
+    rounding, so the caller makes it explicit), as is anything that is not a floating tensor."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
     if not x.is_floating_point():
         raise TypeError(f"{what} must be a floating-point tensor (float32, or a narrower float), got {x.dtype}")
     if x.dtype == torch.float64:
         raise TypeError(
-            f"{what} is float64; the engine rounds float32 inputs: pass x.float() "
+            f"{what} is float64; the engine rounds float32 inputs: pass {what}.float() "
             "(float64 -> float32 is itself a rounding, so make it explicit)"
         )
     return x.float()
@@ -538,7 +541,7 @@ def quantize(
     values below the smallest subnormal round to zero; subnormals are kept, not flushed.
     """
     f = get_format(fmt)
-    x = _check_tensor(x)
+    x = float32_input(x)
     overflow = check_modes(f, rounding, overflow)
     if not isinstance(emulate, bool):
         raise TypeError(f"emulate must be True or False, got {emulate!r}")
@@ -551,7 +554,7 @@ def quantize(
 
 def rounding_error(x: torch.Tensor, fmt: str | FloatFormat, rounding: str = "nearest_even") -> torch.Tensor:
     """Relative rounding error ``|quantize(x) - x| / |x|`` (0 where x is 0; inf where x overflows)."""
-    x = _check_tensor(x)
+    x = float32_input(x)
     q = quantize(x, fmt, rounding)
     err = (q.double() - x.double()).abs() / x.double().abs()
     return torch.where(x == 0, torch.zeros_like(err), err)

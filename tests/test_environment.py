@@ -107,32 +107,21 @@ def test_python_version_license_and_lint_configuration_agree():
     assert "ruff" in pins_from_requirements() and meta["tool"]["ruff"]["lint"]["select"]
 
 
-def test_ruff_is_clean():
+def _ruff(*args: str) -> None:
     if importlib.util.find_spec("ruff") is None:
         if os.environ.get("CI") == "true":
             raise AssertionError("ruff is not installed: make setup installs it from requirements.txt")
         pytest.skip("ruff is not installed (make setup installs it)")
     proc = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "--no-cache", "--output-format", "concise", "."],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
+        [sys.executable, "-m", "ruff", *args, "--no-cache", "."], cwd=ROOT, capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+
+
+def test_ruff_is_clean():
+    _ruff("check", "--output-format", "concise")
 
 
 def test_ruff_format_is_clean():
     # the Python files keep ruff's format (``ruff format``); notebooks are excluded in pyproject.toml
-    if importlib.util.find_spec("ruff") is None:
-        if os.environ.get("CI") == "true":
-            raise AssertionError("ruff is not installed: make setup installs it from requirements.txt")
-        pytest.skip("ruff is not installed (make setup installs it)")
-    proc = subprocess.run(
-        [sys.executable, "-m", "ruff", "format", "--no-cache", "--check", "."],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    _ruff("format", "--check")

@@ -28,7 +28,7 @@ from tqdm.auto import tqdm
 
 from .._runtime import one_thread as _one_thread
 from .._validate import count, flag, real as _real, seed as _seed
-from ..formats import FloatFormat, check_modes, get_format, quantize
+from ..formats import FloatFormat, check_modes, float32_input, get_format, quantize
 
 __all__ = [
     "CENSUS_CATEGORIES",
@@ -67,14 +67,7 @@ _SCALAR_ROWS = 16  # running sums of at most this many rows loop in Python float
 def _values(values, what="values") -> torch.Tensor:
     """A float32 tensor from a floating tensor (not float64) or a list of numbers."""
     if isinstance(values, torch.Tensor):
-        if not values.is_floating_point():
-            raise TypeError(f"{what} must be a floating-point tensor, got {values.dtype}")
-        if values.dtype == torch.float64:
-            raise TypeError(
-                f"{what} is float64; the experiments work in float32: pass {what}.float() "
-                "(float64 -> float32 is itself a rounding, so make it explicit)"
-            )
-        return values.float()
+        return float32_input(values, what)
     if isinstance(values, (list, tuple)):
         try:
             return torch.tensor(values, dtype=torch.float32)

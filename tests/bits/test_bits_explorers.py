@@ -13,12 +13,7 @@ from amp_lessons import _explorer
 from amp_lessons.bits import BitExplorer, FormatDesigner, bit_explorer, format_designer
 from amp_lessons.formats import ENCODINGS, FORMATS
 from benchmarks.widget_steps import measure_update_ms
-
-PNG = b"\x89PNG\r\n\x1a\n"
-
-
-def is_png(image) -> bool:
-    return bytes(image.value).startswith(PNG)
+from tests.pictures import is_png
 
 
 @pytest.fixture(scope="module")

@@ -13,13 +13,7 @@ import torch
 
 from amp_lessons import fp16
 from benchmarks.widget_steps import measure_update_ms
-
-PNG = b"\x89PNG\r\n\x1a\n"
-
-
-def is_png(image) -> bool:
-    return bytes(image.value).startswith(PNG)
-
+from tests.pictures import is_png
 
 # --- magnitude explorer (lesson 03) --------------------------------------------------------------
 

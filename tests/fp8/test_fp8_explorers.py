@@ -10,13 +10,7 @@ import pytest
 
 from amp_lessons import fp8
 from benchmarks.widget_steps import measure_update_ms
-
-PNG = b"\x89PNG\r\n\x1a\n"
-
-
-def is_png(image) -> bool:
-    return bytes(image.value).startswith(PNG)
-
+from tests.pictures import is_png
 
 # --- fp8 scaling (lesson 07) -----------------------------------------------------------------------
 

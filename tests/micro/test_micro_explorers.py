@@ -10,8 +10,7 @@ import pytest
 
 from amp_lessons import micro
 from benchmarks.widget_steps import measure_update_ms
-
-PNG = b"\x89PNG\r\n\x1a\n"
+from tests.pictures import PNG
 
 
 @pytest.fixture(scope="module")

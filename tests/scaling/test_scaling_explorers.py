@@ -11,13 +11,7 @@ import pytest
 
 from amp_lessons import scaling
 from benchmarks.widget_steps import measure_update_ms
-
-PNG = b"\x89PNG\r\n\x1a\n"
-
-
-def is_png(image) -> bool:
-    return bytes(image.value).startswith(PNG)
-
+from tests.pictures import is_png
 
 # --- loss scaling (lesson 05) ---------------------------------------------------------------------
 

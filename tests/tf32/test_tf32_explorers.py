@@ -8,13 +8,7 @@ import ipywidgets as widgets
 import pytest
 
 from amp_lessons import tf32
-
-PNG = b"\x89PNG\r\n\x1a\n"
-
-
-def is_png(image) -> bool:
-    return bytes(image.value).startswith(PNG)
-
+from tests.pictures import is_png
 
 # --- matmul precision explorer (lesson 02) ------------------------------------------------------
 
