@@ -14,10 +14,9 @@ from matplotlib.figure import Figure
 from PIL import Image as PILImage
 
 from ._table import TONES, Cell, html_table
-from .style import style_context
+from .style import explorer_dpi, style_context
 
 __all__ = [
-    "DPI",
     "Picture",
     "by_gid",
     "encode_png",
@@ -29,15 +28,12 @@ __all__ = [
 ]
 
 
-DPI = 80
-
-
 class Picture:
     """A figure whose static part is rendered once; :meth:`png` redraws only the moving artists."""
 
     def __init__(self, figsize):
         with style_context():
-            self.fig = Figure(figsize=figsize, dpi=DPI, layout="none")
+            self.fig = Figure(figsize=figsize, dpi=explorer_dpi(), layout="none")
         self.canvas = FigureCanvasAgg(self.fig)
         self.moving = []
         self.centers = None  # the bit explorer's digit positions (data coordinates)

@@ -13,7 +13,15 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-__all__ = ["FIELD_COLORS", "FORMAT_COLORS", "STYLE_PATH", "format_color", "style_context", "use_style"]
+__all__ = [
+    "FIELD_COLORS",
+    "FORMAT_COLORS",
+    "STYLE_PATH",
+    "explorer_dpi",
+    "format_color",
+    "style_context",
+    "use_style",
+]
 
 #: The style file shipped in the package (``package-data``), never a URL.
 STYLE_PATH = Path(__file__).with_name("amp_lessons.mplstyle")
@@ -58,6 +66,15 @@ def format_color(name) -> str:
 def use_style() -> None:
     """Apply the course style to all later plots (``plt.style.use`` on the packaged file)."""
     plt.style.use(STYLE_PATH)
+
+
+#: Resolution of the explorers' pictures (dots per inch of their figures).
+_EXPLORER_DPI = 80
+
+
+def explorer_dpi() -> int:
+    """The resolution at which explorers draw their pictures."""
+    return _EXPLORER_DPI
 
 
 def style_context():
