@@ -3,8 +3,11 @@ allowed (private; the public functions document their own arguments)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
+import os
+import time
 
 import torch
 
@@ -49,17 +52,53 @@ def seed(value, what: str = "seed") -> int:
     return int(value)
 
 
-def count(value, what: str, low: int = 1, high: int | None = None, unit: str = "") -> int:
+def count(
+    value, what: str, low: int = 1, high: int | None = None, unit: str = "", flops_each: float | None = None
+) -> int:
     """An int (not a bool) in ``[low, high]``: a size, count or number of repeats. ``high`` is the course's limit
-    on work (so that a typo cannot hang a kernel or fill the memory); the message says why (``unit``)."""
+    on work (so that a typo cannot hang a kernel or fill the memory); the message says why (``unit``).
+
+    With ``flops_each`` (the arithmetic one unit of ``value`` costs, e.g. one training step), the limit is also
+    derived from this machine: a value that would take longer than :data:`WORK_BUDGET_S` at this machine's
+    measured matmul rate (:func:`machine_flops`) is refused too, and every refusal says how long it would take."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{what} must be an int >= {low}, got {value!r} ({type(value).__name__})")
     if value < low:
         raise ValueError(f"{what} must be an int >= {low}, got {value!r}")
-    if high is not None and value > high:
+    over_cap = high is not None and value > high
+    seconds = value * flops_each / machine_flops() if flops_each is not None else 0.0
+    if over_cap or seconds > WORK_BUDGET_S:
         why = f" ({unit})" if unit else ""
-        raise ValueError(f"{what}={value!r} is more than this course runs: at most {high:,}{why}")
+        cap = f"at most {high:,}{why}" if high is not None else f"{unit or 'this much work'}"
+        estimate = f"; its arithmetic alone would take {duration_text(seconds)} here" if flops_each is not None else ""
+        budget = f", and nothing over {duration_text(WORK_BUDGET_S)} here" if flops_each is not None else ""
+        raise ValueError(f"{what}={value!r} is more than this course runs: {cap}{budget}{estimate}")
     return int(value)
+
+
+WORK_BUDGET_S = 1800.0
+"""The longest a single call may be estimated to run on this machine (30 minutes) before it is refused."""
+
+
+@functools.lru_cache(maxsize=1)
+def machine_flops() -> float:
+    """This machine's fp32 matmul rate in FLOP/s, measured once (best of five 256x256x256 products, a few ms): the
+    yardstick for estimates of how long a request would take here."""
+    a = torch.randn(256, 256)
+    best = math.inf
+    for _ in range(5):
+        t0 = time.perf_counter()
+        torch.mm(a, a)
+        best = min(best, time.perf_counter() - t0)
+    return 2 * 256**3 / max(best, 1e-9)
+
+
+def duration_text(seconds: float) -> str:
+    """A duration in words, to two significant figures: ``about 3.2 years``."""
+    for unit, length in (("years", 365.25 * 86400), ("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= length:
+            return f"about {seconds / length:.2g} {unit}"
+    return f"about {seconds:.2g} s"
 
 
 def nbytes_text(n: float) -> str:
@@ -71,8 +110,17 @@ def nbytes_text(n: float) -> str:
     return f"{n:.3g} EiB"  # unreachable
 
 
-MAX_TENSOR_BYTES = 2 * 1024**3
-"""The largest single tensor the course's experiments allocate at a learner's request (2 GiB)."""
+def machine_memory_bytes() -> int:
+    """This machine's physical memory (8 GiB where the system does not say)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 8 * 1024**3
+
+
+MAX_TENSOR_BYTES = min(2 * 1024**3, machine_memory_bytes() // 8)
+"""The largest single tensor the course's experiments allocate at a learner's request: an eighth of this machine's
+memory, and never more than 2 GiB (the lessons' tensors are a few MiB)."""
 
 
 def allocation(n_elements: float, what: str, bytes_per_element: int = 4) -> None:
@@ -81,5 +129,6 @@ def allocation(n_elements: float, what: str, bytes_per_element: int = 4) -> None
     if need > MAX_TENSOR_BYTES:
         raise ValueError(
             f"{what} would allocate {nbytes_text(need)} for one tensor; the course runs at most "
-            f"{nbytes_text(MAX_TENSOR_BYTES)}: choose smaller sizes"
+            f"{nbytes_text(MAX_TENSOR_BYTES)} (an eighth of this machine's {nbytes_text(machine_memory_bytes())} "
+            "of memory, at most 2 GiB): choose smaller sizes"
         )

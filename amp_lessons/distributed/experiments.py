@@ -51,7 +51,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from .._validate import int_at_least as _int_at_least, positive as _positive
+from .._validate import int_at_least as _int_at_least, positive as _positive, seed as _seed
 from ..formats import quantize
 
 __all__ = [
@@ -336,7 +336,7 @@ def _tiny_mlp(seed: int, sizes=(16, 32, 8)) -> nn.Sequential:
 
 
 def _batch(rank: int, seed: int, rows: int = 8, cols: int = 16) -> torch.Tensor:
-    return torch.randn(rows, cols, generator=torch.Generator().manual_seed(seed * 1000 + rank))
+    return torch.randn(rows, cols, generator=torch.Generator().manual_seed((seed * 1000 + rank) % 2**63))
 
 
 # --- DDP with autocast -----------------------------------------------------------------------------------
@@ -482,7 +482,7 @@ def ddp_amp_step(
         inf_rank = _int_at_least(inf_rank, "inf_rank", 0)
         if inf_rank >= world_size:
             raise ValueError(f"inf_rank={inf_rank!r} is not allowed: it must be a rank below world_size={world_size}")
-    seed = _int_at_least(seed, "seed", 0)
+    seed = _seed(seed)
     rs = run_group(_ddp_rank, world_size, (dtype, inf_rank, seed), timeout=timeout)
     return DdpStep(
         world_size=world_size,
@@ -584,7 +584,7 @@ def fsdp_stages(world_size: int = 2, param_dtype: str = "bf16", seed: int = 0, *
     world_size = _check_world_size(world_size)
     if param_dtype not in ("bf16", "fp16", "fp32"):
         raise ValueError(f"param_dtype={param_dtype!r} is not allowed: use 'bf16', 'fp16' or 'fp32'")
-    seed = _int_at_least(seed, "seed", 0)
+    seed = _seed(seed)
     rs = run_group(_fsdp_rank, world_size, (param_dtype, seed), timeout=timeout)
     return FsdpStages(world_size, _name(_DTYPES[param_dtype]), rs[0]["stages"], rs[0]["errors"])
 
@@ -627,7 +627,7 @@ def fsdp_inf_sync(world_size: int = 2, inf_rank: int = 1, seed: int = 0, *, time
     inf_rank = _int_at_least(inf_rank, "inf_rank", 0)
     if inf_rank >= world_size:
         raise ValueError(f"inf_rank={inf_rank!r} is not allowed: it must be a rank below world_size={world_size}")
-    seed = _int_at_least(seed, "seed", 0)
+    seed = _seed(seed)
     return run_group(_inf_sync_rank, world_size, (inf_rank, seed), timeout=timeout)
 
 
@@ -716,7 +716,7 @@ def bytes_per_parameter(
     width = _int_at_least(width, "width", 1)
     if width % world_size or width > 1024:
         raise ValueError(f"width={width!r} is not allowed: a multiple of world_size={world_size}, at most 1024")
-    seed = _int_at_least(seed, "seed", 0)
+    seed = _seed(seed)
     rs = run_group(_memory_rank, world_size, (width, seed), timeout=timeout)
     return [
         MemoryRow(
@@ -804,7 +804,7 @@ def reduction_error(world_sizes=(2, 8, 64, 512, 4096), elements: int = 256, seed
     elements = _int_at_least(elements, "elements", 1)
     if elements * sizes[-1] > 2**24:
         raise ValueError(f"elements * world size = {elements * sizes[-1]} is too large here (at most 2**24 values)")
-    seed = _int_at_least(seed, "seed", 0)
+    seed = _seed(seed)
     errors: dict[str, list[float]] = {m: [] for m in REDUCTION_METHODS}
     gen = torch.Generator().manual_seed(seed)
     for n in sizes:
@@ -841,7 +841,7 @@ def gloo_allreduce_check(world_size: int = 2, elements: int = 256, seed: int = 0
     elements = _int_at_least(elements, "elements", 1)
     if elements > 2**16:
         raise ValueError(f"elements={elements!r} is not allowed: at most {2**16}")
-    seed = _int_at_least(seed, "seed", 0)
+    seed = _seed(seed)
     rs = run_group(_allreduce_rank, world_size, (elements, seed), timeout=timeout)
     grads = rs[0]["grads"]
     exact = grads.double().sum(0)

@@ -358,7 +358,8 @@ def train_master_weights(
     same fraction if the run's weights were stored in fmt}, "steps": steps, "lr": lr,
     "fmt": name}``. The loss of step ``i`` is that of the weights the forward pass used.
     """
-    steps = count(steps, "steps", 1, 100_000, "training steps of three runs")
+    # each step of each run: forward, backward and update of 256 x 64 products, about 6 * 256 * 64 FLOPs
+    steps = count(steps, "steps", 1, 100_000, "training steps of three runs", flops_each=3 * 6 * 256 * 64)
     seed, progress = _seed(seed), flag(progress, "progress")
     lr = _real(lr, "lr")
     if not (lr > 0 and math.isfinite(lr)):
