@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ._table import html_table
 
-__all__ = ["LESSONS", "Lesson", "LessonSupport", "Schedule", "what_runs_where", "workshop_schedule"]
+__all__ = ["DAY_TWO", "LESSONS", "Lesson", "LessonSupport", "Schedule", "what_runs_where", "workshop_schedule"]
 
 
 @dataclass(frozen=True)
@@ -302,34 +302,47 @@ def what_runs_where(report) -> list[LessonSupport]:
     return out
 
 
+#: The lesson that opens the second day of a two-day workshop: day one teaches the foundations and the whole AMP
+#: recipe (00-06); day two what comes after it (fp8, debugging, distributed training, microscaling, torch.compile).
+DAY_TWO = "07"
+
+
 @dataclass(frozen=True)
 class Schedule:
-    rows: tuple[tuple[str, str, str, int, str], ...]  # (start, lesson, title, minutes, status)
+    rows: tuple[tuple[str, str, str, int, str], ...]  # (start, lesson, title, minutes, status); "day" rows split days
     end: str
 
     @property
     def teaching_minutes(self) -> int:
-        return sum(r[3] for r in self.rows if r[1] != "break")
+        return sum(r[3] for r in self.rows if r[1] not in ("break", "day"))
+
+    @property
+    def days(self) -> int:
+        return 1 + sum(r[1] == "day" for r in self.rows)
 
     def __repr__(self) -> str:
         lines = [f"{'start':<6} {'lesson':<7} {'min':>4}  title"]
-        lines += [
-            f"{s:<6} {n:<7} {m:>4}  {t}{'  (' + st + ')' if st not in ('ready', '') else ''}"
-            for s, n, t, m, st in self.rows
-        ]
+        for s, n, t, m, st in self.rows:
+            if n == "day":
+                lines.append(f"{s:<6} {'':<7} {'':>4}  {t}")
+            else:
+                lines.append(f"{s:<6} {n:<7} {m:>4}  {t}{'  (' + st + ')' if st not in ('ready', '') else ''}")
         lines.append(f"{self.end:<6} end    ({self.teaching_minutes} min of lessons)")
         return "\n".join(lines)
 
     def to_markdown(self) -> str:
-        """The schedule as a Markdown table (instructors/README.md holds the default day's)."""
+        """The schedule as a Markdown table (instructors/README.md holds the default workshop's)."""
         lines = ["| start | lesson | title | minutes |", "|---|---|---|---|"]
         for s, n, t, m, _ in self.rows:
-            lines.append(f"| {s} | {'—' if n == 'break' else n} | {t} | {m} |")
+            if n == "day":
+                lines.append(f"| {s} | — | **{t}** | |")
+            else:
+                lines.append(f"| {s} | {'—' if n == 'break' else n} | {t} | {m} |")
         lines.append(f"| {self.end} | end | {self.teaching_minutes} min of lessons | |")
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        rows = [[s, n, t, str(m), st] for s, n, t, m, st in self.rows]
+        rows = [[s, "" if n == "day" else n, t, "" if n == "day" else str(m), st] for s, n, t, m, st in self.rows]
         rows.append([self.end, "end", f"{self.teaching_minutes} min of lessons", "", ""])
         return html_table(("start", "lesson", "title", "minutes", "status"), rows)
 
@@ -344,10 +357,13 @@ def workshop_schedule(
     break_minutes: int = 15,
     lunch_minutes: int = 45,
     notebooks_dir: str | Path | None = None,
+    days: int = 2,
 ) -> Schedule:
     """A schedule through every lesson from ``start`` ("HH:MM"), with a break whenever at least
     ``break_every`` minutes have passed since the last one; the first break at or after 12:00 is
-    lunch. With ``notebooks_dir``, lessons whose notebook is not there are marked "coming"."""
+    lunch. ``days=2`` (the default) splits the course over two days, the second starting with lesson
+    :data:`DAY_TWO` at ``start``; ``days=1`` runs it all in one (long) day. With ``notebooks_dir``, lessons
+    whose notebook is not there are marked "coming"."""
     try:
         h, m = (int(v) for v in start.split(":"))
         if not (0 <= h < 24 and 0 <= m < 60):
@@ -357,10 +373,15 @@ def workshop_schedule(
     for name, v in (("break_every", break_every), ("break_minutes", break_minutes), ("lunch_minutes", lunch_minutes)):
         if isinstance(v, bool) or not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} must be a positive number of minutes, got {v!r}")
+    if isinstance(days, bool) or days not in (1, 2):
+        raise ValueError(f"days must be 1 or 2, got {days!r}")
     t = h * 60 + m
     since_break, rows, had_lunch = 0, [], False
     for lesson in LESSONS:
-        if since_break >= break_every:
+        if days == 2 and lesson.number == DAY_TWO:
+            rows.append((_clock(t), "day", f"end of day 1; day 2 starts at {start}", 0, ""))
+            t, since_break, had_lunch = h * 60 + m, 0, False
+        elif since_break >= break_every:
             lunch = not had_lunch and t >= 12 * 60
             had_lunch |= lunch
             length = lunch_minutes if lunch else break_minutes
@@ -384,9 +405,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--break-every", type=int, default=90)
     parser.add_argument("--break-minutes", type=int, default=15)
     parser.add_argument("--lunch-minutes", type=int, default=45)
+    parser.add_argument("--days", type=int, default=2, choices=(1, 2))
     args = parser.parse_args(argv)
     try:
-        schedule = workshop_schedule(args.start, args.break_every, args.break_minutes, args.lunch_minutes)
+        schedule = workshop_schedule(
+            args.start, args.break_every, args.break_minutes, args.lunch_minutes, days=args.days
+        )
     except ValueError as e:
         parser.error(str(e))
     print(schedule.to_markdown())

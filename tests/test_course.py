@@ -22,19 +22,28 @@ def test_every_notebook_in_the_repo_is_a_listed_lesson():
     assert on_disk <= listed, f"notebooks missing from course.LESSONS: {sorted(on_disk - listed)}"
 
 
-def test_schedule_adds_up():
-    s = workshop_schedule("09:00", break_every=90, break_minutes=15, lunch_minutes=45)
-    assert s.rows[0][:2] == ("09:00", "00")
+def _minutes(clock: str) -> int:
+    return int(clock[:2]) * 60 + int(clock[3:])
+
+
+@pytest.mark.parametrize("days", [1, 2])
+def test_schedule_adds_up(days):
+    s = workshop_schedule("09:00", break_every=90, break_minutes=15, lunch_minutes=45, days=days)
+    assert s.rows[0][:2] == ("09:00", "00") and s.days == days
     assert s.teaching_minutes == sum(lesson.minutes for lesson in LESSONS)
     breaks = [r for r in s.rows if r[1] == "break"]
-    assert [r[2] for r in breaks].count("lunch") == 1
-    total = s.teaching_minutes + sum(r[3] for r in breaks)
-    h, m = map(int, s.end.split(":"))
-    assert h * 60 + m == 9 * 60 + total
-    # each start time is the previous start plus its length
-    for (s0, _, _, m0, _), (s1, *_rest) in zip(s.rows, s.rows[1:]):
-        a, b = (int(x[:2]) * 60 + int(x[3:]) for x in (s0, s1))
-        assert b - a == m0
+    assert [r[2] for r in breaks].count("lunch") == days  # one lunch a day
+    # each start time is the previous start plus its length; a new day starts at 09:00 again
+    for (s0, _, _, m0, _), (s1, n1, *_rest) in zip(s.rows, s.rows[1:]):
+        assert _minutes(s1) - _minutes(s0) == m0 or (n1 == "07" and days == 2 and s1 == "09:00")
+    # every day ends by 17:30; in one day the course runs long (the reason for two)
+    ends = [r[0] for r in s.rows if r[1] == "day"] + [s.end]
+    assert len(ends) == days
+    if days == 2:
+        assert all(_minutes(e) <= 17 * 60 + 30 for e in ends)
+        assert [r[1] for r in s.rows if r[1] not in ("break", "day")].index("07") == 7  # day 2 opens with lesson 07
+    else:
+        assert _minutes(s.end) > 19 * 60
     assert "lunch" in repr(s) and "<table" in s._repr_html_()
 
 
@@ -52,6 +61,8 @@ def test_schedule_marks_missing_notebooks(tmp_path):
         ({"start": "25:00"}, "'25:00'"),
         ({"break_every": 0}, "break_every"),
         ({"lunch_minutes": -5}, "lunch_minutes"),
+        ({"days": 3}, "days must be 1 or 2, got 3"),
+        ({"days": True}, "days must be 1 or 2"),
     ],
 )
 def test_bad_input(kwargs, words):
