@@ -21,6 +21,7 @@ __all__ = [
     "by_gid",
     "encode_png",
     "error_html",
+    "failure_html",
     "readout_table",
     "image",
     "num",
@@ -82,9 +83,22 @@ def error_html(message: str) -> str:
     return f"<div style='color: {TONES['bad']}; font-family: monospace'>{html.escape(message)}</div>"
 
 
+def failure_html(message: str) -> str:
+    """An explorer's read-out line while its state is at the failure its lesson is about (overflow,
+    saturation, flush to zero, a skipped step, swamping...): an ``amp-failure`` element, so that a
+    page (and a browser test) can find it."""
+    return (
+        f"<div class='amp-failure' style='color: {TONES['bad']}; font-weight: bold'>"
+        f"\N{WARNING SIGN} {html.escape(message)}</div>"
+    )
+
+
 def num(v: float) -> str:
-    """A constant for a table: 7 significant digits, and its power of two when it is one."""
+    """A constant for a table: 7 significant digits when they are exact, else the shortest text that
+    reads back as ``v`` (65535.99609375, not 65536); and its power of two when it is one."""
     text = f"{v:.7g}"
+    if math.isfinite(v) and float(text) != v:
+        text = repr(float(v))
     if v > 0 and math.isfinite(v):
         mant, exp = math.frexp(v)
         if mant == 0.5:

@@ -13,7 +13,7 @@ from .._draw import (
     decade_ticks as _decade_ticks,
     staircase as _staircase,
 )
-from .._explorer import Picture, by_gid, error_html, image, num, parse_value, readout_table
+from .._explorer import Picture, by_gid, error_html, failure_html, image, num, parse_value, readout_table
 from .._table import TONES
 from ..bits.describe import BitInfo, describe_code, describe_value
 from ..bits.plots import plot_bit_layout, plot_range_precision, plot_spacing
@@ -172,6 +172,30 @@ class BitExplorer:
         self.readout.value = self._readout(info)
         self._draw(info)
 
+    @staticmethod
+    def _problem(info: BitInfo) -> str:
+        """What went wrong in storing the shown value ("" if nothing did): an overflow (to inf,
+        saturated or NaN), an underflow to zero, or a stored inf / NaN (set by flipping bits)."""
+        f, typed = info.fmt, info.typed
+        if info.kind.startswith("overflow"):
+            how = {"overflow to inf": "becomes inf", "overflow saturated": "saturates to the largest finite value"}
+            return (
+                f"overflow: {typed!r} is beyond {f.name}'s largest finite value {f.max!r}; "
+                f"it {how.get(info.kind, 'becomes NaN')} ({info.stored!r})"
+            )
+        if info.kind == "underflow to zero":
+            return (
+                f"underflow: {typed!r} is below half of {f.name}'s smallest subnormal "
+                f"{f.smallest_subnormal!r}; it is stored as {info.stored!r}"
+            )
+        if info.kind == "inf":
+            return f"inf: {f.name} stores {info.stored!r} here" + ("" if typed is None else f" (typed {typed!r})")
+        if info.kind == "NaN":
+            if info.code is None:
+                return f"NaN cannot be stored: {info.formula}"
+            return f"NaN: {f.name} stores not-a-number here; any arithmetic with it gives NaN"
+        return ""
+
     def _readout(self, info: BitInfo) -> str:
         f = info.fmt
         rows = []
@@ -198,7 +222,8 @@ class BitExplorer:
         if info.typed is not None:
             rows.append(("absolute error", f"{info.abs_error:.6g}"))
             rows.append(("relative error", f"{info.rel_error:.6g}"))
-        return readout_table(rows)
+        problem = self._problem(info)
+        return (failure_html(problem) if problem else "") + readout_table(rows)
 
     def _picture(self, f: FloatFormat) -> Picture:
         """The format's bit layout, drawn once; then only its digits move (the value, formula and
@@ -297,7 +322,7 @@ class FormatDesigner:
             kept = ""
             if self.fmt is not None:
                 kept = f"<div style='color: {TONES['muted']}'>still showing the last valid design: {self._describe(self.fmt)}</div>"
-            self.readout.value = error_html(f"e{e}m{m} {enc}: {self.error}") + kept
+            self.readout.value = failure_html(f"e{e}m{m} {enc} cannot be built: {self.error}") + kept
             return
         self.error = ""
         self.fmt = f
@@ -320,7 +345,13 @@ class FormatDesigner:
             f"same as {html.escape(', '.join(same))}" if same else "not a format the course names"
         )
         if f.emax < f.emin:
-            title += f" <span style='color: {TONES['bad']}'>(no positive finite value: only 0 and NaN)</span>"
+            title = (
+                failure_html(
+                    f"{self._describe(f)} has no positive finite value: its only exponent field with a "
+                    "non-zero value is taken by NaN, so it holds only 0 and NaN"
+                )
+                + title
+            )
         specials = (
             ", ".join([s for s, ok in (("inf", f.has_inf), ("NaN", f.has_nan), ("-0", f.has_negative_zero)) if ok])
             or "none"

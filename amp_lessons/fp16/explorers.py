@@ -10,7 +10,7 @@ import ipywidgets as widgets
 import numpy as np
 import torch
 
-from .._explorer import Picture, by_gid, error_html, image, parse_value, readout_table
+from .._explorer import Picture, by_gid, error_html, failure_html, image, parse_value, readout_table
 from .._table import Cell, html_table
 from ..formats import get_format, quantize
 from ..fp16 import experiments as fp16
@@ -119,12 +119,31 @@ class MagnitudeExplorer:
             err = math.inf if math.isinf(stored) else abs(stored - value) / abs(value)
             self.classes[f.name], self.stored[f.name], self.errors[f.name] = cls, stored, err
             rows.append((f.name, cls, repr(stored), _rel_text(err)))
-        self.readout.value = self._readout(value, rows)
+        self.readout.value = self._failure() + self._readout(value, rows)
         line, dots = self._pic.moving
         shown = min(max(abs(value), self._pic.lo), self._pic.hi)
         line.set_xdata([shown, shown])
         dots.set_xdata([shown] * len(self._fmts))
         self.image.value = self._pic.png()
+
+    def _problem(self) -> str:
+        """The formats in which the shown value is lost ("" if none): flushed to zero, overflowed to
+        inf, saturated or NaN."""
+        lost = {
+            "zero": "flushes to 0",
+            "inf": "overflows to inf",
+            "saturated": "saturates to the format's max",
+            "NaN": "becomes NaN",
+        }
+        lost["saturated"] = "saturates to {stored!r}"
+        parts = [
+            f"{lost[c].format(stored=self.stored[name])} in {name}" for name, c in self.classes.items() if c in lost
+        ]
+        return f"x = {self.value!r} " + "; ".join(parts) if parts else ""
+
+    def _failure(self) -> str:
+        text = self._problem()
+        return failure_html(text) if text else ""
 
     @staticmethod
     def _readout(value: float, rows) -> str:
@@ -188,6 +207,8 @@ class SumExplorer:
         self.widget = widgets.VBox([widgets.HBox([self.v_box, self.n_slider]), self.readout, self.image])
         self.widget.explorer = self
         self.result: dict = {}
+        self.v16 = math.nan  # the shown v rounded to fp16
+        self._shown_problem = ""
         self.error = ""
         self._curves_v = None
         self._curves: dict = {}
@@ -250,23 +271,75 @@ class SumExplorer:
             result = self._fp16.sum_copies(v, n)
         except (ValueError, TypeError) as err:
             self.error = str(err)
-            kept = self._readout() if self.result else ""
-            self.readout.value = error_html(self.error) + kept
+            text = self.v_box.value.strip()
+            try:
+                typed = parse_value(text)
+            except ValueError:
+                self.error = f"v = {text!r} is not a number: type one such as 16, 0.1, -2.5e-6 or 1e5"
+            else:
+                if not math.isfinite(typed):
+                    self.error = (
+                        f"v = {text!r} reads as {typed!r}, which has nothing to sum: type a finite v "
+                        f"(anything beyond {self.FP16_MAX:g}, such as 1e5, already overflows fp16)"
+                    )
+            kept = (failure_html(self._shown_problem) if self._shown_problem else "") + self._readout()
+            note = "<div>the table and picture still show the last valid v:</div>" if self.result else ""
+            self.readout.value = error_html(self.error) + (note + kept if self.result else "")
             return
         self.error = ""
         self.result = result
+        self.v16 = float(torch.tensor(v, dtype=torch.float32).to(torch.float16))
         if self._curves_v != v:  # the curves depend on v only: n just cuts them
             self._curves = self._fp16.running_sums_of_copies(v, self.N_MAX)
             self._curves_v = v
-        self.readout.value = self._readout()
+        self._shown_problem = problem = self._problem(v, n)
+        self.readout.value = (failure_html(problem) if problem else "") + self._readout()
         self._draw(v, n)
+
+    def _problem(self, v: float, n: int) -> str:
+        """What goes wrong in the shown sums ("" if nothing): ``v`` flushing to 0 or overflowing in
+        fp16, a sum overflowing to inf, the fp16 running sum stalling (swamping)."""
+        r, v16, top = self.result, self.v16, self.FP16_MAX
+        if v16 == 0 and v != 0:
+            return (
+                f"underflow: v = {v!r} rounds to {v16!r} in fp16 (less than half its smallest subnormal "
+                f"2^-24 = {2.0**-24!r}), so every fp16 addend is 0 and the fp16 sums stay 0"
+            )
+        if math.isinf(v16):
+            return (
+                f"overflow: v = {v!r} is beyond fp16's largest finite value {top:g}, so fp16(v) = {v16!r} and "
+                "every sum of fp16 addends is inf"
+            )
+        problems = []
+        run16 = self._curves["fp16 running sum"][:n]
+        inf = torch.isinf(run16).nonzero()
+        if len(inf):
+            problems.append(
+                f"overflow: the fp16 running sum passes {top:g} and becomes {float(run16[-1])!r} "
+                f"at term {int(inf[0]) + 1} (exact n x fp16(v) = {r['exact']!r})"
+            )
+        elif r["cumsum first inf index"] is not None:
+            problems.append(
+                f"overflow: torch.cumsum of the fp16 tensor becomes inf at index {r['cumsum first inf index']}"
+            )
+        if r["stall value"] is not None and v16 != 0:
+            problems.append(
+                f"swamping: the fp16 running sum stops at {r['stall value']!r}, where v = {v16!r} is at most half "
+                f"the spacing of fp16 numbers; it ends at {r['fp16 running sum']!r} instead of {r['exact']!r}"
+            )
+        return "; ".join(problems)
 
     def _readout(self) -> str:
         r = self.result
-        rows = [(k, f"<b>{r[k]!r}</b>" if k == "fp16 running sum" else repr(r[k])) for k in self.READOUT]
+        rows = [("v stored in fp16", repr(self.v16))]
+        rows += [(k, f"<b>{r[k]!r}</b>" if k == "fp16 running sum" else repr(r[k])) for k in self.READOUT]
         rows.append(("torch.sum(dtype=float32)", repr(r["torch.sum(dtype=float32)"])))
         stall = r["stall value"]
-        rows.append(("fp16 running sum stalls at", "never (within n terms)" if stall is None else repr(stall)))
+        if self.v16 == 0:
+            stall_text = "never: fp16(v) is 0, adding it changes nothing"
+        else:
+            stall_text = "never (within n terms)" if stall is None else repr(stall)
+        rows.append(("fp16 running sum stalls at", stall_text))
         first_inf = r["cumsum first inf index"]
         rows.append(("fp16 cumsum first inf at index", "never" if first_inf is None else str(first_inf)))
         return readout_table(rows)

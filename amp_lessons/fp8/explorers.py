@@ -13,7 +13,7 @@ import torch
 from .._draw import (
     region_spans as _region_spans,
 )
-from .._explorer import Picture, image, readout_table
+from .._explorer import Picture, failure_html, image, readout_table
 from .._runtime import one_thread as _one_thread
 from ..formats import get_format, quantize
 from ..fp8 import experiments as fp8
@@ -26,7 +26,9 @@ __all__ = [
 
 
 class Fp8ScalingExplorer:
-    """Scale one tensor into an fp8 format: a slider for log2 of a per-tensor scale (-20..20), a
+    """Scale one tensor into an fp8 format: a slider for log2 of a per-tensor scale (from -20 or
+    lower to 20 or higher: far enough that the tensor's largest value overflows e5m2 at the top and
+    all of it flushes to zero at the bottom; ``min_exponent`` / ``max_exponent``), a
     dropdown for per-block amax scaling (none, 1x32, 1x128, 128x128; with blocks the slider is off:
     each block gets ``fmt.max / amax(block)``) and one for the format (e4m3 / e5m2). The picture is
     the histogram of log2 |x x scale| over the format's window; the readout gives the relative error
@@ -34,7 +36,7 @@ class Fp8ScalingExplorer:
     measures). Default tensor: the activation gradients of :func:`amp_lessons.fp8.model_tensors`.
     ``stats`` is the shown dict."""
 
-    MIN_EXPONENT, MAX_EXPONENT = -20, 20
+    MIN_EXPONENT, MAX_EXPONENT = -20, 20  # the slider reaches at least these, further where the tensor needs it
     BLOCKS = ("none", "1x32", "1x128", "128x128")
     FORMATS = {"e4m3": "fp8_e4m3", "e5m2": "fp8_e5m2"}
 
@@ -47,11 +49,18 @@ class Fp8ScalingExplorer:
             tensor = fp8.model_tensors()[name]
         self.name = name
         self.x = fp8.as_matrix(tensor, "tensor")
+        a = self.x.abs().reshape(-1)
+        logs = torch.log2(a[(a > 0) & torch.isfinite(a)])
+        # 2**17 is past e5m2's max 57344 (and e4m3's 448); 2**-18 is below half of e5m2's smallest
+        # subnormal 2**-16 (and e4m3's 2**-9): the slider's ends reach overflow and a total flush
+        top, bottom = (float(logs.max()), float(logs.min())) if logs.numel() else (0.0, 0.0)
+        self.max_exponent = max(self.MAX_EXPONENT, math.ceil(17 - top))
+        self.min_exponent = min(self.MIN_EXPONENT, math.floor(-18 - top))
         self.exponent = self._check(exponent)
         self.slider = widgets.IntSlider(
             self.exponent,
-            min=self.MIN_EXPONENT,
-            max=self.MAX_EXPONENT,
+            min=self.min_exponent,
+            max=self.max_exponent,
             description="log2 scale",
             style={"description_width": "initial"},
             layout=widgets.Layout(width="460px"),
@@ -69,13 +78,12 @@ class Fp8ScalingExplorer:
         )
         self.widget.explorer = self
         self.stats: dict = {}
-        a = self.x.abs().reshape(-1)
-        logs = torch.log2(a[a > 0])
         self._n = self.x.numel()
-        self._lo = math.floor(float(logs.min())) + self.MIN_EXPONENT - 2
-        self._hi = max(math.ceil(float(logs.max())) + self.MAX_EXPONENT, 18) + 2
+        self._lo = math.floor(bottom) + self.min_exponent - 2
+        self._hi = max(math.ceil(top) + self.max_exponent, 18) + 2
         self._edges = np.arange(self._lo, self._hi + 1.0)
-        self._ymax = min(1.0, 2.0 * float(np.histogram(logs.double().numpy(), bins=self._edges)[0].max()) / self._n)
+        peak = float(np.histogram(logs.double().numpy(), bins=self._edges)[0].max(initial=0)) / self._n
+        self._ymax = min(1.0, max(2.0 * peak, 0.05))  # 0.05: a tensor of zeros still gets an axis
         self._block_maps = {}  # (fmt, block) -> per-element scale, computed once
         self._pictures: dict[str, Picture] = {}
         for fmt_name in self.FORMATS.values():  # both backgrounds up front: a format switch only blits
@@ -94,10 +102,10 @@ class Fp8ScalingExplorer:
         if (
             isinstance(exponent, bool)
             or not isinstance(exponent, numbers.Integral)
-            or not self.MIN_EXPONENT <= exponent <= self.MAX_EXPONENT
+            or not self.min_exponent <= exponent <= self.max_exponent
         ):
             raise ValueError(
-                f"exponent must be an int from {self.MIN_EXPONENT} to {self.MAX_EXPONENT} "
+                f"exponent must be an int from {self.min_exponent} to {self.max_exponent} "
                 f"(scale 2**exponent), got {exponent!r}"
             )
         return int(exponent)
@@ -153,6 +161,20 @@ class Fp8ScalingExplorer:
             self._block_maps[key] = self._fp8.block_scale_map(self.x, f, br, bc)
         return self._block_maps[key]
 
+    def _problem(self, f, what: str) -> str:
+        """The values the cast loses ("" if none): flushed to zero, saturated or overflowed to inf."""
+        parts = []
+        if self.stats["flushed"] > 0:
+            parts.append(f"{100 * self.stats['flushed']:.3g}% of the values flush to zero")
+        if self.stats["saturated"] > 0:
+            how = "saturate at" if f.encoding == "fn" else "overflow to inf beyond"
+            parts.append(f"{100 * self.stats['saturated']:.3g}% {how} {f.name}'s max {f.max:g}")
+        return f"{what} in {f.name}: " + "; ".join(parts) if parts else ""
+
+    def _failure(self, f, what: str) -> str:
+        text = self._problem(f, what)
+        return failure_html(text) if text else ""
+
     def update(self) -> None:
 
         fmt_name, block = self.FORMATS[self.fmt_box.value], self.block_box.value
@@ -172,7 +194,7 @@ class Fp8ScalingExplorer:
         edge.set_data(heights)
         what = f"scale 2^{int(self.slider.value)}" if block == "none" else f"per-block amax scales ({block} tiles)"
         label.set_text(what)
-        self.readout.value = readout_table(
+        self.readout.value = self._failure(f, what) + readout_table(
             [
                 ("scaling", html.escape(what)),
                 ("relative error", f"{self.stats['relative error']:.3g}"),

@@ -10,7 +10,7 @@ import numbers
 import ipywidgets as widgets
 import numpy as np
 
-from .._explorer import Picture, image, readout_table
+from .._explorer import Picture, failure_html, image, readout_table
 from .._runtime import one_thread as _one_thread
 from ..style import style_context
 from .experiments import RECIPES, SPIKE_STEP, STEPS, TENSOR_KINDS, recipe_quantize, recipe_stats
@@ -35,7 +35,14 @@ class RecipeExplorer:
     ``SPIKE_STEP``, weights), a recipe and a training step: the picture shows the distribution of
     log2 |x| before (filled) and after (line) the recipe stores it, the read-out the recipe's
     signal-to-noise ratio, the values it flushes to zero or saturates, and its bias
-    (:func:`amp_lessons.micro.recipe_stats`). ``stats`` is the shown dict."""
+    (:func:`amp_lessons.micro.recipe_stats`). ``stats`` is the shown dict.
+
+    The read-out flags a failure when the recipe loses the tensor: a signal-to-noise ratio below
+    ``SNR_LIMIT_DB`` (the error's power above a tenth of the signal's), or at least ``SHARE_LIMIT``
+    (1%) of the values flushed to zero or saturated."""
+
+    SNR_LIMIT_DB = 10.0
+    SHARE_LIMIT = 0.01
 
     def __init__(self, kind: str = "gradient", recipe: str = "per-tensor delayed (history 16)", step: int = SPIKE_STEP):
         style = {"description_width": "initial"}
@@ -96,6 +103,25 @@ class RecipeExplorer:
         pic.freeze([fill, line, label])
         return pic
 
+    def _problem(self) -> str:
+        """What the shown recipe loses ("" if it keeps the tensor): a low SNR, flushes, saturation."""
+        s, parts = self.stats, []
+        if s["SNR dB"] < self.SNR_LIMIT_DB:
+            parts.append(
+                f"signal-to-noise {s['SNR dB']:.1f} dB (below {self.SNR_LIMIT_DB:g} dB: the error's power is "
+                "more than a tenth of the tensor's)"
+            )
+        if s["zeros"] >= self.SHARE_LIMIT:
+            parts.append(f"{100 * s['zeros']:.3g}% of the non-zero values flush to 0")
+        if s["saturated"] >= self.SHARE_LIMIT:
+            parts.append(f"{100 * s['saturated']:.3g}% of the values saturate")
+        if not parts:
+            return ""
+        return (
+            f"{self.recipe_box.value} loses the {self.kind_box.value} at step {self.step_slider.value}: "
+            + "; ".join(parts)
+        )
+
     def update(self) -> None:
         kind, recipe, step = self.kind_box.value, self.recipe_box.value, self.step_slider.value
         with _one_thread():
@@ -107,7 +133,8 @@ class RecipeExplorer:
         line.set_data(after)
         label.set_text(f"{kind}, step {step}")
         snr = self.stats["SNR dB"]
-        self.readout.value = readout_table(
+        problem = self._problem()
+        self.readout.value = (failure_html(problem) if problem else "") + readout_table(
             [
                 ("recipe", html.escape(recipe)),
                 ("signal-to-noise", "exact" if math.isinf(snr) else f"{snr:.1f} dB"),

@@ -12,7 +12,7 @@ import numpy as np
 from .._draw import (
     pow2_ticks as _pow2_ticks,
 )
-from .._explorer import Picture, by_gid, encode_png, image, num, readout_table
+from .._explorer import Picture, by_gid, encode_png, failure_html, image, num, readout_table
 from .._table import Cell, html_table
 from ..formats import get_format
 from ..fp16 import experiments as fp16
@@ -108,15 +108,29 @@ class ScaleExplorer:
         k = int(self.slider.value)
         scale = math.ldexp(1.0, k)
         self.fractions = self._index.fractions(scale, self.fmt)
-        self.readout.value = self._readout(k)
+        problem = self._problem(k)
+        self.readout.value = (failure_html(problem) if problem else "") + self._readout(k)
         *stairs, label = self._pic.moving
         for s in stairs:
             s.set_data(edges=self._pic.edges + k)
         label.set_text(f"scale = 2^{k} = {scale:,.0f}")
         self.image.value = self._pic.png()
 
-    def _readout(self, k: int) -> str:
+    def _problem(self, k: int) -> str:
+        """Which gradients the scale ``2**k`` loses in the format ("" if none): the fractions that
+        flush to zero (scale too small) or overflow to inf (too large, the step would be skipped)."""
+        parts = []
+        for kind in ("weights", "activations"):
+            fr = self.fractions[kind]
+            if fr["underflow to zero"] > 0:
+                parts.append(f"{100 * fr['underflow to zero']:.3g}% of the {kind} gradients flush to zero")
+            if fr["overflow"] > 0:
+                parts.append(
+                    f"{100 * fr['overflow']:.3g}% of the {kind} gradients overflow to inf (GradScaler would skip the step)"
+                )
+        return f"at scale 2^{k} in {self.fmt.name}: " + "; ".join(parts) if parts else ""
 
+    def _readout(self, k: int) -> str:
         rows = []
         for kind in ("weights", "activations"):
             fr = self.fractions[kind]
@@ -140,12 +154,17 @@ def scale_explorer(exponent: int = 0, census: dict | None = None) -> widgets.VBo
 class ScalerStateExplorer:
     """GradScaler's rule as a picture: sliders for log2 init_scale (0..24), growth_factor
     (1.1..4), backoff_factor (0.05..0.95) and growth_interval (1..50, shortened from GradScaler's
-    2000 so that growth shows within the 200 steps drawn); an IntSlider ``k`` with a button that
-    makes step ``k``'s gradients overflow, and a "clear" button. The scale of every step comes from
+    2000 so that growth shows within the 200 steps drawn); a slider for log2 of the largest
+    gradient magnitude (-40..8): a step whose ``scale x max |gradient|`` rounds to inf in fp16
+    overflows by itself; an IntSlider ``k`` with a button that makes step ``k``'s gradients
+    overflow, and a "clear" button. The scale of every step comes from
     :func:`amp_lessons.scaling.simulate_scaler` (no training: the overflows are the ones you
-    inject). ``history`` is the shown simulation, ``inf_steps`` the injected steps."""
+    inject and the ones where the scaled largest gradient passes fp16's max). ``history`` is the
+    shown simulation, ``inf_steps`` the injected steps, ``overflow_steps`` the steps that
+    overflowed by themselves."""
 
     N_STEPS = 200
+    GRAD_RANGE = (-40, 8)  # log2 max |gradient|: 2**8 x 2**8 already overflows fp16
     DEFAULTS = dict(init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000)
 
     def __init__(
@@ -155,9 +174,12 @@ class ScalerStateExplorer:
         backoff_factor: float = 0.5,
         growth_interval: int = 20,
         inf_steps=(40, 41, 130),
+        log2_max_gradient: int = -20,
     ):
 
         self._scaling = scaling
+        f16 = get_format("fp16")
+        self._fp16_max, self._fp16_emax, self._fp16_mantissa = f16.max, f16.emax, f16.mantissa_bits
         style, wide = {"description_width": "initial"}, widgets.Layout(width="340px")
         self.init_slider = widgets.IntSlider(16, min=0, max=24, description="log2 init_scale", style=style, layout=wide)
         self.growth_slider = widgets.FloatSlider(
@@ -181,6 +203,14 @@ class ScalerStateExplorer:
             style=style,
             layout=widgets.Layout(width="460px"),
         )
+        self.grad_slider = widgets.IntSlider(
+            -20,
+            min=self.GRAD_RANGE[0],
+            max=self.GRAD_RANGE[1],
+            description="log2 max |gradient|",
+            style=style,
+            layout=wide,
+        )
         self.step_slider = widgets.IntSlider(
             60, min=0, max=self.N_STEPS - 1, description="step k", style=style, layout=wide
         )
@@ -194,6 +224,7 @@ class ScalerStateExplorer:
             [
                 widgets.HBox([self.init_slider, self.growth_slider]),
                 widgets.HBox([self.backoff_slider, self.interval_slider]),
+                self.grad_slider,
                 widgets.HBox([self.step_slider, self.inject_button, self.clear_button]),
                 self.readout,
                 self.image,
@@ -201,6 +232,7 @@ class ScalerStateExplorer:
         )
         self.widget.explorer = self
         self.inf_steps: set[int] = set()
+        self.overflow_steps: list[int] = []
         self.history: dict = {}
         self._pic = self._picture()
         for name, value in (
@@ -208,29 +240,38 @@ class ScalerStateExplorer:
             ("growth_factor", growth_factor),
             ("backoff_factor", backoff_factor),
             ("growth_interval", growth_interval),
+            ("log2_max_gradient", log2_max_gradient),
         ):
             if value is None:
                 raise TypeError(f"{name} must be a number, got None")
         self._busy = True
         try:
-            self.set(log2_init_scale, growth_factor, backoff_factor, growth_interval)
+            self.set(log2_init_scale, growth_factor, backoff_factor, growth_interval, log2_max_gradient)
         finally:
             self._busy = False
         self.inf_steps = {self._check_step(k) for k in inf_steps}
-        for w in (self.init_slider, self.growth_slider, self.backoff_slider, self.interval_slider):
+        for w in (self.init_slider, self.growth_slider, self.backoff_slider, self.interval_slider, self.grad_slider):
             w.observe(self._on_change, names="value")
         self.inject_button.on_click(lambda _: self.inject(self.step_slider.value))
         self.clear_button.on_click(lambda _: self.clear())
         self.update()
 
     # the actions a learner takes
-    def set(self, log2_init_scale=None, growth_factor=None, backoff_factor=None, growth_interval=None) -> None:
+    def set(
+        self,
+        log2_init_scale=None,
+        growth_factor=None,
+        backoff_factor=None,
+        growth_interval=None,
+        log2_max_gradient=None,
+    ) -> None:
         """Move sliders (each change runs the observers, as a drag does); out-of-range values raise."""
         for slider, value, name in (
             (self.init_slider, log2_init_scale, "log2_init_scale"),
             (self.growth_slider, growth_factor, "growth_factor"),
             (self.backoff_slider, backoff_factor, "backoff_factor"),
             (self.interval_slider, growth_interval, "growth_interval"),
+            (self.grad_slider, log2_max_gradient, "log2_max_gradient"),
         ):
             if value is None:
                 continue
@@ -277,9 +318,29 @@ class ScalerStateExplorer:
         pic.parts = dict(ax=ax, line=by_gid(ax, "scale")[0], skipped=by_gid(ax, "scale skipped")[0])
         return pic
 
+    def _simulate(self, p: dict) -> dict:
+        """simulate_scaler with the injected overflows plus every step whose scaled largest gradient
+        rounds to inf in fp16, found in step order (an overflow changes only the scales after it).
+        ``scale x 2**g`` is exact (a float32 times a power of two), and fp16 rounds it to inf from
+        its max plus half a step there (65504 + 16 = 65520) up."""
+        g = math.ldexp(1.0, int(self.grad_slider.value))
+        limit = self._fp16_max + math.ldexp(1.0, self._fp16_emax - self._fp16_mantissa - 1)
+        bad = set(self.inf_steps)
+        self.overflow_steps = []
+        start = 0
+        while True:
+            h = self._scaling.simulate_scaler(self.N_STEPS, sorted(bad), **p)
+            over = np.flatnonzero(np.asarray(h["scale"][start:], dtype=float) * g >= limit) + start
+            new = [int(k) for k in over if k not in bad]
+            if not new:
+                return h
+            self.overflow_steps.append(new[0])
+            bad.add(new[0])
+            start = new[0] + 1
+
     def update(self) -> None:
         p = self.params()
-        self.history = h = self._scaling.simulate_scaler(self.N_STEPS, sorted(self.inf_steps), **p)
+        self.history = h = self._simulate(p)
         parts = self._pic.parts
         s = np.asarray(h["scale"], dtype=float)
         with np.errstate(divide="ignore"):
@@ -295,9 +356,28 @@ class ScalerStateExplorer:
         ax.set_ylim(lo, hi)
         _pow2_ticks(ax.yaxis, lo, hi, max_ticks=8)
         ax.legend(loc="best", fontsize=9)
-        self.readout.value = self._readout(p, h)
+        problem = self._problem(h)
+        self.readout.value = (failure_html(problem) if problem else "") + self._readout(p, h)
         self._pic.canvas.draw()  # the y range changes with the parameters: a full (small) redraw
         self.image.value = encode_png(self._pic.canvas)
+
+    def _problem(self, h: dict) -> str:
+        """The skipped steps (injected or overflowing by themselves) and a scale that underflowed
+        to 0 ("" if neither)."""
+        parts = []
+        skipped = sum(h["skipped"])
+        if skipped:
+            own = self.overflow_steps
+            text = f"{skipped} of {self.N_STEPS} steps skipped (inf gradients): {len(self.inf_steps)} injected"
+            if own:
+                text += (
+                    f", {len(own)} where scale x 2^{int(self.grad_slider.value)} passed fp16's max 65504 "
+                    f"(first at step {own[0]}, scale {num(h['scale'][own[0]])})"
+                )
+            parts.append(text)
+        if h["scale_after"][-1] == 0:
+            parts.append("the scale underflowed to 0 in float32: every gradient is now scaled to 0")
+        return "; ".join(parts)
 
     def _readout(self, p: dict, h: dict) -> str:
         final = h["scale_after"][-1]
@@ -305,6 +385,10 @@ class ScalerStateExplorer:
         d = self.DEFAULTS
         rows = [
             ("injected overflows at steps", ", ".join(map(str, sorted(self.inf_steps))) or "none"),
+            (
+                f"scale x 2^{int(self.grad_slider.value)} overflows fp16 at steps",
+                ", ".join(map(str, self.overflow_steps)) or "none",
+            ),
             ("steps skipped", f"{sum(h['skipped'])} of {self.N_STEPS}"),
             ("times the scale grew", str(grows)),
             ("scale after the last step", num(final) if final > 0 else "0 (underflowed in float32)"),

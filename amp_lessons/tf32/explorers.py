@@ -6,7 +6,7 @@ import math
 
 import ipywidgets as widgets
 
-from .._explorer import Picture, by_gid, image, readout_table
+from .._explorer import Picture, by_gid, failure_html, image, readout_table
 from ..formats import FORMATS, ROUNDING_MODES, FloatFormat
 from ..style import style_context
 from ..tf32 import experiments as tf32
@@ -22,7 +22,12 @@ class MatmulPrecisionExplorer:
     """The format designer's idea applied to a matmul: a slider for the mantissa bits of the
     inputs (exponent fixed at 8, like fp32/TF32/bf16) and a rounding menu; the designed inputs'
     RMS error against K is drawn over fp32, TF32, bf16 and fp16 inputs (all rounded bit-exactly and
-    summed in IEEE fp32 on the CPU: the course's model, not a tensor core)."""
+    summed in IEEE fp32 on the CPU: the course's model, not a tensor core).
+
+    The read-out flags a failure when the RMS error at the largest K reaches ``FAILURE_RATIO`` (10%)
+    of the exact result's RMS: then not even the first decimal digit of a typical entry is right."""
+
+    FAILURE_RATIO = 0.1
 
     def __init__(
         self,
@@ -87,11 +92,19 @@ class MatmulPrecisionExplorer:
         self.rms = self._tf32.error_vs_k(self.ks, (f,), rounding=rounding, **self._shape)["rms"][f.name]
         same = [n for n, g in FORMATS.items() if (g.exponent_bits, g.mantissa_bits, g.encoding) == (8, m, "ieee")]
         name = f"e8m{m}" + (f" = {same[0]}" if same else "")
-        self.readout.value = readout_table(
+        ratio = self.rms[-1] / self.data["ref_rms"][-1]
+        failure = ""
+        if ratio >= self.FAILURE_RATIO:
+            failure = failure_html(
+                f"{name} inputs rounded {rounding}: at K={self.ks[-1]} the RMS error is {100 * ratio:.0f}% of the "
+                "result's RMS, so not even the first decimal digit of a typical entry is right"
+            )
+        self.readout.value = failure + readout_table(
             [
                 ("your inputs", f"{name}, rounded {rounding}, fp32 accumulation"),
                 (f"RMS error at K={self.ks[-1]}", f"{self.rms[-1]:.3g}"),
                 ("RMS of the exact result", f"{self.data['ref_rms'][-1]:.3g}"),
+                ("error / result", f"{ratio:.3g}"),
             ]
         )
         line = self._pic.moving[0]

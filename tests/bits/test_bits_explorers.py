@@ -4,6 +4,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import html
 import math
 
 import ipywidgets as widgets
@@ -235,6 +236,17 @@ def test_designer_every_slider_position(designer, monkeypatch):
                     valid += 1
                     assert (designer.fmt.exponent_bits, designer.fmt.mantissa_bits) == (e, m)
                     assert bytes(designer.image.value) == b"skipped"
+                    # a failure shown exactly for the design with no positive finite value
+                    degenerate = designer.fmt.emax < designer.fmt.emin
+                    assert ("amp-failure" in designer.readout.value) == degenerate, (e, m, enc)
+                    assert f"design e{e}m{m} {enc}" in designer.readout.value
+                    shown_max = _explorer.num(designer.fmt.max)  # the max reads back exactly
+                    assert shown_max in designer.readout.value
+                    assert float(shown_max.split(" =")[0]) == designer.fmt.max
+                else:  # explained, naming the design and the engine's reason
+                    assert "amp-failure" in designer.readout.value
+                    assert f"e{e}m{m} {enc} cannot be built" in designer.readout.value
+                    assert html.escape(designer.error, quote=True) in designer.readout.value
     # of 768: the rest do not fit in float32 or are 1-bit-exponent "ieee" (a power-of-two format, mantissa 0,
     # fits down to 2**-149, so "fnuz" e8m0 is one of the 674)
     assert valid == 674
@@ -280,3 +292,68 @@ def test_measure_update_ms_reports_each_kind(designer):
         measure_update_ms(widgets.VBox())
     with pytest.raises(ValueError, match="0"):
         measure_update_ms(designer, n=0)
+
+
+# --- the failures the controls reach --------------------------------------------------------------
+
+
+def test_bit_explorer_opening_state_is_no_failure():
+    ex = bit_explorer().explorer
+    assert ex.info.kind == "normal" and "amp-failure" not in ex.readout.value
+
+
+@pytest.mark.parametrize(
+    "text, kind, words",
+    [
+        ("1e5", "overflow to inf", "overflow: 100000.0 is beyond fp16"),
+        ("1e400", "inf", "inf: fp16 stores inf here"),
+        ("1e-50", "underflow to zero", "underflow: 1e-50 is below half of fp16"),
+        ("-1e-8", "underflow to zero", "stored as -0.0"),
+        ("nan", "NaN", "NaN: fp16 stores not-a-number"),
+    ],
+)
+def test_bit_explorer_typed_failures_are_read_out(text, kind, words):
+    ex = BitExplorer(0.1, "fp16")
+    ex.set_value(text)
+    assert ex.error == "" and ex.info.kind == kind
+    assert "amp-failure" in ex.readout.value and html.escape(words, quote=True) in ex.readout.value
+    for fine in ("-0.0", "65504", "6e-8"):  # zero, the max, the smallest subnormal: nothing lost
+        ex.set_value(fine)
+        assert "amp-failure" not in ex.readout.value, fine
+
+
+def test_bit_explorer_saturation_and_bits_flipped_to_inf():
+    ex = BitExplorer("1e5", "fp8_e4m3")
+    assert ex.info.kind == "overflow saturated" and "saturates to the largest finite value" in ex.readout.value
+    ex.set_format("fp16")
+    ex.set_value("1.0")
+    for pos in (14, 13, 12, 11, 10):
+        if not ex.bit_row.children[15 - pos].value:
+            ex.flip_bit(pos)
+    assert ex.info.stored == math.inf and "amp-failure" in ex.readout.value
+
+
+def test_bit_explorer_unreadable_text_is_explained_not_raised():
+    ex = BitExplorer(0.1, "fp16")
+    for text in ("not a number", ""):
+        ex.set_value(text)
+        assert "is not a number" in ex.readout.value and ex.info.stored == 0.0999755859375
+
+
+def test_designer_extremes_are_explained(designer):
+    designer.set(5, 10, "ieee")
+    assert "amp-failure" not in designer.readout.value  # the opening state: fp16
+    designer.set(exponent_bits=1)  # ieee with one exponent bit: its only non-zero field is inf/NaN
+    assert "amp-failure" in designer.readout.value and "needs exponent_bits &gt;= 2" in designer.readout.value
+    designer.set(1, 0, "fn")
+    assert "amp-failure" in designer.readout.value and "no positive finite value" in designer.readout.value
+    designer.set(8, 23, "ieee")
+    assert designer.error == "" and "amp-failure" not in designer.readout.value  # fp32 itself
+
+
+def test_designer_max_is_exact_not_rounded(designer):
+    designer.set(5, 23, "ieee")
+    assert designer.fmt.max == 65536 - 2.0**-8 and "65535.99609375" in designer.readout.value
+    assert ">65536<" not in designer.readout.value
+    designer.set(5, 10, "ieee")
+    assert "65504" in designer.readout.value and "65504.0" not in designer.readout.value

@@ -156,3 +156,72 @@ def test_sum_explorer_bad_arguments():
 def test_measure_update_ms_for_lesson_03(magnitudes, sums):
     assert set(measure_update_ms(magnitudes, n=2)) == {"log10 |x|", "sign"}
     assert set(measure_update_ms(sums.widget, n=2)) == {"v", "n"}
+
+
+# --- the failures the controls reach --------------------------------------------------------------
+
+
+def test_magnitude_explorer_failure_exactly_where_a_format_loses_x():
+    ex = fp16.MagnitudeExplorer(0.0)  # 1.0 is normal everywhere
+    assert set(ex.classes.values()) == {"normal"} and "amp-failure" not in ex.readout.value
+    ex.set(log10_value=-5.0)  # the opening state: e4m3 flushes 1e-5
+    assert ex.classes["fp8_e4m3"] == "zero" and "flushes to 0 in fp8_e4m3" in ex.readout.value
+    ex.set(log10_value=ex.HI, sign="-")
+    assert ex.classes["fp32"] == "inf" and ex.classes["fp8_e4m3"] == "saturated"
+    assert "overflows to inf in fp32" in ex.readout.value and "saturates to -448.0 in fp8_e4m3" in ex.readout.value
+    ex.set(log10_value=ex.LO)
+    assert set(ex.classes.values()) == {"zero"} and "flushes to 0 in fp32" in ex.readout.value
+    assert ex.readout.value.count("amp-failure") == 1
+
+
+def test_sum_explorer_swamping_overflow_and_underflow_are_read_out():
+    ex = fp16.SumExplorer()  # the opening state stalls at 32768: swamping
+    assert ex.result["stall value"] == 32768.0 and "swamping" in ex.readout.value
+    assert "amp-failure" in ex.readout.value
+    ex.set(v="1", n=100)  # 100 ones: exact in fp16
+    assert ex.result["fp16 running sum"] == 100.0 and "amp-failure" not in ex.readout.value
+    ex.set(v="1e5")  # beyond fp16's max before any addition
+    assert ex.v16 == math.inf and ex.result["fp16 running sum"] == math.inf
+    assert "amp-failure" in ex.readout.value and "fp16(v) = inf" in ex.readout.value
+    ex.set(v="65504", n=2)
+    assert ex.v16 == 65504.0 and ex.result["fp16 running sum"] == math.inf
+    assert "becomes inf at term 2" in ex.readout.value
+    ex.set(v="-16", n=ex.N_MAX)
+    assert ex.result["fp16 running sum"] == -32768.0 and "stops at -32768.0" in ex.readout.value
+
+
+@pytest.mark.parametrize("v", ["1e-8", "-1e-30", "2.9e-8"])
+def test_sum_explorer_addend_that_flushes_is_not_a_stall(v):
+    ex = fp16.SumExplorer(16.0, fp16.SumExplorer.N_MAX)
+    ex.set(v=v)
+    assert ex.v16 == 0 and ex.result["fp16 running sum"] == 0
+    assert "amp-failure" in ex.readout.value and "underflow" in ex.readout.value
+    assert "never: fp16(v) is 0" in ex.readout.value and "swamping" not in ex.readout.value
+
+
+@pytest.mark.parametrize("v", ["0", "-0.0"])
+def test_sum_explorer_zero_is_no_failure(v):
+    ex = fp16.SumExplorer(16.0, fp16.SumExplorer.N_MAX)
+    ex.set(v=v)
+    assert ex.error == "" and ex.result["fp16 running sum"] == 0
+    assert "amp-failure" not in ex.readout.value and "never: fp16(v) is 0" in ex.readout.value
+
+
+def test_sum_explorer_typed_text_the_browser_tries():
+    ex = fp16.SumExplorer(16.0, 100)
+    for text, words in (("1e400", "reads as inf"), ("not a number", "is not a number"), ("", "is not a number")):
+        ex.set(v=text)
+        assert words in ex.error and words in ex.readout.value
+        assert "last valid v" in ex.readout.value and "amp-failure" not in ex.readout.value
+    for n in (ex.n_slider.min, ex.n_slider.max):  # n moves while the text is bad: still explained
+        ex.set(n=n)
+        assert ex.error and is_png(ex.image)
+    ex.set(v="16", n=1)
+    assert ex.error == "" and "amp-failure" not in ex.readout.value
+
+
+def test_sum_explorer_bad_text_keeps_the_last_failure_with_its_table():
+    ex = fp16.SumExplorer(16.0, 4096)  # swamping
+    ex.set(v="not a number")
+    assert ex.error and "last valid v" in ex.readout.value
+    assert "amp-failure" in ex.readout.value and "swamping" in ex.readout.value

@@ -7,6 +7,7 @@ matplotlib.use("Agg")
 import math
 
 import pytest
+import torch
 
 from amp_lessons import fp8
 from benchmarks.widget_steps import measure_update_ms
@@ -57,10 +58,56 @@ def test_fp8_explorer_extremes(fp8_explorer, settings):
 
 def test_fp8_explorer_bad_input_and_timing(fp8_explorer):
     with pytest.raises(ValueError, match="exponent"):
-        fp8_explorer.set(exponent=21)
+        fp8_explorer.set(exponent=fp8_explorer.max_exponent + 1)
+    with pytest.raises(ValueError, match="exponent"):
+        fp8_explorer.set(exponent=fp8_explorer.min_exponent - 1)
     with pytest.raises(ValueError, match="block"):
         fp8_explorer.set(block="2x2")
     with pytest.raises(ValueError, match="fmt"):
         fp8_explorer.set(fmt="e3m4")
     r = measure_update_ms(fp8_explorer, n=2)
     assert set(r) == {"log2 scale", "block", "format"}
+
+
+# --- the failures the slider reaches -------------------------------------------------------------
+
+
+def test_fp8_explorer_opens_at_a_flush_and_reads_it_out():
+    ex = fp8.Fp8ScalingExplorer()
+    assert ex.stats["flushed"] > 0.25 and "amp-failure" in ex.readout.value
+    assert f"{100 * ex.stats['flushed']:.3g}% of the values flush to zero" in ex.readout.value
+
+
+def test_fp8_explorer_slider_reaches_saturation_and_overflow():
+    ex = fp8.Fp8ScalingExplorer()
+    x = fp8.model_tensors()["activation gradients"]
+    amax = float(x.abs().max())
+    # the top of the slider scales the largest value past e5m2's max (57344), so past e4m3's (448) too
+    assert amax * 2.0**ex.max_exponent > 57344 and ex.slider.max == ex.max_exponent
+    ex.set(block="none", fmt="e4m3", exponent=ex.max_exponent)
+    assert ex.stats["saturated"] > 0 and "amp-failure" in ex.readout.value
+    assert "saturate at fp8_e4m3" in ex.readout.value
+    ex.set(fmt="e5m2")
+    assert ex.stats["saturated"] > 0 and "overflow to inf beyond fp8_e5m2" in ex.readout.value
+    # and the bottom flushes every non-zero value
+    ex.set(exponent=ex.min_exponent)
+    nonzero = float((x != 0).double().mean())
+    assert ex.stats["flushed"] == pytest.approx(nonzero) and "flush to zero" in ex.readout.value
+
+
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
+def test_fp8_explorer_no_failure_where_nothing_is_lost(fmt):
+    ex = fp8.Fp8ScalingExplorer(exponent=20, fmt=fmt)
+    assert ex.stats["flushed"] == 0 and ex.stats["saturated"] == 0
+    assert "amp-failure" not in ex.readout.value
+    ex.set(block="1x32")
+    assert ex.stats["flushed"] == 0 and ex.stats["saturated"] == 0 and "amp-failure" not in ex.readout.value
+
+
+def test_fp8_explorer_slider_range_follows_the_tensor():
+    big = fp8.Fp8ScalingExplorer(tensor=torch.full((4, 4), 2.0**40))
+    assert big.min_exponent <= -18 - 40 and big.max_exponent == 20
+    big.set(exponent=big.min_exponent)
+    assert big.stats["flushed"] == 1.0 and "amp-failure" in big.readout.value
+    zeros = fp8.Fp8ScalingExplorer(tensor=torch.zeros(4, 4))
+    assert zeros.stats["flushed"] == 0 and "amp-failure" not in zeros.readout.value

@@ -57,3 +57,27 @@ def test_bad_input_is_named(kwargs, match):
 def test_measure_update_ms_for_the_recipe_explorer(explorer):
     times = measure_update_ms(explorer.widget, n=2)
     assert set(times) == {"recipe", "tensor", "step"} and all(t["median"] > 0 for t in times.values())
+
+
+# --- the failures the controls reach --------------------------------------------------------------
+
+
+def test_the_opening_spike_is_read_out_as_a_failure(explorer):
+    explorer.set(kind="gradient", recipe="per-tensor delayed (history 16)", step=micro.SPIKE_STEP)
+    assert explorer.stats["SNR dB"] < explorer.SNR_LIMIT_DB
+    assert "amp-failure" in explorer.readout.value and "signal-to-noise" in explorer.readout.value
+
+
+def test_a_recipe_that_keeps_the_tensor_shows_no_failure(explorer):
+    explorer.set(kind="gradient", recipe="per-tensor current", step=0)
+    s = explorer.stats
+    assert s["SNR dB"] > 30 and s["zeros"] < explorer.SHARE_LIMIT and s["saturated"] < explorer.SHARE_LIMIT
+    assert "amp-failure" not in explorer.readout.value
+
+
+def test_fp4_flushes_and_saturates(explorer):
+    explorer.set(kind="activations", recipe="MXFP4 (floor)", step=0)
+    s = explorer.stats
+    assert s["zeros"] >= explorer.SHARE_LIMIT and s["saturated"] >= explorer.SHARE_LIMIT
+    assert "amp-failure" in explorer.readout.value
+    assert f"{100 * s['zeros']:.3g}% of the non-zero values flush to 0" in explorer.readout.value

@@ -121,3 +121,67 @@ def test_measure_update_ms_for_lesson_05(scales, scaler_states):
         "inject inf",
         "clear",
     }
+
+
+# --- the failures the controls reach --------------------------------------------------------------
+
+
+def test_scale_explorer_marks_flushes_and_overflows_only():
+    ex = scaling.ScaleExplorer(0)
+    w = ex.fractions["weights"]
+    assert w["underflow to zero"] > 0 and w["overflow"] == 0  # unscaled, some weight gradients flush
+    assert "amp-failure" in ex.readout.value and "flush to zero" in ex.readout.value
+    ex.set(exponent=16)
+    assert all(ex.fractions[k]["underflow to zero"] == ex.fractions[k]["overflow"] == 0 for k in ex.fractions)
+    assert "amp-failure" not in ex.readout.value
+    ex.set(exponent=ex.MAX_EXPONENT)
+    assert ex.fractions["weights"]["overflow"] > 0.5
+    assert "amp-failure" in ex.readout.value and "overflow to inf" in ex.readout.value
+
+
+def fp16_overflows(x: float) -> bool:
+    import torch
+
+    return bool(torch.isinf(torch.tensor(x, dtype=torch.float32).to(torch.float16)))
+
+
+def test_scaler_state_explorer_opening_and_cleared():
+    ex = scaling.ScalerStateExplorer()
+    assert sum(ex.history["skipped"]) == 3 and ex.overflow_steps == []  # only the injected ones
+    assert "amp-failure" in ex.readout.value and "3 of 200 steps skipped" in ex.readout.value
+    ex.clear()
+    assert sum(ex.history["skipped"]) == 0 and "amp-failure" not in ex.readout.value
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        dict(log2_max_gradient=8),  # the first step already overflows: 2^16 x 2^8 > 65504
+        dict(growth_factor=4.0, growth_interval=1),  # the scale grows until 2^-20 x scale overflows
+        dict(log2_init_scale=24, log2_max_gradient=0, backoff_factor=0.95),
+    ],
+)
+def test_scaler_state_explorer_overflows_by_itself(settings):
+    ex = scaling.ScalerStateExplorer(inf_steps=())
+    assert sum(ex.history["skipped"]) == 0 and "amp-failure" not in ex.readout.value
+    ex.set(**settings)
+    h, g = ex.history, 2.0**ex.grad_slider.value
+    skipped = [k for k, s in enumerate(h["skipped"]) if s]
+    assert skipped and skipped == ex.overflow_steps
+    # a step is skipped exactly when its scaled largest gradient rounds to inf in fp16
+    assert all(fp16_overflows(s * g) == bad for s, bad in zip(h["scale"], h["skipped"]))
+    assert h == scaling.simulate_scaler(ex.N_STEPS, skipped, **ex.params())
+    assert "amp-failure" in ex.readout.value and f"{len(skipped)} of 200 steps skipped" in ex.readout.value
+    assert is_png(ex.image)
+
+
+def test_scaler_state_explorer_gradient_slider_extremes_and_bad_input():
+    ex = scaling.ScalerStateExplorer()
+    lo, hi = ex.GRAD_RANGE
+    ex.set(log2_max_gradient=lo)
+    assert ex.overflow_steps == [] and sum(ex.history["skipped"]) == 3
+    ex.set(log2_max_gradient=hi)
+    assert ex.overflow_steps[0] == 0 and ex.history["skipped"][0]
+    for bad in (hi + 1, lo - 1, 1.5, True):
+        with pytest.raises((ValueError, TypeError), match="log2_max_gradient"):
+            ex.set(log2_max_gradient=bad)

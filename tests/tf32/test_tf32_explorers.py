@@ -49,3 +49,22 @@ def test_matmul_explorer_bad_input():
     with pytest.raises(ValueError, match="'up'"):
         tf32.MatmulPrecisionExplorer(10, "up")
     assert isinstance(tf32.matmul_precision_explorer(), widgets.VBox)
+
+
+# --- the failure the slider reaches ---------------------------------------------------------------
+
+
+def test_matmul_explorer_failure_only_when_the_error_reaches_the_result(matmul_explorer):
+    ex = matmul_explorer
+    ex.set(mantissa_bits=10, rounding="nearest_even")  # the opening state: fp16's mantissa
+    assert ex.rms[-1] < ex.FAILURE_RATIO * ex.data["ref_rms"][-1] and "amp-failure" not in ex.readout.value
+    ex.set(mantissa_bits=0)
+    assert ex.rms[-1] >= ex.FAILURE_RATIO * ex.data["ref_rms"][-1]
+    assert "amp-failure" in ex.readout.value and "not even the first decimal digit" in ex.readout.value
+    ex.set(mantissa_bits=23, rounding="toward_zero")
+    assert "amp-failure" not in ex.readout.value
+
+
+def test_matmul_explorer_opening_state_is_no_failure():
+    ex = tf32.matmul_precision_explorer().explorer
+    assert "amp-failure" not in ex.readout.value and "error / result" in ex.readout.value
