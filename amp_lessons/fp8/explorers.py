@@ -197,6 +197,11 @@ class Fp8ScalingExplorer:
         self.readout.value = self._failure(f, what) + readout_table(
             [
                 ("scaling", html.escape(what)),
+                *(
+                    []
+                    if block == "none"
+                    else [("log2 scale slider", f"off: each block is scaled by {f.max:g} / amax(block)")]
+                ),
                 ("relative error", f"{self.stats['relative error']:.3g}"),
                 ("flushed to 0", f"{100 * self.stats['flushed']:.3f}% of all values"),
                 ("saturated" if f.encoding == "fn" else "overflow to inf", f"{100 * self.stats['saturated']:.3f}%"),

@@ -111,3 +111,10 @@ def test_fp8_explorer_slider_range_follows_the_tensor():
     assert big.stats["flushed"] == 1.0 and "amp-failure" in big.readout.value
     zeros = fp8.Fp8ScalingExplorer(tensor=torch.zeros(4, 4))
     assert zeros.stats["flushed"] == 0 and "amp-failure" not in zeros.readout.value
+
+
+def test_fp8_explorer_says_why_the_slider_is_off():
+    ex = fp8.Fp8ScalingExplorer()
+    assert "slider" not in ex.readout.value
+    ex.set(block="128x128")
+    assert ex.slider.disabled and "off: each block is scaled by 448 / amax(block)" in ex.readout.value
