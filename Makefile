@@ -31,7 +31,7 @@ $(STAMP): requirements.txt pyproject.toml | $(PY)
 lab: setup
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
-## The explorers as one page for the projector (Voila, no code shown; localhost only).
+## The explorers for the projector (Voila, no code shown; large type, one explorer per screen; localhost only).
 ## The course's template (presenter/jupyter) keeps the page offline.
 present: setup
 	JUPYTER_PATH=presenter/jupyter $(VENV)/bin/voila presenter/explorers.ipynb --template=amp-offline --Voila.ip=127.0.0.1
@@ -73,9 +73,9 @@ portability: setup
 	done; \
 	exit $$status
 
-## Maintainers: refresh the README's explorer screenshots in imgs/ (taken by the browser tests).
+## Maintainers: refresh the README's screenshots in imgs/ (explorers, dark theme, presenter view; taken by the browser tests).
 screenshots: setup
-	AMP_COURSE_UPDATE_IMGS=1 $(PY) -m pytest $(XDIST) tests/browser/test_lab_lessons_00_03.py tests/browser/test_lab_lessons_04_07.py
+	AMP_COURSE_UPDATE_IMGS=1 $(PY) -m pytest $(XDIST) tests/browser/test_lab_lessons_00_03.py tests/browser/test_lab_lessons_04_07.py tests/browser/test_voila_presenter.py
 
 ## Maintainers: re-execute every notebook in a fresh kernel and store clean, reproducible outputs.
 notebooks: setup

@@ -16,12 +16,16 @@ from dataclasses import dataclass
 __all__ = ["Cell", "TONES", "html_table", "text_table"]
 
 TONES = {
-    "good": "var(--jp-success-color1, #2e7d32)",
-    "warn": "var(--jp-warn-color1, #b26a00)",
-    "bad": "var(--jp-error-color1, #c62828)",
-    "muted": "var(--jp-ui-font-color2, #6e7781)",
+    "good": "color-mix(in srgb, var(--jp-success-color1, #2e7d32) 60%, var(--jp-content-font-color1, #000))",
+    "warn": "color-mix(in srgb, var(--jp-warn-color1, #b26a00) 60%, var(--jp-content-font-color1, #000))",
+    "bad": "color-mix(in srgb, var(--jp-error-color1, #c62828) 50%, var(--jp-content-font-color1, #000))",
+    "muted": "color-mix(in srgb, var(--jp-ui-font-color1, #000) 75%, transparent)",
 }
-"""Text colours by meaning: JupyterLab's theme variable, then a fallback legible on white and on black."""
+"""Text colours by meaning: JupyterLab's theme colour (success, warn, error) mixed with the theme's text colour
+(black in the light theme, white in the dark one), so that each keeps WCAG AA contrast (4.5:1) on the notebook
+background and on a highlighted row in both themes (the themes' own colours do not: light orange on white is
+2.7:1, https://www.w3.org/TR/WCAG21/#contrast-minimum); muted text is the theme's text colour at 75%. The
+fallbacks after each variable serve pages without JupyterLab's variables."""
 
 _MARK = "background: rgba(255, 193, 7, 0.25)"  # a highlighted row, on light and dark backgrounds
 _CELL = "text-align: left; padding: 1px 14px 1px 0"

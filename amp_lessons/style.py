@@ -2,6 +2,7 @@
 
 >>> from amp_lessons.style import use_style, format_color
 >>> use_style()                  # once, in a notebook's setup cell
+>>> use_style(projector=True)    # the presenter view: explorers drawn at projector resolution
 >>> format_color("bf16")
 '#D55E00'
 """
@@ -13,12 +14,17 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
+from ._validate import flag
+
 __all__ = [
     "FIELD_COLORS",
     "FORMAT_COLORS",
+    "PROJECTOR_DPI",
+    "PROJECTOR_RC",
     "STYLE_PATH",
     "explorer_dpi",
     "format_color",
+    "projector_mode",
     "style_context",
     "use_style",
 ]
@@ -63,20 +69,56 @@ def format_color(name) -> str:
     return _FALLBACK[zlib.crc32(name.encode()) % len(_FALLBACK)]
 
 
-def use_style() -> None:
-    """Apply the course style to all later plots (``plt.style.use`` on the packaged file)."""
+#: Resolution of the explorers' pictures on a laptop screen (dots per inch of their figures).
+_SCREEN_DPI = 80
+
+#: Resolution of the explorers' pictures in projector mode (``use_style(projector=True)``): twice the screen
+#: resolution, so that a picture shown 1:1 on a 1920-pixel-wide projector page has its 11 pt text about 24 px
+#: high, and is never upscaled (blurred) by the browser.
+PROJECTOR_DPI = 160
+
+#: What projector mode changes in matplotlib's settings for the notebook's own plots: the same figures at
+#: projector resolution, and larger type (axis labels and ticks are read from the back of a room).
+PROJECTOR_RC: dict[str, float] = {
+    "figure.dpi": PROJECTOR_DPI,
+    "savefig.dpi": PROJECTOR_DPI,
+    "font.size": 14,
+    "figure.titlesize": 17,
+    "axes.titlesize": 16,
+    "axes.labelsize": 15,
+    "xtick.labelsize": 13,
+    "ytick.labelsize": 13,
+    "legend.fontsize": 13,
+}
+
+_projector = False
+
+
+def use_style(projector: bool = False) -> None:
+    """Apply the course style to all later plots (``plt.style.use`` on the packaged file).
+
+    ``projector=True`` (the presenter view, ``make present``) also switches to projector mode: explorers
+    created afterwards draw at :data:`PROJECTOR_DPI` (:func:`explorer_dpi`), and plots get
+    :data:`PROJECTOR_RC` (projector resolution, larger type). ``use_style()`` switches back."""
+    global _projector
+    _projector = flag(projector, "projector")
     plt.style.use(STYLE_PATH)
+    if _projector:
+        plt.rcParams.update(PROJECTOR_RC)
 
 
-#: Resolution of the explorers' pictures (dots per inch of their figures).
-_EXPLORER_DPI = 80
+def projector_mode() -> bool:
+    """Whether the last :func:`use_style` call asked for projector mode."""
+    return _projector
 
 
 def explorer_dpi() -> int:
-    """The resolution at which explorers draw their pictures."""
-    return _EXPLORER_DPI
+    """The resolution at which explorers draw their pictures: 80 dpi, or :data:`PROJECTOR_DPI` in projector
+    mode."""
+    return PROJECTOR_DPI if _projector else _SCREEN_DPI
 
 
 def style_context():
-    """A ``with`` block that applies the course style only inside it."""
+    """A ``with`` block that applies the course style only inside it (explorers draw in one; their layouts
+    are fixed in inches, so projector mode changes only their resolution, which alone enlarges their text)."""
     return plt.style.context(STYLE_PATH)

@@ -1,8 +1,13 @@
 """Re-execute notebooks in a fresh kernel and store their outputs reproducibly (make notebooks).
 
 Restart-and-run-all order (execution counts 1..N), then strip what churns diffs: execution
-timestamps, widget state and the widget views that need it (a short text note stays), kernel
-language-version details. Cell ids are made stable ("cell-01", ...).
+timestamps, widget state and the widget views that need it (a short text note stays). Cell ids are
+made stable ("cell-01", ...).
+
+The notebook metadata is what JupyterLab itself would write, so that opening a notebook does not
+mark it modified: JupyterLab replaces ``language_info`` with its kernel's whenever the two differ
+(all fields, the Python version included), so the kernel's own ``language_info`` is kept as it
+reported it (a kernel on another Python version still rewrites it: its version differs).
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ WIDGET_NOTE = "Interactive widget: run this notebook in JupyterLab to use it."
 def clean(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     nb.metadata.pop("widgets", None)  # widget state
     nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-    nb.metadata["language_info"] = {"name": "python", "pygments_lexer": "ipython3"}
+    # the executing kernel's language_info (nbclient stores the kernel_info reply's), as JupyterLab stores it
+    if not nb.metadata.get("language_info", {}).get("version"):
+        raise RuntimeError("the kernel reported no language_info version: was the notebook executed?")
     for i, cell in enumerate(nb.cells, start=1):
         cell["id"] = f"cell-{i:02d}"
         cell.metadata.pop("execution", None)

@@ -40,3 +40,33 @@ def test_format_color_fallback_is_stable_and_unused():
     assert c == format_color("my_e3m4") and c not in FORMAT_COLORS.values()
     with pytest.raises(TypeError, match="42"):
         format_color(42)
+
+
+def test_projector_mode_raises_explorer_resolution_and_type_and_switches_back():
+    from amp_lessons._explorer import Picture
+    from amp_lessons.style import PROJECTOR_DPI, explorer_dpi, projector_mode
+
+    with matplotlib.rc_context():
+        use_style()
+        assert not projector_mode() and explorer_dpi() == 80
+        screen = Picture((10, 4)).canvas.get_width_height()
+        try:
+            use_style(projector=True)
+            assert projector_mode() and explorer_dpi() == PROJECTOR_DPI >= 150
+            assert plt.rcParams["font.size"] > 11 and plt.rcParams["axes.labelsize"] > 12
+            assert plt.rcParams["figure.dpi"] == PROJECTOR_DPI
+            # an explorer's picture: the same figure in inches, twice the pixels
+            projector = Picture((10, 4)).canvas.get_width_height()
+            assert projector == (2 * screen[0], 2 * screen[1]) == (1600, 640)
+        finally:
+            use_style()
+        assert not projector_mode() and explorer_dpi() == 80 and plt.rcParams["font.size"] == 11
+
+
+@pytest.mark.parametrize("bad", [1, "yes", None])
+def test_use_style_refuses_a_projector_that_is_not_a_bool(bad):
+    from amp_lessons.style import projector_mode
+
+    with pytest.raises(TypeError, match="projector must be True or False"):
+        use_style(projector=bad)
+    assert projector_mode() is False  # a refused call changes nothing

@@ -2,11 +2,20 @@
 interactive demo's controls moved (each slider to both extremes, every menu and toggle, the text boxes
 with good and bad input) while the page and the kernel are watched for errors.
 
-Asserted: every code cell ran, no cell shows an error, the kernel sent no error (widget callbacks'
-exceptions never reach a cell: they are read off the websocket), the browser console shows no errors,
-every demo redraws when its controls move, and the kernel's peak memory stays under 3 GiB.
-Measured and printed (not asserted): control-to-redraw latency per demo, Run All time, kernel memory.
-Saved as test artifacts (artifacts/browser/): a screenshot per notebook and per demo;
+Asserted: opening the notebook does not mark it modified (JupyterLab rewrites metadata that differs from
+its kernel's, e.g. ``language_info``); every code cell ran, no cell shows an error, the kernel sent no error
+(widget callbacks' exceptions never reach a cell: they are read off the websocket), the browser console
+shows no errors, every demo redraws when its controls move, and the kernel's peak memory stays under 3 GiB.
+Every theme: every visible text in the output areas (explorer labels, read-outs, check results, tables) has
+WCAG AA contrast against its effective background (https://www.w3.org/TR/WCAG21/#contrast-minimum: 4.5:1,
+3:1 for large text), in JupyterLab's light theme after Run All and after the demos moved, and in its dark
+theme (switched to once, at the end: no second Run All). Exercise starters untouched by Run All never say
+"Not yet" (a neutral "Your turn"), and every explorer shows its failure state (an ``.amp-failure`` element)
+at least once while its controls go to their extremes; these two and the unmodified opening are checked
+last, so that the others report first.
+Measured and printed (not asserted): control-to-redraw latency per demo, Run All time, kernel memory, the
+worst contrast ratio per notebook and theme, whether each explorer showed ``.amp-failure``.
+Saved as test artifacts (artifacts/browser/): a screenshot per notebook and per demo, and dark-theme ones;
 ``AMP_COURSE_UPDATE_IMGS=1`` also refreshes the README's screenshots in imgs/.
 """
 
@@ -28,6 +37,9 @@ LATENCY_SECTION = (
     "(5 slider steps; the bit explorer: menu changes and bit flips); goal < 300 ms"
 )
 RUN_SECTION = "browser: JupyterLab Run All time and kernel peak memory"
+CONTRAST_SECTION = "browser: worst WCAG contrast ratio of output text per notebook and theme (AA: 4.5, large text 3)"
+FAILURE_SECTION = "browser: explorers that showed their failure state (.amp-failure) at their extremes (1 = seen)"
+LIGHT, DARK = "JupyterLab Light", "JupyterLab Dark"
 KERNEL_MEMORY_LIMIT = 3 * 1024**3
 
 # README screenshots: (notebook stem, demo index) -> file in imgs/
@@ -35,6 +47,13 @@ README_SHOTS = {
     ("01_float_formats", 0): "explorer_bits.png",
     ("03_fp16_overflow_underflow", 0): "explorer_magnitude.png",
     ("05_loss_scaling", 1): "explorer_grad_scaler.png",
+}
+
+# README screenshots in JupyterLab's dark theme: notebook stem -> (what, file in imgs/); what is the index of
+# a demo, or a text that the output area to shoot shows.
+DARK_SHOTS = {
+    "04_autocast_policies": ("CPU autocast, measured on this machine", "lesson04_dark.png"),
+    "07_fp8": (0, "lesson07_dark.png"),
 }
 
 # Messages the kernel writes to stderr that are JupyterLab/ipywidgets housekeeping, not course errors:
@@ -64,6 +83,113 @@ _DEMOS = (
 )
 
 
+# Right after opening, once the kernel has answered kernel_info (JupyterLab then writes its language_info
+# into the notebook's metadata when it differs), and a moment later: is the document modified?
+_DIRTY_JS = """
+async () => {
+  const w = window.jupyterapp.shell.currentWidget;
+  await w.context.ready;
+  await w.sessionContext.ready;
+  await w.sessionContext.session.kernel.info;
+  await new Promise(r => setTimeout(r, 1000));
+  return {dirty: w.context.model.dirty, metadata: w.context.model.metadata};
+}
+"""
+
+_THEME_JS = """
+async (theme) => {
+  await window.jupyterapp.commands.execute('apputils:change-theme', {theme});
+  return true;
+}
+"""
+_THEME_READY_JS = """
+(theme) => document.body.dataset.jpThemeName === theme
+  && getComputedStyle(document.body).getPropertyValue('--jp-layout-color0').trim() !== ''
+  && (document.body.dataset.jpThemeLight === 'true') === (theme === 'JupyterLab Light')
+"""
+
+# WCAG 2.1 contrast of every visible text node in the notebook's output areas: its computed colour against
+# the effective background (the ancestors' background colours, composited from the first opaque one up;
+# the page's canvas is white under them all), text alpha and ancestor opacity composited too.
+_CONTRAST_JS = """
+(panel) => {
+  const probe = document.createElement('canvas').getContext('2d', {willReadFrequently: true});
+  function rgba(css) {
+    let m = css.match(/^rgba?\\(([^)]+)\\)$/);
+    if (m) {
+      const p = m[1].split(/[ ,\\/]+/).filter(Boolean).map(Number);
+      return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
+    }
+    m = css.match(/^color\\(srgb ([^)]+)\\)$/);
+    if (m) {
+      const p = m[1].split(/[ \\/]+/).filter(Boolean).map(Number);
+      return [p[0] * 255, p[1] * 255, p[2] * 255, p.length > 3 ? p[3] : 1];
+    }
+    probe.clearRect(0, 0, 1, 1); probe.fillStyle = '#000'; probe.fillStyle = css; probe.fillRect(0, 0, 1, 1);
+    const d = probe.getImageData(0, 0, 1, 1).data;
+    return [d[0], d[1], d[2], d[3] / 255];
+  }
+  const over = (top, bottom) => [0, 1, 2].map(i => top[3] * top[i] + (1 - top[3]) * bottom[i]).concat([1]);
+  const lum = (c) => {
+    const f = (v) => { v /= 255; return v <= 0.04045 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(c[0]) + 0.7152 * f(c[1]) + 0.0722 * f(c[2]);
+  };
+  function background(el) {
+    const layers = [];
+    let opacity = 1;
+    for (let e = el; e; e = e.parentElement) {
+      const cs = getComputedStyle(e);
+      const bg = rgba(cs.backgroundColor);
+      if (bg[3] > 0) layers.push(bg);
+      if (bg[3] >= 1) break;
+      opacity *= parseFloat(cs.opacity);
+    }
+    let bg = [255, 255, 255, 1];
+    for (const layer of layers.reverse()) bg = over(layer, bg);
+    return {bg, opacity};
+  }
+  const out = {count: 0, worst: null, failures: []};
+  const seen = new Set();
+  for (const area of panel.querySelectorAll('.jp-OutputArea')) {
+    const walker = document.createTreeWalker(area, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      const el = n.parentElement;
+      const text = n.textContent.trim();
+      // (the prompts, "[13]:", are JupyterLab's own chrome, styled by its theme: not the course's output)
+      if (!text || !el || seen.has(el) || el.closest('script, style, .jp-OutputPrompt')) continue;
+      seen.add(el);
+      const rects = el.getClientRects();
+      const cs = getComputedStyle(el);
+      if (rects.length === 0 || cs.visibility === 'hidden') continue;
+      const {bg, opacity} = background(el);
+      const fg = rgba(cs.color);
+      const shown = over([fg[0], fg[1], fg[2], fg[3] * opacity], bg);
+      const l1 = lum(shown), l2 = lum(bg);
+      const ratio = (Math.max(l1, l2) + 0.05) / (Math.min(l1, l2) + 0.05);
+      const px = parseFloat(cs.fontSize);
+      const large = px >= 24 || (parseInt(cs.fontWeight) >= 700 && px >= 18.66);
+      const need = large ? 3 : 4.5;
+      const item = {ratio: Math.round(ratio * 100) / 100, need, text: text.slice(0, 50), color: cs.color,
+                    background: 'rgb(' + bg.slice(0, 3).map(Math.round).join(', ') + ')', px};
+      out.count += 1;
+      if (out.worst === null || ratio < out.worst.ratio) out.worst = item;
+      if (ratio < need && out.failures.length < 12) out.failures.push(item);
+    }
+  }
+  return out;
+}
+"""
+
+# While a demo's controls move: did an element .amp-failure (an explorer at a failure state) ever show?
+_FAILURE_WATCH_JS = """
+(root) => {
+  root.__ampFailure = !!root.querySelector('.amp-failure');
+  new MutationObserver(() => { if (!root.__ampFailure && root.querySelector('.amp-failure')) root.__ampFailure = true; })
+    .observe(root, {subtree: true, childList: true, attributes: true, characterData: true});
+  return true;
+}
+"""
+
 _EXPLORER_CALL = (
     r"\b(?:bits|tf32|fp16|autocast|scaling|e2e|fp8|debug|distributed|micro|compiled)\.(\w+_explorer|format_designer)\("
 )
@@ -86,8 +212,9 @@ def artifact(name: str):
     return harness.ARTIFACTS / name
 
 
-def exercise_demo(page, root, stem: str, i: int, explorer: str, kernel, figure, section: str) -> None:
-    """Every control of demo ``i`` of ``stem`` moved, extremes included; latency recorded."""
+def exercise_demo(page, root, stem: str, i: int, explorer: str, kernel, figure, section: str) -> bool:
+    """Every control of demo ``i`` of ``stem`` moved, extremes included; latency recorded. Returns whether the
+    demo showed its failure state (an ``.amp-failure`` element) at least once meanwhile."""
     name = f"{stem} #{i} {explorer}"
     root.scroll_into_view_if_needed()
     shot = artifact(f"{stem}-demo{i}.png")
@@ -95,6 +222,7 @@ def exercise_demo(page, root, stem: str, i: int, explorer: str, kernel, figure, 
     if os.environ.get("AMP_COURSE_UPDATE_IMGS") == "1" and (stem, i) in README_SHOTS:
         shutil.copyfile(shot, harness.REPO / "imgs" / README_SHOTS[(stem, i)])
     demo = harness.DemoDriver(page, root, name)
+    root.evaluate(_FAILURE_WATCH_JS)
     demo.exercise_sliders(latency_moves=5)
     demo.exercise_dropdowns(measure=not demo.latencies_ms)
     demo.exercise_toggle_buttons(measure=False)
@@ -109,6 +237,21 @@ def exercise_demo(page, root, stem: str, i: int, explorer: str, kernel, figure, 
     assert not sent_errors, f"{name}: the kernel raised while its controls moved: {sent_errors}"
     text = demo.text()
     assert "Traceback" not in text, f"{name}: shows a traceback:\n{text[-2000:]}"
+    return root.evaluate("root => root.__ampFailure")
+
+
+def set_theme(page, theme: str) -> None:
+    """Switch JupyterLab's theme and wait until its colours apply."""
+    page.evaluate(_THEME_JS, theme)
+    page.wait_for_function(_THEME_READY_JS, arg=theme, timeout=30_000, polling=100)
+    page.wait_for_timeout(300)  # one more frame for the stylesheet swap
+
+
+def check_contrast(page, panel, notebook: str, theme: str) -> dict:
+    """Every visible output text's WCAG contrast in ``theme``: the measurement (worst item, failures)."""
+    result = panel.evaluate(_CONTRAST_JS)
+    assert result["count"] > 0, f"{notebook}: no output text found to check ({theme})"
+    return result
 
 
 def assert_page_clean(what: str, kernel, console, remote) -> None:
@@ -122,6 +265,20 @@ def assert_page_clean(what: str, kernel, console, remote) -> None:
     assert not remote.urls, f"{what}: the page requested resources off this machine: {remote.urls}"
 
 
+def save_dark_shot(page, panel, demos, stem: str, what, name: str) -> None:
+    """A dark-theme screenshot of one demo (``what``: its index) or of the output area showing text ``what``."""
+    if isinstance(what, int):
+        target = demos[what]
+    else:
+        target = next((a for a in panel.query_selector_all(".jp-OutputArea") if what in a.inner_text()), None)
+        assert target is not None, f"{stem}: no output shows {what!r} for the dark screenshot"
+    target.scroll_into_view_if_needed()
+    shot = artifact(f"{stem}-dark.png")
+    target.screenshot(path=shot)
+    if os.environ.get("AMP_COURSE_UPDATE_IMGS") == "1":
+        shutil.copyfile(shot, harness.REPO / "imgs" / name)
+
+
 def check_notebook_in_jupyterlab(notebook, browser, lab_server, figure) -> None:
     stem = notebook.removesuffix(".ipynb")
     page = browser.new_page(viewport=harness.VIEWPORT)
@@ -133,6 +290,12 @@ def check_notebook_in_jupyterlab(notebook, browser, lab_server, figure) -> None:
         page.goto(lab_server.url(f"/lab/tree/{notebook}?reset"))
         page.wait_for_function(_READY_JS, timeout=120_000)
         assert page.evaluate(_PATH_JS) == notebook
+        if page.evaluate("() => document.body.dataset.jpThemeName") != LIGHT:
+            set_theme(page, LIGHT)  # (the theme is a user setting: an earlier test may have left it dark)
+
+        # Opened, not yet run: the notebook must not show as modified (asserted at the end, with the other
+        # checks of stored files: a notebook stored by an older scripts/run_notebooks.py fails only this one).
+        opened = page.evaluate(_DIRTY_JS)
 
         # Run All, as a learner does (Run menu > Run All Cells), and wait for it to finish.
         t0 = time.perf_counter()
@@ -153,18 +316,40 @@ def check_notebook_in_jupyterlab(notebook, browser, lab_server, figure) -> None:
         for bad in ("Error displaying widget", "Error rendering", "Traceback (most recent call last)"):
             assert bad not in body, f"{notebook}: the page shows {bad!r}"
         page.screenshot(path=artifact(f"{stem}.png"))
+        outputs = "\n".join(page.eval_on_selector_all(".jp-Notebook .jp-OutputArea", "as => as.map(a => a.innerText)"))
+        # checked last (its subject, the checkers' neutral answer to untouched starters, may land later)
+        not_yet = [line for line in outputs.splitlines() if "Not yet" in line]
+
+        panel = page.evaluate_handle(_NOTEBOOK_JS + ".node").as_element()
+        contrast = {LIGHT: [check_contrast(page, panel, notebook, LIGHT)]}
 
         # Every interactive demo: every control moved, extremes included.
-        panel = page.evaluate_handle(_NOTEBOOK_JS + ".node").as_element()
         demos = panel.query_selector_all(_DEMOS)
         expected = demo_names(harness.REPO / "notebooks" / notebook)
         assert len(demos) == len(expected), (
             f"{notebook}: {len(demos)} interactive demos rendered, expected {len(expected)} ({expected})"
         )
+        failure_seen = {}
         for i, root in enumerate(demos):
-            exercise_demo(page, root, stem, i, expected[i], kernel, figure, LATENCY_SECTION)
+            seen = exercise_demo(page, root, stem, i, expected[i], kernel, figure, LATENCY_SECTION)
+            failure_seen[f"#{i} {expected[i]}"] = seen
+            figure(FAILURE_SECTION, f"{stem} #{i} {expected[i]}", float(seen), "seen")
 
         assert_page_clean(notebook, kernel, console, remote)
+
+        # Every theme: the light theme again (the demos now show other states), then the dark one.
+        contrast[LIGHT].append(check_contrast(page, panel, notebook, LIGHT))
+        set_theme(page, DARK)
+        contrast[DARK] = [check_contrast(page, panel, notebook, DARK)]
+        if stem in DARK_SHOTS:
+            save_dark_shot(page, panel, demos, stem, *DARK_SHOTS[stem])
+        set_theme(page, LIGHT)
+        failures = []
+        for theme, results in contrast.items():
+            worst = min((r["worst"] for r in results), key=lambda w: w["ratio"])
+            figure(CONTRAST_SECTION, f"{stem}: {theme}", worst["ratio"], ":1")
+            failures += [f"{theme}: {f}" for r in results for f in r["failures"]]
+        assert not failures, f"{notebook}: output text under WCAG AA contrast:\n" + "\n".join(failures)
 
         figure(RUN_SECTION, f"{stem}: Run All", run_all_s, "s")
         peaks = [peak_memory_bytes(pid) for pid in lab_server.kernel_pids()]
@@ -174,6 +359,16 @@ def check_notebook_in_jupyterlab(notebook, browser, lab_server, figure) -> None:
             assert max(peaks) <= KERNEL_MEMORY_LIMIT, (
                 f"{notebook}: kernel peak memory {max(peaks) / 2**30:.2f} GiB > 3 GiB"
             )
+
+        late = []  # every one of these reported together
+        if opened["dirty"] is not False:
+            late.append(f"opening it marks it modified; JupyterLab's metadata now: {json.dumps(opened['metadata'])}")
+        if not_yet:
+            late.append(f"after Run All, untouched exercises say 'Not yet' (not 'Your turn'): {not_yet}")
+        missing = [name for name, seen in failure_seen.items() if not seen]
+        if missing:
+            late.append(f"explorers never showed .amp-failure at their extremes: {missing}")
+        assert not late, f"{notebook}:\n" + "\n".join(late)
     finally:
         page.close()
         for session in lab_server.api("GET", "/api/sessions") or []:

@@ -1,10 +1,18 @@
 """The presenter view (``make present``): presenter/explorers.ipynb served by Voilà with the course's
-offline template, checked in a real Chromium like the lessons: every explorer renders without code,
-every control moves (extremes included) and redraws, no kernel or console error, no request off this
-machine. Latency is printed beside JupyterLab's."""
+offline template, checked in a real Chromium on a 1920 x 1080 projector page, like the lessons: every
+explorer renders without code, every control moves (extremes included) and redraws, no kernel or console
+error, no request off this machine. Latency is printed beside JupyterLab's.
+
+Projector mode, asserted: every visible text (body text, explorer labels, read-outs) is at least 22 px, so
+that a screenshot seen at half size is still readable; every explorer picture is shown at most at its own
+pixel size (never upscaled: drawn at projector resolution); one section (heading, explanation, explorer) is
+shown at a time, and the Next/Previous buttons and the arrow keys step through all nine explorers.
+``AMP_COURSE_UPDATE_IMGS=1`` refreshes the README's screenshot imgs/presenter_1920x1080.png."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import time
 
 import harness
@@ -13,8 +21,49 @@ from lab_session import artifact, assert_page_clean, demo_names, exercise_demo
 
 PRESENTER = harness.REPO / "presenter" / "explorers.ipynb"
 LATENCY_SECTION = "browser: control-to-redraw latency in the Voila presenter view (median of the timed moves)"
+PROJECTOR_SECTION = "browser: the Voila presenter view at 1920 x 1080 (projector mode)"
+PROJECTOR = {"width": 1920, "height": 1080}
+MIN_TEXT_PX = 22.0
+# The README's screenshot of the presenter view: this explorer's screen (4: the magnitude explorer).
+README_SHOT = (4, "presenter_1920x1080.png")
 # In Voilà each explorer is the output of one cell, inside the page's rendered cells.
 _DEMOS = "#rendered_cells .jp-OutputArea:has(.widget-slider, .widget-dropdown, .widget-text, .widget-toggle-buttons)"
+
+# Visible = laid out (an element with display: none anywhere above it has no client rects).
+_VISIBLE_DEMOS_JS = f"""
+() => [...document.querySelectorAll('{_DEMOS}')].map((d, i) => d.getClientRects().length > 0 ? i : -1)
+  .filter(i => i >= 0)
+"""
+_SECTION_JS = "() => document.body.dataset.ampSection"
+
+# Every visible text node under the rendered cells and the navigation: its element's computed font size.
+_TEXT_SIZES_JS = """
+() => {
+  const out = {smallest: null, count: 0, labels: 0, readouts: 0, body: 0};
+  for (const top of [document.getElementById('rendered_cells'), document.getElementById('amp-nav')]) {
+    const walker = document.createTreeWalker(top, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      const el = n.parentElement;
+      if (!n.textContent.trim() || !el || el.closest('script, style') || el.getClientRects().length === 0) continue;
+      const cs = getComputedStyle(el);
+      if (cs.visibility === 'hidden') continue;
+      const px = parseFloat(cs.fontSize);
+      out.count += 1;
+      if (el.closest('.widget-label, .widget-readout, .widget-toggle-buttons, .jupyter-button')) out.labels += 1;
+      else if (el.closest('.widget-html-content')) out.readouts += 1;
+      else if (el.closest('.jp-RenderedMarkdown')) out.body += 1;
+      if (out.smallest === null || px < out.smallest.px)
+        out.smallest = {px, text: n.textContent.trim().slice(0, 60), cls: el.className, tag: el.tagName};
+    }
+  }
+  return out;
+}
+"""
+# Each visible explorer picture: its natural (PNG) and displayed width, in CSS pixels.
+_IMAGES_JS = f"""
+() => [...document.querySelectorAll('{_DEMOS} img')].filter(i => i.getClientRects().length > 0)
+  .map(i => ({{natural: i.naturalWidth, shown: i.getBoundingClientRect().width}}))
+"""
 
 
 @pytest.fixture(scope="module")
@@ -24,10 +73,32 @@ def voila_server(chromium_path):
     server.stop()
 
 
+def check_projector_screen(page, n: int, figure) -> None:
+    """Screen ``n`` (explorer ``n - 1``): it alone is shown, its text is large, its pictures are not upscaled."""
+    assert page.evaluate(_SECTION_JS) == str(n)
+    visible = page.evaluate(_VISIBLE_DEMOS_JS)
+    assert visible == [n - 1], f"screen {n}: explorers {visible} visible, expected only explorer {n - 1}"
+    sizes = page.evaluate(_TEXT_SIZES_JS)
+    assert sizes["labels"] + sizes["readouts"] > 0 and sizes["body"] > 0, f"screen {n}: texts not found: {sizes}"
+    smallest = sizes["smallest"]
+    figure(PROJECTOR_SECTION, f"screen {n}: smallest text", smallest["px"], "px")
+    assert smallest["px"] >= MIN_TEXT_PX, f"screen {n}: text under {MIN_TEXT_PX} px: {smallest}"
+    images = page.evaluate(_IMAGES_JS)
+    assert images, f"screen {n}: no explorer picture visible"
+    for im in images:
+        assert im["natural"] >= im["shown"] - 0.5, f"screen {n}: a picture is upscaled: {im}"
+    figure(
+        PROJECTOR_SECTION,
+        f"screen {n}: picture pixels per shown pixel",
+        min(i["natural"] / i["shown"] for i in images),
+        "x",
+    )
+
+
 def test_presenter_page_shows_every_explorer_and_each_responds(browser, voila_server, figure):
     expected = demo_names(PRESENTER)
     assert len(expected) == 9, expected  # one per explorer of the course
-    page = browser.new_page(viewport=harness.VIEWPORT)
+    page = browser.new_page(viewport=PROJECTOR)
     console = harness.ConsoleLog(page)
     kernel = harness.KernelMessages(page)
     remote = harness.RemoteRequests(page)
@@ -46,11 +117,35 @@ def test_presenter_page_shows_every_explorer_and_each_responds(browser, voila_se
         assert "import " not in text and "widgets." not in text, "Voila shows code; the presenter view hides it"
         for bad in ("Error displaying widget", "Traceback", "Error rendering"):
             assert bad not in text, f"the presenter page shows {bad!r}"
-        page.screenshot(path=artifact("presenter.png"))
         demos = page.query_selector_all(_DEMOS)
         assert len(demos) == len(expected), f"{len(demos)} explorers rendered, expected {expected}"
-        for i, root in enumerate(demos):
-            exercise_demo(page, root, "presenter", i, expected[i], kernel, figure, LATENCY_SECTION)
+
+        # The title screen, then with the Next button every explorer in turn, one at a time.
+        assert page.evaluate(_SECTION_JS) == "0" and page.evaluate(_VISIBLE_DEMOS_JS) == []
+        assert page.is_disabled("#amp-prev")
+        page.screenshot(path=artifact("presenter-title.png"))
+        for n in range(1, len(expected) + 1):
+            page.click("#amp-next")
+            check_projector_screen(page, n, figure)
+            i = n - 1
+            shot = artifact(f"presenter-screen{n}.png")
+            page.screenshot(path=shot)
+            if os.environ.get("AMP_COURSE_UPDATE_IMGS") == "1" and n == README_SHOT[0]:
+                shutil.copyfile(shot, harness.REPO / "imgs" / README_SHOT[1])
+            exercise_demo(page, demos[i], "presenter", i, expected[i], kernel, figure, LATENCY_SECTION)
+        assert page.is_disabled("#amp-next")
+        # Previous steps back through them all; so do the arrow keys (pressed on the page, not on a control).
+        for n in range(len(expected) - 1, 0, -1):
+            page.click("#amp-prev")
+            assert page.evaluate(_VISIBLE_DEMOS_JS) == [n - 1], f"Previous: screen {n} is not explorer {n - 1}"
+        page.click("#amp-prev")
+        assert page.evaluate(_SECTION_JS) == "0"
+        page.evaluate("() => document.activeElement && document.activeElement.blur()")
+        for n in range(1, len(expected) + 1):
+            page.keyboard.press("ArrowRight")
+            assert page.evaluate(_VISIBLE_DEMOS_JS) == [n - 1], f"ArrowRight: screen {n} is not explorer {n - 1}"
+        page.keyboard.press("ArrowLeft")
+        assert page.evaluate(_VISIBLE_DEMOS_JS) == [len(expected) - 2]
         assert_page_clean("presenter view", kernel, console, remote)
     finally:
         page.close()
