@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from ..autocast.experiments import trace
-from ..checks import CheckResult, call_learner
+from ..checks import CheckResult, call_learner, is_placeholder
 
 __all__ = [
     "check_bce_fix",
@@ -47,16 +47,25 @@ def check_dtype_predictions(predictions: dict) -> CheckResult:
     wrong, todo = [], []
     for expr, (device_type, fn) in exercises.items():
         guess = predictions.get(expr, "...")
-        if guess in ("...", None, ""):
+        if is_placeholder(guess):
             todo.append(expr)
             continue
         got = str(trace(fn, a, b, h, device_type=device_type).output.dtype)
         if str(guess).replace("torch.", "") != got.replace("torch.", ""):
-            wrong.append(f"{expr}: you said {guess}, it is {got}")
+            wrong.append(f"{expr}: not {guess}")
     if wrong:
-        return CheckResult(False, "; ".join(wrong) + ". Hint: look the op up with autocast.policy_of(op, device)")
+        return CheckResult(
+            False,
+            f"{len(wrong)} of {len(exercises) - len(todo)} predictions are wrong: " + "; ".join(wrong)
+            + ". Hint: look the op up with autocast.policy_of(op, device)",
+        )  # fmt: skip
     if todo:
-        return CheckResult(False, f"{len(todo)} of {len(exercises)} still to predict, e.g. {todo[0]!r}")
+        return CheckResult(
+            False,
+            f'{len(todo)} of {len(exercises)} still to predict: replace each "..." with a dtype name, '
+            f'"torch.<name>", starting with {todo[0]!r}',
+            todo=True,
+        )
     return CheckResult(True, f"all {len(exercises)} dtypes predicted right, on the CPU and CUDA policies")
 
 
@@ -77,16 +86,19 @@ def check_bce_fix(fn) -> CheckResult:
     if not torch.allclose(got.float(), want, rtol=1e-4, atol=1e-6):
         return CheckResult(
             False,
-            f"your loss is {got.item():.6g}, binary_cross_entropy(sigmoid(z), y) is "
-            f"{want.item():.6g}: same inputs, same mean reduction",
+            f"your loss is {got.item():.6g}, not the value of binary_cross_entropy(sigmoid(z), y) "
+            "on the same inputs: keep the same mean reduction",
         )
     try:
         t = trace(fn, logits, target, device_type="cuda")
     except RuntimeError as exc:
+        first = str(exc).splitlines()[0][:120].rstrip(".")
+        starter = "unsafe to autocast" in first  # the starter: binary_cross_entropy of the sigmoid
         return CheckResult(
             False,
-            f"CUDA autocast still refuses it: {str(exc).splitlines()[0][:120]}. Hint: "
-            "which loss takes the logits and applies the sigmoid itself?",
+            f"the value is right, but CUDA autocast refuses it: {first}. Hint: which loss takes the logits and "
+            "applies the sigmoid itself?",
+            todo=starter,
         )
     if t.output.dtype != torch.float32:
         return CheckResult(False, f"under CUDA autocast your loss comes out {t.output.dtype}; it should be float32")

@@ -8,7 +8,7 @@ import torch
 
 from .. import formats
 from .._validate import positive
-from ..checks import CheckResult, call_learner, same_value
+from ..checks import CheckResult, call_learner, is_placeholder, off_by, same_value
 
 __all__ = [
     "check_decode_bits",
@@ -30,18 +30,25 @@ def check_max_finite(fn) -> CheckResult:
         got, err = call_learner(fn, e, m)
         if err:
             return CheckResult(False, err)
+        if is_placeholder(got):
+            return CheckResult(
+                False,
+                f"write max_finite(exponent_bits, mantissa_bits): it returns {got!r} so far. The largest finite "
+                "value has the largest exponent field that is not all ones, and an all-ones mantissa",
+                todo=True,
+            )
         if not same_value(got, want):
             if same_value(got, math.ldexp(2 - 2.0**-m, 2 ** (e - 1))):
                 hint = "the all-ones exponent is inf/NaN, so the largest exponent field is 2**e - 2"
             elif same_value(got, math.ldexp(1.0, 2 ** (e - 1))):
                 hint = "the mantissa of the largest value is all ones: 1.11...1 in binary = 2 - 2**-m"
             else:
-                # a direction, not the formula: the stored output of the exercise cell shows this hint
+                # a direction, not the formula
                 hint = (
                     "the largest finite value has the largest exponent field that is not all ones, "
                     "and an all-ones mantissa"
                 )
-            return CheckResult(False, f"for e={e}, m={m} you returned {got!r}; expected {want!r}. Hint: {hint}")
+            return CheckResult(False, f"for e={e}, m={m} you returned {got!r}: {off_by(got, want)}. Hint: {hint}")
     return CheckResult(
         True, f"your formula gives the right max for all {len(_IEEE_CASES)} formats tried, from fp32 to 4-bit formats"
     )
@@ -59,14 +66,22 @@ def check_ulp(fn, fmt: str = "bf16") -> CheckResult:
         got, err = call_learner(fn, x)
         if err:
             return CheckResult(False, err)
+        if is_placeholder(got):
+            return CheckResult(
+                False,
+                f"write ulp(x): the gap from x to the next larger {f.name} value; it returns {got!r} so far",
+                todo=True,
+            )
         if not same_value(got, want):
-            # directions, not the formula: the stored output of the exercise cell shows one of them
+            # directions, not the formula
             hint = (
                 "below the smallest normal the gap stops shrinking: every subnormal is the same distance apart"
                 if x < f.smallest_normal
                 else "the gap depends only on the power of two at or below x and on the number of mantissa bits"
             )
-            return CheckResult(False, f"ulp({x!r}) in {f.name}: you returned {got!r}, expected {want!r}. Hint: {hint}")
+            return CheckResult(
+                False, f"ulp({x!r}) in {f.name}: you returned {got!r}: {off_by(got, want)}. Hint: {hint}"
+            )
     return CheckResult(True, f"right gap for all {len(values)} {f.name} values tried, subnormals included")
 
 
@@ -76,8 +91,8 @@ def check_decode_bits(answer, code: int, fmt: str = "fp8_e4m3") -> CheckResult:
     if not isinstance(code, int) or not 0 <= code < 2**f.bits:
         raise ValueError(f"code must be an int in 0..{2**f.bits - 1} for {f.name}, got {code!r}")
     want = formats.from_bits(torch.tensor([code]), f).item()
-    if answer is None or answer is ...:
-        return CheckResult(False, f"replace the placeholder with your value for 0b{code:0{f.bits}b}")
+    if is_placeholder(answer):
+        return CheckResult(False, f"replace `...` with your value for 0b{code:0{f.bits}b}", todo=True)
     if same_value(answer, want):
         return CheckResult(True, f"0b{code:0{f.bits}b} in {f.name} is {want!r}")
     s, e, m = (int(v) for v in formats.decompose(torch.tensor([want]), f))
@@ -96,6 +111,13 @@ def check_format_choice(name, low: float, high: float, max_rel_error: float) -> 
     max_rel_error = positive(max_rel_error, "max_rel_error")
     if not (0 < low < high) or not 0 < max_rel_error < 1:
         raise ValueError(f"need 0 < low < high and 0 < max_rel_error < 1, got {low}, {high}, {max_rel_error}")
+    if is_placeholder(name):
+        return CheckResult(
+            False,
+            f"replace `...` with the name of a format (one of {', '.join(formats.FORMATS)}) that holds "
+            f"{low:g}..{high:g} with relative error at most {max_rel_error:g}",
+            todo=True,
+        )
     if not isinstance(name, str) or name not in formats.FORMATS:
         return CheckResult(False, f"{name!r} is not a format name; choose one of {', '.join(formats.FORMATS)}")
 

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from .._validate import positive, seed as _seed
-from ..checks import CheckResult
+from ..checks import CheckResult, is_placeholder
 from ..debug.experiments import broken_training_setup, trace_overflow
 
 __all__ = [
@@ -24,8 +24,10 @@ def check_first_bad_layer(answer, seed: int = 3) -> CheckResult:
     (``seed``) whose output holds an inf or a NaN under fp16 autocast (as ``named_modules`` spells it,
     e.g. ``"block0.wi"``). Checked with :func:`amp_lessons.debug.trace_overflow`, run now."""
     seed = _seed(seed)
-    if answer is None or answer is ...:
-        return CheckResult(False, "replace the placeholder with a module name such as 'block0.wi'")
+    if is_placeholder(answer):
+        return CheckResult(
+            False, "replace `...` with a module name as named_modules() spells it, such as 'block0.wi'", todo=True
+        )
     if not isinstance(answer, str):
         return CheckResult(False, f"give the module's name as a string, e.g. 'block0.wi', not {type(answer).__name__}")
     model, x, _ = broken_training_setup(seed)
@@ -57,6 +59,18 @@ def check_first_bad_layer(answer, seed: int = 3) -> CheckResult:
     )
 
 
+def _unchanged(fixed: nn.Module, model: nn.Module) -> bool:
+    """Whether ``fixed`` is still ``model`` (the exercise's starter returns the model as it was): the same modules
+    and the same parameters."""
+    a, b = dict(fixed.named_parameters()), dict(model.named_parameters())
+    return (
+        repr(fixed) == repr(model)
+        and type(fixed) is type(model)
+        and a.keys() == b.keys()
+        and all(a[k].shape == b[k].shape and torch.equal(a[k], b[k]) for k in a)
+    )
+
+
 def check_fp16_fix(fix, seed: int = 3, tolerance: float = 0.05) -> CheckResult:
     """Exercise: ``fix(model)`` changes (or wraps parts of) :func:`amp_lessons.debug.broken_training_setup`'s
     model so that under fp16 autocast its output is finite and within ``tolerance`` (relative to the
@@ -64,8 +78,8 @@ def check_fp16_fix(fix, seed: int = 3, tolerance: float = 0.05) -> CheckResult:
     fp32 model's output, while most Linear layers still run in fp16 (switching autocast off for the
     whole model is not a fix). ``fix`` returns the fixed model (or None if it changed it in place)."""
     tolerance = positive(tolerance, "tolerance")
-    if fix is None or fix is ...:
-        return CheckResult(False, "write fix(model) and pass the function itself")
+    if is_placeholder(fix):
+        return CheckResult(False, "write fix(model) and pass the function itself", todo=True)
     model, x, _ = broken_training_setup(seed)
     with torch.no_grad():
         want = model(x)
@@ -91,8 +105,10 @@ def check_fp16_fix(fix, seed: int = 3, tolerance: float = 0.05) -> CheckResult:
         # the layer is not named: it is the answer to the exercise before this one
         return CheckResult(
             False,
-            "under fp16 autocast the model still produces inf/NaN: find the layer with debug.trace_overflow and "
+            ("so far fix(model) leaves the model as it was: " if _unchanged(fixed, model) else "")
+            + "under fp16 autocast the model still produces inf/NaN: find the layer with debug.trace_overflow and "
             "keep just that one out of fp16",
+            todo=_unchanged(fixed, model),
         )
     linears = [r for r in trace.records if r.type == "Linear"]
     in_fp16 = [r for r in linears if r.output is not None and r.output.dtype == "float16"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..checks import CheckResult, call_learner
+from ..checks import CheckResult, call_learner, is_placeholder
 
 __all__ = [
     "check_clipped_amp_step",
@@ -50,13 +50,21 @@ def _reference(model, optimizer, scaler, x, y, *, clip=True, clip_first=False, u
     optimizer.zero_grad(set_to_none=True)
 
 
+def _starter(model, optimizer, scaler, x, y):
+    """The exercise's starter: a plain fp32 step (no autocast, no scaler, no clipping)."""
+    loss = nn.functional.mse_loss(model(x).float(), y)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+
+
 def check_clipped_amp_step(fn) -> CheckResult:
     """Exercise: ``fn(model, optimizer, scaler, x, y)`` runs one training step of ``model`` under fp16 autocast
     (``torch.autocast("cpu", dtype=torch.float16)``; MSE loss on the fp32-upcast output) with ``scaler``
     (a ``torch.amp.GradScaler``) and the gradients clipped to a total norm of 1.0 before the optimizer step.
     Six steps of a small seeded model are compared with the recipe's bit for bit (parameters and scales)."""
-    if fn is None or fn is ...:
-        return CheckResult(False, "write fn(model, optimizer, scaler, x, y) and pass the function itself")
+    if is_placeholder(fn):
+        return CheckResult(False, "write fn(model, optimizer, scaler, x, y) and pass the function itself", todo=True)
     if not callable(fn):
         return CheckResult(False, f"expected a function, got {type(fn).__name__} {fn!r:.60}")
     got, scales, err = _run(fn)
@@ -69,6 +77,14 @@ def check_clipped_amp_step(fn) -> CheckResult:
 
     if same(want) and scales == want_scales:
         return CheckResult(True, "autocast forward, scaled backward, unscale_, clip, step, update: the recipe's step")
+    params, sc, _ = _run(_starter)
+    if same(params) and scales == sc:
+        return CheckResult(
+            False,
+            "so far this is the starter's plain fp32 step: run the forward under fp16 autocast, scale the loss with "
+            "scaler, unscale_ before clipping the gradients to a norm of 1.0, then step and update through scaler",
+            todo=True,
+        )
     variants = {
         "clip_first": "you clipped the SCALED gradients: call scaler.unscale_(optimizer) before clip_grad_norm_",
         "no_clip": "the gradients were not clipped: nn.utils.clip_grad_norm_(model.parameters(), 1.0)",
@@ -86,7 +102,7 @@ def check_clipped_amp_step(fn) -> CheckResult:
         if same(params) and scales == sc:
             return CheckResult(False, f"close, but {hint}")
     if scales != want_scales:
-        return CheckResult(False, f"the scaler's scale went {scales}, the recipe's {want_scales}: use scaler.scale(loss), "
+        return CheckResult(False, f"the scaler's scale went {scales}, not as in the recipe: use scaler.scale(loss), "
                                   "scaler.step(optimizer) and scaler.update()")  # fmt: skip
     return CheckResult(False, "the parameters after six steps differ from the recipe's: forward under "
                               "torch.autocast('cpu', dtype=torch.float16), MSE of model(x).float(), scaled backward, "

@@ -7,7 +7,7 @@ import math
 import torch
 
 from .. import formats
-from ..checks import CheckResult, call_learner, same_value
+from ..checks import CheckResult, call_learner, is_placeholder, off_by, same_value
 from ..fp16.experiments import running_sum, update_survives
 
 __all__ = [
@@ -21,8 +21,8 @@ def check_stall_value(answer, v: float = 1.0, fmt: str = "fp16") -> CheckResult:
     Checked against a running sum done now with the formats engine."""
 
     f = formats.get_format(fmt)
-    if answer is None or answer is ...:
-        return CheckResult(False, "replace the placeholder with the value where the sum gets stuck")
+    if is_placeholder(answer):
+        return CheckResult(False, "replace `...` with the value where the sum gets stuck", todo=True)
     n = 2 ** (f.mantissa_bits + 3)
     sums = running_sum(torch.full((n,), float(v)), f)
     stuck = (sums[1:] == sums[:-1]).nonzero()
@@ -35,9 +35,17 @@ def check_stall_value(answer, v: float = 1.0, fmt: str = "fp16") -> CheckResult:
             f"{want:g}: there the gap between {f.name} neighbours is {2 * v:g}, so adding "
             f"{v:g} is a tie that rounds back to the even neighbour",
         )
+    miss = off_by(answer, want)
+    where = (
+        " (the sum is stuck before it gets there)"
+        if miss.startswith("too large")
+        else " (there the sum still grows)"
+        if miss.startswith("too small")
+        else ""
+    )
     return CheckResult(
         False,
-        f"{answer!r} is not it. Hint: find where the gap between neighbours "
+        f"{answer!r} is {miss.split(' by ')[0]}{where}. Hint: find where the gap between neighbours "
         f"(2**(exponent - {f.mantissa_bits})) reaches {2 * v:g}",
     )
 
@@ -55,6 +63,13 @@ def check_lost_update(fn, fmt: str = "fp16") -> CheckResult:
         got, err = call_learner(fn, w)
         if err:
             return CheckResult(False, err)
+        if is_placeholder(got):
+            return CheckResult(
+                False,
+                f"write smallest_update(w): the threshold below which an update to w is lost in {f.name}; "
+                f"it returns {got!r} so far",
+                todo=True,
+            )
         try:
             t = float(got)
         except (TypeError, ValueError):
@@ -63,11 +78,11 @@ def check_lost_update(fn, fmt: str = "fp16") -> CheckResult:
             return CheckResult(False, f"smallest_update({w!r}) returned {got!r}; expected a positive number")
         below, above = t * (1 - 1e-3), t * (1 + 1e-3)
         if update_survives(w, below, f) or not update_survives(w, above, f):
-            gap = 2.0 ** (math.frexp(w)[1] - 1 - f.mantissa_bits)
+            half_gap = 2.0 ** (math.frexp(w)[1] - 2 - f.mantissa_bits)
             return CheckResult(
                 False,
-                f"for w = {w!r} your threshold {t:g} is wrong: the gap between {f.name} "
-                f"neighbours there is {gap:g}; an update is lost while w - u is nearer to w",
+                f"for w = {w!r} your threshold {t:g} is {off_by(t, half_gap)}. Hint: an update u is lost while "
+                f"w - u is nearer to w than to its {f.name} neighbour below",
             )
     return CheckResult(
         True,

@@ -7,7 +7,7 @@ import math
 import torch
 
 from .. import formats
-from ..checks import CheckResult, call_learner
+from ..checks import CheckResult, call_learner, is_placeholder, off_by
 from .experiments import Fp8LinearFn, amax_scale, fake_quantize
 
 __all__ = [
@@ -50,6 +50,13 @@ def check_amax_scale(fn) -> CheckResult:
                 False, f"for {what} it returned {got!r}; return a number (a float or a 1-element tensor)"
             )
         amax = float(x.abs().max())
+        if got == 1.0 and amax != 0 and fmax / amax != 1.0:
+            return CheckResult(
+                False,
+                "so far it returns 1.0 (no scaling): return the number that, multiplied into x, puts its largest "
+                "magnitude exactly on fmt_max (and 1.0 only for an all-zero x)",
+                todo=True,
+            )
         if amax == 0:
             if got != 1.0:
                 return CheckResult(
@@ -71,7 +78,8 @@ def check_amax_scale(fn) -> CheckResult:
         ):
             hint = "use the largest MAGNITUDE, x.abs().max(): negative values count too"
         return CheckResult(
-            False, f"for {what} (fmt_max {fmax:g}) it returned {got!r}, expected {want:.6g}. Hint: {hint}"
+            False,
+            f"for {what} (fmt_max {fmax:g}) it returned {got!r}, {off_by(got, want).split(' by ')[0]}. Hint: {hint}",
         )
     return CheckResult(
         True, "amax(x * s) lands on the format's max for every tensor, and an all-zero tensor keeps scale 1"
@@ -88,6 +96,13 @@ _FP8_NAMES = {
     "float8_e5m2": "e5m2",
 }
 _FP8_CHOICE = {"weights": "e4m3", "activations": "e4m3", "gradients": "e5m2"}
+# hints for a wrong choice: they point at the property that decides, without naming the format
+_FP8_HINT = {
+    "e4m3": "forward tensors need precision more than range (a per-tensor or per-block scale places them): "
+    "which format has more mantissa bits?",
+    "e5m2": "gradients span many more binades and have outliers: which format reaches 57344, with subnormals "
+    "down to 2^-16 (about 32 binades), at the cost of one mantissa bit?",
+}
 _FP8_REASON = {
     "e4m3": "forward tensors need precision more than range: e4m3 has 3 mantissa bits (relative step 1/8) and, "
     "with a per-tensor or per-block scale, its range up to 448 is enough",
@@ -108,15 +123,20 @@ def check_fp8_format_choice(answers: dict) -> CheckResult:
     the gradients. Accepts "e4m3"/"fp8_e4m3"/torch.float8_e4m3fn and the e5m2 spellings."""
     if not isinstance(answers, dict):
         return CheckResult(False, f"expected a dict such as {{'weights': 'e4m3', ...}}, got {type(answers).__name__}")
-    missing = [k for k in _FP8_CHOICE if k not in answers]
-    if missing:
-        return CheckResult(False, f"give an answer for {', '.join(map(repr, missing))} ('e4m3' or 'e5m2')")
+    todo = []
     for kind, want in _FP8_CHOICE.items():
+        if is_placeholder(answers.get(kind)):
+            todo.append(kind)
+            continue
         got = _fp8_name(answers[kind])
         if got is None:
             return CheckResult(False, f"{kind}: {answers[kind]!r} is not an fp8 format; answer 'e4m3' or 'e5m2'")
         if got != want:
-            return CheckResult(False, f"{kind}: not {got}. Hint: {_FP8_REASON[want]}")
+            return CheckResult(False, f"{kind}: not {got}. Hint: {_FP8_HINT[want]}")
+    if todo:
+        return CheckResult(
+            False, f"give an answer for {', '.join(map(repr, todo))}: replace \"...\" with 'e4m3' or 'e5m2'", todo=True
+        )
     return CheckResult(
         True, f"weights and activations in e4m3, gradients in e5m2: {_FP8_REASON['e4m3']}; {_FP8_REASON['e5m2']}"
     )
@@ -178,7 +198,12 @@ def check_fp8_linear_forward(fn) -> CheckResult:
             return float((got.float() - a).abs().max()) <= tol
 
         if close(plain):
-            hint = "your output equals the fp32 layer's: the inputs never went through fp8"
+            return CheckResult(
+                False,
+                "so far this is the fp32 layer: the inputs never went through fp8. Cast x and weight to e4m3, "
+                "each with its own amax scale, multiply in fp32 and add the bias",
+                todo=True,
+            )
         elif close(unscaled):
             hint = "you cast to fp8 without a scale: small values flush and large ones saturate"
         elif close(e5):

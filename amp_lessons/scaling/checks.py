@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from .._validate import real
-from ..checks import CheckResult, call_learner, same_value
+from ..checks import CheckResult, call_learner, is_placeholder, off_by, same_value
 from ..fp16.experiments import gradient_census
 from ..scaling.experiments import safe_window, scale_sweep, simulate_scaler
 
@@ -36,8 +36,8 @@ def check_smallest_scale(answer, census=None, max_underflow: float = 0.01) -> Ch
     max_underflow = real(max_underflow, "max_underflow")
     if not 0 <= max_underflow < 1:
         raise ValueError(f"max_underflow={max_underflow!r} is not allowed: it must be a fraction in [0, 1)")
-    if answer is None or answer is ...:
-        return CheckResult(False, "replace the placeholder with a scale such as 2**10")
+    if is_placeholder(answer):
+        return CheckResult(False, "replace `...` with your scale, a power of two written as 2.0 ** k", todo=True)
     census = gradient_census() if census is None else census
     sweep = scale_sweep(census, range(0, 64), "fp16", "activations")
     window = safe_window(sweep, max_underflow, 0.0)
@@ -76,7 +76,7 @@ def check_smallest_scale(answer, census=None, max_underflow: float = 0.01) -> Ch
         )
     return CheckResult(
         False,
-        f"2^{k} works, but it is not the smallest: 2^{k - 1} also keeps underflow at most {limit}. "
+        f"2^{k} works, but it is not the smallest: a smaller power of two also keeps underflow at most {limit}. "
         "Hint: use scale_sweep and look for the first scale under the limit",
     )
 
@@ -89,8 +89,8 @@ def check_scale_prediction(answer, n_steps: int, inf_steps, **params) -> CheckRe
 
     history = simulate_scaler(n_steps, inf_steps, **params)
     want = history["scale_after"][-1] if n_steps else simulate_scaler(1, (), **params)["scale"][0]
-    if answer is None or answer is ...:
-        return CheckResult(False, "replace the placeholder with the scale you predict")
+    if is_placeholder(answer):
+        return CheckResult(False, "replace `...` with the scale you predict", todo=True)
     if same_value(answer, want):
         return CheckResult(
             True,
@@ -100,8 +100,8 @@ def check_scale_prediction(answer, n_steps: int, inf_steps, **params) -> CheckRe
     backoffs = sum(history["skipped"])
     return CheckResult(
         False,
-        f"{answer!r} is not it. Hint: each overflow multiplies the scale by the backoff factor "
-        f"and restarts the count of good steps; the scale grows only after growth_interval good "
+        f"{answer!r} is {off_by(answer, want).split(' by ')[0]}. Hint: each overflow multiplies the scale by the "
+        f"backoff factor and restarts the count of good steps; the scale grows only after growth_interval good "
         f"steps in a row ({backoffs} overflow(s) here)",
     )
 
@@ -116,13 +116,39 @@ _UPDATE_CASES = [
 ]
 
 
+def _returns(fn, args, pair) -> bool:
+    """Whether the learner's ``fn(*args)`` returns exactly the tuple ``pair`` (never raises)."""
+    got, err = call_learner(fn, *args)
+    try:
+        return (
+            err is None
+            and isinstance(got, tuple)
+            and len(got) == 2
+            and all(type(g) in (int, float) and g == p for g, p in zip(got, pair))
+        )
+    except Exception:  # noqa: BLE001 - a learner's odd return value is not the starter
+        return False
+
+
+def _less(a, b) -> bool:
+    try:
+        return float(a) < float(b)
+    except (TypeError, ValueError, RuntimeError):
+        return False
+
+
 def check_scaler_update(fn) -> CheckResult:
     """Exercise: ``fn(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval)``
     returns ``(new_scale, new_growth_tracker)``: GradScaler's update rule. Replayed over 16 steps of four
     scenarios against :func:`amp_lessons.scaling.simulate_scaler` (exactly: the factors are powers of two)."""
-    if fn is None or fn is ...:
+    if is_placeholder(fn):
         return CheckResult(False, "write fn(scale, growth_tracker, found_inf, growth_factor, backoff_factor, "
-                                  "growth_interval) and pass the function itself")  # fmt: skip
+                                  "growth_interval) and pass the function itself", todo=True)  # fmt: skip
+    # the starter returns its inputs: after a clean step the count must move, after an overflow the scale
+    probes = [(2.0**10, 1, False, 2.0, 0.5, 3), (2.0**10, 0, True, 2.0, 0.5, 3)]
+    if callable(fn) and all(_returns(fn, p, p[:2]) for p in probes):
+        return CheckResult(False, "so far it returns scale and growth_tracker unchanged: back off after an "
+                                  "overflow; grow after growth_interval clean steps in a row", todo=True)  # fmt: skip
     for init, growth, backoff, interval, infs in _UPDATE_CASES:
         want = simulate_scaler(16, infs, init_scale=init, growth_factor=growth, backoff_factor=backoff,
                                growth_interval=interval)["scale_after"]  # fmt: skip
@@ -134,18 +160,25 @@ def check_scaler_update(fn) -> CheckResult:
                 return CheckResult(False, err)
             if not (isinstance(got, tuple) and len(got) == 2):
                 return CheckResult(False, f"return a pair (new_scale, new_growth_tracker), got {got!r:.60}")
-            scale, tracker = got
+            before, (scale, tracker) = scale, got
             if not same_value(scale, want[step]):
                 case = f"growth_interval {interval}, overflows at steps {list(infs)}"
-                if found:
+                miss = off_by(scale, want[step])
+                if found and same_value(scale, before):
+                    hint = "after an overflow the scale must shrink: multiply it by backoff_factor"
+                elif found and miss.startswith("too large"):
+                    hint = "you grew the scale on an overflow step: an overflow multiplies it by backoff_factor"
+                elif found:
                     hint = "after an overflow the scale is multiplied by backoff_factor and the count starts again"
-                elif scale > want[step]:
+                elif miss.startswith("too small") and _less(scale, before):
+                    hint = "you backed off on a clean step: only an overflow shrinks the scale"
+                elif miss.startswith("too large"):
                     hint = "the scale grows only after growth_interval clean steps IN A ROW, then the count restarts"
                 else:
                     hint = "count the clean steps; when the count reaches growth_interval, multiply by growth_factor"
                 return CheckResult(
                     False,
-                    f"step {step} ({'overflow' if found else 'clean'}; {case}): scale {scale!r}, "
-                    f"GradScaler has {want[step]!r}. Hint: {hint}",
+                    f"step {step} ({'overflow' if found else 'clean'}; {case}): your scale {scale!r} is {miss}. "
+                    f"Hint: {hint}",
                 )
     return CheckResult(True, "your update rule gives GradScaler's scale at every step of four scenarios")

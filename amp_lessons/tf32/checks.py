@@ -7,7 +7,7 @@ import math
 import torch
 
 from .. import formats
-from ..checks import CheckResult, call_learner
+from ..checks import CheckResult, call_learner, is_placeholder, off_by
 from ..tf32.experiments import emulated_matmul, error_vs_k
 
 __all__ = [
@@ -38,6 +38,13 @@ def check_tf32_matmul(fn) -> CheckResult:
             f"expected a tensor of shape {tuple(want.shape)}, got {type(got).__name__} "
             f"{tuple(getattr(got, 'shape', ()))}",
         )
+    if got.dtype == torch.float32 and torch.equal(got, a @ b):
+        return CheckResult(
+            False,
+            "so far this is the plain fp32 product: round both inputs as the course's TF32 model does "
+            "(quantize to 'tf32', ties away from zero), then multiply in fp32",
+            todo=True,
+        )
     if got.dtype != torch.float32:
         return CheckResult(False, f"the result of a TF32 matmul is float32, yours is {got.dtype}")
     if torch.equal(got, want):
@@ -51,8 +58,6 @@ def check_tf32_matmul(fn) -> CheckResult:
                 f"you rounded the inputs with {rounding!r}; the course's model rounds ties away from "
                 "zero ('nearest_away'), like PTX's cvt.rna (what cuBLAS itself does is undocumented)",
             )
-    if torch.equal(got, a @ b):
-        return CheckResult(False, "that is the plain fp32 product: round both inputs to TF32 first")
     one_side = [formats.quantize(a, "tf32", "nearest_away") @ b, a @ formats.quantize(b, "tf32", "nearest_away")]
     if any(torch.equal(got, c) for c in one_side):
         return CheckResult(False, "only one input was rounded: TF32 math rounds both")
@@ -70,8 +75,8 @@ def check_error_ratio(answer, low: str = "bf16", high: str = "tf32") -> CheckRes
     factor of 1.5 of the measured ratio)."""
 
     fl, fh = formats.get_format(low), formats.get_format(high)
-    if answer is None or answer is ...:
-        return CheckResult(False, "replace the placeholder with your predicted ratio (a number)")
+    if is_placeholder(answer):
+        return CheckResult(False, "replace `...` with your predicted ratio (a number)", todo=True)
     try:
         answer = float(answer)
     except (TypeError, ValueError):
@@ -90,4 +95,8 @@ def check_error_ratio(answer, low: str = "bf16", high: str = "tf32") -> CheckRes
             f"measured now: {measured:.3g}; the eps ratio is "
             f"2**{fh.mantissa_bits - fl.mantissa_bits} = {fl.eps / fh.eps:g}",
         )
-    return CheckResult(False, f"{answer:g} is not within a factor 1.5 of the measured ratio. Hint: {hint}")
+    return CheckResult(
+        False,
+        f"{answer:g} is {off_by(answer, measured).split(' by ')[0]}: not within a factor 1.5 of the ratio "
+        f"measured now. Hint: {hint}",
+    )

@@ -3,8 +3,10 @@
 import math
 
 import pytest
+import torch
 
 from amp_lessons import bits, formats
+from tests.test_checks import assert_not_yet, assert_your_turn, reveals, solution
 
 
 def test_max_finite():
@@ -13,14 +15,17 @@ def test_max_finite():
 
     assert bits.check_max_finite(right)
     r = bits.check_max_finite(lambda e, m: (2 - 2.0**-m) * 2.0 ** (2 ** (e - 1)))
-    assert not r and "all-ones exponent" in r.message and "65504" in r.message
+    assert not r and "all-ones exponent" in r.message and "too large by a factor of 2" in r.message
     r = bits.check_max_finite(lambda e, m: 2.0 ** (2 ** (e - 1)))
     assert not r and "mantissa of the largest" in r.message
     r = bits.check_max_finite(lambda e, m: None)
-    assert not r and "None" in r.message
-    # the general hint points the way without the formula (the exercise cell's stored output shows it)
+    assert_your_turn(r)
+    # the starter's message points the way without the formula (the exercise cell's stored output shows it)
     assert "largest exponent field that is not all ones" in r.message and "all-ones mantissa" in r.message
     assert "2**" not in r.message and "bias" not in r.message
+    r = bits.check_max_finite(lambda e, m: 3.0)
+    assert_not_yet(r)
+    assert "largest exponent field that is not all ones" in r.message and "too small" in r.message
     r = bits.check_max_finite(lambda e, m: 1 / 0)
     assert not r and "ZeroDivisionError" in r.message
     assert "expected a function" in bits.check_max_finite(3).message
@@ -36,8 +41,9 @@ def test_ulp():
     assert bits.check_ulp(right)
     r = bits.check_ulp(lambda x: 2.0 ** (math.floor(math.log2(x)) - 7))
     assert not r and "below the smallest normal" in r.message and "2**" not in r.message
-    r = bits.check_ulp(lambda x: None)
+    r = bits.check_ulp(lambda x: 2.0 ** (math.floor(math.log2(x)) - 6))
     assert not r and "power of two at or below x" in r.message and "2**" not in r.message
+    assert "too large by a factor of 2" in r.message
     assert not bits.check_ulp(lambda x: x * 2**-7)
 
 
@@ -45,7 +51,7 @@ def test_decode_bits():
     assert bits.check_decode_bits(2.75, 0b0_1000_011)  # 1.375 * 2
     r = bits.check_decode_bits(3.0, 0b0_1000_011)
     assert not r and "exponent field 8" in r.message and "bias 7" in r.message
-    assert "placeholder" in bits.check_decode_bits(None, 0b0_1000_011).message
+    assert "`...`" in bits.check_decode_bits(None, 0b0_1000_011).message
     assert bits.check_decode_bits(448.0, 0x7E)
     with pytest.raises(ValueError, match="0..255"):
         bits.check_decode_bits(1.0, 256)
@@ -60,3 +66,73 @@ def test_format_choice():
     assert "not a format name" in bits.check_format_choice("fp64", 1, 2, 0.1).message
     with pytest.raises(ValueError, match="low < high"):
         bits.check_format_choice("bf16", 10, 1, 0.1)
+
+
+# The exercises as lesson 01 gives them: (a) the starter gets "your turn", (b) the instructors' solution is
+# correct, (c) a wrong answer gets "Not yet", (d) no message of a starter or a wrong answer states the answer.
+
+
+def test_max_finite_exercise():
+    s = solution("01")
+    fp16_max = formats.FloatFormat("e5m10", 5, 10).max  # the first case the checker tries
+    starter = bits.check_max_finite(lambda exponent_bits, mantissa_bits: None)
+    assert_your_turn(starter)
+    assert bits.check_max_finite(s.max_finite)
+    wrong = [
+        bits.check_max_finite(lambda e, m: s.max_finite(e, m) * 2),
+        bits.check_max_finite(lambda e, m: (2 - 2.0**-m) * 2.0 ** (2 ** (e - 1))),
+        bits.check_max_finite(lambda e, m: 1.0),
+    ]
+    for r in wrong:
+        assert_not_yet(r)
+    for r in [starter, *wrong]:
+        assert not reveals(r.message, fp16_max), r.message
+
+
+def test_ulp_exercise():
+    s = solution("01")
+    f = formats.FORMATS["bf16"]
+    one = formats.from_bits(formats.to_bits(torch.tensor([1.0]), f) + 1, f).item() - 1.0  # ulp(1.0), the first probe
+    starter = bits.check_ulp(lambda x: None, "bf16")
+    assert_your_turn(starter)
+    assert bits.check_ulp(s.ulp_bf16, "bf16")
+    wrong = [
+        bits.check_ulp(lambda x: s.ulp_bf16(x) * 2),
+        bits.check_ulp(lambda x: 2.0 ** (math.floor(math.log2(x)) - 7)),
+    ]
+    for r in wrong:
+        assert_not_yet(r)
+    assert "too large by a factor of 2" in wrong[0].message
+    for r in [starter, *wrong]:
+        assert not reveals(r.message, one), r.message
+
+
+def test_decode_bits_exercise():
+    s = solution("01")
+    code = 0b0_1000_011
+    want = formats.from_bits(torch.tensor([code]), "fp8_e4m3").item()
+    for starter in (..., None, "..."):
+        r = bits.check_decode_bits(starter, code, "fp8_e4m3")
+        assert_your_turn(r)
+        assert not reveals(r.message, want)
+    assert bits.check_decode_bits(s.DECODED_E4M3, code, "fp8_e4m3")
+    for answer in (want * 2, -want, 3.0):
+        r = bits.check_decode_bits(answer, code, "fp8_e4m3")
+        assert_not_yet(r)
+        assert not reveals(r.message, want), r.message
+
+
+def test_format_choice_exercise():
+    s = solution("01")
+    exercises = [((1e-6, 1e6, 0.01), s.FORMAT_CHOICE_A), ((1e-2, 1e2, 0.001), s.FORMAT_CHOICE_B)]
+    for limits, want in exercises:
+        assert want == next(n for n in formats.FORMATS if bits.check_format_choice(n, *limits))
+        r = bits.check_format_choice(..., *limits)
+        assert_your_turn(r)
+        assert not reveals(r.message.split("one of")[0], want)  # the list of all formats names it, among the rest
+        assert bits.check_format_choice(want, *limits)
+        for name in formats.FORMATS:
+            if name != want:
+                r = bits.check_format_choice(name, *limits)
+                assert_not_yet(r)
+                assert not reveals(r.message, want), r.message

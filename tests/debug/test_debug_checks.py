@@ -4,6 +4,7 @@ no answer makes a checker raise."""
 import torch
 
 from amp_lessons import debug
+from tests.test_checks import assert_not_yet, assert_your_turn, reveals, solution
 
 
 def test_first_bad_layer_checker():
@@ -15,7 +16,7 @@ def test_first_bad_layer_checker():
     assert "earlier module" in debug.check_first_bad_layer("head").message
     assert "finite" in debug.check_first_bad_layer("embed").message
     assert "not a module" in debug.check_first_bad_layer("nope").message
-    assert "placeholder" in debug.check_first_bad_layer(...).message
+    assert "`...`" in debug.check_first_bad_layer(...).message
     assert "string" in debug.check_first_bad_layer(3).message
 
 
@@ -30,8 +31,11 @@ def test_fp16_fix_checker():
     assert debug.check_fp16_fix(keep)  # in place, returning None
     assert "Linear layers still run in fp16" in debug.check_fp16_fix(lambda m: debug.KeepFP32(m)).message
     assert "raised ZeroDivisionError" in debug.check_fp16_fix(lambda m: 1 / 0).message
-    msg = debug.check_fp16_fix(lambda m: m).message
-    assert "still produces inf/NaN" in msg and bad not in msg  # never names the answer of exercise 1
+    r = debug.check_fp16_fix(lambda m: m)
+    assert_your_turn(r)
+    assert "still produces inf/NaN" in r.message and bad not in r.message  # never names the answer of exercise 1
+    r = debug.check_fp16_fix(lambda m: m.embed.__setattr__("weight", m.embed.weight))  # a change that fixes nothing
+    assert_your_turn(r)
 
     def drop(m):  # finite, but a different model: the block's output is its bias alone
         with torch.no_grad():
@@ -42,3 +46,39 @@ def test_fp16_fix_checker():
     assert "must return the model" in debug.check_fp16_fix(lambda m: 3).message
     assert not debug.check_fp16_fix(...)
     assert "expected a function" in debug.check_fp16_fix("keep").message
+
+
+# The exercises as lesson 08 gives them: (a) the starter gets "your turn", (b) the instructors' solution is
+# correct, (c) a wrong answer gets "Not yet", (d) no message of a starter or a wrong answer states the answer.
+
+
+def test_first_bad_layer_exercise():
+    model, x, _ = debug.broken_training_setup(3)
+    want = debug.trace_overflow(model, x, autocast=torch.float16).first_nonfinite().label
+    starter = debug.check_first_bad_layer(...)
+    assert_your_turn(starter)
+    assert debug.check_first_bad_layer(solution("08").FIRST_BAD_LAYER)
+    names = [n for n, _ in model.named_modules() if n and n != want and not want.startswith(n + ".")]
+    results = [starter] + [debug.check_first_bad_layer(n) for n in [want.split(".")[0], "nope", 3, *names[:6]]]
+    for r in results[1:]:
+        assert_not_yet(r)
+    for r in results:
+        if "its modules are" not in r.message:  # the list of all module names names it, among the rest
+            assert not reveals(r.message, want), r.message
+
+
+def test_fp16_fix_exercise():
+    model, x, _ = debug.broken_training_setup(3)
+    bad = debug.trace_overflow(model, x, autocast=torch.float16).first_nonfinite().label
+
+    def fix(model):  # lesson 08's starter
+        return model
+
+    starter = debug.check_fp16_fix(fix)
+    assert_your_turn(starter)
+    assert debug.check_fp16_fix(solution("08").fix)
+    wrong = [debug.check_fp16_fix(lambda m: debug.KeepFP32(m)), debug.check_fp16_fix(lambda m: 1 / 0)]
+    for r in wrong:
+        assert_not_yet(r)
+    for r in [starter, *wrong]:
+        assert not reveals(r.message, bad), r.message

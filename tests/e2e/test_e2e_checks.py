@@ -1,0 +1,70 @@
+"""Tests of amp_lessons.e2e.checks, on lesson 06's exercise: (a) the starter gets "your turn", (b) the
+instructors' solution is correct, (c) a wrong answer gets "Not yet" with a hint, (d) no message of a starter or a
+wrong answer states the answer (the recipe's scale sequence)."""
+
+import torch
+from torch import nn
+
+from amp_lessons import e2e
+from tests.test_checks import assert_not_yet, assert_your_turn, solution
+
+
+def starter(model, optimizer, scaler, x, y):  # lesson 06's starter cell
+    loss = nn.functional.mse_loss(model(x).float(), y)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+
+
+def _recipe_scales():
+    """The scale after each step when the instructors' step runs in the checker."""
+    scales = []
+
+    def recorded(model, optimizer, scaler, x, y):
+        solution("06").clipped_amp_step(model, optimizer, scaler, x, y)
+        scales.append(scaler.get_scale())
+
+    assert e2e.check_clipped_amp_step(recorded)
+    return scales
+
+
+def _variant(clip=True, clip_first=False, update=True):
+    def step(model, optimizer, scaler, x, y):
+        with torch.autocast("cpu", dtype=torch.float16):
+            loss = nn.functional.mse_loss(model(x).float(), y)
+        scaler.scale(loss).backward()
+        if clip and clip_first:
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.unscale_(optimizer)
+        if clip and not clip_first:
+            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(optimizer)
+        if update:
+            scaler.update()
+        optimizer.zero_grad(set_to_none=True)
+
+    return step
+
+
+def test_clipped_amp_step_exercise():
+    want = _recipe_scales()
+    assert len(set(want)) > 1  # the scale moves: the sequence is something to give away
+    r = e2e.check_clipped_amp_step(starter)
+    assert_your_turn(r)
+    results = [r]
+    assert e2e.check_clipped_amp_step(solution("06").clipped_amp_step)
+    assert e2e.check_clipped_amp_step(_variant())
+    wrong = {
+        _variant(clip_first=True): "unscale_",
+        _variant(clip=False): "not clipped",
+        _variant(update=False): "unscale_() is being called after step()",  # GradScaler's own error, as feedback
+        (lambda *a: None): "scale went",
+    }
+    for fn, words in wrong.items():
+        r = e2e.check_clipped_amp_step(fn)
+        assert_not_yet(r)
+        assert words in r.message, r.message
+        results.append(r)
+    for r in results:
+        text = r.message.replace(" ", "")
+        assert str(want).replace(" ", "") not in text and str(want[1:3]).strip("[]").replace(" ", "") not in text

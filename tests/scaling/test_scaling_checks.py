@@ -1,0 +1,95 @@
+"""Tests of amp_lessons.scaling.checks, on lesson 05's exercises: (a) the starter gets "your turn", (b) the
+instructors' solution is correct, (c) a wrong answer gets "Not yet" with a hint, (d) no message of a starter or a
+wrong answer states the answer."""
+
+import math
+
+from amp_lessons import scaling
+from tests.test_checks import assert_not_yet, assert_your_turn, reveals, solution
+
+
+def test_smallest_scale_exercise():
+    s = solution("05")
+    census = scaling.small_loss_census()
+    sweep = scaling.scale_sweep(census, range(0, 64), "fp16", "activations")
+    want = scaling.safe_window(sweep, 0.01, 0.0)[0]  # the answer, from the sweep
+    assert s.SMALLEST_SCALE_SMALL_LOSS == want
+    starter = scaling.check_smallest_scale(..., census=census)
+    assert_your_turn(starter)
+    assert scaling.check_smallest_scale(s.SMALLEST_SCALE_SMALL_LOSS, census=census)
+    wrong = {
+        want * 2: "not the smallest",
+        want / 2: "larger scale",
+        want * 3: "not a power of two",
+        2.0**40: "overflow",
+    }
+    results = [starter]
+    for answer, words in wrong.items():
+        r = scaling.check_smallest_scale(answer, census=census)
+        assert_not_yet(r)
+        assert words in r.message, r.message
+        results.append(r)
+    for r in results:
+        assert not reveals(r.message, want), r.message
+
+
+EXERCISE = dict(init_scale=2.0**10, growth_factor=2.0, backoff_factor=0.5, growth_interval=3)  # as in lesson 05
+
+
+def test_scale_prediction_exercise():
+    s = solution("05")
+    want = scaling.simulate_scaler(10, (0, 4), **EXERCISE)["scale_after"][-1]
+    assert s.SCALE_PREDICTION == want and dict(s.SCALE_PREDICTION_EXERCISE, n_steps=10) == dict(
+        n_steps=10, inf_steps=(0, 4), **EXERCISE
+    )
+    starter = scaling.check_scale_prediction(..., 10, (0, 4), **EXERCISE)
+    assert_your_turn(starter)
+    assert scaling.check_scale_prediction(s.SCALE_PREDICTION, 10, (0, 4), **EXERCISE)
+    results = [starter]
+    for answer, word in ((want * 4, "too large"), (want / 2, "too small"), ("x", "not a number")):
+        r = scaling.check_scale_prediction(answer, 10, (0, 4), **EXERCISE)
+        assert_not_yet(r)
+        assert word in r.message and "growth_interval" in r.message, r.message
+        results.append(r)
+    for r in results:
+        assert not reveals(r.message, want), r.message
+
+
+def _replay(fn):
+    """The checker's result for ``fn``, and the expected scale of the last call ``fn`` got (the step that failed),
+    from the instructors' update rule."""
+    calls = []
+
+    def recorded(*args):
+        calls.append(args)
+        return fn(*args)
+
+    r = scaling.check_scaler_update(recorded)
+    return r, solution("05").scaler_update(*calls[-1])[0]
+
+
+def test_scaler_update_exercise():
+    s = solution("05")
+    starter = scaling.check_scaler_update(lambda scale, tracker, found, g, b, i: (scale, tracker))
+    assert_your_turn(starter)
+    assert "GradScaler has" not in starter.message
+    assert scaling.check_scaler_update(s.scaler_update)
+    wrong = {
+        # grows at every clean step
+        (lambda sc, t, f, g, b, i: (sc * b, 0) if f else (sc * g, 0)): "IN A ROW",
+        # backs off on clean steps too
+        (lambda sc, t, f, g, b, i: (sc * b, 0) if f else (sc * b, t + 1)): "backed off on a clean step",
+        # never backs off
+        (lambda sc, t, f, g, b, i: (sc, 0) if f else s.scaler_update(sc, t, f, g, b, i)): "must shrink",
+        # grows on an overflow
+        (lambda sc, t, f, g, b, i: (sc * g, 0) if f else s.scaler_update(sc, t, f, g, b, i)): "grew the scale",
+        # never grows
+        (lambda sc, t, f, g, b, i: (sc * b, 0) if f else (sc, t + 1)): "count the clean steps",
+    }
+    for fn, words in wrong.items():
+        r, want = _replay(fn)
+        assert_not_yet(r)
+        assert words in r.message, r.message
+        assert "GradScaler has" not in r.message and not reveals(r.message, want), r.message
+    r, want = _replay(lambda sc, t, f, g, b, i: (sc * b, 0) if f else (sc * g, 0))
+    assert "too large by a factor of 2" in r.message and math.isfinite(want)
