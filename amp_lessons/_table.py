@@ -10,10 +10,11 @@ highlighted row uses a translucent background that works on both.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Cell", "TONES", "html_table", "text_table"]
+__all__ = ["Cell", "TONES", "TableRecord", "html_table", "text_table"]
 
 TONES = {
     "good": "color-mix(in srgb, var(--jp-success-color1, #2e7d32) 60%, var(--jp-content-font-color1, #000))",
@@ -29,21 +30,37 @@ fallbacks after each variable serve pages without JupyterLab's variables."""
 
 _MARK = "background: rgba(255, 193, 7, 0.25)"  # a highlighted row, on light and dark backgrounds
 _CELL = "text-align: left; padding: 1px 14px 1px 0"
+_NOWRAP = "; white-space: nowrap"
+_IDENTIFIER = re.compile(r"\S+|.{1,12}")
+"""Text kept on one line: one word (an op name such as ``aten::_log_softmax``, a module name such as
+``block1.wo``) or a short text (a number with its unit, "322 µs"), so a narrow table cannot break it."""
 
 
 @dataclass(frozen=True)
 class Cell:
     """A table cell: ``text`` (escaped) or ``html`` (trusted markup built by the course), with a ``tone``
-    from :data:`TONES` and bold."""
+    from :data:`TONES` and bold. ``nowrap``: True keeps the cell on one line (``white-space: nowrap``:
+    identifiers such as op and module names, numbers with units); None (the default) does so for text
+    that is a single word or at most 12 characters, so that ``aten::_log_softmax`` is never broken in the middle."""
 
     text: str = ""
     tone: str | None = None
     bold: bool = False
     html: str | None = None
+    nowrap: bool | None = None
 
     def __post_init__(self):
         if self.tone is not None and self.tone not in TONES:
             raise ValueError(f"tone={self.tone!r} is not one of {', '.join(map(repr, TONES))}")
+        if self.nowrap is not None and not isinstance(self.nowrap, bool):
+            raise TypeError(f"nowrap must be True, False or None (automatic), got {self.nowrap!r}")
+
+    @property
+    def keeps_whole(self) -> bool:
+        """Whether the cell is kept on one line: ``nowrap``, or, when that is None, a one-word or short text."""
+        if self.nowrap is not None:
+            return self.nowrap
+        return self.html is None and _IDENTIFIER.fullmatch(self.text) is not None
 
     def markup(self) -> str:
         inner = self.html if self.html is not None else html.escape(self.text)
@@ -56,6 +73,10 @@ class Cell:
 
 def _cell(c) -> Cell:
     return c if isinstance(c, Cell) else Cell(str(c))
+
+
+def _style(c: Cell) -> str:
+    return _CELL + _NOWRAP if c.keeps_whole else _CELL
 
 
 def html_table(
@@ -76,12 +97,12 @@ def html_table(
     font = "font-family: var(--jp-code-font-family, monospace); font-size: 13px" if mono else ""
     head = ""
     if header is not None:
-        head = "<tr>" + "".join(f"<th style='{_CELL}'>{_cell(h).markup()}</th>" for h in header) + "</tr>"
+        head = "<tr>" + "".join(f"<th style='{_style(_cell(h))}'>{_cell(h).markup()}</th>" for h in header) + "</tr>"
     body = []
     for i, row in enumerate(rows):
         cells = [_cell(c) for c in row]
         tds = "".join(
-            f"<{tag} style='{_CELL}'>{c.markup()}</{tag}>"
+            f"<{tag} style='{_style(c)}'>{c.markup()}</{tag}>"
             for j, c in enumerate(cells)
             for tag in ["th" if row_headers and j == 0 else "td"]
         )
@@ -117,3 +138,27 @@ def text_table(
         if k == 0 and header is not None and rule:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines + [x for x in notes if x])
+
+
+class TableRecord:
+    """A result shown as a small table: a subclass (usually a frozen dataclass with ``repr=False``)
+    defines ``_table()``, returning ``(header, rows, title, notes)`` (``rows`` of str or :class:`Cell`),
+    and gets ``_repr_html_`` (JupyterLab) and a plain-text ``__repr__`` / ``__str__`` from it; the
+    class may also define ``_marked()``, the indices of rows to highlight."""
+
+    def _table(self) -> tuple:
+        raise NotImplementedError
+
+    def _marked(self) -> Iterable[int]:
+        return ()
+
+    def _repr_html_(self) -> str:
+        header, rows, title, notes = self._table()
+        return html_table(header, rows, title=title, notes=notes, marked=self._marked())
+
+    def __str__(self) -> str:
+        header, rows, title, notes = self._table()
+        return text_table(header, rows, title=title, notes=notes)
+
+    def __repr__(self) -> str:
+        return self.__str__()

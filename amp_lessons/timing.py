@@ -7,6 +7,11 @@ with CUDA events on a GPU (GPU time, not the time Python took to queue the kerne
 
     median 1.39 ms over 10 runs on NVIDIA H100 80GB HBM3 (cuda events, L2 flushed): 791 TFLOP/s = 80% of the 989 TFLOP/s bf16 spec peak
 
+A single number hides how much runs differ: ``Spread.of(runs)`` gives min / median / max of the runs
+(:class:`Spread`), and ``TimingComparison.of(baseline, candidate)`` puts two settings side by side as a table whose
+verdict says when their ranges overlap ("within the run-to-run spread": the runs do not show a
+difference, whatever the ratio of the medians).
+
 ``SPEC_PEAKS`` holds the dense peak TFLOP/s that NVIDIA's spec sheets give for a few GPUs, so a
 measured rate can be put next to what the hardware promises. A CPU has no entry: its peak
 depends on the model, the clock and the instructions, and the course does not guess it.
@@ -24,6 +29,7 @@ from dataclasses import dataclass
 import torch
 
 from ._runtime import parse_device
+from ._table import Cell, TableRecord
 from ._validate import count, flag
 
 __all__ = [
@@ -31,7 +37,9 @@ __all__ = [
     "GPUSpec",
     "L2_FLUSH_BYTES",
     "SPEC_PEAKS",
+    "Spread",
     "Timing",
+    "TimingComparison",
     "format_seconds",
     "gpu_spec",
     "matmul_flops",
@@ -272,6 +280,89 @@ def format_seconds(s: float) -> str:
     return f"{_fmt_rate(s * 1e6)} µs"
 
 
+_UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
+
+
+def _time_unit(seconds: float) -> tuple[str, float]:
+    """The unit to show a duration in, and its size in seconds: ``("ms", 1e-3)`` for 0.0123 s."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+        raise ValueError(f"seconds must be a finite number of seconds, got {seconds!r}")
+    a = abs(seconds)
+    for name, size in _UNITS:
+        if a >= size:
+            return name, size
+    return _UNITS[-1]
+
+
+def _seconds_tuple(times, what: str) -> tuple[float, ...]:
+    if isinstance(times, Timing):
+        return times.times_s
+    try:
+        out = tuple(times)
+    except TypeError:
+        raise TypeError(f"{what} must be a Timing or a sequence of durations in seconds, got {times!r}") from None
+    if not out or any(
+        isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0 for t in out
+    ):
+        raise ValueError(f"{what} must hold one or more positive, finite durations in seconds, got {times!r}")
+    return tuple(float(t) for t in out)
+
+
+@dataclass(frozen=True, repr=False)
+class Spread:
+    """Several runs of one measurement: ``min``, ``median``, ``max`` and the number of runs ``n``, in the
+    measurement's unit (seconds for times; any positive quantity, such as TFLOP/s, via :func:`spread`)."""
+
+    min: float
+    median: float
+    max: float
+    n: int
+
+    def __post_init__(self):
+        if not (0 < self.min <= self.median <= self.max) or not math.isfinite(self.max):
+            raise ValueError(f"need 0 < min <= median <= max < inf, got {self.min!r}, {self.median!r}, {self.max!r}")
+        count(self.n, "n", 1, None, "runs")
+
+    def overlaps(self, other: Spread) -> bool:
+        """Whether the ranges [min, max] of the two share a value: then the runs do not tell them apart."""
+        if not isinstance(other, Spread):
+            raise TypeError(f"other must be a Spread, got {other!r}")
+        return max(self.min, other.min) <= min(self.max, other.max)
+
+    def inverse(self, numerator: float = 1.0) -> Spread:
+        """``numerator / x`` of each run (times to rates): the fastest run gives the largest rate."""
+        if isinstance(numerator, bool) or not isinstance(numerator, (int, float)) or not numerator > 0:
+            raise ValueError(f"numerator must be a positive number, got {numerator!r}")
+        return Spread(numerator / self.max, numerator / self.median, numerator / self.min, self.n)
+
+    def seconds_text(self) -> str:
+        """As a duration: "322 µs (300–410 µs, 5 runs)"."""
+        unit, size = _time_unit(self.median)
+        return (
+            f"{_fmt_rate(self.median / size)} {unit} ({_fmt_rate(self.min / size)}–{_fmt_rate(self.max / size)}"
+            f" {unit}, {self.n} {'run' if self.n == 1 else 'runs'})"
+        )
+
+    def unit(self) -> tuple[str, float]:
+        """The unit to show these durations in, and its size in seconds: ``("ms", 1e-3)`` for a median of 0.0123 s."""
+        return _time_unit(self.median)
+
+    def cells(self, size: float = 1.0) -> list[str]:
+        """min, median, max divided by ``size`` (e.g. 1e-3 for ms), 3 significant digits each."""
+        return [_fmt_rate(v / size) for v in (self.min, self.median, self.max)]
+
+    def __str__(self) -> str:
+        return f"{_fmt_rate(self.median)} ({_fmt_rate(self.min)}–{_fmt_rate(self.max)}, {self.n} runs)"
+
+    __repr__ = __str__
+
+    @classmethod
+    def of(cls, values) -> Spread:
+        """min / median / max of several runs (a :class:`Timing`, or a sequence of positive numbers)."""
+        v = _seconds_tuple(values, "values")
+        return cls(min(v), statistics.median(v), max(v), len(v))
+
+
 @dataclass(frozen=True, repr=False)
 class Timing:
     """The result of :func:`time_fn`: the median and every timed run, in seconds."""
@@ -290,6 +381,26 @@ class Timing:
         if self.method not in _METHODS:
             raise ValueError(f"method must be one of {_METHODS}, got {self.method!r}")
         _check_dtype_key(self.dtype_key, allow_none=True)
+
+    @property
+    def min_s(self) -> float:
+        return min(self.times_s)
+
+    @property
+    def max_s(self) -> float:
+        return max(self.times_s)
+
+    @property
+    def spread(self) -> Spread:
+        """min / median / max of the timed runs, in seconds."""
+        return Spread.of(self.times_s)
+
+    @property
+    def tflops_spread(self) -> Spread | None:
+        """Achieved TFLOP/s of the slowest, the median and the fastest run (None without ``flops``)."""
+        if self.flops is None:
+            return None
+        return self.spread.inverse(self.flops / 1e12)
 
     @property
     def tflops(self) -> float | None:
@@ -316,6 +427,11 @@ class Timing:
         how = self.method + (", L2 flushed" if self.l2_flushed else "")
         runs = "run" if len(self.times_s) == 1 else "runs"
         text = f"median {format_seconds(self.median_s)} over {len(self.times_s)} {runs} on {self.device} ({how})"
+        if len(self.times_s) > 1:
+            text = text.replace(
+                f" over {len(self.times_s)}",
+                f" (min {format_seconds(self.min_s)}, max {format_seconds(self.max_s)}) over {len(self.times_s)}",
+            )
         rate = self.tflops
         if rate is None:
             return text
@@ -433,3 +549,86 @@ def time_fn(
         "cuda events",
         flush_l2,
     )
+
+
+# --------------------------------------------------------------------------------------------
+# Two settings compared, with their spread
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, repr=False)
+class TimingComparison(TableRecord):
+    """Runs of a ``baseline`` and a ``candidate`` setting (seconds each), shown as a table of min / median /
+    max with a verdict. ``speedup`` is baseline median / candidate median (above 1: the candidate is
+    faster); ``speedup_range`` the extremes the runs allow (slowest baseline over fastest candidate and the
+    reverse); ``overlap`` whether the two ranges of times share a value: then the difference is within
+    the run-to-run spread and the runs do not show one setting faster."""
+
+    labels: tuple[str, str]
+    baseline_s: tuple[float, ...]
+    candidate_s: tuple[float, ...]
+    what: str = "time"
+
+    def __post_init__(self):
+        if (
+            not isinstance(self.labels, tuple)
+            or len(self.labels) != 2
+            or not all(isinstance(x, str) and x for x in self.labels)
+        ):
+            raise ValueError(f"labels must be two non-empty strings (baseline, candidate), got {self.labels!r}")
+        _seconds_tuple(self.baseline_s, "baseline_s")
+        _seconds_tuple(self.candidate_s, "candidate_s")
+
+    @property
+    def baseline(self) -> Spread:
+        return Spread.of(self.baseline_s)
+
+    @property
+    def candidate(self) -> Spread:
+        return Spread.of(self.candidate_s)
+
+    @property
+    def speedup(self) -> float:
+        return self.baseline.median / self.candidate.median
+
+    @property
+    def speedup_range(self) -> tuple[float, float]:
+        b, c = self.baseline, self.candidate
+        return b.min / c.max, b.max / c.min
+
+    @property
+    def overlap(self) -> bool:
+        return self.baseline.overlaps(self.candidate)
+
+    @property
+    def verdict(self) -> str:
+        base, cand = self.labels
+        lo, hi = self.speedup_range
+        text = (
+            f"{cand} runs at {self.speedup:.2f}x the speed of {base} (medians; "
+            f"{lo:.2f}x to {hi:.2f}x between the extreme runs): "
+        )
+        if self.overlap:
+            return text + "within the run-to-run spread, so these runs do not show either one faster"
+        return text + ("faster" if self.speedup > 1 else "slower") + ", beyond the run-to-run spread"
+
+    def _table(self) -> tuple:
+        unit, size = _time_unit(max(self.baseline.median, self.candidate.median))
+        header = ("setting", "runs", f"min ({unit})", f"median ({unit})", f"max ({unit})")
+        rows = [
+            [Cell(label, nowrap=True), str(s.n), *s.cells(size)]
+            for label, s in zip(self.labels, (self.baseline, self.candidate))
+        ]
+        return header, rows, f"{self.what}: {self.labels[1]} against {self.labels[0]}", [self.verdict]
+
+    @classmethod
+    def of(cls, baseline, candidate, *, labels=("baseline", "candidate"), what: str = "time") -> TimingComparison:
+        """Compare two settings' runs (each a :class:`Timing` or a sequence of seconds): a table of min / median /
+        max and a verdict that says when the ranges overlap ("within the run-to-run spread")."""
+        b = _seconds_tuple(baseline, "baseline")
+        c = _seconds_tuple(candidate, "candidate")
+        if isinstance(labels, list):
+            labels = tuple(labels)
+        if not isinstance(what, str) or not what:
+            raise ValueError(f"what must be a non-empty string, such as 'training step', got {what!r}")
+        return cls(labels, b, c, what)

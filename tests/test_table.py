@@ -14,7 +14,7 @@ def test_html_escapes_text_and_keeps_trusted_markup():
 def test_tones_come_from_the_theme_with_a_fallback():
     out = html_table(None, [[Cell("bad", tone="bad", bold=True)]])
     assert "var(--jp-error-color1" in out and "<b>bad</b>" in out and "<th" not in out
-    assert all(v.startswith("var(--jp-") and "#" in v for v in TONES.values())
+    assert all("var(--jp-" in v and "#" in v for v in TONES.values())  # a theme variable, with a fallback colour
     with pytest.raises(ValueError, match="tone='red' is not one of 'good', 'warn', 'bad', 'muted'"):
         Cell("x", tone="red")
 
@@ -36,3 +36,37 @@ def test_text_table_aligns_columns_under_a_rule():
         "bf16  3.39e38",
     ]
     assert text_table(None, [["a", "bb"], ["ccc", "d"]], notes=["note"]).splitlines() == ["a    bb", "ccc  d", "note"]
+
+
+def test_identifiers_and_short_cells_never_wrap_long_sentences_may():
+    out = html_table(("op", "what it does"), [["aten::_log_softmax", "the log of a softmax, in one kernel"]])
+    cells = out.split("<td")[1:]
+    assert "white-space: nowrap" in cells[0] and "aten::_log_softmax" in cells[0]
+    assert "white-space: nowrap" not in cells[1]
+    assert Cell("322 µs").keeps_whole and Cell("block1.wo").keeps_whole and not Cell("a long sentence here").keeps_whole
+    assert Cell("a long sentence here", nowrap=True).keeps_whole and not Cell("x", nowrap=False).keeps_whole
+    assert not Cell(html="<i>z</i>").keeps_whole  # trusted markup decides for itself
+    with pytest.raises(TypeError, match="nowrap must be True, False or None"):
+        Cell("x", nowrap="yes")
+
+
+def test_a_table_record_renders_its_table_both_ways():
+    from dataclasses import dataclass
+
+    from amp_lessons._table import TableRecord
+
+    @dataclass(frozen=True, repr=False)
+    class Speeds(TableRecord):
+        ms: float
+
+        def _table(self):
+            return ("op", "time (ms)"), [["aten::mm", f"{self.ms:.3g}"]], "times", ["one run"]
+
+        def _marked(self):
+            return [0]
+
+    r = Speeds(1.23456)
+    assert repr(r) == str(r) == "times\nop        time (ms)\n--------  ---------\naten::mm  1.23\none run"
+    html = r._repr_html_()
+    assert "<b>times</b>" in html and "time (ms)" in html and ">1.23<" in html and "rgba(" in html
+    assert r.ms == 1.23456

@@ -1,5 +1,6 @@
 """time_fn on the CPU for real, on CUDA with fake events; the spec-sheet table and its name matching."""
 
+import math
 import statistics
 
 import pytest
@@ -139,7 +140,7 @@ def test_cuda_events_synchronize_and_flush(fake_cuda):
     assert t.tflops == pytest.approx(flops / 0.008 / 1e12)
     assert t.percent_of_peak == pytest.approx(100 * t.tflops / 989)
     assert str(t) == (
-        "median 8.00 ms over 3 runs on NVIDIA H100 80GB HBM3 (cuda events, L2 flushed): "
+        "median 8.00 ms (min 6.00 ms, max 10.0 ms) over 3 runs on NVIDIA H100 80GB HBM3 (cuda events, L2 flushed): "
         f"137 TFLOP/s = {t.percent_of_peak:.0f}% of the 989 TFLOP/s bf16 spec peak"
     )
 
@@ -302,3 +303,64 @@ def test_public_surface():
     assert sorted(timing.__all__) == timing.__all__
     for name in timing.__all__:
         assert hasattr(timing, name)
+
+
+# --- spreads and comparisons ----------------------------------------------------------------------
+
+
+def test_spread_of_runs_and_its_rates():
+    s = timing.Spread.of([0.003, 0.001, 0.002])
+    assert (s.min, s.median, s.max, s.n) == (0.001, 0.002, 0.003, 3)
+    assert s.unit() == ("ms", 1e-3) and s.cells(1e-3) == ["1.00", "2.00", "3.00"]
+    assert s.seconds_text() == "2.00 ms (1.00–3.00 ms, 3 runs)"
+    r = s.inverse(6.0)  # 6 units of work: the fastest run gives the largest rate
+    assert (r.min, r.median, r.max) == (2000.0, 3000.0, 6000.0)
+    assert s.overlaps(timing.Spread.of([0.0025, 0.004])) and not s.overlaps(timing.Spread.of([0.004, 0.005]))
+    t = time_fn(lambda: None, repeats=4)
+    assert t.spread.n == 4 and t.min_s == t.spread.min and t.max_s == t.spread.max
+
+
+@pytest.mark.parametrize(
+    "values, err, match",
+    [
+        ([], ValueError, "values must hold one or more positive"),
+        ([0.001, -1.0], ValueError, "values must hold one or more positive"),
+        ([0.001, math.nan], ValueError, "values must hold"),
+        (3.0, TypeError, "values must be a Timing or a sequence"),
+        (["1 ms"], ValueError, "values must hold"),
+    ],
+)
+def test_spread_rejects_bad_runs(values, err, match):
+    with pytest.raises(err, match=match):
+        timing.Spread.of(values)
+
+
+def test_a_comparison_says_when_the_runs_overlap():
+    within = timing.TimingComparison.of(
+        [300e-6, 320e-6, 400e-6], [400e-6, 410e-6, 500e-6], labels=("fp32", "bf16 autocast"), what="step"
+    )
+    assert within.overlap and within.speedup == pytest.approx(320 / 410)
+    assert within.speedup_range == pytest.approx((300 / 500, 400 / 400))
+    assert "within the run-to-run spread" in within.verdict and "0.78x" in within.verdict
+    text = str(within)
+    assert text.splitlines()[:5] == [
+        "step: bf16 autocast against fp32",
+        "setting        runs  min (µs)  median (µs)  max (µs)",
+        "-------------  ----  --------  -----------  --------",
+        "fp32           3     300       320          400",
+        "bf16 autocast  3     400       410          500",
+    ]
+    html = within._repr_html_()
+    assert "median (µs)" in html and ">320<" in html and "within the run-to-run spread" in html
+    apart = timing.TimingComparison.of([0.010, 0.011], [0.002, 0.003], labels=("fp32", "bf16"))
+    assert not apart.overlap and "faster, beyond the run-to-run spread" in apart.verdict
+    assert "median (ms)" in str(apart) and "2.50" in str(apart)
+
+
+def test_a_comparison_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="labels must be two non-empty strings"):
+        timing.TimingComparison.of([0.1], [0.2], labels=("only one",))
+    with pytest.raises(ValueError, match="what must be a non-empty string"):
+        timing.TimingComparison.of([0.1], [0.2], what="")
+    with pytest.raises(ValueError, match="candidate must hold one or more positive"):
+        timing.TimingComparison.of([0.1], [0.0])

@@ -11,10 +11,12 @@ from .checks import (
 from .experiments import (
     PRECISION_SETTINGS,
     DtypeMap,
+    DtypeTable,
     KeepFP32,
     ModuleRecord,
     OverflowTrace,
     TensorStats,
+    TraceTable,
     Triage,
     broken_training_setup,
     dtype_map,
@@ -31,11 +33,13 @@ from .plots import (
 
 __all__ = [
     "DtypeMap",
+    "DtypeTable",
     "KeepFP32",
     "ModuleRecord",
     "OverflowTrace",
     "PRECISION_SETTINGS",
     "TensorStats",
+    "TraceTable",
     "Triage",
     "broken_training_setup",
     "check_first_bad_layer",

@@ -32,6 +32,7 @@ from torch.utils._pytree import tree_leaves
 
 from .. import device as _device_mod, timing
 from .._runtime import quiet_fd2
+from .._table import Cell, TableRecord
 from .._validate import count, int_at_least as _int_at_least, real as _real, seed as _seed
 from ..autocast.experiments import DEVICE_TYPES
 from ..e2e.experiments import matmul_rates
@@ -43,7 +44,9 @@ __all__ = [
     "OverflowTrace",
     "PRECISION_SETTINGS",
     "DtypeMap",
+    "DtypeTable",
     "TensorStats",
+    "TraceTable",
     "Triage",
     "broken_training_setup",
     "dtype_map",
@@ -315,6 +318,43 @@ class OverflowTrace:
         return self.summary() + "\n\n" + self.table()
 
 
+@dataclass(frozen=True, repr=False)
+class TraceTable(TableRecord):
+    """An :class:`OverflowTrace` module by module (``OverflowTrace.rows``): output dtype, abs max, smallest
+    nonzero |x|, inf/NaN count, and for each traced format the share of the output that would overflow or
+    flush to zero. ``rows`` keeps the row dicts; ``setting`` the trace's setting."""
+
+    rows: tuple
+    formats: tuple
+    setting: str
+
+    @classmethod
+    def of(cls, trace, *, leaves_only: bool = True) -> TraceTable:
+        if not isinstance(trace, OverflowTrace):
+            raise TypeError(f"trace must be the OverflowTrace of debug.trace_overflow, got {trace!r}"[:300])
+        if not isinstance(leaves_only, bool):
+            raise TypeError(f"leaves_only must be True or False, got {leaves_only!r}")
+        return cls(tuple(trace.rows(leaves_only)), tuple(trace.formats), trace.setting)
+
+    def _table(self) -> tuple:
+        header = ["module", "dtype", "abs max", "min |x| > 0", "inf/NaN"]
+        for fmt in self.formats:
+            header += [f"{fmt} overflow (%)", f"{fmt} to zero (%)"]
+        rows = []
+        for r in self.rows:
+            row = [
+                Cell(r["module"], nowrap=True),
+                Cell(str(r["dtype"]).removeprefix("torch."), nowrap=True),
+                f"{r['absmax']:.3g}",
+                f"{r['absmin_nonzero']:.3g}",
+                Cell(str(r["nonfinite"]), tone="bad" if r["nonfinite"] else None),
+            ]
+            for fmt in self.formats:
+                row += [_pct(r[f"{fmt} overflow"]).removesuffix("%"), _pct(r[f"{fmt} underflow"]).removesuffix("%")]
+            rows.append(row)
+        return header, rows, f"module outputs, {self.setting}", []
+
+
 def _pct(x: float) -> str:
     if x == 0:
         return "0"
@@ -493,10 +533,12 @@ _MATMUL_OP = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|_addmm_activation|.*conv.
 _CAST_OP = "aten::_to_copy"
 
 
-@dataclass
-class Triage:
+@dataclass(repr=False)
+class Triage(TableRecord):
     """What :func:`why_not_faster` measured and concluded. ``findings`` is a list of ``(name, holds,
-    evidence)``; ``verdict`` a few sentences built from the findings that hold."""
+    evidence)``; ``verdict`` a few sentences built from the findings that hold. ``fp32_step_s`` and
+    ``amp_step_s`` are the fastest timed steps; ``fp32_times_s`` and ``amp_times_s`` all of them
+    (``timings`` compares the two with their spread)."""
 
     device: str
     dtype: str
@@ -512,10 +554,28 @@ class Triage:
     odd_dims: list
     tf32_baseline: bool
     findings: list = field(default_factory=list)
+    fp32_times_s: tuple = ()
+    amp_times_s: tuple = ()
 
     @property
     def speedup(self) -> float:
+        """fp32 step time / autocast step time, of the fastest steps."""
         return self.fp32_step_s / self.amp_step_s
+
+    @property
+    def timings(self) -> timing.TimingComparison:
+        """The timed fp32 and autocast steps side by side: min / median / max, and whether they overlap."""
+        return timing.TimingComparison.of(
+            self.fp32_times_s or (self.fp32_step_s,),
+            self.amp_times_s or (self.amp_step_s,),
+            labels=("fp32", f"{self.dtype} autocast"),
+            what=f"one training step on {self.device}",
+        )
+
+    @property
+    def within_spread(self) -> bool:
+        """Whether the fp32 and autocast step times overlap: then the runs do not show either one faster."""
+        return self.timings.overlap
 
     @property
     def amdahl_bound(self) -> float | None:
@@ -529,22 +589,37 @@ class Triage:
     @property
     def verdict(self) -> str:
         held = [f for f in self.findings if f[1]]
-        if self.speedup >= 1.1 and not held:
+        if self.within_spread:
+            head = (
+                f"AMP is {self.speedup:.2f}x the fp32 speed here (fastest steps), within the run-to-run spread: "
+                "no difference shown."
+            )
+        elif self.speedup >= 1.1 and not held:
             return f"AMP is faster here: {self.speedup:.2f}x."
-        head = f"AMP is {self.speedup:.2f}x the fp32 speed here" + (
-            " (slower)." if self.speedup < 0.95 else "." if self.speedup < 1.1 else " (faster)."
-        )
+        else:
+            head = f"AMP is {self.speedup:.2f}x the fp32 speed here" + (
+                " (slower)." if self.speedup < 0.95 else "." if self.speedup < 1.1 else " (faster)."
+            )
         return " ".join([head] + [f"{name}: {evidence}." for name, _, evidence in held])
 
-    def __repr__(self) -> str:
-        lines = [
-            f"fp32 step {timing.format_seconds(self.fp32_step_s)}, {self.dtype} autocast step "
-            f"{timing.format_seconds(self.amp_step_s)} on {self.device}: {self.speedup:.2f}x",
+    def _table(self) -> tuple:
+        rows = [
+            [Cell("yes", tone="warn", bold=True) if holds else Cell("no", tone="muted"), name, evidence]
+            for name, holds, evidence in self.findings
         ]
-        for name, holds, evidence in self.findings:
-            lines.append(f"  [{'x' if holds else ' '}] {name}: {evidence}")
-        lines.append("verdict: " + self.verdict)
-        return "\n".join(lines)
+        t = self.timings
+        unit, size = max(t.baseline, t.candidate, key=lambda x: x.median).unit()
+        head = (
+            f"fp32 step {_spread_text(t.baseline, size, unit)}, {self.dtype} autocast step "
+            f"{_spread_text(t.candidate, size, unit)} on {self.device}: {self.speedup:.2f}x (fastest steps)"
+        )
+        notes = [t.verdict, "verdict: " + self.verdict]
+        return ("holds", "finding", "evidence"), rows, head, notes
+
+
+def _spread_text(s: timing.Spread, size: float, unit: str) -> str:
+    lo, mid, hi = s.cells(size)
+    return f"{mid} {unit} (min {lo}, max {hi}, {s.n} runs)"
 
 
 def _profile_shares(step, device_type: str) -> tuple[float, int, float]:
@@ -664,8 +739,9 @@ def why_not_faster(
 
     with _SavedGrads(model):
         # the fastest call of each: a busy machine only ever makes calls slower
-        t32 = min(timing.time_fn(make_step(False, args), device=dev, warmup=2, repeats=repeats).times_s)
-        tamp = min(timing.time_fn(make_step(True, args), device=dev, warmup=2, repeats=repeats).times_s)
+        runs32 = timing.time_fn(make_step(False, args), device=dev, warmup=2, repeats=repeats).times_s
+        runs_amp = timing.time_fn(make_step(True, args), device=dev, warmup=2, repeats=repeats).times_s
+        t32, tamp = min(runs32), min(runs_amp)
         big = _double_batch(args, batch_dim)
         t2 = min(timing.time_fn(make_step(False, big), device=dev, warmup=1, repeats=repeats).times_s)
         p32, _, _ = _profile_shares(make_step(False, args), dev)
@@ -690,6 +766,8 @@ def why_not_faster(
         hardware=hw,
         odd_dims=_odd_dims(model, 8),
         tf32_baseline=_tf32_baseline(dev),
+        fp32_times_s=runs32,
+        amp_times_s=runs_amp,
     )
     slow_hw = (rate_ratio is not None and rate_ratio < 1.0) or (rate_ratio is None and not fast)
     rate_text = "" if rate_ratio is None else f"; measured {name}/fp32 matmul rate {rate_ratio:.2g}x"
@@ -770,6 +848,9 @@ class DtypeMap:
     def total_bytes_per_parameter(self) -> float:
         return sum(self.bytes_per_parameter.values())
 
+    def _repr_html_(self) -> str:
+        return DtypeTable.of([self])._repr_html_()
+
     def __repr__(self) -> str:
         def short(d):
             return ", ".join(f"{v}" for v in sorted({str(x).removeprefix("torch.") for x in d.values()}))
@@ -782,10 +863,67 @@ class DtypeMap:
             f"  gradients    {short(self.gradients)}",
             "  optimizer    " + ", ".join(f"{k} {str(v).removeprefix('torch.')}" for k, v in sorted(states.items())),
             "  bytes/param  "
-            + ", ".join(f"{k} {v:g}" for k, v in self.bytes_per_parameter.items())
-            + f"  (total {self.total_bytes_per_parameter:g})",
+            + ", ".join(f"{k} {v:.3g}" for k, v in self.bytes_per_parameter.items())
+            + f"  (total {self.total_bytes_per_parameter:.3g})",
         ]
         return "\n".join(lines)
+
+
+def _dtypes(d: dict) -> str:
+    return ", ".join(sorted({str(x).removeprefix("torch.") for x in d.values()}))
+
+
+@dataclass(frozen=True, repr=False)
+class DtypeTable(TableRecord):
+    """Several :class:`DtypeMap` side by side, one row per precision setting: the dtypes of parameters,
+    activations, gradients and optimizer states, and the bytes per parameter (``maps`` keeps the maps)."""
+
+    maps: tuple
+
+    @classmethod
+    def of(cls, maps) -> DtypeTable:
+        maps = tuple(maps) if isinstance(maps, (list, tuple)) else maps
+        if not isinstance(maps, tuple) or not maps or not all(isinstance(m, DtypeMap) for m in maps):
+            raise TypeError(f"maps must be a non-empty list of debug.dtype_map results, got {maps!r}"[:300])
+        return cls(maps)
+
+    @property
+    def bytes_per_parameter(self) -> dict:
+        """setting -> total bytes per parameter."""
+        return {m.setting: m.total_bytes_per_parameter for m in self.maps}
+
+    def _table(self) -> tuple:
+        header = (
+            "setting",
+            "parameters",
+            "activations",
+            "gradients",
+            "optimizer states",
+            "weights + gradients (bytes/param)",
+            "optimizer (bytes/param)",
+            "autocast copies (bytes/param)",
+            "total (bytes/param)",
+        )
+        rows = []
+        for m in self.maps:
+            b = m.bytes_per_parameter
+            states = {k: v for st in m.optimizer_states.values() for k, v in st.items()}
+            opt = sum(v for k, v in b.items() if k.startswith("optimizer "))
+            rows.append(
+                [
+                    Cell(m.setting, nowrap=True),
+                    _dtypes(m.parameters),
+                    _dtypes(m.activations),
+                    _dtypes(m.gradients),
+                    ", ".join(f"{k} {str(v).removeprefix('torch.')}" for k, v in sorted(states.items())),
+                    f"{b.get('weights', 0) + b.get('gradients', 0):.3g}",
+                    f"{opt:.3g}",
+                    f"{b.get('low-precision weight copies', 0):.3g}",
+                    f"{m.total_bytes_per_parameter:.3g}",
+                ]
+            )
+        notes = ["autocast copies: the low-precision weight copies autocast makes, for one autocast region"]
+        return header, rows, "dtypes and bytes per parameter in one training step", notes
 
 
 def dtype_map(

@@ -27,20 +27,28 @@ from tqdm.auto import tqdm
 
 from .. import timing
 from .._runtime import exact_fp32 as _exact_fp32, fp32_precision, parse_device as _device, quiet_fd2 as _quiet_fd2
-from .._table import html_table, text_table
+from .._table import Cell, TableRecord, html_table, text_table
 from .._validate import allocation, count, flag, seed as _seed
 from ..device import DeviceReport, device_report
 
 __all__ = [
     "CONFIGS",
+    "InferenceTable",
+    "LaunchTable",
+    "RATE_PROBE_SIZE",
+    "RateTable",
     "SLOW_FP16_RATIO",
+    "SpecRatioTable",
     "TENSOR_CORE_GENERATIONS",
     "TensorCoreTable",
+    "ThroughputTable",
     "TinyTransformer",
+    "TrainingTable",
     "amp_step",
     "inference_compare",
     "launch_bound_demo",
     "make_batches",
+    "matmul_rate_runs",
     "matmul_rates",
     "matmul_throughput",
     "odd_size_effect",
@@ -175,11 +183,13 @@ def _slow_fp16_note(d: torch.device) -> str:
 # --------------------------------------------------------------------------------------------
 
 _RATE_DTYPES = ("fp32", "bf16", "fp16")
-_RATE_PROBE_SIZE = 256
+RATE_PROBE_SIZE = 256
+"""The size n of the n^3 matmuls whose rates :func:`matmul_rates` measures."""
+_RATE_PROBE_SIZE = RATE_PROBE_SIZE
 
 
 @functools.lru_cache(maxsize=None)
-def _cached_rates(device: str) -> tuple[tuple[str, float], ...]:
+def _cached_runs(device: str) -> tuple[tuple[str, tuple[float, ...]], ...]:
     d = torch.device(device)
     out = []
     g = torch.Generator().manual_seed(0)
@@ -187,10 +197,21 @@ def _cached_rates(device: str) -> tuple[tuple[str, float], ...]:
     with _exact_fp32(d):
         for dt in _RATE_DTYPES:
             a = a32.to(_TORCH_DTYPES[dt])
-            t = timing.time_fn(lambda a=a: a @ a, device=d.type, warmup=1, repeats=5)
-            # the fastest call: a busy machine only ever makes calls slower, and the rate is a capability
-            out.append((dt, timing.matmul_flops(_RATE_PROBE_SIZE, _RATE_PROBE_SIZE, _RATE_PROBE_SIZE) / min(t.times_s)))
+            out.append((dt, timing.time_fn(lambda a=a: a @ a, device=d.type, warmup=1, repeats=5).times_s))
     return tuple(out)
+
+
+def _cached_rates(device: str) -> tuple[tuple[str, float], ...]:
+    flops = timing.matmul_flops(_RATE_PROBE_SIZE, _RATE_PROBE_SIZE, _RATE_PROBE_SIZE)
+    # the fastest call: a busy machine only ever makes calls slower, and the rate is a capability
+    return tuple((dt, flops / min(times)) for dt, times in _cached_runs(device))
+
+
+def matmul_rate_runs(device="cpu") -> dict[str, tuple[float, ...]]:
+    """The timed runs (seconds, 5 each) behind :func:`matmul_rates`: the same measurement, cached once per process,
+    so that the rates can be shown with their spread (``e2e.RateTable.of(device)``)."""
+    d = _device(device)
+    return dict(_cached_runs(str(d)))
 
 
 def matmul_rates(device="cpu") -> dict[str, float]:
@@ -283,7 +304,8 @@ def matmul_throughput(
     """TFLOP/s of square size^3 matmuls in each of ``dtypes`` ("fp32", "tf32", "bf16", "fp16",
     "fp8"), timed with :func:`amp_lessons.timing.time_fn` (median of ``repeats``).
 
-    Rows ``{"size", "dtype", "median_s", "tflops", "percent_of_peak", "skipped"}``: ``percent_of_peak``
+    Rows ``{"size", "dtype", "median_s", "tflops", "percent_of_peak", "skipped", "times_s"}`` (``times_s``: every
+    timed run, for the spread; ``e2e.ThroughputTable.of(rows)`` shows them as a table): ``percent_of_peak``
     is the share of the GPU's spec-sheet peak (None on a CPU, or for a GPU not in ``SPEC_PEAKS``);
     ``skipped`` is None for a measured row, else the reason (then the figures are None). Skipped:
     "tf32"/"fp8" without a GPU that has them; "fp16" above ``max_fp16_cpu_size`` where its
@@ -322,6 +344,7 @@ def matmul_throughput(
                 "tflops": None,
                 "percent_of_peak": None,
                 "skipped": _skip_reason(dt, size, d, report, max_fp16_cpu_size),
+                "times_s": None,
             }
             if row["skipped"] is None and dt in rate:
                 predicted = (warmup + repeats) * flops / rate[dt]
@@ -334,7 +357,7 @@ def matmul_throughput(
                 fn, ctx = _matmul_fn(dt, size, d)
                 with ctx:
                     t = timing.time_fn(fn, device=d.type, warmup=warmup, repeats=repeats, flops=flops, dtype_key=dt)
-                row.update(median_s=t.median_s, tflops=t.tflops, percent_of_peak=t.percent_of_peak)
+                row.update(median_s=t.median_s, tflops=t.tflops, percent_of_peak=t.percent_of_peak, times_s=t.times_s)
                 rate[dt] = flops / t.median_s
             rows.append(row)
     return rows
@@ -416,6 +439,8 @@ def _mlp_step_times(width: int, batch: int, d: torch.device, repeats: int) -> di
         "fp32_step_s": t32.median_s,
         "bf16_autocast_step_s": t16.median_s,
         "speedup": t32.median_s / t16.median_s,
+        "fp32_times_s": t32.times_s,
+        "bf16_autocast_times_s": t16.times_s,
     }
 
 
@@ -430,7 +455,8 @@ def launch_bound_demo(
     most ``budget_s`` seconds (a CPU without bf16 instructions runs them tens of times slower than fp32).
 
     Returns ``{"tiny": {...}, "large": {...}}``, each ``{"model", "flops_per_step", "fp32_step_s",
-    "bf16_autocast_step_s", "speedup"}`` (speedup = fp32 time / bf16 time); "large" also has
+    "bf16_autocast_step_s", "speedup", "fp32_times_s", "bf16_autocast_times_s"}`` (speedup = fp32 median / bf16
+    median; the ``*_times_s`` are every timed step, for the spread: ``e2e.LaunchTable.of(result)``); "large" also has
     ``"width_chosen"``, a sentence saying which width was used and why."""
     d = _device(device)
     repeats = _int(repeats, "repeats")
@@ -740,7 +766,8 @@ def train(
     of batch 32). ``model_kwargs`` overrides the model's sizes, ``batch`` and ``steps`` the run's.
 
     Returns ``{"config", "ran": True, "loss": [per step], "final_loss", "step_time_s": median
-    step time (synchronised on a GPU), "peak_memory_bytes": :func:`peak_memory` of the last step
+    step time (synchronised on a GPU), "step_times_s": every timed step (the first, a warm-up, left out),
+    "peak_memory_bytes": :func:`peak_memory` of the last step
     (activations, gradients, optimizer temporaries; not the parameters and optimizer state that
     already existed), "device", "steps", "model"}``; or ``{"config", "ran": False, "reason"}``
     where the config cannot be run meaningfully here (TF32 without an Ampere+ GPU; fp16 where its
@@ -802,6 +829,7 @@ def train(
         "loss": losses,
         "final_loss": losses[-1],
         "step_time_s": statistics.median(times[1:] if len(times) > 1 else times),
+        "step_times_s": tuple(times[1:] if len(times) > 1 else times),
         "peak_memory_bytes": peak,
         "device": str(d) if d.type == "cpu" else torch.cuda.get_device_name(d),
         "steps": steps,
@@ -826,7 +854,8 @@ def inference_compare(
     "fp32"; "bf16 autocast" (fp32 weights, matmuls in bf16); "bf16 weights" (``.to(torch.bfloat16)``,
     everything bf16); "fp16 weights" (``.half()``).
 
-    Rows ``{"variant", "max_abs_error" (max |logits - fp32 logits|), "time_s" (median forward),
+    Rows ``{"variant", "max_abs_error" (max |logits - fp32 logits|), "time_s" (median forward), "times_s" (every
+    timed forward),
     "param_bytes", "output_dtype", "note"}``. Where fp16 matmuls are slow (measured, as in
     :func:`train`) the fp16 row is timed once: the note says so."""
     d = _device(device)
@@ -868,6 +897,7 @@ def inference_compare(
                     "variant": name,
                     "max_abs_error": (out.float() - ref).abs().max().item(),
                     "time_s": t.median_s,
+                    "times_s": t.times_s,
                     "param_bytes": _param_bytes(m),
                     "output_dtype": str(out.dtype).replace("torch.", ""),
                     "note": note,
@@ -959,3 +989,327 @@ def record_training(
         out[f"{key}_final_loss"] = r["final_loss"]
         out["model"] = ", ".join(f"{k}={v}" for k, v in r["model"].items())
     return out
+
+
+# ============================================================================================
+# Results as small tables: each record is built from what an experiment returned (``Record.of(result)``),
+# keeps the figures as fields for asserts, and shows itself as an HTML table in JupyterLab and as aligned
+# text in a terminal (amp_lessons._table.TableRecord). Timings come with their spread (timing.Spread).
+# ============================================================================================
+
+
+def _need(value, what: str, want: str):
+    raise TypeError(f"{what} must be {want}, got {type(value).__name__}: {value!r}"[:300])
+
+
+def _rows_of(rows, keys: set, what: str, want: str) -> list[dict]:
+    if not isinstance(rows, (list, tuple)) or not rows or not all(isinstance(r, dict) and keys <= set(r) for r in rows):
+        _need(rows, what, want)
+    return list(rows)
+
+
+def _fmt(x: float) -> str:
+    """3 significant digits, fixed notation where it reads well: 989, 89.4, 0.213, 0.00123."""
+    if not math.isfinite(x) or x == 0 or abs(x) < 1e-3 or abs(x) >= 1e5:
+        return f"{x:.3g}"
+    return f"{x:.{max(0, 2 - math.floor(math.log10(abs(x))))}f}"
+
+
+# --------------------------------------------------------------------------------------------
+# Spec sheets: tensor-core rate over fp32 rate
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, repr=False)
+class SpecRatioTable(TableRecord):
+    """Spec-sheet fp16 tensor-core and fp32 peaks of the GPUs in ``timing.SPEC_PEAKS`` that have both:
+    ``rows`` of (GPU, fp16 TFLOP/s, fp32 TFLOP/s); ``ratio(name)`` is fp16 / fp32."""
+
+    rows: tuple
+
+    @classmethod
+    def of(cls, specs=timing.SPEC_PEAKS) -> SpecRatioTable:
+        if not isinstance(specs, (list, tuple)) or not all(isinstance(s, timing.GPUSpec) for s in specs):
+            _need(specs, "specs", "a sequence of timing.GPUSpec, such as timing.SPEC_PEAKS")
+        return cls(tuple((s.name, s.fp16, s.fp32) for s in specs if s.fp16 and s.fp32))
+
+    def ratio(self, name: str) -> float:
+        for n, f16, f32 in self.rows:
+            if n == name:
+                return f16 / f32
+        raise KeyError(f"no GPU {name!r} here; GPUs: {[r[0] for r in self.rows]}")
+
+    def _table(self) -> tuple:
+        rows = [[Cell(n, nowrap=True), f"{a:.0f}", f"{b:.1f}", f"{a / b:.1f}"] for n, a, b in self.rows]
+        header = ("GPU", "fp16 tensor cores (TFLOP/s)", "fp32 (TFLOP/s)", "fp16 / fp32")
+        return header, rows, "dense spec-sheet peaks", ["from NVIDIA's datasheets (see amp_lessons/timing.py)"]
+
+
+# --------------------------------------------------------------------------------------------
+# Matmul rates of this machine (the probe the lessons size their work from)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, repr=False)
+class RateTable(TableRecord):
+    """The runs behind ``e2e.matmul_rates``: ``runs[dtype]`` the seconds of each timed n^3 matmul (n =
+    ``size``), shown as GFLOP/s of the slowest, median and fastest run, and against fp32."""
+
+    runs: dict
+    size: int
+    device: str
+
+    @classmethod
+    def of(cls, device="cpu") -> RateTable:
+        runs = matmul_rate_runs(device)
+        return cls(runs, RATE_PROBE_SIZE, str(device))
+
+    def rates(self, dtype: str) -> timing.Spread:
+        """GFLOP/s of the slowest, the median and the fastest run."""
+        return timing.Spread.of(self.runs[dtype]).inverse(timing.matmul_flops(self.size, self.size, self.size) / 1e9)
+
+    def overlaps_fp32(self, dtype: str) -> bool:
+        return self.rates(dtype).overlaps(self.rates("fp32"))
+
+    def _table(self) -> tuple:
+        f32 = self.rates("fp32")
+        rows = []
+        for dt in self.runs:
+            r = self.rates(dt)
+            against = "1" if dt == "fp32" else _fmt(r.median / f32.median)
+            if dt != "fp32" and self.overlaps_fp32(dt):
+                against += " (within the run-to-run spread)"
+            rows.append([dt, str(r.n), *(_fmt(v) for v in (r.min, r.median, r.max)), against])
+        header = ("dtype", "runs", "min (GFLOP/s)", "median (GFLOP/s)", "max (GFLOP/s)", "median / fp32 median")
+        return header, rows, f"{self.size}^3 matmuls on {self.device}", []
+
+
+# --------------------------------------------------------------------------------------------
+# Throughput by dtype and size
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, repr=False)
+class ThroughputTable(TableRecord):
+    """The rows of ``e2e.matmul_throughput`` (or ``e2e.odd_size_effect``) with their spread: ``measured`` rows
+    of (dtype, n, TFLOP/s spread, % of the spec peak at the median or None); ``skipped`` the reasons of
+    the rows not run; ``note`` (odd_size_effect: the base chosen)."""
+
+    measured: tuple
+    skipped: tuple
+    note: str = ""
+
+    @classmethod
+    def of(cls, rows) -> ThroughputTable:
+        rows = _rows_of(
+            rows,
+            {"size", "dtype", "tflops", "percent_of_peak", "skipped", "times_s"},
+            "rows",
+            "the list returned by e2e.matmul_throughput or e2e.odd_size_effect",
+        )
+        measured, skipped = [], []
+        for r in rows:
+            if r["skipped"] or not r["times_s"]:
+                skipped.append(r["skipped"])
+                continue
+            flops = timing.matmul_flops(r["size"], r["size"], r["size"])
+            measured.append(
+                (r["dtype"], r["size"], timing.Spread.of(r["times_s"]).inverse(flops / 1e12), r["percent_of_peak"])
+            )
+        return cls(tuple(measured), tuple(dict.fromkeys(skipped)), rows[0].get("base_chosen", ""))
+
+    def tflops(self, dtype: str, size: int) -> timing.Spread:
+        for dt, n, s, _ in self.measured:
+            if (dt, n) == (dtype, size):
+                return s
+        raise KeyError(f"no measured row for {dtype} at n={size}")
+
+    def _table(self) -> tuple:
+        peak = any(p is not None for *_, p in self.measured)
+        # TFLOP/s where the rates reach 1 TFLOP/s (GPUs), else GFLOP/s (CPUs): no column of 1e-05s
+        unit, k = (
+            ("TFLOP/s", 1.0) if max((s.median for _, _, s, _ in self.measured), default=1) >= 1 else ("GFLOP/s", 1e3)
+        )
+        header = ("dtype", "n", f"min ({unit})", f"median ({unit})", f"max ({unit})") + (
+            ("median / spec peak (%)",) if peak else ()
+        )
+        rows = []
+        for dt, n, s, p in self.measured:
+            row = [dt, str(n), *(_fmt(v * k) for v in (s.min, s.median, s.max))]
+            if peak:
+                row.append("" if p is None else f"{p:.0f}")
+            rows.append(row)
+        notes = [self.note] + [f"not run: {why}" for why in self.skipped]
+        notes.append(f"n^3 matmuls, {unit} of the slowest, the median and the fastest run")
+        return header, rows, "matmul throughput by dtype and size", notes
+
+
+# --------------------------------------------------------------------------------------------
+# Launch-bound: a tiny model and a large one, fp32 against bf16 autocast
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, repr=False)
+class LaunchTable(TableRecord):
+    """``e2e.launch_bound_demo``'s two models: ``comparisons[name]`` a :class:`timing.TimingComparison`
+    of the fp32 and bf16-autocast training steps; ``models[name]`` the model's description; ``note`` the width
+    chosen for the large one."""
+
+    comparisons: dict
+    models: dict
+    note: str
+
+    @classmethod
+    def of(cls, launch) -> LaunchTable:
+        keys = {"model", "fp32_times_s", "bf16_autocast_times_s"}
+        if not isinstance(launch, dict) or not all(isinstance(v, dict) and keys <= set(v) for v in launch.values()):
+            _need(launch, "launch", "the dict returned by e2e.launch_bound_demo")
+        comparisons = {
+            name: timing.TimingComparison.of(
+                r["fp32_times_s"], r["bf16_autocast_times_s"], labels=("fp32", "bf16 autocast"), what="training step"
+            )
+            for name, r in launch.items()
+        }
+        models = {name: r["model"] for name, r in launch.items()}
+        note = next((r["width_chosen"] for r in launch.values() if "width_chosen" in r), "")
+        return cls(comparisons, models, note)
+
+    def _table(self) -> tuple:
+        unit, size = max(
+            (s for c in self.comparisons.values() for s in (c.baseline, c.candidate)), key=lambda s: s.median
+        ).unit()
+        header = (
+            "model",
+            f"fp32 step ({unit})",
+            f"bf16 autocast step ({unit})",
+            "speed-up (medians)",
+            "between the extreme runs",
+            "verdict",
+        )
+        rows = []
+        for name, c in self.comparisons.items():
+            lo, hi = c.speedup_range
+            verdict = (
+                Cell("within the run-to-run spread", tone="muted")
+                if c.overlap
+                else Cell("faster" if c.speedup > 1 else "slower", tone="good" if c.speedup > 1 else "bad")
+            )
+            rows.append(
+                [
+                    f"{name}: {self.models[name]}",
+                    _spread_text(c.baseline, size),
+                    _spread_text(c.candidate, size),
+                    f"{c.speedup:.2f}x",
+                    f"{lo:.2f}x to {hi:.2f}x",
+                    verdict,
+                ]
+            )
+        notes = ["step times: median (min to max) of the timed steps", f"large model: {self.note}" if self.note else ""]
+        return header, rows, "one training step, fp32 against bf16 autocast", notes
+
+
+def _spread_text(s: timing.Spread, size: float) -> str:
+    lo, mid, hi = s.cells(size)
+    return f"{mid} ({lo} to {hi})"
+
+
+# --------------------------------------------------------------------------------------------
+# Training runs
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, repr=False)
+class TrainingTable(TableRecord):
+    """``e2e.train``'s runs: ``ran`` rows of (config, step-time spread in s, peak memory bytes, final loss);
+    ``not_run`` of (config, reason)."""
+
+    ran: tuple
+    not_run: tuple
+
+    @classmethod
+    def of(cls, runs) -> TrainingTable:
+        runs = _rows_of(runs, {"config", "ran"}, "runs", "a list of results of e2e.train")
+        ran, not_run = [], []
+        for r in runs:
+            if r["ran"]:
+                ran.append((r["config"], timing.Spread.of(r["step_times_s"]), r["peak_memory_bytes"], r["final_loss"]))
+            else:
+                not_run.append((r["config"], r["reason"]))
+        return cls(tuple(ran), tuple(not_run))
+
+    def step_times(self, config: str) -> timing.Spread:
+        for c, s, _, _ in self.ran:
+            if c == config:
+                return s
+        raise KeyError(f"{config!r} did not run here; ran: {[r[0] for r in self.ran]}")
+
+    def _table(self) -> tuple:
+        if not self.ran:
+            return ("configuration",), [[c] for c, _ in self.not_run], "training runs", [r for _, r in self.not_run]
+        unit, size = max((s for _, s, _, _ in self.ran), key=lambda s: s.median).unit()
+        header = (
+            "configuration",
+            f"step min ({unit})",
+            f"step median ({unit})",
+            f"step max ({unit})",
+            "peak memory (MiB)",
+            "final loss",
+        )
+        rows = [[c, *s.cells(size), f"{m / 2**20:.1f}", f"{loss:.3f}"] for c, s, m, loss in self.ran]
+        rows += [[c, Cell("not run", tone="muted"), "", "", "", ""] for c, _ in self.not_run]
+        fp32 = next((s for c, s, _, _ in self.ran if c == "fp32"), None)
+        notes = []
+        for c, s, _, _ in self.ran:
+            if fp32 is not None and c != "fp32" and s.overlaps(fp32):
+                notes.append(f"{c}: step times within the run-to-run spread of fp32's")
+        notes += [f"{c} not run: {why.removeprefix('not run: ')}" for c, why in self.not_run]
+        return header, rows, "training runs", notes
+
+
+# --------------------------------------------------------------------------------------------
+# Inference
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, repr=False)
+class InferenceTable(TableRecord):
+    """``e2e.inference_compare``'s rows: ``rows`` of (variant, max |logit error| against fp32, forward-time
+    spread in s, parameter bytes, output dtype, note)."""
+
+    rows: tuple
+
+    @classmethod
+    def of(cls, rows) -> InferenceTable:
+        keys = {"variant", "max_abs_error", "times_s", "param_bytes", "output_dtype", "note"}
+        rows = _rows_of(rows, keys, "rows", "the list returned by e2e.inference_compare")
+        return cls(
+            tuple(
+                (
+                    r["variant"],
+                    r["max_abs_error"],
+                    timing.Spread.of(r["times_s"]),
+                    r["param_bytes"],
+                    r["output_dtype"],
+                    r["note"],
+                )
+                for r in rows
+            )
+        )
+
+    def _table(self) -> tuple:
+        unit, size = max((r[2] for r in self.rows), key=lambda s: s.median).unit()
+        header = (
+            "variant",
+            "max |logit error| vs fp32",
+            f"forward min ({unit})",
+            f"forward median ({unit})",
+            f"forward max ({unit})",
+            "parameters (MiB)",
+            "output dtype",
+        )
+        rows = [
+            [v, f"{e:.2g}", *s.cells(size), f"{b / 2**20:.2f}", Cell(dt, nowrap=True)]
+            for v, e, s, b, dt, _ in self.rows
+        ]
+        notes = [f"{v}: {n}" for v, _, _, _, _, n in self.rows if n]
+        return header, rows, "one batch of logits, four ways", notes

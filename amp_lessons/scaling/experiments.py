@@ -23,12 +23,14 @@ import math
 import struct
 import warnings
 import weakref
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from .._runtime import one_thread as _one_thread
+from .._table import Cell, TableRecord
 from .._validate import (
     count,
     flag,
@@ -42,9 +44,15 @@ from ..fp16.experiments import CENSUS_CATEGORIES, classify_codes, gradient_censu
 
 __all__ = [
     "CensusIndex",
+    "CensusTable",
     "DynamicScaler",
+    "GradScalerComparison",
+    "PitfallTable",
+    "ScalerEvents",
+    "ScalerState",
     "StaticScaler",
     "TRAIN_RUNS",
+    "TrainSummary",
     "compare_with_gradscaler",
     "gradient_census_of",
     "pitfall_setup",
@@ -635,3 +643,269 @@ def recipe_pitfalls(seed: int = 0) -> dict:
 
 def _norm(model: torch.nn.Module) -> float:
     return float(torch.linalg.vector_norm(torch.cat([p.grad.reshape(-1) for p in model.parameters()])))
+
+
+# ============================================================================================
+# Results as small tables: each record is built from what an experiment returned (``Record.of(result)``),
+# keeps the figures as fields for asserts, and shows itself as an HTML table in JupyterLab and as aligned
+# text in a terminal (amp_lessons._table.TableRecord). Timings come with their spread (timing.Spread).
+# ============================================================================================
+
+
+def _scale_text(x: float) -> str:
+    """A loss scale as a number and, where it is one, a power of two: "65536 = 2^16", "1.12e-44 = 2^-146"."""
+    if x == 0 or not math.isfinite(x):
+        return f"{x:g}"
+    m, e = math.frexp(x)
+    power = f" = 2^{e - 1}" if m == 0.5 else ""
+    return (f"{x:.0f}" if x >= 1 and x == int(x) else f"{x:.3g}") + power
+
+
+def _yes(b: bool) -> str:
+    return "yes" if b else "no"
+
+
+def _need(value, what: str, want: str):
+    raise TypeError(f"{what} must be {want}, got {type(value).__name__}: {value!r}"[:300])
+
+
+# --------------------------------------------------------------------------------------------
+# A gradient census: fractions of gradient values per fp16 category
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, repr=False)
+class CensusTable(TableRecord):
+    """The fractions of a gradient census (``fp16.gradient_census`` / ``scaling.small_loss_census``):
+    ``fractions[kind][category]`` for kind "weights" and "activations", the categories of
+    ``fp16.CENSUS_CATEGORIES``; ``loss`` the loss whose gradients were counted; ``fmt`` the format."""
+
+    fractions: dict
+    loss: float
+    fmt: str
+
+    @classmethod
+    def of(cls, census) -> CensusTable:
+        if not isinstance(census, dict) or not {"fractions", "loss", "fmt"} <= set(census):
+            _need(census, "census", "the dict of fp16.gradient_census or scaling.small_loss_census")
+        fr = {k: dict(v) for k, v in census["fractions"].items()}
+        return cls(fr, float(census["loss"]), str(census["fmt"]))
+
+    def _table(self) -> tuple:
+        header = ("gradients of", *(f"{c} (%)" for c in CENSUS_CATEGORIES))
+        rows = [[kind, *(f"{100 * fr[c]:.2f}" for c in CENSUS_CATEGORIES)] for kind, fr in self.fractions.items()]
+        title = f"where the gradient values fall in {self.fmt} (loss {self.loss:.1g})"
+        return header, rows, title, ["each row sums to 100%"]
+
+
+# --------------------------------------------------------------------------------------------
+# GradScaler's state
+# --------------------------------------------------------------------------------------------
+
+_STATE_MEANING = {
+    "scale": "the loss scale the next step multiplies the loss by",
+    "growth_factor": "multiplies the scale after growth_interval clean steps in a row",
+    "backoff_factor": "multiplies the scale after a step with an inf/NaN gradient",
+    "growth_interval": "clean steps in a row before the scale grows",
+    "_growth_tracker": "clean steps in a row so far (a private key, saved all the same)",
+}
+
+
+@dataclass(frozen=True, repr=False)
+class ScalerState(TableRecord):
+    """``torch.amp.GradScaler.state_dict()`` as it is (its own keys, in its order), shown as a table.
+    ``state`` holds the (key, value) pairs; ``state_dict`` gives them back as the dict."""
+
+    state: tuple
+
+    @classmethod
+    def of(cls, scaler) -> ScalerState:
+        """From a ``torch.amp.GradScaler`` or the dict its ``state_dict()`` returned."""
+        if isinstance(scaler, torch.amp.GradScaler):
+            scaler = scaler.state_dict()
+        if not isinstance(scaler, dict) or not all(isinstance(k, str) for k in scaler):
+            _need(scaler, "scaler", "a torch.amp.GradScaler or its state_dict()")
+        return cls(tuple(scaler.items()))
+
+    @property
+    def state_dict(self) -> dict:
+        return dict(self.state)
+
+    @property
+    def scale(self) -> float:
+        return float(self.state_dict["scale"])
+
+    def _table(self) -> tuple:
+        rows = []
+        for key, value in self.state:
+            shown = _scale_text(value) if key == "scale" and isinstance(value, float) else repr(value)
+            rows.append([Cell(key, nowrap=True), shown, _STATE_MEANING.get(key, "")])
+        return ("key", "value", "what it is"), rows, "GradScaler.state_dict()", []
+
+
+# --------------------------------------------------------------------------------------------
+# The from-scratch scaler against GradScaler, step by step
+# --------------------------------------------------------------------------------------------
+
+_COMPARISON_KEYS = ("step", "ours_scale", "torch_scale", "ours_skipped", "torch_skipped", "params_equal")
+
+
+@dataclass(frozen=True, repr=False)
+class GradScalerComparison(TableRecord):
+    """The rows of ``scaling.compare_with_gradscaler``: ``rows`` of (step, our scale, GradScaler's scale,
+    we skipped, GradScaler skipped, parameters bit for bit equal); the table shows the first ``shown``."""
+
+    rows: tuple
+    shown: int
+
+    @classmethod
+    def of(cls, rows, *, shown: int | None = None) -> GradScalerComparison:
+        if not isinstance(rows, (list, tuple)) or not all(
+            isinstance(r, dict) and set(_COMPARISON_KEYS) <= set(r) for r in rows
+        ):
+            _need(rows, "rows", "the list returned by scaling.compare_with_gradscaler")
+        shown = len(rows) if shown is None else count(shown, "shown", 1, None, "rows shown")
+        return cls(tuple(tuple(r[k] for k in _COMPARISON_KEYS) for r in rows), min(shown, len(rows)))
+
+    @property
+    def agree(self) -> bool:
+        """Same scale, same skip and equal parameters at every step."""
+        return all(o == t and so == st and eq for _, o, t, so, st, eq in self.rows)
+
+    def _table(self) -> tuple:
+        header = (
+            "step",
+            "scale: ours",
+            "scale: GradScaler",
+            "skipped: ours",
+            "skipped: GradScaler",
+            "parameters equal",
+        )
+        rows = [
+            [str(s), _scale_text(o), _scale_text(t), _yes(so), _yes(st), Cell(_yes(eq), tone=None if eq else "bad")]
+            for s, o, t, so, st, eq in self.rows[: self.shown]
+        ]
+        n = len(self.rows)
+        bad = sum(not (o == t and so == st and eq) for _, o, t, so, st, eq in self.rows)
+        notes = [f"steps 0 to {self.shown - 1} of {n} shown" if self.shown < n else ""]
+        notes.append(f"all {n} steps agree" if not bad else f"{bad} of {n} steps differ")
+        return header, rows, "our DynamicScaler against torch.amp.GradScaler, step by step", notes
+
+
+# --------------------------------------------------------------------------------------------
+# A scaler's history: the steps where something happened
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, repr=False)
+class ScalerEvents(TableRecord):
+    """The steps of a ``scaling.simulate_scaler`` history where the scale changed or the step was skipped:
+    ``events`` of (step, scale used, what happened, scale after); ``n_steps`` simulated in all."""
+
+    events: tuple
+    n_steps: int
+    limit: int
+
+    @classmethod
+    def of(cls, history, *, limit: int = 20) -> ScalerEvents:
+        if not isinstance(history, dict) or not {"scale", "skipped", "scale_after"} <= set(history):
+            _need(history, "history", "the dict returned by scaling.simulate_scaler")
+        limit = count(limit, "limit", 1, None, "rows shown")
+        events = []
+        for i, (used, skipped, after) in enumerate(zip(history["scale"], history["skipped"], history["scale_after"])):
+            if skipped:
+                events.append((i, used, "inf/NaN gradient: step skipped, scale backs off", after))
+            elif after != used:
+                events.append((i, used, "clean steps in a row reached growth_interval: scale grows", after))
+        return cls(tuple(events), len(history["scale"]), limit)
+
+    @property
+    def skipped_steps(self) -> list[int]:
+        return [e[0] for e in self.events if "skipped" in e[2]]
+
+    def _table(self) -> tuple:
+        rows = [[str(s), _scale_text(u), what, _scale_text(a)] for s, u, what, a in self.events[: self.limit]]
+        grew = len(self.events) - len(self.skipped_steps)
+        title = f"the scaler over {self.n_steps} steps: {len(self.skipped_steps)} skipped, {grew} growths"
+        more = len(self.events) - self.limit
+        notes = [f"... and {more} more events" if more > 0 else "", "every other step: taken, scale unchanged"]
+        return ("step", "scale used", "what happened", "scale after"), rows, title, notes
+
+
+# --------------------------------------------------------------------------------------------
+# Four ways of training, summed up
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, repr=False)
+class TrainSummary(TableRecord):
+    """``scaling.train_comparison``'s runs: ``rows`` of (run, first loss, final loss, fraction of the
+    gradient elements exactly zero)."""
+
+    rows: tuple
+
+    @classmethod
+    def of(cls, runs) -> TrainSummary:
+        if not isinstance(runs, dict) or not {"loss", "zero_grad_fraction"} <= set(runs):
+            _need(runs, "runs", "the dict returned by scaling.train_comparison")
+        return cls(
+            tuple((n, losses[0], losses[-1], runs["zero_grad_fraction"][n]) for n, losses in runs["loss"].items())
+        )
+
+    @property
+    def final(self) -> dict:
+        return {r[0]: r[2] for r in self.rows}
+
+    @property
+    def zero(self) -> dict:
+        return {r[0]: r[3] for r in self.rows}
+
+    def _table(self) -> tuple:
+        rows = [[Cell(n, nowrap=True), f"{a:.3g}", f"{b:.3g}", f"{100 * z:.0f}"] for n, a, b, z in self.rows]
+        header = ("run", "first loss", "final loss", "gradient elements exactly 0 (%)")
+        return header, rows, "one tiny model trained four ways", []
+
+
+# --------------------------------------------------------------------------------------------
+# The recipe's pitfalls, measured
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, repr=False)
+class PitfallTable(TableRecord):
+    """``scaling.recipe_pitfalls`` as one row per pitfall: ``rows`` of (pitfall, what was measured)."""
+
+    rows: tuple
+    result: dict
+
+    @classmethod
+    def of(cls, pitfalls) -> PitfallTable:
+        keys = {"scheduler_warning", "grad_norm", "state_dict", "bf16"}
+        if not isinstance(pitfalls, dict) or not keys <= set(pitfalls):
+            _need(pitfalls, "pitfalls", "the dict returned by scaling.recipe_pitfalls")
+        w, g, s, b = (pitfalls[k] for k in ("scheduler_warning", "grad_norm", "state_dict", "bf16"))
+        rows = (
+            (
+                "lr_scheduler.step() after a skipped first step",
+                "warns: " + w.split(". ")[0] + "." if w else "no warning",
+            ),
+            (
+                "clipping before unscale_",
+                f"a clip sees a norm {g['scale']:.0f} times too large (about {g['before_unscale']:.0e} "
+                f"instead of {g['after_unscale']:.1f})",
+            ),
+            (
+                "the scaler's state in checkpoints",
+                f"saved scale {_scale_text(s['saved']['scale'])}; a fresh scaler loaded from it: "
+                f"{_scale_text(s['restored_scale'])}, state equal: {_yes(s['round_trip'])}",
+            ),
+            (
+                "a GradScaler around bf16",
+                f"{sum(b['skipped'])} of {len(b['skipped'])} steps skipped; the scale only grows, "
+                f"{_scale_text(b['scales'][0])} to {_scale_text(b['scales'][-1])}",
+            ),
+        )
+        return cls(rows, pitfalls)
+
+    def _table(self) -> tuple:
+        return ("pitfall", "measured"), [list(r) for r in self.rows], "the AMP recipe's pitfalls, measured", []

@@ -295,3 +295,58 @@ def test_nothing_warns(t5):
         warnings.simplefilter("error")
         debug.trace_overflow(model, x, loss_fn=mse(y), autocast="fp16")
         debug.dtype_map(model, x, loss_fn=mse(y), setting="autocast fp16")
+
+
+# --- results as tables ----------------------------------------------------------------------------------
+
+
+def test_triage_keeps_every_timed_step_and_says_when_they_overlap(triage):
+    t = triage
+    assert len(t.fp32_times_s) == len(t.amp_times_s) == 3
+    assert t.fp32_step_s == min(t.fp32_times_s) and t.amp_step_s == min(t.amp_times_s)
+    c = t.timings
+    assert c.baseline_s == t.fp32_times_s and c.candidate_s == t.amp_times_s and c.labels == ("fp32", "bf16 autocast")
+    assert t.within_spread == c.overlap
+    assert ("within the run-to-run spread" in t.verdict) == t.within_spread
+    text, html = repr(t), t._repr_html_()
+    assert text == str(t) and text.splitlines()[0].startswith("fp32 step ") and "(min " in text.splitlines()[0]
+    assert "holds  finding" in text and "dimensions not multiples of 8" in html and "verdict: AMP is" in html
+
+
+def test_triage_verdict_with_and_without_overlap(triage):
+    import dataclasses
+
+    apart = dataclasses.replace(triage, fp32_step_s=0.010, amp_step_s=0.002, fp32_times_s=(0.010, 0.011),
+                                amp_times_s=(0.002, 0.003), findings=[])  # fmt: skip
+    assert not apart.within_spread and apart.verdict == "AMP is faster here: 5.00x."
+    assert "ms" in str(apart).splitlines()[0]
+    close = dataclasses.replace(apart, amp_step_s=0.009, amp_times_s=(0.009, 0.0105))
+    assert close.within_spread and close.verdict.startswith("AMP is 1.11x the fp32 speed here (fastest steps), within")
+
+
+def test_trace_table_keeps_module_names_whole(t5):
+    model, x, y = t5
+    trace = debug.trace_overflow(model, x, loss_fn=mse(y))
+    t = debug.TraceTable.of(trace)
+    assert [r["module"] for r in t.rows] == [r["module"] for r in trace.rows(True)] and t.formats == trace.formats
+    row = next(r for r in t.rows if r["module"] == "block1.wo")
+    assert row["fp16 overflow"] > 0 and row["bf16 overflow"] == 0
+    text, html = str(t), t._repr_html_()
+    assert "fp16 overflow (%)" in text and "min |x| &gt; 0" in html and "white-space: nowrap'>block1.wo" in html
+    assert f"{row['absmax']:.3g}" in text  # abs max to 3 significant digits
+    with pytest.raises(TypeError, match="trace must be the OverflowTrace of debug.trace_overflow"):
+        debug.TraceTable.of("trace")
+
+
+def test_dtype_table_of_all_settings(t5):
+    model, x, y = t5
+    maps = [debug.dtype_map(model, x, loss_fn=mse(y), setting=s) for s in debug.PRECISION_SETTINGS]
+    t = debug.DtypeTable.of(maps)
+    assert t.bytes_per_parameter["fp32"] == 16 and t.bytes_per_parameter["pure fp16"] == 8
+    copies = maps[1].bytes_per_parameter["low-precision weight copies"]
+    text, html = str(t), t._repr_html_()
+    assert "total (bytes/param)" in text and f"{copies:.3g}" in text and f"{16 + copies:.3g}" in text
+    assert "exp_avg bfloat16" in text and "white-space: nowrap'>autocast bf16" in html
+    assert maps[0]._repr_html_() == debug.DtypeTable.of(maps[:1])._repr_html_()
+    with pytest.raises(TypeError, match="maps must be a non-empty list of debug.dtype_map results"):
+        debug.DtypeTable.of([])

@@ -6,9 +6,17 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from amp_lessons import reference
+from amp_lessons import reference, timing
 from amp_lessons.device import CPUInfo, device_report
 from amp_lessons.e2e import experiments as e2e
+from amp_lessons.e2e.experiments import (
+    InferenceTable,
+    LaunchTable,
+    RateTable,
+    SpecRatioTable,
+    ThroughputTable,
+    TrainingTable,
+)
 
 TINY = dict(vocab=16, d_model=32, n_heads=2, n_layers=1, seq_len=16)
 NO_FP16_CPU = CPUInfo("test CPU", "x86_64", "AVX512", 2, avx512_bf16=True)
@@ -422,3 +430,136 @@ def test_odd_size_and_launch_bound_demo_shrink_to_the_budget(fake_rates):
     assert out["large"]["width_chosen"].startswith("width 64, not 512:")
     fake_rates(FAST)
     assert e2e.launch_bound_demo(repeats=2, large_width=32)["large"]["width_chosen"] == "width 32, as asked"
+
+
+# --- results as tables (the records' HTML and text renderings) ---------------------------------------------
+
+
+def both(record) -> tuple[str, str]:
+    return str(record), record._repr_html_()
+
+
+def test_spec_ratios_are_the_spec_sheets_arithmetic():
+    t = SpecRatioTable.of()
+    assert t.ratio("NVIDIA A100") == 312 / 19.5 == 16 and round(t.ratio("Tesla V100 SXM2")) == 8
+    assert all(f16 and f32 for _, f16, f32 in t.rows)
+    text, html = both(t)
+    assert "fp16 tensor cores (TFLOP/s)" in text and "NVIDIA A100  " in text and "16.0" in text and "19.5" in html
+    assert "white-space: nowrap'>NVIDIA GeForce RTX 4090" in html
+    with pytest.raises(KeyError, match="no GPU 'B200'"):
+        t.ratio("B200")
+    with pytest.raises(TypeError, match="specs must be a sequence of timing.GPUSpec"):
+        SpecRatioTable.of(["A100"])
+
+
+def test_rate_table_shows_the_runs_behind_matmul_rates():
+    t = RateTable.of("cpu")
+    assert set(t.runs) == {"fp32", "bf16", "fp16"} and t.size == e2e.RATE_PROBE_SIZE
+    flops = timing.matmul_flops(t.size, t.size, t.size)
+    # the fastest run is the rate the lessons size their work from
+    assert (
+        t.rates("fp32").max == pytest.approx(e2e.matmul_rates("cpu")["fp32"] / 1e9) == flops / min(t.runs["fp32"]) / 1e9
+    )
+    text, html = both(t)
+    assert "median (GFLOP/s)" in text and "256^3 matmuls on cpu" in text and "median / fp32 median" in html
+    with pytest.raises(ValueError, match="device"):
+        RateTable.of("tpu")
+
+
+def fake_row(dtype, size, times, peak=None, skipped=None):
+    return dict(
+        size=size, dtype=dtype, median_s=None, tflops=None, percent_of_peak=peak, skipped=skipped, times_s=times
+    )
+
+
+def test_throughput_table_gives_rates_of_the_slowest_median_and_fastest_run():
+    flops = timing.matmul_flops(4096, 4096, 4096)  # 1.37e11: 1 ms is 137 TFLOP/s
+    rows = [
+        fake_row("bf16", 4096, (0.002, 0.001, 0.0015), peak=70.0),
+        fake_row("fp8", 4096, None, skipped="fp8 needs fp8 tensor cores"),
+    ]
+    t = ThroughputTable.of(rows)
+    s = t.tflops("bf16", 4096)
+    assert (s.min, s.median, s.max) == pytest.approx(
+        (flops / 0.002 / 1e12, flops / 0.0015 / 1e12, flops / 0.001 / 1e12)
+    )
+    assert t.skipped == ("fp8 needs fp8 tensor cores",)
+    text, html = both(t)
+    assert "min (TFLOP/s)" in text and "68.7" in text and "91.6" in text and "137" in text
+    assert "median / spec peak (%)" in html and ">70<" in html and "not run: fp8 needs fp8 tensor cores" in html
+
+
+def test_throughput_table_of_a_cpu_run_is_in_gflops():
+    rows = e2e.matmul_throughput([32], ("fp32",), repeats=3)
+    t = ThroughputTable.of(rows)
+    assert t.tflops("fp32", 32).n == 3
+    text, _ = both(t)
+    assert "median (GFLOP/s)" in text and "TFLOP/s)" not in text
+    with pytest.raises(TypeError, match="rows must be the list returned by e2e.matmul_throughput"):
+        ThroughputTable.of([{"size": 32}])
+    with pytest.raises(KeyError, match="no measured row for bf16 at n=32"):
+        t.tflops("bf16", 32)
+
+
+def test_launch_table_says_which_comparisons_are_within_the_spread():
+    launch = {
+        "tiny": {"model": "3 x Linear(64, 64), batch 8", "fp32_times_s": (3e-4, 3.2e-4, 4e-4),
+                 "bf16_autocast_times_s": (3.5e-4, 4.1e-4, 5e-4)},
+        "large": {"model": "3 x Linear(512, 512), batch 512", "fp32_times_s": (0.020, 0.021, 0.022),
+                  "bf16_autocast_times_s": (0.010, 0.011, 0.012), "width_chosen": "width 512, as asked"},
+    }  # fmt: skip
+    t = LaunchTable.of(launch)
+    assert t.comparisons["tiny"].overlap and not t.comparisons["large"].overlap
+    assert t.comparisons["large"].speedup == pytest.approx(0.021 / 0.011)
+    text, html = both(t)
+    # one unit for the column, the largest median's: ms here, so the tiny model's steps read 0.320
+    assert "fp32 step (ms)" in text and "0.320 (0.300 to 0.400)" in text and "21.0 (20.0 to 22.0)" in text
+    assert "1.91x" in text and "within the run-to-run spread" in html and "faster" in html
+    assert "large model: width 512, as asked" in text
+    with pytest.raises(TypeError, match="launch must be the dict returned by e2e.launch_bound_demo"):
+        LaunchTable.of({"tiny": {"model": "x"}})
+
+
+def test_training_table_shows_step_spread_memory_and_loss():
+    runs = [
+        {"config": "fp32", "ran": True, "step_times_s": (0.030, 0.0375, 0.050), "peak_memory_bytes": 2.25 * 2**20,
+         "final_loss": 0.83512},
+        {"config": "bf16 autocast", "ran": True, "step_times_s": (0.045, 0.06, 0.07), "peak_memory_bytes": 1.5 * 2**20,
+         "final_loss": 0.8341},
+        {"config": "tf32", "ran": False, "reason": "not run: no GPU"},
+    ]  # fmt: skip
+    t = TrainingTable.of(runs)
+    assert t.step_times("fp32").median == 0.0375 and t.not_run == (("tf32", "not run: no GPU"),)
+    text, html = both(t)
+    assert "step median (ms)" in text and "37.5" in text and "peak memory (MiB)" in text and "2.2" in text
+    assert "0.835" in text and "bf16 autocast: step times within the run-to-run spread of fp32's" in text
+    assert "tf32 not run: no GPU" in html
+    with pytest.raises(KeyError, match="'tf32' did not run here"):
+        t.step_times("tf32")
+
+
+def test_training_table_of_a_real_run():
+    r = e2e.train("fp32", steps=4, batch=2, progress=False,
+                  model_kwargs=dict(vocab=16, d_model=32, n_heads=2, n_layers=1, seq_len=16))  # fmt: skip
+    assert len(r["step_times_s"]) == 2  # 3 timed steps, the first one a warm-up
+    t = TrainingTable.of([r])
+    assert t.ran[0][1].n == 2 and "final loss" in str(t)
+    with pytest.raises(TypeError, match="runs must be a list of results of e2e.train"):
+        TrainingTable.of([])
+
+
+def test_inference_table():
+    rows = [
+        {"variant": "fp32", "max_abs_error": 0.0, "times_s": (0.02, 0.0201, 0.03), "param_bytes": 6516992,
+         "output_dtype": "float32", "note": ""},
+        {"variant": "bf16 weights", "max_abs_error": 0.015306, "times_s": (0.6, 0.608, 0.7), "param_bytes": 3258496,
+         "output_dtype": "bfloat16", "note": ".to(torch.bfloat16): everything bf16"},
+    ]  # fmt: skip
+    t = InferenceTable.of(rows)
+    assert t.rows[1][1] == 0.015306 and t.rows[1][2].median == 0.608
+    text, html = both(t)
+    assert "forward median (ms)" in text and "20.1" in text and "608" in text and "0.015" in text
+    assert "parameters (MiB)" in text and "6.22" in text and "3.11" in text
+    assert "bf16 weights: .to(torch.bfloat16): everything bf16" in html
+    real = e2e.inference_compare(repeats=2)
+    assert all(len(r["times_s"]) >= 1 for r in real) and len(InferenceTable.of(real).rows) == 4

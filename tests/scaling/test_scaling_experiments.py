@@ -10,8 +10,14 @@ from amp_lessons.fp16 import CENSUS_CATEGORIES, census_fractions, gradient_censu
 from amp_lessons.scaling import experiments as scaling
 from amp_lessons.scaling.experiments import (
     CensusIndex,
+    CensusTable,
     DynamicScaler,
+    GradScalerComparison,
+    PitfallTable,
+    ScalerEvents,
+    ScalerState,
     StaticScaler,
+    TrainSummary,
     compare_with_gradscaler,
     gradient_census_of,
     safe_window,
@@ -396,3 +402,110 @@ def test_a_scale_that_underflows_to_zero_fails_as_gradscaler_does():
     assert [r["torch_skipped"] for r in rows] == [True] * 6 + [False] + [True] * 3
     assert all(r["ours_scale"] == r["torch_scale"] and r["ours_skipped"] == r["torch_skipped"] for r in rows)
     assert all(r["params_equal"] for r in rows)
+
+
+# --- results as tables (the records' HTML and text renderings) ---------------------------------------------
+
+
+def both(record) -> tuple[str, str]:
+    return str(record), record._repr_html_()
+
+
+def test_census_table_shows_percentages_to_two_decimals():
+    census = {
+        "fractions": {
+            "weights": {
+                "zero": 0.0047,
+                "underflow to zero": 0.0,
+                "subnormal": 0.0818,
+                "normal": 0.9135,
+                "overflow": 0.0,
+            },
+            "activations": {
+                "zero": 0.2467,
+                "underflow to zero": 0.0003,
+                "subnormal": 0.3794,
+                "normal": 0.3736,
+                "overflow": 0.0,
+            },
+        },
+        "loss": 2.31,
+        "fmt": "fp16",
+    }
+    t = CensusTable.of(census)
+    assert t.fractions["activations"]["subnormal"] == 0.3794 and t.loss == 2.31
+    for out in both(t):
+        assert "subnormal (%)" in out and "91.35" in out and "37.94" in out and "0.03" in out and "loss 2" in out
+    with pytest.raises(TypeError, match="census must be the dict of fp16.gradient_census"):
+        CensusTable.of({"loss": 1.0})
+
+
+def test_scaler_state_is_gradscalers_own_state_dict():
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**11, growth_interval=3)
+    state = ScalerState.of(scaler)
+    assert state.state_dict == scaler.state_dict() and state.scale == 2048.0
+    assert ScalerState.of(scaler.state_dict()) == state
+    text, html = both(state)
+    assert text.splitlines()[0] == "GradScaler.state_dict()" and "2048 = 2^11" in text and "_growth_tracker" in text
+    assert "white-space: nowrap'>_growth_tracker" in html and "2048 = 2^11" in html
+    with pytest.raises(TypeError, match="scaler must be a torch.amp.GradScaler or its state_dict"):
+        ScalerState.of([("scale", 1.0)])
+
+
+def test_comparison_table_of_real_rows():
+    rows = scaling.compare_with_gradscaler(8, inf_steps=(2,), growth_interval=3)
+    t = GradScalerComparison.of(rows, shown=5)
+    assert t.agree and len(t.rows) == 8 and t.shown == 5
+    text, html = both(t)
+    assert "scale: GradScaler" in text and "65536 = 2^16" in text and "32768 = 2^15" in text
+    assert "steps 0 to 4 of 8 shown" in text and "all 8 steps agree" in html
+    assert len(text.splitlines()) == 3 + 5 + 2  # title, header, rule, 5 rows, 2 notes
+
+
+def test_comparison_table_names_a_disagreement_and_tiny_scales():
+    row = dict(step=0, ours_scale=2.0**-146, torch_scale=2.0**-146, ours_skipped=True, torch_skipped=False,
+               params_equal=False)  # fmt: skip
+    t = GradScalerComparison.of([row])
+    assert not t.agree
+    text, html = both(t)
+    assert "1.12e-44 = 2^-146" in text and "1 of 1 steps differ" in text and "var(--jp-error-color1" in html
+    with pytest.raises(TypeError, match="rows must be the list returned by scaling.compare_with_gradscaler"):
+        GradScalerComparison.of([{"step": 0}])
+    with pytest.raises(ValueError, match="shown"):
+        GradScalerComparison.of([row], shown=0)
+
+
+def test_scaler_events_list_skips_and_growths_only():
+    history = scaling.simulate_scaler(12, inf_steps=(0, 7), growth_interval=3)
+    e = ScalerEvents.of(history)
+    assert e.skipped_steps == [0, 7] and [x[0] for x in e.events] == [0, 3, 6, 7, 10]
+    text, html = both(e)
+    assert "the scaler over 12 steps: 2 skipped, 3 growths" in text and "scale after" in html
+    assert "65536 = 2^16" in text and "32768 = 2^15" in text
+    assert "... and 3 more events" in str(ScalerEvents.of(history, limit=2))
+    with pytest.raises(TypeError, match="history must be the dict returned by scaling.simulate_scaler"):
+        ScalerEvents.of([1])
+
+
+def test_train_summary_rounds_losses_and_gives_percentages():
+    runs = {"loss": {"fp32": [1.2345e-5, 1.5678e-6], "fp16 autocast, no scaling": [1.2e-5, 1.2e-5]},
+            "zero_grad_fraction": {"fp32": 0.0, "fp16 autocast, no scaling": 1.0}}  # fmt: skip
+    s = TrainSummary.of(runs)
+    assert s.final == {"fp32": 1.5678e-6, "fp16 autocast, no scaling": 1.2e-5} and s.zero["fp32"] == 0.0
+    for out in both(s):
+        assert "final loss" in out and "1.57e-06" in out and "1.23e-05" in out and "exactly 0 (%)" in out
+        assert "100" in out
+    with pytest.raises(TypeError, match="runs must be the dict returned by scaling.train_comparison"):
+        TrainSummary.of({"loss": {}})
+
+
+def test_pitfall_table_of_the_measured_pitfalls():
+    p = scaling.recipe_pitfalls()
+    t = PitfallTable.of(p)
+    assert t.result is p and len(t.rows) == 4
+    text, html = both(t)
+    assert "warns: Detected call of `lr_scheduler.step()` before `optimizer.step()`." in text
+    assert "65536 times too large" in text and "saved scale 2048 = 2^11" in text and "state equal: yes" in html
+    assert "0 of 20 steps skipped" in text
+    with pytest.raises(TypeError, match="pitfalls must be the dict returned by scaling.recipe_pitfalls"):
+        PitfallTable.of({})
