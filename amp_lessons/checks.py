@@ -70,7 +70,7 @@ def call_learner(fn, *args):
 def _short(arg) -> str:
     """An argument as a call's message shows it: a tensor by shape and dtype, a model or optimizer by its type."""
     if isinstance(arg, torch.Tensor):
-        return f"tensor of shape {tuple(arg.shape)}, {str(arg.dtype).removeprefix('torch.')}"
+        return f"a {str(arg.dtype).removeprefix('torch.')} tensor of shape {tuple(arg.shape)}"
     if isinstance(arg, (bool, int, float, str, type(None))):
         return repr(arg)
     return f"a {type(arg).__name__}"

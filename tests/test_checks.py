@@ -106,3 +106,15 @@ def test_reveals():
     assert reveals("expected 42.1954", 42.19539260864258) and reveals("fn(1.0) gave -8", -8)
     assert not reveals("fp16 overflows at 655040", 65504.0) and not reveals("bf16", 16)
     assert not reveals("a step of 2**-8", 8) and not reveals("1.448", 448)
+
+
+def test_call_learner_turns_an_error_into_a_short_message():
+    import torch
+
+    got, err = checks.call_learner(lambda x, n: 1 / 0, torch.zeros(2, 3), 4)
+    assert (
+        got is None
+        and err == "calling it with (a float32 tensor of shape (2, 3), 4) raised ZeroDivisionError: division by zero"
+    )
+    assert checks.call_learner(lambda x: x + 1, 1) == (2, None)
+    assert checks.call_learner(3, 1)[1].startswith("expected a function")

@@ -68,6 +68,10 @@ def check_clipped_amp_step(fn) -> CheckResult:
     if not callable(fn):
         return CheckResult(False, f"expected a function, got {type(fn).__name__} {fn!r:.60}")
     got, scales, err = _run(fn)
+    if err and "unscale_() is being called after step()" in err:  # GradScaler's error when update() is missing
+        return CheckResult(
+            False, f"{err.rstrip('.')}. Hint: call scaler.update() after scaler.step(optimizer), every step"
+        )
     if err:
         return CheckResult(False, err)
     want, want_scales, _ = _run(_reference)

@@ -57,7 +57,7 @@ def test_clipped_amp_step_exercise():
     wrong = {
         _variant(clip_first=True): "unscale_",
         _variant(clip=False): "not clipped",
-        _variant(update=False): "unscale_() is being called after step()",  # GradScaler's own error, as feedback
+        _variant(update=False): "call scaler.update() after scaler.step(optimizer)",
         (lambda *a: None): "scale went",
     }
     for fn, words in wrong.items():
