@@ -28,6 +28,7 @@ __all__ = [
     "bar_height",
     "decade_ticks",
     "format_label",
+    "legend_outside",
     "overflow_threshold",
     "pct",
     "plot_runs",
@@ -194,6 +195,13 @@ def pct(x: float) -> str:
     if x < 1e-4:
         return "<0.01%"
     return f"{100 * x:.3g}%"
+
+
+def legend_outside(ax: Axes, **kwargs):
+    """The legend to the right of the axes, top-aligned: it never covers the data it explains.
+    Keyword arguments (handles, fontsize, ncols, ...) go to :meth:`Axes.legend`."""
+    kwargs.setdefault("fontsize", 9)
+    return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kwargs)
 
 
 def plot_runs(result: dict, ax, *, source: str, note_key: str, note: str, styles: dict, figsize) -> Axes:

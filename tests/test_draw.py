@@ -20,3 +20,18 @@ def test_staircase_matches_the_real_gaps(name):
     real_gaps = np.diff(pos)
     stair = gaps[np.searchsorted(edges, pos[:-1], side="right") - 1]
     np.testing.assert_array_equal(stair, real_gaps)
+
+
+def test_legend_outside_covers_no_data():
+    """legend_outside puts the legend right of the axes: a line over the whole axes is not under it."""
+    import matplotlib.pyplot as plt
+
+    from amp_lessons._draw import legend_outside
+
+    fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
+    ax.plot([0, 1], [0, 1], label="a line through the whole axes")
+    ax.plot([0, 1], [1, 0], label="another")
+    legend = legend_outside(ax)
+    fig.canvas.draw()
+    assert legend.get_window_extent().x0 >= ax.get_window_extent().x1
+    assert legend.get_window_extent().x1 <= fig.bbox.x1 + 1  # constrained layout leaves room for it

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 import torch
@@ -16,6 +17,7 @@ from .._draw import (
     bar_height as _bar_height,
     decade_ticks as _decade_ticks,
     format_label,
+    legend_outside,
     pow2 as _pow2,
     staircase as _staircase,
     styled,
@@ -47,13 +49,16 @@ SPACING_FORMATS = ("fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
 
 @styled
 def plot_bit_layout(
-    fmt, value=None, ax=None, rounding: str = "nearest_even", *, code=None, caption: bool = True
+    fmt, value=None, ax=None, rounding: str = "nearest_even", *, code=None, caption: bool = True, width=None
 ) -> Axes:
     """The format's bits as a row of boxes (sign / exponent / mantissa in three colours).
 
     With ``value``, the bits of ``value`` after rounding and (``caption=True``) a caption with
     the stored value, its class, the formula and the relative rounding error; with ``code`` (an
     int) the bits of that exact pattern instead. ``inf``/``NaN`` show their bits and say so.
+    ``width`` (an int, at least the format's bits): draw on a row as wide as that many bits,
+    starting at the left edge, so that layouts of different formats drawn with the same ``width``
+    (e.g. 32) have boxes of one size and each field's width is proportional to its bits.
     """
     f = get_format(fmt)
     if value is not None and code is not None:
@@ -62,9 +67,14 @@ def plot_bit_layout(
     info = describe_value(value, f, rounding) if value is not None else None
     info = describe_code(code, f) if code is not None else info
     n, e = f.bits, f.exponent_bits
-    ax = axes_for(ax, (min(13.0, max(7.0, 0.36 * n + 2.0)), 3.1 if caption and info is not None else 2.6))
-    span = max(n, 12) + 0.6
-    ax.set_xlim(n / 2 - span / 2, n / 2 + span / 2)
+    if width is not None and (
+        isinstance(width, bool) or not isinstance(width, numbers.Integral) or not n <= width <= 64
+    ):
+        raise ValueError(f"width must be an int from {n} ({f.name}'s bits) to 64, or None, got {width!r}")
+    ax = axes_for(ax, (min(13.0, max(7.0, 0.36 * (width or n) + 2.0)), 3.1 if caption and info is not None else 2.6))
+    span = (max(n, 12) if width is None else int(width)) + 0.6
+    left = n / 2 - span / 2 if width is None else -0.3
+    ax.set_xlim(left, left + span)
     ax.set_ylim(-1.35, 2.1)
     ax.set_axis_off()
     # the axes' final width: constrained layout (figures made here) widens it when it runs
@@ -102,7 +112,7 @@ def plot_bit_layout(
     ax.set_title(f"{f.name} (e{e}m{f.mantissa_bits}, {f.encoding}): {n} bits")
     if caption:
         ax.text(
-            n / 2 - span / 2 + 0.1,
+            left + 0.1,
             1.5,
             info.caption,
             ha="left",
@@ -171,7 +181,7 @@ def plot_spacing(formats=SPACING_FORMATS, ax=None) -> Axes:
         Line2D([], [], ls="", marker="o", color="k", label="max"),
         Line2D([], [], ls="", marker="o", mfc="white", mec="k", mew=1.5, label="smallest normal"),
     ]
-    ax.legend(handles=handles, loc="upper left", ncols=2 if len(handles) > 6 else 1)
+    legend_outside(ax, handles=handles)
     return ax
 
 
@@ -210,12 +220,12 @@ def plot_range_precision(formats=None, ax=None) -> Axes:
     ax.axvline(1.0, color="#999999", lw=0.8, ls=":")
     ax.set_xlabel("magnitude |x| (log scale)")
     ax.set_title("Range (bar length) and precision (bar thickness) of each format")
-    ax.legend(
+    legend_outside(
+        ax,
         handles=[
             Patch(facecolor="#999999", alpha=0.3, hatch="///", edgecolor="#999999", label="subnormals"),
             Patch(facecolor="#999999", label="normal numbers (smallest normal to max)"),
         ],
-        loc="lower right",
         fontsize=9,
     )
     return ax
@@ -287,7 +297,7 @@ def plot_rounding_error(fmt_names, x=None, ax=None, rounding: str = "nearest_eve
         Line2D([], [], ls="", marker="o", mfc="white", mec="k", mew=1.5, ms=8, label="smallest normal"),
         Line2D([], [], color="k", ls=":", label="max (overflow beyond)"),
     ]
-    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=9)
+    legend_outside(ax, handles=handles)
     return ax
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.axes import Axes
 
-from .._draw import axes_for, styled
+from .._draw import axes_for, legend_outside, styled
 from ..timing import Timing
 
 __all__ = [
@@ -33,7 +33,7 @@ def plot_errors(errors: dict, ax=None) -> Axes:
     ax.set_xticks(x, ["max relative error", "mean relative error"])
     ax.set_ylabel("against fp64 (measured here)")
     ax.set_title("bf16 results: eager, compiled, compiled with emulate_precision_casts")
-    ax.legend(fontsize="small")
+    legend_outside(ax, fontsize="small")
     return ax
 
 

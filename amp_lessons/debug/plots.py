@@ -8,7 +8,7 @@ import math
 import numpy as np
 from matplotlib.axes import Axes
 
-from .._draw import OVERFLOW_COLOR, axes_for, styled
+from .._draw import OVERFLOW_COLOR, axes_for, legend_outside, styled
 from ..debug.experiments import DtypeMap, OverflowTrace
 from ..formats import get_format
 from ..style import format_color
@@ -45,7 +45,7 @@ def plot_trace(trace: OverflowTrace, ax=None, *, leaves_only: bool = True) -> Ax
     ax.set_xlim(max(float(vals.min()) / 4, 1e-3), min(hi * 4, 1e40))
     ax.set_xlabel("largest finite |output| (log scale)")
     ax.set_title(f"Module outputs: {trace.setting}")
-    ax.legend(loc="lower right", fontsize="small")
+    legend_outside(ax, fontsize="small")
     return ax
 
 
@@ -75,5 +75,5 @@ def plot_bytes_per_parameter(maps, ax=None) -> Axes:
     ax.set_xlabel("bytes per parameter (one training step, measured)")
     ax.set_xlim(0, math.ceil(float(left.max()) / 4 + 1) * 4)
     ax.set_title("Bytes per parameter by precision setting")
-    ax.legend(loc="lower right", fontsize="small")
+    legend_outside(ax, fontsize="small")
     return ax

@@ -8,7 +8,7 @@ import math
 import numpy as np
 from matplotlib.axes import Axes
 
-from .._draw import axes_for, styled
+from .._draw import axes_for, legend_outside, styled
 from ..distributed.experiments import MemoryRow, ReductionError
 from ..style import format_color
 
@@ -45,7 +45,7 @@ def plot_reduction_error(result: ReductionError, ax=None) -> Axes:
     ax.set_xlabel("ranks whose gradients are summed (N)")
     ax.set_ylabel("relative error of the sum")
     ax.set_title(f"Summing N ranks' gradients (emulated, {result.elements} elements per rank)")
-    ax.legend(loc="upper left", fontsize="small")
+    legend_outside(ax, fontsize="small")
     return ax
 
 
@@ -74,5 +74,5 @@ def plot_memory_per_parameter(rows, ax=None) -> Axes:
     ax.set_xlabel("bytes per parameter on one rank (measured from the storages)")
     ax.set_xlim(0, math.ceil(float(left.max()) / 4 + 1) * 4)
     ax.set_title("What each rank holds per parameter")
-    ax.legend(loc="lower right", fontsize="small")
+    legend_outside(ax, fontsize="small")
     return ax

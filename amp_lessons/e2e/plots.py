@@ -10,6 +10,7 @@ from matplotlib.ticker import NullLocator
 from .._draw import (
     axes_for,
     decade_ticks as _decade_ticks,
+    legend_outside,
     series,
     styled,
 )
@@ -58,7 +59,7 @@ def plot_throughput(rows, ax=None) -> Axes:
     ax.set_xlabel("matrix size n (n x n @ n x n)")
     ax.set_ylabel("achieved TFLOP/s")
     ax.set_title("Matmul throughput by number format (measured on this machine)", loc="left")
-    ax.legend(loc="upper left", fontsize=9)
+    legend_outside(ax)
     return ax
 
 
@@ -102,7 +103,7 @@ def plot_training_runs(results, ax=None) -> Axes:
         _decade_ticks(ax, "y")
     ax.set_title("Same model, same data: the loss curves overlap; time and memory do not", loc="left")
     if ax.lines:
-        ax.legend(loc="upper right", fontsize=9)
+        legend_outside(ax)
     if skipped:
         ax.text(
             0.0,

@@ -17,6 +17,7 @@ from .._draw import (
     axes_for,
     decade_ticks as _decade_ticks,
     format_label,
+    legend_outside,
     overflow_threshold as _overflow_threshold,
     pct,
     plot_runs,
@@ -129,7 +130,7 @@ def plot_running_sums(
     ax.set_title("Running sums" if minus is None else f"Error of running sums (partial sum - {minus})", loc="left")
     if minus is not None:
         ax.axhline(0, color="#888888", lw=0.8)
-    ax.legend(loc="upper left", fontsize=9)
+    legend_outside(ax)
     return ax
 
 
@@ -210,7 +211,7 @@ def plot_loss_curves(result: dict, ax=None) -> Axes:
     ax.set_ylabel("training loss")
     fmt = result.get("fmt", "fp16")
     ax.set_title(f"Weights stored in {fmt} stall; fp32 master weights keep learning", loc="left")
-    ax.legend(loc="upper right", fontsize=9)
+    legend_outside(ax)
     return ax
 
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import math
 
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 from matplotlib.axes import Axes
 
 from .._draw import (
     axes_for,
+    legend_outside,
     overflow_threshold as _overflow_threshold,
     pct,
     region_spans as _region_spans,
@@ -95,41 +97,73 @@ _METHOD_COLORS = {
 
 @styled
 def plot_scaling_errors(rows, ax=None) -> Axes:
-    """Grouped bars (log y): the relative error of each scaling method (one colour each) on each
-    tensor (one group each), from the rows of :func:`amp_lessons.fp8.scaling_errors`. An infinite
-    error (a value overflowed to inf) is drawn as a hatched bar to the top, labelled "inf"."""
+    """Two panels of grouped bars, one colour per scaling method and one group per tensor, from the
+    rows of :func:`amp_lessons.fp8.scaling_errors`. Top (``ax``, log y): the relative error; an
+    infinite error (a value overflowed to inf) is a hatched bar to the top, labelled "inf". Once a
+    tensor fits the window these bars are nearly equal, so the bottom panel (log y) shows what the
+    methods change: the share of values flushed to 0 or saturated at max (0: a short bar on the
+    bottom edge, labelled "0"). Made under ``ax`` (an inset) when ``ax`` is given."""
     rows = list(rows) if not isinstance(rows, dict) else None
     if not rows or not all(isinstance(r, dict) and {"tensor", "method", "relative error"} <= set(r) for r in rows):
         raise TypeError("rows must be the non-empty list returned by amp_lessons.fp8.scaling_errors")
     tensors = list(dict.fromkeys(r["tensor"] for r in rows))
     methods = list(dict.fromkeys(r["method"] for r in rows))
     err = {(r["tensor"], r["method"]): float(r["relative error"]) for r in rows}
-    finite = [e for e in err.values() if math.isfinite(e) and e > 0]
-    top = 10 ** math.ceil(math.log10(max(finite))) if finite else 1.0
-    bottom = 10 ** math.floor(math.log10(min(finite))) if finite else 1e-3
-    bottom = min(bottom, top / 10)
-    ax = axes_for(ax, (10, 4.8))
+    lost = (
+        {(r["tensor"], r["method"]): float(r["flushed"]) + float(r["saturated"]) for r in rows}
+        if all({"flushed", "saturated"} <= set(r) for r in rows)
+        else None
+    )
+    if ax is None:
+        fig, axes = plt.subplots(2 if lost else 1, 1, figsize=(11, 7.4 if lost else 4.8), layout="constrained")
+        ax, ax_lost = (axes[0], axes[1]) if lost else (axes, None)
+    else:
+        ax = axes_for(ax, None)
+        ax_lost = ax.inset_axes([0.0, -1.35, 1.0, 1.0]) if lost else None
     width = 0.8 / len(methods)
-    for j, m in enumerate(methods):
-        xs, hs, hatch = [], [], []
-        for i, t in enumerate(tensors):
-            e = err.get((t, m))
-            if e is None:
-                continue
-            xs.append(i - 0.4 + width * (j + 0.5))
-            hs.append(top if not math.isfinite(e) else max(e, bottom))
-            hatch.append(not math.isfinite(e))
-        color = _METHOD_COLORS.get(m, _TENSOR_COLORS[j % len(_TENSOR_COLORS)])
-        bars = ax.bar(xs, [h - bottom for h in hs], width * 0.95, bottom=bottom, color=color, label=m, gid=m)
-        for bar, h in zip(bars, hatch):
-            if h:
-                bar.set_hatch("//")
-                ax.text(bar.get_x() + bar.get_width() / 2, top, "inf", ha="center", va="bottom", fontsize=8)
-    ax.set_yscale("log")
-    ax.set_ylim(bottom, top * 1.5)
-    ax.set_xticks(range(len(tensors)), tensors)
+    _grouped_bars(ax, err, tensors, methods, width, mark_inf=True)
     ax.set_ylabel("relative error ||q - x|| / ||x||")
     fmt = rows[0].get("fmt", "")
     ax.set_title(f"fp8 cast error by scaling method{f' ({fmt})' if fmt else ''}", loc="left")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), fontsize=9)
+    legend_outside(ax)
+    if ax_lost is not None:
+        _grouped_bars(ax_lost, lost, tensors, methods, width, mark_zero=True)
+        ax_lost.set_ylabel("share of values flushed\nto 0 or saturated")
+        ax_lost.set_title("What the scaling changes: values lost to the window's ends", loc="left")
     return ax
+
+
+def _grouped_bars(ax: Axes, value: dict, tensors, methods, width, *, mark_inf=False, mark_zero=False) -> None:
+    """Bars of ``value[(tensor, method)]`` on a log y axis from a decade below the smallest positive
+    value; inf is drawn to the top (hatched, "inf"), 0 as a short bar labelled "0"."""
+    finite = [e for e in value.values() if math.isfinite(e) and e > 0]
+    top = 10 ** math.ceil(math.log10(max(finite))) if finite else 1.0
+    bottom = 10 ** math.floor(math.log10(min(finite))) if finite else 1e-3
+    bottom = min(bottom, top / 10) / (10 if mark_zero else 1)
+    zero_h = bottom * 1.6
+    for j, m in enumerate(methods):
+        xs, hs, kinds = [], [], []
+        for i, t in enumerate(tensors):
+            e = value.get((t, m))
+            if e is None:
+                continue
+            xs.append(i - 0.4 + width * (j + 0.5))
+            if not math.isfinite(e):
+                hs.append(top)
+                kinds.append("inf")
+            elif e <= 0 and mark_zero:
+                hs.append(zero_h)
+                kinds.append("0")
+            else:
+                hs.append(max(e, bottom))
+                kinds.append("")
+        color = _METHOD_COLORS.get(m, _TENSOR_COLORS[j % len(_TENSOR_COLORS)])
+        bars = ax.bar(xs, [h - bottom for h in hs], width * 0.95, bottom=bottom, color=color, label=m, gid=m)
+        for bar, h, kind in zip(bars, hs, kinds):
+            if kind == "inf" and mark_inf:
+                bar.set_hatch("//")
+            if kind:
+                ax.text(bar.get_x() + bar.get_width() / 2, h, kind, ha="center", va="bottom", fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylim(bottom, top * 1.5)
+    ax.set_xticks(range(len(tensors)), tensors)

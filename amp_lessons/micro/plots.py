@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.axes import Axes
 
-from .._draw import axes_for, styled
+from .._draw import axes_for, legend_outside, styled
 from .experiments import UPDATE_METHODS
 
 __all__ = ["plot_recipe_snr", "plot_tiny_updates", "plot_training"]
@@ -26,7 +26,7 @@ def plot_recipe_snr(tables: dict, ax=None) -> Axes:
     ax.set_yticks(y, recipes)
     ax.invert_yaxis()
     ax.set_xlabel("signal-to-noise ratio (dB, higher is better; 6 dB per bit)")
-    ax.legend(loc="lower right")
+    legend_outside(ax)
     ax.set_title("The same tensors through each recipe (emulated bit-exactly)", loc="left")
     return ax
 
@@ -41,7 +41,7 @@ def plot_tiny_updates(result: dict, ax=None) -> Axes:
         ax.plot(steps, result[m].numpy(), lw=1.5, label=m)
     ax.set_xlabel("update")
     ax.set_ylabel("weight")
-    ax.legend(loc="upper left")
+    legend_outside(ax)
     ax.set_title("Adding 1e-4 again and again to a bf16 weight", loc="left")
     return ax
 
@@ -60,6 +60,6 @@ def plot_training(results: dict, ax=None) -> Axes:
     ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (MSE)")
-    ax.legend(loc="upper right")
+    legend_outside(ax)
     ax.set_title("A small MLP with bf16 weights: how the update is rounded", loc="left")
     return ax

@@ -13,6 +13,7 @@ from matplotlib.axes import Axes
 from .._draw import (
     OVERFLOW_COLOR as _OVERFLOW_COLOR,
     axes_for,
+    legend_outside,
     overflow_threshold as _overflow_threshold,
     plot_runs,
     pow2 as _pow2,
@@ -87,7 +88,7 @@ def plot_scale_sweep(sweep: dict, ax=None, *, window=None) -> Axes:
     noun = {"activations": "activation", "weights": "weight"}.get(kind, kind)
     ax.set_ylabel(f"fraction of non-zero {noun} gradients\n(0 is drawn on the bottom edge)")
     ax.set_title(f"{noun.capitalize()} gradients x scale, rounded to {fmt}", loc="left")
-    ax.legend(loc="center right", fontsize=9)
+    legend_outside(ax)
     return ax
 
 
@@ -143,7 +144,7 @@ def plot_scaled_histogram(census: dict, exponent: int = 0, fmt="fp16", ax=None, 
     ax.set_xlabel("log2 |gradient x scale|")
     ax.set_ylabel("fraction of values per binade")
     ax.set_title(f"Gradients x {_pow2(int(exponent))} in {f.name}", loc="left", pad=18)
-    ax.legend(loc="upper left", fontsize=9)
+    legend_outside(ax)
     return ax
 
 
@@ -234,7 +235,7 @@ def plot_scaler_history(history, ax=None) -> Axes:
     ax.set_xlabel("step")
     ax.set_ylabel("loss scale (log2 axis)")
     ax.set_title("Dynamic loss scale: back off on overflow, grow after a run of good steps", loc="left")
-    ax.legend(loc="best", fontsize=9)
+    legend_outside(ax)
     return ax
 
 
@@ -263,5 +264,5 @@ def plot_train_comparison(result: dict, ax=None) -> Axes:
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (MSE)")
     ax.set_title("Same model, same data: fp16 without loss scaling does not learn", loc="left")
-    ax.legend(loc="lower left", fontsize=9)
+    legend_outside(ax)
     return ax

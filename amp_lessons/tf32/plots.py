@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.axes import Axes
+from matplotlib.patches import Patch
 
 from .._draw import (
     axes_for,
+    legend_outside,
     styled,
 )
 from ..formats import (
@@ -33,14 +35,18 @@ def _variant_color(variant: str) -> str:
 @styled
 def plot_error_vs_k(data: dict, ax=None, *, extra: dict | None = None) -> Axes:
     """RMS error of a matmul against its inner dimension K, log-log, one line per input format
-    (from :func:`amp_lessons.tf32.error_vs_k`), with a dashed sqrt(K) guide through each line's
-    first point. ``extra`` ({label: [rms per K]}) adds more lines (e.g. a designed format)."""
+    (from :func:`amp_lessons.tf32.error_vs_k`), and one dashed black guide line proportional to
+    sqrt(K) (slope 1/2 on these axes), a third of the way below the first point of the lowest line
+    whose inputs are rounded (tf32, bf16, fp16, or any other but fp32), so that it stays visible
+    next to the lines it is compared with. ``extra`` ({label: [rms per K]}) adds more lines (e.g. a
+    designed format), labelled as given."""
     if not isinstance(data, dict) or not {"k", "rms"} <= set(data):
         raise TypeError("data must be the dict returned by amp_lessons.tf32.error_vs_k (keys 'k', 'rms')")
     ks = np.asarray(data["k"], dtype=float)
     lines = dict(data["rms"])
     lines.update(extra or {})
-    ax = axes_for(ax, (8, 5))
+    ax = axes_for(ax, (9, 5))
+    firsts = {}
     for label, rms in lines.items():
         rms = np.asarray(rms, dtype=float)
         if rms.shape != ks.shape:
@@ -48,28 +54,34 @@ def plot_error_vs_k(data: dict, ax=None, *, extra: dict | None = None) -> Axes:
         color = format_color(label) if label in FORMATS else "#6a3d9a"
         # TF32 and fp16 inputs often give the same errors: hollow squares keep both visible
         style = dict(marker="s", mfc="white", ms=8, ls="--") if label == "tf32" else dict(marker="o", ms=4)
-        ax.plot(ks, np.maximum(rms, 1e-30), color=color, label=f"{label} inputs", gid=label, **style)
-        ax.plot(ks, rms[0] * np.sqrt(ks / ks[0]), "--", color=color, lw=1, alpha=0.7)
-    ax.plot([], [], "k--", lw=1, label="√K guide")
+        name = f"{label} inputs" if label in FORMATS else str(label)
+        ax.plot(ks, np.maximum(rms, 1e-30), color=color, label=name, gid=label, **style)
+        if rms[0] > 0:
+            firsts[label] = float(rms[0])
+    rounded = [v for k, v in firsts.items() if k != "fp32"] or list(firsts.values())
+    if rounded:
+        ax.plot(ks, min(rounded) / 3 * np.sqrt(ks / ks[0]), "k--", lw=1.2, gid="sqrt K guide", label="∝ √K (slope 1/2)")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("inner dimension K (products summed per output)")
     ax.set_ylabel("RMS error of C = A @ B vs fp64")
     ax.set_title("Matmul error vs K (fp32 accumulation; dashed: √K guide)", loc="left")
-    ax.legend(fontsize=9, loc="lower right")
+    legend_outside(ax)
     return ax
 
 
 @styled
 def plot_matmul_errors(errors, ax=None, *, reference: dict | None = None) -> Axes:
     """Relative error (max error / mean |fp64 result|) of each matmul variant as horizontal bars
-    on a log axis; modelled variants (``how`` ending in "(model)") hatched. ``reference`` ({label: rel_error}) adds labelled
-    reference figures (e.g. a published A100 figure) as grey bars."""
+    on a log axis, each labelled with its value; modelled variants (``how`` ending in "(model)") hatched.
+    ``reference`` ({label: rel_error}) adds labelled reference figures (e.g. a published A100 figure) as
+    grey bars. The legend (outside the axes) says what solid, hatched and grey bars are."""
     rows = [(e.variant, e.rel_error, e.how) for e in errors]
     if not rows:
         raise ValueError("errors is empty: pass the list from amp_lessons.tf32.matmul_errors")
     rows += [(label, value, "reference") for label, value in (reference or {}).items()]
     ax = axes_for(ax, (8, 0.5 * len(rows) + 1.2))
+    kinds = {}  # what each kind of bar is, in the words of the first row of that kind
     for i, (label, value, how) in enumerate(rows):
         color = "#bbbbbb" if how == "reference" else _variant_color(label)
         modelled = how.endswith("(model)")  # tf32.MODELLED: rounded inputs, an IEEE fp32 sum
@@ -81,13 +93,21 @@ def plot_matmul_errors(errors, ax=None, *, reference: dict | None = None) -> Axe
             edgecolor="white" if modelled else color,
             gid=label,
         )
-        ax.text(value * 1.15, i, f"{value:.2g}  ({how})", va="center", fontsize=9)
+        ax.text(value * 1.15, i, f"{value:.2g}", va="center", fontsize=9)
+        kinds.setdefault("reference" if how == "reference" else "model" if modelled else "measured", how)
     ax.set_yticks(range(len(rows)), [r[0] for r in rows])
     ax.invert_yaxis()
     ax.set_xscale("log")
     lo = min(r[1] for r in rows if r[1] > 0)
     hi = max(r[1] for r in rows)
-    ax.set_xlim(lo / 3, hi * 300)
+    ax.set_xlim(lo / 3, hi * 30)
+    looks = {
+        "measured": dict(facecolor="#777777"),
+        "model": dict(facecolor="#777777", hatch="//", edgecolor="white"),
+        "reference": dict(facecolor="#bbbbbb"),
+    }
+    handles = [Patch(label="published reference" if k == "reference" else how, **looks[k]) for k, how in kinds.items()]
+    legend_outside(ax, handles=handles)
     ax.set_xlabel("relative error: max |C - C_fp64| / mean |C_fp64|")
     ax.set_title("Matmul error by input precision", loc="left")
     return ax

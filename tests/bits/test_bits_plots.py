@@ -338,3 +338,32 @@ def test_every_plot_draws_without_warnings(tmp_path):
         plot_number_line("fp8_e5m2", scale="symlog"),
     ):
         ax.figure.savefig(tmp_path / "p.png")
+
+
+def test_bit_layouts_with_one_width_have_boxes_of_one_size():
+    """Drawn with width=32, fp32's and fp8's boxes are equally wide and every row starts at the left
+    edge, so each field's drawn width is proportional to its bits (lesson 01 compares them by eye)."""
+    fig, axes = plt.subplots(3, 1, figsize=(11, 7))
+    for ax, name in zip(axes, ("fp32", "fp16", "fp8_e4m3")):
+        plot_bit_layout(name, 0.1, ax=ax, width=32)
+    fig.canvas.draw()
+    widths, lefts = set(), set()
+    for ax in axes:
+        boxes = [p.get_window_extent() for p in ax.patches if isinstance(p, Rectangle)]
+        widths |= {round(b.width, 3) for b in boxes}
+        lefts.add(round(min(b.x0 for b in boxes), 3))
+    assert len(widths) == 1 and len(lefts) == 1
+    with pytest.raises(ValueError, match="width must be an int from 16"):
+        plot_bit_layout("fp16", 0.1, width=8)
+
+
+def _legend_outside(ax) -> bool:
+    ax.figure.canvas.draw()
+    legend = ax.get_legend()
+    return legend is not None and legend.get_window_extent().x0 >= ax.get_window_extent().x1
+
+
+def test_legends_sit_outside_the_data():
+    assert _legend_outside(plot_spacing())
+    assert _legend_outside(plot_range_precision())
+    assert _legend_outside(plot_rounding_error(["fp16", "bf16"]))

@@ -55,3 +55,58 @@ def test_plot_scaling_errors(fp8_tensors):
     with pytest.raises(TypeError, match="scaling_errors"):
         plot_scaling_errors([])
     plt.close("all")
+
+
+def _legend_outside(ax) -> bool:
+    """The legend's box lies right of the axes' box (after drawing): it covers no data."""
+    ax.figure.canvas.draw()
+    legend = ax.get_legend()
+    return legend is not None and legend.get_window_extent().x0 >= ax.get_window_extent().x1
+
+
+def test_plot_scaling_errors_shows_what_the_methods_change(fp8_tensors):
+    """The error bars of the scaled methods are nearly equal (the lesson says so); the second panel, on a
+    log axis, shows the shares flushed or saturated, where the methods differ."""
+    from amp_lessons.fp8 import plot_scaling_errors, scaling_errors
+
+    rows = scaling_errors(fp8_tensors)
+    ax = plot_scaling_errors(rows)
+    (lost,) = [a for a in ax.figure.axes if a is not ax]
+    assert ax.get_yscale() == "log" and lost.get_yscale() == "log"
+    assert _legend_outside(ax)
+    bottom = lost.get_ylim()[0]
+    for r in rows:
+        (bar,) = [
+            p
+            for p in lost.patches
+            if p.get_gid() == r["method"]
+            and abs(
+                p.get_x()
+                + p.get_width() / 2
+                - (
+                    list(fp8_tensors).index(r["tensor"])
+                    - 0.4
+                    + 0.8 / 5 * (list(dict.fromkeys(x["method"] for x in rows)).index(r["method"]) + 0.5)
+                )
+            )
+            < 1e-9
+        ]
+        share = r["flushed"] + r["saturated"]
+        top = bar.get_y() + bar.get_height()
+        if share > 0:
+            assert top == pytest.approx(max(share, bottom))  # the bar's top is the share itself
+        else:
+            assert top < 2 * bottom  # 0: a stub on the bottom edge, labelled "0"
+    assert sum(t.get_text() == "0" for t in lost.texts) == sum(r["flushed"] + r["saturated"] == 0 for r in rows)
+    # the weight gradients without scaling lose most values; with per-tensor scaling almost none
+    by = {(r["tensor"], r["method"]): r["flushed"] + r["saturated"] for r in rows}
+    assert by[("weight gradients", "no scaling")] > 100 * by[("weight gradients", "per-tensor")]
+    plt.close("all")
+
+
+def test_plot_fp8_window_legend_is_below_the_axes(fp8_tensors):
+    from amp_lessons.fp8 import plot_fp8_window
+
+    ax = plot_fp8_window(fp8_tensors)
+    ax.figure.canvas.draw()
+    assert ax.get_legend().get_window_extent().y1 <= ax.get_window_extent().y0

@@ -4,6 +4,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import numpy as np
 import pytest
 
 # --- lesson 02 plots --------------------------------------------------------------------------
@@ -18,9 +19,13 @@ def test_error_vs_k_plot_lines_and_trend():
         "ref_rms": [4, 8, 16],
     }
     ax = plot_error_vs_k(data, extra={"mine": [1, 2, 4]})
-    assert [ln.get_gid() for ln in ax.get_lines() if ln.get_gid()] == ["tf32", "bf16", "mine"]
-    trend = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--" and ln.get_gid() is None]
-    assert list(trend[0].get_ydata()) == pytest.approx([1e-3, 2e-3, 4e-3])  # sqrt(K) through the first point
+    assert [ln.get_gid() for ln in ax.get_lines() if ln.get_gid()] == ["tf32", "bf16", "mine", "sqrt K guide"]
+    # format lines say "<format> inputs"; an extra line keeps its own label (no "your inputs inputs")
+    assert [ln.get_label() for ln in ax.get_lines()] == ["tf32 inputs", "bf16 inputs", "mine", "∝ √K (slope 1/2)"]
+    (guide,) = [ln for ln in ax.get_lines() if ln.get_gid() == "sqrt K guide"]
+    # one black dashed guide, a third below the lowest rounded-input line's first point, sqrt(K) from there
+    assert guide.get_linestyle() == "--" and guide.get_color() == "k"
+    assert list(guide.get_ydata()) == pytest.approx([1e-3 / 3, 2e-3 / 3, 4e-3 / 3])
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     with pytest.raises(ValueError, match="'bf16' has 2 values for 3"):
         plot_error_vs_k({"k": [1, 2, 3], "rms": {"bf16": [1, 2]}})
@@ -46,3 +51,33 @@ def test_matmul_errors_plot_bars():
     ]
     with pytest.raises(ValueError, match="empty"):
         plot_matmul_errors([])
+
+
+def _legend_outside(ax) -> bool:
+    """The legend's box lies right of the axes' box (after drawing): it covers no data."""
+    ax.figure.canvas.draw()
+    legend = ax.get_legend()
+    return legend is not None and legend.get_window_extent().x0 >= ax.get_window_extent().x1
+
+
+def test_error_vs_k_guide_has_slope_one_half_and_the_legend_is_outside():
+    from amp_lessons.tf32 import error_vs_k, plot_error_vs_k
+
+    ks = [16, 64, 256, 1024]
+    ax = plot_error_vs_k(error_vs_k(ks, ("fp32", "tf32"), m=8, n=8), extra={"your inputs": [1e-2, 2e-2, 4e-2, 8e-2]})
+    (guide,) = [ln for ln in ax.get_lines() if ln.get_gid() == "sqrt K guide"]
+    x, y = np.log(guide.get_xdata()), np.log(guide.get_ydata())
+    assert np.diff(y) / np.diff(x) == pytest.approx([0.5] * 3)  # slope 1/2 on the log-log axes: sqrt(K)
+    tf32_line = next(ln for ln in ax.get_lines() if ln.get_gid() == "tf32")
+    assert guide.get_ydata()[0] == pytest.approx(tf32_line.get_ydata()[0] / 3)  # below the lowest rounded line
+    assert "your inputs" in [t.get_text() for t in ax.get_legend().get_texts()]
+    assert _legend_outside(ax)
+
+
+def test_matmul_errors_labels_stay_inside_the_axes():
+    from amp_lessons.tf32 import matmul_errors, plot_matmul_errors
+
+    ax = plot_matmul_errors(matmul_errors(32, 32, 32), reference={"fp32, A100": 3.9e-5})
+    ax.figure.canvas.draw()
+    box = ax.get_window_extent()
+    assert all(t.get_window_extent().x1 <= box.x1 + 1 for t in ax.texts)
