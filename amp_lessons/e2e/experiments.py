@@ -721,6 +721,10 @@ def amp_step(model: nn.Module, optimizer, config: str, device_type: str):
 
     The loss is computed from logits upcast to fp32: under CUDA autocast ``cross_entropy`` has no
     autocast entry and would take fp16/bf16 logits as they are."""
+    if config not in CONFIGS:
+        raise ValueError(f"config must be one of {', '.join(map(repr, CONFIGS))}, got {config!r}")
+    if device_type not in ("cpu", "cuda"):
+        raise ValueError(f"device_type must be 'cpu' or 'cuda' (torch.autocast's device types), got {device_type!r}")
     use_amp = config in ("bf16 autocast", "fp16 autocast + GradScaler")
     amp_dtype = torch.float16 if config.startswith("fp16") else torch.bfloat16
     scaler = torch.amp.GradScaler(device_type, enabled=config == "fp16 autocast + GradScaler")

@@ -335,62 +335,7 @@ def test_recipe_pitfalls():
     assert p["bf16"]["scales"] == [2.0**16 * 2 ** (k // 5) for k in range(20)] and not any(p["bf16"]["skipped"])
 
 
-def _gradscaler_scales(n, infs, init, growth, backoff, interval):
-    w = torch.nn.Parameter(torch.ones(4))
-    opt = torch.optim.SGD([w], lr=0.0)
-    s = torch.amp.GradScaler(
-        "cpu", init_scale=init, growth_factor=growth, backoff_factor=backoff, growth_interval=interval
-    )
-    out = []
-    for step in range(n):
-        opt.zero_grad()
-        s.scale(w.sum()).backward()
-        if step in infs:
-            w.grad[0] = float("inf")
-        s.step(opt)
-        s.update()
-        out.append(s.get_scale())
-    return out
-
-
-def test_simulate_scaler_is_gradscaler_in_200_random_scenarios():
-    # any finite positive initial scale (down to fp32's smallest subnormal, up to near its max), growth > 1,
-    # back-off in (0, 1), interval >= 1, overflows at random steps: the scale after every step, exactly
-    import random
-
-    rng = random.Random(2026)
-    for i in range(200):
-        init = 2.0 ** rng.uniform(-20, 40) if i % 10 else rng.choice([1e-38, 1e-45, 3e38])
-        growth, backoff, interval, n = rng.uniform(1.01, 8), rng.uniform(0.01, 0.99), rng.randint(1, 8), 25
-        infs = set(rng.sample(range(n), rng.randint(0, 12)))
-        want = _gradscaler_scales(n, infs, init, growth, backoff, interval)
-        got = scaling.simulate_scaler(
-            n, sorted(infs), init_scale=init, growth_factor=growth, backoff_factor=backoff, growth_interval=interval
-        )["scale_after"]
-        assert [float(x) for x in got] == [float(x) for x in want], (i, init, growth, backoff, interval, sorted(infs))
-
-
-def test_dynamic_scaler_takes_gradscalers_decisions_in_200_random_scenarios():
-    import random
-
-    rng = random.Random(7)
-    for i in range(200):
-        n = 12
-        infs = tuple(sorted(rng.sample(range(n), rng.randint(0, 6))))
-        rows = scaling.compare_with_gradscaler(
-            n,
-            inf_steps=infs,
-            init_scale=2.0 ** rng.uniform(-5, 30) if i % 10 else rng.choice([1e-38, 1e-45]),
-            growth_factor=rng.uniform(1.1, 4),
-            backoff_factor=rng.uniform(0.05, 0.95),
-            growth_interval=rng.randint(1, 5),
-            seed=i,
-        )
-        for r in rows:
-            assert r["ours_scale"] == r["torch_scale"] and r["ours_skipped"] == r["torch_skipped"], (i, r)
-            assert r["params_equal"], (i, r)
-            if i % 10:  # (a tiny initial scale ruins the weights, after which every step is skipped)
-                assert r["torch_skipped"] == (r["step"] in infs), (i, r)
+# simulate_scaler and DynamicScaler against GradScaler over drawn scenarios: test_scaling_properties.py
 
 
 def test_a_scale_that_underflows_to_zero_fails_as_gradscaler_does():
