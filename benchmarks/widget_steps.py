@@ -111,6 +111,8 @@ def _scaler_state_steps(ex: ScalerStateExplorer) -> dict:
         "growth_factor": (nothing, lambda i: ex.set(growth_factor=[1.1, 4.0, 2.0][i % 3])),
         "backoff_factor": (nothing, lambda i: ex.set(backoff_factor=[0.05, 0.95, 0.5][i % 3])),
         "growth_interval": (nothing, lambda i: ex.set(growth_interval=[1, 50, 20][i % 3])),
+        # the top of the gradient slider makes scale x gradient overflow fp16: skipped steps by themselves
+        "log2 max |gradient|": (nothing, lambda i: ex.set(log2_max_gradient=[-40, 8, -20, 0][i % 4])),
         "inject inf": (few_infs, lambda i: ex.inject((37 * i) % ex.N_STEPS)),
         "clear": (lambda i: ex.inject((11 * i) % ex.N_STEPS), lambda i: ex.clear()),
     }
