@@ -27,9 +27,7 @@ WIDGET_NOTE = "Interactive widget: run this notebook in JupyterLab to use it."
 def clean(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
     nb.metadata.pop("widgets", None)  # widget state
     nb.metadata["kernelspec"] = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
-    # the executing kernel's language_info (nbclient stores the kernel_info reply's), as JupyterLab stores it
-    if not nb.metadata.get("language_info", {}).get("version"):
-        raise RuntimeError("the kernel reported no language_info version: was the notebook executed?")
+    # language_info stays as the executing kernel reported it (run() checks it): JupyterLab writes the same
     for i, cell in enumerate(nb.cells, start=1):
         cell["id"] = f"cell-{i:02d}"
         cell.metadata.pop("execution", None)
@@ -55,6 +53,8 @@ def run(path: Path, timeout: int) -> float:
         record_timing=False,
     ).execute()
     elapsed = time.perf_counter() - t0
+    if not nb.metadata.get("language_info", {}).get("version"):  # nbclient stores the kernel_info reply's
+        raise RuntimeError(f"{path}: the kernel reported no language_info version")
     nbformat.write(clean(nb), path)
     return elapsed
 
