@@ -224,7 +224,7 @@ def plot_range_precision(formats=None, ax=None) -> Axes:
         ax,
         handles=[
             Patch(facecolor="#999999", alpha=0.3, hatch="///", edgecolor="#999999", label="subnormals"),
-            Patch(facecolor="#999999", label="normal numbers (smallest normal to max)"),
+            Patch(facecolor="#999999", label="normal numbers\n(smallest normal to max)"),
         ],
         fontsize=9,
     )

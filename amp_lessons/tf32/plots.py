@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.patches import Patch
@@ -106,7 +108,10 @@ def plot_matmul_errors(errors, ax=None, *, reference: dict | None = None) -> Axe
         "model": dict(facecolor="#777777", hatch="//", edgecolor="white"),
         "reference": dict(facecolor="#bbbbbb"),
     }
-    handles = [Patch(label="published reference" if k == "reference" else how, **looks[k]) for k, how in kinds.items()]
+    handles = [
+        Patch(label="published reference" if k == "reference" else textwrap.fill(how, 26), **looks[k])
+        for k, how in kinds.items()
+    ]
     legend_outside(ax, handles=handles)
     ax.set_xlabel("relative error: max |C - C_fp64| / mean |C_fp64|")
     ax.set_title("Matmul error by input precision", loc="left")
