@@ -189,12 +189,16 @@ def series(values, label) -> np.ndarray:
     return y
 
 
-def pct(x: float) -> str:
+def pct(x: float, decimals: int | None = None) -> str:
+    """A fraction as a percentage: 3 significant digits, or ``decimals`` decimals (as ``f"{x:.1%}"``
+    prints, so that a legend can match a lesson's printed table); a non-zero share that would print
+    as 0 is written "<0.01%" (or "<0.1%" with one decimal), an exact 0 as "0%"."""
     if x == 0:
         return "0%"
-    if x < 1e-4:
-        return "<0.01%"
-    return f"{100 * x:.3g}%"
+    if decimals is None:
+        return "<0.01%" if x < 1e-4 else f"{100 * x:.3g}%"
+    text = f"{100 * x:.{decimals}f}%"
+    return f"<{10.0**-decimals:g}%" if float(text[:-1]) == 0 else text
 
 
 def legend_outside(ax: Axes, **kwargs):

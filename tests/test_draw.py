@@ -35,3 +35,13 @@ def test_legend_outside_covers_no_data():
     fig.canvas.draw()
     assert legend.get_window_extent().x0 >= ax.get_window_extent().x1
     assert legend.get_window_extent().x1 <= fig.bbox.x1 + 1  # constrained layout leaves room for it
+
+
+def test_pct_matches_the_printed_formats():
+    """pct(x, d) writes what f"{x:.{d}%}" prints, except that a non-zero share printing as 0 says so."""
+    from amp_lessons._draw import pct
+
+    for x in (0.0123, 0.5, 0.9134, 1.0, 0.00466):
+        assert pct(x, 1) == f"{x:.1%}" and pct(x, 2) == f"{x:.2%}"
+    assert pct(0.000253, 1) == "<0.1%" and pct(0.000253, 2) == "0.03%" and pct(0.00004, 2) == "<0.01%"
+    assert pct(0, 1) == "0%" and pct(0.000253) == "0.0253%" and pct(0.00001) == "<0.01%"

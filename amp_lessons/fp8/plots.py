@@ -51,7 +51,8 @@ def plot_fp8_window(tensors: dict, fmt="fp8_e4m3", ax=None, *, scale=1.0) -> Axe
     """Histograms of log2 |x x scale| (one bar per binade) of several named tensors (e.g.
     :func:`amp_lessons.fp8.model_tensors`) over ``fmt``'s representable window: rounds to zero,
     subnormal, normal, overflow (saturates to max in e4m3, inf in e5m2). The legend gives each
-    tensor's fractions that flush to zero and overflow once multiplied by ``scale``."""
+    tensor's fractions that flush to zero and overflow once multiplied by ``scale``, to two
+    decimals (as lesson 07's table prints them)."""
 
     f = get_format(fmt)
     scale = _real(scale, "scale")
@@ -69,8 +70,8 @@ def plot_fp8_window(tensors: dict, fmt="fp8_e4m3", ax=None, *, scale=1.0) -> Axe
         color = _TENSOR_COLORS[i % len(_TENSOR_COLORS)]
         counts = np.histogram(logs, bins=edges)[0] / max(v.numel(), 1)
         label = (
-            f"{name} ({v.numel():,}): {pct(fr['underflow to zero'])} flush to 0, "
-            f"{pct(fr['subnormal'])} subnormal, {pct(fr['overflow'])} overflow"
+            f"{name} ({v.numel():,}): {pct(fr['underflow to zero'], 2)} flush to 0, "
+            f"{pct(fr['subnormal'], 2)} subnormal, {pct(fr['overflow'], 2)} overflow"
         )
         ax.stairs(counts, edges, fill=True, alpha=0.3, color=color, gid=f"{name} fill")
         ax.stairs(counts, edges, lw=1.6, color=color, gid=name, label=label)

@@ -193,3 +193,15 @@ def test_line_plots_keep_their_legends_outside_the_data():
     assert _legend_outside(plot_running_sums(running_sums_of_copies(16.0, 200), limit=1000.0))
     result = {"loss": {"fp32": [1.0, 0.1, 0.01], "fp16 weights": [1.0, 0.2, 0.2]}, "lost_fraction": {}, "steps": 3}
     assert _legend_outside(plot_loss_curves(result))
+
+
+def test_gradient_histogram_legend_numbers_match_the_lesson_print(census):
+    """The legend writes each share as lesson 03 prints it, f"{share:.1%}" (one decimal)."""
+    from amp_lessons.formats import FORMATS
+    from amp_lessons.fp16 import census_fractions, plot_gradient_histogram
+
+    ax = plot_gradient_histogram(census, "fp16")
+    text = " ".join(t.get_text() for t in ax.get_legend().get_texts())
+    for kind in ("weights", "activations"):
+        fr = census_fractions(census[kind].float().reshape(-1), FORMATS["fp16"])
+        assert f"{fr['subnormal']:.1%} subnormal" in text and f"{fr['normal']:.1%} normal" in text
