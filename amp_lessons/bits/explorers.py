@@ -29,7 +29,15 @@ __all__ = [
 
 
 _BUTTON_STYLE = {"sign": "danger", "exponent": "success", "mantissa": "info"}
-_FIELD_TEXT = {"sign": "#B03A2E", "exponent": "#1E8449", "mantissa": "#1F618D"}
+# Text on the bit buttons: white on ipywidgets' red "danger" buttons, black on its green and blue ones (WCAG AA
+# contrast in JupyterLab's light and dark themes; white on green or blue is under 4.5:1)
+_BUTTON_TEXT = {"sign": "white", "exponent": "black", "mantissa": "black"}
+# The fields' colours in the read-out's bit string, mixed with the theme's text colour so that they keep their
+# hue and read on light and dark backgrounds alike
+_FIELD_TEXT = {
+    n: f"color-mix(in srgb, {c} 60%, var(--jp-content-font-color1, #000))"
+    for n, c in {"sign": "#B03A2E", "exponent": "#1E8449", "mantissa": "#1F618D"}.items()
+}
 
 
 class BitExplorer:
@@ -153,6 +161,7 @@ class BitExplorer:
             field = "sign" if i == 0 else "exponent" if i <= f.exponent_bits else "mantissa"
             with b.hold_sync():  # one message per button, and none where nothing changes
                 b.button_style = _BUTTON_STYLE[field]
+                b.style.text_color = _BUTTON_TEXT[field]
                 b.tooltip = f"bit {f.bits - 1 - i} ({field})"
         self.bit_row.children = self._row()
 
@@ -210,7 +219,7 @@ class BitExplorer:
             parts = info.bit_string.split(" ")
             names = ["sign", "exponent", "mantissa"][: len(parts)]
             rows.append(
-                ("bits", " ".join(f"<span style='color:{_FIELD_TEXT[n]}'>{p}</span>" for n, p in zip(names, parts)))
+                ("bits", " ".join(f"<span style='color: {_FIELD_TEXT[n]}'>{p}</span>" for n, p in zip(names, parts)))
             )
             rows.append(
                 (
