@@ -48,14 +48,15 @@ def plot_tiny_updates(result: dict, ax=None) -> Axes:
 
 @styled
 def plot_training(results: dict, ax=None) -> Axes:
-    """Loss curves of :func:`amp_lessons.micro.train_low_precision` (log scale)."""
+    """Loss curves of :func:`amp_lessons.micro.train_low_precision` (log scale); each legend entry gives the
+    run's final loss and share of weights that never moved, written as lesson 10 prints them."""
     ax = axes_for(ax, (10, 4.5))
     for m, r in results.items():
         ax.plot(
             np.arange(1, len(r["loss"]) + 1),
             r["loss"],
             lw=1.5,
-            label=f"{m} ({100 * r['never moved']:.0f}% never moved)",
+            label=f"{m}: final loss {r['loss'][-1]:.4f}, {100 * r['never moved']:.1f}% of weights never moved",
         )
     ax.set_yscale("log")
     ax.set_xlabel("step")

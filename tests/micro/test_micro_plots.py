@@ -1,0 +1,40 @@
+"""Tests of amp_lessons.micro.plots."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import torch
+
+from amp_lessons.micro import UPDATE_METHODS, plot_recipe_snr, plot_tiny_updates, plot_training
+
+
+def _legend_outside(ax) -> bool:
+    """The legend's box lies right of the axes' box (after drawing): it covers no data."""
+    ax.figure.canvas.draw()
+    legend = ax.get_legend()
+    return legend is not None and legend.get_window_extent().x0 >= ax.get_window_extent().x1
+
+
+def test_training_legend_writes_the_numbers_as_the_lesson_prints_them():
+    runs = {
+        "round to nearest": {"loss": [1.0, 0.5, 0.365], "never moved": 0.497},
+        "Kahan": {"loss": [1.0, 0.3, 0.1477], "never moved": 0.002},
+    }
+    ax = plot_training(runs)
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    # lesson 10 prints f"final loss {loss:.4f}, {100 * never:.1f}% of weights never moved"
+    assert labels == [
+        "round to nearest: final loss 0.3650, 49.7% of weights never moved",
+        "Kahan: final loss 0.1477, 0.2% of weights never moved",
+    ]
+    assert ax.get_yscale() == "log" and _legend_outside(ax)
+
+
+def test_tiny_updates_and_recipe_legends_sit_outside_the_data():
+    steps = 5
+    result = {"steps": steps, "exact": torch.linspace(1.0, 1.0005, steps)}
+    result.update({m: torch.ones(steps) for m in UPDATE_METHODS})
+    assert _legend_outside(plot_tiny_updates(result))
+    tables = {k: [{"recipe": "a", "SNR dB": 20.0}, {"recipe": "b", "SNR dB": 30.0}] for k in ("weight", "gradient")}
+    assert _legend_outside(plot_recipe_snr(tables))
