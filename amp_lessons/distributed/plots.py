@@ -31,12 +31,14 @@ def plot_reduction_error(result: ReductionError, ax=None) -> Axes:
         )
     ax = axes_for(ax, (8, 4.5))
     floor = 1e-10
+    zeros = False
     for method, errs in result.errors.items():
         fmt, ls = _METHOD_STYLE.get(method, ("fp32", ":"))
         ys = np.array([max(e, floor) for e in errs])
         ax.plot(result.world_sizes, ys, ls, marker="o", color=format_color(fmt), label=method, gid=method)
         zero = [i for i, e in enumerate(errs) if e == 0]
         if zero:
+            zeros = True
             ax.plot(
                 [result.world_sizes[i] for i in zero], [floor] * len(zero), "o", mfc="white", color=format_color(fmt)
             )
@@ -45,6 +47,8 @@ def plot_reduction_error(result: ReductionError, ax=None) -> Axes:
     ax.set_xlabel("ranks whose gradients are summed (N)")
     ax.set_ylabel("relative error of the sum")
     ax.set_title(f"Summing N ranks' gradients (emulated, {result.elements} elements per rank)")
+    if zeros:  # the legend says what the open circles on the bottom line are
+        ax.plot([], [], "o", mfc="white", color="#555555", label=f"error exactly 0 (drawn at {floor:.0e})")
     legend_outside(ax, fontsize="small")
     return ax
 
