@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from matplotlib.axes import Axes
 
@@ -19,20 +21,42 @@ _COLORS = {"eager": "#1F78B4", "compiled": "#E31A1C", "emulated": "#33A02C"}
 @styled
 def plot_errors(errors: dict, ax=None) -> Axes:
     """Grouped bars (log y): the max and mean relative error against fp64 of each of eager, compiled and
-    emulated in ``errors`` (from :func:`amp_lessons.compiled.precision_errors`). One bar container per run,
-    its gid the run's name."""
+    emulated in ``errors`` (from :func:`amp_lessons.compiled.precision_errors`), each bar from a decade
+    below the smallest error and labelled with its value (``.2e``, as lesson 11 prints it). One bar container per
+    run, its gid the run's name."""
     if not isinstance(errors, dict) or "eager" not in errors or "compiled" not in errors:
         raise TypeError("errors must be the dict from compiled.precision_errors")
     runs = [r for r in ("eager", "compiled", "emulated") if r in errors]
     ax = axes_for(ax, (7, 3.6))
     x = np.arange(2)
     width = 0.8 / len(runs)
+    values = [float(v) for r in runs for v in errors[r] if float(v) > 0]
+    # every bar starts a decade below the smallest error, so bar heights compare on the log axis
+    bottom = 10 ** math.floor(math.log10(min(values))) / 10 if values else 1e-6
     for i, r in enumerate(runs):
-        ax.bar(x + (i - (len(runs) - 1) / 2) * width, errors[r], width, label=r, color=_COLORS[r])
+        bars = ax.bar(
+            x + (i - (len(runs) - 1) / 2) * width,
+            [max(float(v), bottom) - bottom for v in errors[r]],
+            width,
+            bottom=bottom,
+            label=r,
+            color=_COLORS[r],
+            gid=r,
+        )
+        for bar, v in zip(bars, errors[r]):  # the value, as lesson 11 prints it
+            ax.text(
+                bar.get_x() + bar.get_width() / 2,
+                max(float(v), bottom),
+                f"{float(v):.2e}",
+                ha="center",
+                va="bottom",
+                fontsize=8,
+            )
     ax.set_yscale("log")
+    ax.set_ylim(bottom, max(values or [1.0]) * 3)
     ax.set_xticks(x, ["max relative error", "mean relative error"])
     ax.set_ylabel("against fp64 (measured here)")
-    ax.set_title("bf16 results: eager, compiled, compiled with emulate_precision_casts")
+    ax.set_title("bf16 results: eager, compiled,\ncompiled with emulate_precision_casts", loc="left")
     legend_outside(ax, fontsize="small")
     return ax
 

@@ -31,3 +31,17 @@ def test_plot_step_times_draws_every_setting():
     assert len(ax.containers[0]) == 2
     with pytest.raises(TypeError):
         compiled.plot_step_times({"a": 1.0})
+
+
+def test_plot_errors_bars_reach_their_values_from_one_base_and_say_them():
+    errors = {"eager": (1.31e-2, 3.0e-3), "compiled": (1.01e-2, 2.3e-3), "emulated": (1.31e-2, 3.0e-3)}
+    ax = compiled.plot_errors(errors)
+    bottom = ax.get_ylim()[0]
+    assert bottom == pytest.approx(1e-4)  # a decade below the smallest error's decade
+    for run in errors:
+        (bars,) = [c for c in ax.containers if c.get_label() == run]
+        assert [b.get_y() for b in bars] == pytest.approx([bottom] * 2)
+        assert [b.get_y() + b.get_height() for b in bars] == pytest.approx(list(errors[run]))
+    assert sorted(t.get_text() for t in ax.texts) == sorted(f"{v:.2e}" for e in errors.values() for v in e)
+    ax.figure.canvas.draw()
+    assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1
