@@ -340,10 +340,23 @@ def plot_number_line(fmt, lo=None, hi=None, ax=None, scale: str = "linear") -> A
     below = int((pos < 1).sum())
     ax.set_title(
         f"{f.name}: {shown.size} values in [{lo:g}, {hi:g}]; {below} of the {pos.size} positive "
-        f"values are below 1 (tall: normal, short: subnormal)",
+        f"values are below 1\n{_tick_key(ax, f, lo, hi, int(sub.sum()))}",
         fontsize=11,
     )
     return ax
+
+
+def _tick_key(ax: Axes, f: FloatFormat, lo: float, hi: float, n_sub: int) -> str:
+    """What the tick heights mean, claiming short subnormal ticks only where they can be seen: the
+    subnormals shown must cover at least 3% of the axis (else they sit in one smudge at 0)."""
+    if n_sub == 0:
+        return "no subnormals in this range" if f.mantissa_bits else f"{f.name} has no subnormals"
+    to_axis = ax.xaxis.get_transform().transform
+    t_lo, t_hi = to_axis(np.array([lo, hi]))
+    a, b = to_axis(np.array([max(lo, -f.smallest_normal), min(hi, f.smallest_normal)]))
+    if (b - a) / (t_hi - t_lo) >= 0.03:
+        return "tall: normal, short: subnormal"
+    return f"its {n_sub} subnormals, below {f.smallest_normal:g}, crowd at 0: scale='symlog' spreads them"
 
 
 def _binade_gaps(ax: Axes, f: FloatFormat, lo: float, hi: float) -> None:

@@ -367,3 +367,15 @@ def test_legends_sit_outside_the_data():
     assert _legend_outside(plot_spacing())
     assert _legend_outside(plot_range_precision())
     assert _legend_outside(plot_rounding_error(["fp16", "bf16"]))
+
+
+def test_number_line_title_claims_short_subnormal_ticks_only_where_they_show():
+    """On [0, 8] fp8 e4m3's 7 subnormals (below 2^-6) fill 0.2% of the axis: the title says they crowd at 0;
+    on a symlog axis, or zoomed in, they are visible and the title keys the tick heights."""
+    crowded = plot_number_line("fp8_e4m3", 0, 8).get_title(loc="left")
+    assert "short: subnormal" not in crowded and "its 7 subnormals, below 0.015625, crowd at 0" in crowded
+    assert "tall: normal, short: subnormal" in plot_number_line("fp8_e4m3", scale="symlog").get_title(loc="left")
+    zoom = plot_number_line("fp8_e4m3", 0, 0.1)
+    assert "tall: normal, short: subnormal" in zoom.get_title(loc="left")
+    short = [c for c in zoom.collections if c.get_segments() and c.get_segments()[0][1][1] == 0.6]
+    assert len(short[0].get_segments()) == 7  # the 7 short ticks the title names
