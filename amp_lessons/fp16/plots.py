@@ -139,7 +139,7 @@ def plot_gradient_histogram(census: dict, fmt="fp16", ax=None, *, scale=1.0) -> 
     """Histogram of log2 |g| of the weight and the activation gradients of a census (from
     :func:`amp_lessons.fp16.gradient_census`), one bar per binade, over ``fmt``'s regions: rounds
     to zero (below half the smallest subnormal), subnormal, normal, overflow. The legend gives
-    each kind's fractions to one decimal, as lesson 03 prints them (exact zeros, which a log axis
+    each kind's fractions to two decimals, as lessons 03 and 05 print them (exact zeros, which a log axis
     cannot show, included). ``scale``
     multiplies the gradients first (in float32), as loss scaling does."""
     if not isinstance(census, dict) or not {"weights", "activations"} <= set(census):
@@ -170,9 +170,9 @@ def plot_gradient_histogram(census: dict, fmt="fp16", ax=None, *, scale=1.0) -> 
     for name, (logs, n, fr) in data.items():
         counts, _ = np.histogram(logs, bins=edges)
         label = (
-            f"{name} ({n:,} values): {pct(fr['zero'], 1)} exactly 0,\n"
-            f"  {pct(fr['underflow to zero'], 1)} round to 0, {pct(fr['subnormal'], 1)} subnormal, "
-            f"{pct(fr['normal'], 1)} normal, {pct(fr['overflow'], 1)} overflow"
+            f"{name} ({n:,} values): {pct(fr['zero'], 2)} exactly 0,\n"
+            f"  {pct(fr['underflow to zero'], 2)} round to 0, {pct(fr['subnormal'], 2)} subnormal, "
+            f"{pct(fr['normal'], 2)} normal, {pct(fr['overflow'], 2)} overflow"
         )
         ax.stairs(counts / max(n, 1), edges, fill=True, alpha=0.45, gid=name, label=label, **styles[name])
         ax.stairs(counts / max(n, 1), edges, lw=1.5, **styles[name])

@@ -58,7 +58,7 @@ def census():
 
 
 def _pct_in_legend(ax, fraction):
-    return any(f"{100 * fraction:.3g}%" in t.get_text() for t in ax.get_legend().get_texts())
+    return any(f"{fraction:.2%}" in t.get_text() for t in ax.get_legend().get_texts())
 
 
 def test_gradient_histogram_regions_and_fractions(census):
@@ -196,7 +196,7 @@ def test_line_plots_keep_their_legends_outside_the_data():
 
 
 def test_gradient_histogram_legend_numbers_match_the_lesson_print(census):
-    """The legend writes each share as lesson 03 prints it, f"{share:.1%}" (one decimal)."""
+    """The legend writes each share as lessons 03 and 05 print it, f"{share:.2%}" (two decimals)."""
     from amp_lessons.formats import FORMATS
     from amp_lessons.fp16 import census_fractions, plot_gradient_histogram
 
@@ -204,4 +204,4 @@ def test_gradient_histogram_legend_numbers_match_the_lesson_print(census):
     text = " ".join(t.get_text() for t in ax.get_legend().get_texts())
     for kind in ("weights", "activations"):
         fr = census_fractions(census[kind].float().reshape(-1), FORMATS["fp16"])
-        assert f"{fr['subnormal']:.1%} subnormal" in text and f"{fr['normal']:.1%} normal" in text
+        assert f"{fr['subnormal']:.2%} subnormal" in text and f"{fr['normal']:.2%} normal" in text
