@@ -16,17 +16,20 @@ def outcomes():
 
 
 def test_every_bad_argument_gets_a_clear_error_at_once(outcomes):
-    bad = [o for o in outcomes if o.kind not in ("clear", "harness")]
+    bad = [o for o in outcomes if o.kind not in ("clear", "harness", "record")]
     assert not bad, harness.report(bad)
 
 
 def test_the_harness_reaches_most_of_the_api(outcomes):
-    probed = {o.callable for o in outcomes if o.kind != "harness"}
+    probed = {o.callable for o in outcomes if o.kind not in ("harness", "record")}
+    records = {o.callable for o in outcomes if o.kind == "record"}
     missing = {o.callable for o in outcomes if o.kind == "harness"}
-    # measured: 125 of 217 callables have arguments of a probed kind; 46 have no valid call known to the harness
-    # (result records and pictures of results)
-    assert len(probed) >= 120 and len(missing) <= 50, sorted(missing)
-    assert sum(o.kind == "clear" for o in outcomes) >= 700
+    # measured: of 282 public callables, 149 have arguments of a probed kind; 44 are result records (dataclasses
+    # the course builds); 17 have no valid call known to the harness: pictures of results (their only other
+    # argument is ``ax``), the compiled workloads' comparisons (each would compile a model), a profiler tree,
+    # a worker error and fp8.cast_stats (four tensors of one cast)
+    assert len(probed) >= 140 and len(missing) <= 20 and len(records) <= 60, sorted(missing)
+    assert sum(o.kind == "clear" for o in outcomes) >= 900
 
 
 def test_the_harness_sees_each_kind_of_bad_answer():

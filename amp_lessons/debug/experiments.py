@@ -33,7 +33,7 @@ from torch.utils._pytree import tree_leaves
 from .. import device as _device_mod, timing
 from .._runtime import quiet_fd2
 from .._table import Cell, TableRecord
-from .._validate import count, int_at_least as _int_at_least, real as _real, seed as _seed
+from .._validate import count, flag as _flag, int_at_least as _int_at_least, real as _real, seed as _seed
 from ..autocast.experiments import DEVICE_TYPES
 from ..e2e.experiments import matmul_rates
 from ..formats import get_format
@@ -259,6 +259,7 @@ class OverflowTrace:
         return None
 
     def rows(self, leaves_only: bool = False) -> list[dict]:
+        leaves_only = _flag(leaves_only, "leaves_only")
         out = []
         for r in self.records:
             if r.output is None or (leaves_only and r.type == "Sequential"):
