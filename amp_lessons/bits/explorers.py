@@ -28,12 +28,19 @@ __all__ = [
 ]
 
 
-_BUTTON_STYLE = {"sign": "danger", "exponent": "success", "mantissa": "info"}
-# Text on the bit buttons: white on ipywidgets' red "danger" buttons, black on its green and blue ones (WCAG AA
-# contrast in JupyterLab's light and dark themes; white on green or blue is under 4.5:1)
-_BUTTON_TEXT = {"sign": "white", "exponent": "black", "mantissa": "black"}
-# The fields' colours in the read-out's bit string, mixed with the theme's text colour so that they keep their
-# hue and read on light and dark backgrounds alike
+# The bit buttons' colours, the fields' colours of the bit-layout pictures: pale with black text for a 0, deep with
+# white text for a 1 (WCAG AA contrast, 4.7:1 or more, in every theme: the buttons carry their own background).
+# ipywidgets' button styles are not used: white or black on its green and blue is under 4.5:1 in one theme or the other.
+_BIT_COLORS = {"sign": ("#F4B6B4", "#B03A2E"), "exponent": ("#B5DFB0", "#1E8449"), "mantissa": ("#B3D7EF", "#1F618D")}
+_BIT_CSS = (
+    "<style>"
+    + "".join(
+        f".jupyter-widgets.jupyter-button.amp-bit-{field} {{background: {pale} !important; color: #000 !important}}"
+        f".jupyter-widgets.jupyter-button.amp-bit-{field}.mod-active {{background: {deep} !important; color: #fff !important}}"
+        for field, (pale, deep) in _BIT_COLORS.items()
+    )
+    + "</style>"
+)
 _FIELD_TEXT = {
     n: f"color-mix(in srgb, {c} 60%, var(--jp-content-font-color1, #000))"
     for n, c in {"sign": "#B03A2E", "exponent": "#1E8449", "mantissa": "#1F618D"}.items()
@@ -66,7 +73,13 @@ class BitExplorer:
         self.readout = widgets.HTML()
         self.image = image()
         self.widget = widgets.VBox(
-            [widgets.HBox([self.value_box, self.format_menu]), self.bit_row, self.readout, self.image]
+            [
+                widgets.HBox([self.value_box, self.format_menu]),
+                self.bit_row,
+                self.readout,
+                self.image,
+                widgets.HTML(_BIT_CSS),
+            ]
         )
         self.widget.explorer = self
         self.info: BitInfo | None = None
@@ -160,8 +173,10 @@ class BitExplorer:
         for i, b in enumerate(self._pool[: f.bits]):
             field = "sign" if i == 0 else "exponent" if i <= f.exponent_bits else "mantissa"
             with b.hold_sync():  # one message per button, and none where nothing changes
-                b.button_style = _BUTTON_STYLE[field]
-                b.style.text_color = _BUTTON_TEXT[field]
+                for other in _BIT_COLORS:
+                    if other != field:
+                        b.remove_class(f"amp-bit-{other}")
+                b.add_class(f"amp-bit-{field}")
                 b.tooltip = f"bit {f.bits - 1 - i} ({field})"
         self.bit_row.children = self._row()
 

@@ -118,6 +118,7 @@ def test_measure_update_ms_for_lesson_05(scales, scaler_states):
         "growth_factor",
         "backoff_factor",
         "growth_interval",
+        "log2 max |gradient|",
         "inject inf",
         "clear",
     }
