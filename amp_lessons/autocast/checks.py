@@ -82,7 +82,8 @@ def check_bce_fix(fn) -> CheckResult:
     if err:
         return CheckResult(False, err)
     if not isinstance(got, torch.Tensor) or got.numel() != 1:
-        return CheckResult(False, f"expected a scalar loss tensor, got {got!r}")
+        what = f"a tensor of shape {tuple(got.shape)}" if isinstance(got, torch.Tensor) else f"a {type(got).__name__}"
+        return CheckResult(False, f"expected a scalar loss tensor, got {what}")
     if not torch.allclose(got.float(), want, rtol=1e-4, atol=1e-6):
         return CheckResult(
             False,
