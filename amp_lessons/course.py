@@ -105,6 +105,7 @@ class LessonSupport:
     title: str
     mode: str  # "native", "emulated", "reference", "partly emulated"
     detail: str
+    devices: tuple[str, ...] = ("cpu",)  # where the lesson's cells run their experiments: "cpu" and/or "cuda"
 
 
 _TITLES = {lesson.number: lesson.title for lesson in LESSONS}
@@ -130,18 +131,20 @@ def what_runs_where(report) -> list[LessonSupport]:
     g, c, a = report.gpu, report.cpu, report.apple_gpu
     amd = g is not None and g.rocm
     on_cpu = "; on the CPU (the Apple GPU is not used)" if a is not None and g is None else ""
+    gpu = ("cuda",) if g is not None else ("cpu",)  # lessons that run on the course's device (default_device())
+    both = ("cpu", "cuda") if g is not None else ("cpu",)  # lessons with a CPU part and a CUDA branch
     out = [
-        LessonSupport("00", _TITLES["00"], "native", "this report"),
+        LessonSupport("00", _TITLES["00"], "native", "this report, probed from the CPU"),
         LessonSupport(
             "01",
             _TITLES["01"],
             "native",
-            "fp16/bf16/fp8 rounding by torch's own casts; TF32, fp6 and fp4 emulated bit-exactly "
+            "on the CPU: fp16/bf16/fp8 rounding by torch's own casts; TF32, fp6 and fp4 emulated bit-exactly "
             "by the formats engine (they are not torch dtypes)",
         ),
     ]
     if g is not None and g.tf32:
-        out.append(LessonSupport("02", _TITLES["02"], "native", f"real TF32 matmuls on the {g.name}"))
+        out.append(LessonSupport("02", _TITLES["02"], "native", f"real TF32 matmuls on the {g.name}", gpu))
     else:
         why = _lacks(g, "TF32", "no CUDA GPU")
         out.append(
@@ -150,6 +153,7 @@ def what_runs_where(report) -> list[LessonSupport]:
                 _TITLES["02"],
                 "emulated",
                 f"{why}: TF32 modelled (inputs rounded bit-exactly, fp32 sums); GPU speed from reference{on_cpu}",
+                gpu,
             )
         )
     out.append(
@@ -174,6 +178,7 @@ def what_runs_where(report) -> list[LessonSupport]:
                 _TITLES["04"],
                 "native",
                 f"CPU and CUDA autocast both run here (on ROCm, torch's 'cuda' device is the {g.name})",
+                both,
             )
         )
     elif not g.bf16:
@@ -184,13 +189,26 @@ def what_runs_where(report) -> list[LessonSupport]:
                 "native",
                 f"CPU and CUDA autocast both run here; the {g.name} has no bf16 tensor cores, so CUDA "
                 "bf16 autocast runs emulated (slow)",
+                both,
             )
         )
     else:
-        out.append(LessonSupport("04", _TITLES["04"], "native", "CPU and CUDA autocast both run here"))
+        out.append(
+            LessonSupport(
+                "04",
+                _TITLES["04"],
+                "native",
+                "CPU and CUDA autocast both run here; the CUDA policy is also previewed with fake CUDA tensors",
+                both,
+            )
+        )
     out.append(
         LessonSupport(
-            "05", _TITLES["05"], "native", f"GradScaler('{report.device}') with fp16 autocast on a small model{on_cpu}"
+            "05",
+            _TITLES["05"],
+            "native",
+            "GradScaler('cpu') with fp16 autocast on a small model, on the CPU whatever the machine has (on a GPU "
+            f"the recipe is the same with the device 'cuda'){on_cpu}",
         )
     )
     if amd:
@@ -209,11 +227,14 @@ def what_runs_where(report) -> list[LessonSupport]:
                 "native",
                 f"{fmts} training and inference timed on the {g.name} (AMD: whether they run on its matrix "
                 "cores is not classified here)",
+                gpu,
             )
         )
     elif g is not None and g.bf16:
         out.append(
-            LessonSupport("06", _TITLES["06"], "native", f"bf16 and fp16 training and inference timed on the {g.name}")
+            LessonSupport(
+                "06", _TITLES["06"], "native", f"bf16 and fp16 training and inference timed on the {g.name}", gpu
+            )
         )
     elif g is not None and g.fp16_tensor_cores:
         out.append(
@@ -223,6 +244,7 @@ def what_runs_where(report) -> list[LessonSupport]:
                 "native",
                 f"fp16 training and inference timed on the {g.name}; it has no bf16 tensor cores: bf16 "
                 "runs emulated (slow) and the bf16 training run is skipped",
+                gpu,
             )
         )
     elif c.bf16_hardware:
@@ -244,22 +266,29 @@ def what_runs_where(report) -> list[LessonSupport]:
                 f"scaled to the bf16 rate measured first (bf16 is slower here); GPU speed-ups from reference{on_cpu}",
             )
         )
+    # lesson 07 runs its fp8 casts and torch._scaled_mm on the CPU on every machine (small, exact, comparable);
+    # the speed of fp8 tensor cores is the H100 reference
     if g is not None and g.fp8:
-        out.append(LessonSupport("07", _TITLES["07"], "native", f"fp8 scaled matmuls on the {g.name}'s tensor cores"))
+        why = f"the {g.name} has fp8 tensor cores, which the lesson's cells do not use"
     else:
         why = _lacks(g, "fp8", "no CUDA GPU with fp8 tensor cores", " tensor cores")
-        out.append(
-            LessonSupport(
-                "07",
-                _TITLES["07"],
-                "emulated",
-                f"fp8 casts and torch._scaled_mm run on the CPU ({why}); speed from reference",
-            )
+    out.append(
+        LessonSupport(
+            "07",
+            _TITLES["07"],
+            "emulated",
+            f"fp8 casts and torch._scaled_mm run on the CPU ({why}); speed from the H100 reference{on_cpu}",
         )
+    )
     if g is not None:
         out.append(
             LessonSupport(
-                "08", _TITLES["08"], "native", "the repros run on the CPU; the toolkit runs on the CPU and on this GPU"
+                "08",
+                _TITLES["08"],
+                "native",
+                "the repros and the toolkit run on the CPU; one cell shows that torch.amp.GradScaler() without a device "
+                "is enabled here (it means 'cuda')",
+                both,
             )
         )
     else:
@@ -287,7 +316,7 @@ def what_runs_where(report) -> list[LessonSupport]:
             _TITLES["10"],
             "emulated",
             "fp4/fp6/e8m0 formats and MX/NVFP4 block scaling rounded bit-exactly by the formats engine (native "
-            "only on Blackwell-class GPUs, which the lesson does not use); stochastic rounding and Kahan run here",
+            "only on Blackwell-class GPUs, which the lesson does not use); stochastic rounding and Kahan run on the CPU",
         )
     )
     out.append(

@@ -868,6 +868,20 @@ def _check_devices(tree, device_type: str, fake: bool) -> None:
                 )
 
 
+def _all_real_cuda(tree) -> bool:
+    """Every tensor in ``tree`` (and every parameter and buffer of a module in it) is a real CUDA tensor."""
+    for leaf in tree_leaves(tree):
+        if isinstance(leaf, torch.nn.Module):
+            tensors = [*leaf.parameters(), *leaf.buffers()]
+        elif isinstance(leaf, torch.Tensor):
+            tensors = [leaf]
+        else:
+            continue
+        if any(isinstance(t, FakeTensor) or t.device.type != "cuda" for t in tensors):
+            return False
+    return True
+
+
 def _first_output_tensor(out):
     for t in tree_leaves(out):
         if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
@@ -886,9 +900,10 @@ def trace(fn, *args, device_type: str = "cpu", dtype=None, fake=None, backward: 
     are recorded with phase "backward"; the gradients accumulate into the parameters as any
     backward would.
 
-    ``device_type="cuda"``: with a GPU (``fake=None`` or False) everything runs for real and the
-    tensors and modules must already be on the GPU. Without one (``fake=None`` or True) the CUDA
-    policy is *previewed*: ``args``, ``kwargs`` and ``fn`` itself if it is an ``nn.Module`` are
+    ``device_type="cuda"``: ``fake=False`` runs everything for real, on a GPU, and the tensors and
+    modules must already be on it. ``fake=None`` (the default) runs for real only where torch sees a
+    GPU *and* every tensor and module is already on it; otherwise (CPU tensors, on any machine, or
+    ``fake=True``) the CUDA policy is *previewed*: ``args``, ``kwargs`` and ``fn`` itself if it is an ``nn.Module`` are
     replaced by fake CUDA copies (:func:`fake_cuda`; fake tensors have dtypes and shapes, no
     values, and run no kernels), and CUDA autocast is switched on for them directly. So pass
     every tensor and module ``fn`` uses as an argument, ``trace(lambda m, x: m(x).sum(), model,
@@ -916,7 +931,7 @@ def trace(fn, *args, device_type: str = "cpu", dtype=None, fake=None, backward: 
             )
         fake = False
     elif fake is None:
-        fake = not has_cuda
+        fake = not (has_cuda and _all_real_cuda((fn, args, kwargs)))
     elif not fake and not has_cuda:
         raise RuntimeError(
             "device_type='cuda' with fake=False needs a CUDA GPU, and torch sees none here; "
