@@ -3,8 +3,9 @@ its provenance (device, compute capability, torch and CUDA versions, date, the c
 
 Two kinds of reference:
 
-- recorded: measured by this course's own command on a CUDA GPU and stored in
-  ``amp_lessons/data/references.json``::
+- recorded: measured on a CUDA GPU and stored in ``amp_lessons/data/references.json``, either by this
+  course's own command (``command``) or by a measurement whose method the record describes in words
+  (``method``); each names the course commit it was measured with (``commit``)::
 
       python -m amp_lessons.reference record [--only NAME ...] [--file PATH]
       python -m amp_lessons.reference show [EXPERIMENT]
@@ -23,6 +24,7 @@ import json
 import math
 import os
 import re
+import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
@@ -61,9 +63,24 @@ NO_CUDA_MESSAGE = (
     "the lessons show the published figures meanwhile"
 )
 
-_FIELDS = ("experiment", "device", "capability", "torch", "cuda", "date", "command", "results", "source")
+_FIELDS = (
+    "experiment",
+    "device",
+    "capability",
+    "torch",
+    "cuda",
+    "date",
+    "command",
+    "results",
+    "source",
+    "commit",
+    "method",
+)
+_OPTIONAL = ("commit", "method")  # absent from files written before they existed: read as ""
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _CAPABILITY = re.compile(r"\d+\.\d+")
+_COMMIT = re.compile(r"[0-9a-f]{7,40}")
+_TORCH_MINOR = re.compile(r"\d+\.\d+")
 
 
 # --------------------------------------------------------------------------------------------
@@ -81,9 +98,11 @@ class Record:
     torch: str
     cuda: str  # torch.version.cuda, or ""
     date: str  # ISO "YYYY-MM-DD", or "" for a published figure without one
-    command: str  # the exact command that produced it ("" for published figures)
+    command: str  # the exact command that produced it ("" for published figures and for ``method``)
     results: dict = field(default_factory=dict)  # name -> number, string or small dict
-    source: str = ""  # "" if measured by the course's command, else the citation
+    source: str = ""  # "" if measured (by the course's command or ``method``), else the citation
+    commit: str = ""  # the course commit it was measured with ("" if unknown)
+    method: str = ""  # how it was measured, in words, when no command of the course produced it
 
     def __post_init__(self):
         problem = _record_problem(_asdict(self))
@@ -106,7 +125,22 @@ class Record:
             parts.append(f"CUDA {self.cuda}")
         if self.date:
             parts.append(self.date)
-        return "measured on " + ", ".join(parts) + f", by `{self.command}`"
+        how = f", by `{self.command}`" if self.command else ""
+        if self.commit:
+            how += f" at course commit {self.commit}"
+        if self.method:
+            how += f"; method: {self.method}"
+        return "measured on " + ", ".join(parts) + how
+
+    @property
+    def label(self) -> str:
+        """A short label for a table column or a printed figure: "recorded on <GPU>, torch 2.11, <date>"
+        (the full story is ``provenance``), or "<device> (published)"."""
+        if self.source:
+            return f"{self.device} (published)"
+        version = _TORCH_MINOR.match(self.torch)
+        torch_text = f"torch {version.group(0)}" if version else "torch version unknown"
+        return ", ".join([f"recorded on {self.device}", torch_text] + ([self.date] if self.date else []))
 
     def to_dict(self) -> dict:
         return _asdict(self)
@@ -150,14 +184,14 @@ def _record_problem(d) -> str | None:
     """What is wrong with a record given as a dict, or None."""
     if not isinstance(d, dict):
         return f"a record must be an object, got {d!r}"
-    missing = [f for f in _FIELDS if f not in d]
+    missing = [f for f in _FIELDS if f not in d and f not in _OPTIONAL]
     if missing:
         return f"missing field(s) {', '.join(repr(m) for m in missing)}"
     unknown = sorted(set(d) - set(_FIELDS))
     if unknown:
         return f"unknown field(s) {', '.join(repr(u) for u in unknown)} (allowed: {', '.join(_FIELDS)})"
     for f in _FIELDS:
-        if f != "results" and not isinstance(d[f], str):
+        if f != "results" and not isinstance(d.get(f, ""), str):
             return f"field {f!r} must be a string, got {d[f]!r}"
     if not d["experiment"]:
         return "field 'experiment' must not be empty"
@@ -172,9 +206,14 @@ def _record_problem(d) -> str | None:
             ok = False
         if not ok:
             return f"field 'date' must be an ISO date YYYY-MM-DD (or empty), got {d['date']!r}"
+    if d.get("commit") and not _COMMIT.fullmatch(d["commit"]):
+        return f"field 'commit' must be a git commit hash (7 to 40 lowercase hex digits, or empty), got {d['commit']!r}"
     if not d["source"]:
-        if not d["command"]:
-            return "field 'command' must name the command that measured it (or 'source' must cite a publication)"
+        if not d["command"] and not d.get("method"):
+            return (
+                "field 'command' must name the command that measured it, or 'method' describe how "
+                "(or 'source' must cite a publication)"
+            )
         if not d["date"]:
             return "field 'date' must be set for a measured record"
     return _results_problem(d["results"])
@@ -236,6 +275,19 @@ PUBLISHED: tuple[Record, ...] = (
 
 def _path(path) -> Path:
     return DEFAULT_PATH if path is None else Path(path)
+
+
+def _course_commit() -> str:
+    """The short hash of the course checkout this package runs from ("" outside a git checkout)."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    commit = out.stdout.strip()
+    return commit if out.returncode == 0 and _COMMIT.fullmatch(commit) else ""
 
 
 def load(path=None) -> list[Record]:
@@ -338,7 +390,8 @@ def record(names: Iterable[str] | None = None, path=None, device="cuda", command
     """Run the experiments of ``EXPERIMENTS`` (all, or ``names``) on the CUDA GPU ``device`` and store them.
 
     Each result becomes a Record with the GPU's name and compute capability, torch and CUDA
-    versions, today's date and ``command`` (default: the equivalent Python call). It replaces any
+    versions, today's date, ``command`` (default: the equivalent Python call) and the course
+    commit of this checkout (git's HEAD; "" outside a git checkout). It replaces any
     earlier record of the same experiment on the same GPU name with the same torch version, and
     the file is saved after each experiment. Returns the new records."""
     d = _cuda_device(device)
@@ -360,6 +413,7 @@ def record(names: Iterable[str] | None = None, path=None, device="cuda", command
     gpu = torch.cuda.get_device_name(d)
     major, minor = torch.cuda.get_device_capability(d)
     cuda = torch.version.cuda or ""
+    commit = _course_commit()
     existing = load(p) if p.exists() else []
     new = []
     for name in todo:
@@ -377,6 +431,7 @@ def record(names: Iterable[str] | None = None, path=None, device="cuda", command
             command=command,
             results=dict(results),
             source="",
+            commit=commit,
         )
         existing = [
             r
@@ -411,7 +466,7 @@ def _fmt(key: str, v) -> str:
 
 
 def _column_title(i: int, r: Record) -> str:
-    return f"{r.device} [{i}]" + (" (published)" if r.source else "")
+    return f"{r.device} [{i}] (published)" if r.source else f"{r.label} [{i}]"
 
 
 @dataclass(frozen=True, repr=False)

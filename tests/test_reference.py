@@ -42,6 +42,7 @@ def fake_cuda(monkeypatch):
     monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
     monkeypatch.setattr(torch.version, "cuda", "12.8")
     monkeypatch.setattr(torch, "__version__", "2.11.0+cu128")
+    monkeypatch.setattr(reference, "_course_commit", lambda: "abc1234")
 
 
 @pytest.fixture
@@ -138,7 +139,13 @@ def test_no_published_record_implies_more_than_its_gpu_peak():
         (dict(date="21/11/2026"), "field 'date' must be an ISO date YYYY-MM-DD (or empty), got '21/11/2026'"),
         (dict(date="2026-13-01"), "'2026-13-01'"),
         (dict(capability="sm90"), "field 'capability' must look like '9.0' (or be empty), got 'sm90'"),
-        (dict(command=""), "field 'command' must name the command"),
+        (dict(command=""), "field 'command' must name the command that measured it, or 'method' describe how"),
+        (
+            dict(commit="HEAD"),
+            "field 'commit' must be a git commit hash (7 to 40 lowercase hex digits, or empty), got 'HEAD'",
+        ),
+        (dict(commit="fcf"), "got 'fcf'"),
+        (dict(method=3), "field 'method' must be a string, got 3"),
         (dict(date=""), "field 'date' must be set for a measured record"),
         (dict(device=""), "field 'device' must not be empty"),
         (dict(torch=2.11), "field 'torch' must be a string, got 2.11"),
@@ -220,12 +227,202 @@ def test_load_names_the_record_and_field(tmp_path):
         load(tmp_path / "nope.json")
 
 
+def test_records_written_before_commit_and_method_existed_still_load(tmp_path):
+    # files written by the recorder at fcfc7cd have no 'commit' and 'method' fields: read as ""
+    p = tmp_path / "old.json"
+    old = {k: v for k, v in rec().to_dict().items() if k not in ("commit", "method")}
+    p.write_text(json.dumps({"records": [old]}), encoding="utf-8")
+    (r,) = load(p)
+    assert r == rec() and r.commit == "" and r.method == ""
+
+
+def test_provenance_and_label_name_commit_and_method():
+    r = rec(command="", commit="fcfc7cd", method="a minimal loop timed with CUDA events", torch="2.11.0+cu130")
+    assert r.provenance == (
+        "measured on NVIDIA H100 80GB HBM3 (sm 9.0), torch 2.11.0+cu130, CUDA 12.8, 2026-11-21 at course commit "
+        "fcfc7cd; method: a minimal loop timed with CUDA events"
+    )
+    assert r.label == "recorded on NVIDIA H100 80GB HBM3, torch 2.11, 2026-11-21"
+    assert rec(torch="").label == "recorded on NVIDIA H100 80GB HBM3, torch version unknown, 2026-11-21"
+    assert PUBLISHED[0].label == "NVIDIA A100 (GA100) (published)"
+
+
+def test_course_commit_is_a_hash_or_empty():
+    commit = reference._course_commit()
+    assert commit == "" or re.fullmatch(r"[0-9a-f]{7,40}", commit)
+
+
+# ---------------------------------------------------------------------------- the shipped H100 figures
+
+H100 = "NVIDIA H100 80GB HBM3"
+RECORDER = {"e2e_matmul_throughput", "e2e_training", "fp8_scaled_mm", "matmul_timing_check", "tf32_matmul"}
+MEASURED = {
+    "tf32_rounding_per_op",
+    "tf32_original_experiment",
+    "matmul_vs_emulation",
+    "amp_minimal_loop",
+    "fp8_scaled_mm_variants",
+    "timing_vs_do_bench",
+    "autocast_cast_cost",
+    "autocast_real_vs_preview",
+}
+
+
+def h100(name: str) -> Record:
+    (r,) = find(name, published=False)
+    return r
+
+
 def test_shipped_file_holds_only_real_recordings():
     assert reference.DEFAULT_PATH.name == "references.json" and reference.DEFAULT_PATH.parent.name == "data"
-    for r in load():
-        assert r.command and r.date and not r.source, r
+    records = load()
+    assert len(records) == 13
+    for r in records:
+        assert (r.command or r.method) and r.date and not r.source, r
+        # every shipped record says where it comes from: the GPU, torch 2.11, the day and the course commit
+        assert (r.device, r.capability, r.torch, r.cuda, r.date, r.commit) == (
+            H100,
+            "9.0",
+            "2.11.0+cu130",
+            "13.0",
+            "2026-11-23",
+            "fcfc7cd",
+        )
+        assert r.label == "recorded on NVIDIA H100 80GB HBM3, torch 2.11, 2026-11-23"
+        assert "NVIDIA H100 80GB HBM3 (sm 9.0), torch 2.11.0+cu130, CUDA 13.0, 2026-11-23" in r.provenance
+        assert "at course commit fcfc7cd" in r.provenance
+        assert "/work" not in json.dumps(r.to_dict()) and "README" not in json.dumps(r.to_dict())
+    assert {r.experiment for r in records} == RECORDER | MEASURED
+    for r in records:  # the recorder's five name its command; the others describe their method in words
+        assert (r.command == "python -m amp_lessons.reference record", r.method == "") == (
+            (True, True) if r.experiment in RECORDER else (False, False)
+        ), r.experiment
     text = reference.DEFAULT_PATH.read_text(encoding="utf-8")
     assert text.endswith("\n")
+
+
+def test_shipped_file_is_saved_canonically(tmp_path):
+    p = save(load(), tmp_path / "again.json")
+    assert p.read_bytes() == reference.DEFAULT_PATH.read_bytes()
+
+
+def test_h100_recorder_figures():
+    tp = h100("e2e_matmul_throughput").results
+    assert round(tp["bf16_tflops"]) == 804 and round(tp["fp16_tflops"]) == 776 and round(tp["tf32_tflops"]) == 417
+    assert round(tp["fp32_tflops"], 1) == 52.0 and round(tp["fp8_tflops"]) == 1477 and tp["shape"] == "8192^3"
+    assert tp["bf16_percent_of_spec_peak"] == pytest.approx(100 * tp["bf16_tflops"] / 989)
+    tr = h100("e2e_training").results
+    assert [round(tr[f"{c}_step_time_s"] * 1000, 1) for c in ("fp32", "tf32", "bf16", "fp16")] == [
+        59.9,
+        23.4,
+        17.8,
+        17.2,
+    ]
+    assert tr["fp32_peak_memory_bytes"] == 2220608512 and tr["bf16_peak_memory_bytes"] == 1343225344
+    fp8 = h100("fp8_scaled_mm").results
+    assert round(fp8["fp8_speedup_over_bf16"], 2) == 1.62 and fp8["shape"] == "8192^3"
+    tc = h100("matmul_timing_check").results
+    assert round(tc["time_fn_over_do_bench"], 2) == 0.93
+    tf = h100("tf32_matmul").results
+    assert round(tf["tf32_rel_error"], 4) == 0.0023 and round(tf["tf32_speedup"], 1) == 7.9
+
+
+def test_h100_tf32_rounding_is_nearest_even():
+    res = h100("tf32_rounding_per_op").results
+    rows = {k: v for k, v in res.items() if isinstance(v, dict)}
+    assert len(rows) == 15
+    for op, row in rows.items():
+        if op == "bmm n=8":  # no TF32 kernel: nothing rounded
+            assert row == {"nearest_even": 64, "nearest_away": 64, "toward_zero": 64, "no_rounding": 0}
+        else:
+            assert row["nearest_even"] == 0 and row["nearest_away"] > 0 and row["toward_zero"] > 0, op
+    assert rows["mm n=4096"] == {
+        "nearest_even": 0,
+        "nearest_away": 2099283,
+        "toward_zero": 8384762,
+        "no_rounding": 16775624,
+    }
+    assert rows["bmm n=64"]["nearest_away"] == 514 and rows["addmm n=8"]["toward_zero"] == 31
+    assert rows["A@I 1024x1024"]["values"] == 1048576 and rows["A@I 1024x1024"]["nearest_away"] == 131401
+    assert rows["A@I 1024x1024"]["toward_zero"] == 523057 and rows["A@I 1024x1024"]["nearest_even_ties"] == 0
+    assert rows["conv2d (cuDNN)"] == {
+        "nearest_even": 0,
+        "nearest_away": 16313,
+        "toward_zero": 65814,
+        "no_rounding": 131057,
+    }
+
+
+def test_h100_original_tf32_experiment():
+    res = h100("tf32_original_experiment").results
+    assert res["shape"] == "10240x51200 @ 51200x10240" and res["docs_shape"] == "10240x10240 @ 10240x10240"
+    assert round(res["tf32_rel_error"], 4) == 0.0023 and round(res["fp32_rel_error"], 6) == 3.1e-5
+    assert round(res["tf32_time_s"] * 1000, 1) == 29.8 and round(res["fp32_time_s"] * 1000, 1) == 207.5
+    assert round(res["docs_shape_tf32_rel_error"], 4) == 0.0021 and round(res["docs_shape_fp32_rel_error"], 6) == 1.4e-5
+    assert (
+        round(res["docs_shape_tf32_time_s"] * 1000, 1) == 7.3 and round(res["docs_shape_fp32_time_s"] * 1000, 1) == 44.4
+    )
+    assert res["tf32_rel_error"] == pytest.approx(res["tf32_max_error"] / res["mean_abs_reference"])
+
+
+def test_h100_matmul_vs_emulation():
+    res = h100("matmul_vs_emulation").results
+    rows = {k: v for k, v in res.items() if isinstance(v, dict)}
+    assert set(rows) == {f"{d} K={k}" for d in ("fp16", "bf16") for k in (256, 4096, 65536)}
+    assert res["max_diff_ulps"] == max(r["max_diff_ulps"] for r in rows.values()) < 0.009
+    assert all(r["gpu_rel_error"] == r["emulated_rel_error"] for r in rows.values())
+
+
+def test_h100_minimal_loop():
+    res = h100("amp_minimal_loop").results
+    ms = {k: round(v * 1000, 1) for k, v in res.items() if k.endswith("_step_time_s")}
+    assert [ms[f"{c}_eager_step_time_s"] for c in ("fp32", "tf32", "bf16")] == [58.5, 22.4, 15.8]
+    assert [ms[f"{c}_compiled_step_time_s"] for c in ("fp32", "tf32", "bf16")] == [54.0, 21.0, 10.7]
+    assert [ms[f"course_train_{c}_step_time_s"] for c in ("fp32", "tf32", "bf16", "fp16")] == [59.6, 23.9, 21.1, 24.2]
+    assert round(res["tf32_eager_step_time_s"] / res["bf16_eager_step_time_s"], 2) == 1.41
+    assert round(res["tf32_eager_step_time_s"] / res["bf16_compiled_step_time_s"], 1) == 2.1
+    assert round(res["fp32_compiled_first_step_s"]) == 16 and 11 < res["bf16_compiled_first_step_s"] < 16
+    assert round(res["course_train_fp32_peak_memory_bytes"] / 1e9, 2) == 2.22
+    assert round(res["course_train_bf16_peak_memory_bytes"] / 1e9, 2) == 1.35
+
+
+def test_h100_fp8_variants():
+    res = h100("fp8_scaled_mm_variants").results
+    assert round(res["n4096_bf16_tflops"]) == 753 and round(res["n4096_fp8_tensorwise_tflops"]) == 1292
+    assert round(res["n4096_fp8_tensorwise_tflops"] / res["n4096_bf16_tflops"], 2) == 1.72
+    assert round(res["n4096_fp8_fast_accum_tflops"] / res["n4096_bf16_tflops"], 2) == 1.85
+    assert round(res["n4096_fp8_rowwise_tflops"] / res["n4096_bf16_tflops"], 2) == 1.62
+    assert round(res["n8192_fp8_tensorwise_tflops"] / res["n8192_bf16_tflops"], 2) == 1.81
+    assert round(res["k65536_fast_accum_false_rel_error"], 5) == 6.8e-4
+    assert round(res["k65536_fast_accum_true_rel_error"], 4) == 5.6e-3
+    assert round(res["course_compare_n4096_fp8_speedup_over_bf16"], 2) == 1.09
+    assert res["course_compare_small_fp8_speedup_over_bf16"] < 1  # a small product: fp8 slower than bf16
+    assert round(res["course_compare_small_vs_emulation_rel_diff"], 5) == 2.4e-4
+
+
+def test_h100_timing_vs_do_bench():
+    res = h100("timing_vs_do_bench").results
+    assert (
+        round(res["bf16_course_median_time_s"] * 1000, 2) == 1.38
+        and round(res["bf16_do_bench_time_s"] * 1000, 2) == 1.61
+    )
+    ratios = res["recorder_time_fn_over_do_bench"]
+    assert len(ratios) == 3 and round(min(ratios.values()), 2) == 0.90 and round(max(ratios.values()), 2) == 0.97
+    assert ratios["matmul_timing_check"] == h100("matmul_timing_check").results["time_fn_over_do_bench"]
+
+
+def test_h100_autocast_figures():
+    cc = h100("autocast_cast_cost").results
+    assert (
+        round(cc["layer_norm_upcast_kernel_time_s"] * 1e6) == 209 and round(cc["layer_norm_kernel_time_s"] * 1e6) == 215
+    )
+    assert (
+        round(cc["matmul_bf16_cast_kernel_time_s"] * 1e6, 1) == 9.7
+        and round(cc["matmul_gemm_kernel_time_s"] * 1e6, 1) == 26.3
+    )
+    ar = h100("autocast_real_vs_preview").results
+    assert (ar["ops_in_table"], ar["measured"], ar["disagreements"]) == (110, 100, 7)
+    assert len(ar["disagreeing_ops"]) == 7 and all("raised" in v for v in ar["disagreeing_ops"].values())
 
 
 def test_find_orders_recorded_newest_first_then_published(tmp_path):
@@ -285,11 +482,13 @@ def test_record_on_fake_gpu(fake_cuda, registry, tmp_path):
         "python -m amp_lessons.reference record --only dummy",
         {"time_s": 0.5, "info": {"n": 3}},
         "",
+        "abc1234",
     )
     assert new.provenance == (
         f"measured on NVIDIA H100 80GB HBM3 (sm 9.0), torch 2.11.0+cu128, CUDA 12.8, {today}, "
-        "by `python -m amp_lessons.reference record --only dummy`"
+        "by `python -m amp_lessons.reference record --only dummy` at course commit abc1234"
     )
+    assert new.label == f"recorded on NVIDIA H100 80GB HBM3, torch 2.11, {today}"
     stored = load(p)
     assert older_same not in stored  # replaced: same experiment, GPU name and torch version
     assert new in stored and other_torch in stored and other_gpu in stored and len(stored) == 3
@@ -373,7 +572,8 @@ def test_compare_columns_and_provenance(tmp_path):
     text = repr(c)
     assert text == str(c)
     header = text.splitlines()[1]
-    assert "measured on this machine (cpu)" in header and "NVIDIA H100 80GB HBM3 [1]" in header
+    assert "measured on this machine (cpu)" in header
+    assert "recorded on NVIDIA H100 80GB HBM3, torch 2.11, 2026-11-21 [1]" in header
     assert "NVIDIA A100 (GA100) [2] (published)" in header and "unknown GPU [3] (published)" in header
     assert "[1] measured on NVIDIA H100 80GB HBM3 (sm 9.0), torch 2.11.0" in text
     assert "[2] published: PyTorch docs" in text and "[3] published: the course's original notebook" in text
