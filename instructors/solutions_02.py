@@ -6,9 +6,9 @@ from amp_lessons.formats import quantize
 
 def tf32_matmul(a, b):
     """Exercise 1: the course's model of a TF32 matmul: both inputs rounded to TF32 to nearest,
-    ties away from zero (like PTX's cvt.rna.tf32.f32; cuBLAS does not document its rounding), then
-    an IEEE fp32 product."""
-    return quantize(a, "tf32", "nearest_away") @ quantize(b, "tf32", "nearest_away")
+    ties to even (what an H100 was measured to do; cuBLAS does not document its rounding), then an
+    IEEE fp32 product."""
+    return quantize(a, "tf32", "nearest_even") @ quantize(b, "tf32", "nearest_even")
 
 
 # Exercise 2: bf16 has 7 mantissa bits, TF32 has 10: eps is 2**3 = 8 times larger, and the matmul

@@ -13,6 +13,7 @@ from .experiments import (
     MAX_WORLD_SIZE,
     MEMORY_SETTINGS,
     REDUCTION_METHODS,
+    BuildCheck,
     DdpStep,
     FsdpStages,
     GroupTimeout,
@@ -22,6 +23,7 @@ from .experiments import (
     WorkerError,
     bytes_per_parameter,
     ddp_amp_step,
+    ddp_bf16_hook_build_check,
     fsdp_inf_sync,
     fsdp_stages,
     gloo_allreduce_check,
@@ -37,6 +39,7 @@ from .plots import (
 )
 
 __all__ = [
+    "BuildCheck",
     "DdpStep",
     "FsdpStages",
     "GroupTimeout",
@@ -52,6 +55,7 @@ __all__ = [
     "check_ring_sum_bf16",
     "check_sharded_bytes",
     "ddp_amp_step",
+    "ddp_bf16_hook_build_check",
     "fsdp_inf_sync",
     "fsdp_stages",
     "gloo_allreduce_check",

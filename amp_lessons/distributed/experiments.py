@@ -55,6 +55,7 @@ from .._validate import int_at_least as _int_at_least, positive as _positive, se
 from ..formats import quantize
 
 __all__ = [
+    "BuildCheck",
     "MAX_EMULATED_WORLD_SIZE",
     "MAX_WORLD_SIZE",
     "MEMORY_SETTINGS",
@@ -68,6 +69,7 @@ __all__ = [
     "WorkerError",
     "bytes_per_parameter",
     "ddp_amp_step",
+    "ddp_bf16_hook_build_check",
     "fsdp_inf_sync",
     "fsdp_stages",
     "gloo_allreduce_check",
@@ -361,7 +363,7 @@ class DdpStep:
     bf16_hook_rel_error: float  # |bf16_compress_hook - fp32 all-reduce| / |fp32 all-reduce|, over all grads
     bf16_hook_grad_dtypes: list[str] = field(default_factory=list)
     inf_rank: int | None = None
-    bf16_hook_refused: str = ""  # DDP's error when bf16_compress_hook is registered on gloo ("" if accepted)
+    bf16_hook_refused: str = ""  # DDP's error when bf16_compress_hook is registered ("" if accepted: a CUDA build)
 
     def table(self) -> str:
         rows = [
@@ -430,7 +432,7 @@ def _ddp_rank(rank: int, world_size: int, dtype_name: str, inf_rank, seed: int) 
 
     # the same backward (no inf, no scaler) reduced by the fp32 all-reduce and by bf16_compress_hook
     refused = ""
-    try:  # DDP refuses the hook by name unless NCCL (CUDA) or XCCL runs it
+    try:  # DDP refuses the hook by name on a build without CUDA/ROCm and NCCL >= 2.10 (or XPU and XCCL)
         DistributedDataParallel(_tiny_mlp(seed)).register_comm_hook(None, bf16_compress_hook)
     except TypeError as e:
         refused = str(e)
@@ -502,6 +504,50 @@ def ddp_amp_step(
         inf_rank=inf_rank,
         bf16_hook_refused=rs[0]["refused"],
     )
+
+
+@dataclass(frozen=True)
+class BuildCheck:
+    """What DDP's ``register_comm_hook`` checks before it accepts ``bf16_compress_hook`` (by the hook's name), read
+    from the installed torch: a CUDA or ROCm build with NCCL 2.10 or newer, or an XPU with XCCL. It is a check on the
+    *build*, not on the process group: a CUDA build accepts the hook for a gloo group of CPU processes too."""
+
+    gpu_build: str  # "CUDA 12.8", "ROCm 6.2", or "" for a CPU-only build
+    nccl: str  # NCCL version compiled in ("2.27.3"), or "" if none
+    xpu_xccl: bool
+
+    @property
+    def accepts(self) -> bool:
+        nccl = tuple(int(v) for v in self.nccl.split(".")[:2]) if self.nccl else ()
+        return (bool(self.gpu_build) and nccl >= (2, 10)) or self.xpu_xccl
+
+    @classmethod
+    def of_this_torch(cls) -> BuildCheck:
+        gpu = f"CUDA {torch.version.cuda}" if torch.version.cuda else ""
+        hip = getattr(torch.version, "hip", None)
+        gpu = gpu or (f"ROCm {hip}" if hip else "")
+        nccl = ""
+        if dist.is_available() and dist.is_nccl_available():
+            try:
+                v = torch.cuda.nccl.version()
+                nccl = ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)
+            except (RuntimeError, AttributeError):
+                nccl = ""
+        xccl = getattr(dist, "is_xccl_available", None)
+        xpu = bool(xccl is not None and xccl() and hasattr(torch, "xpu") and torch.xpu.is_available())
+        return cls(gpu, nccl, xpu)
+
+    def __str__(self) -> str:
+        build = self.gpu_build or "CPU-only build"
+        nccl = f"NCCL {self.nccl}" if self.nccl else "no NCCL"
+        verdict = "accepts" if self.accepts else "refuses"
+        return f"this torch: {build}, {nccl}: DDP {verdict} bf16_compress_hook"
+
+
+def ddp_bf16_hook_build_check() -> BuildCheck:
+    """The condition under which DDP accepts ``bf16_compress_hook``, evaluated on the installed torch (see
+    :class:`BuildCheck`; the check is in ``torch/nn/parallel/distributed.py``, ``_check_comm_hook``)."""
+    return BuildCheck.of_this_torch()
 
 
 # --- FSDP2 with MixedPrecisionPolicy ---------------------------------------------------------------------

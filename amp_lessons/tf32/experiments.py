@@ -2,10 +2,11 @@
 
 Real TF32 needs an NVIDIA GPU of the Ampere generation or newer; everywhere else the experiments
 use a model of it: both inputs are rounded bit-exactly to TF32 by :mod:`amp_lessons.formats` (to
-nearest with ties away from zero, like PTX's ``cvt.rna.tf32.f32``, or by truncation, as a kernel
-that ignores the low 13 bits does) and multiplied in IEEE fp32. Which rounding cuBLAS and cuDNN
-use is not documented, and tensor cores do not sum like IEEE fp32, so the model is not bit-exact
-to any GPU. Every function takes its sizes and device as arguments
+nearest with ties to even, what an NVIDIA H100 was measured to do for mm, linear, addmm, bmm and
+cuDNN conv2d with torch 2.11 on 2026-11-23 -- the course's reference ``tf32_rounding_per_op`` --, or
+by truncation, as a kernel that ignores the low 13 bits does) and multiplied in IEEE fp32. cuBLAS
+and cuDNN do not document their rounding, other GPUs (A100, consumer GPUs) were not measured, and
+tensor cores do not sum like IEEE fp32, so the model is exact in its input rounding only. Every function takes its sizes and device as arguments
 and returns data; the pictures are in :mod:`.plots`.
 """
 
@@ -48,7 +49,7 @@ MODELLED = "inputs rounded bit-exactly, fp32 sum (model)"
 # name -> (input format, rounding of the inputs) for the emulated variants
 _EMULATED = {
     "fp32": ("fp32", "nearest_even"),
-    "tf32 emulated (ties away)": ("tf32", "nearest_away"),
+    "tf32 emulated": ("tf32", "nearest_even"),  # ties to even: what the H100 measured does
     "tf32 emulated (truncation)": ("tf32", "toward_zero"),
     "bf16 inputs": ("bf16", "nearest_even"),
     "fp16 inputs": ("fp16", "nearest_even"),
@@ -65,7 +66,7 @@ def has_tf32(device="cuda") -> bool:
     return g is not None and g.tf32
 
 
-def emulated_matmul(a: torch.Tensor, b: torch.Tensor, fmt="tf32", rounding="nearest_away") -> torch.Tensor:
+def emulated_matmul(a: torch.Tensor, b: torch.Tensor, fmt="tf32", rounding="nearest_even") -> torch.Tensor:
     """``a @ b`` with both inputs rounded to ``fmt`` and the products summed in IEEE fp32: the
     course's model of a tensor core with TF32 (or bf16/fp16) inputs and fp32 accumulation. The
     rounding of the inputs is exact; the summation is a model (a tensor core's is not IEEE fp32)."""
@@ -219,9 +220,9 @@ def conv_errors(
         out.append(MatmulError("fp32", *_errors(conv(x, w, padding=1), ref), "measured"))
         q = {
             r: conv(formats.quantize(x, "tf32", r), formats.quantize(w, "tf32", r), padding=1)
-            for r in ("nearest_away", "toward_zero")
+            for r in ("nearest_even", "toward_zero")
         }
-    out.append(MatmulError("tf32 emulated (ties away)", *_errors(q["nearest_away"], ref), MODELLED))
+    out.append(MatmulError("tf32 emulated", *_errors(q["nearest_even"], ref), MODELLED))
     out.append(MatmulError("tf32 emulated (truncation)", *_errors(q["toward_zero"], ref), MODELLED))
     if has_tf32(d):
         with fp32_precision(conv="tf32"):
@@ -296,7 +297,8 @@ def record_tf32_matmul(device: str = "cuda", size: int | None = None, speed_size
     out = {
         "shape": f"{size}x{size} @ {size}x{size}",
         "fp32_rel_error": errs["fp32"].rel_error,
-        "tf32_emulated_rel_error": errs["tf32 emulated (ties away)"].rel_error,
+        "tf32_emulated_rel_error": errs["tf32 emulated"].rel_error,
+        "tf32_emulated_rounding": "nearest_even",
         "tf32_truncated_rel_error": errs["tf32 emulated (truncation)"].rel_error,
     }
     if "tf32 hardware" in errs:

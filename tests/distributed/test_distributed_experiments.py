@@ -102,7 +102,11 @@ def test_ddp_autocast_dtypes_and_one_decision_for_all_ranks():
     assert s.reduced_grad_finite == [False, False]  # the all-reduce gave it to every rank
     assert s.stepped == [False, False] and s.scale_after == [2.0**15] * 2 and s.scale_before == [2.0**16] * 2
     assert s.grads_equal_across_ranks
-    assert "NCCL" in s.bf16_hook_refused  # DDP refuses bf16_compress_hook by name on gloo
+    # DDP refuses bf16_compress_hook by name on a build without CUDA and NCCL >= 2.10 (the CPU wheel), and accepts it
+    # on a CUDA build even for this gloo group: the refusal follows the build, never the process group
+    check = E.ddp_bf16_hook_build_check()
+    assert (s.bf16_hook_refused == "") == check.accepts
+    assert check.accepts or "NCCL" in s.bf16_hook_refused
     # the hook's bf16 all-reduce: of the order of bf16's unit roundoff (2^-8 = 0.004) per gradient, 2x room
     assert 1e-4 < s.bf16_hook_rel_error < 8e-3 and s.bf16_hook_grad_dtypes == ["float32", "float32"]
     assert "2^16 -> 2^15" in s.table()
@@ -192,3 +196,15 @@ def test_argument_checks_of_the_experiments():
 def test_loopback_interface():
     name, up = E.loopback_interface()
     assert up in (True, False, None) and (name is None or isinstance(name, str))
+
+
+def test_the_bf16_hook_build_check_follows_ddps_rule(monkeypatch):
+    B = E.BuildCheck
+    assert not B("", "", False).accepts  # the CPU wheel
+    assert B("CUDA 12.8", "2.27.3", False).accepts  # PyPI's default Linux wheel, with or without a GPU
+    assert not B("CUDA 11.3", "2.9.9", False).accepts  # NCCL older than 2.10
+    assert B("ROCm 6.2", "2.21.5", False).accepts and B("", "", True).accepts
+    assert "refuses" in str(B("", "", False)) and "accepts" in str(B("CUDA 12.8", "2.27.3", False))
+    here = E.ddp_bf16_hook_build_check()
+    assert here.accepts == bool(torch.version.cuda or getattr(torch.version, "hip", None))
+    assert bool(here.nccl) == dist.is_nccl_available()

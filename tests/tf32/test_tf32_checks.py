@@ -5,17 +5,16 @@ from amp_lessons.formats import quantize
 from tests.test_checks import assert_not_yet, assert_your_turn, reveals, solution
 
 
-def _model(a, b, rounding="nearest_away"):
+def _model(a, b, rounding="nearest_even"):
     return quantize(a, "tf32", rounding) @ quantize(b, "tf32", rounding)
 
 
 def test_tf32_matmul_checker_names_the_model_not_the_hardware():
     r = tf32.check_tf32_matmul(_model)
     assert r and "course's TF32 model" in r.message and "bit-exact:" not in r.message
-    r = tf32.check_tf32_matmul(lambda a, b: _model(a, b, "nearest_even"))
-    assert not r and "'nearest_even'" in r.message and "course's model rounds ties away" in r.message
-    assert "undocumented" in r.message and "NVIDIA's" not in r.message
-    r = tf32.check_tf32_matmul(lambda a, b: quantize(a, "tf32", "nearest_away") @ b)
+    r = tf32.check_tf32_matmul(lambda a, b: _model(a, b, "nearest_away"))  # PTX's cvt.rna: not what the H100 does
+    assert not r and "'nearest_away'" in r.message and "ties to even" in r.message and "H100" in r.message
+    r = tf32.check_tf32_matmul(lambda a, b: quantize(a, "tf32", "nearest_even") @ b)
     assert not r and "only one input" in r.message
 
 
@@ -34,7 +33,13 @@ def test_tf32_matmul_exercise():
     assert_your_turn(starter)
     assert "plain fp32 product" in starter.message and "@" not in starter.message
     assert tf32.check_tf32_matmul(solution("02").tf32_matmul)
-    for wrong in (lambda a, b: _model(a, b, "toward_zero"), lambda a, b: _model(a, b).double(), lambda a, b: a):
+    wrong_answers = (
+        lambda a, b: _model(a, b, "toward_zero"),
+        lambda a, b: _model(a, b, "nearest_away"),
+        lambda a, b: _model(a, b).double(),
+        lambda a, b: a,
+    )
+    for wrong in wrong_answers:
         assert_not_yet(tf32.check_tf32_matmul(wrong))
 
 

@@ -12,14 +12,22 @@ from amp_lessons.tf32 import experiments as tf32
 def test_emulated_matmul_rounds_both_inputs_with_the_hardware_rule():
     g = torch.Generator().manual_seed(0)
     a, b = torch.randn(16, 32, generator=g), torch.randn(32, 8, generator=g)
+    # plant exact ties (the 13 dropped bits are 1000000000000b): there the three rules differ
+    a.view(torch.int32)[:, ::2] = (a.view(torch.int32)[:, ::2] & ~0x1FFF) | 0x1000
 
-    def rna(t):  # cvt.rna.tf32.f32
+    def rne(t):  # round to nearest, ties to even, on the bits: what the H100 measured does
+        bits = t.view(torch.int32)
+        return ((bits + 0x0FFF + ((bits >> 13) & 1)) & ~0x1FFF).view(torch.float32)
+
+    def rna(t):  # cvt.rna.tf32.f32: ties away from zero
         return ((t.view(torch.int32) + 0x1000) & ~0x1FFF).view(torch.float32)
 
     def trunc(t):
         return (t.view(torch.int32) & ~0x1FFF).view(torch.float32)
 
-    assert torch.equal(tf32.emulated_matmul(a, b), rna(a) @ rna(b))
+    assert torch.equal(tf32.emulated_matmul(a, b), rne(a) @ rne(b))  # the default: ties to even
+    assert torch.equal(tf32.emulated_matmul(a, b, "tf32", "nearest_away"), rna(a) @ rna(b))
+    assert not torch.equal(rne(a), rna(a))  # the planted ties tell the rules apart
     assert torch.equal(tf32.emulated_matmul(a, b, "tf32", "toward_zero"), trunc(a) @ trunc(b))
     assert tf32.emulated_matmul(a, b).dtype == torch.float32
     with pytest.raises(TypeError, match="float32"):
@@ -29,7 +37,7 @@ def test_emulated_matmul_rounds_both_inputs_with_the_hardware_rule():
 def test_matmul_errors_orders_the_formats():
     errs = {e.variant: e for e in tf32.matmul_errors(128, 256, 64, seed=1)}
     assert "tf32 hardware" not in errs or tf32.has_tf32("cuda")  # only where a TF32 GPU exists
-    fp32, rna, rz = errs["fp32"], errs["tf32 emulated (ties away)"], errs["tf32 emulated (truncation)"]
+    fp32, rna, rz = errs["fp32"], errs["tf32 emulated"], errs["tf32 emulated (truncation)"]
     assert fp32.rel_error < 1e-5 < rna.rel_error < rz.rel_error
     assert 5 < errs["bf16 inputs"].rel_error / rna.rel_error < 12  # eps ratio 2**3
     assert errs["fp16 inputs"].rel_error == pytest.approx(rna.rel_error, rel=0.05)
@@ -44,8 +52,11 @@ def test_error_measures():
     c = torch.tensor([[1.5, -3.0], [2.0, 1.0]])
     max_err, rel, rms = tf32._errors(c, ref)
     assert max_err == 1.0 and rel == 1.0 / 2.0 and rms == pytest.approx(math.sqrt((0.25 + 1.0) / 4))
-    a = torch.tensor([[1.0 + 2**-11]])  # a TF32 tie: rounds away from zero, to 1 + 2**-10
-    assert tf32.emulated_matmul(a, torch.ones(1, 1)).item() == 1.0 + 2**-10
+    a = torch.tensor([[1.0 + 2**-11]])  # a TF32 tie between 1 and 1 + 2**-10: ties to even give 1
+    assert tf32.emulated_matmul(a, torch.ones(1, 1)).item() == 1.0
+    assert tf32.emulated_matmul(a, torch.ones(1, 1), "tf32", "nearest_away").item() == 1.0 + 2**-10
+    odd = torch.tensor([[1.0 + 3 * 2**-11]])  # halfway between 1 + 2**-10 (odd) and 1 + 2**-9 (even): up
+    assert tf32.emulated_matmul(odd, torch.ones(1, 1)).item() == 1.0 + 2**-9
     assert tf32.emulated_matmul(a, torch.ones(1, 1), "tf32", "toward_zero").item() == 1.0
 
 
@@ -94,8 +105,8 @@ def test_switches_tour_reads_the_defaults_and_the_mixing_error():
 
 def test_conv_and_mkldnn_and_sizes():
     conv = {e.variant: e.rel_error for e in tf32.conv_errors(batch=2, channels=8, size=8)}
-    assert conv["tf32 emulated (ties away)"] > 100 * conv["fp32"]
-    assert conv["tf32 emulated (truncation)"] > conv["tf32 emulated (ties away)"]
+    assert conv["tf32 emulated"] > 100 * conv["fp32"]
+    assert conv["tf32 emulated (truncation)"] > conv["tf32 emulated"]
     effect = tf32.mkldnn_precision_effect(size=64)
     assert set(effect) == {"ieee", "tf32", "bf16"} and effect["ieee"] < 1e-5
     assert tf32.pick_size("cpu") == 1024 and tf32.pick_size("cpu", budget_s=0.5) == 512
