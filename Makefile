@@ -10,7 +10,7 @@ XDIST  ?= -n 2 --dist loadfile
 # Optional: an extra index for torch, e.g. PyTorch's CPU-only or CUDA wheel index (README.md).
 TORCH_INDEX ?=
 
-.PHONY: setup lab present test unit nbtest browser portability screenshots notebooks bench clean
+.PHONY: setup lab present test unit nbtest browser portability setup-torch test-torch test-install screenshots notebooks bench clean
 
 setup: $(STAMP)
 
@@ -73,6 +73,42 @@ portability: setup
 	done; \
 	exit $$status
 
+## Another PyTorch release: `make test-torch TORCH=2.15.0` makes .venv-torch-2.15.0 with that torch from PyPI (on Linux
+## its default wheel, a CUDA build; without a GPU the tests run on the CPU) and the other pins of requirements.txt
+## (not the browser/presenter-only ones), then runs the unit tests and nbval over every notebook in it. `make
+## setup-torch` is the downloading half alone (CI runs it online, then test-torch offline). pip reads no config
+## file there (PIP_CONFIG_FILE=/dev/null), so that a pip.conf's other index, find-links or version cap cannot swap
+## the wheel; set TORCH_PIP_ENV= to keep your pip configuration (a proxy, a mirror).
+TORCH ?=
+TORCH_VENV = .venv-torch-$(TORCH)
+TORCH_PIP_ENV ?= env -u PIP_FIND_LINKS -u PIP_INDEX_URL -u PIP_EXTRA_INDEX_URL -u PIP_CONSTRAINT PIP_CONFIG_FILE=/dev/null
+BROWSER_ONLY := playwright voila
+
+.venv-torch-%/.amp-course-installed: requirements.txt pyproject.toml
+	$(PYTHON) -m venv .venv-torch-$*
+	grep -v -E '^(torch|$(subst $(eval) ,|,$(BROWSER_ONLY)))==' requirements.txt > .venv-torch-$*/requirements.txt
+	$(TORCH_PIP_ENV) .venv-torch-$*/bin/python -m pip install --quiet --disable-pip-version-check "torch==$*" -r .venv-torch-$*/requirements.txt
+	.venv-torch-$*/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	.venv-torch-$*/bin/python -c 'import torch, amp_lessons; assert torch.__version__.split("+")[0] == "$*", torch.__version__; print("torch", torch.__version__, "| CUDA build:", torch.version.cuda, "| GPU:", torch.cuda.is_available())'
+	@touch $@
+
+setup-torch:
+	@test -n "$(TORCH)" || { echo "usage: make test-torch TORCH=2.15.0 (any release >= 2.11)"; exit 2; }
+	@$(MAKE) --no-print-directory $(TORCH_VENV)/.amp-course-installed
+
+test-torch: setup-torch
+	@cache=$$(mktemp -d); status=0; \
+	TORCHINDUCTOR_CACHE_DIR=$$cache $(TORCH_VENV)/bin/python -m pytest $(XDIST) -p no:cacheprovider tests notebooks presenter --ignore=tests/browser || status=$$?; \
+	rm -rf $$cache; exit $$status
+
+## The course as others install it (scripts/test_install.py; offline): the wheel holds every file under amp_lessons/;
+## installed into a fresh venv, and by `pip install git+<URL>`, it imports every topic and runs the presenter notebook
+## outside the source tree; installed into (a copy of) .venv-torch-$(OWN_TORCH) it leaves that torch alone.
+OWN_TORCH ?= 2.11.0
+test-install: setup
+	@$(MAKE) --no-print-directory setup-torch TORCH=$(OWN_TORCH)
+	$(PY) scripts/test_install.py --own-torch-env .venv-torch-$(OWN_TORCH)
+
 ## Maintainers: refresh the README's screenshots in imgs/ (explorers, dark theme, presenter view; taken by the browser tests).
 screenshots: setup
 	AMP_COURSE_UPDATE_IMGS=1 $(PY) -m pytest $(XDIST) tests/browser/test_lab_lessons_00_03.py tests/browser/test_lab_lessons_04_07.py tests/browser/test_voila_presenter.py
@@ -90,4 +126,4 @@ bench: setup
 
 clean:
 	-$(VENV)/bin/jupyter kernelspec remove -y $(KERNEL)
-	rm -rf $(VENV) .pytest_cache build *.egg-info artifacts
+	rm -rf $(VENV) .venv-torch-* .pytest_cache build *.egg-info artifacts
