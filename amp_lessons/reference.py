@@ -33,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from ._table import html_table, text_table
+from ._table import TableRecord, html_table, text_table
 from .e2e.experiments import record_matmul_throughput, record_training
 from .fp8.experiments import record_fp8_scaled_mm
 from .tf32.experiments import record_tf32_matmul, record_timing_check
@@ -43,12 +43,14 @@ __all__ = [
     "Comparison",
     "DEFAULT_PATH",
     "EXPERIMENTS",
+    "Overview",
     "PUBLISHED",
     "Record",
     "compare",
     "find",
     "load",
     "main",
+    "overview",
     "record",
     "save",
 ]
@@ -519,6 +521,35 @@ def compare(experiment: str, this_machine: Mapping, label: str, *, path=None, pu
     if not isinstance(label, str) or not label:
         raise ValueError(f"label must say where this machine's results come from, got {label!r}")
     return Comparison(experiment, label, dict(this_machine), tuple(find(experiment, published=published, path=path)))
+
+
+@dataclass(frozen=True, repr=False)
+class Overview(TableRecord):
+    """Every reference the course holds, one row per record: the experiment, where it comes from
+    (``Record.label``) and how many figures it has; the notes say how to see a record's full provenance."""
+
+    records: tuple[Record, ...]
+
+    def _table(self) -> tuple:
+        header = ["experiment", "where it comes from", "figures"]
+        rows = [[r.experiment, r.label, str(len(r.results))] for r in self.records]
+        recorded = sum(not r.source for r in self.records)
+        notes = [
+            f"{recorded} recorded on a GPU, {len(self.records) - recorded} published; "
+            f"`{CLI} show EXPERIMENT` prints a record's figures and full provenance"
+        ]
+        return header, rows, "GPU references of the course", notes
+
+
+def overview(*, path=None, published: bool = True) -> Overview:
+    """A table of every reference: the recorded ones of ``path`` (default: the shipped file), by
+    experiment, then (``published``) the published figures."""
+    if not isinstance(published, bool):
+        raise TypeError(f"published must be True or False, got {published!r}")
+    p = _path(path)
+    recorded = load(p) if p.exists() else []
+    names = sorted({r.experiment for r in recorded} | ({r.experiment for r in PUBLISHED} if published else set()))
+    return Overview(tuple(r for n in names for r in find(n, published=published, path=p)))
 
 
 # --------------------------------------------------------------------------------------------

@@ -611,3 +611,19 @@ def test_public_surface():
     assert sorted(reference.__all__) == reference.__all__
     for name in reference.__all__:
         assert hasattr(reference, name)
+
+
+def test_overview_lists_every_reference(tmp_path):
+    o = reference.overview()
+    assert len(o.records) == 13 + len(PUBLISHED)
+    text = str(o)
+    assert text.splitlines()[0] == "GPU references of the course"
+    assert "amp_minimal_loop  recorded on NVIDIA H100 80GB HBM3, torch 2.11, 2026-11-23" in text
+    assert "NVIDIA A100 (GA100) (published)" in text
+    assert "13 recorded on a GPU, 2 published" in text and "python -m amp_lessons.reference show" in text
+    assert "<table" in o._repr_html_()
+    assert len(reference.overview(published=False).records) == 13
+    empty = reference.overview(path=tmp_path / "none.json", published=False)
+    assert empty.records == () and "0 recorded on a GPU, 0 published" in str(empty)
+    with pytest.raises(TypeError, match="published must be True or False, got 'yes'"):
+        reference.overview(published="yes")

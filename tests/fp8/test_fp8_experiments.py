@@ -258,3 +258,24 @@ def test_fp8_linear_module():
         layer(torch.randn(2, 3, 16))
     with pytest.raises(TypeError, match="nn.Linear"):
         fp8.Fp8Linear.from_linear(torch.nn.ReLU())
+
+
+def test_scaled_mm_timing_times_the_matmul_only(monkeypatch):
+    # the timed call must not build its scale tensors (host-to-device copies on a GPU): they are made once
+    made = []
+    real = fp8._scale_tensor
+    monkeypatch.setattr(fp8, "_scale_tensor", lambda inv, d: made.append(inv) or real(inv, d))
+    timed = []
+    real_time_fn = fp8.time_fn
+
+    def spy(fn, **kw):
+        before = len(made)
+        t = real_time_fn(fn, **kw)
+        timed.append(len(made) - before)
+        return t
+
+    monkeypatch.setattr(fp8, "time_fn", spy)
+    r = fp8.scaled_mm_compare(16, 32, 16, time_it=True, repeats=2)
+    assert r.fp8_time_s > 0 and r.bf16_time_s > 0
+    assert timed == [0, 0]  # no scale tensor made inside either timed call
+    assert len(made) == 4  # two for the untimed product, two once before timing
