@@ -10,7 +10,7 @@ XDIST  ?= -n 2 --dist loadfile
 # Optional: an extra index for torch, e.g. PyTorch's CPU-only or CUDA wheel index (README.md).
 TORCH_INDEX ?=
 
-.PHONY: setup lab present test unit nbtest browser portability setup-torch test-torch test-install screenshots notebooks bench clean
+.PHONY: setup lab present test unit nbtest browser portability setup-torch test-torch test-install screenshots notebooks bench clean gpu-check gpu-wheels
 
 setup: $(STAMP)
 
@@ -123,6 +123,21 @@ bench: setup
 	$(PY) benchmarks/bench_widgets.py
 	$(PY) benchmarks/bench_experiments.py
 	$(PY) benchmarks/bench_e2e.py
+
+## GPU machines: unit tests and nbval on the GPU, the reference measurements and the hardware-vs-emulation checks,
+## at most 9 minutes, into gpu-check-results/<date>-<gpu>/ (scripts/gpu_check.py; --plan prints the time budget).
+## Offline: `make gpu-wheels` where there is network, copy gpu-wheelhouse/ along; with wheels in it, setup
+## installs from it only (pip --no-index --find-links).
+GPU_WHEELHOUSE ?= gpu-wheelhouse
+ifneq ($(wildcard $(GPU_WHEELHOUSE)/*.whl),)
+gpu-check: export PIP_NO_INDEX = 1
+gpu-check: export PIP_FIND_LINKS = $(abspath $(GPU_WHEELHOUSE))
+endif
+gpu-check: setup
+	$(PY) scripts/gpu_check.py --wheelhouse $(GPU_WHEELHOUSE)
+
+gpu-wheels: | $(PY)
+	$(PY) scripts/gpu_wheels.py --dest $(GPU_WHEELHOUSE)
 
 clean:
 	-$(VENV)/bin/jupyter kernelspec remove -y $(KERNEL)
