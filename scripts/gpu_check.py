@@ -165,21 +165,27 @@ PLAN: tuple[Step, ...] = (
         "unit tests and nbval on the GPU (the course's nbval alone took a few minutes on an H100 with 4 workers; "
         "one worker per core here)",
         180.0,
-        270.0,
+        250.0,
     ),
     Step(
         "references",
-        "python -m amp_lessons.reference record (5 experiments, 8192^3 matmuls, 4 training runs)",
+        "python -m amp_lessons.reference record (5 experiments: 8192^3 matmuls, 4 training runs of 100 steps)",
         60.0,
         90.0,
     ),
-    Step("checks", "checks (a)-(f) in one child process (CUDA start, then each check's own estimate)", 75.0, 120.0),
+    Step("checks", "checks (a)-(f) in one child process (its start, then each check's own estimate)", 95.0, 140.0),
 )
+CHECKS_START_S = 10.0
+"""The checks process's start on a GPU machine (Python, torch, CUDA context), an estimate."""
+DEADLINE_MARGIN_S = 5.0
+"""The checks process stops starting checks this long before the step's limit."""
+SKIP_FACTOR = 1.5
+"""A check starts only if this many times its estimate is left before the deadline."""
 SETUP_S = 60.0
 """What the plan leaves ``make setup``: nothing to do when .venv is current (a few seconds), an offline
 install from the wheelhouse otherwise (estimate: about a minute for torch and its CUDA libraries)."""
 BUDGET_S = sum(s.limit_s for s in PLAN)
-"""The script's own budget: the sum of the steps' hard limits (480 s), TOTAL_S - SETUP_S."""
+"""The script's own budget: the sum of the steps' hard limits (480 s = TOTAL_S - SETUP_S)."""
 
 
 def budget_plan(budget_s: float = BUDGET_S, steps: Sequence[Step] = PLAN) -> list[dict]:
@@ -1095,12 +1101,12 @@ def run_check(check: Check, device: str, folder: Path) -> dict:
 
 def run_checks(folder: Path, names: Sequence[str], deadline: float, device: str = "cuda") -> None:
     """The child process of step 3: each check in turn, skipped (status "skipped") when less time is left
-    before ``deadline`` (a ``time.time()``) than twice its estimate."""
+    before ``deadline`` (a ``time.time()``) than :data:`SKIP_FACTOR` times its estimate."""
     for c in CHECKS:
         if c.name not in names:
             continue
         left = deadline - time.time()
-        if left < 2 * c.estimate_s:
+        if left < SKIP_FACTOR * c.estimate_s:
             write_result(
                 folder,
                 f"check_{c.name}",
@@ -1161,8 +1167,10 @@ def run_logged(cmd: Sequence[str], log: Path, timeout_s: float, env: Mapping | N
     children) after ``timeout_s``. Returns (exit code, or None on timeout; seconds)."""
     timeout_s = _number(timeout_s, "timeout_s", 0.0, 86400.0, low_open=True)
     t0 = time.perf_counter()
-    with open(log, "w", encoding="utf-8") as fh:
-        proc = subprocess.Popen(
+    timed_out = threading.Event()
+    with (
+        open(log, "w", encoding="utf-8") as fh,
+        subprocess.Popen(
             list(cmd),
             cwd=ROOT,
             stdout=subprocess.PIPE,
@@ -1171,8 +1179,8 @@ def run_logged(cmd: Sequence[str], log: Path, timeout_s: float, env: Mapping | N
             errors="replace",
             start_new_session=True,
             env=None if env is None else dict(env),
-        )
-        timed_out = threading.Event()
+        ) as proc,
+    ):
 
         def expire():
             timed_out.set()
@@ -1221,7 +1229,7 @@ def step_references(folder: Path, limit_s: float) -> dict:
 
 
 def step_checks(folder: Path, names: Sequence[str], limit_s: float) -> dict:
-    deadline = time.time() + limit_s - 5.0
+    deadline = time.time() + limit_s - DEADLINE_MARGIN_S
     cmd = [sys.executable, str(Path(__file__).resolve()), "--run-checks", str(folder), "--deadline", f"{deadline:.3f}"]
     cmd += ["--only", *names]
     code, secs = run_logged(cmd, folder / "checks.log", limit_s)
