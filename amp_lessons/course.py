@@ -7,7 +7,16 @@ from pathlib import Path
 
 from ._table import html_table
 
-__all__ = ["DAY_TWO", "LESSONS", "Lesson", "LessonSupport", "Schedule", "what_runs_where", "workshop_schedule"]
+__all__ = [
+    "DAY_TWO",
+    "LESSONS",
+    "Lesson",
+    "LessonSupport",
+    "Schedule",
+    "TOPICS",
+    "what_runs_where",
+    "workshop_schedule",
+]
 
 
 @dataclass(frozen=True)
@@ -17,6 +26,7 @@ class Lesson:
     title: str
     minutes: int
     summary: str
+    topic: str | None = None  # the lesson's sub-package of amp_lessons (amp_lessons.<topic>); None for lesson 00
 
 
 LESSONS: tuple[Lesson, ...] = (
@@ -33,14 +43,23 @@ LESSONS: tuple[Lesson, ...] = (
         "Floating-point formats and their bits",
         45,
         "fp32, TF32, fp16, bf16, fp8 as bits; range versus precision; rounding and its error",
+        topic="bits",
     ),
-    Lesson("02", "02_tf32.ipynb", "TF32", 40, "what TF32 matmuls cost in accuracy and buy in speed; the switches"),
+    Lesson(
+        "02",
+        "02_tf32.ipynb",
+        "TF32",
+        40,
+        "what TF32 matmuls cost in accuracy and buy in speed; the switches",
+        topic="tf32",
+    ),
     Lesson(
         "03",
         "03_fp16_overflow_underflow.ipynb",
         "fp16 overflow, underflow and swamping",
         50,
         "the failure modes that mixed precision is designed around",
+        topic="fp16",
     ),
     Lesson(
         "04",
@@ -48,6 +67,7 @@ LESSONS: tuple[Lesson, ...] = (
         "Autocast policies",
         50,
         "which op runs in which precision, where the casts go, CPU versus CUDA",
+        topic="autocast",
     ),
     Lesson(
         "05",
@@ -55,6 +75,7 @@ LESSONS: tuple[Lesson, ...] = (
         "Loss scaling",
         50,
         "gradient histograms, static and dynamic scaling, GradScaler's state machine",
+        topic="scaling",
     ),
     Lesson(
         "06",
@@ -62,14 +83,16 @@ LESSONS: tuple[Lesson, ...] = (
         "AMP end to end",
         60,
         "tensor cores, speed, memory and accuracy of real training and inference",
+        topic="e2e",
     ),
-    Lesson("07", "07_fp8.ipynb", "fp8", 50, "e4m3 and e5m2, per-tensor and block scaling, scaled matmuls"),
+    Lesson("07", "07_fp8.ipynb", "fp8", 50, "e4m3 and e5m2, per-tensor and block scaling, scaled matmuls", topic="fp8"),
     Lesson(
         "08",
         "08_debugging.ipynb",
         "When mixed precision goes wrong",
         60,
         "a symptom index with a repro per symptom; an overflow tracer, a speed triage and a dtype map for any model",
+        topic="debug",
     ),
     Lesson(
         "09",
@@ -78,6 +101,7 @@ LESSONS: tuple[Lesson, ...] = (
         50,
         "real gloo process groups: dtypes of DDP and FSDP2 steps, one scaler decision, bytes per parameter, "
         "the precision of gradient reduction",
+        topic="distributed",
     ),
     Lesson(
         "10",
@@ -85,6 +109,7 @@ LESSONS: tuple[Lesson, ...] = (
         "Below 8 bits: microscaling, fp8 recipes, bf16 weights",
         45,
         "MX and NVFP4 block scales bit by bit, fp8/fp4 recipes side by side, stochastic rounding and Kahan updates",
+        topic="micro",
     ),
     Lesson(
         "11",
@@ -93,8 +118,13 @@ LESSONS: tuple[Lesson, ...] = (
         40,
         "the graph Dynamo captures of an autocast region, the casts Inductor fuses away, why compiled bf16 differs "
         "from eager, step and compile times",
+        topic="compiled",
     ),
 )
+
+
+TOPICS: tuple[str, ...] = tuple(lesson.topic for lesson in LESSONS if lesson.topic)
+"""The lesson topics (sub-packages of amp_lessons), in lesson order: every list of topics derives from this."""
 
 
 @dataclass(frozen=True)

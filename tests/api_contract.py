@@ -35,8 +35,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
+from amp_lessons.course import TOPICS as COURSE_TOPICS  # noqa: E402
+
 MODULES = ["formats", "device", "course", "timing", "style", "checks", "reference"]
-TOPICS = ["bits", "tf32", "fp16", "autocast", "scaling", "e2e", "fp8", "debug", "distributed", "micro", "compiled"]
+TOPICS = list(COURSE_TOPICS)  # the course's lesson registry
 LIMIT_S = 2.0
 
 # Parameters whose bad values are drawn from a kind (by name). Names not listed get a kind from their default.

@@ -92,3 +92,20 @@ def test_course_command_line(capsys):
     with pytest.raises(SystemExit):
         main(["--start", "25:00"])
     assert "start must be a time like '09:00', got '25:00'" in capsys.readouterr().err
+
+
+def test_the_registry_names_every_topic_package_and_the_docs_list_them():
+    """Every lesson after 00 has a topic, a sub-package of amp_lessons; every sub-package is a lesson's topic; the
+    package docstring and CONTRIBUTING.md list them all (the test lists elsewhere import TOPICS)."""
+    import amp_lessons
+    from amp_lessons.course import TOPICS
+
+    root = Path(amp_lessons.__file__).parent
+    packages = {p.parent.name for p in root.glob("*/__init__.py")}
+    assert set(TOPICS) == packages and len(TOPICS) == len(LESSONS) - 1
+    assert [lesson.topic is None for lesson in LESSONS] == [True] + [False] * len(TOPICS)
+    contributing = (Path(__file__).resolve().parent.parent / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    for lesson in LESSONS[1:]:
+        assert f":mod:`amp_lessons.{lesson.topic}` ({lesson.number})" in amp_lessons.__doc__, lesson.topic
+        assert f"{lesson.topic}/" in contributing, lesson.topic
+    assert f"(01..{LESSONS[-1].number})" in contributing

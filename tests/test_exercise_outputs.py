@@ -19,9 +19,10 @@ from torch import nn
 
 from amp_lessons._table import TONES
 from amp_lessons.checks import CheckResult
+from amp_lessons.course import TOPICS as COURSE_TOPICS
 
 ROOT = Path(__file__).resolve().parent.parent
-TOPICS = ["bits", "tf32", "fp16", "autocast", "scaling", "e2e", "fp8", "debug", "distributed", "micro", "compiled"]
+TOPICS = list(COURSE_TOPICS)  # the course's lesson registry
 CHECK_CALL = re.compile(rf"\b(?:{'|'.join(TOPICS)})\.check_\w+\(")
 
 

@@ -6,6 +6,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from amp_lessons.course import TOPICS
+
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "presenter").glob("*.ipynb"))
 MARKER = re.compile(r"#\s*NBVAL_\w+")
@@ -53,9 +55,7 @@ def test_offline_and_current_apis(nb):
 
 def test_presenter_view_shows_every_explorer_of_the_lessons():
     """presenter/explorers.ipynb (make present) has one cell per explorer the lessons show."""
-    call = re.compile(
-        r"\b(?:bits|tf32|fp16|autocast|scaling|e2e|fp8|debug|distributed|micro|compiled)\.(\w+_explorer|format_designer)\("
-    )
+    call = re.compile(rf"\b(?:{'|'.join(TOPICS)})\.(\w+_explorer|format_designer)\(")
 
     def explorers(paths):
         return {m for p in paths for c in code_cells(nbformat.read(p, as_version=4)) for m in call.findall(c.source)}

@@ -18,9 +18,11 @@ import ast
 import importlib
 from pathlib import Path
 
+from amp_lessons.course import TOPICS as COURSE_TOPICS
+
 PKG = Path(__file__).resolve().parent.parent / "amp_lessons"
-# lesson order, 01..11
-TOPICS = ["bits", "tf32", "fp16", "autocast", "scaling", "e2e", "fp8", "debug", "distributed", "micro", "compiled"]
+# lesson order, 01..11: the course's lesson registry
+TOPICS = list(COURSE_TOPICS)
 ABOVE = {"reference"}
 
 

@@ -30,6 +30,7 @@ import time
 
 import harness
 
+from amp_lessons.course import TOPICS
 from tests.kernel_memory import peak_memory_bytes
 
 LATENCY_SECTION = (
@@ -190,9 +191,7 @@ _FAILURE_WATCH_JS = """
 }
 """
 
-_EXPLORER_CALL = (
-    r"\b(?:bits|tf32|fp16|autocast|scaling|e2e|fp8|debug|distributed|micro|compiled)\.(\w+_explorer|format_designer)\("
-)
+_EXPLORER_CALL = rf"\b(?:{'|'.join(TOPICS)})\.(\w+_explorer|format_designer)\("
 
 
 def demo_names(path) -> list[str]:
