@@ -379,6 +379,8 @@ EXPERIMENTS: dict[str, Callable[[str], dict]] = {
 
 
 def _cuda_device(device) -> torch.device:
+    if not isinstance(device, (str, torch.device)):  # torch.device(3) is 'cuda:3' on a CUDA build: refuse ints here
+        raise ValueError(f"device must be 'cuda' or 'cuda:N', got {device!r}")
     try:
         d = torch.device(device)
     except (RuntimeError, TypeError):

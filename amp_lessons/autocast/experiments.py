@@ -537,16 +537,24 @@ def _classify(device_type: str) -> tuple[dict[str, str], dict[str, str]]:
 # primitive descriptor for the LSTM forward propagation primitive", also what nn.LSTM raises under CPU
 # bf16 autocast there), so measuring gives a class on one machine and none on another.
 _CPU_LISTED = {"mkldnn_rnn_layer": "lower_precision"}
+# CUDA ops whose autocast kernel a CUDA build registers outside autocast_mode.h, which fake tensors cannot run:
+# aten/src/ATen/native/cudnn/AutocastRNN.cpp registers _cudnn_rnn, casting its inputs and weights to half
+# (https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cudnn/AutocastRNN.cpp). The CPU-only wheel
+# has no kernel for it, so it appears in the CUDA table of a CUDA build only.
+_CUDA_LISTED = {"_cudnn_rnn": "lower_precision"}
 
 
 def _fallback(name: str, device_type: str) -> str | None:
     """For an op that neither the header lists nor a sample input could call, in this order:
     for the CPU, the class :data:`_CPU_LISTED` copies from ``autocast_mode.cpp`` (ops that run only on
-    some CPUs); the class the CUDA header gives an op of the same name; the class measured for the other
+    some CPUs), for CUDA the class :data:`_CUDA_LISTED` copies from ``AutocastRNN.cpp`` (``_cudnn_rnn``, on a CUDA
+    build); the class the CUDA header gives an op of the same name; the class measured for the other
     device type; the header's class of the longest op name (4 letters or more) inside this one
     (``cudnn_convolution`` -> ``convolution``)."""
     if device_type == "cpu" and name in _CPU_LISTED:
         return _CPU_LISTED[name]
+    if device_type == "cuda" and name in _CUDA_LISTED:
+        return _CUDA_LISTED[name]
     header = {_base(q): p for q, p in sorted(_header_policies().items())}
     if name in header:
         return header[name]
