@@ -129,9 +129,13 @@ def test_constants_equal_torch_finfo(name):
     assert f.max == fi.max
     assert f.smallest_normal == fi.smallest_normal == fi.tiny
     assert f.resolution == pytest.approx(fi.resolution)
-    if name == "fp8_e5m2fnuz":
-        # torch reports eps 0.125 for e5m2fnuz, but with 2 mantissa bits the gap above 1 is 0.25
+    release = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
+    if name == "fp8_e5m2fnuz" and release <= (2, 13):
+        # torch 2.11 and 2.13 report eps 0.125 for e5m2fnuz, but with 2 mantissa bits the gap above 1 is 0.25; torch
+        # 2.15 reports 0.25 (2.12 and 2.14 are not tested: either value passes there)
         assert fi.eps == 0.125 and f.eps == 0.25
+    elif name == "fp8_e5m2fnuz" and release == (2, 14):
+        assert fi.eps in (0.125, 0.25) and f.eps == 0.25
     else:
         assert f.eps == fi.eps
 
