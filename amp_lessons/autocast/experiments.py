@@ -47,6 +47,7 @@ from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
+from .._runtime import quiet_fd2
 from .._table import Cell, html_table
 from .._validate import count
 from ..timing import time_fn
@@ -1133,33 +1134,6 @@ def _build_tree(events: list) -> list:
     return roots
 
 
-@contextlib.contextmanager
-def _quiet_kineto():
-    """Drop the status lines (``USDT: ... profiler_start``) that kineto writes straight to file
-    descriptor 2 when the profiler starts and stops; anything else written there is passed on."""
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError, AttributeError):
-        yield
-        return
-    with tempfile.TemporaryFile(mode="w+b") as tmp:
-        os.dup2(tmp.fileno(), 2)
-        try:
-            yield
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
-            tmp.seek(0)
-            rest = [
-                line
-                for line in tmp.read().decode(errors="replace").splitlines(keepends=True)
-                if not re.match(r"(USDT|STAGE):", line)
-            ]
-            if rest:
-                sys.stderr.write("".join(rest))
-
-
 def profile_tree(fn, *args, device_type: str = "cpu", dtype=None, trace_dir=None, **kwargs) -> ProfileTree:
     """Run ``fn(*args, **kwargs)`` under ``torch.autocast(device_type, dtype)`` inside
     ``torch.profiler.profile(record_shapes=True)`` and return its CPU op tree
@@ -1193,7 +1167,7 @@ def profile_tree(fn, *args, device_type: str = "cpu", dtype=None, trace_dir=None
     from torch.profiler import ProfilerActivity, profile
 
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device_type == "cuda" else [])
-    with _quiet_kineto():
+    with quiet_fd2():  # kineto's start/stop lines and torch 2.11's per-start UserWarning
         with profile(activities=activities, record_shapes=True) as prof:
             with torch.autocast(device_type, dtype=dtype):
                 fn(*args, **kwargs)

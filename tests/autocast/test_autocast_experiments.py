@@ -18,7 +18,7 @@ HAS_CUDA = torch.cuda.is_available()
 
 CUDA_SAMPLE = {
     "lower_precision": ["mm", "matmul", "linear", "conv2d", "bmm", "baddbmm", "scaled_dot_product_attention"],
-    "fp32": ["exp", "log", "pow", "layer_norm", "rms_norm", "group_norm", "mse_loss", "nll_loss"],
+    "fp32": ["exp", "log", "pow", "layer_norm", "group_norm", "mse_loss", "nll_loss"],  # rms_norm: below, per release
     "fp32_set_opt_dtype": ["softmax", "log_softmax", "sum", "prod", "cumsum", "linalg_vector_norm"],
     "fp32_append_dtype": ["norm"],
     "promote": ["addcmul", "addcdiv", "atan2", "cross", "dot", "index_put", "scatter_add", "tensordot"],
@@ -48,6 +48,22 @@ CPU_SAMPLE = {
     "banned": [],
     None: ["layer_norm", "softmax", "exp", "log", "sum", "add", "relu"],
 }
+
+
+RELEASE = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+
+
+def test_what_changed_between_releases():
+    """Measured with torch 2.11 and 2.15 (PyPI's CUDA builds) and 2.13 (the CPU wheel): rms_norm joined CUDA's fp32
+    list in 2.13; a CUDA build registers _cudnn_rnn (lower precision) outside the header."""
+    cuda = A.policy_table("cuda")
+    if RELEASE >= (2, 13):
+        assert cuda.get("rms_norm") == "fp32"
+    elif RELEASE <= (2, 11):
+        assert "rms_norm" not in cuda
+    if getattr(torch.version, "hip", None) is None:
+        assert (cuda.get("_cudnn_rnn") == "lower_precision") == (torch.version.cuda is not None)
+        assert ("_cudnn_rnn" in cuda) == (torch.version.cuda is not None)
 
 
 @pytest.mark.parametrize("device_type, sample", [("cuda", CUDA_SAMPLE), ("cpu", CPU_SAMPLE)])
