@@ -1,6 +1,13 @@
 """Project-wide pytest hooks: report each notebook's run time and its kernel's peak memory, and the
 figures the browser tests measure (slider-to-redraw latency, kernel memory in JupyterLab).
 
+One kernel per notebook: with pytest-xdist (`-n N`) and no `--dist`, notebooks are scheduled whole
+(`--dist loadfile`) instead of xdist's default `--dist load`, which splits a notebook's cells between
+workers, each with its own kernel, so that cells fail with NameErrors. Before each cell runs,
+tests/nbval_guard.py checks that the notebook's kernel is the one that ran the cells before it and is
+alive; if not (an explicit splitting `--dist`, a crashed worker, a dead kernel), the cell and every later
+one of that notebook fail with the reason instead of running.
+
 Budgets (each notebook under 30 s, the suite under 2 minutes on the 2-core CI machine) are
 reported, not asserted: timing assertions flake on shared machines. Memory is asserted (no
 notebook's kernel above 3 GB): a cell that pushes its kernel's peak resident memory over the limit
@@ -12,8 +19,10 @@ from __future__ import annotations
 from collections import defaultdict
 
 import pytest
+from nbval.plugin import NbCellError
 
 from tests.kernel_memory import peak_memory_bytes
+from tests.nbval_guard import KernelGuard
 
 NOTEBOOK_BUDGET_S = 30.0
 SUITE_BUDGET_S = 120.0
@@ -26,6 +35,61 @@ FIGURE_KEY = "amp-figure"
 _durations: dict[str, float] = defaultdict(float)
 _peak_rss: dict[str, int] = {}
 _figures: dict[str, dict[str, tuple[float, str]]] = defaultdict(dict)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    # Before pytest-xdist turns "-n N without --dist" into --dist load (xdist/plugin.py, pytest_cmdline_main).
+    option = config.option
+    if (
+        getattr(option, "numprocesses", None)
+        and getattr(option, "dist", "no") == "no"
+        and not getattr(option, "distload", False)
+    ):
+        option.dist = "loadfile"
+
+
+class _XdistDistMode:
+    """Tells each pytest-xdist worker the controller's --dist mode (xdist resets a worker's own to "no")."""
+
+    @staticmethod
+    def pytest_configure_node(node):
+        node.workerinput["amp_dist"] = node.config.getoption("dist")
+
+
+def pytest_configure(config):
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(_XdistDistMode(), "amp-xdist-dist-mode")
+
+
+def _dist_mode(config) -> str:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is not None:
+        return str(workerinput.get("amp_dist", "no"))
+    return str(config.getoption("dist", "no"))
+
+
+def _is_notebook_cell(item) -> bool:
+    return type(item).__name__ == "IPyNbCell" and hasattr(item, "cell_num")
+
+
+def _kernel_guard(item) -> KernelGuard:
+    notebook = item.parent
+    guard = getattr(notebook, "_amp_kernel_guard", None)
+    if guard is None:
+        selected = [other.cell_num for other in item.session.items if other.parent is notebook]
+        guard = KernelGuard(selected, _dist_mode(item.config))
+        notebook._amp_kernel_guard = guard
+    return guard
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_call(item):
+    if not _is_notebook_cell(item):
+        return
+    reason = _kernel_guard(item).check(item.cell_num, item.parent.kernel, item.cell.source)
+    if reason is not None:
+        raise NbCellError(item.cell_num, reason, item.cell.source)
 
 
 def _nbval_kernel_pid(item) -> int | None:
@@ -41,6 +105,9 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if call.when != "call" or not item.nodeid.split("::", 1)[0].endswith(".ipynb"):
         return
+    if report.failed and _is_notebook_cell(item):
+        first_line = str(call.excinfo.value).strip().splitlines() if call.excinfo else []
+        _kernel_guard(item).last_failure = f"Cell {item.cell_num} failed: {first_line[0] if first_line else '?'}"
     pid = _nbval_kernel_pid(item)
     peak = peak_memory_bytes(pid) if pid else None
     if peak is None:

@@ -1,0 +1,168 @@
+"""Test tooling: one kernel per notebook, or a failure that says why not.
+
+nbval runs a notebook's cells one pytest item at a time in the kernel that its file collector started, and
+a notebook's cells depend on each other. Two things can make a cell run in a kernel that did not run the
+cells before it, and the symptom is then only a ``NameError``:
+
+* pytest-xdist splitting the notebook: ``-n 2`` without ``--dist`` means ``--dist load``, which sends runs of
+  cells to whichever worker is free, so one notebook's cells run in two kernels, each in its own worker
+  (``worksteal`` and ``loadgroup`` do the same). The root conftest.py makes ``--dist loadfile`` the default
+  when no ``--dist`` is given; this guard catches an explicit splitting mode.
+* a crashed pytest-xdist worker: xdist re-queues the rest of that worker's file on a fresh worker
+  (``LoadScopeScheduling.remove_node``), whose new kernel starts partway through the notebook.
+
+nbval itself never restarts a kernel (it uses jupyter_client's plain ``KernelManager``, whose restarter does
+nothing), but a kernel that dies while a cell runs leaves nbval waiting for the reply until the cell timeout
+(2000 s by default), and one that dies between cells fails the next cell with "Kernel dead on test start"
+without the exit status. The guard watches the kernel while nbval waits and names the exit status.
+
+:class:`KernelGuard` keeps, per notebook collector, the kernel's pid and the cells it ran; ``check`` is called
+before each cell runs and returns the reason this cell cannot run in this kernel, or None. Once a notebook's
+kernel is found wrong, every later cell of it fails with the first reason instead of running.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from queue import Empty
+
+from nbval.plugin import NbCellError
+
+POLL_S = 1.0  # how often the wait for a kernel's reply checks that the kernel is alive
+SPLITTING = ("load", "worksteal", "loadgroup")  # pytest-xdist modes that hand out single items, not files
+SPLIT_WHY = (
+    "pytest-xdist (--dist {dist}) split this notebook across workers, each with its own kernel; run "
+    "notebooks with --dist loadfile (the default here when no --dist is given)"
+)
+
+
+class KernelDied(NbCellError):
+    """The notebook's kernel process ended while nbval waited for it (reported as a failure of that cell)."""
+
+
+def exit_status(returncode: int) -> str:
+    """``returncode`` of a kernel process in words: 'exit code 1', 'signal 9 (SIGKILL)'."""
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = "unknown signal"
+        hint = " (the out-of-memory killer, or another process, killed it)" if -returncode == signal.SIGKILL else ""
+        return f"signal {-returncode} ({name}){hint}"
+    return f"exit code {returncode}"
+
+
+def kernel_process(kernel):
+    """The Popen of an nbval ``RunningKernel``, or None (not started, or already stopped by nbval)."""
+    km = getattr(kernel, "km", None)
+    return getattr(getattr(km, "provisioner", None), "process", None)
+
+
+def watch_kernel(kernel, poll_s: float = POLL_S) -> None:
+    """Make ``kernel.get_message`` (every wait of nbval for a reply or output) poll in ``poll_s`` slices and
+    raise KernelDied as soon as the kernel process has ended, instead of waiting out nbval's timeout."""
+    if getattr(kernel, "_amp_watched", False):
+        return
+    wait = kernel.get_message
+
+    def get_message(stream, timeout=None):
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = poll_s if deadline is None else min(poll_s, max(0.0, deadline - time.monotonic()))
+            try:
+                return wait(stream, timeout=left)
+            except Empty:
+                process = kernel_process(kernel)
+                returncode = None if process is None else process.poll()
+                if returncode is not None:
+                    cell_num, source = getattr(kernel, "_amp_cell", (-1, ""))
+                    raise KernelDied(
+                        cell_num,
+                        f"the notebook's kernel (pid {process.pid}) ended with {exit_status(returncode)} "
+                        f"while this cell ran",
+                        source,
+                    ) from None
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
+
+    kernel.get_message = get_message
+    kernel._amp_watched = True
+
+
+def _cells(nums: list[int]) -> str:
+    return f"Cell {nums[0]}" if len(nums) == 1 else f"Cells {nums[0]}..{nums[-1]}"
+
+
+class KernelGuard:
+    """Per notebook collector: the kernel that runs its cells and the cells it ran (``cell_num`` order)."""
+
+    def __init__(self, selected: list[int], dist: str):
+        self.selected = selected  # the cells of this notebook this session runs, in order
+        self.dist = dist  # pytest-xdist's --dist mode ("no" without xdist)
+        self.pid: int | None = None
+        self.ran: list[int] = []
+        self.broken: str | None = None  # the first reason found; every later cell fails with it
+        self.last_failure: str | None = None
+
+    def _split_reason(self, cell: int, missing: list[int]) -> str:
+        cells = _cells(missing)
+        if self.dist in SPLITTING:
+            why = SPLIT_WHY.format(dist=self.dist)
+        elif self.dist == "no":
+            why = "they were not run before it in this session"
+        else:
+            why = (
+                "the pytest-xdist worker that ran them crashed (see the 'worker ... crashed while running' "
+                "failure) and xdist re-queued the rest of the notebook on a fresh worker and kernel"
+            )
+        if self.ran:
+            here = f"ran {_cells(self.ran)} and is now given Cell {cell}"
+        else:
+            here = f"starts at Cell {cell}"
+        return (
+            f"the notebook's cells ran in more than one kernel: this kernel (pid {self.pid}) {here}, but "
+            f"{cells} of this notebook, selected in this run, ran in another kernel or not at all: {why}"
+        )
+
+    def check(self, cell: int, kernel, source: str = "") -> str | None:
+        """The reason ``cell`` cannot run in ``kernel`` (the notebook collector's kernel), or None.
+
+        Where None, ``cell`` is counted as run in this kernel, and nbval's waits on the kernel are watched."""
+        if self.broken is not None:
+            return f"not run: {self.broken}"
+        process = kernel_process(kernel)
+        if process is None:
+            after = f" after Cell {self.ran[-1]}" if self.ran else ""
+            reason = f"nbval stopped the notebook's kernel{after}"
+            if self.last_failure:
+                reason += f" ({self.last_failure})"
+            return self._break(cell, reason)
+        returncode = process.poll()
+        if returncode is not None:
+            after = f"(the last cell it ran: Cell {self.ran[-1]})" if self.ran else "before its first cell"
+            return self._break(
+                cell, f"the notebook's kernel (pid {process.pid}) ended with {exit_status(returncode)} {after}"
+            )
+        if self.pid is None:
+            self.pid = process.pid
+        elif process.pid != self.pid:
+            reason = f"the notebook's kernel changed (pid {self.pid} -> {process.pid}) after Cell {self.ran[-1]}"
+            if self.dist in SPLITTING:
+                reason += f": {SPLIT_WHY.format(dist=self.dist)}"
+            return self._break(cell, reason)
+        done = len(self.ran)
+        expected = self.selected[: self.selected.index(cell)] if cell in self.selected else None
+        if expected is not None and expected != self.ran:
+            missing = [c for c in expected if c not in self.ran]
+            if missing:
+                return self._break(cell, self._split_reason(cell, missing))
+        self.ran.append(cell)
+        if done == 0:
+            watch_kernel(kernel)
+        kernel._amp_cell = (cell, source)
+        return None
+
+    def _break(self, cell: int, reason: str) -> str:
+        self.broken = f"{reason} (found at Cell {cell})"
+        return reason
