@@ -10,7 +10,7 @@ XDIST  ?= -n 2 --dist loadfile
 # Optional: an extra index for torch, e.g. PyTorch's CPU-only or CUDA wheel index (README.md).
 TORCH_INDEX ?=
 
-.PHONY: setup lab present test unit nbtest browser portability setup-torch test-torch test-install screenshots notebooks bench clean gpu-check gpu-wheels
+.PHONY: setup lab present test unit nbtest browser portability setup-torch test-torch test-install screenshots notebooks bench clean gpu-check gpu-wheels test-load
 
 setup: $(STAMP)
 
@@ -116,6 +116,11 @@ screenshots: setup
 ## Maintainers: re-execute every notebook in a fresh kernel and store clean, reproducible outputs.
 notebooks: setup
 	$(PY) scripts/run_notebooks.py notebooks/*.ipynb presenter/*.ipynb
+
+## nbval while the machine is busy (scripts/load_test.py): one CPU-burning process per core and waves of 6 kernels
+## started at the same moment, while `pytest -n 2` (no --dist, as learners run it) executes lessons 03, 04, 05, 08, 11.
+test-load: setup
+	$(PY) scripts/load_test.py
 
 ## Benchmarks (figures, not pass/fail tests).
 bench: setup

@@ -1,7 +1,7 @@
 """nbval under load: the notebooks executed and compared while the machine is busy, as in a room of learners.
 
-While pytest runs nbval over the chosen notebooks (``-n 2 --dist loadfile``, as ``make test``), this keeps
-the machine loaded:
+While pytest runs nbval over the chosen notebooks (``-n 2`` and no ``--dist``, as in the report of cells
+failing with NameErrors; the root conftest.py makes that ``--dist loadfile``), this keeps the machine loaded:
 
 * one CPU-burning process per core (``--burners``, default ``os.cpu_count()``);
 * waves of "learner" kernels (``--learners`` per wave, every ``--wave-s`` seconds): each wave starts its kernels
@@ -130,13 +130,14 @@ class Load:
 
 
 def classify(message: str) -> str:
-    if "kernel restarted" in message or "Kernel restarted" in message:
-        return "kernel restarted mid-notebook"
+    """The kind of a failed cell, from its failure text (tests/nbval_guard.py's reasons first)."""
+    if "ran in more than one kernel" in message or "kernel changed" in message:
+        return "notebook split across kernels"
     if "crashed while running" in message:
         return "xdist worker crashed"
-    if "Kernel dead" in message or "Kernel died" in message or "kernel died" in message:
+    if "kernel (pid" in message and "ended with" in message or "Kernel dead" in message or "Kernel died" in message:
         return "dead kernel"
-    if "Timeout" in message or "timed out" in message.lower():
+    if "Timeout" in message:
         return "timeout"
     if "NameError" in message:
         return "NameError"
@@ -145,12 +146,13 @@ def classify(message: str) -> str:
     return "other"
 
 
-def read_junit(path: Path) -> dict[str, list[tuple[str, str, str]]]:
-    """{notebook: [(cell, outcome, message)]} from pytest's JUnit XML."""
-    cells: dict[str, list[tuple[str, str, str]]] = defaultdict(list)
+def read_junit(path: Path) -> dict[str, list[tuple[str, str, str, float]]]:
+    """{notebook: [(cell, outcome, message, seconds)]} from pytest's JUnit XML."""
+    cells: dict[str, list[tuple[str, str, str, float]]] = defaultdict(list)
     for case in ET.parse(path).getroot().iter("testcase"):
         notebook = re.sub(r"/ipynb$", ".ipynb", case.get("classname", "").replace(".", "/"))
         name = case.get("name", "")
+        seconds = float(case.get("time", "0") or 0)
         outcome, message = "passed", ""
         for tag in ("failure", "error", "skipped"):
             el = case.find(tag)
@@ -158,7 +160,7 @@ def read_junit(path: Path) -> dict[str, list[tuple[str, str, str]]]:
                 outcome = "skipped" if tag == "skipped" else "failed"
                 message = f"{el.get('message', '')}\n{el.text or ''}"
                 break
-        cells[notebook].append((name, outcome, message))
+        cells[notebook].append((name, outcome, message, seconds))
     return cells
 
 
@@ -169,13 +171,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--learners", type=int, default=6, help="kernels started together in each wave")
     ap.add_argument("--wave-s", type=float, default=20.0, help="seconds between waves")
     ap.add_argument("--busy-s", type=float, default=5.0, help="seconds of matrix products in each learner kernel")
-    ap.add_argument("--pytest-args", default="", help="extra pytest arguments (one string)")
+    ap.add_argument("-n", "--workers", default="2", help="pytest-xdist workers (-n), as make test")
+    ap.add_argument(
+        "--pytest-args",
+        default="",
+        help="extra pytest arguments, one string: e.g. '--dist load' (a control that splits notebooks), "
+        "'--noconftest' (without the root conftest.py's scheduling and kernel guard)",
+    )
     args = ap.parse_args(argv)
 
     with tempfile.TemporaryDirectory() as tmp:
         junit = Path(tmp) / "junit.xml"
         cmd = [
-            sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadfile", "-p", "no:cacheprovider", "-q",
+            sys.executable, "-m", "pytest", "-n", args.workers, "-p", "no:cacheprovider", "-q",
             f"--junitxml={junit}", *args.pytest_args.split(), *args.targets,
         ]  # fmt: skip
         load = Load(args.burners, args.learners, args.wave_s, args.busy_s)
@@ -196,18 +204,23 @@ def main(argv: list[str] | None = None) -> int:
     totals: Counter[str] = Counter()
     kinds: Counter[str] = Counter()
     for notebook, rows in sorted(cells.items()):
-        counts = Counter(outcome for _, outcome, _ in rows)
+        counts = Counter(outcome for _, outcome, _, _ in rows)
         totals.update(counts)
-        failed = [(name, msg) for name, outcome, msg in rows if outcome == "failed"]
+        failed = [(name, msg) for name, outcome, msg, _ in rows if outcome == "failed"]
         line = f"{notebook}: {counts['passed']} passed, {counts['failed']} failed"
         if failed:
             first_name, first_msg = failed[0]
             kinds.update(classify(m) for _, m in failed)
-            reason = re.sub(r"\s+", " ", first_msg.strip())[:300]
+            reason = re.sub(r"\s+", " ", re.sub(r"(\x1b|#x1B)\[[0-9;]*m", "", first_msg)).strip()[:300]
             line += f"; first failure {first_name}: {reason}"
         print(line)
     print(
         f"total: {totals['passed']} passed, {totals['failed']} failed, {totals['skipped']} skipped; failures by kind: {dict(kinds)}"
+    )
+    slowest = sorted(((sec, f"{nb}::{name}") for nb, rows in cells.items() for name, _, _, sec in rows), reverse=True)
+    print(
+        "slowest cells (kernel start included in a notebook's first):",
+        ", ".join(f"{n} {s:.0f} s" for s, n in slowest[:3]),
     )
     return rc if rc else (1 if totals["failed"] else 0)
 
