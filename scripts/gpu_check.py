@@ -463,13 +463,17 @@ def _ulp_stats(dist: torch.Tensor) -> dict:
     }
 
 
+def _check_ks(ks) -> None:
+    if isinstance(ks, (str, bytes)) or not isinstance(ks, Sequence) or not ks:
+        raise TypeError(f"ks must be a non-empty sequence of ints, got {ks!r}")
+
+
 def check_lowp_matmul(device="cuda", ks: Sequence[int] = (256, 4096, 16384), mn: int = 512) -> dict:
     """Check (b): for fp16 and bf16 and each K, the GPU's ``a @ b`` (output in the inputs' dtype) against
     :func:`emulate_lowp_matmul` and against the exact product (fp64) rounded to the dtype, in ulps."""
     d = _device(device)
     mn = _int(mn, "mn")
-    if isinstance(ks, (str, bytes)) or not isinstance(ks, Sequence) or not ks:
-        raise TypeError(f"ks must be a non-empty sequence of ints, got {ks!r}")
+    _check_ks(ks)
     cases = []
     for dtype in _LOWP:
         for k in ks:
@@ -584,8 +588,7 @@ def scaled_mm_cases(device="cuda", mn: int = 512, ks: Sequence[int] = (1024, 409
     ``use_fast_accum`` False and True against :func:`exact_scaled_product` at ``large_k``."""
     d = _device(device)
     mn = _int(mn, "mn")
-    if isinstance(ks, (str, bytes)) or not isinstance(ks, Sequence) or not ks:
-        raise TypeError(f"ks must be a non-empty sequence of ints, got {ks!r}")
+    _check_ks(ks)
     emulation = []
     for k in ks:
         a8, b8, sa, sb = fp8_inputs(mn, _int(k, "k", 16, 2**20), mn, seed=k, device=d)
