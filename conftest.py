@@ -37,9 +37,10 @@ _peak_rss: dict[str, int] = {}
 _figures: dict[str, dict[str, tuple[float, str]]] = defaultdict(dict)
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(wrapper=True, tryfirst=True)
 def pytest_cmdline_main(config):
-    # Before pytest-xdist turns "-n N without --dist" into --dist load (xdist/plugin.py, pytest_cmdline_main).
+    # Before pytest-xdist turns "-n N without --dist" into --dist load (xdist/plugin.py, pytest_cmdline_main, also
+    # tryfirst): a wrapper runs before every plain implementation, whichever plugin was registered first.
     option = config.option
     if (
         getattr(option, "numprocesses", None)
@@ -47,6 +48,7 @@ def pytest_cmdline_main(config):
         and not getattr(option, "distload", False)
     ):
         option.dist = "loadfile"
+    return (yield)
 
 
 class _XdistDistMode:
