@@ -19,6 +19,12 @@ without the exit status. The guard watches the kernel while nbval waits and name
 :class:`KernelGuard` keeps, per notebook collector, the kernel's pid and the cells it ran; ``check`` is called
 before each cell runs and returns the reason this cell cannot run in this kernel, or None. Once a notebook's
 kernel is found wrong, every later cell of it fails with the first reason instead of running.
+
+Sources (the versions pinned here: nbval 0.11, pytest-xdist 3.8, jupyter_client 8.10):
+https://github.com/pytest-dev/pytest-xdist/blob/master/src/xdist/plugin.py (``-n`` without ``--dist`` is ``load``),
+https://github.com/pytest-dev/pytest-xdist/blob/master/src/xdist/scheduler/loadscope.py (``remove_node`` re-queues),
+https://github.com/computationalmodelling/nbval/blob/master/nbval/plugin.py (``IPyNbCell.runtest``, the timeouts),
+https://github.com/jupyter/jupyter_client/blob/main/jupyter_client/manager.py (``start_restarter`` does nothing).
 """
 
 from __future__ import annotations
