@@ -70,7 +70,10 @@ def test_values_in():
 def test_fake_quantize_is_torchs_cast_bit_for_bit(fmt, scale):
     x = spread()
     got = fp8.fake_quantize(x, fmt, scale)
-    want = (x * scale).to(DTYPES[fmt]).float() / scale
+    y = x * scale
+    if fmt == "fp8_e4m3":  # e4m3 saturates (the course clamps, as torchao's to_fp8_saturated does); torch's own cast
+        y = y.clamp(-448.0, 448.0)  # saturates from 2.13 on and gives NaN in 2.11: clamped, both are the plain cast
+    want = y.to(DTYPES[fmt]).float() / scale
     assert got.dtype == torch.float32
     assert torch.equal(got.view(torch.int32), want.view(torch.int32))
 
