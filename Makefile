@@ -10,7 +10,7 @@ XDIST  ?= -n 2 --dist loadfile
 # Optional: an extra index for torch, e.g. PyTorch's CPU-only or CUDA wheel index (README.md).
 TORCH_INDEX ?=
 
-.PHONY: setup lab present test unit nbtest browser portability setup-torch test-torch test-install screenshots notebooks bench clean gpu-check gpu-wheels test-load
+.PHONY: setup lab present test unit nbtest browser portability setup-torch test-torch test-install screenshots notebooks bench clean gpu-check gpu-wheels test-load export
 
 setup: $(STAMP)
 
@@ -112,6 +112,11 @@ test-install: setup
 ## Maintainers: refresh the README's screenshots in imgs/ (explorers, dark theme, presenter view; taken by the browser tests).
 screenshots: setup
 	AMP_COURSE_UPDATE_IMGS=1 $(PY) -m pytest $(XDIST) tests/browser/test_lab_lessons_00_03.py tests/browser/test_lab_lessons_04_07.py tests/browser/test_voila_presenter.py
+
+## Copy each lesson's `#| export` cells (its key code) into amp_lessons/<topic>/key_code.py (tests/test_key_code.py
+## fails while a module and its notebook differ).
+export: setup
+	$(PY) scripts/export_key_code.py
 
 ## Maintainers: re-execute every notebook in a fresh kernel and store clean, reproducible outputs.
 notebooks: setup

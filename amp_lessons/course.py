@@ -27,6 +27,9 @@ class Lesson:
     minutes: int
     summary: str
     topic: str | None = None  # the lesson's sub-package of amp_lessons (amp_lessons.<topic>); None for lesson 00
+    # Calls the lesson is about, which its own code cells must contain (not only its comments or the package):
+    # tests/test_key_code.py asserts them. Cells marked ``#| export`` are copied to amp_lessons/<topic>/key_code.py.
+    key_code: tuple[str, ...] = ()
 
 
 LESSONS: tuple[Lesson, ...] = (
