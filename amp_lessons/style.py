@@ -9,9 +9,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import zlib
 from pathlib import Path
 
+import matplotlib
 import matplotlib.pyplot as plt
 
 from ._validate import flag
@@ -118,7 +120,23 @@ def explorer_dpi() -> int:
     return PROJECTOR_DPI if _projector else _SCREEN_DPI
 
 
+@contextlib.contextmanager
 def style_context():
     """A ``with`` block that applies the course style only inside it (explorers draw in one; their layouts
-    are fixed in inches, so projector mode changes only their resolution, which alone enlarges their text)."""
-    return plt.style.context(STYLE_PATH)
+    are fixed in inches, so projector mode changes only their resolution, which alone enlarges their text).
+
+    Only the style is undone on leaving: matplotlib's ``interactive`` flag keeps the value it has at the end of
+    the block. ``plt.style.context`` restores every rcParam it saved, ``interactive`` included, and in Jupyter the
+    inline backend is loaded lazily, by the first figure created, and then switches interactive mode on
+    (``matplotlib.interactive(True)``). When that first figure is a course plot, drawn inside this block, a plain
+    ``style.context`` would switch interactive mode back off on leaving, and no later figure of the session
+    would be shown (the inline backend displays figures only in interactive mode)."""
+    interactive = matplotlib.is_interactive()
+    try:
+        with plt.style.context(STYLE_PATH):
+            try:
+                yield
+            finally:
+                interactive = matplotlib.is_interactive()
+    finally:
+        matplotlib.interactive(interactive)

@@ -70,3 +70,44 @@ def test_use_style_refuses_a_projector_that_is_not_a_bool(bad):
     with pytest.raises(TypeError, match="projector must be True or False"):
         use_style(projector=bad)
     assert projector_mode() is False  # a refused call changes nothing
+
+
+def test_style_context_undoes_the_style_but_keeps_interactive_mode():
+    """What a backend switches on while a course plot draws (the inline backend, loaded by the first figure of a
+    session, turns interactive mode on) stays on: otherwise no later figure would be shown."""
+    from amp_lessons.style import style_context
+
+    was = matplotlib.is_interactive()
+    try:
+        matplotlib.interactive(False)
+        with matplotlib.rc_context({"font.size": 7}):
+            with style_context():
+                assert plt.rcParams["font.size"] == 11
+                matplotlib.interactive(True)
+            assert plt.rcParams["font.size"] == 7 and matplotlib.is_interactive()
+            with pytest.raises(ZeroDivisionError), style_context():  # an error inside changes nothing of this
+                matplotlib.interactive(False)
+                1 / 0
+            assert plt.rcParams["font.size"] == 7 and not matplotlib.is_interactive()
+    finally:
+        matplotlib.interactive(was)
+
+
+def test_every_figure_of_a_session_is_shown_inline():
+    """In a fresh Jupyter kernel with the inline backend: a course plot as the session's first figure, another
+    course plot, then a learner's plain plt.plot each show a PNG (a regression test: after the first course plot,
+    restoring rcParams switched interactive mode off and no later figure was displayed)."""
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    cells = [
+        "from amp_lessons import compiled\nfrom amp_lessons.style import use_style\nuse_style()",
+        "compiled.plot_errors({'eager': (1e-2, 3e-3), 'compiled': (8e-3, 2e-3)});",
+        "import matplotlib\nassert matplotlib.get_backend().endswith(\"backend_inline\")",
+        "compiled.plot_errors({'eager': (2e-2, 4e-3), 'compiled': (9e-3, 1e-3)});",
+        "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3]);",
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    # ipykernel makes the inline backend the default (MPLBACKEND), as in JupyterLab
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+    pngs = [sum("image/png" in o.get("data", {}) for o in c.outputs) for c in nb.cells]
+    assert pngs == [0, 1, 0, 1, 1]
