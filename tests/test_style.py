@@ -87,7 +87,7 @@ def test_style_context_undoes_the_style_but_keeps_interactive_mode():
             assert plt.rcParams["font.size"] == 7 and matplotlib.is_interactive()
             with pytest.raises(ZeroDivisionError), style_context():  # an error inside changes nothing of this
                 matplotlib.interactive(False)
-                1 / 0
+                raise ZeroDivisionError
             assert plt.rcParams["font.size"] == 7 and not matplotlib.is_interactive()
     finally:
         matplotlib.interactive(was)
@@ -102,7 +102,7 @@ def test_every_figure_of_a_session_is_shown_inline():
     cells = [
         "from amp_lessons import compiled\nfrom amp_lessons.style import use_style\nuse_style()",
         "compiled.plot_errors({'eager': (1e-2, 3e-3), 'compiled': (8e-3, 2e-3)});",
-        "import matplotlib\nassert matplotlib.get_backend().endswith(\"backend_inline\")",
+        'import matplotlib\nassert matplotlib.get_backend().endswith("backend_inline")',
         "compiled.plot_errors({'eager': (2e-2, 4e-3), 'compiled': (9e-3, 1e-3)});",
         "import matplotlib.pyplot as plt\nplt.plot([1, 2, 3]);",
     ]
