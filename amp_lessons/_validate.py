@@ -132,3 +132,23 @@ def allocation(n_elements: float, what: str, bytes_per_element: int = 4) -> None
             f"{nbytes_text(MAX_TENSOR_BYTES)} (an eighth of this machine's {nbytes_text(machine_memory_bytes())} "
             "of memory, at most 2 GiB): choose smaller sizes"
         )
+
+
+def model_call(model, args: tuple, what: str = "inputs"):
+    """``model(*args)``, with a model that cannot take ``args`` (a width or dtype the model does not have, a wrong
+    number of arguments) reported as a ValueError naming ``what`` rather than as torch's error from deep inside
+    the forward pass (that error is kept as the cause). Running out of memory is not the inputs' fault: it
+    propagates as it is."""
+    try:
+        return model(*args)
+    except torch.OutOfMemoryError:
+        raise
+    except (RuntimeError, TypeError) as e:
+        shapes = ", ".join(
+            f"{tuple(a.shape)} {str(a.dtype).replace('torch.', '')}" if isinstance(a, torch.Tensor) else type(a).__name__
+            for a in args
+        )
+        raise ValueError(
+            f"{what} do not fit the model: model(*{what}) with {what} ({shapes}) failed: {e}. {what} must be the "
+            "positional arguments the model's forward takes, with the widths and dtypes of its first layer"
+        ) from e

@@ -185,7 +185,7 @@ class DelayedScaler:
 
     def __init__(self, fmt="fp8_e4m3", history_len: int = 16, margin: int = 0):
         self.fmt = get_format(fmt)
-        self.history_len = _int(history_len, "history_len", 1)
+        self.history_len = count(history_len, "history_len", 1, MAX_HISTORY, "amaxes of earlier steps kept")
         self.margin = _int(margin, "margin", 0)
         self._history: deque[float] = deque(maxlen=self.history_len)
         self.last_scale: float | None = None
@@ -231,9 +231,21 @@ def _block(block) -> tuple[int, int]:
     return _int(block[0], "block rows", 1), _int(block[1], "block cols", 1)
 
 
+MAX_HISTORY = 1_000_000
+"""The longest amax history :class:`DelayedScaler` keeps (recipes keep 1 to 1024)."""
+
+
 def _block_scales(x: torch.Tensor, f: FloatFormat, br: int, bc: int, power_of_two: bool):
     """Per-block scales (float32, shape (ceil(R/br), ceil(C/bc))) and the padded, blocked view."""
+    x = _tensor(x)
+    if x.dim() != 2:
+        raise ValueError(f"x must be a 2-D tensor (rows x cols; see as_matrix), got shape {tuple(x.shape)}")
+    if not isinstance(f, FloatFormat):
+        raise TypeError(f"f must be a FloatFormat (e.g. get_format('fp8_e4m3')), got {f!r}")
+    br, bc = count(br, "br (block rows)"), count(bc, "bc (block cols)")
     rows, cols = x.shape
+    padded = (-(-rows // br) * br) * (-(-cols // bc) * bc)
+    allocation(padded, f"blocks of br={br} x bc={bc} over x of shape {(rows, cols)}")
     pr, pc = -rows % br, -cols % bc
     xp = torch.nn.functional.pad(x, (0, pc, 0, pr)) if pr or pc else x
     nr, nc = xp.shape[0] // br, xp.shape[1] // bc
@@ -355,6 +367,13 @@ def cast_stats(x: torch.Tensor, scaled: torch.Tensor, q_scaled: torch.Tensor, f:
     rounding to ``f``, ``q`` = q_scaled divided by the scale. ``{"relative error": ||q - x|| / ||x||,
     "flushed": share of non-zero values that became 0, "saturated": share that overflowed (saturated to
     max in e4m3, inf in e5m2)}``, the measures of :func:`scaling_errors`."""
+    named = ((x, "x"), (scaled, "scaled"), (q_scaled, "q_scaled"), (q, "q"))
+    x, scaled, q_scaled, q = (_tensor(t, w) for t, w in named)
+    for t, w in ((scaled, "scaled"), (q_scaled, "q_scaled"), (q, "q")):
+        if t.shape != x.shape:
+            raise ValueError(f"{w} must have x's shape {tuple(x.shape)} (x cast with a scale), got {tuple(t.shape)}")
+    if not isinstance(f, FloatFormat):
+        raise TypeError(f"f must be a FloatFormat (e.g. get_format('fp8_e4m3')), got {f!r}")
     n = max(x.numel(), 1)
     norm = float(x.double().norm())
     err = float((q.double() - x.double()).norm()) / norm if norm > 0 else 0.0
