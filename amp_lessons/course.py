@@ -79,6 +79,15 @@ LESSONS: tuple[Lesson, ...] = (
         50,
         "gradient histograms, static and dynamic scaling, GradScaler's state machine",
         topic="scaling",
+        key_code=(
+            "torch.amp.GradScaler(",
+            "scaler.scale(",
+            "scaler.step(",
+            "scaler.update(",
+            "scaler.unscale_(",
+            "torch.autocast(",
+            "update_scale(",
+        ),
     ),
     Lesson(
         "06",
@@ -161,6 +170,12 @@ def what_runs_where(report) -> list[LessonSupport]:
     never on an Apple GPU; NVIDIA formats come from the compute-capability table, AMD formats are
     not classified (TF32 and fp8 are treated as absent, bf16 follows torch.cuda.is_bf16_supported()).
     """
+    from .device import DeviceReport
+
+    if not isinstance(report, DeviceReport):
+        raise TypeError(
+            f"report must be a DeviceReport (from amp_lessons.device.device_report()), got {type(report).__name__}"
+        )
     g, c, a = report.gpu, report.cpu, report.apple_gpu
     amd = g is not None and g.rocm
     on_cpu = "; on the CPU (the Apple GPU is not used)" if a is not None and g is None else ""

@@ -1,15 +1,15 @@
 """Instructor solutions for lesson 05's exercises (run through the learners' checkers by
 tests/test_solutions.py)."""
 
-# Exercise 1a: the lesson's default census (fp16.gradient_census()): only 0.03% of the non-zero
+# Exercise 2a: the lesson's default census (fp16.gradient_census()): only 0.03% of the non-zero
 # activation gradients round to zero in fp16 unscaled, under the 1% limit, so no scaling is needed.
 SMALLEST_SCALE_DEFAULT = 2**0
 
-# Exercise 1b: the small-loss census (scaling.small_loss_census()): scale_sweep shows 1.05% still
+# Exercise 2b (as in the notebook): the small-loss census (scaling.small_loss_census()): scale_sweep shows 1.05% still
 # underflowing at 2**10 and 0.55% at 2**11 (nothing overflows until 2**32).
 SMALLEST_SCALE_SMALL_LOSS = 2**11
 
-# Exercise 2 (as in the notebook): init_scale 2**10, growth 2, backoff 0.5, growth_interval 3,
+# Exercise 3 (as in the notebook): init_scale 2**10, growth 2, backoff 0.5, growth_interval 3,
 # overflows at steps 0 and 4, 10 steps.
 #   step 0: inf -> 2**9 (count 0); steps 1, 2, 3: count 3 -> grow to 2**10 (count 0);
 #   step 4: inf -> 2**9 (count 0); steps 5, 6, 7: count 3 -> grow to 2**10 (count 0); steps 8, 9: count 2.
@@ -19,7 +19,7 @@ SCALE_PREDICTION_EXERCISE = dict(
 SCALE_PREDICTION = 2.0**10
 
 
-# Exercise 3: GradScaler's update rule, written out.
+# Exercise 1 (section 4, before the lesson's own DynamicScaler): GradScaler's update rule, written out.
 def scaler_update(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval):
     if found_inf:
         return scale * backoff_factor, 0  # back off, and count clean steps from scratch

@@ -4,13 +4,13 @@
   :func:`scale_sweep` and :func:`safe_window` answer it for any census
   (:func:`amp_lessons.fp16.gradient_census`, or :func:`gradient_census_of` for any model and loss),
   exactly as rounding ``g * scale`` would, but fast enough for a slider (:class:`CensusIndex`).
-- Loss scaling from scratch: :class:`StaticScaler` and :class:`DynamicScaler`, short enough to read
-  in the notebook, checked step for step against ``torch.amp.GradScaler`` by
-  :func:`compare_with_gradscaler`; :func:`simulate_scaler` is the same rule as a pure-Python state
-  machine (no model, no gradients), for plots and widgets.
+- Loss scaling from scratch: :class:`StaticScaler` and :class:`DynamicScaler` are written in the lesson's
+  cells (``#| export``, generated into :mod:`.key_code`) and imported here; :func:`compare_with_gradscaler`
+  checks the dynamic one step for step against ``torch.amp.GradScaler``; :func:`simulate_scaler` runs the same
+  update rule (``key_code.update_scale``) as a state machine without a model or gradients, for plots and widgets.
 - :func:`train_comparison`: one tiny model trained in fp32, fp16 autocast without and with
-  GradScaler, and bf16 autocast, on this machine's CPU. :func:`recipe_pitfalls`: small demos of
-  what goes wrong around a scaler (scheduler order, clipping, checkpoints, bf16).
+  GradScaler, and bf16 autocast, on this machine's CPU (with Adam). :class:`PitfallTable`: the lesson's
+  measurements of what goes wrong around a scaler (scheduler order, clipping, checkpoints, bf16), as a table.
 
 GradScaler keeps its scale in a float32 tensor and computes ``scale * factor`` in double, rounded
 to float32; a growth that would give inf is skipped. The code here does the same, so every scale
@@ -20,8 +20,7 @@ agrees with torch's bit for bit, also for factors that are not powers of two.
 from __future__ import annotations
 
 import math
-import struct
-import warnings
+import numbers
 import weakref
 from dataclasses import dataclass
 
@@ -34,13 +33,13 @@ from .._table import Cell, TableRecord
 from .._validate import (
     count,
     flag,
-    int_at_least as _int_at_least,
     positive as _positive,
     real as _real,
     seed as _seed,
 )
 from ..formats import FloatFormat, get_format
 from ..fp16.experiments import CENSUS_CATEGORIES, classify_codes, gradient_census_of
+from .key_code import DynamicScaler, StaticScaler, scaler_params, update_scale
 
 __all__ = [
     "CensusIndex",
@@ -56,7 +55,6 @@ __all__ = [
     "compare_with_gradscaler",
     "gradient_census_of",
     "pitfall_setup",
-    "recipe_pitfalls",
     "safe_window",
     "scale_sweep",
     "scaled_fractions",
@@ -72,30 +70,6 @@ TRAIN_RUNS = {
     "fp16 autocast + GradScaler": (True, torch.float16, True),
     "bf16 autocast, no scaler": (True, torch.bfloat16, False),
 }
-
-
-# --- checks --------------------------------------------------------------------------------------
-
-
-def _scaler_params(init_scale, growth_factor, backoff_factor, growth_interval) -> tuple:
-    """Validate GradScaler's four parameters (ValueError naming the value and the allowed range)."""
-    init_scale = _positive(init_scale, "init_scale")
-    growth_factor = _positive(growth_factor, "growth_factor")
-    if not growth_factor > 1:
-        raise ValueError(f"growth_factor={growth_factor!r} is not allowed: it must be > 1")
-    backoff_factor = _positive(backoff_factor, "backoff_factor")
-    if not backoff_factor < 1:
-        raise ValueError(f"backoff_factor={backoff_factor!r} is not allowed: it must be in (0, 1)")
-    growth_interval = _int_at_least(growth_interval, "growth_interval", 1)
-    return _f32(init_scale), growth_factor, backoff_factor, growth_interval
-
-
-def _f32(x: float) -> float:
-    """``x`` rounded to float32 (nearest even), as a Python float; inf where it overflows."""
-    try:
-        return struct.unpack("f", struct.pack("f", x))[0]
-    except OverflowError:
-        return math.copysign(math.inf, x)
 
 
 # --- census under a scale ------------------------------------------------------------------------
@@ -263,101 +237,6 @@ def safe_window(sweep: dict, max_underflow: float = 0.01, max_overflow: float = 
     return (min(ok), max(ok)) if ok else None
 
 
-# --- scalers from scratch --------------------------------------------------------------------------
-
-
-def _grads(params) -> list[torch.Tensor]:
-    return [p.grad for p in params if p.grad is not None]
-
-
-class StaticScaler:
-    """Loss scaling with a fixed scale: multiply the loss, divide the gradients, skip a step whose
-    gradients hold an inf or a NaN."""
-
-    def __init__(self, scale: float):
-        self.scale = _f32(_positive(scale, "scale"))
-
-    def scale_loss(self, loss: torch.Tensor) -> torch.Tensor:
-        return loss * self.scale  # the backward pass now carries gradients `scale` times larger
-
-    def unscale_(self, params) -> bool:
-        """Divide every .grad by the scale, in place; return whether any of them was inf/NaN."""
-        grads = _grads(params)
-        found_inf = any(not torch.isfinite(g).all() for g in grads)
-        inv_scale = _f32(1.0 / self.scale)  # as GradScaler: one reciprocal, then multiplications
-        for g in grads:
-            g.mul_(inv_scale)
-        return found_inf
-
-    def step(self, optimizer, params) -> bool:
-        """Unscale, then step unless a gradient overflowed. Returns whether it stepped."""
-        params = list(params)
-        if self.unscale_(params):
-            return False  # skip: the update would write inf/NaN into the weights
-        optimizer.step()
-        return True
-
-
-class DynamicScaler:
-    """Loss scaling that adapts, with GradScaler's rule: after an overflow the scale is multiplied
-    by ``backoff_factor`` (and the step skipped); after ``growth_interval`` steps in a row without
-    one it is multiplied by ``growth_factor``. The scale is a float32 value, as in GradScaler."""
-
-    def __init__(
-        self,
-        init_scale: float = 2.0**16,
-        growth_factor: float = 2.0,
-        backoff_factor: float = 0.5,
-        growth_interval: int = 2000,
-    ):
-        self.scale, self.growth_factor, self.backoff_factor, self.growth_interval = _scaler_params(
-            init_scale, growth_factor, backoff_factor, growth_interval
-        )
-        self.growth_tracker = 0  # good steps since the last change of the scale
-        self.found_inf = None  # set by unscale_, used by step and update
-
-    def scale_loss(self, loss: torch.Tensor) -> torch.Tensor:
-        return loss * self.scale
-
-    def unscale_(self, params) -> bool:
-        """Divide the gradients by the scale in place (once per step: call it yourself before
-        clipping, or let step do it). Returns whether any gradient was inf/NaN."""
-        if self.found_inf is not None:
-            raise RuntimeError("unscale_ was already called since the last update()")
-        grads = _grads(params)
-        self.found_inf = any(not torch.isfinite(g).all() for g in grads)  # checked before the division, as torch does
-        # 1/scale in float32, as GradScaler computes it: inf when the scale has underflowed to 0 or is below 2**-128
-        inv_scale = _f32(1.0 / self.scale) if self.scale > 0 else math.inf
-        for g in grads:
-            g.mul_(inv_scale)
-        return self.found_inf
-
-    def step(self, optimizer, params) -> bool:
-        """Unscale (unless done already) and step, or skip the step after an overflow."""
-        if self.found_inf is None:
-            self.unscale_(params)
-        if self.found_inf:
-            return False
-        optimizer.step()
-        return True
-
-    def update(self) -> None:
-        """Back off after an overflow; grow after ``growth_interval`` good steps in a row."""
-        if self.found_inf is None:
-            raise RuntimeError("update() needs a step first: call step(optimizer, params) before it")
-        if self.found_inf:
-            self.scale = _f32(self.scale * self.backoff_factor)
-            self.growth_tracker = 0
-        else:
-            self.growth_tracker += 1
-            if self.growth_tracker == self.growth_interval:
-                grown = _f32(self.scale * self.growth_factor)
-                if math.isfinite(grown):  # GradScaler never grows the scale to inf
-                    self.scale = grown
-                self.growth_tracker = 0
-        self.found_inf = None
-
-
 def simulate_scaler(
     n_steps: int,
     inf_steps=(),
@@ -371,26 +250,20 @@ def simulate_scaler(
     ``inf_steps`` (0-based), without any model: ``{"scale": scale used at each step, "skipped":
     whether the step was skipped, "scale_after": the scale after each step's update}``."""
     n_steps = count(n_steps, "n_steps", 0, 10_000_000, "simulated steps")
-    scale, growth, backoff, interval = _scaler_params(init_scale, growth_factor, backoff_factor, growth_interval)
+    scale, growth, backoff, interval = scaler_params(init_scale, growth_factor, backoff_factor, growth_interval)
+    if isinstance(inf_steps, (str, bytes)) or not hasattr(inf_steps, "__iter__"):
+        raise TypeError(f"inf_steps must be an iterable of step numbers (ints >= 0), got {inf_steps!r}")
     bad = set()
     for k in inf_steps:
-        _int_at_least(k, "an inf step", 0)
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 0:
+            raise ValueError(f"inf_steps holds {k!r}, which is not allowed: each step must be an int >= 0")
         bad.add(int(k))
     used, skipped, after = [], [], []
     tracker = 0
     for step in range(n_steps):
         used.append(scale)
-        if step in bad:
-            skipped.append(True)
-            scale = _f32(scale * backoff)
-            tracker = 0
-        else:
-            skipped.append(False)
-            tracker += 1
-            if tracker == interval:
-                grown = _f32(scale * growth)
-                scale = grown if grown != math.inf else scale
-                tracker = 0
+        skipped.append(step in bad)
+        scale, tracker = update_scale(scale, tracker, step in bad, growth, backoff, interval)
         after.append(scale)
     return {"scale": used, "skipped": skipped, "scale_after": after}
 
@@ -421,7 +294,7 @@ def compare_with_gradscaler(
     (the scale used in that step), "ours_skipped", "torch_skipped", "params_equal" (both models'
     parameters bit for bit equal after the step)}``."""
     steps = count(steps, "steps", 1, 10_000, "training steps of two models")
-    params = _scaler_params(init_scale, growth_factor, backoff_factor, growth_interval)
+    params = scaler_params(init_scale, growth_factor, backoff_factor, growth_interval)
     bad = {int(k) for k in inf_steps}
     ours_model, torch_model = _tiny_model(seed), _tiny_model(seed)
     ours_opt = torch.optim.SGD(ours_model.parameters(), lr=0.1)
@@ -567,82 +440,6 @@ def pitfall_setup(seed: int = 0):
     g = torch.Generator().manual_seed(seed)
     x, y = torch.randn(32, 8, generator=g), torch.randn(32, 4, generator=g)
     return model, x, y
-
-
-def recipe_pitfalls(seed: int = 0) -> dict:
-    """Small demos (a few ms each, CPU, fp32 model with an fp32 or bf16 autocast loss) of the AMP
-    recipe's pitfalls:
-
-    ``"scheduler_warning"``: the UserWarning text (or None) of ``lr_scheduler.step()`` after a first
-    step that GradScaler skipped (forced with an inf gradient). ``"grad_norm"``: ``{"scale",
-    "before_unscale", "after_unscale"}``: the gradient norm a clipping call would see without and
-    with ``scaler.unscale_(optimizer)`` first. ``"state_dict"``: ``{"saved", "restored_scale",
-    "round_trip"}``: a GradScaler's state_dict after a few steps, and whether a new scaler loaded
-    from it has the same scale and growth tracker. ``"bf16"``: ``{"scales", "skipped"}`` of a
-    GradScaler (growth_interval 5) around 20 bf16 autocast steps: nothing overflows, the scale
-    only grows: harmless and useless.
-    """
-    out = {}
-    # 1. a skipped first step, then the scheduler
-    model, x, y = pitfall_setup(seed)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=10)
-    scaler = torch.amp.GradScaler("cpu")
-    scaler.scale(torch.nn.functional.mse_loss(model(x), y)).backward()
-    model[0].weight.grad[0, 0] = math.inf
-    scaler.step(opt)  # skipped: optimizer.step() is never called
-    scaler.update()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        sched.step()
-    texts = [str(w.message) for w in caught if issubclass(w.category, UserWarning)]
-    out["scheduler_warning"] = texts[0] if texts else None
-    # 2. clipping needs unscaled gradients
-    model, x, y = pitfall_setup(seed)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    scaler = torch.amp.GradScaler("cpu")
-    scaler.scale(torch.nn.functional.mse_loss(model(x), y)).backward()
-    before = _norm(model)  # what clip_grad_norm_ would compare with max_norm here
-    scaler.unscale_(opt)
-    after = _norm(model)
-    out["grad_norm"] = {"scale": scaler.get_scale(), "before_unscale": before, "after_unscale": after}
-    # 3. checkpoints: the scaler's state is part of them
-    model, x, y = pitfall_setup(seed)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10, growth_interval=3)
-    for _ in range(4):
-        scaler.scale(torch.nn.functional.mse_loss(model(x), y)).backward()
-        scaler.step(opt)
-        scaler.update()
-        opt.zero_grad(set_to_none=True)
-    saved = scaler.state_dict()
-    restored = torch.amp.GradScaler("cpu")
-    restored.load_state_dict(saved)
-    out["state_dict"] = {
-        "saved": saved,
-        "restored_scale": restored.get_scale(),
-        "round_trip": restored.state_dict() == saved,
-    }
-    # 4. a scaler around bf16: never an overflow, so it only grows
-    model, x, y = pitfall_setup(seed)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    scaler = torch.amp.GradScaler("cpu", growth_interval=5)
-    scales, skipped = [], []
-    for _ in range(20):
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            loss = torch.nn.functional.mse_loss(model(x), y)
-        scaler.scale(loss).backward()
-        scales.append(scaler.get_scale())
-        scaler.step(opt)
-        scaler.update()
-        skipped.append(scaler.get_scale() < scales[-1])
-        opt.zero_grad(set_to_none=True)
-    out["bf16"] = {"scales": scales, "skipped": skipped}
-    return out
-
-
-def _norm(model: torch.nn.Module) -> float:
-    return float(torch.linalg.vector_norm(torch.cat([p.grad.reshape(-1) for p in model.parameters()])))
 
 
 # ============================================================================================
@@ -873,17 +670,39 @@ class TrainSummary(TableRecord):
 
 @dataclass(frozen=True, repr=False)
 class PitfallTable(TableRecord):
-    """``scaling.recipe_pitfalls`` as one row per pitfall: ``rows`` of (pitfall, what was measured)."""
+    """Lesson 05's pitfall measurements as one row per pitfall: ``rows`` of (pitfall, what was measured).
+
+    ``pitfalls`` is the dict the lesson's cells build from their own results: ``"scheduler_warning"`` (the text
+    of the warning ``lr_scheduler.step()`` gave after a skipped first step, or None); ``"grad_norm"``:
+    ``{"scale", "before_unscale", "after_unscale"}`` (the gradient norm a clip sees without and with
+    ``scaler.unscale_`` first); ``"state_dict"``: ``{"saved", "restored"}`` (a GradScaler's state_dict and that of
+    a fresh scaler loaded from it); ``"bf16"``: ``{"used", "after", "skipped"}`` (per step of a GradScaler around
+    bf16 autocast: the scale the step used, the scale after its update, whether it was skipped)."""
 
     rows: tuple
     result: dict
 
+    _KEYS = {
+        "scheduler_warning": None,
+        "grad_norm": ("scale", "before_unscale", "after_unscale"),
+        "state_dict": ("saved", "restored"),
+        "bf16": ("used", "after", "skipped"),
+    }
+
     @classmethod
     def of(cls, pitfalls) -> PitfallTable:
-        keys = {"scheduler_warning", "grad_norm", "state_dict", "bf16"}
-        if not isinstance(pitfalls, dict) or not keys <= set(pitfalls):
-            _need(pitfalls, "pitfalls", "the dict returned by scaling.recipe_pitfalls")
-        w, g, s, b = (pitfalls[k] for k in ("scheduler_warning", "grad_norm", "state_dict", "bf16"))
+        want = "a dict with the keys " + ", ".join(
+            f"{k!r}" + (f" ({', '.join(v)})" if v else "") for k, v in cls._KEYS.items()
+        )
+        if not isinstance(pitfalls, dict) or not set(cls._KEYS) <= set(pitfalls):
+            _need(pitfalls, "pitfalls", want)
+        for k, sub in cls._KEYS.items():
+            if sub and not (isinstance(pitfalls[k], dict) and set(sub) <= set(pitfalls[k])):
+                _need(pitfalls[k], f"pitfalls[{k!r}]", f"a dict with the keys {', '.join(sub)}")
+        w, g, s, b = (pitfalls[k] for k in cls._KEYS)
+        if not (b["used"] and len(b["used"]) == len(b["after"]) == len(b["skipped"])):
+            _need(b, "pitfalls['bf16']", "lists of one equal, non-zero length: used, after, skipped")
+        n = len(b["skipped"])
         rows = (
             (
                 "lr_scheduler.step() after a skipped first step",
@@ -897,12 +716,13 @@ class PitfallTable(TableRecord):
             (
                 "the scaler's state in checkpoints",
                 f"saved scale {_scale_text(s['saved']['scale'])}; a fresh scaler loaded from it: "
-                f"{_scale_text(s['restored_scale'])}, state equal: {_yes(s['round_trip'])}",
+                f"{_scale_text(s['restored']['scale'])}, state equal: {_yes(s['restored'] == s['saved'])}",
             ),
             (
                 "a GradScaler around bf16",
-                f"{sum(b['skipped'])} of {len(b['skipped'])} steps skipped; the scale only grows, "
-                f"{_scale_text(b['scales'][0])} to {_scale_text(b['scales'][-1])}",
+                f"{sum(b['skipped'])} of {n} steps skipped; the scale only grows: used at step 0 "
+                f"{_scale_text(b['used'][0])}, used at the last step ({n - 1}) {_scale_text(b['used'][-1])}, "
+                f"after it {_scale_text(b['after'][-1])}",
             ),
         )
         return cls(rows, pitfalls)

@@ -239,7 +239,7 @@ def test_bad_scaler_parameters(kwargs, match):
 def test_bad_simulation_inputs():
     with pytest.raises(ValueError, match="n_steps"):
         simulate_scaler(-1)
-    with pytest.raises(ValueError, match="inf step"):
+    with pytest.raises(ValueError, match="inf_steps holds -1"):
         simulate_scaler(10, (-1,))
 
 
@@ -324,15 +324,6 @@ def test_small_loss_census_underflows(small_census):
     fr = small_census["fractions"]["activations"]
     assert fr["underflow to zero"] > 0.5 and fr["normal"] == 0.0
     assert scaled_fractions(small_census, 2.0**16)["activations"]["underflow to zero"] < 1e-3
-
-
-def test_recipe_pitfalls():
-    p = scaling.recipe_pitfalls()
-    assert "lr_scheduler.step()" in p["scheduler_warning"]
-    g = p["grad_norm"]
-    assert g["before_unscale"] == pytest.approx(g["scale"] * g["after_unscale"], rel=1e-5)
-    assert p["state_dict"]["round_trip"] and p["state_dict"]["restored_scale"] == p["state_dict"]["saved"]["scale"]
-    assert p["bf16"]["scales"] == [2.0**16 * 2 ** (k // 5) for k in range(20)] and not any(p["bf16"]["skipped"])
 
 
 # simulate_scaler and DynamicScaler against GradScaler over drawn scenarios: test_scaling_properties.py
@@ -444,13 +435,63 @@ def test_train_summary_rounds_losses_and_gives_percentages():
         TrainSummary.of({"loss": {}})
 
 
+def _pitfalls():
+    """A dict as lesson 05's pitfall cells build it (their measured values)."""
+    saved = {"scale": 2048.0, "growth_factor": 2.0, "backoff_factor": 0.5, "growth_interval": 3, "_growth_tracker": 1}
+    return {
+        "scheduler_warning": "Detected call of `lr_scheduler.step()` before `optimizer.step()`. In PyTorch 1.1.0 ...",
+        "grad_norm": {"scale": 65536.0, "before_unscale": 26774.33, "after_unscale": 0.4085},
+        "state_dict": {"saved": saved, "restored": dict(saved)},
+        "bf16": {
+            "used": [2.0**16 * 2 ** (k // 5) for k in range(20)],
+            "after": [2.0**16 * 2 ** ((k + 1) // 5) for k in range(20)],
+            "skipped": [False] * 20,
+        },
+    }
+
+
 def test_pitfall_table_of_the_measured_pitfalls():
-    p = scaling.recipe_pitfalls()
+    p = _pitfalls()
     t = PitfallTable.of(p)
     assert t.result is p and len(t.rows) == 4
     text, html = both(t)
     assert "warns: Detected call of `lr_scheduler.step()` before `optimizer.step()`." in text
-    assert "65536 times too large" in text and "saved scale 2048 = 2^11" in text and "state equal: yes" in html
+    assert "65536 times too large (about 3e+04 instead of 0.4)" in text
+    assert "saved scale 2048 = 2^11" in text and "state equal: yes" in html
+    # the bf16 row names the scale used at the last step and the scale after it: two different numbers
     assert "0 of 20 steps skipped" in text
-    with pytest.raises(TypeError, match="pitfalls must be the dict returned by scaling.recipe_pitfalls"):
-        PitfallTable.of({})
+    assert "used at the last step (19) 524288 = 2^19, after it 1048576 = 2^20" in text
+    p["state_dict"]["restored"] = {**p["state_dict"]["saved"], "scale": 65536.0}
+    assert "state equal: no" in both(PitfallTable.of(p))[0]
+    p["scheduler_warning"] = None
+    assert "no warning" in both(PitfallTable.of(p))[0]
+
+
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        ({}, "pitfalls must be a dict with the keys 'scheduler_warning', 'grad_norm'"),
+        (
+            {**_pitfalls(), "bf16": {"used": []}},
+            r"pitfalls\['bf16'\] must be a dict with the keys used, after, skipped",
+        ),
+        ({**_pitfalls(), "bf16": {"used": [], "after": [], "skipped": []}}, "non-zero length"),
+        ({**_pitfalls(), "grad_norm": 3}, r"pitfalls\['grad_norm'\] must be a dict"),
+    ],
+)
+def test_pitfall_table_refuses_other_input(bad, match):
+    with pytest.raises(TypeError, match=match):
+        PitfallTable.of(bad)
+
+
+def test_the_scalers_are_the_lessons_own_code():
+    """One copy: the package's scalers and update rule are the ones lesson 05 defines in its cells."""
+    from amp_lessons.scaling import key_code
+
+    assert scaling.DynamicScaler is key_code.DynamicScaler and scaling.StaticScaler is key_code.StaticScaler
+    assert key_code.update_scale(2.0**10, 2, False, 2.0, 0.5, 3) == (2.0**11, 0)
+    assert key_code.update_scale(2.0**10, 2, True, 2.0, 0.5, 3) == (2.0**9, 0)
+    assert key_code.update_scale(2.0**10, 0, False, 2.0, 0.5, 3) == (2.0**10, 1)
+    assert key_code.update_scale(2.0**127, 0, False, 2.0, 0.5, 1) == (2.0**127, 0)  # never grows to inf
+    with pytest.raises(ValueError, match="scale='x' is not allowed"):
+        StaticScaler("x")
