@@ -10,7 +10,7 @@ XDIST  ?= -n 2 --dist loadfile
 # Optional: an extra index for torch, e.g. PyTorch's CPU-only or CUDA wheel index (README.md).
 TORCH_INDEX ?=
 
-.PHONY: setup lab present test unit nbtest browser portability setup-torch test-torch test-install screenshots notebooks bench clean gpu-check gpu-wheels test-load export
+.PHONY: setup lab present test unit nbtest browser portability setup-torch test-torch test-install screenshots notebooks bench clean gpu-check gpu-wheels test-load export workshop setup-workshop test-hub bench-hub
 
 setup: $(STAMP)
 
@@ -126,6 +126,34 @@ notebooks: setup
 ## started at the same moment, while `pytest -n 2` (no --dist, as learners run it) executes lessons 03, 04, 05, 08, 11.
 test-load: setup
 	$(PY) scripts/load_test.py
+
+## A workshop room on this machine (README.md, "Running a workshop on one server"): JupyterHub, one JupyterLab per
+## learner, one shared password, every kernel capped in memory (workshop/). `make setup-workshop` (online) installs
+## the hub's pins (workshop/requirements-hub.txt) into their own venv, workshop/.venv; the kernels run .venv.
+## `make workshop` needs AMP_WORKSHOP_PASSWORD and listens on 127.0.0.1:8000 (AMP_WORKSHOP_IP=0.0.0.0: the room).
+HUB_VENV  := workshop/.venv
+HUB_STAMP := $(HUB_VENV)/.amp-workshop-installed
+
+$(HUB_STAMP): workshop/requirements-hub.txt
+	$(PYTHON) -m venv $(HUB_VENV)
+	$(HUB_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r workshop/requirements-hub.txt
+	$(HUB_VENV)/bin/jupyterhub --version
+	@touch $@
+
+setup-workshop: setup $(HUB_STAMP)
+
+workshop: setup-workshop
+	$(HUB_VENV)/bin/jupyterhub -f workshop/jupyterhub_config.py
+
+## The hub with simulated learners (tests/test_workshop_hub.py; offline): HUB_LEARNERS (default 4) learners each run
+## lessons 00-03 at once in their own kernels through their own server; per-learner time and kernel memory printed.
+## Skipped where workshop/.venv is missing, except under CI=true. `make bench-hub`: how many learners this machine
+## holds before a lesson takes twice its time alone (scripts/hub_load.py).
+test-hub: setup
+	AMP_TEST_HUB=1 $(PY) -m pytest -p no:cacheprovider -s tests/test_workshop_hub.py
+
+bench-hub: setup-workshop
+	$(PY) scripts/hub_load.py
 
 ## Benchmarks (figures, not pass/fail tests).
 bench: setup
