@@ -114,6 +114,15 @@ LESSONS: tuple[Lesson, ...] = (
         "real gloo process groups: dtypes of DDP and FSDP2 steps, one scaler decision, bytes per parameter, "
         "the precision of gradient reduction",
         topic="distributed",
+        key_code=(
+            "DistributedDataParallel(",
+            "torch.autocast(",
+            "GradScaler(",
+            "register_comm_hook(",
+            "fully_shard(",
+            "MixedPrecisionPolicy(",
+            "run_group(",
+        ),
     ),
     Lesson(
         "10",

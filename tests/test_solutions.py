@@ -175,10 +175,11 @@ def test_lesson_09_solutions():
     from amp_lessons import distributed
 
     s = load("solutions_09")
-    assert distributed.check_sharded_bytes(s.sharded_bytes)
+    assert distributed.check_fsdp_fp16_step(s.fsdp_fp16_step)
+    assert "ShardedGradScaler" not in distributed.check_fsdp_fp16_step(s.fsdp_fp16_step).message  # no note needed
     assert distributed.check_ring_sum_bf16(s.ring_sum_bf16)
     # the notebook's starting points are not accepted
-    assert not distributed.check_sharded_bytes(lambda p, g, o, n: ...)
+    assert not distributed.check_fsdp_fp16_step(lambda rank, world_size, batches: ...)
     assert not distributed.check_ring_sum_bf16(lambda g: g.sum(0))
 
 

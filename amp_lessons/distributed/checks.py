@@ -1,4 +1,4 @@
-"""Checkers for lesson 09's exercises: the bytes per parameter of a fully sharded rank, and a bf16 ring sum.
+"""Checkers for lesson 09's exercises: an fp16 FSDP2 training step (run on a real gloo group), and a bf16 ring sum.
 
 Each returns a :class:`amp_lessons.checks.CheckResult` and never raises on a learner's answer."""
 
@@ -10,56 +10,135 @@ import torch
 
 from .._validate import seed as _seed
 from ..checks import CheckResult, call_learner, is_placeholder
-from ..distributed.experiments import pairwise_sum, ring_sum
 from ..formats import quantize
+from . import experiments as E
+from .experiments import pairwise_sum, ring_sum
 
 __all__ = [
+    "check_fsdp_fp16_step",
     "check_ring_sum_bf16",
-    "check_sharded_bytes",
 ]
 
-_SHARD_CASES = ((4, 4, 8, 2), (4, 4, 8, 8), (2, 2, 4, 4), (4, 4, 8, 1), (4, 4, 8, 1024))
+# the batches' seed, the overflowing rank, and the loss scaler's defaults (init_scale 2^16, backoff 1/2)
+_SEED, _OVERFLOW_RANK, _INIT_SCALE = 0, 1, 2.0**16
 
 
-def check_sharded_bytes(fn) -> CheckResult:
-    """Exercise: ``fn(param_bytes, grad_bytes, optimizer_bytes, world_size)`` returns the bytes per parameter
-    ONE rank holds when parameters, gradients and optimizer states are all sharded over ``world_size`` ranks
-    (FSDP's full sharding, ZeRO stage 3). Checked on five cases against the arithmetic that the lesson's
-    measurement matched."""
+def check_fsdp_fp16_step(fn, world_size: int = 2) -> CheckResult:
+    """Exercise: ``fn(rank, world_size, batches) -> (model, scaler)`` is one fp16 FSDP2 training step of
+    ``tiny_mlp()``: ``fully_shard`` with fp16 compute and fp32 gradient reduction, SGD, and a loss scaler whose
+    decision is the same on every rank. Run on ``world_size`` real gloo ranks, once with finite batches (the step
+    must be taken, with the loss's gradient) and once with an input on rank 1 beyond fp16's range (every rank must
+    skip and halve its scale); the all-gather and reduce-scatter dtypes are read from what the step dispatched."""
+    if not isinstance(world_size, int) or isinstance(world_size, bool) or not 2 <= world_size <= E.MAX_WORLD_SIZE:
+        raise ValueError(f"world_size={world_size!r} is not allowed: an integer from 2 to {E.MAX_WORLD_SIZE}")
     if is_placeholder(fn):
+        return CheckResult(False, "write fsdp_fp16_step(rank, world_size, batches) and pass the function", todo=True)
+    if not callable(fn):
+        return CheckResult(False, f"pass the function itself, not {type(fn).__name__} {fn!r}")
+    try:
+        rs = E.observe_fp16_fsdp_step(fn, world_size, _SEED, overflow_rank=_OVERFLOW_RANK, timeout=120)
+    except E.WorkerError as e:
+        last = [ln for ln in e.detail.splitlines() if ln.strip()]
+        return CheckResult(False, f"on rank {e.rank} your step raised {last[-1].strip() if last else 'an error'}")
+    except E.GroupTimeout as e:
         return CheckResult(
-            False, "write fn(param_bytes, grad_bytes, optimizer_bytes, world_size) and pass the function", todo=True
+            False,
+            f"the step did not finish in 120 s (rank(s) {e.ranks} still in it): does one rank wait for a collective "
+            "that the others never start?",
         )
-    for p, g, o, n in _SHARD_CASES:
-        got, err = call_learner(fn, p, g, o, n)
-        if err:
-            return CheckResult(False, err)
-        if is_placeholder(got):
-            return CheckResult(
-                False,
-                f"so far sharded_bytes returns {'...' if got is ... else repr(got)}: return the bytes per parameter "
-                "that one of world_size ranks "
-                "holds when parameters, gradients and optimizer states are all sharded",
-                todo=True,
-            )
-        try:
-            got = float(got)
-        except (TypeError, ValueError):
-            return CheckResult(False, f"fn{(p, g, o, n)} returned {got!r}, not a number of bytes")
-        want = (p + g + o) / n
-        if math.isclose(got, want, rel_tol=1e-9):
-            continue
-        if math.isclose(got, p + g + o, rel_tol=1e-9):
-            hint = "that is what every rank holds without sharding (DDP): each rank keeps only 1/N of every tensor"
-        elif math.isclose(got, p / n + g + o, rel_tol=1e-9):
-            hint = "you sharded only the parameters: FSDP shards the gradients and the optimizer states too"
-        elif math.isclose(got, (p + g) / n + o, rel_tol=1e-9) or math.isclose(got, p / n + g / n + o, rel_tol=1e-9):
-            hint = "the optimizer states are sharded too: they are created from the sharded parameters"
-        else:
-            hint = "add the three, then divide by the number of ranks that share them"
-        return CheckResult(False, f"fn{(p, g, o, n)} gave {got:g} bytes, which is not it: {hint}")
+    except (TypeError, E.GroupUnavailable) as e:
+        return CheckResult(False, f"the check could not start a process group here: {e}")
+    first = rs[0]
+    if first.get("placeholder"):
+        return CheckResult(
+            False,
+            "so far fsdp_fp16_step returns ...: shard the model, step through a loss scaler, return (model, scaler)",
+            todo=True,
+        )
+    if "bad_return" in first:
+        return CheckResult(
+            False, f"return (model, scaler): the model you sharded and its scaler; got {first['bad_return']}"
+        )
+    fin, ovf = first["finite"], first["overflow"]
+    if not fin["sharded"]:
+        return CheckResult(
+            False,
+            "the parameters are plain tensors, not sharded: call fully_shard(model, mp_policy=...) before you make "
+            "the optimizer",
+        )
+    if fin["gather"] != ["float16"]:
+        got = "/".join(fin["gather"]) or "nothing"
+        why = (
+            "the compute ran in fp32 then: give MixedPrecisionPolicy a param_dtype"
+            if got == "float32"
+            else "param_dtype sets the dtype of the gathered parameters and of the compute, and this step is fp16"
+        )
+        return CheckResult(False, f"the parameters were all-gathered in {got}: {why}")
+    if fin["scatter"] != ["float32"]:
+        got = "/".join(fin["scatter"]) or "nothing"
+        return CheckResult(
+            False,
+            f"the gradients were reduce-scattered in {got}: the sum over the ranks then rounds to fp16 at every hop "
+            "and can overflow (section 5); reduce_dtype sets it, and it defaults to param_dtype",
+        )
+    if fin["scale"] is None:
+        return CheckResult(
+            False,
+            f"the second value returned is a {fin['scaler']}, not a loss scaler: fp16 gradients need one (the fp16 "
+            "range starts at 6e-8), and one whose decision is the same on every rank",
+        )
+    if not fin["has_grads"]:
+        return CheckResult(False, "after your step the parameters have no gradients: call backward on the scaled loss")
+    no_step = [r for r, x in enumerate(rs) if not x["finite"]["stepped"]]
+    if no_step:
+        return CheckResult(
+            False,
+            f"with finite gradients the parameters did not change on rank(s) {no_step}: make the optimizer after "
+            "fully_shard (it must hold the sharded parameters) and call scaler.step(opt)",
+        )
+    ratio = fin["ratio"]
+    if math.isclose(ratio, 1 / _INIT_SCALE, rel_tol=0.05):
+        return CheckResult(
+            False,
+            "the gradients the optimizer used are 2^-16 of the loss's gradients: the scaler unscaled gradients that "
+            "were never scaled. Call backward on scaler.scale(loss)",
+        )
+    if math.isclose(ratio, _INIT_SCALE, rel_tol=0.05):
+        return CheckResult(
+            False,
+            "the optimizer stepped with gradients still multiplied by the scale (2^16): call scaler.step(opt), "
+            "which unscales them first, instead of opt.step()",
+        )
+    if not fin["err"] < 0.05:  # fp16 compute of a 16-32-8 MLP: about 1e-3; a wrong loss or lr misses by far more
+        return CheckResult(
+            False,
+            f"the gradients differ from those of the starter's loss by {fin['err']:.0%}: keep the loss "
+            "model(batches[rank]).float().square().mean() and call backward once",
+        )
+    stepped = [r for r, x in enumerate(rs) if x["overflow"]["stepped"]]
+    if stepped:
+        return CheckResult(
+            False,
+            f"rank {_OVERFLOW_RANK}'s fp16 forward overflowed, yet the parameters changed on rank(s) {stepped}: step "
+            "through scaler.step(opt), which skips the update when a gradient holds an inf or a NaN",
+        )
+    scales = [x["overflow"]["scale"] for x in rs]
+    if any(s != _INIT_SCALE / 2 for s in scales):
+        return CheckResult(
+            False,
+            f"after the skipped step the scales are {scales}: call scaler.update() after scaler.step(opt), which "
+            "halves the scale after a skip",
+        )
+    note = ""
+    if ovf["scaler"] != "ShardedGradScaler":
+        note = (
+            f" Your {ovf['scaler']} agreed here only because FSDP2's gradients are DTensors, whose inf check is "
+            "reduced over the mesh; ShardedGradScaler also agrees where gradients are local tensors"
+        )
     return CheckResult(
-        True, "16 bytes per parameter (fp32 weights, gradients and two Adam states) become 16/N on each of N ranks"
+        True,
+        "fp16 all-gather and compute, fp32 reduce-scatter; with finite gradients every rank stepped, and when rank "
+        f"{_OVERFLOW_RANK} overflowed every rank skipped and halved its scale." + note,
     )
 
 
@@ -71,6 +150,9 @@ def check_ring_sum_bf16(fn, seed: int = 0) -> CheckResult:
     seed = _seed(seed)
     if is_placeholder(fn):
         return CheckResult(False, "write fn(grads) and pass the function itself", todo=True)
+    called = {"ring_sum", "pairwise_sum"} & set(getattr(getattr(fn, "__code__", None), "co_names", ()))
+    if called:
+        return CheckResult(False, f"write the loop yourself rather than calling the lesson's {sorted(called)[0]}")
     gen = torch.Generator().manual_seed(seed)
     for n in (2, 7, 64):
         grads = quantize(torch.randn(n, 32, generator=gen), "bf16")
@@ -88,8 +170,7 @@ def check_ring_sum_bf16(fn, seed: int = 0) -> CheckResult:
         if torch.equal(got, grads.sum(0)):
             return CheckResult(
                 False,
-                "so far this sums in fp32, like reduce_dtype=float32. In a bf16 ring reduction every partial sum is "
-                "a bf16 value: add rank 0, 1, 2, ... and round to bf16 after each add",
+                "so far this sums in fp32, like reduce_dtype=float32. What does a bf16 ring hold after each hop?",
                 todo=True,
             )
         once = quantize(grads.sum(0), "bf16")

@@ -3,16 +3,20 @@
 Every multi-process experiment starts a small real group of CPU processes with the gloo backend
 (:func:`run_group`) and returns plain, picklable data to the notebook:
 
-- :func:`ddp_amp_step`: DDP with autocast, per rank the dtypes of parameters, activations, gradients and
-  what the gradient all-reduce carries; one rank's gradient made inf, and every rank's GradScaler skips;
-  the gradients the ``bf16_compress_hook`` returns against the fp32 all-reduce.
-- :func:`fsdp_stages`: FSDP2 ``fully_shard`` with ``MixedPrecisionPolicy``: the dtype (and shape) of every
-  stage of a training step, read from the operations the step dispatches (all-gather, matmuls,
-  reduce-scatter), for ``reduce_dtype`` float32 and bfloat16.
+- :func:`observe_ddp_step`: runs the lesson's DDP step (``key_code.ddp_amp_step``: autocast and GradScaler, written
+  in the notebook) and reads, per rank, the dtypes of parameters, activations, gradients and what the gradient
+  all-reduce carries; one rank's forward overflows, and every rank's GradScaler skips; the gradients the
+  ``bf16_compress_hook`` returns against the fp32 all-reduce.
+- :func:`observe_fsdp_step`: runs the lesson's FSDP2 step (``key_code.fsdp_step``: ``fully_shard`` with a
+  ``MixedPrecisionPolicy``) and reads the dtype (and shape) of every stage of it from the operations it dispatches
+  (all-gather, forward and backward matmuls, reduce-scatter), for ``reduce_dtype`` float32 and bfloat16.
 - :func:`fsdp_inf_sync`: fp16 FSDP2 with an inf in one rank's gradient that reduce-scatter delivers to
   another rank's shard: the local view disagrees, the scaler's decision does not.
 - :func:`bytes_per_parameter`: the bytes per parameter each rank holds (parameters, gradients, Adam states,
   counted from the storages), against the arithmetic.
+
+The lesson's steps live in its notebook (``#| export`` cells, written to :mod:`.key_code`); this module keeps the
+launcher and the observers (an op log of dtypes and collectives, DDP's comm hooks), not a second copy of a step.
 - :func:`reduction_error`: the error of summing N ranks' gradients in bf16 and in fp32, in ring order and
   pairwise, for N up to thousands: EMULATED in one process (the formats engine rounds after every add,
   as gloo's bf16 sum does), the emulation checked bit for bit against the real gloo all-reduce for the
@@ -52,7 +56,9 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from .._validate import int_at_least as _int_at_least, positive as _positive, seed as _seed
+from ..checks import is_placeholder
 from ..formats import quantize
+from .key_code import tiny_mlp
 
 __all__ = [
     "BuildCheck",
@@ -68,12 +74,13 @@ __all__ = [
     "ReductionError",
     "WorkerError",
     "bytes_per_parameter",
-    "ddp_amp_step",
     "ddp_bf16_hook_build_check",
     "fsdp_inf_sync",
-    "fsdp_stages",
     "gloo_allreduce_check",
     "loopback_interface",
+    "observe_ddp_step",
+    "observe_fp16_fsdp_step",
+    "observe_fsdp_step",
     "reduction_error",
     "pairwise_sum",
     "ring_sum",
@@ -105,7 +112,10 @@ class WorkerError(RuntimeError):
 
 
 class GroupTimeout(TimeoutError):
-    """:func:`run_group` ran past its timeout; every worker was stopped."""
+    """:func:`run_group` ran past its timeout; every worker was stopped. ``ranks``: the ranks whose ``fn`` had not
+    returned (the others had, and were waiting for them)."""
+
+    ranks: list[int] = []
 
 
 class GroupUnavailable(RuntimeError):
@@ -143,7 +153,7 @@ def _check_timeout(timeout) -> float:
 
 
 def _worker(fn, rank: int, world_size: int, args: tuple, workdir: str, timeout: float, ifname: str | None):
-    """One rank: log to a file, one thread, join the gloo group, run ``fn``, write the result, leave."""
+    """One rank: log to a file, one thread, join the gloo group, run ``fn``, wait for every rank, leave."""
     log = open(os.path.join(workdir, f"rank{rank}.log"), "w", buffering=1)  # noqa: SIM115 - lives until exit
     os.dup2(log.fileno(), 1)  # C++ (gloo) logs go to the file too, not into the notebook's kernel
     os.dup2(log.fileno(), 2)
@@ -162,9 +172,15 @@ def _worker(fn, rank: int, world_size: int, args: tuple, workdir: str, timeout: 
         )
         try:
             result = ("ok", fn(rank, world_size, *args))
-        except BaseException:  # noqa: BLE001 - timed before the group closes and the peers fail in turn
+        except BaseException:  # noqa: BLE001 - SystemExit too; timed before the peers fail in turn
             result = ("error", traceback.format_exc(), time.monotonic())
-        dist.destroy_process_group()
+        if result[0] == "ok":
+            Path(workdir, f"rank{rank}.returned").touch()  # what a timeout's message reads: who is still in fn
+            # Every rank waits for every other before it leaves the group. A rank that returned at once and closed
+            # its sockets while a peer was still connecting to it made that peer's init_process_group fail
+            # ("Gloo connectFullMesh failed ... Connection closed by peer") in about 1 run in 20.
+            dist.barrier()  # bounded by the group's timeout, and by the launcher's, which stops every rank
+            dist.destroy_process_group()
     except BaseException:  # noqa: BLE001 - every failure goes back to the parent as text
         result = ("error", traceback.format_exc(), time.monotonic())
     with open(out + ".tmp", "wb") as f:
@@ -172,7 +188,8 @@ def _worker(fn, rank: int, world_size: int, args: tuple, workdir: str, timeout: 
     os.replace(out + ".tmp", out)
     log.flush()
     if result[0] != "ok":
-        sys.exit(1)
+        os._exit(1)  # no atexit handlers of the parent's (forked) interpreter, no flush of its buffers
+    os._exit(0)
 
 
 def _stop(procs) -> None:
@@ -199,7 +216,12 @@ def _log_tail(workdir: str, rank: int, lines: int = 15) -> str:
     return "\n".join(text[-lines:])
 
 
-def run_group(fn, world_size: int = 2, args: tuple = (), *, timeout: float = 60.0) -> list:
+START_METHODS = (None, "fork", "spawn")
+
+
+def run_group(
+    fn, world_size: int = 2, args: tuple = (), *, timeout: float = 60.0, start_method: str | None = None
+) -> list:
     """Run ``fn(rank, world_size, *args)`` in ``world_size`` fresh processes joined in a gloo process group
     on this machine; return the list of their results (rank order; they must be picklable).
 
@@ -208,10 +230,17 @@ def run_group(fn, world_size: int = 2, args: tuple = (), *, timeout: float = 60.
       own connections use the loopback interface only (``GLOO_SOCKET_IFNAME``).
     - Every worker is stopped (SIGTERM, then SIGKILL) and reaped when one fails, when ``timeout`` seconds
       pass (GroupTimeout), when the caller is interrupted, and in any case before returning: no process
-      outlives the call. A failure raises WorkerError with the traceback of the rank that failed first;
+      outlives the call. A failure raises WorkerError with the traceback of the rank that failed first (a rank
+      that raised, called ``sys.exit``, or exited without returning: ``os._exit``, a signal); a timeout names the
+      ranks whose ``fn`` had not returned;
       GroupUnavailable where gloo finds no loopback address (a network namespace whose loopback is down).
-    - Workers are forked where the platform can (Linux: a fraction of a second, ``fn`` may be any function);
-      elsewhere spawned (``fn`` and ``args`` must be importable/picklable; each start imports torch).
+    - Every rank waits for all the others (``dist.barrier()``) after its ``fn`` returned and before it leaves the
+      group, so no rank closes its connections while a peer is still connecting.
+    - ``start_method``: None forks the workers where the platform can (Linux, macOS: a fraction of a second,
+      ``fn`` may be any function, one defined in a notebook included) and spawns them elsewhere (Windows);
+      "fork" or "spawn" to choose. A spawned worker is a fresh interpreter that imports ``fn`` by its module path
+      and unpickles ``args`` (each start imports torch, seconds): a function defined in a notebook or inside
+      another function cannot be spawned (TypeError; a notebook's ``#| export`` cells give an importable copy).
     """
     world_size = _check_world_size(world_size)
     timeout = _check_timeout(timeout)
@@ -219,13 +248,26 @@ def run_group(fn, world_size: int = 2, args: tuple = (), *, timeout: float = 60.
         raise TypeError(f"fn must be a function fn(rank, world_size, *args), got {type(fn).__name__}")
     if not isinstance(args, tuple):
         raise TypeError(f"args must be a tuple, got {type(args).__name__}")
+    if start_method not in START_METHODS:
+        raise ValueError(f"start_method={start_method!r} is not allowed: use None (the platform's), 'fork' or 'spawn'")
+    available = multiprocessing.get_all_start_methods()
+    method = start_method or ("fork" if "fork" in available else "spawn")
+    if method not in available:
+        raise ValueError(f"start_method={start_method!r} is not available on this platform: {available}")
+    if method == "spawn":
+        where = getattr(fn, "__module__", None)
+        if where in (None, "__main__") or "<locals>" in getattr(fn, "__qualname__", "<locals>"):
+            raise TypeError(
+                f"fn={getattr(fn, '__qualname__', fn)!r} (module {where!r}) cannot be spawned: a spawned worker imports "
+                "fn by its module path, and a function defined in a notebook or inside another function has none. "
+                "Define it in a module (a notebook's #| export cell is written to one) and pass that copy"
+            )
     ifname, up = loopback_interface()
     if up is False:
         raise GroupUnavailable(
             "the loopback interface is down (or missing) in this network namespace, so gloo cannot connect "
             "its processes; bring it up (`ip link set lo up`) or run outside the namespace"
         )
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     ctx = multiprocessing.get_context(method)
     with tempfile.TemporaryDirectory(prefix="amp-group-") as workdir:
         procs = []
@@ -244,22 +286,19 @@ def run_group(fn, world_size: int = 2, args: tuple = (), *, timeout: float = 60.
                     procs.append(p)
             deadline = time.monotonic() + timeout
             while True:
-                failed = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0)]
+                failed = _failed(workdir, procs)
                 if failed:  # let the others finish failing on their own (a second at most): the first cause wins
                     grace = time.monotonic() + 1.0
                     while time.monotonic() < grace and any(p.exitcode is None for p in procs):
                         time.sleep(0.005)
-                    failed = [r for r, p in enumerate(procs) if p.exitcode not in (None, 0)]
+                    failed = _failed(workdir, procs)
                     _stop(procs)
                     raise _failure(workdir, procs, failed)
                 if all(p.exitcode == 0 for p in procs):
                     break
                 if time.monotonic() > deadline:
                     _stop(procs)
-                    raise GroupTimeout(
-                        f"the process group of {world_size} ran past its timeout of {timeout:g} s; every worker "
-                        f"was stopped. Last lines of rank 0:\n{_log_tail(workdir, 0)}"
-                    )
+                    raise _timeout(workdir, world_size, timeout)
                 time.sleep(0.005)
             results = []
             for rank in range(world_size):
@@ -268,6 +307,34 @@ def run_group(fn, world_size: int = 2, args: tuple = (), *, timeout: float = 60.
             return results
         finally:
             _stop(procs)
+
+
+def _failed(workdir: str, procs) -> list[int]:
+    """Ranks that exited with a non-zero status, or with status 0 but no result (``os._exit(0)`` in ``fn``)."""
+    return [
+        r
+        for r, p in enumerate(procs)
+        if p.exitcode not in (None, 0)
+        or (p.exitcode == 0 and not os.path.exists(os.path.join(workdir, f"rank{r}.pkl")))
+    ]
+
+
+def _timeout(workdir: str, world_size: int, timeout: float) -> GroupTimeout:
+    """The timeout's error, naming the ranks whose ``fn`` had not returned (the others waited for them)."""
+    stuck = [r for r in range(world_size) if not os.path.exists(os.path.join(workdir, f"rank{r}.returned"))]
+    waiting = [r for r in range(world_size) if r not in stuck]
+    who = ", ".join(str(r) for r in stuck) or "none"
+    text = (
+        f"the process group of {world_size} ran past its timeout of {timeout:g} s; every worker was stopped. "
+        f"fn had not returned on rank(s) {who}"
+    )
+    if stuck and waiting:
+        text += f" (rank(s) {', '.join(str(r) for r in waiting)} had returned and waited for them)"
+    if stuck:
+        text += f". Last lines of rank {stuck[0]}'s log:\n{_log_tail(workdir, stuck[0])}"
+    err = GroupTimeout(text)
+    err.ranks = stuck
+    return err
 
 
 def _failure(workdir: str, procs, failed: list[int]) -> Exception:
@@ -291,6 +358,8 @@ def _failure(workdir: str, procs, failed: list[int]) -> Exception:
         rank = silent[0]
         code = procs[rank].exitcode
         how = f"killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        if code == 0:
+            how += " before fn returned (os._exit(0)?)"
         return WorkerError(
             rank, f"the worker {how} without a Python traceback. Last lines of its log:\n{_log_tail(workdir, rank)}"
         )
@@ -298,25 +367,45 @@ def _failure(workdir: str, procs, failed: list[int]) -> Exception:
     return WorkerError(rank, errors[rank][1])
 
 
-# --- what a step dispatches ----------------------------------------------------------------------------
+# --- observers: what a step dispatches, and what it leaves behind ------------------------------------------
 
 
 class _OpLog(TorchDispatchMode):
-    """Records (op name, dtypes of the tensor inputs, shapes) of matmuls, casts and collectives."""
+    """Records every matmul and collective a step dispatches: (op name, dtypes of the tensor inputs, their shapes,
+    dtype of the first output, whether the inputs were all finite before the op ran). A collective's inputs are the
+    rank's own values (what it sends), so ``finite`` tells a local inf from one the reduction brought in. Autograd
+    runs a CPU backward on the calling thread, and DDP's reducer dispatches its all-reduce there, so the log sees
+    backward's matmuls and every collective of DDP and FSDP2."""
 
-    KEEP = ("allgather", "all_gather", "reduce_scatter", "allreduce", "mm", "addmm", "_to_copy")
+    COLLECTIVES = ("allgather", "all_gather", "reduce_scatter", "allreduce")
 
     def __init__(self):
         super().__init__()
-        self.ops: list[tuple[str, tuple[str, ...], tuple]] = []
+        self.ops: list[dict] = []
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = func.overloadpacket.__name__.strip("_")
-        if name in ("mm", "addmm", "to_copy") or any(k in name for k in self.KEEP[:4]):
+        keep = name in ("mm", "addmm") or any(k in name for k in self.COLLECTIVES)
+        if keep:
             tensors = [a for a in tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)]
-            self.ops.append((name, tuple(_name(t.dtype) for t in tensors), tuple(tuple(t.shape) for t in tensors)))
-        return func(*args, **kwargs)
+            finite = all(bool(torch.isfinite(t).all()) for t in tensors if t.is_floating_point())
+        out = func(*args, **kwargs)
+        if keep:
+            outs = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
+            self.ops.append(
+                {
+                    "op": name,
+                    "dtypes": tuple(_name(t.dtype) for t in tensors),
+                    "shapes": tuple(tuple(t.shape) for t in tensors),
+                    "out": _name(outs[0].dtype) if outs else "",
+                    "finite": finite,
+                }
+            )
+        return out
+
+    def find(self, *names: str) -> list[dict]:
+        return [o for o in self.ops if o["op"] in names or any(n in o["op"] for n in names if len(n) > 5)]
 
 
 def _name(dtype: torch.dtype) -> str:
@@ -327,18 +416,23 @@ def _local(t: torch.Tensor) -> torch.Tensor:
     return t.to_local() if isinstance(t, DTensor) else t
 
 
-def _tiny_mlp(seed: int, sizes=(16, 32, 8)) -> nn.Sequential:
-    torch.manual_seed(seed)
-    layers: list[nn.Module] = []
-    for i in range(len(sizes) - 1):
-        layers.append(nn.Linear(sizes[i], sizes[i + 1]))
-        if i < len(sizes) - 2:
-            layers.append(nn.ReLU())
-    return nn.Sequential(*layers)
+def _check_step(step, what: str):
+    if not callable(step):
+        raise TypeError(f"step must be the lesson's {what} function step(rank, world_size, batches, ...), got {step!r}")
+    return step
 
 
 def _batch(rank: int, seed: int, rows: int = 8, cols: int = 16) -> torch.Tensor:
     return torch.randn(rows, cols, generator=torch.Generator().manual_seed((seed * 1000 + rank) % 2**63))
+
+
+def _batches(world_size: int, seed: int, overflow_rank: int | None = None) -> list[torch.Tensor]:
+    """One batch per rank; on ``overflow_rank`` one input value beyond fp16's largest (65504): autocast's cast of
+    the input to fp16 makes it inf, and the backward spreads inf and NaN into that rank's gradients."""
+    batches = [_batch(r, seed) for r in range(world_size)]
+    if overflow_rank is not None:
+        batches[overflow_rank][0, 0] = 1e5
+    return batches
 
 
 # --- DDP with autocast -----------------------------------------------------------------------------------
@@ -346,17 +440,16 @@ def _batch(rank: int, seed: int, rows: int = 8, cols: int = 16) -> torch.Tensor:
 
 @dataclass
 class DdpStep:
-    """What :func:`ddp_amp_step` saw, one entry per rank (lists indexed by rank)."""
+    """What :func:`observe_ddp_step` saw, one entry per rank (lists indexed by rank)."""
 
     world_size: int
     autocast_dtype: str
     param_dtypes: list[dict[str, str]]
-    activation_dtypes: list[dict[str, str]]
+    activation_dtypes: list[list[str]]  # outputs of the forward's matmuls
     grad_dtypes: list[dict[str, str]]
     bucket_dtypes: list[list[str]]  # what each rank's all-reduce carried, per bucket
-    local_grad_finite: list[bool]  # before the all-reduce (seen by the comm hook)
-    reduced_grad_finite: list[bool]  # after it
-    scale_before: list[float]
+    local_grad_finite: list[bool]  # what each rank sent into the all-reduce
+    reduced_grad_finite: list[bool]  # its gradients after it
     scale_after: list[float]
     stepped: list[bool]  # did optimizer.step() change the parameters
     grads_equal_across_ranks: bool
@@ -367,22 +460,21 @@ class DdpStep:
 
     def table(self) -> str:
         rows = [
-            f"{'rank':>4}  {'params':8} {'activations':12} {'grads':8} {'all-reduce':10} {'local finite':12} "
-            f"{'reduced finite':14} {'scale':>13}  stepped"
+            f"{'rank':>4}  {'params':8} {'activations':12} {'grads':8} {'all-reduce':10} {'sent finite':12} "
+            f"{'reduced finite':14} {'scale after':11}  stepped"
         ]
         for r in range(self.world_size):
             rows.append(
-                f"{r:>4}  {_one(self.param_dtypes[r]):8} {_one(self.activation_dtypes[r]):12} "
-                f"{_one(self.grad_dtypes[r]):8} {'/'.join(sorted(set(self.bucket_dtypes[r]))):10} "
+                f"{r:>4}  {_one(self.param_dtypes[r].values()):8} {_one(self.activation_dtypes[r]):12} "
+                f"{_one(self.grad_dtypes[r].values()):8} {_one(self.bucket_dtypes[r]):10} "
                 f"{self.local_grad_finite[r]!s:12} {self.reduced_grad_finite[r]!s:14} "
-                f"{_pow2(self.scale_before[r]):>5} -> {_pow2(self.scale_after[r]):<5}  {self.stepped[r]}"
+                f"{_pow2(self.scale_after[r]):11}  {self.stepped[r]}"
             )
         return "\n".join(rows)
 
 
-def _one(d: dict[str, str]) -> str:
-    values = sorted(set(d.values()))
-    return values[0] if len(values) == 1 else "/".join(values)
+def _one(values) -> str:
+    return "/".join(sorted(set(values))) or "-"
 
 
 def _pow2(v: float) -> str:
@@ -390,50 +482,25 @@ def _pow2(v: float) -> str:
     return f"2^{int(k)}" if k == int(k) else f"{v:g}"
 
 
-def _ddp_rank(rank: int, world_size: int, dtype_name: str, inf_rank, seed: int) -> dict:
+def _ddp_observed(rank: int, world_size: int, step, dtype_name: str, inf_rank, seed: int) -> dict:
+    """Runs the lesson's ``step`` under the op log and reads what it left: the dtypes, what the all-reduce carried,
+    the scaler's decision; then the same step (no overflow) with the fp32 all-reduce and with bf16_compress_hook."""
     dtype = _DTYPES[dtype_name]
-    model = DistributedDataParallel(_tiny_mlp(seed))
-    seen_local, seen_dtype = [], []
-
-    def hook(state, bucket):  # runs on each bucket before its all-reduce: what this rank sends
-        buf = bucket.buffer()
-        seen_local.append(bool(torch.isfinite(buf).all()))
-        seen_dtype.append(_name(buf.dtype))
-        return allreduce_hook(state, bucket)
-
-    model.register_comm_hook(None, hook)
-    opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    scaler = torch.amp.GradScaler("cpu")
-    acts = {}
-    handles = [
-        m.register_forward_hook(lambda mod, i, o, n=n: acts.__setitem__(n, _name(o.dtype)))
-        for n, m in model.module.named_children()
-    ]
-    x = _batch(rank, seed)
-    with torch.autocast("cpu", dtype=dtype):
-        out = model(x)
-    for h in handles:
-        h.remove()
-    if inf_rank == rank:  # one element of this rank's output gradient overflows, as an fp16 backward can
-        out.register_hook(lambda g: g.index_fill(1, torch.tensor([0]), math.inf))
-    loss = out.float().square().mean()
-    before = [p.detach().clone() for p in model.parameters()]
-    scale_before = scaler.get_scale()
-    scaler.scale(loss).backward()
-    grads = torch.cat([p.grad.flatten() for p in model.parameters()])
-    reduced_finite = bool(torch.isfinite(grads).all())
-    grad_dtypes = {n: _name(p.grad.dtype) for n, p in model.module.named_parameters()}
-    scaler.step(opt)
-    scaler.update()
-    stepped = any(not torch.equal(b, p.detach()) for b, p in zip(before, model.parameters()))
+    log = _OpLog()
+    with log:
+        model, scaler = step(rank, world_size, _batches(world_size, seed, inf_rank), dtype)
+    initial = tiny_mlp()
+    params = dict(model.module.named_parameters())
+    grads = torch.cat([p.grad.flatten() for p in params.values()])
+    stepped = any(not torch.equal(p.detach(), q) for p, q in zip(params.values(), initial.parameters()))
     everyone = [None] * world_size
     dist.all_gather_object(everyone, grads)
     equal = all(torch.allclose(everyone[0], g, rtol=0, atol=0, equal_nan=True) for g in everyone)
+    reduces = log.find("allreduce")
 
-    # the same backward (no inf, no scaler) reduced by the fp32 all-reduce and by bf16_compress_hook
     refused = ""
     try:  # DDP refuses the hook by name on a build without CUDA/ROCm and NCCL >= 2.10 (or XPU and XCCL)
-        DistributedDataParallel(_tiny_mlp(seed)).register_comm_hook(None, bf16_compress_hook)
+        DistributedDataParallel(tiny_mlp()).register_comm_hook(None, bf16_compress_hook)
     except TypeError as e:
         refused = str(e)
 
@@ -442,39 +509,33 @@ def _ddp_rank(rank: int, world_size: int, dtype_name: str, inf_rank, seed: int) 
 
     pair = []
     for comm in (allreduce_hook, bf16_hook_on_gloo):
-        m = DistributedDataParallel(_tiny_mlp(seed))
-        m.register_comm_hook(None, comm)
-        with torch.autocast("cpu", dtype=dtype):
-            o = m(x)
-        o.float().square().mean().backward()
+        m, _ = step(rank, world_size, _batches(world_size, seed), dtype, comm)
         pair.append(torch.cat([p.grad.flatten() for p in m.parameters()]))
-    rel = float((pair[1] - pair[0]).norm() / pair[0].norm())
     return {
-        "params": {n: _name(p.dtype) for n, p in model.module.named_parameters()},
-        "acts": acts,
-        "grads": grad_dtypes,
-        "buckets": seen_dtype,
-        "local_finite": all(seen_local),
-        "reduced_finite": reduced_finite,
-        "scale_before": scale_before,
+        "params": {n: _name(p.dtype) for n, p in params.items()},
+        "acts": [o["out"] for o in log.find("addmm")],
+        "grads": {n: _name(p.grad.dtype) for n, p in params.items()},
+        "buckets": [o["dtypes"][0] for o in reduces],
+        "local_finite": all(o["finite"] for o in reduces),
+        "reduced_finite": bool(torch.isfinite(grads).all()),
         "scale_after": scaler.get_scale(),
         "stepped": stepped,
         "equal": equal,
-        "rel": rel,
+        "rel": float((pair[1] - pair[0]).norm() / pair[0].norm()),
         "hook_grad_dtype": _name(pair[1].dtype),
         "refused": refused,
     }
 
 
-def ddp_amp_step(
-    world_size: int = 2, dtype: str = "fp16", inf_rank: int | None = 1, seed: int = 0, *, timeout: float = 60.0
+def observe_ddp_step(
+    step, world_size: int = 2, dtype: str = "fp16", inf_rank: int | None = 1, seed: int = 0, *, timeout: float = 60.0
 ) -> DdpStep:
-    """One DDP training step of a tiny MLP (16-32-8) under ``torch.autocast("cpu", dtype)`` with
-    ``torch.amp.GradScaler("cpu")`` on ``world_size`` real gloo ranks (each its own batch). On rank
-    ``inf_rank`` (None: none) one column of the output gradient is made inf before backward.
-    A comm hook records what each rank's gradient buckets hold before the all-reduce. Then the same backward
-    (no inf) is reduced by the default fp32 all-reduce and by ``bf16_compress_hook``; their relative
-    difference is returned."""
+    """Runs the lesson's DDP step ``step(rank, world_size, batches, dtype, comm_hook=None) -> (model, scaler)``
+    (``key_code.ddp_amp_step``) on ``world_size`` real gloo ranks, each on its own batch, under an op log that sees
+    every matmul and what each rank's all-reduce carries. On rank ``inf_rank`` (None: none) one input value is
+    beyond fp16's range, so that rank's fp16 forward overflows. Then the same step (no overflow) reduced by the default
+    fp32 all-reduce and by ``bf16_compress_hook``; their relative difference is returned."""
+    step = _check_step(step, "DDP")
     world_size = _check_world_size(world_size)
     if world_size < 2:
         raise ValueError(f"world_size={world_size!r} is not allowed: DDP needs at least 2 ranks to show anything")
@@ -485,7 +546,7 @@ def ddp_amp_step(
         if inf_rank >= world_size:
             raise ValueError(f"inf_rank={inf_rank!r} is not allowed: it must be a rank below world_size={world_size}")
     seed = _seed(seed)
-    rs = run_group(_ddp_rank, world_size, (dtype, inf_rank, seed), timeout=timeout)
+    rs = run_group(_ddp_observed, world_size, (step, dtype, inf_rank, seed), timeout=timeout)
     return DdpStep(
         world_size=world_size,
         autocast_dtype=_name(_DTYPES[dtype]),
@@ -495,7 +556,6 @@ def ddp_amp_step(
         bucket_dtypes=[r["buckets"] for r in rs],
         local_grad_finite=[r["local_finite"] for r in rs],
         reduced_grad_finite=[r["reduced_finite"] for r in rs],
-        scale_before=[r["scale_before"] for r in rs],
         scale_after=[r["scale_after"] for r in rs],
         stepped=[r["stepped"] for r in rs],
         grads_equal_across_ranks=all(r["equal"] for r in rs),
@@ -569,70 +629,129 @@ class FsdpStages:
         return "\n".join(f"{stage:<{width}}  {dtype:9} {detail}" for stage, dtype, detail in rows)
 
 
-def _stages_from(ops, model, out, x) -> list[tuple[str, str, str]]:
-    first = lambda names: next((o for o in ops if o[0] in names), None)  # noqa: E731
-    gather = first(("allgather_base", "all_gather_into_tensor"))
-    mm = first(("addmm", "mm"))
-    scatter = first(("reduce_scatter_base", "reduce_scatter_tensor"))
+def _stages_from(log: _OpLog, model) -> list[tuple[str, str, str]]:
+    gathers = log.find("allgather_base", "all_gather_into_tensor")
+    mms = log.find("addmm", "mm")
+    forward = log.find("addmm")
+    scatters = log.find("reduce_scatter_base", "reduce_scatter_tensor")
     w = model[0].weight
-    rows = [
+    return [
         (
             "sharded parameter (optimizer's copy)",
             _name(w.dtype),
             f"local shard {tuple(_local(w).shape)} of {tuple(w.shape)}",
         ),
-        ("forward input after the cast", _name(x), "cast_forward_inputs=True"),
+        ("all-gathered parameter", _one(o["dtypes"][0] for o in gathers), f"{len(gathers)} all-gather"),
         (
-            "all-gathered parameter",
-            gather[1][0] if gather else "-",
-            f"all-gather of {gather[2][0][0] if gather else 0} values",
+            "matmul operands",
+            _one(d for o in mms for d in o["dtypes"]),
+            f"{len(forward)} forward, {len(mms) - len(forward)} backward matmuls",
         ),
-        ("matmul operands", "/".join(sorted(set(mm[1]))) if mm else "-", "forward and backward"),
-        ("module output", _name(out.dtype), "output_dtype=None: the compute dtype"),
-        ("gradient reduce-scatter", scatter[1][0] if scatter else "-", "the reduce_dtype"),
+        ("module output", forward[-1]["out"] if forward else "-", "output_dtype=None: the compute dtype"),
+        ("gradient reduce-scatter", _one(o["dtypes"][0] for o in scatters), "the reduce_dtype"),
         ("sharded gradient", _name(w.grad.dtype), f"local shard {tuple(_local(w.grad).shape)}"),
     ]
-    return rows
 
 
-def _fsdp_rank(rank: int, world_size: int, param_name: str, seed: int) -> dict:
-    param_dtype = _DTYPES[param_name]
+def _fsdp_observed(rank: int, world_size: int, step, param_name: str, seed: int) -> dict:
     stages, errors = {}, {}
-    x = _batch(rank, seed)
+    batches = _batches(world_size, seed)
     for reduce_dtype in (torch.float32, torch.bfloat16):
-        model = _tiny_mlp(seed)
-        reference = _tiny_mlp(seed).double()
-        policy = MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=reduce_dtype)
-        fully_shard(model, mp_policy=policy)
-        seen = {}
-        hook = model[0].register_forward_pre_hook(lambda m, a, seen=seen: seen.__setitem__("x", a[0].dtype))
         log = _OpLog()
         with log:
-            out = model(x)
-            out.float().square().mean().backward()
-        hook.remove()
-        stages[_name(reduce_dtype)] = _stages_from(log.ops, model, out, seen["x"])
+            model = step(rank, world_size, batches, _DTYPES[param_name], reduce_dtype)
+        stages[_name(reduce_dtype)] = _stages_from(log, model)
         # the exact gradient of the mean loss over all ranks' batches, in fp64, for the bf16 computation
-        xs = [_batch(r, seed).double() for r in range(world_size)]
-        sum(reference(xr).square().mean() for xr in xs).backward()
+        reference = tiny_mlp().double()
+        sum(reference(x.double()).square().mean() for x in batches).backward()
         want = torch.cat([p.grad.flatten() / world_size for p in reference.parameters()])
         got = [p.grad.full_tensor().double().flatten() for p in model.parameters()]
         errors[_name(reduce_dtype)] = float((torch.cat(got) - want).norm() / want.norm())
     return {"stages": stages, "errors": errors}
 
 
-def fsdp_stages(world_size: int = 2, param_dtype: str = "bf16", seed: int = 0, *, timeout: float = 60.0) -> FsdpStages:
-    """One FSDP2 training step of a tiny MLP (16-32-8, ``fully_shard`` on the whole model) with
-    ``MixedPrecisionPolicy(param_dtype, reduce_dtype)`` for reduce_dtype float32 then bfloat16, on
-    ``world_size`` real gloo ranks. The stages are read from the operations the step dispatches (a
-    ``TorchDispatchMode`` sees the all-gather, the matmuls and the reduce-scatter with their dtypes). The
-    gradient error is against the fp64 gradient of the same loss (the bf16 compute included)."""
+def observe_fsdp_step(
+    step, world_size: int = 2, param_dtype: str = "bf16", seed: int = 0, *, timeout: float = 60.0
+) -> FsdpStages:
+    """Runs the lesson's FSDP2 step ``step(rank, world_size, batches, param_dtype, reduce_dtype) -> model``
+    (``key_code.fsdp_step``: ``fully_shard`` with a ``MixedPrecisionPolicy``) on ``world_size`` real gloo ranks,
+    for reduce_dtype float32 then bfloat16. The stages are read from the operations the step dispatches (an op log
+    sees the all-gathers, every forward and backward matmul and the reduce-scatters with their dtypes). The
+    gradient error is against the fp64 gradient of the same loss (the low-precision compute included)."""
+    step = _check_step(step, "FSDP2")
     world_size = _check_world_size(world_size)
     if param_dtype not in ("bf16", "fp16", "fp32"):
         raise ValueError(f"param_dtype={param_dtype!r} is not allowed: use 'bf16', 'fp16' or 'fp32'")
     seed = _seed(seed)
-    rs = run_group(_fsdp_rank, world_size, (param_dtype, seed), timeout=timeout)
+    rs = run_group(_fsdp_observed, world_size, (step, param_dtype, seed), timeout=timeout)
     return FsdpStages(world_size, _name(_DTYPES[param_dtype]), rs[0]["stages"], rs[0]["errors"])
+
+
+def _fp16_step_observed(rank: int, world_size: int, fn, seed: int, overflow_rank: int) -> dict:
+    """In each worker: the learner's ``fn(rank, world_size, batches) -> (model, scaler)`` on finite batches, then on
+    batches where rank ``overflow_rank``'s input overflows fp16, under the op log; what each step dispatched and left behind."""
+    out = {}
+    warnings.filterwarnings("ignore", message=_DTENSOR_FOUND_INF_WARNING, category=UserWarning)
+    for case, overflow in (("finite", None), ("overflow", overflow_rank)):
+        batches = _batches(world_size, seed, overflow)
+        log = _OpLog()
+        with log:
+            got = fn(rank, world_size, batches)
+        if is_placeholder(got):
+            return {"placeholder": True}
+        if not (isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], torch.nn.Module)):
+            return {"bad_return": type(got).__name__ if not isinstance(got, tuple) else f"a tuple of {len(got)}"}
+        model, scaler = got
+        params = list(model.parameters())
+        sharded = all(isinstance(p, DTensor) for p in params)
+        initial = list(tiny_mlp().parameters())
+        full = [p.full_tensor() if isinstance(p, DTensor) else p for p in params]
+        grads = [p.grad.full_tensor() if isinstance(p.grad, DTensor) else p.grad for p in params]
+        if len(full) != len(initial) or any(f.shape != q.shape for f, q in zip(full, initial)):
+            return {"bad_return": "a model that is not tiny_mlp()"}
+        stepped = any(not torch.equal(f.detach().float(), q) for f, q in zip(full, initial))
+        ratio = err = math.nan
+        if all(g is not None for g in grads) and overflow is None:
+            reference = tiny_mlp().double()
+            sum(reference(x.double()).square().mean() for x in batches).backward()
+            want = torch.cat([q.grad.flatten() / world_size for q in reference.parameters()])
+            g = torch.cat([t.detach().double().flatten() for t in grads])
+            ratio = float(g.norm() / want.norm())
+            err = float((g - want).norm() / want.norm())
+        get_scale = getattr(scaler, "get_scale", None)
+        out[case] = {
+            "sharded": sharded,
+            "gather": sorted({o["dtypes"][0] for o in log.find("allgather_base", "all_gather_into_tensor")}),
+            "scatter": sorted({o["dtypes"][0] for o in log.find("reduce_scatter_base", "reduce_scatter_tensor")}),
+            "scaler": type(scaler).__name__,
+            "scale": float(get_scale()) if callable(get_scale) else None,
+            "stepped": stepped,
+            "has_grads": all(g is not None for g in grads),
+            "ratio": ratio,
+            "err": err,
+        }
+    return out
+
+
+def observe_fp16_fsdp_step(
+    fn, world_size: int = 2, seed: int = 0, *, overflow_rank: int = 1, timeout: float = 120.0
+) -> list[dict]:
+    """Runs a learner's fp16 FSDP2 step ``fn(rank, world_size, batches) -> (model, scaler)`` of ``tiny_mlp()`` on
+    ``world_size`` real gloo ranks, once with finite batches and once with rank ``overflow_rank``'s input beyond fp16's
+    range, under the op log. Per rank: ``{"placeholder": True}`` (it returned ``...``), ``{"bad_return": ...}``, or
+    per case ("finite", "overflow") whether the parameters are sharded, the all-gather and reduce-scatter dtypes, the
+    scaler's type and scale after the step, whether the parameters changed, and (finite case) the norm ratio and
+    relative error of the gradients against the fp64 gradient of the loss ``model(x).float().square().mean()``."""
+    if not callable(fn):
+        raise TypeError(f"fn must be a function fn(rank, world_size, batches), got {type(fn).__name__}")
+    world_size = _check_world_size(world_size)
+    if world_size < 2:
+        raise ValueError(f"world_size={world_size!r} is not allowed: the step needs at least 2 ranks")
+    overflow_rank = _int_at_least(overflow_rank, "overflow_rank", 0)
+    if overflow_rank >= world_size:
+        raise ValueError(f"overflow_rank={overflow_rank!r} is not allowed: a rank below world_size={world_size}")
+    seed = _seed(seed)
+    return run_group(_fp16_step_observed, world_size, (fn, seed, overflow_rank), timeout=timeout)
 
 
 def _inf_sync_rank(rank: int, world_size: int, inf_rank: int, seed: int) -> dict:
@@ -727,7 +846,9 @@ def _memory_rank(rank: int, world_size: int, width: int, seed: int) -> list[dict
         model = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width)).to(dtype)
         n_params = sum(p.numel() for p in model.parameters())
         if wrap == "ddp":
-            model = DistributedDataParallel(model)
+            # the .grad tensors are views of DDP's flat buckets; with the default (False) the reducer keeps the buckets
+            # as a second copy of every gradient, 4 more bytes per fp32 parameter that these counts would not see
+            model = DistributedDataParallel(model, gradient_as_bucket_view=True)
         else:
             policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16) if wrap == "fsdp-mp" else MixedPrecisionPolicy()
             for layer in (model[0], model[2]):

@@ -1,28 +1,75 @@
 """Tests of amp_lessons.distributed.checks: right answers pass, each typical mistake is named, nothing raises."""
 
 import torch
+from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
 
 from amp_lessons import distributed
+from amp_lessons.distributed.key_code import tiny_mlp
 from amp_lessons.formats import quantize
 from tests.test_checks import assert_not_yet, assert_your_turn, reveals, solution
 
 
-def test_check_sharded_bytes():
-    assert distributed.check_sharded_bytes(lambda p, g, o, n: (p + g + o) / n)
+def _fsdp_step(
+    param=torch.float16,
+    reduce=torch.float32,
+    shard=True,
+    opt_first=False,
+    scaled=True,
+    via_scaler=True,
+    update=True,
+    scaler_cls=ShardedGradScaler,
+    ret="pair",
+):
+    """An fp16 FSDP2 step with one thing changed; module-level parts only, so that forked workers run it."""
+
+    def step(rank, world_size, batches):
+        model = tiny_mlp()
+        if opt_first:
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        if shard:
+            fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=param, reduce_dtype=reduce))
+        if not opt_first:
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        scaler = scaler_cls("cpu")
+        loss = model(batches[rank]).float().square().mean()
+        (scaler.scale(loss) if scaled else loss).backward()
+        if via_scaler:
+            scaler.step(opt)
+        else:
+            opt.step()
+        if update:
+            scaler.update()
+        return {"pair": (model, scaler), "model": model, "dots": ..., "no scaler": (model, opt)}[ret]
+
+    return step
+
+
+def test_check_fsdp_fp16_step_passes_the_solution_and_names_each_mistake():
+    assert distributed.check_fsdp_fp16_step(_fsdp_step())
+    plain = distributed.check_fsdp_fp16_step(_fsdp_step(scaler_cls=torch.amp.GradScaler))
+    assert plain and "ShardedGradScaler also agrees" in plain.message  # right on FSDP2, with a note
     cases = {
-        (lambda p, g, o, n: p + g + o): "without sharding",
-        (lambda p, g, o, n: p / n + g + o): "only the parameters",
-        (lambda p, g, o, n: (p + g) / n + o): "optimizer states are sharded too",
-        (lambda p, g, o, n: 3.0): "divide by the number of ranks",
-        (lambda p, g, o, n: "x"): "not a number",
-        (lambda p, g, o, n: 1 / 0): "ZeroDivisionError",
+        "dots": (_fsdp_step(ret="dots"), "so far fsdp_fp16_step returns ..."),
+        "model only": (_fsdp_step(ret="model"), "return (model, scaler)"),
+        "bf16": (_fsdp_step(param=torch.bfloat16), "all-gathered in bfloat16"),
+        "no param_dtype": (_fsdp_step(param=None), "compute ran in fp32"),
+        "fp16 reduce": (_fsdp_step(reduce=None), "reduce-scattered in float16"),
+        "not sharded": (_fsdp_step(shard=False), "not sharded"),
+        "optimizer first": (_fsdp_step(opt_first=True), "make the optimizer after fully_shard"),
+        "no scaler": (_fsdp_step(ret="no scaler"), "not a loss scaler"),
+        "loss not scaled": (_fsdp_step(scaled=False), "did not use scaler.scale"),
+        "opt.step": (_fsdp_step(via_scaler=False), "No inf checks were recorded"),
+        "no update": (_fsdp_step(update=False), "call scaler.update()"),
     }
-    for fn, words in cases.items():
-        r = distributed.check_sharded_bytes(fn)
-        assert not r and words in r.message, r.message
-    assert "write fn" in distributed.check_sharded_bytes(...).message
-    assert_your_turn(distributed.check_sharded_bytes(...))
-    assert not distributed.check_sharded_bytes(42)
+    for name, (fn, words) in cases.items():
+        r = distributed.check_fsdp_fp16_step(fn)
+        assert not r and words in r.message, (name, r.message)
+        assert r.todo == (name == "dots"), name
+    assert_your_turn(distributed.check_fsdp_fp16_step(...))
+    r = distributed.check_fsdp_fp16_step(lambda rank, world_size, batches: 1 / 0)
+    assert not r and "on rank" in r.message and "ZeroDivisionError" in r.message
+    assert not distributed.check_fsdp_fp16_step(42)
 
 
 def ring(grads):
@@ -44,6 +91,8 @@ def test_check_ring_sum_bf16():
     assert "return a tensor" in distributed.check_ring_sum_bf16(lambda g: 1.0).message
     assert "raised" in distributed.check_ring_sum_bf16(lambda g: g.nope()).message
     assert not distributed.check_ring_sum_bf16(None)
+    r = distributed.check_ring_sum_bf16(lambda g: distributed.ring_sum(g, "bf16"))
+    assert not r and "write the loop yourself" in r.message
     # the checker's reference is the module's ring_sum
     g = quantize(torch.randn(3, 4), "bf16")
     assert torch.equal(ring(g), distributed.ring_sum(g, "bf16"))
@@ -53,25 +102,22 @@ def test_check_ring_sum_bf16():
 # correct, (c) a wrong answer gets "Not yet", (d) no message of a starter or a wrong answer states the answer.
 
 
-def test_sharded_bytes_exercise():
+def test_fsdp_fp16_step_exercise():
     s = solution("09")
-    want = s.sharded_bytes(4, 4, 8, 2)  # the first case the checker tries
 
-    def sharded_bytes(param_bytes, grad_bytes, optimizer_bytes, world_size):  # lesson 09's starter
+    def fsdp_fp16_step(rank, world_size, batches):  # lesson 09's starter
+        model = tiny_mlp()
+        model(batches[rank]).float().square().mean()
         return ...
 
-    starter = distributed.check_sharded_bytes(sharded_bytes)
+    starter = distributed.check_fsdp_fp16_step(fsdp_fp16_step)
     assert_your_turn(starter)
-    assert distributed.check_sharded_bytes(s.sharded_bytes)
-    wrong = [
-        distributed.check_sharded_bytes(fn)
-        for fn in (lambda p, g, o, n: p + g + o, lambda p, g, o, n: p / n + g + o, lambda p, g, o, n: 3.0)
-    ]
+    assert distributed.check_fsdp_fp16_step(s.fsdp_fp16_step)
+    wrong = [distributed.check_fsdp_fp16_step(_fsdp_step(param=torch.bfloat16, reduce=torch.bfloat16))]
     for r in wrong:
         assert_not_yet(r)
-    for r in [starter, *wrong]:
-        told = r.message.split(")", 1)[-1]  # after the arguments of the call, fn(4, 4, 8, 2)
-        assert not reveals(told, want) and "expected" not in r.message, r.message
+    for r in [starter, *wrong]:  # no message writes the policy or the scaler for the learner
+        assert not any(w in r.message for w in ("float16,", "torch.float32", "ShardedGradScaler(")), r.message
 
 
 def test_ring_sum_bf16_exercise():
