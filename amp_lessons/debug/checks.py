@@ -48,7 +48,8 @@ def check_first_bad_layer(answer, seed: int = 3) -> CheckResult:
         return CheckResult(
             False,
             f"{answer}'s output is finite under fp16 autocast (abs max about {rec.output.absmax:.0e}). Hint: "
-            "trace_overflow(model, x, autocast=torch.float16).first_nonfinite()",
+            "trace the exercise's model on its batch, debug.trace_overflow(broken, xb, autocast=torch.float16), "
+            "and ask the trace for .first_nonfinite()",
         )
     if first.label.startswith(answer + "."):
         return CheckResult(False, f"{answer} is a container; which module inside it overflows first?")

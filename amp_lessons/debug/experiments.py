@@ -33,7 +33,14 @@ from torch.utils._pytree import tree_leaves
 from .. import device as _device_mod, timing
 from .._runtime import quiet_fd2
 from .._table import Cell, TableRecord
-from .._validate import count, flag as _flag, int_at_least as _int_at_least, real as _real, seed as _seed
+from .._validate import (
+    count,
+    flag as _flag,
+    int_at_least as _int_at_least,
+    model_call,
+    positive,
+    seed as _seed,
+)
 from ..autocast.experiments import DEVICE_TYPES
 from ..e2e.experiments import matmul_rates
 from ..formats import get_format
@@ -294,7 +301,11 @@ class OverflowTrace:
         if self.grad_order:
             g = self.first_nonfinite("grad")
             lines.append("no inf/NaN in any output gradient" if g is None else f"first inf/NaN gradient: {g.label}")
+        traced_in = {"torch.float16": "fp16", "torch.bfloat16": "bf16"}
+        running = next((f for d, f in traced_in.items() if f"dtype={d})" in self.setting), None)
         for fmt in self.formats:
+            if fmt == running:
+                continue  # traced in this format already: its overflows are the inf/NaN lines above
             o = self.first_overflow(fmt)
             lines.append(f"first output that would overflow {fmt}: {'none' if o is None else o.label}")
         return "\n".join(lines)
@@ -438,7 +449,7 @@ def trace_overflow(
             handles.append(module.register_forward_hook(make_hook(name)))
         with _SavedGrads(model):
             with torch.autocast(dev, dtype=dtype or torch.bfloat16, enabled=dtype is not None):
-                out = model(*args)
+                out = model_call(model, args)
                 loss = loss_fn(out) if loss_fn is not None else None
             if loss is not None:
                 if not (isinstance(loss, torch.Tensor) and loss.numel() == 1):
@@ -489,7 +500,7 @@ def t5_like_model(seed: int = 0, *, blocks: int = 3, bad_block: int | None = 1, 
     module to overflow fp16 is therefore ``f"block{bad_block}.wo"``, known in advance."""
     seed = _seed(seed)
     blocks = count(blocks, "blocks", 1, 256)
-    gain = _real(gain, "gain")
+    gain = positive(gain, "gain")
     if bad_block is not None and not (
         isinstance(bad_block, int) and not isinstance(bad_block, bool) and 0 <= bad_block < blocks
     ):
@@ -551,6 +562,7 @@ class Triage(TableRecord):
     cast_share: float  # their share of the autocast step's op time
     batch_time_ratio: float  # fp32 step time at 2x batch / at 1x batch
     rate_ratio: float | None  # low-precision / fp32 matmul rate on this device (256^3), measured
+    model_rate_ratio: float  # the model's own matmuls: their fp32 time / their autocast time (profiler)
     hardware: str
     odd_dims: list
     tf32_baseline: bool
@@ -579,12 +591,17 @@ class Triage(TableRecord):
         return self.timings.overlap
 
     @property
-    def amdahl_bound(self) -> float | None:
-        """The best speed-up AMP could give: only the matmul share p is sped up, by the measured rate
-        ratio r: 1 / ((1 - p) + p / r)."""
-        if self.rate_ratio is None:
-            return None
-        p, r = self.matmul_share_fp32, self.rate_ratio
+    def amdahl_bound(self) -> float:
+        """Amdahl's law: the speed-up if only the matmuls/convolutions (share p of the fp32 step) got
+        faster, and infinitely so: 1 / (1 - p). An upper bound for what faster matmuls can give; ops
+        on halved activations moving half the bytes can add a little on a memory-bound GPU."""
+        return 1.0 / max(1.0 - self.matmul_share_fp32, 1e-12)
+
+    @property
+    def predicted_speedup(self) -> float:
+        """Amdahl's law with the rate the model's own matmuls ran at under autocast (``model_rate_ratio``,
+        profiler): 1 / ((1 - p) + p / r). It leaves out the casts, so it predicts, it does not bound."""
+        p, r = self.matmul_share_fp32, self.model_rate_ratio
         return 1.0 / ((1.0 - p) + p / r)
 
     @property
@@ -623,12 +640,13 @@ def _spread_text(s: timing.Spread, size: float, unit: str) -> str:
     return f"{mid} {unit} (min {lo}, max {hi}, {s.n} runs)"
 
 
-def _profile_shares(step, device_type: str) -> tuple[float, int, float]:
-    """(matmul share, number of casts, cast share) of one call of ``step``, from the profiler's self
-    times (device time on CUDA, CPU time on the CPU)."""
+def _profile_shares(step, device_type: str, calls: int = 3) -> tuple[float, int, float, float]:
+    """(matmul share, number of casts per call, cast share, matmul time in µs) of ``calls`` calls of ``step``,
+    from the profiler's self times (device time on CUDA, CPU time on the CPU)."""
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device_type == "cuda" else [])
     with quiet_fd2(), profile(activities=acts) as prof:
-        step()
+        for _ in range(calls):
+            step()
         if device_type == "cuda":
             torch.cuda.synchronize()
     events = prof.key_averages()
@@ -642,10 +660,10 @@ def _profile_shares(step, device_type: str) -> tuple[float, int, float]:
     total = sum(self_time(e) for e in aten) or 1.0
     mm = sum(self_time(e) for e in aten if _MATMUL_OP.match(e.key))
     casts = [e for e in aten if e.key == _CAST_OP]
-    n_casts = sum(e.count for e in casts)
+    n_casts = sum(e.count for e in casts) // calls
     # a cast is _to_copy plus the copy_ it calls: its inclusive time
     cast_t = sum((e.device_time_total if device_type == "cuda" else e.cpu_time_total) for e in casts)
-    return mm / total, n_casts, min(cast_t / total, 1.0)
+    return mm / total, n_casts, min(cast_t / total, 1.0), mm
 
 
 def _double_batch(args: tuple, batch_dim: int) -> tuple:
@@ -705,9 +723,10 @@ def why_not_faster(
     calls, :func:`amp_lessons.timing.time_fn`: a busy machine only makes calls slower), then explain the ratio from measured facts:
 
     - the matmul/convolution share of the fp32 step (profiler self time): AMP speeds up only those, so
-      the best speed-up is ``1 / ((1 - p) + p / r)`` with r the measured low-precision/fp32 matmul rate
-      ratio of this device (:func:`amp_lessons.e2e.matmul_rates`, 256^3; CPU only, on CUDA the
-      tensor-core table says it);
+      faster matmuls give at most ``1 / (1 - p)`` (Amdahl's law), and ``1 / ((1 - p) + p / r)`` is the
+      prediction with r the rate ratio the model's own matmuls ran at (profiler: their fp32 time over
+      their autocast time); the 256^3 rate ratio of this device (:func:`amp_lessons.e2e.matmul_rates`,
+      CPU only, on CUDA the tensor-core table says it) decides the hardware finding;
     - the number of ``aten::_to_copy`` casts autocast adds and their share of the step;
     - launch/overhead bound: the fp32 step at twice the batch (inputs concatenated along
       ``batch_dim``) takes less than ``launch_ratio`` times as long;
@@ -725,8 +744,18 @@ def why_not_faster(
         raise ValueError("dtype=None is not allowed here: give the autocast dtype to compare, e.g. torch.bfloat16")
     dev = _device_type(model, args, device_type)
     repeats = count(repeats, "repeats", 1, 1_000, "timed steps of each setting")
-    launch_ratio = _real(launch_ratio, "launch_ratio")
+    launch_ratio = positive(launch_ratio, "launch_ratio")
+    if launch_ratio <= 1:
+        raise ValueError(f"launch_ratio={launch_ratio!r} is not allowed: it must be a number > 1 (e.g. 1.3)")
     batch_dim = _int_at_least(batch_dim, "batch_dim", 0)
+    if not any(isinstance(a, torch.Tensor) and a.dim() > batch_dim for a in args):
+        dims = [a.dim() for a in args if isinstance(a, torch.Tensor)]
+        raise ValueError(
+            f"batch_dim={batch_dim} is not allowed: no input has that dimension (their dimensions: {dims}); "
+            "it must be the inputs' batch dimension, e.g. 0"
+        )
+    with torch.no_grad():
+        model_call(model, args)  # inputs that do not fit the model are refused before any timing
 
     def make_step(amp: bool, a: tuple):
         def step():
@@ -745,8 +774,8 @@ def why_not_faster(
         t32, tamp = min(runs32), min(runs_amp)
         big = _double_batch(args, batch_dim)
         t2 = min(timing.time_fn(make_step(False, big), device=dev, warmup=1, repeats=repeats).times_s)
-        p32, _, _ = _profile_shares(make_step(False, args), dev)
-        pamp, casts, cast_share = _profile_shares(make_step(True, args), dev)
+        p32, _, _, mm32 = _profile_shares(make_step(False, args), dev)
+        pamp, casts, cast_share, mm_amp = _profile_shares(make_step(True, args), dev)
     rate_ratio = None
     if dev == "cpu":
         rates = matmul_rates("cpu")
@@ -764,6 +793,7 @@ def why_not_faster(
         cast_share=cast_share,
         batch_time_ratio=t2 / t32,
         rate_ratio=rate_ratio,
+        model_rate_ratio=mm32 / mm_amp if mm_amp > 0 else 1.0,
         hardware=hw,
         odd_dims=_odd_dims(model, 8),
         tf32_baseline=_tf32_baseline(dev),
@@ -771,14 +801,22 @@ def why_not_faster(
         amp_times_s=runs_amp,
     )
     slow_hw = (rate_ratio is not None and rate_ratio < 1.0) or (rate_ratio is None and not fast)
-    rate_text = "" if rate_ratio is None else f"; measured {name}/fp32 matmul rate {rate_ratio:.2g}x"
+    rate_text = "" if rate_ratio is None else f"; measured {name}/fp32 matmul rate {rate_ratio:.2g}x at 256^3"
+    rate_text += f", {tri.model_rate_ratio:.2g}x at this model's matmul shapes (profiler)"
     tri.findings = [
         ("no fast low-precision hardware", slow_hw, f"{hw}{rate_text}"),
         (
             "matmuls are a small share",
             p32 < 0.5,
-            f"matmuls/convolutions take {p32:.0%} of the fp32 step; the rest cannot get faster"
-            + ("" if tri.amdahl_bound is None else f" (best possible here: {tri.amdahl_bound:.2g}x)"),
+            f"matmuls/convolutions take {p32:.0%} of the fp32 step: even infinitely fast matmuls would make "
+            f"it at most {tri.amdahl_bound:.2g}x faster (Amdahl's law); at the rate they ran at here, "
+            f"predicted {tri.predicted_speedup:.2g}x before casts"
+            + (
+                f"; the measured {tri.speedup:.2g}x beats the bound: the timings were disturbed (a busy machine) "
+                "or ops besides the matmuls got faster"
+                if tri.speedup > tri.amdahl_bound
+                else ""
+            ),
         ),
         (
             "overhead-bound",
@@ -923,7 +961,10 @@ class DtypeTable(TableRecord):
                     f"{m.total_bytes_per_parameter:.3g}",
                 ]
             )
-        notes = ["autocast copies: the low-precision weight copies autocast makes, for one autocast region"]
+        notes = [
+            "autocast copies: the low-precision weight copies autocast makes; autograd saves them for the "
+            "backward pass, so they live until backward frees the graph"
+        ]
         return header, rows, "dtypes and bytes per parameter in one training step", notes
 
 
@@ -940,7 +981,7 @@ def dtype_map(
     ``setting`` (a key of :data:`PRECISION_SETTINGS`), recording the dtype of every parameter, module
     output, gradient and optimizer state, and the bytes per parameter of each. The low-precision weight
     copies of autocast are counted from the casts of parameters it really makes (a dispatch mode sees
-    them); they live for one autocast region. ``optimizer`` is an optimizer class taking
+    them); autograd saves them for backward, so they live until the backward pass frees the graph. ``optimizer`` is an optimizer class taking
     ``(params, lr=...)``. The model passed in is not changed."""
     model = _check_model(model)
     args = _check_inputs(inputs)
@@ -970,7 +1011,7 @@ def dtype_map(
     opt = optimizer(m.parameters(), lr=1e-6)
     try:
         with casts, torch.autocast(dev, dtype=amp or torch.bfloat16, enabled=amp is not None):
-            loss = loss_fn(m(*args))
+            loss = loss_fn(model_call(m, args))
         loss.backward()
         opt.step()
     finally:

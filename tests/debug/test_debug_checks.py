@@ -15,6 +15,8 @@ def test_first_bad_layer_checker():
     assert "container" in debug.check_first_bad_layer(block).message
     assert "earlier module" in debug.check_first_bad_layer("head").message
     assert "finite" in debug.check_first_bad_layer("embed").message
+    # the hint names the exercise's own variables (broken, xb), not the lesson's model
+    assert "trace_overflow(broken, xb" in debug.check_first_bad_layer("embed").message
     assert "not a module" in debug.check_first_bad_layer("nope").message
     assert "`...`" in debug.check_first_bad_layer(...).message
     assert "string" in debug.check_first_bad_layer(3).message

@@ -71,6 +71,9 @@ def test_the_known_first_overflowing_layer_is_found_in_fp32_and_in_fp16(t5):
     before = tr16.records[: tr16.records.index(first)]
     assert before and all(not r.output.has_nonfinite for r in before)
     assert "first inf/NaN in an output: block1.wo" in repr(tr16)
+    # traced in fp16, the summary does not also say what "would" overflow fp16 (that is the inf/NaN line)
+    assert "would overflow fp16" not in tr16.summary() and "would overflow bf16" in tr16.summary()
+    assert "would overflow fp16: block1.wo" in tr32.summary()
 
 
 @pytest.mark.parametrize("bad_block", [0, 2])
@@ -217,9 +220,16 @@ def test_triage_measures_and_explains(triage):
     names = [f[0] for f in t.findings]
     assert names[0] == "no fast low-precision hardware" and len(names) == 6
     assert t.verdict.startswith("AMP is") and "x" in repr(t)
-    # the bound follows its formula
-    p, r = t.matmul_share_fp32, t.rate_ratio
-    assert t.amdahl_bound == pytest.approx(1 / ((1 - p) + p / r))
+    # the bound is Amdahl's: infinitely fast matmuls; the prediction uses the rate the model's matmuls ran at
+    p, r = t.matmul_share_fp32, t.model_rate_ratio
+    assert t.amdahl_bound == pytest.approx(1 / (1 - p)) and t.amdahl_bound >= 1.0
+    assert r > 0 and t.predicted_speedup == pytest.approx(1 / ((1 - p) + p / r))
+    assert t.predicted_speedup <= t.amdahl_bound
+    # the evidence printed is the bound and the prediction, never a bound below 1 that a measurement could beat
+    share = next(e for n, _, e in t.findings if n == "matmuls are a small share")
+    assert f"at most {t.amdahl_bound:.2g}x faster" in share and f"predicted {t.predicted_speedup:.2g}x" in share
+    assert "this model's matmul shapes" in t.findings[0][2]
+    assert ("beats the bound" in share) == (t.speedup > t.amdahl_bound)
 
 
 def test_triage_hardware_finding_follows_the_measured_rate(triage):
