@@ -109,6 +109,30 @@ def test_a_kernel_over_its_cap_gets_an_error_and_lives_on(monkeypatch):
         km.shutdown_kernel(now=True)
 
 
+def test_the_startup_file_caps_every_gpu_when_asked(monkeypatch):
+    """AMP_KERNEL_GPU_FRACTION -> torch.cuda.set_per_process_memory_fraction on each device (CUDA faked: no GPU here)."""
+    import torch
+
+    calls = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "set_per_process_memory_fraction", lambda f, d: calls.append((f, d)))
+    monkeypatch.setenv("AMP_KERNEL_GPU_FRACTION", "0.04")
+
+    class Shell:
+        custom = None
+
+        def set_custom_exc(self, types, handler):
+            self.custom = (types, handler)
+
+    shell = Shell()
+    namespace = {"get_ipython": lambda: shell}
+    exec(compile((ROOT / "workshop" / "kernel_startup.py").read_text(), "kernel_startup.py", "exec"), namespace)
+    assert calls == [(0.04, 0), (0.04, 1)]
+    assert shell.custom[0] == (MemoryError, RuntimeError)
+    assert set(namespace) - {"__builtins__"} == {"get_ipython"}, "the learner's namespace is left as it was"
+
+
 # -- the Kubernetes values (no cluster here: checked as YAML against the keys Zero to JupyterHub documents)
 def test_the_z2jh_values_use_documented_keys():
     """Keys from https://z2jh.jupyter.org/en/stable/resources/reference.html (the chart's configuration reference)."""

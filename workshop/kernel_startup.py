@@ -1,12 +1,12 @@
-"""Run by each learner's kernel at start (kernel_wrapper.py passes it as IPKernelApp.exec_files).
-
-* Out of memory: the usual traceback, then one line saying that the workshop's cap per kernel was reached.
-* ``AMP_KERNEL_GPU_FRACTION``: ``torch.cuda.set_per_process_memory_fraction`` on every visible GPU, so that one
-  learner's kernel cannot take the memory of a GPU that the room shares (a CUDA allocation past it raises
-  ``torch.OutOfMemoryError`` in that learner's cell). torch is imported only when the variable is set.
-
-Everything is defined inside a function and deleted, so the learner's namespace stays as in a plain kernel.
-"""
+# Run by each learner's kernel at start (kernel_wrapper.py passes it as IPKernelApp.exec_files).
+#
+# * Out of memory: the usual traceback, then one line saying that the workshop's cap per kernel was reached.
+# * ``AMP_KERNEL_GPU_FRACTION``: ``torch.cuda.set_per_process_memory_fraction`` on every visible GPU, so that one
+#   learner's kernel cannot take the memory of a GPU that the room shares (a CUDA allocation past it raises
+#   ``torch.OutOfMemoryError`` in that learner's cell). torch is imported only when the variable is set.
+#
+# Everything is defined inside a function and deleted, so the learner's namespace stays as in a plain kernel.
+# (Comments, not a docstring: a module docstring would land in the learner's namespace as __doc__.)
 
 
 def _amp_workshop_setup():

@@ -374,12 +374,6 @@ class _MemorySampler(threading.Thread):
         while not self._done.is_set():
             if self.pid is None:
                 self.pid = self._find()
-                if self.pid is not None:
-                    try:
-                        p = psutil.Process(self.pid)
-                        self.facts = {"exe": p.exe(), "cwd": p.cwd(), "rlimit_data": p.rlimit(psutil.RLIMIT_DATA)}
-                    except psutil.Error:
-                        pass
             if self.pid is not None:
                 total = 0
                 for p in _tree(self.pid):
@@ -391,7 +385,12 @@ class _MemorySampler(threading.Thread):
             self._done.wait(self.interval)
 
     def stop(self) -> None:
-        if self.pid is not None:  # the kernel's own high-water mark, before it is shut down
+        if self.pid is not None:  # what the kernel ran as (the wrapper has exec'd ipykernel by now) and its peak
+            try:
+                p = psutil.Process(self.pid)
+                self.facts = {"exe": p.exe(), "cwd": p.cwd(), "rlimit_data": p.rlimit(psutil.RLIMIT_DATA)}
+            except psutil.Error:
+                pass
             try:
                 with open(f"/proc/{self.pid}/status", encoding="ascii") as f:
                     for line in f:
