@@ -96,6 +96,15 @@ LESSONS: tuple[Lesson, ...] = (
         60,
         "tensor cores, speed, memory and accuracy of real training and inference",
         topic="e2e",
+        key_code=(
+            "torch.autocast(",
+            "GradScaler(",
+            "scaler.scale(",
+            "scaler.unscale_(",
+            "clip_grad_norm_(",
+            "scaler.step(",
+            "scaler.update(",
+        ),
     ),
     Lesson("07", "07_fp8.ipynb", "fp8", 50, "e4m3 and e5m2, per-tensor and block scaling, scaled matmuls", topic="fp8"),
     Lesson(

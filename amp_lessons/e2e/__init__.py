@@ -7,6 +7,8 @@ from .checks import (
 )
 from .experiments import (
     CONFIGS,
+    MIN_TRAIN_STEPS,
+    NOISY_RANGE,
     RATE_PROBE_SIZE,
     SLOW_FP16_RATIO,
     TENSOR_CORE_GENERATIONS,
@@ -46,6 +48,8 @@ __all__ = [
     "InferenceTable",
     "launch_bound_demo",
     "LaunchTable",
+    "MIN_TRAIN_STEPS",
+    "NOISY_RANGE",
     "make_batches",
     "matmul_rate_runs",
     "matmul_rates",

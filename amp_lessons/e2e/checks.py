@@ -35,8 +35,8 @@ def _run(step_fn, seed: int = 0):
     return [p.detach().clone() for p in model.parameters()], scales, None
 
 
-def _reference(model, optimizer, scaler, x, y, *, clip=True, clip_first=False, update=True):
-    with torch.autocast("cpu", dtype=torch.float16):
+def _reference(model, optimizer, scaler, x, y, *, clip=True, clip_first=False, update=True, autocast=True):
+    with torch.autocast("cpu", dtype=torch.float16, enabled=autocast):
         loss = nn.functional.mse_loss(model(x).float(), y)
     scaler.scale(loss).backward()
     if clip and clip_first:
@@ -85,29 +85,31 @@ def check_clipped_amp_step(fn) -> CheckResult:
     if same(params) and scales == sc:
         return CheckResult(
             False,
-            "so far this is the starter's plain fp32 step: run the forward under fp16 autocast, scale the loss with "
-            "scaler, unscale_ before clipping the gradients to a norm of 1.0, then step and update through scaler",
+            "so far this is the starter's plain fp32 step: it uses neither autocast nor the scaler, and nothing "
+            "limits the gradients' norm. The exercise names the pieces; where each goes is yours to work out",
             todo=True,
         )
-    variants = {
-        "clip_first": "you clipped the SCALED gradients: call scaler.unscale_(optimizer) before clip_grad_norm_",
-        "no_clip": "the gradients were not clipped: nn.utils.clip_grad_norm_(model.parameters(), 1.0)",
-        "no_update": "the scale never changes: call scaler.update() after scaler.step(optimizer)",
-    }
-    for name, hint in variants.items():
-        kwargs = (
-            {"clip_first": True}
-            if name == "clip_first"
-            else {"clip": False}
-            if name == "no_clip"
-            else {"update": False}
-        )
+    variants = (
+        (
+            {"clip_first": True},
+            "you clipped the SCALED gradients (multiplied by the scale, so their norm is far above 1.0 and the "
+            "clip shrinks them too much): call scaler.unscale_(optimizer) before clip_grad_norm_",
+        ),
+        ({"clip": False}, "the gradients were not clipped: nn.utils.clip_grad_norm_(model.parameters(), 1.0)"),
+        ({"update": False}, "the scale never changes: call scaler.update() after scaler.step(optimizer)"),
+        (
+            {"autocast": False},
+            "the forward ran in fp32: run model(x) and the loss under torch.autocast('cpu', dtype=torch.float16)",
+        ),
+    )
+    for kwargs, hint in variants:
         params, sc, _ = _run(lambda *a, kw=kwargs: _reference(*a, **kw))
         if same(params) and scales == sc:
             return CheckResult(False, f"close, but {hint}")
     if scales != want_scales:
         return CheckResult(False, f"the scaler's scale went {scales}, not as in the recipe: use scaler.scale(loss), "
                                   "scaler.step(optimizer) and scaler.update()")  # fmt: skip
-    return CheckResult(False, "the parameters after six steps differ from the recipe's: forward under "
-                              "torch.autocast('cpu', dtype=torch.float16), MSE of model(x).float(), scaled backward, "
-                              "unscale_, clip to 1.0, step, update, zero_grad")  # fmt: skip
+    return CheckResult(False, "the scale moved as in the recipe, but the parameters after six steps differ from "
+                              "the recipe's: check that model(x) and the loss (the MSE of model(x).float()) run under "
+                              "torch.autocast('cpu', dtype=torch.float16), that the clip is to a total norm of 1.0, "
+                              "and what the gradients hold at the moment you clip them")  # fmt: skip

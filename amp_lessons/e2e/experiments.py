@@ -30,11 +30,14 @@ from .._runtime import exact_fp32 as _exact_fp32, fp32_precision, parse_device a
 from .._table import Cell, TableRecord, html_table, text_table
 from .._validate import allocation, count, flag, seed as _seed
 from ..device import DeviceReport, device_report
+from .key_code import make_step as _make_step
 
 __all__ = [
     "CONFIGS",
     "InferenceTable",
     "LaunchTable",
+    "MIN_TRAIN_STEPS",
+    "NOISY_RANGE",
     "RATE_PROBE_SIZE",
     "RateTable",
     "SLOW_FP16_RATIO",
@@ -151,6 +154,23 @@ def _positive(v, name: str) -> float:
 def _sync(d: torch.device) -> None:
     if d.type == "cuda":
         torch.cuda.synchronize(d)
+
+
+_FEWEST_RUNS = 3
+"""The fewest timed runs a budget leaves a measurement (a spread needs a few)."""
+
+
+def _time_until(fn, d: torch.device, warmup: int, repeats: int, deadline: float) -> tuple[tuple[float, ...], bool]:
+    """``(seconds of each timed call, cut)``: :func:`timing.time_fn` one call at a time, after ``warmup`` untimed
+    calls, until ``repeats`` calls are timed or ``time.perf_counter()`` passes ``deadline`` (with at least
+    :data:`_FEWEST_RUNS` timed, or ``repeats`` if fewer); ``cut`` says whether the deadline stopped it."""
+    times: list[float] = []
+    least = min(_FEWEST_RUNS, repeats)
+    while len(times) < repeats:
+        if len(times) >= least and time.perf_counter() >= deadline:
+            return tuple(times), True
+        times += timing.time_fn(fn, device=d.type, warmup=warmup if not times else 0, repeats=1).times_s
+    return tuple(times), False
 
 
 SLOW_FP16_RATIO = 0.25
@@ -300,6 +320,7 @@ def matmul_throughput(
     repeats: int = 5,
     max_fp16_cpu_size: int = 256,
     budget_s: float = 1.0,
+    total_budget_s: float = math.inf,
 ) -> list[dict]:
     """TFLOP/s of square size^3 matmuls in each of ``dtypes`` ("fp32", "tf32", "bf16", "fp16",
     "fp8"), timed with :func:`amp_lessons.timing.time_fn` (median of ``repeats``).
@@ -313,7 +334,9 @@ def matmul_throughput(
     predicted time (warm-up and repeats, from the rate measured at the dtype's previous size, or from
     :func:`matmul_rates` for its first) exceeds ``budget_s`` seconds, with the prediction in the reason:
     a CPU without bf16 instructions runs bf16 matmuls tens of times slower than fp32, and the lesson must not
-    wait minutes for it."""
+    wait minutes for it. The predictions are re-checked as the rows run: once the rows have taken
+    ``total_budget_s`` seconds together (a machine busy with other work runs everything slower than predicted),
+    the remaining rows are skipped, with the time spent in the reason (the first row that can run always runs)."""
     d = _device(device)
     try:
         sizes = [_int(s, "each size") for s in sizes]
@@ -330,8 +353,10 @@ def matmul_throughput(
     repeats = _int(repeats, "repeats")
     max_fp16_cpu_size = _int(max_fp16_cpu_size, "max_fp16_cpu_size", 0)
     budget_s = _positive(budget_s, "budget_s")
+    total_budget_s = _positive(total_budget_s, "total_budget_s")
     report = device_report()
     warmup = 1 if d.type == "cpu" else 3
+    started = time.perf_counter()
     rate = {dt: r for dt, r in matmul_rates(d).items() if dt in dtypes}  # FLOP/s, updated as rows run
     rows = []
     for size in sizes:
@@ -346,6 +371,12 @@ def matmul_throughput(
                 "skipped": _skip_reason(dt, size, d, report, max_fp16_cpu_size),
                 "times_s": None,
             }
+            spent = time.perf_counter() - started
+            if row["skipped"] is None and spent >= total_budget_s and any(r["times_s"] for r in rows):
+                row["skipped"] = (
+                    f"the time budget of {total_budget_s:g} s for these matmuls was spent "
+                    f"({spent:.2g} s when the remaining sizes came up)"
+                )
             if row["skipped"] is None and dt in rate:
                 predicted = (warmup + repeats) * flops / rate[dt]
                 if predicted > budget_s:
@@ -401,8 +432,8 @@ def odd_size_effect(
 
             base, why = _halve_to_budget("base", base, predicted, budget_s, dtype, d)
     rows = matmul_throughput(
-        [base + o for o in offs], (dtype,), device=d, repeats=repeats, budget_s=math.inf
-    )  # sized above
+        [base + o for o in offs], (dtype,), device=d, repeats=repeats, budget_s=math.inf, total_budget_s=2 * budget_s
+    )  # sized above; a busy machine stops it at twice the budget
     first = next((r["tflops"] for r in rows if r["tflops"]), None)
     for r, o in zip(rows, offs):
         r["offset"] = o
@@ -416,7 +447,9 @@ def odd_size_effect(
 # --------------------------------------------------------------------------------------------
 
 
-def _mlp_step_times(width: int, batch: int, d: torch.device, repeats: int) -> dict:
+def _mlp_step_times(
+    width: int, batch: int, d: torch.device, repeats: int, deadline: float = math.inf, bar=None
+) -> dict:
     g = torch.Generator().manual_seed(0)
     model = nn.Sequential(*[nn.Linear(width, width) for _ in range(3)]).to(d)
     x = torch.randn(batch, width, generator=g).to(d)
@@ -431,21 +464,28 @@ def _mlp_step_times(width: int, batch: int, d: torch.device, repeats: int) -> di
         return fn
 
     with _exact_fp32(d):
-        t32 = timing.time_fn(step(False), device=d.type, warmup=2, repeats=repeats)
-        t16 = timing.time_fn(step(True), device=d.type, warmup=2, repeats=repeats)
-    return {
+        t32, cut32 = _time_until(step(False), d, 2, repeats, deadline)
+        if bar is not None:
+            bar.update()
+        t16, cut16 = _time_until(step(True), d, 2, repeats, deadline)
+        if bar is not None:
+            bar.update()
+    out = {
         "model": f"3 x Linear({width}, {width}), batch {batch}",
         "flops_per_step": 3 * 3 * 2.0 * batch * width * width,  # forward + 2 backward matmuls per layer
-        "fp32_step_s": t32.median_s,
-        "bf16_autocast_step_s": t16.median_s,
-        "speedup": t32.median_s / t16.median_s,
-        "fp32_times_s": t32.times_s,
-        "bf16_autocast_times_s": t16.times_s,
+        "fp32_step_s": statistics.median(t32),
+        "bf16_autocast_step_s": statistics.median(t16),
+        "speedup": statistics.median(t32) / statistics.median(t16),
+        "fp32_times_s": t32,
+        "bf16_autocast_times_s": t16,
     }
+    if cut32 or cut16:
+        out["cut_short"] = f"timed {len(t32)} and {len(t16)} steps, not {repeats}: the time budget was spent"
+    return out
 
 
 def launch_bound_demo(
-    *, device="cpu", repeats: int = 20, large_width: int | None = None, budget_s: float = 2.0
+    *, device="cpu", repeats: int = 20, large_width: int | None = None, budget_s: float = 2.0, progress: bool = True
 ) -> dict:
     """One training step (forward, backward) of a tiny MLP (3 x Linear(64, 64), batch 8) in fp32
     and under bf16 autocast, measured: with so little work per op the time is per-op overhead
@@ -457,10 +497,14 @@ def launch_bound_demo(
     Returns ``{"tiny": {...}, "large": {...}}``, each ``{"model", "flops_per_step", "fp32_step_s",
     "bf16_autocast_step_s", "speedup", "fp32_times_s", "bf16_autocast_times_s"}`` (speedup = fp32 median / bf16
     median; the ``*_times_s`` are every timed step, for the spread: ``e2e.LaunchTable.of(result)``); "large" also has
-    ``"width_chosen"``, a sentence saying which width was used and why."""
+    ``"width_chosen"``, a sentence saying which width was used and why. The timing stops adding repeats once
+    twice ``budget_s`` has been spent (a machine busy with other work); a model timed fewer times than asked has
+    ``"cut_short"``, a sentence saying so. ``progress``: a progress bar over the four timings."""
     d = _device(device)
     repeats = _int(repeats, "repeats")
     budget_s = _positive(budget_s, "budget_s")
+    progress = flag(progress, "progress")
+    deadline = time.perf_counter() + 2 * budget_s
     large_repeats = max(3, repeats // 4)
     if large_width is not None:
         width = _int(large_width, "large_width")
@@ -472,9 +516,11 @@ def launch_bound_demo(
             return (2 + large_repeats) * 9 * timing.matmul_flops(w, w, w) / rate
 
         width, why = _halve_to_budget("width", 512 if d.type == "cpu" else 4096, predicted, budget_s, "bf16", d)
-    large = _mlp_step_times(width, width, d, large_repeats)
+    with tqdm(total=4, desc="timing steps", disable=not progress, leave=False) as bar:
+        tiny = _mlp_step_times(64, 8, d, repeats, deadline, bar)
+        large = _mlp_step_times(width, width, d, large_repeats, deadline, bar)
     large["width_chosen"] = why
-    return {"tiny": _mlp_step_times(64, 8, d, repeats), "large": large}
+    return {"tiny": tiny, "large": large}
 
 
 # --------------------------------------------------------------------------------------------
@@ -714,32 +760,34 @@ def training_plan(*, device="cpu", budget_s: float = 8.0, allow_slow_fp16: bool 
     }
 
 
-def amp_step(model: nn.Module, optimizer, config: str, device_type: str):
-    """The training step of ``config`` (one of :data:`CONFIGS`), the AMP recipe's way: one function for
-    every precision, with ``enabled=`` switches instead of if/else copies. Returns ``step(x, y)`` that
-    runs forward, loss, backward and the optimizer step on a batch of token ids and returns the loss.
+def amp_step(model: nn.Module, optimizer, config: str, device_type: str, max_norm: float | None = 1.0):
+    """The training step of ``config`` (one of :data:`CONFIGS`), the AMP recipe's way: lesson 06's ``make_step``
+    (written in the notebook, exported to :mod:`.key_code`), with its arguments checked. Returns ``step(x, y)`` that
+    runs forward and loss under ``torch.autocast``, the scaled backward, ``unscale_`` and ``clip_grad_norm_`` to
+    ``max_norm`` (``None``: no clipping), the optimizer step and the scaler's update through ``torch.amp.GradScaler``
+    (enabled for fp16 only), and returns the loss.
 
     The loss is computed from logits upcast to fp32: under CUDA autocast ``cross_entropy`` has no
     autocast entry and would take fp16/bf16 logits as they are."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not isinstance(optimizer, torch.optim.Optimizer):
+        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
     if config not in CONFIGS:
         raise ValueError(f"config must be one of {', '.join(map(repr, CONFIGS))}, got {config!r}")
     if device_type not in ("cpu", "cuda"):
         raise ValueError(f"device_type must be 'cpu' or 'cuda' (torch.autocast's device types), got {device_type!r}")
-    use_amp = config in ("bf16 autocast", "fp16 autocast + GradScaler")
-    amp_dtype = torch.float16 if config.startswith("fp16") else torch.bfloat16
-    scaler = torch.amp.GradScaler(device_type, enabled=config == "fp16 autocast + GradScaler")
+    if max_norm is not None:
+        if isinstance(max_norm, bool) or not isinstance(max_norm, numbers.Real):
+            raise TypeError(f"max_norm must be a positive number or None (no clipping), got {max_norm!r}")
+        if not (math.isfinite(max_norm) and max_norm > 0):
+            raise ValueError(f"max_norm must be a positive, finite number or None (no clipping), got {max_norm!r}")
+    return _make_step(model, optimizer, config, device_type, max_norm)
 
-    def step(x: torch.Tensor, y: torch.Tensor) -> float:
-        with torch.autocast(device_type, dtype=amp_dtype, enabled=use_amp):
-            logits = model(x)
-            loss = nn.functional.cross_entropy(logits.float().flatten(0, 1), y.flatten())
-        scaler.scale(loss).backward()
-        scaler.step(optimizer)
-        scaler.update()
-        optimizer.zero_grad(set_to_none=True)
-        return loss.item()
 
-    return step
+MIN_TRAIN_STEPS = 8
+"""The fewest steps :func:`train` runs before its ``budget_s`` may stop it (the loss has fallen by more than a
+fifth by then: a stopped run still shows the model learning)."""
 
 
 def train(
@@ -754,12 +802,14 @@ def train(
     lr: float = 3e-3,
     allow_slow_fp16: bool = False,
     make_step=None,
+    budget_s: float = math.inf,
 ) -> dict:
     """Train a :class:`TinyTransformer` on :func:`make_batches` data in one of :data:`CONFIGS`.
 
     One loop for all four: each step is ``make_step(model, optimizer, config, device_type)(x, y)``,
-    by default :func:`amp_step` (the AMP recipe: ``torch.autocast(device, dtype, enabled=...)``,
-    ``torch.amp.GradScaler(device, enabled=...)``); lesson 06 passes its own, written in the notebook.
+    by default :func:`amp_step` (lesson 06's ``make_step``, exported from the notebook to :mod:`.key_code`: the
+    AMP recipe with ``torch.autocast(device, dtype, enabled=...)``, ``torch.amp.GradScaler(device, enabled=...)``
+    and gradient clipping); lesson 06 passes the one its cell defines.
     TF32 through :func:`amp_lessons.tf32.fp32_precision` (fp32 runs with IEEE fp32 matmuls). AdamW,
     a fresh batch each step, same start and data for every config of a seed.
 
@@ -769,11 +819,16 @@ def train(
     the runs would take too long; on a GPU a larger one (d_model 768, 6 layers, 256 tokens; 100 steps
     of batch 32). ``model_kwargs`` overrides the model's sizes, ``batch`` and ``steps`` the run's.
 
+    ``budget_s``: the run stops adding steps once it has taken that long (after at least :data:`MIN_TRAIN_STEPS`
+    steps), so that a machine busy with other work does not turn a predicted few seconds into minutes; the data of
+    each step stays that of the planned run, so runs stopped at different steps compare step by step.
+
     Returns ``{"config", "ran": True, "loss": [per step], "final_loss", "step_time_s": median
     step time (synchronised on a GPU), "step_times_s": every timed step (the first, a warm-up, left out),
     "peak_memory_bytes": :func:`peak_memory` of the last step
     (activations, gradients, optimizer temporaries; not the parameters and optimizer state that
-    already existed), "device", "steps", "model"}``; or ``{"config", "ran": False, "reason"}``
+    already existed), "device", "steps" (run), "planned_steps", "stopped_early" (None, or a sentence saying
+    after how many steps and seconds the budget stopped the run), "model"}``; or ``{"config", "ran": False, "reason"}``
     where the config cannot be run meaningfully here (TF32 without an Ampere+ GPU; fp16 where its
     measured matmul rate is under a quarter of fp32's, unless ``allow_slow_fp16``)."""
     if config not in CONFIGS:
@@ -791,6 +846,7 @@ def train(
     steps = _int(steps if steps is not None else plan["steps"], "steps", 2)
     batch = _int(batch if batch is not None else plan["batch"], "batch")
     seed, progress = _seed(seed), flag(progress, "progress")
+    budget_s = _positive(budget_s, "budget_s")
     mk = plan["model"]
     if model_kwargs is not None:
         if not isinstance(model_kwargs, dict):
@@ -817,15 +873,26 @@ def train(
             raise TypeError(f"the step made by make_step must return the loss as a float (loss.item()), got {loss!r}")
         return float(loss)
 
-    losses, times = [], []
+    losses, times, stopped = [], [], None
+    least = min(MIN_TRAIN_STEPS, steps) - 1  # timed steps before the budget may stop the run (the last is below)
+    started = time.perf_counter()
     with precision:
-        for i in tqdm(range(steps - 1), desc=config, disable=not progress, leave=False):
+        bar = tqdm(range(steps - 1), desc=config, disable=not progress, leave=False)
+        for i in bar:
             _sync(d)
             t0 = time.perf_counter()
             losses.append(step(i))  # .item() waits for the GPU
             times.append(time.perf_counter() - t0)
+            spent = time.perf_counter() - started
+            if spent >= budget_s and i + 1 >= least and i + 1 < steps - 1:
+                stopped = (
+                    f"stopped after {i + 2} of {steps} steps: the run's time budget of {budget_s:.3g} s was "
+                    f"spent ({spent:.3g} s, {statistics.median(times) * 1e3:.3g} ms per step here)"
+                )
+                break
+        bar.close()
         box = []
-        peak = peak_memory(lambda: box.append(step(steps - 1)), device=d)
+        peak = peak_memory(lambda: box.append(step(len(losses))), device=d)
         losses.append(box[0])
     return {
         "config": config,
@@ -836,7 +903,9 @@ def train(
         "step_times_s": tuple(times[1:] if len(times) > 1 else times),
         "peak_memory_bytes": peak,
         "device": str(d) if d.type == "cpu" else torch.cuda.get_device_name(d),
-        "steps": steps,
+        "steps": len(losses),
+        "planned_steps": steps,
+        "stopped_early": stopped,
         "model": dict(mk, batch=batch),
     }
 
@@ -851,7 +920,13 @@ def _param_bytes(model: nn.Module) -> int:
 
 
 def inference_compare(
-    *, device="cpu", seed: int = 0, model: nn.Module | None = None, batch: int = 4, repeats: int = 5
+    *,
+    device="cpu",
+    seed: int = 0,
+    model: nn.Module | None = None,
+    batch: int = 4,
+    repeats: int = 5,
+    budget_s: float = math.inf,
 ) -> list[dict]:
     """Logits of one model (default: a seeded, freshly initialised :class:`TinyTransformer`;
     pass a trained ``model`` to compare that) run four ways on one batch of :func:`make_batches`:
@@ -861,9 +936,12 @@ def inference_compare(
     Rows ``{"variant", "max_abs_error" (max |logits - fp32 logits|), "time_s" (median forward), "times_s" (every
     timed forward),
     "param_bytes", "output_dtype", "note"}``. Where fp16 matmuls are slow (measured, as in
-    :func:`train`) the fp16 row is timed once: the note says so."""
+    :func:`train`) the fp16 row is timed once: the note says so. Once ``budget_s`` seconds are spent (a machine
+    busy with other work), each remaining variant is timed the fewest times a spread needs, and its note says so."""
     d = _device(device)
     batch, repeats = _int(batch, "batch"), _int(repeats, "repeats")
+    budget_s = _positive(budget_s, "budget_s")
+    deadline = time.perf_counter() + budget_s
     if model is None:
         torch.manual_seed(_seed(seed))
         model = TinyTransformer(**(_CPU_MODEL if d.type == "cpu" else _GPU_MODEL))
@@ -893,15 +971,19 @@ def inference_compare(
 
             out = fwd()
             few = name == "fp16 weights" and slow16
-            t = timing.time_fn(fwd, device=d.type, warmup=0 if few else 2, repeats=1 if few else repeats)
+            times, cut = _time_until(fwd, d, 0 if few else 2, 1 if few else repeats, deadline)
+            if cut:
+                note = (
+                    note + "; " if note else ""
+                ) + f"timed {len(times)} times, not {repeats}: the time budget was spent"
             if ref is None:
                 ref = out.float()
             rows.append(
                 {
                     "variant": name,
                     "max_abs_error": (out.float() - ref).abs().max().item(),
-                    "time_s": t.median_s,
-                    "times_s": t.times_s,
+                    "time_s": statistics.median(times),
+                    "times_s": times,
                     "param_bytes": _param_bytes(m),
                     "output_dtype": str(out.dtype).replace("torch.", ""),
                     "note": note,
@@ -1012,6 +1094,25 @@ def _rows_of(rows, keys: set, what: str, want: str) -> list[dict]:
     return list(rows)
 
 
+NOISY_RANGE = 4.0
+"""Two sets of timed runs are too noisy to compare when the ratio of their medians could lie anywhere in a range
+wider than this factor (slowest baseline over fastest candidate, against the reverse): each setting's slowest run
+about twice its fastest, as on a machine busy with other work. Then no verdict is drawn, "within the spread" included."""
+
+
+def _too_noisy(a: timing.Spread, b: timing.Spread) -> bool:
+    return (a.max / a.min) * (b.max / b.min) > NOISY_RANGE
+
+
+def _verdict(base: timing.Spread, cand: timing.Spread, faster: str = "faster", slower: str = "slower") -> str:
+    """What two sets of timed runs (seconds) show: too noisy, within the spread, or ``faster`` / ``slower``."""
+    if _too_noisy(base, cand):
+        return "too noisy to conclude"
+    if base.overlaps(cand):
+        return "within the run-to-run spread"
+    return faster if base.median > cand.median else slower
+
+
 def _fmt(x: float) -> str:
     """3 significant digits, fixed notation where it reads well: 989, 89.4, 0.213, 0.00123."""
     if not math.isfinite(x) or x == 0 or abs(x) < 1e-3 or abs(x) >= 1e5:
@@ -1075,13 +1176,19 @@ class RateTable(TableRecord):
     def overlaps_fp32(self, dtype: str) -> bool:
         return self.rates(dtype).overlaps(self.rates("fp32"))
 
+    def too_noisy(self, dtype: str) -> bool:
+        """Whether ``dtype``'s runs and fp32's vary too much to compare (:data:`NOISY_RANGE`)."""
+        return _too_noisy(self.rates(dtype), self.rates("fp32"))
+
     def _table(self) -> tuple:
         f32 = self.rates("fp32")
         rows = []
         for dt in self.runs:
             r = self.rates(dt)
             against = "1" if dt == "fp32" else _fmt(r.median / f32.median)
-            if dt != "fp32" and self.overlaps_fp32(dt):
+            if dt != "fp32" and _too_noisy(r, f32):
+                against += " (too noisy to compare)"
+            elif dt != "fp32" and self.overlaps_fp32(dt):
                 against += " (within the run-to-run spread)"
             rows.append([dt, str(r.n), *(_fmt(v) for v in (r.min, r.median, r.max)), against])
         header = ("dtype", "runs", "min (GFLOP/s)", "median (GFLOP/s)", "max (GFLOP/s)", "median / fp32 median")
@@ -1121,6 +1228,28 @@ class ThroughputTable(TableRecord):
                 (r["dtype"], r["size"], timing.Spread.of(r["times_s"]).inverse(flops / 1e12), r["percent_of_peak"])
             )
         return cls(tuple(measured), tuple(dict.fromkeys(skipped)), rows[0].get("base_chosen", ""))
+
+    def alignment_verdict(self, multiple: int = 8) -> str:
+        """One sentence on what these rows measured for sizes that are multiples of ``multiple`` against sizes
+        that are not, per dtype: slower, faster, within the run-to-run spread, or too noisy to conclude."""
+        multiple = _int(multiple, "multiple", 2)
+        out = []
+        for dt in dict.fromkeys(dt for dt, _, _, _ in self.measured):
+            rows = [(n, s) for d, n, s, _ in self.measured if d == dt]
+            aligned = [(n, s) for n, s in rows if n % multiple == 0]
+            odd = [(n, s) for n, s in rows if n % multiple]
+            if not aligned or not odd:
+                out.append(f"{dt}: too few sizes measured here to compare multiples of {multiple} with other sizes")
+                continue
+            best = max(aligned, key=lambda r: r[1].median)
+            parts = []
+            for n, s in odd:
+                # rates: the odd size is "slower" where its rate is below the aligned one's
+                words = _verdict(best[1], s, faster="slower", slower="faster")
+                ratio = s.median / best[1].median
+                parts.append(f"n={n} at {ratio:.2f}x the rate of n={best[0]} ({words})")
+            out.append(f"{dt} on this machine: " + "; ".join(parts))
+        return ". ".join(out) + "." if out else "nothing was measured here."
 
     def tflops(self, dtype: str, size: int) -> timing.Spread:
         for dt, n, s, _ in self.measured:
@@ -1162,6 +1291,13 @@ class LaunchTable(TableRecord):
     comparisons: dict
     models: dict
     note: str
+    cut_short: tuple = ()
+
+    @property
+    def verdicts(self) -> dict:
+        """``{model: "faster" | "slower" | "within the run-to-run spread" | "too noisy to conclude"}``: bf16
+        autocast's step against fp32's, from the runs' ranges (:data:`NOISY_RANGE`)."""
+        return {name: _verdict(c.baseline, c.candidate) for name, c in self.comparisons.items()}
 
     @classmethod
     def of(cls, launch) -> LaunchTable:
@@ -1176,7 +1312,8 @@ class LaunchTable(TableRecord):
         }
         models = {name: r["model"] for name, r in launch.items()}
         note = next((r["width_chosen"] for r in launch.values() if "width_chosen" in r), "")
-        return cls(comparisons, models, note)
+        cut = tuple(f"{name}: {r['cut_short']}" for name, r in launch.items() if r.get("cut_short"))
+        return cls(comparisons, models, note, cut)
 
     def _table(self) -> tuple:
         unit, size = max(
@@ -1191,13 +1328,11 @@ class LaunchTable(TableRecord):
             "verdict",
         )
         rows = []
+        tones = {"faster": "good", "slower": "bad"}
         for name, c in self.comparisons.items():
             lo, hi = c.speedup_range
-            verdict = (
-                Cell("within the run-to-run spread", tone="muted")
-                if c.overlap
-                else Cell("faster" if c.speedup > 1 else "slower", tone="good" if c.speedup > 1 else "bad")
-            )
+            words = self.verdicts[name]
+            verdict = Cell(words, tone=tones.get(words, "muted"))
             rows.append(
                 [
                     f"{name}: {self.models[name]}",
@@ -1209,6 +1344,12 @@ class LaunchTable(TableRecord):
                 ]
             )
         notes = ["step times: median (min to max) of the timed steps", f"large model: {self.note}" if self.note else ""]
+        notes += list(self.cut_short)
+        if "too noisy to conclude" in self.verdicts.values():
+            notes.append(
+                f"too noisy to conclude: the extreme runs allow speed-ups more than {NOISY_RANGE:g}x apart (a machine "
+                "busy with other work); run the cell again when it is idle"
+            )
         return header, rows, "one training step, fp32 against bf16 autocast", notes
 
 
@@ -1229,17 +1370,20 @@ class TrainingTable(TableRecord):
 
     ran: tuple
     not_run: tuple
+    stopped: tuple = ()
 
     @classmethod
     def of(cls, runs) -> TrainingTable:
         runs = _rows_of(runs, {"config", "ran"}, "runs", "a list of results of e2e.train")
-        ran, not_run = [], []
+        ran, not_run, stopped = [], [], []
         for r in runs:
             if r["ran"]:
                 ran.append((r["config"], timing.Spread.of(r["step_times_s"]), r["peak_memory_bytes"], r["final_loss"]))
+                if r.get("stopped_early"):
+                    stopped.append((r["config"], r["stopped_early"]))
             else:
                 not_run.append((r["config"], r["reason"]))
-        return cls(tuple(ran), tuple(not_run))
+        return cls(tuple(ran), tuple(not_run), tuple(stopped))
 
     def step_times(self, config: str) -> timing.Spread:
         for c, s, _, _ in self.ran:
@@ -1264,8 +1408,13 @@ class TrainingTable(TableRecord):
         fp32 = next((s for c, s, _, _ in self.ran if c == "fp32"), None)
         notes = []
         for c, s, _, _ in self.ran:
-            if fp32 is not None and c != "fp32" and s.overlaps(fp32):
-                notes.append(f"{c}: step times within the run-to-run spread of fp32's")
+            if fp32 is not None and c != "fp32":
+                words = _verdict(fp32, s)
+                if words == "too noisy to conclude":
+                    notes.append(f"{c}: step times too noisy to compare with fp32's (a machine busy with other work)")
+                elif words == "within the run-to-run spread":
+                    notes.append(f"{c}: step times within the run-to-run spread of fp32's")
+        notes += [f"{c}: {why}" for c, why in self.stopped]
         notes += [f"{c} not run: {why.removeprefix('not run: ')}" for c, why in self.not_run]
         return header, rows, "training runs", notes
 

@@ -28,9 +28,9 @@ def _recipe_scales():
     return scales
 
 
-def _variant(clip=True, clip_first=False, update=True):
+def _variant(clip=True, clip_first=False, update=True, autocast=True):
     def step(model, optimizer, scaler, x, y):
-        with torch.autocast("cpu", dtype=torch.float16):
+        with torch.autocast("cpu", dtype=torch.float16, enabled=autocast):
             loss = nn.functional.mse_loss(model(x).float(), y)
         scaler.scale(loss).backward()
         if clip and clip_first:
@@ -58,6 +58,7 @@ def test_clipped_amp_step_exercise():
         _variant(clip_first=True): "unscale_",
         _variant(clip=False): "not clipped",
         _variant(update=False): "call scaler.update() after scaler.step(optimizer)",
+        _variant(autocast=False): "the forward ran in fp32",
         (lambda *a: None): "scale went",
     }
     for fn, words in wrong.items():
@@ -68,3 +69,26 @@ def test_clipped_amp_step_exercise():
     for r in results:
         text = r.message.replace(" ", "")
         assert str(want).replace(" ", "") not in text and str(want[1:3]).strip("[]").replace(" ", "") not in text
+
+
+def test_the_starter_message_does_not_give_the_order_away():
+    """An untouched starter (and an answer wrong in no known way) is told what is missing, not the recipe's order."""
+    messages = [e2e.check_clipped_amp_step(starter).message]
+
+    def scrambled(model, optimizer, scaler, x, y):  # every piece, in a wrong order that no hint names
+        with torch.autocast("cpu", dtype=torch.float16):
+            loss = nn.functional.mse_loss(model(x).float(), y)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)
+
+    r = e2e.check_clipped_amp_step(scrambled)
+    assert_not_yet(r)
+    messages.append(r.message)
+    for m in messages:
+        named = [w for w in ("scale(", "unscale_", "clip", "step(", "update") if w in m]
+        assert len(named) <= 2, m  # naming the calls one after another would be the answer
+        assert "then" not in m and "before" not in m, m

@@ -1,0 +1,199 @@
+"""Tests of lesson 06's AMP step (written once, in the notebook's ``#| export`` cell, run by the package) and of the
+time budgets and verdicts that keep the lesson honest on a busy machine (no timing asserts: budgets of 1e-9 s and
+of math.inf, and constructed runs)."""
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from amp_lessons import e2e as face
+from amp_lessons.e2e import experiments as e2e, key_code
+from amp_lessons.e2e.experiments import LaunchTable, RateTable, ThroughputTable, TrainingTable
+
+TINY = dict(vocab=16, d_model=32, n_heads=2, n_layers=1, seq_len=16)
+
+
+# --- the step: one copy ------------------------------------------------------------------------------------------
+
+
+def test_the_package_runs_the_notebooks_step():
+    """e2e.amp_step is a checked call of the exported make_step, and e2e.train's default step is that one."""
+    assert face.amp_step is e2e.amp_step and e2e._make_step is key_code.make_step
+    calls = []
+    real = key_code.make_step
+
+    def spy(*args):
+        calls.append(args[2:])
+        return real(*args)
+
+    mp = pytest.MonkeyPatch()
+    mp.setattr(e2e, "_make_step", spy)
+    try:
+        r = e2e.train("bf16 autocast", steps=3, progress=False, model_kwargs=TINY, batch=2)
+    finally:
+        mp.undo()
+    assert r["ran"] and calls == [("bf16 autocast", "cpu", 1.0)]
+    mine = e2e.train("bf16 autocast", steps=3, progress=False, model_kwargs=TINY, batch=2, make_step=key_code.make_step)
+    assert mine["loss"] == r["loss"]  # same seed and data, the same function: the same losses
+
+
+class _Spy(torch.optim.SGD):
+    """SGD that records the total norm of the gradients it applies."""
+
+    def __init__(self, params):
+        super().__init__(params, lr=0.01)
+        self.norms = []
+
+    def step(self, closure=None):
+        grads = [p.grad for g in self.param_groups for p in g["params"] if p.grad is not None]
+        self.norms.append(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])).item())
+        return super().step(closure)
+
+
+def _applied_norms(config, max_norm, steps=3):
+    torch.manual_seed(0)
+    model = e2e.TinyTransformer(**TINY)
+    opt = _Spy(model.parameters())
+    step = e2e.amp_step(model, opt, config, "cpu", max_norm)
+    data = e2e.make_batches(0, steps, 4, TINY["seq_len"], TINY["vocab"])
+    losses = [step(b[:, :-1], b[:, 1:]) for b in data]
+    assert all(math.isfinite(v) for v in losses)
+    return opt.norms
+
+
+@pytest.mark.parametrize("config", ["fp32", "bf16 autocast", "fp16 autocast + GradScaler"])
+def test_the_step_clips_the_true_gradients(config):
+    """The optimizer sees gradients of total norm at most max_norm, unscaled (the scaler's scale is 65536 at the
+    start: a clip before unscale_ would leave them near 1/65536 of max_norm), and max_norm=None leaves them alone."""
+    free = _applied_norms(config, None)
+    assert min(free) > 0.05  # the tiny model's gradients are larger than the limit below
+    clipped = _applied_norms(config, 0.05)
+    assert clipped and all(0.05 * 0.99 < n <= 0.05 * 1.001 for n in clipped), clipped
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "err", "match"),
+    [
+        ({"max_norm": -1.0}, ValueError, "max_norm must be a positive, finite number or None"),
+        ({"max_norm": math.nan}, ValueError, "max_norm"),
+        ({"max_norm": math.inf}, ValueError, "max_norm"),
+        ({"max_norm": "1"}, TypeError, "max_norm must be a positive number or None"),
+        ({"max_norm": True}, TypeError, "max_norm"),
+        ({"config": "fp8"}, ValueError, "config must be one of"),
+        ({"device_type": "mps"}, ValueError, "device_type must be 'cpu' or 'cuda'"),
+        ({"model": "model"}, TypeError, "model must be a torch.nn.Module"),
+        ({"optimizer": None}, TypeError, "optimizer must be a torch.optim.Optimizer"),
+    ],
+)
+def test_amp_step_bad_inputs(kwargs, err, match):
+    model = nn.Linear(2, 2)
+    args = dict(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), config="fp32", device_type="cpu")
+    with pytest.raises(err, match=match):
+        e2e.amp_step(**{**args, **kwargs})
+
+
+# --- time budgets: re-checked as the work goes -------------------------------------------------------------------
+
+
+def test_train_stops_adding_steps_when_its_budget_is_spent():
+    full = e2e.train("fp32", steps=12, progress=False, model_kwargs=TINY, batch=2)
+    cut = e2e.train("fp32", steps=12, progress=False, model_kwargs=TINY, batch=2, budget_s=1e-9)
+    assert full["stopped_early"] is None and full["steps"] == full["planned_steps"] == 12 == len(full["loss"])
+    assert cut["steps"] == e2e.MIN_TRAIN_STEPS == len(cut["loss"]) and cut["planned_steps"] == 12
+    assert cut["stopped_early"].startswith(f"stopped after {e2e.MIN_TRAIN_STEPS} of 12 steps: the run's time budget")
+    assert cut["loss"] == full["loss"][: e2e.MIN_TRAIN_STEPS]  # each step's data is the planned run's
+    assert cut["loss"][-1] < 0.8 * cut["loss"][0]  # MIN_TRAIN_STEPS is enough to see it learn
+    short = e2e.train("fp32", steps=4, progress=False, model_kwargs=TINY, batch=2, budget_s=1e-9)
+    assert short["steps"] == 4 and short["stopped_early"] is None  # fewer steps than the floor: all of them
+    t = TrainingTable.of([full, cut])
+    assert f"fp32: stopped after {e2e.MIN_TRAIN_STEPS} of 12 steps" in str(t)
+    for bad in (-1, 0, math.nan, "1", True):
+        with pytest.raises((TypeError, ValueError), match="budget_s"):
+            e2e.train("fp32", steps=3, progress=False, model_kwargs=TINY, batch=2, budget_s=bad)
+
+
+def test_throughput_skips_the_rest_once_its_total_budget_is_spent():
+    rows = e2e.matmul_throughput([16, 32, 48], ("fp32",), repeats=1, total_budget_s=1e-9)
+    assert rows[0]["skipped"] is None and rows[0]["tflops"] > 0  # the first row starts before any time is spent
+    for r in rows[1:]:
+        assert r["skipped"].startswith("the time budget of 1e-09 s for these matmuls was spent") and r["tflops"] is None
+    assert all(r["skipped"] is None for r in e2e.matmul_throughput([16, 32], ("fp32",), repeats=1))
+    with pytest.raises(ValueError, match="total_budget_s"):
+        e2e.matmul_throughput([8], total_budget_s=0)
+
+
+def test_launch_demo_and_inference_time_fewer_runs_once_the_budget_is_spent():
+    out = e2e.launch_bound_demo(repeats=8, large_width=32, budget_s=1e-9, progress=False)
+    for r in out.values():
+        assert len(r["fp32_times_s"]) == len(r["bf16_autocast_times_s"]) == 3  # the fewest a spread needs
+    assert out["tiny"]["cut_short"] == "timed 3 and 3 steps, not 8: the time budget was spent"
+    assert "cut_short" not in out["large"]  # it asked for max(3, 8 // 4) = 3: none were left out
+    assert "tiny: timed 3 and 3 steps, not 8" in str(LaunchTable.of(out))
+    whole = e2e.launch_bound_demo(repeats=4, large_width=32, progress=False)
+    assert len(whole["tiny"]["fp32_times_s"]) == 4 and "cut_short" not in whole["tiny"]
+    with pytest.raises(TypeError, match="progress"):
+        e2e.launch_bound_demo(progress="yes")
+    rows = e2e.inference_compare(repeats=5, budget_s=1e-9)
+    slow16 = e2e._slow_fp16(torch.device("cpu"))
+    for r in rows:
+        want = 1 if (r["variant"] == "fp16 weights" and slow16) else 3
+        assert len(r["times_s"]) == want, r
+    assert "timed 3 times, not 5: the time budget was spent" in rows[0]["note"]
+    with pytest.raises(ValueError, match="budget_s"):
+        e2e.inference_compare(budget_s=-1)
+
+
+# --- verdicts: a wide spread concludes nothing ------------------------------------------------------------------
+
+
+def test_a_wide_spread_is_too_noisy_to_conclude():
+    """The runs of a busy machine (a speed-up anywhere from 0.00x to 400x) get no verdict, not "within the spread"."""
+    launch = {
+        "tiny": {"model": "3 x Linear(64, 64), batch 8", "fp32_times_s": (1e-4, 2e-4, 4e-2),
+                 "bf16_autocast_times_s": (1e-4, 3e-4, 5e-2)},
+        "large": {"model": "3 x Linear(512, 512), batch 512", "fp32_times_s": (0.020, 0.021, 0.022),
+                  "bf16_autocast_times_s": (0.010, 0.011, 0.012)},
+        "same": {"model": "m", "fp32_times_s": (0.020, 0.021, 0.022), "bf16_autocast_times_s": (0.021, 0.0215, 0.023)},
+    }  # fmt: skip
+    t = LaunchTable.of(launch)
+    assert t.verdicts == {"tiny": "too noisy to conclude", "large": "faster", "same": "within the run-to-run spread"}
+    text = str(t)
+    tiny_row = next(line for line in text.splitlines() if line.startswith("tiny"))
+    assert "too noisy to conclude" in tiny_row and "within the run-to-run spread" not in tiny_row
+    assert "more than 4x apart" in text
+    runs = [
+        {"config": "fp32", "ran": True, "step_times_s": (0.03, 0.04, 0.5), "peak_memory_bytes": 1, "final_loss": 1.0},
+        {"config": "bf16 autocast", "ran": True, "step_times_s": (0.03, 0.035, 0.4), "peak_memory_bytes": 1,
+         "final_loss": 1.0},
+    ]  # fmt: skip
+    text = str(TrainingTable.of(runs))
+    assert "bf16 autocast: step times too noisy to compare with fp32's" in text and "within" not in text
+
+
+def test_rate_table_says_when_the_rates_are_too_noisy():
+    runs = {"fp32": (1e-3, 1.1e-3, 1.2e-3), "bf16": (5e-4, 6e-4, 5e-3), "fp16": (0.1, 0.1, 0.1)}
+    t = RateTable(runs, 256, "cpu")
+    assert t.too_noisy("bf16") and not t.too_noisy("fp16")
+    assert "(too noisy to compare)" in str(t) and "within the run-to-run spread" not in str(t)
+
+
+def _row(size, times, dtype="bf16"):
+    return dict(size=size, dtype=dtype, median_s=None, tflops=None, percent_of_peak=None, skipped=None, times_s=times)
+
+
+def test_alignment_verdict_says_what_was_measured_either_way():
+    t = 2 * 64**3 / 1e9  # 64^3 at 1 GFLOP/s
+    slower = ThroughputTable.of([_row(64, (t, t, t)), _row(65, (2 * t, 2 * t, 2.1 * t))])
+    assert slower.alignment_verdict() == "bf16 on this machine: n=65 at 0.52x the rate of n=64 (slower)."
+    faster = ThroughputTable.of([_row(64, (t, t, t)), _row(65, (t / 2, t / 2, t / 2))])
+    assert "n=65 at 2.10x the rate of n=64 (faster)" in faster.alignment_verdict()
+    same = ThroughputTable.of([_row(64, (t, 1.1 * t, 1.2 * t)), _row(65, (t, 1.1 * t, 1.2 * t))])
+    assert "(within the run-to-run spread)" in same.alignment_verdict()
+    noisy = ThroughputTable.of([_row(64, (t, 2 * t, 3 * t)), _row(65, (t, 2 * t, 3 * t))])
+    assert "(too noisy to conclude)" in noisy.alignment_verdict()
+    alone = ThroughputTable.of([_row(64, (t, t, t))])
+    assert alone.alignment_verdict() == "bf16: too few sizes measured here to compare multiples of 8 with other sizes."
+    with pytest.raises(ValueError, match="multiple"):
+        same.alignment_verdict(0)
