@@ -103,6 +103,18 @@ def test_lesson_06_solution():
     assert not e2e.check_clipped_amp_step("x")
 
 
+def test_lesson_06_solution_calls_the_scaler_in_the_order_of_the_lessons_step():
+    """The instructors' answer and the step lesson 06 shows after the exercise (make_step) agree on the order."""
+    import inspect
+    import re
+
+    from amp_lessons.e2e import key_code
+
+    calls = re.compile(r"scaler\.(?:scale|unscale_|step|update)\(|clip_grad_norm_\(")
+    mine = calls.findall(inspect.getsource(load("solutions_06").clipped_amp_step))
+    assert mine == calls.findall(inspect.getsource(key_code.make_step)) and len(mine) == 5
+
+
 def test_lesson_07_solutions():
     import torch
 
