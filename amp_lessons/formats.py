@@ -35,7 +35,12 @@ from functools import lru_cache
 
 import torch
 
+from ._table import TableRecord
+
 __all__ = [
+    "CLASS_MEANINGS",
+    "CLASSES",
+    "Census",
     "ENCODINGS",
     "FORMATS",
     "FloatFormat",
@@ -59,6 +64,18 @@ ENCODINGS = ("ieee", "fn", "fnuz", "finite")
 SCALE_ENCODINGS = ("fnu",)  # formats of scales, not of elements: no zero, no sign (kept apart from ENCODINGS)
 ROUNDING_MODES = ("nearest_even", "nearest_away", "toward_zero")
 OVERFLOW_MODES = ("inf", "saturate", "nan")
+
+CLASSES = ("zero", "flushed", "subnormal", "normal", "saturated", "inf", "nan")
+"""Where a float32 value lands once rounded to a format: the course's one vocabulary (:meth:`FloatFormat.classify`)."""
+CLASS_MEANINGS = {
+    "zero": "it is zero",
+    "flushed": "a non-zero value that rounds to zero (underflow)",
+    "subnormal": "it rounds to a non-zero subnormal: kept, with fewer significant bits",
+    "normal": "it rounds to a normal value (a value just above max that rounds down to max is normal)",
+    "saturated": "beyond the format's range, clamped to +-max (overflow mode 'saturate')",
+    "inf": "beyond the format's range, or infinite, and stored as +-inf",
+    "nan": "NaN: a NaN input, or an overflow in a format whose overflow gives NaN",
+}
 
 _F32_MAX = float.fromhex("0x1.fffffep127")
 _INF_BITS = 0x7F800000
@@ -223,7 +240,13 @@ class FloatFormat:
         """Where round to nearest takes ``x`` beyond max (to inf, NaN or a saturated max, as the overflow
         mode says): ``|x|`` above :attr:`overflow_threshold`, or on it where the tie rounds up."""
         a, thr = x.abs(), self.overflow_threshold
-        tie_rounds_up = not (self.encoding == "fn" and self.mantissa_bits > 0)
+        # the tie goes to the even neighbour: up (out of range) exactly when max's code is odd. With mantissa bits,
+        # max's last mantissa bit is 1 except in "fn" formats (all-ones is NaN); without, it is the biased exponent's
+        # last bit (the all-ones exponent is max's in "fnuz" and "finite" formats, one below it otherwise)
+        if self.mantissa_bits > 0:
+            tie_rounds_up = self.encoding != "fn"
+        else:
+            tie_rounds_up = (self.emax + self.bias) % 2 == 1
         return (a > thr) | (a == thr) if tie_rounds_up else a > thr
 
     @property
@@ -255,6 +278,42 @@ class FloatFormat:
     def torch_dtype(self) -> torch.dtype | None:
         """The torch dtype with exactly this format, if torch has one."""
         return _TORCH_DTYPES.get((self.exponent_bits, self.mantissa_bits, self.encoding))
+
+    # --- where values land ------------------------------------------------------------------------
+    def classify(self, x, rounding: str = "nearest_even", overflow: str | None = None) -> torch.Tensor:
+        """Where each value of ``x`` lands once rounded to this format: an int64 tensor of indices into
+        :data:`CLASSES` (``x``'s shape). ``x`` is a float tensor (made float32 exactly, as :func:`quantize`
+        works in float32); ``rounding`` and ``overflow`` are :func:`quantize`'s.
+
+        "saturated" counts only values that were beyond the format's range and were clamped to +-max: a value
+        between max and the overflow threshold rounds down to max and is "normal", as round to nearest says.
+        Beyond the range means beyond what the same rounding would give in a format with this precision and
+        float32's exponent range (so it holds for every rounding mode, ties included)."""
+        if self.encoding == "fnu":
+            raise ValueError(
+                f"format {self.name!r} is a scale format (no zero, no sign, powers of two only): classify a tensor "
+                f"in an element format instead, one of {_choices(FORMATS)}"
+            )
+        x = float32_input(x)
+        overflow = check_modes(self, rounding, overflow)
+        q = quantize(x, self, rounding, overflow)
+        same_precision = FloatFormat(f"e8m{self.mantissa_bits}", 8, self.mantissa_bits)
+        beyond = torch.isinf(x) | (quantize(x, same_precision, rounding, "inf").abs() > self.max)
+        mag = q.abs()
+        out = torch.full(x.shape, CLASSES.index("normal"), dtype=torch.int64)
+        out[(mag < self.smallest_normal) & (mag > 0)] = CLASSES.index("subnormal")
+        out[mag == 0] = CLASSES.index("flushed")
+        out[x == 0] = CLASSES.index("zero")
+        out[beyond & torch.isfinite(q)] = CLASSES.index("saturated")
+        out[torch.isinf(q)] = CLASSES.index("inf")
+        out[torch.isnan(q)] = CLASSES.index("nan")
+        return out
+
+    def census(self, x, rounding: str = "nearest_even", overflow: str | None = None) -> Census:
+        """How many values of ``x`` land in each of :data:`CLASSES` (:meth:`classify`), as a :class:`Census`."""
+        codes = self.classify(x, rounding, overflow)
+        counts = torch.bincount(codes.reshape(-1), minlength=len(CLASSES)).tolist()
+        return Census(self.name, rounding, check_modes(self, rounding, overflow), tuple(int(c) for c in counts))
 
     def summary(self) -> dict:
         """The format's template, the same for every format (for tables)."""
@@ -322,6 +381,42 @@ SCALE_FORMATS: dict[str, FloatFormat] = {
         ),
     )
 }
+
+
+@dataclass(frozen=True, repr=False)
+class Census(TableRecord):
+    """How many values landed in each class of :data:`CLASSES` when rounded to ``format`` (made by
+    :meth:`FloatFormat.census`). ``census["flushed"]`` is a count, ``census.fraction("flushed")`` a fraction of
+    all values; shown as a table."""
+
+    format: str
+    rounding: str
+    overflow: str
+    counts: tuple[int, ...]  # one per class of CLASSES, in that order
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts)
+
+    def _index(self, cls: str) -> int:
+        if cls not in CLASSES:
+            raise KeyError(f"unknown class {cls!r}: use one of {_choices(CLASSES)}")
+        return CLASSES.index(cls)
+
+    def __getitem__(self, cls: str) -> int:
+        return self.counts[self._index(cls)]
+
+    def fraction(self, cls: str) -> float:
+        """The fraction of all values in class ``cls`` (0.0 for an empty census)."""
+        return self[cls] / self.total if self.total else 0.0
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(zip(CLASSES, self.counts))
+
+    def _table(self):
+        rows = [(c, f"{n:,}", f"{self.fraction(c):.2%}", CLASS_MEANINGS[c]) for c, n in zip(CLASSES, self.counts)]
+        title = f"{self.total:,} values rounded to {self.format} ({self.rounding}, overflow {self.overflow!r})"
+        return ("class", "values", "share", "meaning"), rows, title, ()
 
 
 def get_format(fmt: str | FloatFormat) -> FloatFormat:
