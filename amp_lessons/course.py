@@ -149,6 +149,13 @@ LESSONS: tuple[Lesson, ...] = (
         "the graph Dynamo captures of an autocast region, the casts Inductor fuses away, why compiled bf16 differs "
         "from eager, step and compile times",
         topic="compiled",
+        key_code=(
+            "torch.compile(",
+            "emulate_precision_casts",
+            "torch._inductor.config.patch(",
+            "backend=recorder",
+            "torch._logging.set_logs(graph_code=True)",
+        ),
     ),
 )
 

@@ -208,13 +208,6 @@ def _valid_value(name: str, qualname: str):
         },
         "scaling.safe_window": {"sweep": lambda: importlib.import_module("amp_lessons.scaling").scale_sweep(_census())},
         **{f"compiled.{f}": {"name": lambda: "chain"} for f in ("workload", "make_inputs", "compile_workload")},
-        **{
-            f"compiled.{f}": {
-                "h": lambda: torch.randn(2, 4, dtype=torch.bfloat16),
-                "g": lambda: torch.randn(2, 4, dtype=torch.bfloat16),
-            }
-            for f in ("round_once", "round_every_op")
-        },
         "compiled.plot_errors": {"errors": lambda: {"eager": (1e-2, 1e-3), "compiled": (1e-2, 1e-3)}},
         "compiled.plot_step_times": {
             "times": lambda: {

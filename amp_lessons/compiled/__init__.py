@@ -2,11 +2,12 @@
 survive in Inductor's generated code, compiled bf16 numerics against eager and fp64, and step times.
 
 `from amp_lessons import compiled` gives every public name of the topic's modules: :mod:`.experiments`,
-:mod:`.plots`, :mod:`.checks`."""
+:mod:`.plots`, :mod:`.checks`. The lesson's own code (the block it compiles, its debugging backend) is in
+:mod:`.key_code`, generated from the notebook's ``#| export`` cells."""
 
 from .checks import (
-    check_round_every_op,
-    check_round_once,
+    check_compile_matching_eager,
+    check_fused_chain,
 )
 from .experiments import (
     WORKLOADS,
@@ -22,8 +23,6 @@ from .experiments import (
     inductor_status,
     make_inputs,
     precision_errors,
-    round_every_op,
-    round_once,
     step_times,
     summarize_code,
     workload,
@@ -41,8 +40,8 @@ __all__ = [
     "EagerCasts",
     "InductorUnavailable",
     "captured_graph",
-    "check_round_every_op",
-    "check_round_once",
+    "check_compile_matching_eager",
+    "check_fused_chain",
     "compile_workload",
     "eager_casts",
     "fp8_saturation",
@@ -51,8 +50,6 @@ __all__ = [
     "plot_errors",
     "plot_step_times",
     "precision_errors",
-    "round_every_op",
-    "round_once",
     "step_times",
     "summarize_code",
     "workload",

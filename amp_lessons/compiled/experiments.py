@@ -35,6 +35,7 @@ from .. import timing
 from .._runtime import one_thread
 from .._validate import count, flag, seed as _seed
 from ..autocast.experiments import trace
+from .key_code import GraphRecorder, chain as _chain, mlp as _mlp
 
 __all__ = [
     "WORKLOADS",
@@ -50,8 +51,6 @@ __all__ = [
     "inductor_status",
     "make_inputs",
     "precision_errors",
-    "round_every_op",
-    "round_once",
     "step_times",
     "summarize_code",
     "workload",
@@ -116,17 +115,7 @@ def _require_inductor() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def _mlp(x, w_gate, w_up, *, autocast: bool = True):
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-        gate = x @ w_gate
-        up = x @ w_up
-        y = F.silu(gate) * up
-        return F.rms_norm(y, (y.shape[-1],))
-
-
-def _chain(h, g):
-    y = F.silu(g) * h
-    return F.rms_norm(y, (y.shape[-1],))
+# ``"mlp"`` and ``"chain"`` are lesson 11's own cells (key_code: mlp, chain); the two norms only the tests use.
 
 
 def _layer_norm(x, w, weight, bias, *, autocast: bool = True):
@@ -214,7 +203,7 @@ def eager_casts(name: str, inputs: tuple | None = None) -> EagerCasts:
     """Run workload ``name`` eagerly under lesson 04's tracer (:func:`amp_lessons.autocast.trace`) and count
     its casts and its bf16 outputs. ``inputs``: from :func:`make_inputs` (the default)."""
     name = _check_workload(name)
-    args = make_inputs(name) if inputs is None else _check_inputs(inputs)
+    args = make_inputs(name) if inputs is None else _check_inputs(inputs, name)
     with torch.no_grad():
         t = trace(workload(name), *args, device_type="cpu", dtype=LOW)
     ops = tuple(op.name for op in t.ops)
@@ -222,9 +211,26 @@ def eager_casts(name: str, inputs: tuple | None = None) -> EagerCasts:
     return EagerCasts(name, ops, len(t.casts), bf16)
 
 
-def _check_inputs(inputs) -> tuple:
+def _check_inputs(inputs, name: str) -> tuple:
+    """``inputs`` of workload ``name``: as many floating-point tensors as :func:`make_inputs` gives, on which the
+    workload runs eagerly (checked with one eager call, before anything is traced or compiled)."""
     if not isinstance(inputs, (tuple, list)) or not all(isinstance(t, torch.Tensor) for t in inputs):
         raise TypeError(f"inputs must be a tuple of tensors (from make_inputs), got {type(inputs).__name__}")
+    want = make_inputs(name, rows=1, width=1)
+    if len(inputs) != len(want) or not all(t.is_floating_point() for t in inputs):
+        raise ValueError(
+            f"inputs must be the {len(want)} floating-point tensors of workload {name!r} (from make_inputs({name!r})), "
+            f"got {len(inputs)}: {[f'{tuple(t.shape)} {t.dtype}' for t in inputs]}"
+        )
+    try:
+        with torch.no_grad():
+            workload(name)(*inputs)
+    except RuntimeError as e:
+        shapes = [tuple(t.shape) for t in inputs]
+        raise ValueError(
+            f"inputs of shapes {shapes} do not fit workload {name!r} ({e}): they must have the shapes "
+            f"make_inputs({name!r}) gives, e.g. {[tuple(t.shape) for t in want]} for rows=1, width=1"
+        ) from e
     return tuple(inputs)
 
 
@@ -301,31 +307,24 @@ class CapturedGraph:
 
 def captured_graph(name: str, inputs: tuple | None = None) -> CapturedGraph:
     """Trace workload ``name`` with Dynamo and AOTAutograd only (no Inductor, no C++ compiler: fast) and
-    return both graphs. ``inputs``: from :func:`make_inputs` (the default)."""
+    return both graphs. ``inputs``: from :func:`make_inputs` (the default).
+
+    Lesson 11's ``GraphRecorder`` backend keeps Dynamo's graph and hands it on to AOTAutograd, whose forward
+    compiler, a second ``GraphRecorder``, keeps the ATen graph and runs it unchanged."""
     from torch._dynamo.backends.common import aot_autograd
 
     name = _check_workload(name)
-    args = make_inputs(name) if inputs is None else _check_inputs(inputs)
-    dynamo_graphs, aten_graphs = [], []
-
-    def fw(gm, example_inputs):
-        aten_graphs.append(gm)
-        return gm.forward
-
+    args = make_inputs(name) if inputs is None else _check_inputs(inputs, name)
     _require_inductor_import()
-    aot = aot_autograd(fw_compiler=fw)
-
-    def backend(gm, example_inputs):
-        dynamo_graphs.append(gm)
-        return aot(gm, example_inputs)
-
-    torch._dynamo.reset()
+    aten = GraphRecorder()
+    dynamo = GraphRecorder(then=aot_autograd(fw_compiler=aten))
+    torch._dynamo.reset()  # trace afresh, whatever was compiled before
     try:
         with torch.no_grad():
-            torch.compile(workload(name), backend=backend, dynamic=False)(*args)
+            torch.compile(workload(name), backend=dynamo, dynamic=False)(*args)
     finally:
         torch._dynamo.reset()
-    return CapturedGraph(name, _graph_lines(dynamo_graphs[0]), _graph_lines(aten_graphs[0]), len(dynamo_graphs))
+    return CapturedGraph(name, _graph_lines(dynamo.graphs[0]), _graph_lines(aten.graphs[0]), len(dynamo.graphs))
 
 
 # --------------------------------------------------------------------------------------------
@@ -420,7 +419,7 @@ def compile_workload(
     name = _check_workload(name)
     flag(autocast, "autocast")
     flag(emulate_precision_casts, "emulate_precision_casts")
-    args = make_inputs(name) if inputs is None else _check_inputs(inputs)
+    args = make_inputs(name) if inputs is None else _check_inputs(inputs, name)
     _require_inductor()
     fn = workload(name, autocast=autocast)
     with _inductor_settings(emulate_precision_casts):
@@ -465,10 +464,11 @@ def _rel_errors(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float]:
     return float(rel.max()), float(rel.mean())
 
 
-def precision_errors(compiled: CompiledWorkload, emulated: CompiledWorkload | None = None) -> dict:
+def precision_errors(compiled: CompiledWorkload, emulated=None) -> dict:
     """Max and mean element-wise relative error against an fp64 reference of eager mode, of ``compiled``
-    and (if given) of ``emulated`` (the same workload compiled with ``emulate_precision_casts=True``), on
-    ``compiled``'s inputs. Also: whether compiled and emulated outputs equal eager's bit for bit, and the
+    and (if given) of ``emulated``, on ``compiled``'s inputs. ``emulated``: the same workload compiled with
+    ``emulate_precision_casts=True`` (a :class:`CompiledWorkload`), or the output tensor of such a compiled
+    function called on ``compiled.inputs`` (lesson 11 compiles it in a cell). Also: whether compiled and emulated outputs equal eager's bit for bit, and the
     largest difference from eager in bf16 units in the last place (ulps) of each element, and the fraction of
     elements that differ from eager. Emulation reproduces eager's roundings, not its fp32 arithmetic: where ATen's
     and Inductor's fp32 ``exp``/``rsqrt`` differ in the last bit, a value next to a bf16 rounding boundary can round
@@ -478,19 +478,29 @@ def precision_errors(compiled: CompiledWorkload, emulated: CompiledWorkload | No
     "emulated_equals_eager": bool, "compiled_ulps_from_eager": float, "emulated_ulps_from_eager": float}``."""
     if not isinstance(compiled, CompiledWorkload) or compiled.emulate_precision_casts or not compiled.autocast:
         raise TypeError("compiled must be a CompiledWorkload from compile_workload(name) with autocast on")
-    if emulated is not None and (
-        not isinstance(emulated, CompiledWorkload)
-        or not emulated.emulate_precision_casts
-        or emulated.workload != compiled.workload
+    if (
+        emulated is not None
+        and not isinstance(emulated, torch.Tensor)
+        and (
+            not isinstance(emulated, CompiledWorkload)
+            or not emulated.emulate_precision_casts
+            or emulated.workload != compiled.workload
+        )
     ):
         raise TypeError(
-            "emulated must be compile_workload(name, emulate_precision_casts=True) of the same workload, or None"
+            "emulated must be compile_workload(name, emulate_precision_casts=True) of the same workload, its output "
+            f"tensor on compiled.inputs, or None; got {type(emulated).__name__}"
         )
     args, name = compiled.inputs, compiled.workload
     with torch.no_grad():
         eager = workload(name)(*args)
-        emul_out = None if emulated is None else emulated.fn(*args)
-    if emulated is not None and not torch.equal(emul_out, emulated.output):
+        emul_out = emulated if emulated is None or isinstance(emulated, torch.Tensor) else emulated.fn(*args)
+    if isinstance(emulated, torch.Tensor) and (emulated.shape != eager.shape or emulated.dtype != eager.dtype):
+        raise ValueError(
+            f"emulated has shape {tuple(emulated.shape)} and dtype {emulated.dtype}; the workload's output on "
+            f"compiled.inputs has {tuple(eager.shape)} and {eager.dtype}: pass its output on those inputs"
+        )
+    if isinstance(emulated, CompiledWorkload) and not torch.equal(emul_out, emulated.output):
         raise ValueError("emulated was compiled on other inputs than compiled: compile both on the same inputs")
     ref = _reference(name, args)
     ulp = ref.abs().clamp_min(torch.finfo(LOW).tiny)
@@ -509,20 +519,6 @@ def precision_errors(compiled: CompiledWorkload, emulated: CompiledWorkload | No
         out["emulated_ulps_from_eager"] = ulps(emul_out)
         out["emulated_fraction_differing"] = float((emul_out != eager).double().mean())
     return out
-
-
-def round_every_op(h: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-    """The ``"chain"`` workload as eager mode computes it, written out: each op in fp32, rounded to bf16 after
-    each (silu, mul, rms_norm): what ``emulate_precision_casts=True`` makes Inductor do."""
-    s = F.silu(g.float()).to(LOW)
-    y = (s.float() * h.float()).to(LOW)
-    return F.rms_norm(y.float(), (y.shape[-1],)).to(LOW)
-
-
-def round_once(h: torch.Tensor, g: torch.Tensor) -> torch.Tensor:
-    """The ``"chain"`` workload as Inductor fuses it by default: fp32 throughout, one rounding to bf16 at the end."""
-    y = F.silu(g.float()) * h.float()
-    return F.rms_norm(y, (y.shape[-1],)).to(LOW)
 
 
 # --------------------------------------------------------------------------------------------

@@ -2,23 +2,36 @@
 
 import pytest
 import torch
+import torch._inductor.config as inductor_config
+import torch.nn.functional as F
 
 from amp_lessons import compiled
 from amp_lessons.checks import CheckResult
+from amp_lessons.compiled.key_code import chain
 from tests.test_checks import assert_not_yet, assert_your_turn, solution
 
-
-def test_right_answers_pass():
-    assert compiled.check_round_once(compiled.round_once)
-    assert compiled.check_round_every_op(compiled.round_every_op)
-    assert compiled.check_round_every_op(compiled.workload("chain"))
+needs_inductor = pytest.mark.skipif(not compiled.inductor_status()[0], reason="no C++ compiler for Inductor")
+RELEASE = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
 
 
-def test_the_two_roundings_are_not_confused():
-    r = compiled.check_round_once(compiled.round_every_op)
-    assert not r and "eager" in r.message
-    r = compiled.check_round_every_op(compiled.round_once)
-    assert not r and "fused" in r.message
+def fused_by_hand(h, g):  # the chain in fp32, one rounding at the end
+    return F.rms_norm(F.silu(g.float()) * h.float(), (h.shape[-1],)).to(torch.bfloat16)
+
+
+def test_fused_chain_passes_one_rounding_and_refuses_eager():
+    assert compiled.check_fused_chain(fused_by_hand)
+    assert compiled.check_fused_chain(lambda h, g: chain(h.double(), g.double()).to(torch.bfloat16))  # fp64 too
+    r = compiled.check_fused_chain(chain)
+    assert not r and r.todo and "eager" in r.message
+
+
+def test_fused_chain_rounding_in_the_middle_gets_a_hint():
+    def twice(h, g):  # silu rounded to bf16 before the multiplication
+        return F.rms_norm(F.silu(g.float()).bfloat16().float() * h.float(), (h.shape[-1],)).bfloat16()
+
+    r = compiled.check_fused_chain(twice)
+    assert_not_yet(r)
+    assert "rounded to bf16 before the end" in r.message
 
 
 @pytest.mark.parametrize(
@@ -26,47 +39,84 @@ def test_the_two_roundings_are_not_confused():
     [None, ..., 3, "x", lambda h, g: None, lambda h, g: 1 / 0, lambda h, g: h.float(), lambda h, g: h[:1], print],
 )
 def test_junk_answers_get_feedback(answer):
-    for check in (compiled.check_round_once, compiled.check_round_every_op):
+    for check in (compiled.check_fused_chain, compiled.check_compile_matching_eager):
         r = check(answer)
-        assert isinstance(r, CheckResult) and not r
+        assert isinstance(r, CheckResult) and not r and r.message
 
 
 def test_seed_is_validated():
     with pytest.raises(TypeError):
-        compiled.check_round_once(compiled.round_once, seed=1.5)
-    assert compiled.check_round_once(compiled.round_once, seed=7)
-
-
-def test_fp64_answer_rounded_once_passes():
-    assert compiled.check_round_once(lambda h, g: compiled.workload("chain")(h.double(), g.double()).to(torch.bfloat16))
+        compiled.check_fused_chain(fused_by_hand, seed=1.5)
+    with pytest.raises(TypeError):
+        compiled.check_compile_matching_eager(lambda fn: fn, seed="0")
+    assert compiled.check_fused_chain(fused_by_hand, seed=7)
 
 
 # The exercises as lesson 11 gives them: (a) the starter gets "your turn", (b) the instructors' solution is
-# correct, (c) a wrong answer gets "Not yet"; (d) the answers are tensors, and no message prints one.
+# correct, (c) a wrong answer gets "Not yet" with its own hint; (d) the two cells swapped fail; no message prints a
+# tensor.
 
 
-def test_round_once_exercise():
-    def round_once(h, g):  # lesson 11's starter
-        return torch.nn.functional.rms_norm(torch.nn.functional.silu(g) * h, (h.shape[-1],))
+def test_fused_chain_exercise():
+    def fused_chain(h, g):  # lesson 11's starter
+        return chain(h, g)
 
-    starter = compiled.check_round_once(round_once)
+    starter = compiled.check_fused_chain(fused_chain)
     assert_your_turn(starter)
-    assert compiled.check_round_once(solution("11").round_once)
-    r = compiled.check_round_once(lambda h, g: round_once(h, g) * 1.01)
+    assert compiled.check_fused_chain(solution("11").fused_chain)
+    r = compiled.check_fused_chain(lambda h, g: fused_by_hand(h, g) * 1.01)
     assert_not_yet(r)
+    swapped = compiled.check_fused_chain(solution("11").compile_matching_eager)
+    assert_not_yet(swapped)
     assert "tensor(" not in r.message and "tensor(" not in starter.message
 
 
-def test_round_every_op_exercise():
-    def round_every_op(h, g):  # lesson 11's starter
-        return torch.nn.functional.rms_norm((torch.nn.functional.silu(g.float()) * h.float()), (h.shape[-1],)).to(
-            torch.bfloat16
-        )
+@needs_inductor
+def test_compile_matching_eager_exercise():
+    def compile_matching_eager(fn):  # lesson 11's starter
+        return torch.compile(fn)
 
-    starter = compiled.check_round_every_op(round_every_op)
+    starter = compiled.check_compile_matching_eager(compile_matching_eager)
     assert_your_turn(starter)
-    assert "fused" in starter.message
-    assert compiled.check_round_every_op(solution("11").round_every_op)
-    r = compiled.check_round_every_op(lambda h, g: (compiled.workload("chain")(h, g).float() * 1.01).bfloat16())
-    assert_not_yet(r)
-    assert "elements differ" in r.message and "tensor(" not in r.message and "tensor(" not in starter.message
+    assert "default numerics" in starter.message
+    right = compiled.check_compile_matching_eager(solution("11").compile_matching_eager)
+    assert right, right.message
+    assert ("2.11" in right.message) == (RELEASE <= (2, 11))
+    swapped = compiled.check_compile_matching_eager(solution("11").fused_chain)
+    assert_not_yet(swapped)
+    assert inductor_config.emulate_precision_casts is False
+
+
+@needs_inductor
+def test_compile_matching_eager_names_each_mistake():
+    def lazy(fn):  # the setting is gone by the time Inductor compiles (at the first call)
+        with inductor_config.patch(emulate_precision_casts=True):
+            return torch.compile(fn)
+
+    def first_call_only(fn):  # the second call compiles again, without the setting
+        compiled_fn, calls = torch.compile(fn), []
+
+        def run(*args):
+            calls.append(1)
+            if len(calls) == 1:
+                with inductor_config.patch(emulate_precision_casts=True):
+                    return compiled_fn(*args)
+            return compiled_fn(*args)
+
+        return run
+
+    def left_on(fn):  # right numbers, but the whole process keeps the setting
+        inductor_config.emulate_precision_casts = True
+        return torch.compile(fn)
+
+    for answer, words in (
+        (lazy, "compiles at the first call"),
+        (first_call_only, "compiled again without it"),
+        (left_on, "stays on for every later compile"),
+        (lambda fn: fn, "ran eagerly"),
+        (lambda fn: 3, "must return a function"),
+    ):
+        r = compiled.check_compile_matching_eager(answer)
+        assert_not_yet(r)
+        assert words in r.message, (answer, r.message)
+        assert inductor_config.emulate_precision_casts is False  # the checker restores what an answer changed

@@ -84,14 +84,42 @@ def test_compiled_bf16_differs_from_eager_and_emulation_restores_it(mlp):
         compiled.precision_errors(mlp["autocast"], mlp["fp32"])
 
 
-def test_round_every_op_is_eager_and_round_once_is_one_rounding():
-    h, g = compiled.make_inputs("chain", 1)
-    eager = compiled.workload("chain")(h, g)
-    assert torch.equal(compiled.round_every_op(h, g), eager)
-    ref = compiled.workload("chain")(h.double(), g.double())
-    once = float(((compiled.round_once(h, g).double() - ref).abs() / ref.abs()).max())
-    every = float(((eager.double() - ref).abs() / ref.abs()).max())
-    assert once <= 2**-8 < every
+def test_precision_errors_takes_the_emulated_output_tensor(mlp):
+    """Lesson 11 compiles the emulated block in a cell and passes its output: the same figures as the workload's."""
+    a = compiled.precision_errors(mlp["autocast"], mlp["emulated"])
+    b = compiled.precision_errors(mlp["autocast"], mlp["emulated"].output)
+    assert a == b
+    with pytest.raises(ValueError, match="shape"):
+        compiled.precision_errors(mlp["autocast"], mlp["emulated"].output[:3])
+    with pytest.raises(ValueError, match="dtype"):
+        compiled.precision_errors(mlp["autocast"], mlp["emulated"].output.float())
+    with pytest.raises(TypeError, match="str"):
+        compiled.precision_errors(mlp["autocast"], "emulated")
+
+
+def test_graph_recorder_keeps_what_dynamo_captured():
+    from amp_lessons.compiled.key_code import GraphRecorder, chain
+
+    h, g = compiled.make_inputs("chain")
+    rec = GraphRecorder()
+    torch._dynamo.reset()
+    try:
+        out = torch.compile(chain, backend=rec)(h, g)
+
+        # a graph break (a print) splits the function into two graphs
+        def broken(h, g):
+            y = torch.nn.functional.silu(g) * h
+            print(end="")
+            return torch.nn.functional.rms_norm(y, (y.shape[-1],))
+
+        rec2 = GraphRecorder()
+        torch.compile(broken, backend=rec2)(h, g)
+    finally:
+        torch._dynamo.reset()
+    assert torch.equal(out, chain(h, g))  # the graph ran unchanged
+    assert len(rec.graphs) == 1 and len(rec2.graphs) == 2
+    calls = [getattr(n.target, "__name__", "") for n in rec.graphs[0].graph.nodes if n.op == "call_function"]
+    assert calls == ["silu", "mul", "rms_norm"]
 
 
 def test_step_times_times_four_settings(mlp):
