@@ -53,6 +53,9 @@ def main() -> int:
         else:
             print(f"  train {cfg}: {r['reason']}")
     print(f"== train, the runs that ran: {total:.2f} s")
+    # the lesson's step clips (unscale_ + clip_grad_norm_); the same fp32 run without, for the cost of the clipping
+    r = e2e.train("fp32", device=device, progress=False, make_step=lambda m, o, c, d: e2e.amp_step(m, o, c, d, None))
+    print(f"  train fp32 without clipping (max_norm=None): {r['step_time_s'] * 1e3:.1f} ms/step")
     for r in timed("inference_compare", lambda: e2e.inference_compare(device=device)):
         print(
             f"  {r['variant']:<14} max err {r['max_abs_error']:.3g}, {r['time_s'] * 1e3:.2f} ms, "
