@@ -133,6 +133,16 @@ def test_the_startup_file_caps_every_gpu_when_asked(monkeypatch):
     assert set(namespace) - {"__builtins__"} == {"get_ipython"}, "the learner's namespace is left as it was"
 
 
+@pytest.mark.parametrize("args", [["--lesson", "99_none.ipynb"], ["--max", "0"], ["--factor", "1"]])
+def test_the_load_script_refuses_bad_arguments(args, capsys):
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import hub_load
+
+    with pytest.raises(SystemExit) as e:
+        hub_load.main(args)
+    assert e.value.code == 2 and args[0] in capsys.readouterr().err
+
+
 # -- the Kubernetes values (no cluster here: checked as YAML against the keys Zero to JupyterHub documents)
 def test_the_z2jh_values_use_documented_keys():
     """Keys from https://z2jh.jupyter.org/en/stable/resources/reference.html (the chart's configuration reference)."""
