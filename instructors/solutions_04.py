@@ -1,15 +1,16 @@
-"""Instructor solutions for lesson 04's exercise (run through the learner's checker by
+"""Instructor solutions for lesson 04's exercises (run through the learner's checker by
 tests/test_solutions.py)."""
 
 DTYPE_PREDICTIONS = {
-    "cpu: a @ b": "torch.bfloat16",  # mm: lower precision
-    "cpu: (a @ b).sum()": "torch.bfloat16",  # sum is on no CPU list: bf16 stays bf16
-    "cpu: layer_norm(h)": "torch.bfloat16",  # layer_norm is on no CPU list
-    "cpu: cat([h, a])": "torch.float32",  # cat: promote to the widest input
-    "cpu: a.double() @ b.double()": "torch.float64",  # fp64 inputs are not autocast
-    "cuda: (a @ b).sum()": "torch.float32",  # sum is an fp32 op on CUDA
-    "cuda: softmax(a @ b)": "torch.float32",  # softmax is an fp32 op on CUDA
-    "cuda: cat([h, a])": "torch.float32",  # no CUDA autocast kernel: ordinary type promotion
+    "cpu: cumsum(a @ b, 0)": "torch.bfloat16",  # cumsum is on no CPU list: the bf16 of the mm stays bf16
+    "cuda: cumsum(a @ b, 0)": "torch.float32",  # fp32_set_opt_dtype on CUDA: reads fp16, writes fp32
+    "cuda: norm(h)": "torch.float32",  # fp32_append_dtype: the overload with dtype=float32
+    "cpu: addcmul(a, h, h)": "torch.float32",  # on no CPU list: type promotion of fp32 and bf16
+    "cuda: gelu(a @ b)": "torch.float16",  # gelu is on no CUDA list: it keeps the fp16 of the mm
+    "cpu: a @ b + a": "torch.float32",  # add is on no list: bf16 + fp32 promotes to fp32
+    "cpu: embedding_bag(i, h, offsets)": "torch.bfloat16",  # on no CPU list: the weight's dtype
+    # bmm is lower_precision: the fp32 input is cast to bf16, the fp64 one left alone: mixed dtypes, refused
+    "cpu: bmm(a[None].double(), b[None])": "error",
 }
 
 

@@ -1,6 +1,7 @@
 """Lesson 04, autocast policies: which op runs in which dtype, traced and profiled, and the cost of casts.
 
-`from amp_lessons import autocast` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.checks`."""
+`from amp_lessons import autocast` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`,
+:mod:`.checks`."""
 
 from .checks import (
     check_bce_fix,
@@ -16,6 +17,7 @@ from .experiments import (
     Trace,
     cast_cost,
     fake_cuda,
+    output_dtypes,
     policy_groups,
     policy_of,
     policy_sources,
@@ -23,6 +25,7 @@ from .experiments import (
     profile_tree,
     trace,
 )
+from .plots import plot_output_dtypes
 
 __all__ = [
     "DEVICE_TYPES",
@@ -36,6 +39,8 @@ __all__ = [
     "check_bce_fix",
     "check_dtype_predictions",
     "fake_cuda",
+    "output_dtypes",
+    "plot_output_dtypes",
     "policy_groups",
     "policy_of",
     "policy_sources",

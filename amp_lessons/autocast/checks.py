@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
+import textwrap
+
 import torch
 import torch.nn.functional as F
 
-from ..autocast.experiments import trace
+from ..autocast.experiments import policy_of, trace
 from ..checks import CheckResult, call_learner, is_placeholder
 
 __all__ = [
@@ -15,23 +19,40 @@ __all__ = [
 
 
 def _dtype_exercises():
-
+    """expression -> (device type, function of (a, b, h, i, offsets), the op to look up)."""
     return {
-        "cpu: a @ b": ("cpu", lambda a, b, h: a @ b),
-        "cpu: (a @ b).sum()": ("cpu", lambda a, b, h: (a @ b).sum()),
-        "cpu: layer_norm(h)": ("cpu", lambda a, b, h: F.layer_norm(h, h.shape[-1:])),
-        "cpu: cat([h, a])": ("cpu", lambda a, b, h: torch.cat([h, a])),
-        "cpu: a.double() @ b.double()": ("cpu", lambda a, b, h: a.double() @ b.double()),
-        "cuda: (a @ b).sum()": ("cuda", lambda a, b, h: (a @ b).sum()),
-        "cuda: softmax(a @ b)": ("cuda", lambda a, b, h: torch.softmax(a @ b, dim=-1)),
-        "cuda: cat([h, a])": ("cuda", lambda a, b, h: torch.cat([h, a])),
+        "cpu: cumsum(a @ b, 0)": ("cpu", lambda a, b, h, i, o: torch.cumsum(a @ b, 0), "cumsum"),
+        "cuda: cumsum(a @ b, 0)": ("cuda", lambda a, b, h, i, o: torch.cumsum(a @ b, 0), "cumsum"),
+        "cuda: norm(h)": ("cuda", lambda a, b, h, i, o: torch.norm(h), "norm"),
+        "cpu: addcmul(a, h, h)": ("cpu", lambda a, b, h, i, o: torch.addcmul(a, h, h), "addcmul"),
+        "cuda: gelu(a @ b)": ("cuda", lambda a, b, h, i, o: F.gelu(a @ b), "gelu"),
+        "cpu: a @ b + a": ("cpu", lambda a, b, h, i, o: a @ b + a, "add"),
+        "cpu: embedding_bag(i, h, offsets)": ("cpu", lambda a, b, h, i, o: F.embedding_bag(i, h, o), "embedding_bag"),
+        "cpu: bmm(a[None].double(), b[None])": (
+            "cpu",
+            lambda a, b, h, i, o: torch.bmm(a[None].double(), b[None]),
+            "bmm",
+        ),
     }
+
+
+def _outcome(device_type: str, fn, args) -> str:
+    """The output dtype's name ("float32") of ``fn(*args)`` under the device type's autocast, or "error"."""
+    try:
+        return _dtype_name(trace(fn, *args, device_type=device_type).output.dtype)
+    except RuntimeError:
+        return "error"
+
+
+def _dtype_name(d) -> str:
+    return str(d).replace("torch.", "")
 
 
 def check_dtype_predictions(predictions: dict) -> CheckResult:
     """Exercise: predict the output dtype of each expression of the lesson's table under autocast
     (CPU: bf16 autocast, run here; CUDA: fp16 autocast, on a GPU or previewed with fake CUDA
-    tensors). ``predictions`` maps each expression to a dtype name such as "torch.float32"."""
+    tensors), or "error" where the call raises. ``predictions`` maps each expression to a dtype name
+    such as "torch.float32" (or "float32"), or "error"."""
 
     exercises = _dtype_exercises()
     if not isinstance(predictions, dict):
@@ -44,29 +65,70 @@ def check_dtype_predictions(predictions: dict) -> CheckResult:
     g = torch.Generator().manual_seed(0)
     a, b = torch.randn(4, 4, generator=g), torch.randn(4, 4, generator=g)
     h = torch.randn(4, 4, generator=g).bfloat16()
-    wrong, todo = [], []
-    for expr, (device_type, fn) in exercises.items():
+    i, offsets = torch.tensor([0, 2, 1, 3]), torch.tensor([0, 2])
+    wrong, todo, malformed = [], [], []
+    for expr, (device_type, fn, op_name) in exercises.items():
         guess = predictions.get(expr, "...")
         if is_placeholder(guess):
             todo.append(expr)
             continue
-        got = str(trace(fn, a, b, h, device_type=device_type).output.dtype)
-        if str(guess).replace("torch.", "") != got.replace("torch.", ""):
-            wrong.append(f"{expr}: not {guess}")
+        name = str(guess).strip().replace("torch.", "")
+        if name != "error" and not isinstance(getattr(torch, name, None), torch.dtype):
+            malformed.append(f"{expr}: {guess!r} is neither a dtype name nor 'error'")
+            continue
+        got = _outcome(device_type, fn, (a, b, h, i, offsets))
+        if name != got:
+            where = "CUDA" if device_type == "cuda" else "CPU"
+            policy = policy_of(op_name, device_type)
+            lookup = f"autocast.policy_of({op_name!r}, {device_type!r})"
+            why = (
+                f"{lookup} is {policy!r}: what does that policy do with these inputs' dtypes?"
+                if policy
+                else f"{lookup} is None: on no {where} list, so ordinary type promotion of the inputs' dtypes "
+                "decides (or refuses)"
+            )
+            wrong.append(f"{expr}: not {guess} ({why})")
+    if malformed:
+        return CheckResult(False, "; ".join(malformed) + '. Write "torch.float32", "float32" or "error"')
     if wrong:
         return CheckResult(
             False,
             f"{len(wrong)} of {len(exercises) - len(todo)} predictions are wrong: " + "; ".join(wrong)
-            + ". Hint: look the op up with autocast.policy_of(op, device)",
+            + ". Remember what autocast does to fp64 and to fp32 inputs of the same op",
         )  # fmt: skip
     if todo:
         return CheckResult(
             False,
             f'{len(todo)} of {len(exercises)} still to predict: replace each "..." with a dtype name, '
-            f'"torch.<name>", starting with {todo[0]!r}',
+            f'"torch.<name>", or "error", starting with {todo[0]!r}',
             todo=True,
         )
-    return CheckResult(True, f"all {len(exercises)} dtypes predicted right, on the CPU and CUDA policies")
+    return CheckResult(True, f"all {len(exercises)} outcomes predicted right, on the CPU and CUDA policies")
+
+
+#: the starter's loss, as the exercise gives it
+_STARTER_EXPR = "F.binary_cross_entropy(torch.sigmoid(z), y)"
+
+
+def _is_starter(fn) -> bool:
+    """Whether ``fn`` is the exercise's starter as given: a function (or lambda) whose only statement returns
+    ``F.binary_cross_entropy(torch.sigmoid(z), y)`` (comments, blank lines and the function's name do not count).
+    Read from the function's source; False where there is none."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return False
+    target = ast.dump(ast.parse(_STARTER_EXPR, mode="eval").body)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Lambda):
+            body = node.body
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and len(node.body) == 1:
+            body = node.body[0].value if isinstance(node.body[0], ast.Return) else None
+        else:
+            continue
+        if body is not None and ast.dump(body) == target:
+            return True
+    return False
 
 
 def check_bce_fix(fn) -> CheckResult:
@@ -96,11 +158,20 @@ def check_bce_fix(fn) -> CheckResult:
         first = (str(exc).splitlines() or [type(exc).__name__])[0][:160].rstrip(".")
         if not isinstance(exc, RuntimeError) or "unsafe to autocast" not in first:
             return CheckResult(False, f"the value is right, but under the CUDA policy your function fails: {first}")
+        if _is_starter(fn):
+            return CheckResult(
+                False,
+                f"CUDA autocast refuses the starter: {first}. Rewrite safe_bce so that no binary_cross_entropy "
+                "of probabilities runs under autocast",
+                todo=True,
+            )
         return CheckResult(
             False,
-            f"the value is right, but CUDA autocast refuses it: {first}. Hint: which loss takes the logits and "
-            "applies the sigmoid itself?",
-            todo=True,  # the starter: binary_cross_entropy of the sigmoid
+            f"the value is right, but CUDA autocast still refuses it: {first}. The ban is on the op itself "
+            "(F.binary_cross_entropy, nn.BCELoss): clamping, casting or moving the sigmoid does not lift it. "
+            "Either compute the loss from the logits z without probabilities (log sigmoid(z) = -softplus(-z), "
+            "log(1 - sigmoid(z)) = -softplus(z); or the loss in torch.nn.functional that takes logits), or run "
+            "this one op with autocast disabled on fp32 inputs",
         )
     if t.output.dtype != torch.float32:
         return CheckResult(False, f"under CUDA autocast your loss comes out {t.output.dtype}; it should be float32")

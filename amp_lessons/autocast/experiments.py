@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import html
 import json
 import logging
 import math
@@ -65,6 +66,7 @@ __all__ = [
     "policy_groups",
     "policy_of",
     "policy_sources",
+    "output_dtypes",
     "policy_table",
     "profile_tree",
     "trace",
@@ -671,6 +673,38 @@ def _tensors_text(dtypes, shapes) -> str:
     return ", ".join(f"{_dtype_name(d)}{list(s)}" for d, s in zip(dtypes, shapes))
 
 
+_SHORT_DTYPES = {
+    torch.float32: "fp32",
+    torch.float16: "fp16",
+    torch.bfloat16: "bf16",
+    torch.float64: "fp64",
+    torch.int64: "i64",
+    torch.int32: "i32",
+    torch.bool: "bool",
+}
+
+
+def _compact_text(dtypes, shapes) -> list[str]:
+    """Each tensor as ``bf16[8,32]``: the short dtype names of the trace tables (the key is in their notes)."""
+    return [f"{_SHORT_DTYPES.get(d, _dtype_name(d))}[{','.join(map(str, s))}]" for d, s in zip(dtypes, shapes)]
+
+
+def _wrap(items: list[str], width: int) -> list[str]:
+    """``items`` joined by ", " into lines of at most ``width`` characters (an item longer than that on its own)."""
+    lines, line = [], ""
+    for it in items:
+        if line and len(line) + 2 + len(it) > width:
+            lines.append(line + ",")
+            line = it
+        else:
+            line = f"{line}, {it}" if line else it
+    return [*lines, line]
+
+
+#: the trace tables' dtype names
+DTYPE_KEY = "fp32 = float32, bf16 = bfloat16, fp16 = float16, fp64 = float64, i64 = int64"
+
+
 def _tensors(tree) -> list[torch.Tensor]:
     return [t for t in tree_leaves(tree) if isinstance(t, torch.Tensor)]
 
@@ -758,15 +792,16 @@ class Trace:
         name = _op_name(name)
         return [op for op in self.ops if op.name == name]
 
-    def _rows(self):
+    def _rows(self, width: int = 1_000):
+        """One row per op; the inputs and outputs cells are lists of lines of at most ``width`` characters."""
         for i, op in enumerate(self.ops):
             mark = "weight cast" if op.is_weight_cast else ("cast" if op.is_cast else "")
             yield (
                 str(i),
-                op.phase,
+                "fwd" if op.phase == "forward" else "bwd",
                 op.name,
-                _tensors_text(op.in_dtypes, op.in_shapes),
-                _tensors_text(op.out_dtypes, op.out_shapes),
+                _wrap(_compact_text(op.in_dtypes, op.in_shapes), width),
+                _wrap(_compact_text(op.out_dtypes, op.out_shapes), width),
                 mark,
             )
 
@@ -778,21 +813,33 @@ class Trace:
         )
 
     def __repr__(self) -> str:
-        head = ("#", "phase", "op", "inputs", "outputs", "")
-        rows = [head, *self._rows()]
-        widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+        # inputs and outputs wrapped at 44 characters: a backward op's inputs stay within about 110 columns
+        head = ("#", "phase", "op", ["inputs"], ["outputs"], "")
+        rows = [head, *self._rows(width=44)]
+        widths = [max(len(r[i]) if isinstance(r[i], str) else max(map(len, r[i])) for r in rows) for i in range(6)]
         lines = [self.header]
         for j, r in enumerate(rows):
-            cells = [r[0].rjust(widths[0])] + [c.ljust(w) for c, w in zip(r[1:], widths[1:])]
-            lines.append(("* " if j and r[5] else "  ") + "  ".join(cells).rstrip())
-        lines.append(self._summary() + "; * marks the casts")
+            for k in range(max(len(r[3]), len(r[4]))):
+                first = k == 0
+                cells = [
+                    (r[0] if first else "").rjust(widths[0]),
+                    *((c if first else "").ljust(w) for c, w in zip(r[1:3], widths[1:3])),
+                    (r[3][k] if k < len(r[3]) else "").ljust(widths[3]),
+                    (r[4][k] if k < len(r[4]) else "").ljust(widths[4]),
+                    r[5] if first else "",
+                ]
+                lines.append(("* " if j and r[5] and first else "  ") + "  ".join(cells).rstrip())
+        lines.append(self._summary() + "; * marks the casts; " + DTYPE_KEY)
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        rows = [[*r[:5], Cell(r[5], bold=True)] for r in self._rows()]
+        def lines(cell: list) -> Cell:
+            return Cell(html="<br>".join(html.escape(x) for x in cell), nowrap=True)
+
+        rows = [[*r[:3], lines(r[3]), lines(r[4]), Cell(r[5], bold=True)] for r in self._rows(width=44)]
         marked = [i for i, r in enumerate(rows) if r[5].text]
         head = ("#", "phase", "op", "inputs", "outputs", "")
-        return html_table(head, rows, title=self.header, notes=[self._summary()], marked=marked)
+        return html_table(head, rows, title=self.header, notes=[self._summary(), DTYPE_KEY], marked=marked)
 
 
 def _fake_tensor(t: torch.Tensor, mode) -> torch.Tensor:
@@ -1272,3 +1319,48 @@ def cast_cost(size=(4096, 1024), repeats: int = 20, *, device: str = "cpu") -> d
         device=torch.cuda.get_device_name() if device == "cuda" else "cpu",
     )
     return times
+
+
+def output_dtypes(exprs: dict, *args, device_types=DEVICE_TYPES) -> dict:
+    """``{label: {device_type: dtype name}}``: the output dtype of each ``exprs[label](*args)`` traced under
+    each device type's autocast (:func:`trace`: CPU autocast measured here; CUDA autocast on a GPU, or
+    previewed with fake CUDA tensors). A call that raises gives ``"error"``. ``exprs`` maps a label to a
+    function of ``args``; the names are ``torch.float32``'s without ``torch.``, e.g. ``"bfloat16"``."""
+    if not isinstance(exprs, dict) or not exprs:
+        raise TypeError(f"exprs must be a non-empty dict {{label: function}}, got {exprs!r}")
+    bad = [k for k, f in exprs.items() if not isinstance(k, str) or not callable(f)]
+    if bad:
+        raise TypeError(f"exprs must map string labels to functions; these do not: {bad}")
+    if isinstance(device_types, str):
+        device_types = (device_types,)
+    device_types = tuple(_check_device_type(d) for d in device_types)
+    out = {}
+    for label, fn in exprs.items():
+        row = {}
+        for d in device_types:
+            try:
+                with _quiet_fake_errors():
+                    row[d] = _dtype_name(trace(fn, *args, device_type=d).output.dtype)
+            except (RuntimeError, TypeError, ValueError) as exc:
+                if any(m in str(exc) for m in _PREVIEW_LIMITS):
+                    raise  # a limit of the fake CUDA preview, not a refusal by autocast
+                row[d] = "error"
+        out[label] = row
+    return out
+
+
+#: errors that come from the fake CUDA preview itself (a CPU-only torch, a real tensor in a fake region)
+_PREVIEW_LIMITS = ("not linked with support for cuda", "real tensor inside the fake CUDA preview")
+
+
+@contextlib.contextmanager
+def _quiet_fake_errors():
+    """Silence the fake-tensor logger's traceback for an op whose meta function refuses its inputs (the
+    error itself is raised and becomes the ``"error"`` answer)."""
+    log = logging.getLogger("torch._subclasses.fake_tensor")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(level)

@@ -300,7 +300,7 @@ def test_trace_rendering():
     lines = text.splitlines()
     assert lines[0] == "CPU autocast, measured on this machine (autocast dtype bfloat16)"
     assert sum(line.startswith("*") for line in lines) == 3 and text.count("weight cast") == 2
-    assert "float32[3, 4]" in text and "bfloat16[3, 4]" in text
+    assert "fp32[3,4]" in text and "bf16[3,4]" in text and "bf16 = bfloat16" in text
     assert lines[-1].startswith("5 ops, 3 casts (2 of parameters")
     page = t._repr_html_()
     assert page.count("background: rgba(") == 3 and "CPU autocast, measured on this machine" in page

@@ -1,0 +1,49 @@
+import matplotlib
+import pytest
+import torch
+import torch.nn.functional as F
+
+from amp_lessons import autocast
+
+matplotlib.use("Agg")
+
+OPS = {
+    "mm": lambda x, w: x @ w,
+    "sum": lambda x, w: (x @ w).sum(),
+    "fp64 mm": lambda x, w: x.double() @ w.double(),
+    "bce": lambda x, w: F.binary_cross_entropy(torch.sigmoid(x @ w), torch.zeros(8, 4)),
+}
+
+
+def test_output_dtypes_follow_the_policies():
+    t = autocast.output_dtypes(OPS, torch.ones(8, 16), torch.ones(16, 4))
+    assert t["mm"] == {"cpu": "bfloat16", "cuda": "float16"}
+    assert t["sum"] == {"cpu": "bfloat16", "cuda": "float32"}  # sum: on no CPU list, fp32_set_opt_dtype on CUDA
+    assert t["fp64 mm"] == {"cpu": "float64", "cuda": "float64"}
+    assert t["bce"] == {"cpu": "float32", "cuda": "error"}  # banned on CUDA
+    assert autocast.output_dtypes({"mm": OPS["mm"]}, torch.ones(2, 2), torch.ones(2, 2), device_types="cpu") == {
+        "mm": {"cpu": "bfloat16"}
+    }
+
+
+def test_output_dtypes_reject_bad_input():
+    with pytest.raises(TypeError, match="exprs"):
+        autocast.output_dtypes({}, torch.ones(2))
+    with pytest.raises(TypeError, match="string labels"):
+        autocast.output_dtypes({"a": 3}, torch.ones(2))
+    with pytest.raises(ValueError, match="device_type"):
+        autocast.output_dtypes({"a": lambda x: x}, torch.ones(2), device_types=("tpu",))
+
+
+def test_plot_output_dtypes_draws_one_cell_per_op_and_device():
+    t = autocast.output_dtypes(OPS, torch.ones(8, 16), torch.ones(16, 4))
+    ax = autocast.plot_output_dtypes(t)
+    gids = {p.get_gid() for p in ax.patches}
+    assert "mm|cpu|bfloat16" in gids and "bce|cuda|error" in gids and len(gids) == 8
+    labels = [h.get_label() for h in ax.get_legend().legend_handles]
+    assert labels == ["fp32", "fp16", "bf16", "fp64", "refused"]
+    with pytest.raises(TypeError, match="output_dtypes"):
+        autocast.plot_output_dtypes({"a": "float32"})
+    with pytest.raises(ValueError, match="same device types"):
+        autocast.plot_output_dtypes({"a": {"cpu": "float32"}, "b": {"cuda": "float32"}})
+    matplotlib.pyplot.close("all")
