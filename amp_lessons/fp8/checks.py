@@ -8,7 +8,7 @@ import torch
 
 from .. import formats
 from ..checks import CheckResult, call_learner, is_placeholder, off_by
-from .experiments import Fp8LinearFn, amax_scale, fake_quantize
+from .key_code import Fp8LinearFn, amax_scale, fake_quantize
 
 __all__ = [
     "check_amax_scale",

@@ -15,6 +15,10 @@ formats engine, each checked bit for bit against torch's own float8 casts where 
   (:func:`scaled_mm_compare`), and a miniature fp8 linear layer trained the way fp8 recipes do
   (:class:`Fp8Linear`, :func:`fp8_linear_check`).
 
+The lesson defines its key code in its own cells (``#| export``, generated into :mod:`.key_code`): the per-tensor
+scale and the cast (:func:`amax_scale`, :func:`fake_quantize`), the per-block amax (``key_code.block_scales``) and the
+fp8 linear Function (:class:`Fp8LinearFn`); they are imported here, not written twice.
+
 Everything runs on a CPU (the casts are emulated bit-exactly, the arithmetic after them is fp32, and
 ``torch._scaled_mm`` has a CPU kernel); only speed needs a GPU with fp8 tensor cores (Ada Lovelace, Hopper and newer).
 """
@@ -34,6 +38,7 @@ from ..device import gpu_info
 from ..formats import FloatFormat, get_format, quantize, representable_values
 from ..fp16.experiments import small_batch, small_model
 from ..timing import format_seconds, matmul_flops, time_fn
+from .key_code import Fp8LinearFn, amax_scale, block_scales, fake_quantize, float_tensor as _tensor, scale_from_amax
 
 __all__ = [
     "ScaledMMComparison",
@@ -71,19 +76,6 @@ _PROBES = (500.0, 1e5, math.inf, math.nan)
 # --- checks ------------------------------------------------------------------------------------
 
 
-def _tensor(x, what: str = "x") -> torch.Tensor:
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
-    if not x.is_floating_point():
-        raise TypeError(f"{what} must be a floating-point tensor, got {x.dtype}")
-    return x.detach().float()
-
-
-def _f32(v: float) -> float:
-    """``v`` rounded to float32 (scales are float32 numbers, as ``_scaled_mm`` and recipes keep them)."""
-    return float(torch.tensor(v, dtype=torch.float32))
-
-
 def _to_fp8(x: torch.Tensor, dtype: torch.dtype = torch.float8_e4m3fn) -> torch.Tensor:
     """``x`` clamped to the fp8 dtype's finite range, then cast, as fp8 recipes do (Transformer
     Engine, torchao): the result does not depend on what the installed torch's cast makes of an
@@ -119,54 +111,7 @@ def values_in(fmt, lo: float, hi: float) -> int:
     return int(((v >= lo) & (v < hi)).sum())
 
 
-# --- scales and fake quantization ----------------------------------------------------------------
-
-
-def amax_scale(x, fmt="fp8_e4m3", *, margin: int = 0, power_of_two: bool = False) -> float:
-    """Per-tensor ("current") scale: ``s = fmt.max / 2**margin / amax(x)``, so that the largest
-    magnitude of ``x * s`` lands at ``fmt.max`` (``margin`` binades below it). Returned as a float32
-    number; ``power_of_two=True`` rounds it down to a power of two (then scaling is exact).
-    An all-zero ``x`` gives 1.0; a non-finite amax raises ValueError (skip that step's scale update,
-    as recipes do)."""
-    f = get_format(fmt)
-    x = _tensor(x)
-    margin = _int(margin, "margin", 0)
-    if not isinstance(power_of_two, bool):
-        raise TypeError(f"power_of_two must be True or False, got {power_of_two!r}")
-    amax = float(x.abs().max()) if x.numel() else 0.0
-    return _scale_from_amax(amax, f, margin, power_of_two)
-
-
-def _scale_from_amax(amax: float, f: FloatFormat, margin: int, power_of_two: bool) -> float:
-    if not math.isfinite(amax):
-        raise ValueError(f"amax is {amax}: the tensor holds inf or NaN, so no scale fits it")
-    if amax == 0:
-        return 1.0
-    s = math.ldexp(f.max, -margin) / amax
-    if power_of_two:
-        return math.ldexp(1.0, math.floor(math.log2(s)))
-    s32 = _f32(s)
-    if not (s32 > 0 and math.isfinite(s32)):
-        raise ValueError(f"amax={amax:g} needs the scale {s:g}, which float32 cannot hold")
-    return s32
-
-
-def fake_quantize(x, fmt="fp8_e4m3", scale=1.0) -> torch.Tensor:
-    """Cast ``x * scale`` to ``fmt`` and back, divided by ``scale``, as float32:
-    ``quantize(x * scale, fmt) / scale``. Where torch has the format as a dtype this equals
-    ``(x * scale).to(dtype).float() / scale`` bit for bit for values in range. Overflow follows the
-    format, not the installed torch: e4m3 saturates to +-448 (what fp8 recipes get by clamping before
-    the cast, and what torch 2.13's cast does; torch 2.11's gave NaN), e5m2 overflows to inf. ``scale`` is a positive
-    number or a tensor broadcastable to ``x`` (per-block scales)."""
-    f = get_format(fmt)
-    x = _tensor(x)
-    if isinstance(scale, torch.Tensor) and scale.numel() > 1:
-        if not bool(((scale > 0) & torch.isfinite(scale)).all()):
-            raise ValueError("every scale must be a positive finite number")
-        s = scale.float()
-    else:
-        s = _positive(scale, "scale")
-    return quantize(x * s, f) / s
+# --- scales and fake quantization: amax_scale, fake_quantize (the lesson's key code) and delayed scaling ---
 
 
 class DelayedScaler:
@@ -198,7 +143,7 @@ class DelayedScaler:
     def scale(self) -> float | None:
         if not self._history:
             return None
-        return _scale_from_amax(max(self._history), self.fmt, self.margin, False)
+        return scale_from_amax(max(self._history), self.fmt, self.margin, False)
 
     def quantize(self, x) -> torch.Tensor:
         """Fake-quantize ``x`` with the scale from the history, then record ``amax(x)``."""
@@ -206,7 +151,7 @@ class DelayedScaler:
         amax = float(x.abs().max()) if x.numel() else 0.0
         s = self.scale
         if s is None:
-            s = _scale_from_amax(amax, self.fmt, self.margin, False)
+            s = scale_from_amax(amax, self.fmt, self.margin, False)
         q = fake_quantize(x, self.fmt, s)
         self.last_scale = s
         if math.isfinite(amax):  # a step with inf/NaN does not poison the history
@@ -235,31 +180,20 @@ MAX_HISTORY = 1_000_000
 """The longest amax history :class:`DelayedScaler` keeps (recipes keep 1 to 1024)."""
 
 
-def _block_scales(x: torch.Tensor, f: FloatFormat, br: int, bc: int, power_of_two: bool):
-    """Per-block scales (float32, shape (ceil(R/br), ceil(C/bc))) and the padded, blocked view."""
+def _check_blocks(x, f, br, bc) -> tuple[torch.Tensor, FloatFormat, int, int]:
+    """x a float matrix, f a format, blocks of br x bc whose zero-padded tiling fits the course's tensor limit
+    (checked before :func:`.key_code.block_scales` allocates the padded copy)."""
     x = _tensor(x)
     if x.dim() != 2:
         raise ValueError(f"x must be a 2-D tensor (rows x cols; see as_matrix), got shape {tuple(x.shape)}")
-    if not isinstance(f, FloatFormat):
-        raise TypeError(f"f must be a FloatFormat (e.g. get_format('fp8_e4m3')), got {f!r}")
+    if not isinstance(f, (FloatFormat, str)):
+        raise TypeError(f"f must be a FloatFormat (e.g. get_format('fp8_e4m3')) or a format name, got {f!r}")
+    f = get_format(f)
     br, bc = count(br, "br (block rows)"), count(bc, "bc (block cols)")
     rows, cols = x.shape
     padded = (-(-rows // br) * br) * (-(-cols // bc) * bc)
     allocation(padded, f"blocks of br={br} x bc={bc} over x of shape {(rows, cols)}")
-    pr, pc = -rows % br, -cols % bc
-    xp = torch.nn.functional.pad(x, (0, pc, 0, pr)) if pr or pc else x
-    nr, nc = xp.shape[0] // br, xp.shape[1] // bc
-    blocks = xp.reshape(nr, br, nc, bc)
-    amax = blocks.abs().amax(dim=(1, 3)).double()
-    if not bool(torch.isfinite(amax).all()):
-        raise ValueError("x holds inf or NaN: no block scale fits it")
-    s = f.max / amax
-    if power_of_two:
-        s = torch.exp2(torch.floor(torch.log2(s)))
-    s = torch.where(amax == 0, torch.ones_like(s), s).float()
-    if not bool(torch.isfinite(s).all()):
-        raise ValueError("a block's amax is so small that its scale overflows float32")
-    return s, blocks
+    return x, f, br, bc
 
 
 def blockwise_fake_quantize(x, block=(1, 128), fmt="fp8_e4m3", *, power_of_two: bool = False):
@@ -282,7 +216,8 @@ def blockwise_fake_quantize(x, block=(1, 128), fmt="fp8_e4m3", *, power_of_two: 
     br, bc = _block(block)
     if not isinstance(power_of_two, bool):
         raise TypeError(f"power_of_two must be True or False, got {power_of_two!r}")
-    s, blocks = _block_scales(x, f, br, bc, power_of_two)
+    x, f, br, bc = _check_blocks(x, f, br, bc)
+    s, blocks = block_scales(x, f, (br, bc), power_of_two)
     sb = s[:, None, :, None]
     q = quantize(blocks * sb, f) / sb
     rows, cols = x.shape
@@ -292,7 +227,8 @@ def blockwise_fake_quantize(x, block=(1, 128), fmt="fp8_e4m3", *, power_of_two: 
 def block_scale_map(x: torch.Tensor, f: FloatFormat, br: int, bc: int, power_of_two: bool = False) -> torch.Tensor:
     """Each element's block scale, in x's shape: x (a matrix, see :func:`as_matrix`) cut into blocks of
     ``br`` x ``bc``, each scaled so that its amax lands on the format's max (as :func:`blockwise_fake_quantize`)."""
-    s, _ = _block_scales(x, f, br, bc, flag(power_of_two, "power_of_two"))
+    x, f, br, bc = _check_blocks(x, f, br, bc)
+    s, _ = block_scales(x, f, (br, bc), flag(power_of_two, "power_of_two"))
     full = s.repeat_interleave(br, 0).repeat_interleave(bc, 1)
     return full[: x.shape[0], : x.shape[1]]
 
@@ -618,32 +554,6 @@ def record_fp8_scaled_mm(device: str = "cuda", size: int | None = None) -> dict:
 
 
 # --- an fp8 linear layer ---------------------------------------------------------------------------
-
-
-class Fp8LinearFn(torch.autograd.Function):
-    """y = x @ w.T + b with x and w cast to e4m3 (current per-tensor scales) and fp32 accumulation;
-    backward casts dy to e5m2 (its own scale) and computes dx = dy8 @ w8, dw = dy8.T @ x8 in fp32,
-    reusing the fp8 copies of x and w saved by the forward; db = dy.sum(0) in fp32."""
-
-    @staticmethod
-    def forward(ctx, x, weight, bias, fwd_fmt, bwd_fmt):
-        x8 = fake_quantize(x, fwd_fmt, amax_scale(x, fwd_fmt))
-        w8 = fake_quantize(weight, fwd_fmt, amax_scale(weight, fwd_fmt))
-        ctx.save_for_backward(x8, w8)
-        ctx.bwd_fmt = bwd_fmt
-        ctx.has_bias = bias is not None
-        y = x8 @ w8.t()
-        return y + bias if bias is not None else y
-
-    @staticmethod
-    def backward(ctx, dy):
-        x8, w8 = ctx.saved_tensors
-        dy = dy.float()
-        dy8 = fake_quantize(dy, ctx.bwd_fmt, amax_scale(dy, ctx.bwd_fmt))
-        dx = dy8 @ w8
-        dw = dy8.t() @ x8
-        db = dy.sum(0) if ctx.has_bias else None
-        return dx, dw, db, None, None
 
 
 class Fp8Linear(torch.nn.Module):

@@ -282,3 +282,21 @@ def test_scaled_mm_timing_times_the_matmul_only(monkeypatch):
     assert r.fp8_time_s > 0 and r.bf16_time_s > 0
     assert timed == [0, 0]  # no scale tensor made inside either timed call
     assert len(made) == 4  # two for the untimed product, two once before timing
+
+
+def test_the_fp8_code_is_the_lessons_own():
+    """One copy: the package's scale, cast, block scales and fp8 linear Function are lesson 07's exported cells."""
+    from amp_lessons.fp8 import checks, experiments, key_code
+
+    assert fp8.amax_scale is key_code.amax_scale and fp8.fake_quantize is key_code.fake_quantize
+    assert fp8.Fp8LinearFn is key_code.Fp8LinearFn is checks.Fp8LinearFn is experiments.Fp8LinearFn
+    x = torch.tensor([[1.0, 2.0, 3.0, 4.0, 0.5, 0.25, 1000.0, 1.0, 7.0]])  # 9 columns: a partial third block
+    s, blocks = key_code.block_scales(x, "fp8_e4m3", (1, 4))
+    assert blocks.shape == (1, 1, 3, 4) and s.tolist() == [[112.0, float(torch.tensor(0.448)), 64.0]]
+    assert torch.equal(blocks[0, 0, 2], torch.tensor([7.0, 0.0, 0.0, 0.0]))  # zero padding changes no amax
+    p, _ = key_code.block_scales(x, "fp8_e4m3", (1, 4), power_of_two=True)
+    assert p.tolist() == [[64.0, 0.25, 64.0]]
+    with pytest.raises(ValueError, match="inf or NaN"):
+        key_code.block_scales(torch.tensor([[1.0, math.inf]]), "fp8_e4m3", (1, 2))
+    with pytest.raises(TypeError, match="x must be a torch.Tensor"):
+        key_code.amax_scale([1.0])
