@@ -67,7 +67,9 @@ def targets() -> dict[Path, str]:
         if not bodies:
             continue
         if lesson.topic is None:
-            raise SystemExit(f"{nb.name} has {MARKER} cells but lesson {lesson.number} has no topic folder to hold them")
+            raise SystemExit(
+                f"{nb.name} has {MARKER} cells but lesson {lesson.number} has no topic folder to hold them"
+            )
         out[ROOT / "amp_lessons" / lesson.topic / MODULE] = render(nb, bodies)
     return out
 
@@ -76,7 +78,11 @@ def stale() -> list[str]:
     """Generated modules that differ from their notebooks, and key_code modules that no notebook generates."""
     want = targets()
     bad = [p.relative_to(ROOT).as_posix() for p, text in want.items() if not p.exists() or p.read_text() != text]
-    bad += [p.relative_to(ROOT).as_posix() + " (no notebook exports it)" for p in sorted(ROOT.glob(f"amp_lessons/*/{MODULE}")) if p not in want]
+    bad += [
+        p.relative_to(ROOT).as_posix() + " (no notebook exports it)"
+        for p in sorted(ROOT.glob(f"amp_lessons/*/{MODULE}"))
+        if p not in want
+    ]
     return bad
 
 

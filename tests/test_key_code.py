@@ -65,7 +65,11 @@ def test_lesson_cells_contain_its_key_code(lesson):
     assert not missing, f"lesson {lesson.number}'s code cells do not contain {missing}"
 
 
-@pytest.mark.parametrize("lesson", [ls for ls in LESSONS if export_key_code.exported_cells(ROOT / "notebooks" / ls.notebook)], ids=lambda ls: ls.number)
+@pytest.mark.parametrize(
+    "lesson",
+    [ls for ls in LESSONS if export_key_code.exported_cells(ROOT / "notebooks" / ls.notebook)],
+    ids=lambda ls: ls.number,
+)
 def test_key_code_module_imports_and_defines_what_the_cells_define(lesson):
     """The generated module imports on its own and defines every function and class its exported cells define."""
     import ast
@@ -84,5 +88,7 @@ def test_key_code_module_imports_and_defines_what_the_cells_define(lesson):
 
 def test_no_lesson_prints_its_key_code_with_getsource():
     """Key code is written in a cell, not printed from the package (inspect.getsource hides what the lesson is about)."""
-    offenders = [ls.number for ls in LESSONS if any("getsource(" in _code_without_comments(c) for c in _code_cells(ls.notebook))]
+    offenders = [
+        ls.number for ls in LESSONS if any("getsource(" in _code_without_comments(c) for c in _code_cells(ls.notebook))
+    ]
     assert offenders == []
