@@ -156,6 +156,7 @@ LESSONS: tuple[Lesson, ...] = (
         45,
         "MX and NVFP4 block scales bit by bit, fp8/fp4 recipes side by side, stochastic rounding and Kahan updates",
         topic="micro",
+        key_code=("def mx_block_quantize(", "def floor_shared_exponent(", "torch.frexp(", "mx_block_quantize(x, fmt)"),
     ),
     Lesson(
         "11",

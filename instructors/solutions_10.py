@@ -1,11 +1,17 @@
 """Solutions of the microscaling lesson's exercises (run through the checkers by tests/test_solutions.py)."""
 
-import math
+import torch
+
+from amp_lessons.micro.key_code import MX_ELEMENTS
 
 
-def floor_scale_exponent(amax):
-    # OCP MX v1.0: X = 2**(floor(log2(amax)) - emax_elem); e4m3's largest exponent is 8 (448 = 1.75 * 2**8)
-    return math.frexp(amax)[1] - 1 - 8
+def rceil_shared_exponent(amax, element_format="fp8_e4m3"):
+    # the smallest k with amax / 2**k <= max_elem: k = ceil(log2(amax / max_elem)), read exactly with frexp
+    # (amax / max_elem = m * 2**e, m in [0.5, 1): ceil(log2) is e, or e - 1 when m is exactly 0.5, a power of two)
+    max_elem = MX_ELEMENTS[element_format][3]
+    m, e = torch.frexp(amax / max_elem)
+    k = torch.where(m == 0.5, e - 1, e)
+    return k.clamp(-127, 127)  # e8m0 holds 2**-127 .. 2**127
 
 
 # float32(1 + 1e-4) lies between bf16's 1 and 1 + 2**-7; SR goes up with probability distance / gap

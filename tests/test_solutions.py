@@ -199,9 +199,9 @@ def test_lesson_10_solutions():
     from amp_lessons import micro
 
     s = load("solutions_10")
-    assert micro.check_floor_scale_exponent(s.floor_scale_exponent)
+    assert micro.check_rceil_shared_exponent(s.rceil_shared_exponent)
     assert micro.check_sr_probability(s.SR_PROBABILITY)
-    assert not micro.check_floor_scale_exponent(lambda a: s.floor_scale_exponent(a) + 1)
+    assert not micro.check_rceil_shared_exponent(lambda a, f="fp8_e4m3": s.rceil_shared_exponent(a, f) + 1)
     assert not micro.check_sr_probability(1e-4) and not micro.check_sr_probability(None)
 
 

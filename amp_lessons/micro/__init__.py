@@ -5,7 +5,7 @@ rounding and Kahan-compensated bf16 updates.
 :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`."""
 
 from .checks import (
-    check_floor_scale_exponent,
+    check_rceil_shared_exponent,
     check_sr_probability,
 )
 from .experiments import (
@@ -25,6 +25,7 @@ from .experiments import (
     mx_scale_exponents,
     nvfp4_quantize,
     recipe_quantize,
+    recipe_run,
     recipe_stats,
     recipe_table,
     recipe_tensor,
@@ -56,7 +57,7 @@ __all__ = [
     "TENSOR_KINDS",
     "UPDATE_METHODS",
     "BlockQuantized",
-    "check_floor_scale_exponent",
+    "check_rceil_shared_exponent",
     "check_sr_probability",
     "e8m0_round_up",
     "kahan_add",
@@ -67,6 +68,7 @@ __all__ = [
     "plot_tiny_updates",
     "plot_training",
     "recipe_quantize",
+    "recipe_run",
     "recipe_stats",
     "recipe_table",
     "recipe_tensor",

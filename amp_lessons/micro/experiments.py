@@ -27,6 +27,7 @@ import torch
 from .. import _validate
 from ..formats import get_format, quantize
 from ..fp8 import experiments as fp8
+from .key_code import MX_ELEMENTS, floor_shared_exponent, mx_block_quantize, round_to_element
 
 __all__ = [
     "BYTES_PER_PARAMETER",
@@ -45,6 +46,7 @@ __all__ = [
     "mx_scale_exponents",
     "nvfp4_quantize",
     "recipe_quantize",
+    "recipe_run",
     "recipe_stats",
     "recipe_table",
     "recipe_tensor",
@@ -94,7 +96,8 @@ class BlockQuantized:
     ``elements * scales`` blockwise; ``elements`` are values of ``element_format`` (float32, x's shape);
     ``scales`` holds one scale per block (float32: the e8m0 power of two, or e4m3 block scale times
     the global scale); ``scale_codes`` the stored scale (e8m0 exponent codes 0..255, or e4m3 values);
-    ``clipped`` marks the elements that saturated (|x| / scale beyond the element format's max)."""
+    ``clipped`` marks the elements that saturated: rounded to the element format, x / scale would exceed
+    its max, so the clamp to the max changed it (a value that rounds down onto the max is not clipped)."""
 
     values: torch.Tensor
     elements: torch.Tensor
@@ -136,44 +139,46 @@ def mx_scale_exponents(amax: torch.Tensor, element_format="fp8_e4m3", rule: str 
     ``"rceil"`` (cuBLAS, torchao): ``k = ceil(log2(amax * (1 / max_elem)))`` in float32: the smallest power
     of two whose scaled block fits; nothing saturates, at the cost of up to one binade of range.
     Clamped to e8m0's -127..127; a non-finite amax gives 128 (the NaN code 255 minus the bias)."""
-    f = get_format(element_format)
+    f = _mx_element(element_format)
     _choice(rule, SCALE_RULES, "rule")
     amax = _tensor(amax, "amax")
-    if rule == "floor":
-        e = ((amax.view(torch.int32) >> 23) & 0xFF) - 127
-        k = e - f.emax
-    else:
-        k = e8m0_round_up(amax * (1.0 / f.max)) - _E8M0_BIAS
+    if bool((amax < 0).any()):
+        raise ValueError("amax must hold absolute maxima (values >= 0, or inf/NaN), got a negative value")
+    return _RULES[rule](amax, f.name).int()
+
+
+def _mx_element(element_format):
+    f = get_format(element_format)
+    if f.name not in MX_ELEMENTS:
+        raise ValueError(f"element_format={f.name!r} is not an MX element format: use one of {', '.join(MX_ELEMENTS)}")
+    return f
+
+
+def _rceil_shared_exponent(amax: torch.Tensor, element_format: str) -> torch.Tensor:
+    """The round-up rule in torchao's float32 operations: k = ceil(log2(amax * (1 / max_elem)))."""
+    k = e8m0_round_up(amax * (1.0 / MX_ELEMENTS[element_format][3])) - _E8M0_BIAS
     k = k.clamp(-_E8M0_BIAS, _E8M0_BIAS)
-    return torch.where(torch.isfinite(amax), k, torch.full_like(k, _E8M0_BIAS + 1)).int()
+    return torch.where(torch.isfinite(amax), k, torch.full_like(k, _E8M0_BIAS + 1))
+
+
+_RULES = {"floor": floor_shared_exponent, "rceil": _rceil_shared_exponent}
 
 
 def mx_quantize(x, element_format="fp8_e4m3", rule: str = "floor", block: int = 32) -> BlockQuantized:
     """An MX block format: the last dimension in blocks of ``block`` (32 in OCP MX v1.0) sharing an e8m0
     scale ``2**k`` (:func:`mx_scale_exponents`); elements ``x * 2**-k`` rounded to nearest-even in
-    ``element_format`` with saturation (MXFP8: fp8_e4m3; MXFP6: fp6_e2m3; MXFP4: fp4_e2m1)."""
-    f = get_format(element_format)
+    ``element_format`` with saturation (MXFP8: fp8_e4m3; MXFP6: fp6_e2m3; MXFP4: fp4_e2m1). The quantizer is
+    lesson 10's own code (:func:`amp_lessons.micro.key_code.mx_block_quantize`); this checks the arguments and
+    packs the result."""
+    f = _mx_element(element_format)
+    _choice(rule, SCALE_RULES, "rule")
     x = _tensor(x)
     block = _validate.count(block, "block", 1, 4096)
-    xb = _blocks(x, block)
-    amax = xb.abs().amax(-1, keepdim=True)
-    k = mx_scale_exponents(amax, f, rule)
-    code = k + _E8M0_BIAS
-    scale = torch.where(code == 255, torch.full_like(amax, math.nan), torch.ldexp(torch.ones_like(amax), k.float()))
-    inv = torch.ldexp(torch.ones_like(amax), (-k).float())  # exact: a power of two
-    scaled = xb * inv
-    elements = quantize(scaled, f, overflow="saturate")
-    clipped = scaled.abs() > f.max
-    values = elements * scale
-    return BlockQuantized(
-        values.reshape(x.shape),
-        elements.reshape(x.shape),
-        scale.squeeze(-1),
-        code.squeeze(-1),
-        clipped.reshape(x.shape),
-        f.name,
-        block,
-    )
+    _blocks(x, block)
+    values, elements, k, saturated = mx_block_quantize(x, f.name, _RULES[rule], block)
+    k = k.int()
+    scale = torch.where(k == 128, torch.full(k.shape, math.nan), torch.ldexp(torch.ones(k.shape), k.float()))
+    return BlockQuantized(values, elements, scale, k + _E8M0_BIAS, saturated, f.name, block)
 
 
 def nvfp4_quantize(x, global_amax: float | None = None, block: int = 16) -> BlockQuantized:
@@ -181,8 +186,10 @@ def nvfp4_quantize(x, global_amax: float | None = None, block: int = 16) -> Bloc
 
     ``global = amax(x) / (448 * 6)`` (or from ``global_amax``, a calibrated amax); each block's scale
     ``amax(block) / 6 / global`` is clamped to e4m3's [2**-6, 448] and rounded to e4m3; elements are
-    ``x * ((1 / global) / s_e4m3)`` clamped to +-6 and rounded to nearest-even e2m1 -- torchao's
-    ``nvfp4_quantize`` operation by operation. Values: ``elements * (s_e4m3 * global)``."""
+    ``x * ((1 / global) / s_e4m3)`` rounded to nearest-even e2m1 with saturation at +-6, following torchao's
+    ``nvfp4_quantize``. torchao divides by ``global * s_e4m3`` where this multiplies by ``(1 / global) / s_e4m3``:
+    the two can differ in float32's last bit, and then, rarely, round an element on the other side of a tie.
+    Values: ``elements * (s_e4m3 * global)``."""
     e4m3, e2m1 = get_format("fp8_e4m3"), get_format("fp4_e2m1")
     x = _tensor(x)
     block = _validate.count(block, "block", 1, 4096)
@@ -198,8 +205,7 @@ def nvfp4_quantize(x, global_amax: float | None = None, block: int = 16) -> Bloc
     block_scale = xb.abs().amax(-1, keepdim=True) / e2m1.max
     s8 = quantize((block_scale / g).clamp(min=e4m3.smallest_normal, max=e4m3.max), e4m3)
     scaled = xb * ((1.0 / g) / s8)
-    clipped = scaled.abs() > e2m1.max
-    elements = quantize(scaled.clamp(-e2m1.max, e2m1.max), e2m1)
+    elements, clipped = round_to_element(scaled, e2m1.name)
     scale = s8 * g
     return BlockQuantized(
         (elements * scale).reshape(x.shape),
@@ -214,8 +220,9 @@ def nvfp4_quantize(x, global_amax: float | None = None, block: int = 16) -> Bloc
 
 
 def scale_rule_clipping(x, element_format="fp8_e4m3", block: int = 32) -> dict:
-    """How often each scale rule clips: for ``"floor"`` and ``"rceil"``, the fraction of blocks whose largest
-    value saturates, the fraction of all values that do, and the signal-to-noise ratio (dB) of the result."""
+    """How often each scale rule clips: for ``"floor"`` and ``"rceil"``, the fraction of blocks with a value that
+    saturates (:attr:`BlockQuantized.clipped`), the fraction of all values that do, and the signal-to-noise ratio
+    (dB) of the result."""
     x = _tensor(x)
     out = {}
     for rule in SCALE_RULES:
@@ -237,12 +244,14 @@ RECIPES = (
     "per-tensor delayed (history 16)",
     "per-tensor delayed (history 1024)",
     "per-tensor current",
+    "per-tensor current (e5m2)",
     "row-wise",
     "block 1x128",
     "block 128x128",
     "MXFP8 (e4m3, floor)",
     "MXFP8 (e4m3, rceil)",
     "MXFP4 (floor)",
+    "MXFP4 (rceil)",
     "NVFP4",
 )
 STEPS = 32  # the recipe tensors' training steps
@@ -278,39 +287,52 @@ def _amax(kind: str, step: int) -> float:
     return float(recipe_tensor(kind, step).abs().max())
 
 
-def _fp8_scaled(x: torch.Tensor, scale) -> torch.Tensor:
-    return fp8.fake_quantize(x, "fp8_e4m3", scale)
+def _fp8_scaled(x: torch.Tensor, scale, fmt: str = "fp8_e4m3") -> tuple[torch.Tensor, torch.Tensor]:
+    """x stored in fp8 with ``scale`` (a number, or a tensor of x's shape or broadcastable to it): the dequantized
+    values and the mask of those the saturation changed (rounded, x * scale would lie beyond the format's max)."""
+    return fp8.fake_quantize(x, fmt, scale), round_to_element(x * scale, fmt)[1]
 
 
-def _rowwise(x: torch.Tensor) -> torch.Tensor:
-    amax = x.abs().amax(1, keepdim=True).double()
-    s = torch.where(amax == 0, torch.ones_like(amax), 448.0 / amax).float()
-    return _fp8_scaled(x, s)
-
-
-def recipe_quantize(recipe: str, kind: str, step: int = SPIKE_STEP) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(x, x as the recipe stores it, dequantized)`` for one tensor at one step. Delayed recipes scale step
-    ``step`` with the largest amax of the previous ``history`` steps (Transformer Engine's default
-    "max" algorithm; https://docs.nvidia.com/deeplearning/transformer-engine/user-guide/api/common.html),
-    replayed from step 0; the others scale from the tensor itself."""
+def recipe_run(recipe: str, kind: str, step: int = SPIKE_STEP) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(x, x as the recipe stores it (dequantized), saturated)`` for one tensor at one step; ``saturated`` marks
+    the values the recipe clamped at its format's max (rounded to the format, x times its scale would exceed
+    the max; a value that merely rounds down is not marked). Delayed recipes scale step ``step`` with the largest
+    amax of the previous ``history`` steps (Transformer Engine's default "max" algorithm;
+    https://docs.nvidia.com/deeplearning/transformer-engine/user-guide/api/common.html), replayed from step 0;
+    the others scale from the tensor itself. Every fp8 recipe stores every tensor in e4m3 (as DeepSeek-V3's
+    recipe does, https://arxiv.org/abs/2412.19437) except "per-tensor current (e5m2)": Transformer Engine's
+    default ``Format.HYBRID`` stores the backward pass's tensors, gradients, in e5m2."""
     _choice(recipe, RECIPES, "recipe")
     x = recipe_tensor(kind, step)
     if recipe.startswith("per-tensor delayed"):
         history = int(recipe.split("history ")[1].rstrip(")"))
         past = [_amax(kind, s) for s in range(max(0, step - history), step)]  # the last `history` amaxes
         amax = max(past) if past else float(x.abs().max())  # step 0: no history yet, the current amax
-        return x, _fp8_scaled(x, fp8.amax_scale(torch.tensor([amax]), "fp8_e4m3"))
-    if recipe == "per-tensor current":
-        return x, _fp8_scaled(x, fp8.amax_scale(x, "fp8_e4m3"))
+        return x, *_fp8_scaled(x, fp8.amax_scale(torch.tensor([amax]), "fp8_e4m3"))
+    if recipe.startswith("per-tensor current"):
+        fmt = "fp8_e5m2" if "e5m2" in recipe else "fp8_e4m3"
+        return x, *_fp8_scaled(x, fp8.amax_scale(x, fmt), fmt)
     if recipe == "row-wise":
-        return x, _rowwise(x)
+        amax = x.abs().amax(1, keepdim=True).double()
+        return x, *_fp8_scaled(x, torch.where(amax == 0, torch.ones_like(amax), 448.0 / amax).float())
     if recipe.startswith("block"):
-        return x, fp8.blockwise_fake_quantize(x, recipe.split()[1], "fp8_e4m3")[0]
-    if recipe.startswith("MXFP8"):
-        return x, mx_quantize(x, "fp8_e4m3", recipe.split(", ")[1].rstrip(")")).values
-    if recipe == "MXFP4 (floor)":
-        return x, mx_quantize(x, "fp4_e2m1", "floor").values
-    return x, nvfp4_quantize(x).values
+        br, bc = (int(n) for n in recipe.split()[1].split("x"))
+        q = fp8.blockwise_fake_quantize(x, (br, bc), "fp8_e4m3")[0]
+        scales = fp8.block_scale_map(x, get_format("fp8_e4m3"), br, bc)
+        return x, q, round_to_element(x * scales, "fp8_e4m3")[1]
+    if recipe.startswith("MX"):
+        fmt = "fp8_e4m3" if recipe.startswith("MXFP8") else "fp4_e2m1"
+        q = mx_quantize(x, fmt, recipe.rstrip(")").split(", ")[-1].split("(")[-1])
+        return x, q.values, q.clipped
+    q = nvfp4_quantize(x)
+    return x, q.values, q.clipped
+
+
+def recipe_quantize(recipe: str, kind: str, step: int = SPIKE_STEP) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(x, x as the recipe stores it, dequantized)`` for one tensor at one step: :func:`recipe_run` without
+    the saturation mask."""
+    x, q, _ = recipe_run(recipe, kind, step)
+    return x, q
 
 
 def _snr_db(x: torch.Tensor, q: torch.Tensor) -> float:
@@ -320,17 +342,26 @@ def _snr_db(x: torch.Tensor, q: torch.Tensor) -> float:
     return math.inf if noise == 0 else 10 * math.log10(signal / noise)
 
 
-def recipe_stats(x: torch.Tensor, q: torch.Tensor) -> dict:
-    """Signal-to-noise ratio (dB), the fraction of non-zero values flushed to zero, the fraction that
-    saturated (stored at the format's largest magnitude with an error above 1/8 of the value) and the
-    bias (sum of errors over sum of magnitudes, signed)."""
+def recipe_stats(x: torch.Tensor, q: torch.Tensor, saturated: torch.Tensor | None = None) -> dict:
+    """Signal-to-noise ratio (dB), the fraction of non-zero values flushed to zero, the fraction of all values
+    that saturated, and the bias (sum of errors over sum of magnitudes, signed).
+
+    Saturation cannot be told from ``x`` and ``q`` alone (a value clamped at the max and one rounded down look
+    alike), so it is the share of ``saturated``, the mask :func:`recipe_run` returns; NaN without one."""
+    x, q = _tensor(x), _tensor(q, "q")
+    if q.shape != x.shape:
+        raise ValueError(f"q has shape {tuple(q.shape)}: it must have x's shape {tuple(x.shape)}")
+    if saturated is not None and (
+        not isinstance(saturated, torch.Tensor) or saturated.dtype != torch.bool or saturated.shape != x.shape
+    ):
+        raise TypeError(f"saturated must be None or a bool tensor of x's shape {tuple(x.shape)}, got {saturated!r}")
     xd, qd = x.double(), q.double()
     nz = xd != 0
     err = qd - xd
     return {
         "SNR dB": _snr_db(x, q),
         "zeros": float(((qd == 0) & nz).double().sum() / nz.double().sum().clamp(min=1)),
-        "saturated": float(((err.abs() > xd.abs() / 8) & (qd != 0) & (qd.abs() < xd.abs())).double().mean()),
+        "saturated": math.nan if saturated is None else float(saturated.double().mean()),
         "bias": float(err.sum() / xd.abs().sum().clamp(min=1e-300)),
     }
 
@@ -338,12 +369,12 @@ def recipe_stats(x: torch.Tensor, q: torch.Tensor) -> dict:
 def recipe_table(kind: str, step: int = SPIKE_STEP, recipes=RECIPES) -> list[dict]:
     """One row per recipe for tensor ``kind`` at ``step``: its :func:`recipe_stats` and bits per value."""
     rows = []
-    for r in recipes:
-        x, q = recipe_quantize(r, kind, step)
+    for r in _validate.sequence(recipes, "recipes", "recipe names"):
+        x, q, saturated = recipe_run(r, kind, step)
         bits = (
             4 + 8 / 32 if r.startswith("MXFP4") else 4 + 8 / 16 if r == "NVFP4" else 8 + 8 / 32 if "MXFP8" in r else 8
         )
-        rows.append({"recipe": r, "bits per value": bits, **recipe_stats(x, q)})
+        rows.append({"recipe": r, "bits per value": bits, **recipe_stats(x, q, saturated)})
     return rows
 
 
@@ -396,6 +427,12 @@ def kahan_add(w: torch.Tensor, c: torch.Tensor, update: torch.Tensor, fmt="bf16"
     """One Kahan-compensated update ``w += update`` in ``fmt`` arithmetic (each operation rounded to nearest):
     ``y = update - c; t = w + y; c = (t - w) - y; w = t``. ``c`` carries what the rounding of ``w + y`` lost,
     so it is subtracted from the next update. Returns ``(w, c)``."""
+    w, c = _validate.float_tensor(w, "w"), _validate.float_tensor(c, "c")
+    update = _validate.float_tensor(update, "update")
+    if c.shape != w.shape:
+        raise ValueError(f"c must have w's shape {tuple(w.shape)} (one compensation per weight), got {tuple(c.shape)}")
+    if update.shape != w.shape and update.numel() != 1:
+        raise ValueError(f"update must have w's shape {tuple(w.shape)} or be one value, got {tuple(update.shape)}")
     f = get_format(fmt)
     rnd = _bf16 if f.name == "bf16" else (lambda v: quantize(v, f))
     y = rnd(update - c)
@@ -409,8 +446,8 @@ def tiny_updates(steps: int = 10_000, update: float = 1e-4, start: float = 1.0, 
     stochastic rounding, Kahan compensation and an fp32 master copy. Returns ``{"steps", "exact", method:
     trajectory}`` (float32 values after each step; ``exact`` is start + k * update in float64)."""
     steps = _validate.count(steps, "steps", 1, 100_000)
-    update = _validate.real(update, "update")
-    start = _validate.real(start, "start")
+    update = _validate.finite(update, "update")
+    start = _validate.finite(start, "start")
     f = get_format(fmt)
     g = torch.Generator().manual_seed(_validate.seed(seed))
     u = torch.tensor([update], dtype=torch.float32)
@@ -454,8 +491,10 @@ def train_low_precision(
     data for every method. Returns per method ``{"loss": [...], "never moved": fraction of weights equal to
     their initial value at the end, "bytes per parameter": weight storage (+ compensation or master)}``.
     ``progress`` wraps the step range (e.g. ``tqdm.auto.tqdm``)."""
-    for m in methods:
+    for m in _validate.sequence(methods, "methods", "method names"):
         _choice(m, UPDATE_METHODS, "method")
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be None or a function wrapping a range (e.g. tqdm), got {progress!r}")
     hidden = _validate.count(hidden, "hidden", 1, 1024)
     # per step and method: forward, backward and update of 512 samples through 16 -> hidden -> hidden -> 1
     per_step = 6 * 512 * (16 * hidden + hidden * hidden + hidden) * len(UPDATE_METHODS)

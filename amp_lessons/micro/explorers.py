@@ -13,7 +13,7 @@ import numpy as np
 from .._explorer import Picture, failure_html, image, readout_table
 from .._runtime import one_thread as _one_thread
 from ..style import style_context
-from .experiments import RECIPES, SPIKE_STEP, STEPS, TENSOR_KINDS, recipe_quantize, recipe_stats
+from .experiments import RECIPES, SPIKE_STEP, STEPS, TENSOR_KINDS, recipe_run, recipe_stats
 
 __all__ = [
     "RecipeExplorer",
@@ -21,20 +21,23 @@ __all__ = [
 ]
 
 _EDGES = np.arange(-50.0, 16.5, 0.5)  # log2 |value| bins: from far below any format to above fp8's max
+_FLOOR = 1e-6  # the log-scaled share axis starts here: one value in 131072 (3e-5 of a 256 x 512 tensor) is seen
 
 
 def _log2_hist(t) -> np.ndarray:
     v = t.abs().double().flatten().numpy()
     v = v[v > 0]
     h, _ = np.histogram(np.log2(v), bins=_EDGES)
-    return h / max(t.numel(), 1)
+    return np.maximum(h / max(t.numel(), 1), _FLOOR)  # an empty bin sits on the axis' floor
 
 
 class RecipeExplorer:
     """Pick a tensor (activations with outlier channels, a gradient whose maximum jumps at step
     ``SPIKE_STEP``, weights), a recipe and a training step: the picture shows the distribution of
-    log2 |x| before (filled) and after (line) the recipe stores it, the read-out the recipe's
-    signal-to-noise ratio, the values it flushes to zero or saturates, and its bias
+    log2 |x| before (filled) and after (line) the recipe stores it, on a log-scaled share axis so that a handful
+    of values (a gradient's spike) is seen next to the bulk; the read-out the recipe's signal-to-noise ratio, the
+    values it flushes to zero or saturates (clamped at the format's max, :func:`amp_lessons.micro.recipe_run`),
+    the share of the tensor's power those saturated values hold, and the bias
     (:func:`amp_lessons.micro.recipe_stats`). ``stats`` is the shown dict.
 
     The read-out flags a failure when the recipe loses the tensor: a signal-to-noise ratio below
@@ -92,13 +95,14 @@ class RecipeExplorer:
         with style_context():
             ax = pic.fig.add_axes((0.08, 0.16, 0.9, 0.7))
             ax.set_xlim(_EDGES[0], _EDGES[-1])
-            ax.set_ylim(0, 0.35)
+            ax.set_yscale("log")
+            ax.set_ylim(_FLOOR, 1.0)
             ax.set_xlabel("log2 |value|")
-            ax.set_ylabel("share of the values")
+            ax.set_ylabel("share of the values (log)")
             ax.set_title("The tensor (filled) and what the recipe stores (line); zeros are not drawn", loc="left")
-            zero = np.zeros(len(centers))
-            fill = ax.stairs(zero, _EDGES, fill=True, alpha=0.35, color="#1F78B4")
-            line = ax.stairs(zero, _EDGES, lw=1.8, color="#E6550D")
+            zero = np.full(len(centers), _FLOOR)
+            fill = ax.stairs(zero, _EDGES, fill=True, baseline=_FLOOR, alpha=0.35, color="#1F78B4")
+            line = ax.stairs(zero, _EDGES, baseline=_FLOOR, lw=1.8, color="#E6550D")
             label = ax.text(0.99, 0.95, "", transform=ax.transAxes, ha="right", va="top", fontsize=11)
         pic.freeze([fill, line, label])
         return pic
@@ -107,14 +111,21 @@ class RecipeExplorer:
         """What the shown recipe loses ("" if it keeps the tensor): a low SNR, flushes, saturation."""
         s, parts = self.stats, []
         if s["SNR dB"] < self.SNR_LIMIT_DB:
+            why = ""
+            if s["saturated"] > 0 and self._saturated_power >= 0.5:
+                why = (
+                    f": the {self._saturated_count} saturated values, clamped far below their size, held "
+                    f"{100 * self._saturated_power:.4g}% of the tensor's power (the bars at the right that the "
+                    "line moved left)"
+                )
             parts.append(
                 f"signal-to-noise {s['SNR dB']:.1f} dB (below {self.SNR_LIMIT_DB:g} dB: the error's power is "
-                "more than a tenth of the tensor's)"
+                f"more than a tenth of the tensor's){why}"
             )
         if s["zeros"] >= self.SHARE_LIMIT:
             parts.append(f"{100 * s['zeros']:.3g}% of the non-zero values flush to 0")
         if s["saturated"] >= self.SHARE_LIMIT:
-            parts.append(f"{100 * s['saturated']:.3g}% of the values saturate")
+            parts.append(f"{100 * s['saturated']:.3g}% of the values saturate (clamped at the format's max)")
         if not parts:
             return ""
         return (
@@ -125,8 +136,11 @@ class RecipeExplorer:
     def update(self) -> None:
         kind, recipe, step = self.kind_box.value, self.recipe_box.value, self.step_slider.value
         with _one_thread():
-            x, q = recipe_quantize(recipe, kind, step)
-            self.stats = recipe_stats(x, q)
+            x, q, saturated = recipe_run(recipe, kind, step)
+            self.stats = recipe_stats(x, q, saturated)
+            power = x.double() ** 2
+            self._saturated_count = int(saturated.sum())
+            self._saturated_power = float(power[saturated].sum() / power.sum().clamp(min=1e-300))
             before, after = _log2_hist(x), _log2_hist(q)
         fill, line, label = self._pic.moving
         fill.set_data(before)
@@ -139,7 +153,11 @@ class RecipeExplorer:
                 ("recipe", html.escape(recipe)),
                 ("signal-to-noise", "exact" if math.isinf(snr) else f"{snr:.1f} dB"),
                 ("non-zero values flushed to 0", f"{100 * self.stats['zeros']:.3f}%"),
-                ("values saturated", f"{100 * self.stats['saturated']:.3f}%"),
+                (
+                    "values saturated (clamped at the max)",
+                    f"{self._saturated_count} ({100 * self.stats['saturated']:.3f}%), holding "
+                    f"{100 * self._saturated_power:.3g}% of the tensor's power",
+                ),  # fmt: skip
                 ("bias (sum of errors / sum of |x|)", f"{self.stats['bias']:+.2e}"),
             ]
         )

@@ -49,7 +49,8 @@ def plot_tiny_updates(result: dict, ax=None) -> Axes:
 @styled
 def plot_training(results: dict, ax=None) -> Axes:
     """Loss curves of :func:`amp_lessons.micro.train_low_precision` (log scale); each legend entry gives the
-    run's final loss and share of weights that never moved, written as lesson 10 prints them."""
+    run's final loss and share of weights that never moved, written as lesson 10 prints them. The legend sits
+    below the axes, which keep the figure's full width."""
     ax = axes_for(ax, (10, 4.5))
     for m, r in results.items():
         ax.plot(
@@ -61,6 +62,7 @@ def plot_training(results: dict, ax=None) -> Axes:
     ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (MSE)")
-    legend_outside(ax)
+    # below the axes, not beside them: the long labels would squeeze the axes to a fraction of the width
+    ax.legend(loc="upper left", bbox_to_anchor=(0.0, -0.16), borderaxespad=0.0, fontsize=9, ncols=1)
     ax.set_title("A small MLP with bf16 weights: how the update is rounded", loc="left")
     return ax
