@@ -212,9 +212,8 @@ def what_runs_where(report) -> list[LessonSupport]:
     never on an Apple GPU; NVIDIA formats come from the compute-capability table, AMD formats are
     not classified (TF32 and fp8 are treated as absent, bf16 follows torch.cuda.is_bf16_supported()).
     """
-    from .device import DeviceReport
-
-    if not isinstance(report, DeviceReport):
+    # a DeviceReport by its fields (course cannot import device, which imports course)
+    if not all(hasattr(report, k) for k in ("gpu", "cpu", "apple_gpu", "device")):
         raise TypeError(
             f"report must be a DeviceReport (from amp_lessons.device.device_report()), got {type(report).__name__}"
         )
