@@ -11,7 +11,6 @@ import torch
 
 from amp_lessons import micro
 from amp_lessons.formats import get_format, quantize
-
 from amp_lessons.micro import key_code
 from amp_lessons.micro.key_code import MX_ELEMENTS, floor_shared_exponent, mx_block_quantize, round_to_element
 
