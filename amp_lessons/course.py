@@ -55,6 +55,7 @@ LESSONS: tuple[Lesson, ...] = (
         40,
         "what TF32 matmuls cost in accuracy and buy in speed; the switches",
         topic="tf32",
+        key_code=("tf32.emulated_matmul(", "torch.backends.cuda.matmul.fp32_precision"),
     ),
     Lesson(
         "03",
@@ -63,6 +64,7 @@ LESSONS: tuple[Lesson, ...] = (
         50,
         "the failure modes that mixed precision is designed around",
         topic="fp16",
+        key_code=("def sgd_step(", "quantize(weights, fmt)", "sgd_step("),
     ),
     Lesson(
         "04",
@@ -71,6 +73,7 @@ LESSONS: tuple[Lesson, ...] = (
         50,
         "which op runs in which precision, where the casts go, CPU versus CUDA",
         topic="autocast",
+        key_code=("torch.autocast(", "autocast.trace(", "torch.library.register_autocast(", "torch.amp.custom_fwd("),
     ),
     Lesson(
         "05",
@@ -130,6 +133,13 @@ LESSONS: tuple[Lesson, ...] = (
         60,
         "a symptom index with a repro per symptom; an overflow tracer, a speed triage and a dtype map for any model",
         topic="debug",
+        key_code=(
+            "debug.trace_overflow(",
+            "debug.why_not_faster(",
+            "torch.autograd.detect_anomaly(",
+            "scaler.unscale_(",
+            "torch.autocast(device_type, enabled=False)",
+        ),
     ),
     Lesson(
         "09",

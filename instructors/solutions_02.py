@@ -1,14 +1,23 @@
 """Instructor solutions for lesson 02's exercises (run through the learners' checkers by
 tests/test_solutions.py)."""
 
-from amp_lessons.formats import quantize
+import torch
+
+
+def round_to_tf32(x):
+    """Exercise 1a: float32 -> float32 with 10 mantissa bits, the 13 dropped bits rounded to nearest, ties to even,
+    on the bits: add 0xFFF plus the kept last bit (so an exact tie, 0x1000, carries only when that bit is 1), then
+    clear the 13 low bits. A carry out of the mantissa raises the exponent, as rounding should."""
+    bits = x.view(torch.int32)
+    kept_last_bit = (bits >> 13) & 1
+    return ((bits + 0x0FFF + kept_last_bit) & ~0x1FFF).view(torch.float32)
 
 
 def tf32_matmul(a, b):
-    """Exercise 1: the course's model of a TF32 matmul: both inputs rounded to TF32 to nearest,
+    """Exercise 1b: the course's model of a TF32 matmul: both inputs rounded to TF32 to nearest,
     ties to even (what an H100 was measured to do; cuBLAS does not document its rounding), then an
     IEEE fp32 product."""
-    return quantize(a, "tf32", "nearest_even") @ quantize(b, "tf32", "nearest_even")
+    return round_to_tf32(a) @ round_to_tf32(b)
 
 
 # Exercise 2: bf16 has 7 mantissa bits, TF32 has 10: eps is 2**3 = 8 times larger, and the matmul

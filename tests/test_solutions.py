@@ -31,7 +31,7 @@ def test_lesson_01_solutions():
 
 def test_lesson_02_solutions():
     s = load("solutions_02")
-    assert tf32.check_tf32_matmul(s.tf32_matmul)
+    assert tf32.check_tf32_matmul(s.tf32_matmul, s.round_to_tf32)
     assert tf32.check_error_ratio(s.ERROR_RATIO, "bf16", "tf32")
 
 
@@ -44,9 +44,9 @@ def test_lesson_03_solutions():
 def test_lesson_04_solution():
     s = load("solutions_04")
     assert autocast.check_dtype_predictions(s.DTYPE_PREDICTIONS)
-    wrong = dict(s.DTYPE_PREDICTIONS, **{"cuda: (a @ b).sum()": "torch.float16"})
+    wrong = dict(s.DTYPE_PREDICTIONS, **{"cuda: cumsum(a @ b, 0)": "torch.float16"})
     r = autocast.check_dtype_predictions(wrong)
-    assert not r and "cuda: (a @ b).sum(): not torch.float16" in r.message and "float32" not in r.message
+    assert not r and "cuda: cumsum(a @ b, 0): not torch.float16" in r.message and "float32" not in r.message
     assert "still to predict" in autocast.check_dtype_predictions({}).message
 
 

@@ -12,6 +12,7 @@ from .experiments import (
     CLASSES,
     census_fractions,
     check_copies,
+    checked_sgd_step as sgd_step,  # the lesson's step, arguments checked
     classify,
     classify_codes,
     gradient_census,
@@ -63,6 +64,7 @@ __all__ = [
     "plot_running_sums",
     "running_sum",
     "running_sums_of_copies",
+    "sgd_step",
     "small_batch",
     "small_model",
     "sum_copies",

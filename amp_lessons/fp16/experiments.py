@@ -27,8 +27,9 @@ import torch
 from tqdm.auto import tqdm
 
 from .._runtime import one_thread as _one_thread
-from .._validate import count, flag, real as _real, seed as _seed
+from .._validate import count, finite, flag, positive as _validate_positive, real as _real, seed as _seed
 from ..formats import FloatFormat, check_modes, float32_input, get_format, quantize
+from .key_code import sgd_step
 
 __all__ = [
     "CENSUS_CATEGORIES",
@@ -43,6 +44,7 @@ __all__ = [
     "lost_update_fraction",
     "running_sum",
     "running_sums_of_copies",
+    "sgd_step",
     "small_batch",
     "small_model",
     "sum_copies",
@@ -303,7 +305,7 @@ def sum_copies(v: float, n: int) -> dict:
 def update_survives(weight: float, update: float, fmt="fp16") -> bool:
     """Whether ``weight - update`` (computed in float32), rounded to ``fmt``, differs from
     ``weight`` rounded to ``fmt``: False means the SGD step is lost (swamped by rounding)."""
-    w, u = _real(weight, "weight"), _real(update, "update")
+    w, u = finite(weight, "weight"), finite(update, "update")
     x = torch.tensor([w, u], dtype=torch.float32)
     f = get_format(fmt)
     new, old = quantize(torch.stack([x[0] - x[1], x[0]]), f).tolist()
@@ -372,23 +374,18 @@ def train_master_weights(
     loss = {r: [] for r in _RUNS}
     lost = {r: 0.0 for r in _RUNS}
     lost_fmt = {r: 0.0 for r in _RUNS}
-    n = x.shape[0]
     with _one_thread():
         for _ in tqdm(range(int(steps)), desc="training 3 ways", disable=not progress, leave=False):
             for run in _RUNS:
                 w = weights[run]
-                if run == "fp32":
-                    inputs, used = x, w
-                else:
-                    inputs, used = xq, quantize(w, f)
-                err = inputs @ used - y
-                loss[run].append(0.5 * float(err.dot(err)) / n)
-                update = lr * (inputs.T @ err) / n
+                # the lesson's own step (key_code.sgd_step): fp32, fmt weights, or an fmt copy of fp32 masters
+                weights[run], update, step_loss = sgd_step(
+                    w, x if run == "fp32" else xq, y, lr, fmt=None if run == "fp32" else f, master=run != "fp16 weights"
+                )
+                loss[run].append(step_loss)
                 storage = f if run == "fp16 weights" else _FP32
                 lost[run] += lost_update_fraction(w, update, storage)
                 lost_fmt[run] += lost_update_fraction(w, update, f)
-                new = w - update
-                weights[run] = quantize(new, f) if run == "fp16 weights" else new
     return {
         "loss": loss,
         "lost_fraction": {r: v / steps for r, v in lost.items()},
@@ -560,3 +557,24 @@ def gradient_census_of(model: torch.nn.Module, loss_fn, batch, fmt="fp16") -> di
         "loss": loss.item(),
         "fmt": f.name,
     }
+
+
+def checked_sgd_step(weights, inputs, y, lr, *, fmt=None, master=True):
+    """Lesson 03's SGD step (:func:`.key_code.sgd_step`, written in the notebook), with its arguments checked
+    first: ``weights`` (n,), ``inputs`` (m, n) and ``y`` (m,) float32 tensors, ``lr`` a positive finite number,
+    ``fmt`` None or a format name, ``master`` True or False. ``amp_lessons.fp16.sgd_step`` is this function."""
+    weights, inputs, y = (float32_input(t, w) for t, w in ((weights, "weights"), (inputs, "inputs"), (y, "y")))
+    if weights.dim() != 1 or inputs.dim() != 2 or y.dim() != 1:
+        raise ValueError(
+            "weights must be 1-D (n,), inputs 2-D (m, n) and y 1-D (m,), got "
+            f"{tuple(weights.shape)}, {tuple(inputs.shape)} and {tuple(y.shape)}"
+        )
+    if inputs.shape != (y.shape[0], weights.shape[0]):
+        raise ValueError(
+            f"inputs must have shape (len(y), len(weights)) = {(y.shape[0], weights.shape[0])}, "
+            f"got {tuple(inputs.shape)}"
+        )
+    lr = _validate_positive(lr, "lr")
+    if fmt is not None:
+        fmt = get_format(fmt)
+    return sgd_step(weights, inputs, y, lr, fmt=fmt, master=flag(master, "master"))

@@ -1,5 +1,7 @@
 """Tests of amp_lessons.tf32.checks: the checker says what the course's TF32 model is, and what it is not."""
 
+import torch
+
 from amp_lessons import formats, tf32
 from amp_lessons.formats import quantize
 from tests.test_checks import assert_not_yet, assert_your_turn, reveals, solution
@@ -33,6 +35,7 @@ def test_tf32_matmul_exercise():
     assert_your_turn(starter)
     assert "plain fp32 product" in starter.message and "@" not in starter.message
     assert tf32.check_tf32_matmul(solution("02").tf32_matmul)
+    assert tf32.check_tf32_matmul(solution("02").tf32_matmul, solution("02").round_to_tf32)
     wrong_answers = (
         lambda a, b: _model(a, b, "toward_zero"),
         lambda a, b: _model(a, b, "nearest_away"),
@@ -57,3 +60,44 @@ def test_error_ratio_exercise():
         assert word in r.message
     for r in (starter, tf32.check_error_ratio(eps_ratio * 4), tf32.check_error_ratio("x")):
         assert not reveals(r.message, eps_ratio), r.message
+
+
+def _round_away(x):
+    return ((x.view(torch.int32) + 0x1000) & ~0x1FFF).view(torch.float32)
+
+
+def _round_down(x):
+    return (x.view(torch.int32) & ~0x1FFF).view(torch.float32)
+
+
+def test_the_rounding_the_learner_writes_is_checked_on_ties_and_may_not_call_the_course():
+    s = solution("02")
+    # the solution's bit rounding agrees with the formats engine on every tie of both parities and signs
+    x = torch.tensor([1 + 2.0**-11, 1 + 3 * 2.0**-11, -(1 + 2.0**-11), 1 + 2.0**-11 + 2.0**-20, 0.0])
+    assert torch.equal(s.round_to_tf32(x), quantize(x, "tf32", "nearest_even"))
+    assert s.round_to_tf32(x).tolist()[:2] == [1.0, 1 + 4 * 2.0**-11]  # ties to the even neighbour
+
+    def mm(r):
+        return lambda a, b: r(a) @ r(b)
+
+    starter = tf32.check_tf32_matmul(lambda a, b: a @ b, lambda x: x)
+    assert_your_turn(starter)
+    away = tf32.check_tf32_matmul(mm(_round_away), _round_away)
+    assert_not_yet(away)
+    assert "ties go away from zero" in away.message
+    down = tf32.check_tf32_matmul(mm(_round_down), _round_down)
+    assert_not_yet(down)
+    assert "toward zero" in down.message
+    calls = tf32.check_tf32_matmul(mm(s.round_to_tf32), lambda x: quantize(x, "tf32"))
+    assert_not_yet(calls)
+    assert "calls the course's quantize" in calls.message
+    package = tf32.check_tf32_matmul(lambda a, b: tf32.emulated_matmul(a, b, "tf32"), s.round_to_tf32)
+    assert_not_yet(package)
+    assert "calls the course's emulated_matmul" in package.message
+    unused = tf32.check_tf32_matmul(lambda a, b: a @ b, s.round_to_tf32)
+    assert_not_yet(unused)
+    assert "round_to_tf32 is right" in unused.message
+    not_written = tf32.check_tf32_matmul(mm(s.round_to_tf32), lambda x: x)
+    assert_not_yet(not_written)
+    assert "returns x as it is" in not_written.message
+    assert tf32.check_tf32_matmul(mm(s.round_to_tf32), s.round_to_tf32)
