@@ -9,9 +9,9 @@ import copy
 import torch
 from torch import nn
 
-from .._validate import positive, seed as _seed
+from .._validate import flag, positive, seed as _seed
 from ..checks import CheckResult, is_placeholder
-from ..debug.experiments import broken_training_setup, trace_overflow
+from ..debug.experiments import KeepFP32, broken_training_setup, trace_overflow
 
 __all__ = [
     "check_first_bad_layer",
@@ -72,13 +72,16 @@ def _unchanged(fixed: nn.Module, model: nn.Module) -> bool:
     )
 
 
-def check_fp16_fix(fix, seed: int = 3, tolerance: float = 0.05) -> CheckResult:
+def check_fp16_fix(fix, seed: int = 3, tolerance: float = 0.05, *, own_wrapper: bool = True) -> CheckResult:
     """Exercise: ``fix(model)`` changes (or wraps parts of) :func:`amp_lessons.debug.broken_training_setup`'s
     model so that under fp16 autocast its output is finite and within ``tolerance`` (relative to the
     largest fp32 output; fp16 rounds every layer, so a few per cent is the scale of honest error) of the
     fp32 model's output, while most Linear layers still run in fp16 (switching autocast off for the
-    whole model is not a fix). ``fix`` returns the fixed model (or None if it changed it in place)."""
+    whole model is not a fix). ``fix`` returns the fixed model (or None if it changed it in place).
+    ``own_wrapper``: the exercise asks for the learner's own fp32 wrapper, so the toolkit's
+    :class:`~amp_lessons.debug.KeepFP32` is refused; False accepts it."""
     tolerance = positive(tolerance, "tolerance")
+    own_wrapper = flag(own_wrapper, "own_wrapper")
     if is_placeholder(fix):
         return CheckResult(False, "write fix(model) and pass the function itself", todo=True)
     model, x, _ = broken_training_setup(seed)
@@ -101,6 +104,13 @@ def check_fp16_fix(fix, seed: int = 3, tolerance: float = 0.05) -> CheckResult:
                 out = fixed(x).float()
     except Exception as exc:  # noqa: BLE001 - any error of the learner's model is feedback
         return CheckResult(False, f"the fixed model raised {type(exc).__name__}: {exc}")
+    if own_wrapper and any(isinstance(m, KeepFP32) for m in fixed.modules()):
+        return CheckResult(
+            False,
+            "fix(model) uses the toolkit's debug.KeepFP32: write the wrapper yourself, a module of your own whose "
+            "forward runs the layer with autocast switched off (torch.autocast(device_type, enabled=False)) on "
+            "fp32 inputs",
+        )
     bad = trace.first_nonfinite("output")
     if bad is not None:
         # the layer is not named: it is the answer to the exercise before this one

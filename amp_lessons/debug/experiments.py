@@ -13,7 +13,8 @@
   precision setting, and the bytes each parameter costs.
 
 Plus the small models the lesson breaks on purpose (:func:`t5_like_model`, :func:`broken_training_setup`)
-and :class:`KeepFP32`, the fix that runs one module in fp32 inside an autocast region.
+and :class:`KeepFP32` (lesson 08's own cell, :mod:`.key_code`), the fix that runs one module in fp32 inside an
+autocast region.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from .._validate import (
 from ..autocast.experiments import DEVICE_TYPES
 from ..e2e.experiments import matmul_rates
 from ..formats import get_format
+from .key_code import KeepFP32
 
 __all__ = [
     "KeepFP32",
@@ -177,7 +179,9 @@ def tensor_stats(tensors, formats) -> TensorStats | None:
     nz = a[a > 0]
     fractions = {}
     n = max(int(a.numel()), 1)
-    for fmt in formats:
+    if not isinstance(formats, (str, list, tuple)):
+        raise TypeError(f"formats must be a format name or a list/tuple of them, got {formats!r}")
+    for fmt in [formats] if isinstance(formats, str) else formats:
         f = get_format(fmt)
         fractions[f.name] = {
             "overflow": int(f.overflows(a).sum()) / n,
@@ -460,24 +464,6 @@ def trace_overflow(
         for h in handles:
             h.remove()
     return OverflowTrace(records, grad_order, loss_value, _setting(dev, dtype), fmts, dev)
-
-
-class KeepFP32(nn.Module):
-    """Run ``module`` in fp32 inside any autocast region: autocast is switched off for it and its
-    floating inputs are cast to float32; its output is float32 (the next autocast op casts it down
-    again). The fix for a layer whose output exceeds fp16's range (HF transformers keeps T5's ``wo``
-    in fp32 for this reason: ``_keep_in_fp32_modules``)."""
-
-    def __init__(self, module: nn.Module):
-        super().__init__()
-        self.module = _check_model(module)
-
-    def forward(self, *args):
-        dev = next((a.device.type for a in args if isinstance(a, torch.Tensor)), "cpu")
-        with torch.autocast(dev, enabled=False):
-            return self.module(
-                *(a.float() if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args)
-            )
 
 
 # --- models that fail the way users report it ---------------------------------------------------------

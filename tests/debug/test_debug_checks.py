@@ -30,8 +30,14 @@ def test_fp16_fix_checker():
     def keep(m):
         getattr(m, block).__setattr__(layer, debug.KeepFP32(getattr(getattr(m, block), layer)))
 
-    assert debug.check_fp16_fix(keep)  # in place, returning None
-    assert "Linear layers still run in fp16" in debug.check_fp16_fix(lambda m: debug.KeepFP32(m)).message
+    assert debug.check_fp16_fix(keep, own_wrapper=False)  # in place, returning None
+    # the exercise asks for the learner's own wrapper: the toolkit's is refused, with what to write instead
+    own = debug.check_fp16_fix(keep)
+    assert not own and "write the wrapper yourself" in own.message and "enabled=False" in own.message
+    assert (
+        "Linear layers still run in fp16"
+        in debug.check_fp16_fix(lambda m: debug.KeepFP32(m), own_wrapper=False).message
+    )
     assert "raised ZeroDivisionError" in debug.check_fp16_fix(lambda m: 1 / 0).message
     r = debug.check_fp16_fix(lambda m: m)
     assert_your_turn(r)
@@ -79,7 +85,11 @@ def test_fp16_fix_exercise():
     starter = debug.check_fp16_fix(fix)
     assert_your_turn(starter)
     assert debug.check_fp16_fix(solution("08").fix)
-    wrong = [debug.check_fp16_fix(lambda m: debug.KeepFP32(m)), debug.check_fp16_fix(lambda m: 1 / 0)]
+    wrong = [
+        debug.check_fp16_fix(lambda m: debug.KeepFP32(m), own_wrapper=False),
+        debug.check_fp16_fix(lambda m: debug.KeepFP32(m)),
+        debug.check_fp16_fix(lambda m: 1 / 0),
+    ]
     for r in wrong:
         assert_not_yet(r)
     for r in [starter, *wrong]:
