@@ -10,7 +10,7 @@ Each returns a :class:`amp_lessons.checks.CheckResult` and never raises on a lea
 
 from __future__ import annotations
 
-import inspect
+import types
 import warnings
 
 import torch
@@ -99,10 +99,21 @@ def _bf16_ulp(x: torch.Tensor) -> torch.Tensor:
 
 
 def _mentions_emulation(fn) -> bool:
-    try:
-        return "emulate_precision_casts" in inspect.getsource(fn)
-    except (OSError, TypeError):
-        return True  # no source to read: treat it as an edited answer
+    """Whether ``fn``'s code (its nested functions included) names ``emulate_precision_casts``: as an attribute,
+    a keyword or a string. Read from the code objects, so it needs no source file."""
+
+    def names(code) -> bool:
+        if "emulate_precision_casts" in code.co_names:
+            return True
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType) and names(const):
+                return True
+            if const == "emulate_precision_casts" or (isinstance(const, tuple) and "emulate_precision_casts" in const):
+                return True
+        return False
+
+    code = getattr(fn, "__code__", None)
+    return isinstance(code, types.CodeType) and names(code)
 
 
 def check_compile_matching_eager(fn, seed: int = 0) -> CheckResult:

@@ -59,7 +59,7 @@ def test_seed_is_validated():
 
 def test_fused_chain_exercise():
     def fused_chain(h, g):  # lesson 11's starter
-        return chain(h, g)
+        return F.rms_norm(F.silu(g) * h, (h.shape[-1],))
 
     starter = compiled.check_fused_chain(fused_chain)
     assert_your_turn(starter)
