@@ -79,7 +79,7 @@ def check_fsdp_fp16_step(fn, world_size: int = 2) -> CheckResult:
         return CheckResult(
             False,
             f"the gradients were reduce-scattered in {got}: the sum over the ranks then rounds to fp16 at every hop "
-            "and can overflow (section 5); reduce_dtype sets it, and it defaults to param_dtype",
+            "and can overflow (section 5). reduce_dtype sets it (left at None, torch before 2.15 reduces in param_dtype)",
         )
     if fin["scale"] is None:
         return CheckResult(

@@ -55,7 +55,7 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from .._validate import int_at_least as _int_at_least, positive as _positive, seed as _seed
+from .._validate import int_at_least as _int_at_least, positive as _positive, seed as _seed, sequence
 from ..checks import is_placeholder
 from ..formats import quantize
 from .key_code import tiny_mlp
@@ -255,13 +255,14 @@ def run_group(
     if method not in available:
         raise ValueError(f"start_method={start_method!r} is not available on this platform: {available}")
     if method == "spawn":
-        where = getattr(fn, "__module__", None)
-        if where in (None, "__main__") or "<locals>" in getattr(fn, "__qualname__", "<locals>"):
-            raise TypeError(
-                f"fn={getattr(fn, '__qualname__', fn)!r} (module {where!r}) cannot be spawned: a spawned worker imports "
-                "fn by its module path, and a function defined in a notebook or inside another function has none. "
-                "Define it in a module (a notebook's #| export cell is written to one) and pass that copy"
-            )
+        for f in (fn, *(a for a in args if callable(a) and not isinstance(a, (type, torch.nn.Module)))):
+            where = getattr(f, "__module__", None)
+            if where in (None, "__main__") or "<locals>" in getattr(f, "__qualname__", "<locals>"):
+                raise TypeError(
+                    f"{getattr(f, '__qualname__', f)!r} (module {where!r}) cannot be spawned: a spawned worker imports "
+                    "a function by its module path, and one defined in a notebook or inside another function has none. "
+                    "Define it in a module (a notebook's #| export cell is written to one) and pass that copy"
+                )
     ifname, up = loopback_interface()
     if up is False:
         raise GroupUnavailable(
@@ -922,7 +923,9 @@ def ring_sum(grads: torch.Tensor, fmt: str = "bf16", start: int = 0) -> torch.Te
     if fmt not in ("bf16", "fp16", "fp32"):
         raise ValueError(f"fmt={fmt!r} is not allowed: use 'bf16', 'fp16' or 'fp32'")
     n = g.shape[0]
-    start = _int_at_least(start, "start", 0) % n
+    start = _int_at_least(start, "start", 0)
+    if start >= n:
+        raise ValueError(f"start={start} is not allowed: it must be a rank, from 0 to {n - 1} (grads has {n} rows)")
     g = _round(g, fmt)
     acc = g[start].clone()
     for i in range(1, n):
@@ -965,7 +968,9 @@ def reduction_error(world_sizes=(2, 8, 64, 512, 4096), elements: int = 256, seed
     """For each N of ``world_sizes``: N ranks' gradients (each N(0, 1) per element, rounded to bf16 as a bf16
     backward produces them; ``elements`` per rank) summed in bf16 in ring order, in bf16 pairwise, and in fp32
     in ring order; the normwise error against the exact (fp64) sum. Emulated: one row per rank."""
-    sizes = sorted({_check_world_size(n, MAX_EMULATED_WORLD_SIZE) for n in world_sizes})
+    sizes = sorted(
+        {_check_world_size(n, MAX_EMULATED_WORLD_SIZE) for n in sequence(world_sizes, "world_sizes", "ints")}
+    )
     if not sizes or any(n < 2 for n in sizes):
         raise ValueError(f"world_sizes={world_sizes!r} is not allowed: give world sizes of at least 2")
     elements = _int_at_least(elements, "elements", 1)

@@ -3,6 +3,7 @@
 import torch
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
+from torch.torch_version import TorchVersion
 
 from amp_lessons import distributed
 from amp_lessons.distributed.key_code import tiny_mlp
@@ -54,7 +55,7 @@ def test_check_fsdp_fp16_step_passes_the_solution_and_names_each_mistake():
         "model only": (_fsdp_step(ret="model"), "return (model, scaler)"),
         "bf16": (_fsdp_step(param=torch.bfloat16), "all-gathered in bfloat16"),
         "no param_dtype": (_fsdp_step(param=None), "compute ran in fp32"),
-        "fp16 reduce": (_fsdp_step(reduce=None), "reduce-scattered in float16"),
+        "fp16 reduce": (_fsdp_step(reduce=torch.float16), "reduce-scattered in float16"),
         "not sharded": (_fsdp_step(shard=False), "not sharded"),
         "optimizer first": (_fsdp_step(opt_first=True), "make the optimizer after fully_shard"),
         "no scaler": (_fsdp_step(ret="no scaler"), "not a loss scaler"),
@@ -66,6 +67,10 @@ def test_check_fsdp_fp16_step_passes_the_solution_and_names_each_mistake():
         r = distributed.check_fsdp_fp16_step(fn)
         assert not r and words in r.message, (name, r.message)
         assert r.todo == (name == "dots"), name
+    # reduce_dtype=None: torch before 2.15 reduces in param_dtype (fp16 here), 2.15 in the parameters' dtype (fp32)
+    default = distributed.check_fsdp_fp16_step(_fsdp_step(reduce=None))
+    assert bool(default) == (TorchVersion(torch.__version__) >= "2.15"), default.message
+    assert default or "reduce-scattered in float16" in default.message
     assert_your_turn(distributed.check_fsdp_fp16_step(...))
     r = distributed.check_fsdp_fp16_step(lambda rank, world_size, batches: 1 / 0)
     assert not r and "on rank" in r.message and "ZeroDivisionError" in r.message

@@ -122,6 +122,8 @@ def test_spawned_workers_import_the_exported_functions():
 
     with pytest.raises(TypeError, match="cannot be spawned.*#\\| export"):
         E.run_group(local, 2, start_method="spawn")
+    with pytest.raises(TypeError, match="'test_spawned_workers_import_the_exported_functions.<locals>.local'"):
+        E.run_group(E.observe_fsdp_step, 2, (local,), start_method="spawn")  # a function among the arguments too
     with pytest.raises(ValueError, match="start_method='forkserver'"):
         E.run_group(_no_collective, 2, start_method="forkserver")
 
@@ -274,3 +276,19 @@ def test_the_bf16_hook_build_check_follows_ddps_rule(monkeypatch):
     here = E.ddp_bf16_hook_build_check()
     assert here.accepts == bool(torch.version.cuda or getattr(torch.version, "hip", None))
     assert bool(here.nccl) == dist.is_nccl_available()
+
+
+def test_the_benchmark_script_counts_failures(capsys):
+    """scripts/bench_run_group.py, on 2 runs each: it prints failures/N and the time per run, exits 0 without failures."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "bench_run_group.py"
+    spec = importlib.util.spec_from_file_location("bench_run_group", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["-n", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "no_collective  failures 0/2" in out and "all_reduce     failures 0/2" in out and "ms per run" in out
+    with pytest.raises(SystemExit):
+        bench.main(["-n", "0"])
