@@ -92,3 +92,23 @@ def test_the_starter_message_does_not_give_the_order_away():
         named = [w for w in ("scale(", "unscale_", "clip", "step(", "update") if w in m]
         assert len(named) <= 2, m  # naming the calls one after another would be the answer
         assert "then" not in m and "before" not in m, m
+
+
+def test_lesson_06_shows_its_step_only_after_the_exercise():
+    """No cell above the exercise holds its answer, and the prompt names the pieces out of the recipe's order."""
+    import json
+    import re
+    from pathlib import Path
+
+    cells = json.loads((Path(__file__).parents[2] / "notebooks" / "06_amp_end_to_end.ipynb").read_text())["cells"]
+    text = ["".join(c["source"]) for c in cells]
+    exercise = next(i for i, t in enumerate(text) if "e2e.check_clipped_amp_step(" in t)
+    step = next(i for i, t in enumerate(text) if t.startswith("#| export") and "def make_step(" in t)
+    assert exercise < step
+    above = [t for c, t in zip(cells[:exercise], text) if c["cell_type"] == "code"]
+    assert not any(call in t for t in above for call in ("unscale_(", "clip_grad_norm_(", "scaler.update("))
+    prompt = text[exercise - 1]
+    order = ["`scale`", "`unscale_`", "`step`", "`update`"]
+    assert all(w in prompt for w in order)
+    assert [w for w in sorted(order, key=prompt.index)] != order  # named, but not in the order they run
+    assert not re.search(r"scale.*then.*unscale_.*then", prompt, re.S)
