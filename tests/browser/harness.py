@@ -307,6 +307,9 @@ class DemoDriver:
         self.latencies_ms: list[float] = []
         self.changes = 0
         self.actions: list[str] = []
+        # In the presenter view a slide key (arrows, Page Up/Down, Home/End) changes the screen even when a slider
+        # has the focus, so there the sliders are moved as a presenter does with the mouse: dragging the handle.
+        self.drag_sliders = bool(page.query_selector("#amp-nav"))
         root.evaluate(_WATCH_JS)
 
     def signature(self) -> str:
@@ -355,7 +358,22 @@ class DemoDriver:
             handle.focus()
             self.page.keyboard.press(key)
 
-        return go
+        def drag():
+            track = handle.evaluate_handle("h => h.closest('.noUi-target')").as_element().bounding_box()
+            box = handle.bounding_box()
+            x0, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+            x1 = {
+                "End": track["x"] + track["width"] + 20,
+                "Home": track["x"] - 20,
+                "ArrowRight": x0 + 0.12 * track["width"],
+                "ArrowLeft": x0 - 0.12 * track["width"],
+            }[key]
+            self.page.mouse.move(x0, y)
+            self.page.mouse.down()
+            self.page.mouse.move(x1, y, steps=4)
+            self.page.mouse.up()
+
+        return drag if self.drag_sliders else go
 
     def exercise_sliders(self, latency_moves: int = 5) -> None:
         """Every slider to its maximum and its minimum; the first one also stepped ``latency_moves``

@@ -36,6 +36,29 @@ _VISIBLE_DEMOS_JS = f"""
 """
 _SECTION_JS = "() => document.body.dataset.ampSection"
 
+# The controls of the explorer on screen: each one's state (a menu's choice, a slider's value, a toggle's pressed
+# button), and a way to give one of them the focus as a presenter's click would.
+_CONTROLS_JS = f"""
+() => {{
+  const demo = [...document.querySelectorAll('{_DEMOS}')].find(d => d.getClientRects().length > 0);
+  const out = [];
+  for (const el of demo.querySelectorAll('select, .noUi-handle, input[type=range], .widget-toggle-button')) {{
+    out.push(el.tagName === 'SELECT' ? el.value : (el.getAttribute('aria-valuenow') ?? el.value ?? '')
+             + (el.classList.contains('mod-active') ? '*' : ''));
+  }}
+  return out;
+}}
+"""
+_FOCUS_CONTROL_JS = f"""
+k => {{
+  const demo = [...document.querySelectorAll('{_DEMOS}')].find(d => d.getClientRects().length > 0);
+  const els = [...demo.querySelectorAll('select, .noUi-handle, input[type=range], .widget-toggle-button')];
+  const el = els[k % els.length];
+  el.focus();
+  return document.activeElement === el ? el.tagName + '.' + el.className : null;
+}}
+"""
+
 # Every visible text node under the rendered cells and the navigation: its element's computed font size.
 _TEXT_SIZES_JS = """
 () => {
@@ -146,6 +169,24 @@ def test_presenter_page_shows_every_explorer_and_each_responds(browser, voila_se
             assert page.evaluate(_VISIBLE_DEMOS_JS) == [n - 1], f"ArrowRight: screen {n} is not explorer {n - 1}"
         page.keyboard.press("ArrowLeft")
         assert page.evaluate(_VISIBLE_DEMOS_JS) == [len(expected) - 2]
+        # A clicker's keys change the screen even when a control has the focus (the presenter touched a slider or
+        # a menu), and leave that control as it was.
+        page.keyboard.press("Home")
+        for n in range(1, len(expected) + 1):
+            page.keyboard.press("PageDown")
+            assert page.evaluate(_VISIBLE_DEMOS_JS) == [n - 1], f"PageDown: screen {n} is not explorer {n - 1}"
+            for k, key in enumerate(("PageDown", "ArrowRight", " ", "ArrowDown")):
+                before = page.evaluate(_CONTROLS_JS)
+                focused = page.evaluate(_FOCUS_CONTROL_JS, k)
+                assert focused, f"screen {n}: no control of explorer {expected[n - 1]} takes the focus"
+                page.keyboard.press(key)
+                assert page.evaluate(_VISIBLE_DEMOS_JS) == ([n] if n < len(expected) else [n - 1]), (
+                    f"screen {n}: {key!r} with the focus on {focused} did not change the screen"
+                )
+                if n < len(expected):
+                    page.keyboard.press("PageUp")
+                    assert page.evaluate(_VISIBLE_DEMOS_JS) == [n - 1], f"screen {n}: PageUp did not come back"
+                assert page.evaluate(_CONTROLS_JS) == before, f"screen {n}: {key!r} moved {focused}"
         assert_page_clean("presenter view", kernel, console, remote)
     finally:
         page.close()
