@@ -117,7 +117,14 @@ def _is_starter(fn) -> bool:
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
-        return False
+        # no source (code run by exec): the starter's code object calls exactly these four names, with two arguments
+        code = getattr(fn, "__code__", None)
+        return (
+            code is not None
+            and set(code.co_names) == {"F", "binary_cross_entropy", "torch", "sigmoid"}
+            and code.co_argcount == 2
+            and code.co_nlocals == 2
+        )
     target = ast.dump(ast.parse(_STARTER_EXPR, mode="eval").body)
     for node in ast.walk(tree):
         if isinstance(node, ast.Lambda):
