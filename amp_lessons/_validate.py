@@ -21,6 +21,23 @@ def real(value, what: str) -> float:
     return float(value)
 
 
+def finite(value, what: str) -> float:
+    """A finite real number (not NaN, not an infinity)."""
+    value = real(value, what)
+    if not math.isfinite(value):
+        raise ValueError(f"{what}={value!r} is not allowed: it must be a finite number")
+    return value
+
+
+def float_tensor(x, what: str) -> torch.Tensor:
+    """A real floating-point tensor (not a number, a list, an int, bool or complex tensor)."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{what} must be a torch.Tensor of floats, got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{what} must be a floating-point tensor, got {str(x.dtype).replace('torch.', '')}")
+    return x
+
+
 def positive(value, what: str) -> float:
     """A positive finite real number."""
     value = real(value, what)
@@ -137,18 +154,48 @@ def allocation(n_elements: float, what: str, bytes_per_element: int = 4) -> None
 def model_call(model, args: tuple, what: str = "inputs"):
     """``model(*args)``, with a model that cannot take ``args`` (a width or dtype the model does not have, a wrong
     number of arguments) reported as a ValueError naming ``what`` rather than as torch's error from deep inside
-    the forward pass (that error is kept as the cause). Running out of memory is not the inputs' fault: it
-    propagates as it is."""
+    the forward pass (that error is kept as the cause). An error the model's own code raises, and running out of
+    memory, propagate as they are."""
     try:
         return model(*args)
     except torch.OutOfMemoryError:
         raise
     except (RuntimeError, TypeError) as e:
+        if not _raised_in_torch(e):
+            raise  # the model's own code raised: its error, as it is
         shapes = ", ".join(
-            f"{tuple(a.shape)} {str(a.dtype).replace('torch.', '')}" if isinstance(a, torch.Tensor) else type(a).__name__
+            f"{tuple(a.shape)} {str(a.dtype).replace('torch.', '')}"
+            if isinstance(a, torch.Tensor)
+            else type(a).__name__
             for a in args
         )
         raise ValueError(
             f"{what} do not fit the model: model(*{what}) with {what} ({shapes}) failed: {e}. {what} must be the "
             "positional arguments the model's forward takes, with the widths and dtypes of its first layer"
         ) from e
+
+
+def _raised_in_torch(e: BaseException) -> bool:
+    """Whether the innermost Python frame of ``e``'s traceback is in torch (a layer refusing its input)."""
+    tb, last = e.__traceback__, None
+    while tb is not None:
+        last = tb.tb_frame.f_code.co_filename
+        tb = tb.tb_next
+    return last is not None and os.path.abspath(last).startswith(_TORCH_DIR)
+
+
+_TORCH_DIR = os.path.dirname(os.path.abspath(torch.__file__)) + os.sep
+
+
+def sequence(value, what: str, of: str = "values") -> tuple:
+    """A list or tuple (or range) of ``of``, as a tuple: not a number, a string, a dict or a generator."""
+    if not isinstance(value, (list, tuple, range)):
+        raise TypeError(f"{what} must be a list or tuple of {of}, got {value!r} ({type(value).__name__})")
+    return tuple(value)
+
+
+def path_or_none(value, what: str):
+    """None, a str or an os.PathLike: a file or folder the caller names."""
+    if value is not None and not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{what} must be None or a path (str or pathlib.Path), got {value!r} ({type(value).__name__})")
+    return value

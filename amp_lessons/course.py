@@ -503,6 +503,8 @@ def workshop_schedule(
             raise ValueError(f"{name} must be a positive number of minutes, got {v!r}")
     if isinstance(days, bool) or days not in (1, 2):
         raise ValueError(f"days must be 1 or 2, got {days!r}")
+    if notebooks_dir is not None and not isinstance(notebooks_dir, (str, Path)):
+        raise TypeError(f"notebooks_dir must be None or a folder (str or Path), got {type(notebooks_dir).__name__}")
     t = h * 60 + m
     since_break, rows, had_lunch = 0, [], False
     for lesson in LESSONS:

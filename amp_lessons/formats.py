@@ -708,7 +708,7 @@ def to_bits(x: torch.Tensor, fmt: str | FloatFormat, rounding: str = "nearest_ev
 def from_bits(code, fmt: str | FloatFormat) -> torch.Tensor:
     """The float32 value of each integer code of ``fmt`` (inverse of :func:`to_bits`)."""
     f = get_format(fmt)
-    code = torch.as_tensor(code)
+    code = _int_field(code, "code")
     if code.is_floating_point() or code.dtype == torch.bool:
         raise TypeError(f"codes must be an integer tensor, got {code.dtype}")
     code = code.long()
@@ -719,11 +719,19 @@ def from_bits(code, fmt: str | FloatFormat) -> torch.Tensor:
     return compose((code >> (e + m)) & 1, (code >> m) & ((1 << e) - 1), code & ((1 << m) - 1), f)
 
 
+def _int_field(v, what: str) -> torch.Tensor:
+    """``v`` (an int, a list of ints or an integer tensor) as a tensor; anything torch cannot read is refused."""
+    try:
+        return torch.as_tensor(v)
+    except (RuntimeError, TypeError, ValueError):
+        raise TypeError(f"{what} must be an int, a list of ints or an integer tensor, got {v!r}") from None
+
+
 def compose(sign, exponent, mantissa, fmt: str | FloatFormat) -> torch.Tensor:
     """The float32 value of the bit fields ``(sign, exponent, mantissa)`` of ``fmt``."""
     f = get_format(fmt)
     m, e = f.mantissa_bits, f.exponent_bits
-    s, ex, mt = (torch.as_tensor(v).long() for v in (sign, exponent, mantissa))
+    s, ex, mt = (_int_field(v, w).long() for v, w in ((sign, "sign"), (exponent, "exponent"), (mantissa, "mantissa")))
     fields = (("sign", s, int(f.is_signed)), ("exponent", ex, (1 << e) - 1), ("mantissa", mt, (1 << m) - 1))
     for name, v, hi in fields:
         if ((v < 0) | (v > hi)).any():

@@ -34,6 +34,7 @@ from pathlib import Path
 import torch
 
 from ._table import TableRecord, html_table, text_table
+from ._validate import path_or_none, sequence
 from .e2e.experiments import record_matmul_throughput, record_training
 from .fp8.experiments import record_fp8_scaled_mm
 from .tf32.experiments import record_tf32_matmul, record_timing_check
@@ -276,7 +277,7 @@ PUBLISHED: tuple[Record, ...] = (
 
 
 def _path(path) -> Path:
-    return DEFAULT_PATH if path is None else Path(path)
+    return DEFAULT_PATH if path_or_none(path, "path") is None else Path(path)
 
 
 def _course_commit() -> str:
@@ -330,7 +331,8 @@ def save(records: Iterable[Record], path=None) -> Path:
     """Write ``records`` to ``path`` (default: the shipped file): sorted by experiment, device,
     torch version and date, fields in a fixed order, results keys sorted, two-space indent and a
     trailing newline, so that saving the same records twice gives the same bytes."""
-    records = list(records)
+    path_or_none(path, "path")
+    records = list(sequence(records, "records", "Records")) if not isinstance(records, Iterable) else list(records)
     for r in records:
         if not isinstance(r, Record):
             raise TypeError(f"save() takes Record objects, got {r!r}")
@@ -399,6 +401,11 @@ def record(names: Iterable[str] | None = None, path=None, device="cuda", command
     earlier record of the same experiment on the same GPU name with the same torch version, and
     the file is saved after each experiment. Returns the new records."""
     d = _cuda_device(device)
+    path_or_none(path, "path")
+    if names is not None and not isinstance(names, (str, list, tuple)):
+        raise TypeError(f"names must be None, an experiment name or a list of them, got {type(names).__name__}")
+    if command is not None and not isinstance(command, str):
+        raise TypeError(f"command must be None or a str, got {type(command).__name__}")
     if not torch.cuda.is_available():
         raise RuntimeError(NO_CUDA_MESSAGE)
     known = EXPERIMENTS
@@ -570,6 +577,8 @@ def _print_record(r: Record, file) -> None:
 def main(argv=None) -> int:
     """``record`` / ``show`` (see the module docstring). Returns the exit code: 0 on success,
     1 if ``show`` found nothing, 2 if ``record`` cannot run (no CUDA GPU, unknown experiment)."""
+    if argv is not None:
+        argv = list(sequence(argv, "argv", "command-line words (str)"))
     parser = argparse.ArgumentParser(prog=CLI, description="Record or show the course's reference measurements.")
     sub = parser.add_subparsers(dest="action", required=True)
     rec = sub.add_parser("record", help="measure the experiments of EXPERIMENTS on this machine's CUDA GPU")

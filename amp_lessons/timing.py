@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import numbers
 import re
 import statistics
 import time
@@ -272,6 +273,10 @@ def _fmt_rate(x: float) -> str:
 
 def format_seconds(s: float) -> str:
     """A duration with 3 significant digits in s, ms or µs: "1.23 s", "16.0 ms", "157 µs"."""
+    if isinstance(s, torch.Tensor) and s.numel() == 1:
+        s = float(s)
+    if isinstance(s, bool) or not isinstance(s, numbers.Real):
+        raise TypeError(f"s must be a number of seconds, got {s!r} ({type(s).__name__})")
     a = abs(s)
     if a >= 1 or a == 0 or not math.isfinite(s):
         return f"{_fmt_rate(s)} s"

@@ -11,6 +11,14 @@ valid small call with one argument at a time replaced by a bad value of its kind
 Checkers (``check_*``) must not raise at all on a learner's answer: for their answer parameter every value is
 "bad" and the only good outcome is a returned :class:`amp_lessons.checks.CheckResult`.
 
+Which bad values a parameter gets is derived from its name, annotation and default and from the type of its value
+in the callable's valid call (a tensor gets a string, a complex tensor, wrong shapes; a model gets a number; a
+function gets a number; a size gets 0, -1 and 10**12; a real number gets NaN and infinities), plus a per-callable
+table (:data:`EXTRA`) of the bad calls only that callable can have (mismatched widths, a batch dimension the inputs
+lack). A huge size must be refused at once: a call that grows this process's peak memory by more than
+:data:`HUGE_BYTES` is ``huge``, and one still running after ``LIMIT_S`` is ``slow``. An error must be raised by the
+course (the innermost frame of its traceback in ``amp_lessons``), not by torch deep inside a computation.
+
 Run ``python -m tests.api_contract`` for a report by kind and by callable; the test in
 ``tests/test_api_contract.py`` holds the counts.
 """
@@ -22,6 +30,10 @@ import dataclasses
 import functools
 import importlib
 import inspect
+import math
+import os
+import re
+import resource
 import signal
 import sys
 import types
@@ -37,7 +49,7 @@ import torch  # noqa: E402
 
 from amp_lessons.course import TOPICS as COURSE_TOPICS  # noqa: E402
 
-MODULES = ["formats", "device", "course", "timing", "style", "checks", "reference"]
+MODULES = ["", "formats", "device", "course", "timing", "style", "checks", "reference"]  # "": amp_lessons itself
 TOPICS = list(COURSE_TOPICS)  # the course's lesson registry
 LIMIT_S = 2.0
 
@@ -53,7 +65,8 @@ FORMAT_NAMES = {"fmt", "acc_fmt", "fwd_fmt", "bwd_fmt", "low", "high"}
 FREE_TEXT = {"name", "label", "title", "text", "what", "caption", "command", "source", "header", "limit_label",
              "lesson", "mode", "detail", "summary", "notebook", "experiment", "device_name", "machine", "shape",
              "setting", "dtype_key", "method", "kind", "how", "phase", "arch", "torch", "cuda", "date", "end",
-             "chrome_trace", "python_version", "torch_version", "capability", "start", "minus"}  # fmt: skip
+             "chrome_trace", "python_version", "torch_version", "capability", "start", "minus", "description",
+             "arch_name", "encoding"}  # fmt: skip
 
 
 @dataclasses.dataclass
@@ -84,21 +97,18 @@ def _time_limit(seconds: float):
 
 
 def public_callables() -> dict[str, object]:
-    out = {}
-    for m in MODULES + TOPICS:
-        try:
-            mod = importlib.import_module(f"amp_lessons.{m}")
-        except ModuleNotFoundError:
-            continue
+    """Every public callable named in an ``__all__`` of the base modules, of each topic of the lesson registry and
+    of ``amp_lessons`` itself, once (a name re-exported elsewhere is the same object, probed under its first name).
+    A topic that does not import is an error, not a topic skipped."""
+    out, seen = {}, set()
+    for m in MODULES[1:] + TOPICS + MODULES[:1]:
+        mod = importlib.import_module(f"amp_lessons.{m}" if m else "amp_lessons")
         for n in getattr(mod, "__all__", []):
             o = getattr(mod, n)
-            if isinstance(o, types.ModuleType) or not callable(o) or isinstance(o, torch.dtype):
+            if isinstance(o, types.ModuleType) or not callable(o) or isinstance(o, torch.dtype) or id(o) in seen:
                 continue
-            try:
-                inspect.signature(o)
-            except (TypeError, ValueError):
-                continue
-            out.setdefault(f"{m}.{n}", o)
+            seen.add(id(o))
+            out[f"{m or 'amp_lessons'}.{n}"] = o
     return out
 
 
@@ -107,6 +117,19 @@ def _census():
     from amp_lessons import scaling
 
     return scaling.small_loss_census()
+
+
+def _loss_fn(out, *rest):
+    return out.float().pow(2).mean()
+
+
+def _fake_compiled(autocast: bool = True):
+    """A CompiledWorkload of the eager chain workload (no compilation: the harness only needs its type)."""
+    from amp_lessons import compiled
+
+    inputs = compiled.make_inputs("chain", rows=4, width=8)
+    fn = compiled.workload("chain")
+    return compiled.CompiledWorkload("chain", autocast, False, fn, inputs, fn(*inputs), "", 0.0)
 
 
 def _model():
@@ -207,32 +230,46 @@ def _valid_value(name: str, qualname: str):
             "sweep": lambda: importlib.import_module("amp_lessons.scaling").scale_sweep(_census())
         },
         "scaling.safe_window": {"sweep": lambda: importlib.import_module("amp_lessons.scaling").scale_sweep(_census())},
-        **{f"compiled.{f}": {"name": lambda: "chain"} for f in ("workload", "make_inputs", "compile_workload")},
+        **{
+            f"compiled.{f}": {"name": lambda: "chain"}
+            for f in ("workload", "make_inputs", "compile_workload", "captured_graph", "eager_casts")
+        },
         "compiled.plot_errors": {"errors": lambda: {"eager": (1e-2, 1e-3), "compiled": (1e-2, 1e-3)}},
         "compiled.plot_step_times": {
             "times": lambda: {
                 "eager fp32": importlib.import_module("amp_lessons.timing").time_fn(lambda: None, repeats=1)
             }
         },
-        "compiled.EagerCasts": {
-            "workload": lambda: "chain",
-            "ops": lambda: ("mul",),
-            "casts": lambda: 0,
-            "bf16_outputs": lambda: 1,
+        "compiled.precision_errors": {"compiled": lambda: _fake_compiled()},
+        "compiled.step_times": {
+            "compiled_autocast": lambda: _fake_compiled(),
+            "compiled_fp32": lambda: _fake_compiled(False),
         },
-        "compiled.CodeSummary": {
-            "kernels": lambda: (),
-            "library_calls": lambda: (),
-            "bf16_writes": lambda: 0,
-            "fp32_writes": lambda: 0,
-            "conversions": lambda: 0,
+        "bits.plot_number_line": {"fmt": lambda: "fp8_e4m3"},
+        "micro.mx_quantize": {"x": lambda: torch.randn(4, 64)},
+        "micro.scale_rule_clipping": {"x": lambda: torch.randn(4, 64)},
+        "fp8.cast_stats": {
+            "x": lambda: torch.randn(16),
+            "scaled": lambda: torch.randn(16),
+            "q_scaled": lambda: torch.randn(16),
+            "f": lambda: formats.get_format("fp8_e4m3"),
+            "q": lambda: torch.randn(16),
         },
-        "compiled.CapturedGraph": {
-            "workload": lambda: "chain",
-            "dynamo": lambda: (),
-            "aten": lambda: (),
-            "graphs": lambda: 1,
+        "fp16.sgd_step": {
+            "weights": lambda: torch.zeros(4),
+            "inputs": lambda: torch.randn(8, 4),
+            "y": lambda: torch.randn(8),
+            "lr": lambda: 0.1,
         },
+        "autocast.output_dtypes": {"exprs": lambda: {"sum": lambda *a: torch.ones(2).sum()}},
+        "distributed.observe_ddp_step": {
+            "step": lambda: importlib.import_module("amp_lessons.distributed.key_code").ddp_amp_step
+        },
+        "distributed.observe_fsdp_step": {
+            "step": lambda: importlib.import_module("amp_lessons.distributed.key_code").fsdp_step
+        },
+        "debug.why_not_faster": {"model": _model, "inputs": lambda: torch.randn(4, 8), "loss_fn": lambda: _loss_fn},
+        "debug.dtype_map": {"model": _model, "inputs": lambda: torch.randn(4, 8), "loss_fn": lambda: _loss_fn},
         "distributed.ring_sum": {"grads": lambda: torch.randn(4, 16)},
         "distributed.pairwise_sum": {"grads": lambda: torch.randn(4, 16)},
         "micro.kahan_add": {
@@ -243,11 +280,10 @@ def _valid_value(name: str, qualname: str):
         "micro.mx_scale_exponents": {"amax": lambda: torch.tensor([1.0, 300.0, 1e-3])},
         **{
             f"micro.{f}": {"recipe": lambda: "per-tensor current", "kind": lambda: "gradient"}
-            for f in ("recipe_quantize", "recipe_table", "recipe_tensor")
+            for f in ("recipe_quantize", "recipe_table", "recipe_tensor", "recipe_run")
         },
         "micro.recipe_stats": {"x": lambda: torch.randn(64), "q": lambda: torch.randn(64)},
         "micro.check_sr_probability": {"p": lambda: 0.5},
-        "checks.CheckResult": {"ok": lambda: False, "message": lambda: "not yet"},
         "checks.off_by": {"got": lambda: 2.0, "want": lambda: 1.0},
         "checks.same_value": {"got": lambda: 1.0, "want": lambda: 1.0},
         "e2e.amp_step": {
@@ -277,21 +313,69 @@ def _valid_value(name: str, qualname: str):
 
 _SKIP = object()
 
+# Learner-facing classes a learner builds (probed with a valid call); every other public dataclass or class that a
+# public function returns is a result record the course fills in (classified, and the classification checked).
+_BUILT_BY_LEARNERS = {"device.GPUInfo", "device.CPUInfo", "formats.FloatFormat"}
 
-# Result records: dataclasses the course's functions build and return, whose constructors a learner does not
-# call (they hold a result; their fields are typed and filled by the course). Those a learner does build
-# (CheckResult, GPUInfo, CPUInfo, FloatFormat, ...) have valid calls above and are probed.
+
+def _returned_by_the_course(fn) -> bool:
+    """Whether some public callable's return annotation names class ``fn``."""
+    name = fn.__name__
+    for other in public_callables().values():
+        try:
+            ret = inspect.signature(other).return_annotation
+        except (TypeError, ValueError):
+            continue
+        if ret is fn or (isinstance(ret, str) and re.search(rf"\b{re.escape(name)}\b", ret)):
+            return True
+    return False
+
+
 def is_result_record(qualname: str, fn) -> bool:
-    return dataclasses.is_dataclass(fn) and isinstance(fn, type) and qualname not in _BUILT_BY_LEARNERS
+    """A result record: a class the course builds and returns (a dataclass, or a class some public function
+    returns), whose constructor a learner does not call."""
+    if not isinstance(fn, type) or qualname in _BUILT_BY_LEARNERS or issubclass(fn, BaseException):
+        return False
+    return dataclasses.is_dataclass(fn) or _returned_by_the_course(fn)
 
 
-_BUILT_BY_LEARNERS = {"checks.CheckResult", "device.GPUInfo", "device.CPUInfo", "formats.FloatFormat"}
+def is_picture(qualname: str, fn) -> bool:
+    """A picture of a result: ``plot_*`` drawing a result of the course on ``ax`` and returning the Axes (its
+    arguments are results the course built; the harness checks only that it is one)."""
+    if not qualname.split(".")[-1].startswith("plot_") or not callable(fn):
+        return False
+    sig = inspect.signature(fn)
+    return "ax" in sig.parameters and "Axes" in str(sig.return_annotation)
+
+
+def is_exception(qualname: str, fn) -> bool:
+    return isinstance(fn, type) and issubclass(fn, BaseException)
+
+
+def classify(qualname: str, fn) -> str:
+    """``probed`` (a valid call is known), ``record``, ``picture``, ``exception`` or ``uncovered``."""
+    if is_exception(qualname, fn):
+        return "exception"
+    try:
+        inspect.signature(fn)
+    except (TypeError, ValueError):
+        return "uncovered"
+    if valid_call(qualname, fn) is not None:
+        return "probed"
+    for kind, test in (("record", is_result_record), ("picture", is_picture), ("exception", is_exception)):
+        if test(qualname, fn):
+            return kind
+    return "uncovered"
 
 
 def valid_call(qualname: str, fn) -> tuple[tuple, dict] | None:
     """Positional and keyword arguments of a small valid call, or None if the harness has none."""
     args, kwargs = [], {}
-    for p in inspect.signature(fn).parameters.values():
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    for p in sig.parameters.values():
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
         if p.default is not p.empty:
@@ -306,8 +390,27 @@ def valid_call(qualname: str, fn) -> tuple[tuple, dict] | None:
     return tuple(args), kwargs
 
 
+# Names of int parameters that are sizes or counts (a size of 0, -1 or 10**12 is refused; see ZERO_ALLOWED)
+COUNT_NAMES |= {
+    "br", "bc", "rows", "width", "hidden", "blocks", "channels", "elements", "world_size", "d_model", "n_heads",
+    "history_len", "kmax", "growth_interval", "break_every", "days", "block", "budget_steps", "max_exponent",
+}  # fmt: skip
+# Sizes where 0 is a valid value (no warm-up call), with the reason
+ZERO_ALLOWED = {
+    "warmup": "no warm-up call",
+    "max_fp16_cpu_size": "no fp16 matmul on a CPU",
+}
+# Real parameters that must be positive (a scale, a rate, a time budget, a tolerance)
+POSITIVE_NAMES = {
+    "scale", "lr", "budget_s", "timeout", "tolerance", "init_scale", "gain", "launch_ratio", "target_scale",
+    "grad_scale", "growth_factor", "backoff_factor", "max_rel_error", "noise_scale",
+}  # fmt: skip
+
+
 def _kind(p: inspect.Parameter) -> str | None:
+    """The kind of bad values a parameter gets, from its name, annotation and default."""
     name, d = p.name, p.default
+    ann = p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", "")
     if name in SEED_NAMES:
         return "seed"
     if name in DEVICE_NAMES:
@@ -320,26 +423,103 @@ def _kind(p: inspect.Parameter) -> str | None:
             if (d is p.empty or isinstance(d, str)) and name not in ("low", "high") or isinstance(d, str)
             else None
         )
-    if name in COUNT_NAMES:
+    if name in COUNT_NAMES and (isinstance(d, int) and not isinstance(d, bool) or (d is p.empty and ann == "int")):
         return "count"
     if name in FREE_TEXT:
         return None
-    if isinstance(d, bool):
+    if isinstance(d, bool) or (d is p.empty and ann == "bool"):
         return "bool"
-    if isinstance(d, int):
+    if isinstance(d, int) or (d is p.empty and ann == "int"):
         return "int"
-    if isinstance(d, float):
-        return "float"
+    if isinstance(d, float) or (d is p.empty and ann == "float"):
+        return "positive" if name in POSITIVE_NAMES else "float"
     if name == "rounding":
         return "choice"
+    if isinstance(d, str):
+        return "text"
     return None
 
 
-# Calls whose acceptance of a value the harness calls bad is right, with the reason.
+def _value_kind(value) -> str | None:
+    """The kind of a required parameter's valid value: tensors, models, functions, mappings, course objects."""
+    if isinstance(value, torch.Tensor):
+        return "tensor"
+    if isinstance(value, torch.nn.Module):
+        return "module"
+    if isinstance(value, (types.FunctionType, functools.partial)):
+        return "function"
+    if isinstance(value, dict):
+        return "mapping"
+    if type(value).__module__.startswith("amp_lessons"):
+        return "object"
+    return None
+
+
+HUGE = 10**12
+
+# Calls whose acceptance of a value the harness calls bad is right, with the reason: (callable, parameter) for every
+# bad value, (callable, parameter, repr(value)) for one.
 ALLOWED = {
     ("timing.matmul_flops", "m"): "arithmetic on a hypothetical matmul's size: no work is done",
     ("timing.matmul_flops", "k"): "arithmetic on a hypothetical matmul's size: no work is done",
     ("timing.matmul_flops", "n"): "arithmetic on a hypothetical matmul's size: no work is done",
+    ("checks.call_learner", "fn"): "calls a learner's answer, whatever it is, and reports what went wrong",
+    ("checks.same_value", "want"): "a checker's comparison: answers False, never raises",
+    ("autocast.fake_cuda", "obj"): "moves what it can to the fake CUDA device and returns anything else unchanged",
+    **{
+        (q, "value", repr(v)): "a NaN or an infinity is a value to look at bit by bit"
+        for q in ("bits.BitExplorer", "bits.bit_explorer")
+        for v in (math.nan, math.inf, -math.inf)
+    },
+    ("fp8.values_in", "lo", "-inf"): "the count of values below hi: an infinite bound is a half line",
+    ("fp8.values_in", "hi", "inf"): "the count of values above lo: an infinite bound is a half line",
+    **{
+        (q, "growth_interval", "huge"): "an interval, not work: a scaler that never grows its scale"
+        for q in ("scaling.DynamicScaler", "scaling.simulate_scaler", "scaling.compare_with_gradscaler")
+    },
+    ("course.workshop_schedule", "break_every", "huge"): "a schedule's arithmetic: no break at all",
+    **{
+        (q, p, "inf"): "documented: math.inf means no time limit"
+        for q, p in (
+            ("e2e.inference_compare", "budget_s"),
+            ("e2e.launch_bound_demo", "budget_s"),
+            ("e2e.matmul_throughput", "budget_s"),
+            ("e2e.matmul_throughput", "total_budget_s"),
+            ("e2e.odd_size_effect", "budget_s"),
+            ("e2e.train", "budget_s"),
+            ("e2e.training_plan", "budget_s"),
+        )
+    },
+    ("e2e.amp_step", "max_norm", "None"): "documented: None means no gradient clipping",
+    ("checks.is_placeholder", "answer"): "asks whether any answer is the untouched `...`: never raises",
+    ("checks.off_by", "got"): "a checker's hint on any answer: never raises",
+    ("checks.off_by", "want"): "a checker's hint: never raises",
+    ("checks.same_value", "got"): "a checker's comparison of any answer: answers False, never raises",
+    ("formats.FloatFormat", "description"): "free text shown with the format",
+    **{
+        ("scaling.safe_window", p, repr(v)): "a bound on a fraction: -inf admits no scale, inf any"
+        for p in ("max_underflow", "max_overflow")
+        for v in (math.inf, -math.inf)
+    },
+    **{
+        ("fp16.plot_format_regions", "value", repr(v)): "documented: where NaN and infinities land is the picture"
+        for v in (math.nan, math.inf, -math.inf)
+    },
+    ("formats.float32_input", "what"): "the name its errors give the tensor (free text)",
+    ("fp8.as_matrix", "what"): "the name its errors give the tensor (free text)",
+    ("debug.tensor_stats", "tensors"): "collects the floating tensors of any nested structure; None when it holds none",
+    **{
+        ("tf32.fp32_precision", p): "a context manager: the setting is checked when it is entered (`with ...`)"
+        for p in ("matmul", "conv", "cpu_matmul")
+    },
+    ("tf32.check_tf32_matmul", "rounding"): "a learner's answer (their rounding function): answered with a CheckResult",
+    ("scaling.simulate_scaler", "n_steps", "0"): "zero steps: the scale's empty history",
+    ("scaling.check_scale_prediction", "n_steps", "0"): "zero steps: the prediction is the initial scale",
+    ("scaling.plot_scaled_histogram", "max_exponent", "0"): "the top of the sweep: scale 2**0 only",
+    **{
+        ("timing.format_seconds", "s", repr(v)): "a missing or unbounded time is printed as such (nan s, inf s)"
+        for v in (math.nan, math.inf, -math.inf)
+    },
 }
 
 BAD = {
@@ -347,63 +527,251 @@ BAD = {
     "device": ["tpu", 3],
     "device_type": ["tpu", 3],
     "format": ["fp12", 3],
-    "count": [True, 1.5, "x", -1, 10**12],
+    "count": [True, 1.5, "x", 0, -1, HUGE],
     "bool": ["no", 2],
     "int": [True, 1.5, "x"],
-    "float": ["x", None],
+    "float": ["x", None, math.nan, math.inf, -math.inf],
+    "positive": ["x", None, math.nan, math.inf, 0.0, -1.0],
     "choice": ["sideways", 3],
+    "text": ["sideways", 3],
+    "tensor": ["x", lambda: torch.ones(4, 16, dtype=torch.complex64)],
+    "module": [3, "model"],
+    "function": [3, "f"],
+    "mapping": ["x", 3],
+    "object": ["x", 3],
 }
+
+
+def _t(*shape, dtype=torch.float32):
+    return lambda: torch.randn(*shape).to(dtype)
+
+
+# Bad calls that only one callable can have: wrong shapes, mismatched widths, NaN where a finite value is needed.
+# Values are factories (called for each try) or plain values.
+EXTRA: dict[str, dict[str, list]] = {
+    "course.what_runs_where": {"report": ["abc", 3, None]},
+    "fp8.block_scale_map": {"x": [_t(8), _t(2, 2, 8)]},
+    "fp8.blockwise_fake_quantize": {"block": [(0, 128), (1,), "x", (HUGE, 1), (1.5, 2)]},
+    "fp8.cast_stats": {"x": [_t(3)], "q": [_t(5)]},
+    "debug.trace_overflow": {"inputs": [lambda: (torch.randn(2, 7),), "x", lambda: ()]},
+    "debug.why_not_faster": {
+        "inputs": [lambda: (torch.randn(4, 7),), "x"],
+        "batch_dim": [5, -3, "x", 1.5],
+    },
+    "debug.dtype_map": {"inputs": [lambda: (torch.randn(4, 7),), "x"]},
+    **{
+        f"compiled.{f}": {"inputs": [lambda: (torch.randn(2, 4),), lambda: (torch.randn(2, 3), torch.randn(5, 7)), "x"]}
+        for f in ("captured_graph", "eager_casts", "compile_workload")
+    },
+    "e2e.amp_step": {"optimizer": [3, "sgd"]},
+    "micro.tiny_updates": {"start": [math.nan]},
+    "micro.kahan_add": {"w": [3, _t(4)], "c": [_t(4), 3], "update": [_t(4), "x"]},
+    "micro.mx_scale_exponents": {"amax": [lambda: torch.tensor([1.0, -2.0])]},
+    "micro.recipe_stats": {"q": [_t(63)]},
+    "tf32.emulated_matmul": {"a": [_t(8), _t(8, 7)], "b": [_t(7, 8), _t(16)]},
+    "distributed.ring_sum": {"grads": [_t(16)], "start": [-1, 4, 1.5]},
+    "distributed.pairwise_sum": {"grads": [_t(16)]},
+    "fp16.lost_update_fraction": {"updates": [_t(3)]},
+    "scaling.simulate_scaler": {"inf_steps": [(-1,), ("x",), 3]},
+}
+
+
+class Odd:
+    """An object of no type any parameter takes: what a parameter that no kind covers gets."""
+
+    def __repr__(self):
+        return "<an odd object>"
+
+
+def cases(qualname: str, fn) -> list[tuple[str, object]]:
+    """(parameter, bad value or factory) for every bad call of ``qualname`` the harness tries."""
+    call = valid_call(qualname, fn)
+    if call is None:
+        return []
+    args, kwargs = call
+    params = [p for p in inspect.signature(fn).parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    valid = dict(zip([p.name for p in params], args)) | kwargs
+    out = []
+    for p in params:
+        if (qualname, p.name) in ALLOWED:
+            continue
+        kind = _kind(p)
+        if kind is None and p.default is p.empty:
+            kind = _value_kind(valid.get(p.name))
+        if kind is not None:
+            bads = BAD[kind]
+            if kind == "count" and p.name in ZERO_ALLOWED:
+                bads = [b for b in bads if b != 0 or isinstance(b, bool)]
+            out += [(p.name, b) for b in bads]
+        out += [(p.name, b) for b in EXTRA.get(qualname, {}).get(p.name, [])]
+        if not any(n == p.name for n, _ in out) and p.name != "ax" and not is_picture(qualname, fn):
+            out.append((p.name, Odd()))  # a parameter no kind covers: an object of no type it takes
+    return [(n, b) for n, b in out if callable(b) or not allowed(qualname, n, b)]
+
+
+def allowed(qualname: str, name: str, value) -> bool:
+    """Whether :data:`ALLOWED` says ``qualname`` may accept ``value`` for ``name`` ("huge": any int >= 10**9)."""
+    if (qualname, name) in ALLOWED or (qualname, name, "huge") in ALLOWED and _is_huge(value):
+        return True
+    try:
+        return (qualname, name, repr(value)) in ALLOWED
+    except Exception:  # noqa: BLE001 - an odd repr
+        return False
+
+
+def probe(qualname: str, fn) -> list[Outcome]:
+    kind = classify(qualname, fn)
+    if kind != "probed":
+        detail = {"uncovered": "no valid call known, and neither a record, a picture nor an exception"}.get(kind, kind)
+        return [Outcome(qualname, "", "", "harness" if kind == "uncovered" else kind, detail)]
+    args, kwargs = valid_call(qualname, fn)
+    is_checker = qualname.split(".")[-1].startswith("check_")
+    params = [p for p in inspect.signature(fn).parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    names = [p.name for p in params]
+    tried = cases(qualname, fn)
+    unprobed = [n for n in names if (qualname, n) not in ALLOWED and not any(t[0] == n for t in tried)]
+    if is_checker:
+        unprobed = unprobed[1:] if unprobed[:1] == names[:1] else unprobed  # the answer: the checker tests
+    out = [Outcome(qualname, "", "", "probed", f"{len(tried)} bad calls; not probed: {', '.join(unprobed) or '-'}")]
+    for name, bad in tried:
+        if is_checker and name == names[0]:
+            continue  # a checker's answer: tests/test_api_contract.py gives it any answer
+        i = names.index(name)
+        p = params[i]
+        value = (
+            bad() if callable(bad) and not isinstance(bad, type) and getattr(bad, "__name__", "") == "<lambda>" else bad
+        )
+        a, kw = list(args), dict(kwargs)
+        if p.kind == p.KEYWORD_ONLY or (p.default is not p.empty and i >= len(a)):
+            kw[name] = value
+        else:
+            a[i] = value
+        o = _run(qualname, fn, a, kw, name, value, is_checker)
+        if o.kind == "slow":  # a busy machine (parallel tests) can slow anything: look again, longer
+            o = _run(qualname, fn, a, kw, name, value, is_checker, limit=5 * LIMIT_S)
+        out.append(o)
+    return out
+
+
+HUGE_BYTES = 512 * 1024**2
+"""A refused call may not grow this process's peak memory by more than this (a huge size is refused before any
+allocation); while a call runs, the address space is limited to what the process has plus 4 GiB, so that a
+request the course failed to refuse fails in the allocator instead of filling the machine."""
+
+_REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_COURSE_DIR = os.path.join(_REPO, "amp_lessons") + os.sep
+ALLOWED_WORDS = (
+    "must", "one of", "allowed", "expected", "at most", "at least", "only", "use ", "choose", "pass ", ">=", "<=",
+    "in [", "in (", "should", "need", "between", "not ", "instead", "is a ", "takes", "give ", "accepts", "range",
+)  # fmt: skip
+
+
+def _raised_by_course(exc: BaseException, own_file: str | None = None) -> bool:
+    """Whether the innermost frame of ``exc``'s traceback is the course's (or, for the harness's own tests, in
+    the file that defines the callable probed)."""
+    tb, last = exc.__traceback__, None
+    while tb is not None:
+        last = tb.tb_frame.f_code.co_filename
+        tb = tb.tb_next
+    if last is None:
+        return False
+    last = os.path.abspath(last)
+    return last.startswith(_COURSE_DIR) or (own_file is not None and last == os.path.abspath(own_file))
 
 
 def _clear(exc: BaseException, name: str, value) -> bool:
     if not isinstance(exc, (TypeError, ValueError)):
         return False
     msg = str(exc)
-    return name in msg or repr(value) in msg or (isinstance(value, str) and value in msg)
+    try:
+        quoted = repr(value) in msg or (isinstance(value, str) and value in msg)
+    except Exception:  # noqa: BLE001 - a tensor's repr
+        quoted = False
+    named = name in msg or quoted
+    return named and any(w in msg for w in ALLOWED_WORDS)
 
 
-def probe(qualname: str, fn) -> list[Outcome]:
-    call = valid_call(qualname, fn)
-    if call is None and is_result_record(qualname, fn):
-        return [Outcome(qualname, "", "", "record", "a result record, built by the course")]
-    if call is None:
-        return [Outcome(qualname, "", "", "harness", "no valid call known")]
-    args, kwargs = call
-    is_checker = qualname.split(".")[-1].startswith("check_")
-    out = []
-    params = [p for p in inspect.signature(fn).parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
-    for i, p in enumerate(params):
-        kind = _kind(p)
-        if kind is None:
-            continue
-        if (qualname, p.name) in ALLOWED:
-            continue
-        for bad in BAD[kind]:
-            a, kw = list(args), dict(kwargs)
-            if p.kind == p.KEYWORD_ONLY or (p.default is not p.empty and i >= len(a)):
-                kw[p.name] = bad
-            else:
-                a[i] = bad
-            o = _run(qualname, fn, a, kw, p.name, bad, is_checker)
-            if o.kind == "slow":  # a busy machine (parallel tests) can slow anything: look again, longer
-                o = _run(qualname, fn, a, kw, p.name, bad, is_checker, limit=5 * LIMIT_S)
-            out.append(o)
-    return out
+def _vm_bytes() -> int:
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
+
+
+@contextlib.contextmanager
+def _memory_limit(headroom: int = 4 * 1024**3):
+    vm = _vm_bytes()
+    try:
+        old = resource.getrlimit(resource.RLIMIT_AS)
+    except (ValueError, OSError):
+        old = None
+    if not vm or old is None or (old[1] != resource.RLIM_INFINITY and old[1] < vm + headroom):
+        yield
+        return
+    resource.setrlimit(resource.RLIMIT_AS, (vm + headroom, old[1]))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, old)
+
+
+def _peak_bytes() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _is_huge(value) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return abs(value) >= 10**9
+    if isinstance(value, (tuple, list)):
+        return any(_is_huge(v) for v in value)
+    return False
 
 
 def _run(qualname, fn, args, kwargs, name, bad, is_checker=False, limit=LIMIT_S) -> Outcome:
+    huge = _is_huge(bad)
+    peak = _peak_bytes()
     try:
-        with warnings.catch_warnings(), _time_limit(limit), torch.random.fork_rng(devices=[]):
+        with (
+            warnings.catch_warnings(),
+            _time_limit(limit),
+            torch.random.fork_rng(devices=[]),
+            _memory_limit() if huge else contextlib.nullcontext(),
+        ):
             warnings.simplefilter("ignore")
             fn(*args, **kwargs)
     except _Slow:
-        return Outcome(qualname, name, repr(bad), "slow", f"still running after {limit} s")
+        return Outcome(qualname, name, _short(bad), "slow", f"still running after {limit} s")
     except Exception as e:  # noqa: BLE001 - every exception is classified
+        grown = _peak_bytes() - peak
+        if isinstance(e, MemoryError) or "can't allocate" in str(e) or grown > HUGE_BYTES:
+            return Outcome(qualname, name, _short(bad), "huge", f"tried to allocate: {type(e).__name__}: {e}"[:200])
+        own = getattr(fn, "__code__", None)
+        if not _raised_by_course(
+            e, own.co_filename if own is not None and not fn.__module__.startswith("amp") else None
+        ):
+            return Outcome(qualname, name, _short(bad), "unclear", f"raised outside the course: {_describe(e)}")
         kind = "clear" if _clear(e, name, bad) else "unclear"
-        return Outcome(qualname, name, repr(bad), kind, f"{type(e).__name__}: {str(e)[:160]}")
+        return Outcome(qualname, name, _short(bad), kind, _describe(e))
     finally:
         plt.close("all")
-    return Outcome(qualname, name, repr(bad), "silent", "returned")
+    if _peak_bytes() - peak > HUGE_BYTES and huge:
+        return Outcome(qualname, name, _short(bad), "huge", "returned after growing the peak memory")
+    return Outcome(qualname, name, _short(bad), "silent", "returned")
+
+
+def _describe(e: BaseException) -> str:
+    return f"{type(e).__name__}: {str(e)[:160]}"
+
+
+def _short(value) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"tensor{tuple(value.shape)} {value.dtype}".replace("torch.", "")
+    if isinstance(value, tuple) and any(isinstance(v, torch.Tensor) for v in value):
+        return "(" + ", ".join(_short(v) for v in value) + ",)"
+    return repr(value)[:60]
 
 
 def probe_all() -> list[Outcome]:

@@ -78,3 +78,42 @@ def test_limits_on_work_are_derived_from_this_machine(monkeypatch):
         "about 2 hours",
         "about 3 days",
     ]
+
+
+def test_finite_float_tensor_sequence_and_path():
+    from amp_lessons import _validate as v
+
+    assert v.finite(-2, "update") == -2.0
+    for bad in (math.nan, math.inf, -math.inf):
+        with pytest.raises(ValueError, match=r"update=.* must be a finite number"):
+            v.finite(bad, "update")
+    t = torch.ones(2)
+    assert v.float_tensor(t, "w") is t
+    with pytest.raises(TypeError, match="w must be a torch.Tensor of floats, got int"):
+        v.float_tensor(3, "w")
+    with pytest.raises(TypeError, match="w must be a floating-point tensor, got complex64"):
+        v.float_tensor(torch.ones(2, dtype=torch.complex64), "w")
+    assert v.sequence([1, 2], "ks") == (1, 2) and v.sequence(range(2), "ks") == (0, 1)
+    for bad in ("fp16", 3, {"a": 1}, None):
+        with pytest.raises(TypeError, match="ks must be a list or tuple of ints"):
+            v.sequence(bad, "ks", "ints")
+    assert v.path_or_none(None, "path") is None and v.path_or_none("a.json", "path") == "a.json"
+    with pytest.raises(TypeError, match=r"path must be None or a path \(str or pathlib.Path\), got 3"):
+        v.path_or_none(3, "path")
+
+
+def test_model_call_names_inputs_that_do_not_fit_and_keeps_the_models_own_errors():
+    from amp_lessons._validate import model_call
+
+    model = torch.nn.Linear(8, 2)
+    assert model_call(model, (torch.ones(3, 8),)).shape == (3, 2)
+    with pytest.raises(ValueError, match=r"inputs do not fit the model: .*\(3, 7\) float32") as e:
+        model_call(model, (torch.ones(3, 7),))
+    assert isinstance(e.value.__cause__, RuntimeError)  # torch's own message is kept as the cause
+
+    class Boom(torch.nn.Module):
+        def forward(self, x):
+            raise RuntimeError("boom")
+
+    with pytest.raises(RuntimeError, match="^boom$"):  # the model's own error, as it is
+        model_call(Boom(), (torch.ones(1),))

@@ -50,7 +50,7 @@ from torch.utils._pytree import tree_leaves
 
 from .._runtime import quiet_fd2
 from .._table import Cell, html_table
-from .._validate import count
+from .._validate import count, path_or_none, sequence
 from ..timing import time_fn
 
 __all__ = [
@@ -63,10 +63,10 @@ __all__ = [
     "Trace",
     "cast_cost",
     "fake_cuda",
+    "output_dtypes",
     "policy_groups",
     "policy_of",
     "policy_sources",
-    "output_dtypes",
     "policy_table",
     "profile_tree",
     "trace",
@@ -1204,7 +1204,7 @@ def profile_tree(fn, *args, device_type: str = "cpu", dtype=None, trace_dir=None
             "use device_type='cpu', or trace(..., device_type='cuda') to preview the CUDA policy"
         )
     _check_devices((fn, args, kwargs), device_type, False)
-    if trace_dir is None:
+    if path_or_none(trace_dir, "trace_dir") is None:
         trace_dir = tempfile.mkdtemp(prefix="amp_profile_")
     trace_dir = Path(trace_dir)
     trace_dir.mkdir(parents=True, exist_ok=True)
@@ -1333,7 +1333,7 @@ def output_dtypes(exprs: dict, *args, device_types=DEVICE_TYPES) -> dict:
         raise TypeError(f"exprs must map string labels to functions; these do not: {bad}")
     if isinstance(device_types, str):
         device_types = (device_types,)
-    device_types = tuple(_check_device_type(d) for d in device_types)
+    device_types = tuple(_check_device_type(d) for d in sequence(device_types, "device_types", "'cpu'/'cuda'"))
     out = {}
     for label, fn in exprs.items():
         row = {}

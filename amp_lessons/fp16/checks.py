@@ -7,6 +7,7 @@ import math
 import torch
 
 from .. import formats
+from .._validate import finite
 from ..checks import CheckResult, call_learner, is_placeholder, off_by, same_value
 from ..fp16.experiments import running_sum, update_survives
 
@@ -21,6 +22,9 @@ def check_stall_value(answer, v: float = 1.0, fmt: str = "fp16") -> CheckResult:
     Checked against a running sum done now with the formats engine."""
 
     f = formats.get_format(fmt)
+    v = finite(v, "v")
+    if v == 0:
+        raise ValueError("v=0 is not allowed: a sum of zeros never grows; v must be a finite non-zero number")
     if is_placeholder(answer):
         return CheckResult(False, "replace `...` with the value where the sum gets stuck", todo=True)
     n = 2 ** (f.mantissa_bits + 3)

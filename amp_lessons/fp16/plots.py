@@ -233,6 +233,8 @@ def plot_format_regions(value: float, formats=REGION_FORMATS, ax=None, *, xlim=(
     (a triangle at the edge when it is outside ``xlim``; nothing for NaN)."""
     fmts = as_formats(formats)
     value = _real(value, "value")
+    if not (isinstance(xlim, (list, tuple)) and len(xlim) == 2):
+        raise TypeError(f"xlim must be a pair (lo, hi) of positive numbers, got {xlim!r}")
     lo, hi = (_real(v, "xlim") for v in xlim)
     if not (0 < lo < hi < math.inf):
         raise ValueError(f"xlim must be two increasing positive finite numbers, got {xlim!r}")

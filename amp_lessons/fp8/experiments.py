@@ -33,7 +33,16 @@ import torch
 
 from .._runtime import exact_fp32 as _exact_fp32, one_thread as _one_thread, parse_device as _device
 from .._table import html_table, text_table
-from .._validate import allocation, count, flag, int_at_least as _int, positive as _positive, seed as _seed
+from .._validate import (
+    allocation,
+    count,
+    flag,
+    int_at_least as _int,
+    positive as _positive,
+    real,
+    seed as _seed,
+    sequence,
+)
 from ..device import gpu_info
 from ..formats import FloatFormat, get_format, quantize, representable_values
 from ..fp16.experiments import small_batch, small_model
@@ -104,7 +113,7 @@ def values_in(fmt, lo: float, hi: float) -> int:
     """How many finite values of ``fmt`` (a format of at most 16 bits) lie in ``[lo, hi)``
     (zero counted once)."""
     f = get_format(fmt)
-    lo, hi = float(lo), float(hi)
+    lo, hi = real(lo, "lo"), real(hi, "hi")
     if not lo < hi:
         raise ValueError(f"need lo < hi, got lo={lo!r}, hi={hi!r}")
     v = representable_values(f, positive_only=False).double()
@@ -337,7 +346,7 @@ def scaling_errors(
     f = get_format(fmt)
     if not isinstance(tensors, dict) or not tensors:
         raise TypeError("tensors must be a non-empty dict name -> tensor (e.g. model_tensors())")
-    methods = [methods] if isinstance(methods, str) else list(methods)
+    methods = [methods] if isinstance(methods, str) else list(sequence(methods, "methods", "method names"))
     if not methods:
         raise ValueError("methods is empty")
     for m in methods:
@@ -351,7 +360,7 @@ def scaling_errors(
         for name, t in tensors.items():
             x = as_matrix(t, f"tensors[{name!r}]")
             for m in methods:
-                s = _method_scale(m, x, f, tuple(delayed_history))
+                s = _method_scale(m, x, f, sequence(delayed_history, "delayed_history", "factors"))
                 scaled = x * s
                 q_scaled = quantize(scaled, f)
                 rows.append(

@@ -46,6 +46,9 @@ class Fp8ScalingExplorer:
 
         self._fp8 = fp8
         if tensor is None:
+            names = ("weights", "activations", "weight gradients", "activation gradients")
+            if name not in names:
+                raise ValueError(f"name={name!r} is not allowed: use one of {names} (a tensor of fp8.model_tensors())")
             tensor = fp8.model_tensors()[name]
         self.name = name
         self.x = fp8.as_matrix(tensor, "tensor")

@@ -200,7 +200,7 @@ def scale_sweep(census: dict, exponents=range(0, 33), fmt="fp16", kind: str = "a
     them. Returns ``{"exponent": [...], "scale": [...], "underflow": [...], "subnormal": [...],
     "overflow": [...], "kind", "fmt", "nonzero": count}``."""
     index = _index(census)
-    exps = [int(e) for e in exponents]
+    exps = [_int_item(e, "exponents") for e in _int_items(exponents, "exponents")]
     if not exps:
         raise ValueError("exponents is empty: give at least one exponent, e.g. range(0, 33)")
     f = get_format(fmt)
@@ -223,12 +223,27 @@ def scale_sweep(census: dict, exponents=range(0, 33), fmt="fp16", kind: str = "a
     return out
 
 
+def _int_items(values, what: str) -> tuple:
+    if not isinstance(values, (list, tuple, range, set)):
+        raise TypeError(f"{what} must be a list, tuple or range of ints, got {values!r} ({type(values).__name__})")
+    return tuple(values)
+
+
+def _int_item(v, what: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+        raise TypeError(f"each of {what} must be an int, got {v!r} ({type(v).__name__})")
+    return int(v)
+
+
 def safe_window(sweep: dict, max_underflow: float = 0.01, max_overflow: float = 0.0) -> tuple[float, float] | None:
     """The smallest and the largest scale of a :func:`scale_sweep` whose underflow is at most
     ``max_underflow`` and whose overflow is at most ``max_overflow``; None if no scale is."""
     if not isinstance(sweep, dict) or not {"scale", "underflow", "overflow"} <= set(sweep):
         raise TypeError("sweep must be the dict returned by scale_sweep")
     max_underflow, max_overflow = _real(max_underflow, "max_underflow"), _real(max_overflow, "max_overflow")
+    for v, what in ((max_underflow, "max_underflow"), (max_overflow, "max_overflow")):
+        if math.isnan(v):
+            raise ValueError(f"{what}=nan is not allowed: it must be a bound on a fraction of the gradients (0 to 1)")
     ok = [
         s
         for s, u, o in zip(sweep["scale"], sweep["underflow"], sweep["overflow"])
@@ -295,7 +310,7 @@ def compare_with_gradscaler(
     parameters bit for bit equal after the step)}``."""
     steps = count(steps, "steps", 1, 10_000, "training steps of two models")
     params = scaler_params(init_scale, growth_factor, backoff_factor, growth_interval)
-    bad = {int(k) for k in inf_steps}
+    bad = {_int_item(k, "inf_steps") for k in _int_items(inf_steps, "inf_steps")}
     ours_model, torch_model = _tiny_model(seed), _tiny_model(seed)
     ours_opt = torch.optim.SGD(ours_model.parameters(), lr=0.1)
     torch_opt = torch.optim.SGD(torch_model.parameters(), lr=0.1)

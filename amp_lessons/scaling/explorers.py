@@ -43,9 +43,9 @@ class ScaleExplorer:
 
         self._scaling = scaling
         self.fmt = get_format(fmt)
+        exponent = self._check(exponent)  # before the census: a bad exponent is refused at once
         self.census = fp16.gradient_census(fmt=self.fmt) if census is None else census
         self._index = scaling.CensusIndex(self.census)
-        exponent = self._check(exponent)
         self.slider = widgets.IntSlider(
             exponent,
             min=0,
@@ -249,6 +249,8 @@ class ScalerStateExplorer:
             self.set(log2_init_scale, growth_factor, backoff_factor, growth_interval, log2_max_gradient)
         finally:
             self._busy = False
+        if not isinstance(inf_steps, (list, tuple, set, range)):
+            raise TypeError(f"inf_steps must be a list or tuple of step numbers, got {type(inf_steps).__name__}")
         self.inf_steps = {self._check_step(k) for k in inf_steps}
         for w in (self.init_slider, self.growth_slider, self.backoff_slider, self.interval_slider, self.grad_slider):
             w.observe(self._on_change, names="value")

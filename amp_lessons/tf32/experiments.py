@@ -22,7 +22,7 @@ import torch
 
 from .. import formats, timing
 from .._runtime import exact_fp32 as _exact_fp32, fp32_precision, parse_device as _device
-from .._validate import allocation, count, seed as _seed
+from .._validate import allocation, count, positive, seed as _seed, sequence
 from ..device import gpu_info
 
 __all__ = [
@@ -73,6 +73,12 @@ def emulated_matmul(a: torch.Tensor, b: torch.Tensor, fmt="tf32", rounding="near
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor) or t.dtype != torch.float32:
             raise TypeError(f"{name} must be a float32 tensor, got {getattr(t, 'dtype', type(t).__name__)}")
+        if t.dim() != 2:
+            raise ValueError(f"{name} must be a matrix (2-D), got shape {tuple(t.shape)}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(
+            f"a's columns must equal b's rows (a is {tuple(a.shape)}, b is {tuple(b.shape)}): a @ b needs m x k @ k x n"
+        )
     qa, qb = formats.quantize(a, fmt, rounding), formats.quantize(b, fmt, rounding)
     with _exact_fp32(a.device):
         return qa @ qb
@@ -105,7 +111,7 @@ def matmul_errors(m: int, k: int, n: int, *, device="cpu", seed: int = 0, varian
     """Errors of an (m x k) @ (k x n) product of random normal matrices against the fp64 product,
     for each variant in :data:`VARIANTS` ("tf32 hardware" only where the GPU has TF32)."""
     d = _device(device)
-    variants = list(VARIANTS if variants is None else variants)
+    variants = list(VARIANTS if variants is None else sequence(variants, "variants", "variant names"))
     for v in variants:
         if v not in VARIANTS:
             raise ValueError(f"unknown variant {v!r}: use some of {', '.join(map(repr, VARIANTS))}")
@@ -154,7 +160,7 @@ def error_vs_k(
         raise ValueError(f"ks must be increasing positive ints, got {ks!r}")
     d = _device(device)
     a, b = _inputs(m, ks[-1], n, d, seed)
-    fmts = [formats.get_format(f) for f in fmts]
+    fmts = [formats.get_format(f) for f in sequence(fmts, "fmts", "format names")]
     names = [f.name for f in fmts]
     quantized = {f.name: (formats.quantize(a, f, rounding), formats.quantize(b, f, rounding)) for f in fmts}
     out = {"k": ks, "rms": {f: [] for f in names}, "ref_rms": []}
@@ -173,6 +179,7 @@ def pick_size(device="cpu", *, budget_s: float | None = None) -> int:
     notebook budget, large enough to fill a big GPU, and never more memory than the device has
     (three fp32 matrices plus an fp64 reference product)."""
     d = _device(device)
+    budget_s = None if budget_s is None else positive(budget_s, "budget_s")
     if d.type == "cpu":
         return 1024 if budget_s is None or budget_s >= 1 else 512
     free, _total = torch.cuda.mem_get_info(d)

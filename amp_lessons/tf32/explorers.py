@@ -44,8 +44,8 @@ class MatmulPrecisionExplorer:
             raise ValueError(f"mantissa_bits={mantissa_bits!r}: use an int from 0 to 23")
         if rounding not in ROUNDING_MODES:
             raise ValueError(f"rounding={rounding!r}: use one of {', '.join(map(repr, ROUNDING_MODES))}")
-        if isinstance(kmax, bool) or not isinstance(kmax, int) or kmax < 32:
-            raise ValueError(f"kmax={kmax!r}: use an int >= 32")
+        if isinstance(kmax, bool) or not isinstance(kmax, int) or not 32 <= kmax <= tf32.MAX_DIM:
+            raise ValueError(f"kmax={kmax!r}: use an int from 32 to {tf32.MAX_DIM} (the largest k the lesson runs)")
         self._tf32 = tf32
         self.ks = [2**i for i in range(4, int(math.log2(kmax)) + 1)]
         self._shape = dict(m=m, n=n, seed=seed)
