@@ -60,6 +60,18 @@ DARK_SHOTS = {
 # Messages the kernel writes to stderr that are JupyterLab/ipywidgets housekeeping, not course errors:
 # the widget manager probes for comms before ipywidgets is imported.
 BENIGN_STDERR = re.compile(r"^(No such comm( target registered)?: )")
+# stderr a lesson shows on purpose: lesson 11 turns on torch's graph_code log (the graph Dynamo captured) and shows
+# Dynamo's warning about the graph break that .item() makes. Every line of such a chunk must be a record of torch's
+# logging from torch/_dynamo ("V1125 19:43:56.515000 8086 torch/_dynamo/output_graph.py:2835] [1/0] ..."), so any
+# other warning there still fails.
+_TORCH_LOG_LINE = re.compile(r"^[VIWE]\d{4} [\d:.]+ \d+ torch/_dynamo/\S+:\d+\] \[\d+/\d+\]")
+INTENDED_STDERR = {"11_compile.ipynb": _TORCH_LOG_LINE}
+
+
+def _intended(what: str, chunk: str) -> bool:
+    line_re = INTENDED_STDERR.get(what)
+    return line_re is not None and all(line_re.match(line) for line in chunk.splitlines() if line.strip())
+
 
 _NOTEBOOK_JS = "() => window.jupyterapp.shell.currentWidget"
 _PATH_JS = "() => window.jupyterapp.shell.currentWidget.context.path"
@@ -257,7 +269,7 @@ def assert_page_clean(what: str, kernel, console, remote) -> None:
     """No kernel error or stray stderr, no browser console error, no request off this machine."""
     errors, stderr = kernel.take()
     assert not errors, f"{what}: the kernel sent errors: {errors}"
-    stderr = [s for s in stderr if not BENIGN_STDERR.match(s)]
+    stderr = [s for s in stderr if not BENIGN_STDERR.match(s) and not _intended(what, s)]
     assert not stderr, f"{what}: the kernel wrote to stderr: {stderr}"
     console_errors = console.take()
     assert not console_errors, f"{what}: browser console errors: {console_errors}"
