@@ -53,6 +53,26 @@ def test_offline_and_current_apis(nb):
         assert 'plt.style.use("http' not in c.source
 
 
+# A line of code (not a comment) that calls one of the course's pictures, ``fp16.plot_running_sums(...)``
+DRAWS = re.compile(rf"^(?!\s*#).*\b(?:{'|'.join(TOPICS)})\.plot_\w+\(", re.M)
+
+
+def test_every_cell_that_draws_holds_its_picture(nb):
+    """A stored cell that calls a course picture holds a PNG: a figure that never showed (a style context that left
+    matplotlib non-interactive once hid every later figure of a lesson) fails here, not in front of a learner."""
+    drawing = [c for c in code_cells(nb) if DRAWS.search(c.source)]
+    missing = [
+        c.source.splitlines()[0] for c in drawing if not any("image/png" in o.get("data", {}) for o in c.outputs)
+    ]
+    assert not missing, f"cells that draw but hold no image: {missing}"
+
+
+def test_the_pictures_check_reads_the_lessons():
+    """The check above is not vacuous: the lessons call the course's pictures in dozens of cells."""
+    cells = [c for p in NOTEBOOKS for c in code_cells(nbformat.read(p, as_version=4)) if DRAWS.search(c.source)]
+    assert len(cells) >= 30, len(cells)  # measured: 34 cells in lessons 01-11
+
+
 def test_presenter_view_shows_every_explorer_of_the_lessons():
     """presenter/explorers.ipynb (make present) has one cell per explorer the lessons show."""
     call = re.compile(rf"\b(?:{'|'.join(TOPICS)})\.(\w+_explorer|format_designer)\(")
