@@ -2,12 +2,13 @@
 
 import math
 import statistics
+import time
 
 import pytest
 import torch
 
 from amp_lessons import timing
-from amp_lessons.timing import SPEC_PEAKS, Timing, gpu_spec, matmul_flops, spec_peak_tflops, time_fn
+from amp_lessons.timing import MAX_BLOCK_CALLS, SPEC_PEAKS, Timing, gpu_spec, matmul_flops, spec_peak_tflops, time_fn
 
 # Every name torch reports for the GPUs in the table -> the row it must match.
 NAMES = {
@@ -70,6 +71,58 @@ def test_cpu_real_matmul_rate_and_repr():
     assert text == str(t) and "\n" not in text
     assert text.startswith("median ") and "over 3 runs on cpu (perf_counter)" in text
     assert text.endswith("TFLOP/s (no spec peak known for CPUs)")
+
+
+def test_cpu_blocks_average_fast_calls_with_torchs_timer():
+    # a call of about a microsecond in pure Python (a matmul's worker threads can wait milliseconds on a busy machine)
+    t = time_fn(lambda: sum(range(50)), warmup=5, repeats=5, block_s=2e-3)
+    assert t.method == "benchmark.Timer" and 1 < t.calls_per_run <= MAX_BLOCK_CALLS
+    assert len(t.times_s) == 5 and all(x > 0 for x in t.times_s)  # seconds per call, each the mean of a block
+    assert f"{t.calls_per_run} calls a run" in str(t)
+
+
+def test_cpu_blocks_keep_the_callers_thread_count():
+    # torch.utils.benchmark.Timer runs with one thread unless told: time_fn passes the caller's count
+    seen, was = set(), torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        time_fn(lambda: seen.add(torch.get_num_threads()) or sum(range(100)), warmup=1, repeats=2, block_s=1e-3)
+    finally:
+        torch.set_num_threads(was)
+    assert seen == {2}
+
+
+def test_cpu_calls_slower_than_a_block_are_timed_one_by_one_and_counted():
+    calls = []
+
+    def slow():
+        calls.append(1)
+        time.sleep(0.003)
+
+    t = time_fn(slow, warmup=1, repeats=3, block_s=1e-3)
+    assert (t.method, t.calls_per_run, len(calls)) == ("perf_counter", 1, 1 + 3)
+    assert min(t.times_s) >= 0.003
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, math.nan, math.inf, 11.0, "1ms", True])
+def test_block_s_is_checked(bad):
+    with pytest.raises((TypeError, ValueError), match="block_s"):
+        time_fn(lambda: None, repeats=1, block_s=bad)
+
+
+def test_block_s_is_for_the_cpu_only():
+    with pytest.raises(ValueError, match="block_s=0.001 is for the CPU only"):
+        time_fn(lambda: None, device="cuda", repeats=1, block_s=1e-3)
+
+
+def test_iqr_is_torchs_interquartile_range():
+    runs = (0.004, 0.001, 0.002, 0.1, 0.003, 0.0025)  # one run slowed 40x: the IQR hardly moves
+    t = Timing(statistics.median(runs), runs, "cpu")
+    q = torch.tensor(runs, dtype=torch.float64).quantile(torch.tensor([0.25, 0.75], dtype=torch.float64))
+    assert t.iqr_s == pytest.approx(float(q[1] - q[0]), rel=1e-12)
+    assert t.iqr_s < 0.002 < t.max_s - t.min_s
+    assert Timing(1.0, (1.0,), "cpu").iqr_s == 0.0
+    assert "IQR" in str(t) and "IQR" not in str(Timing(1.0, (1.0,), "cpu"))
 
 
 def test_cpu_accepts_torch_device():
@@ -140,7 +193,8 @@ def test_cuda_events_synchronize_and_flush(fake_cuda):
     assert t.tflops == pytest.approx(flops / 0.008 / 1e12)
     assert t.percent_of_peak == pytest.approx(100 * t.tflops / 989)
     assert str(t) == (
-        "median 8.00 ms (min 6.00 ms, max 10.0 ms) over 3 runs on NVIDIA H100 80GB HBM3 (cuda events, L2 flushed): "
+        "median 8.00 ms (IQR 2.00 ms; min 6.00 ms, max 10.0 ms) over 3 runs on NVIDIA H100 80GB HBM3 (cuda events, L2 "
+        "flushed): "
         f"137 TFLOP/s = {t.percent_of_peak:.0f}% of the 989 TFLOP/s bf16 spec peak"
     )
 

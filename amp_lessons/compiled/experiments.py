@@ -552,7 +552,8 @@ def step_times(compiled_autocast: CompiledWorkload, compiled_fp32: CompiledWorkl
     # descheduled worker threads would dominate them
     with torch.no_grad(), one_thread():
         for label, fn in fns.items():
-            out[label] = timing.time_fn(functools.partial(fn, *args), warmup=3, repeats=repeats)
+            # runs of 1 ms blocks: a call takes microseconds, and one descheduling would otherwise be a whole run
+            out[label] = timing.time_fn(functools.partial(fn, *args), warmup=3, repeats=repeats, block_s=1e-3)
     return out
 
 
