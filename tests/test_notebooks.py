@@ -6,7 +6,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from amp_lessons.course import TOPICS
+from amp_lessons.course import LESSONS as COURSE_LESSONS, TOPICS
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "presenter").glob("*.ipynb"))
@@ -118,3 +118,32 @@ def test_make_notebooks_strips_what_churns():
     assert [c["id"] for c in out.cells] == ["cell-01", "cell-02"]
     assert "execution" not in out.cells[1].metadata
     assert out.cells[1].outputs[0].data == {"text/plain": run_notebooks.WIDGET_NOTE}
+
+
+# An exercise's heading: "**Exercise 2 — fix it (5 min).**" (or a Markdown heading "### Exercise 1 — ... (10 min)")
+EXERCISE_HEADING = re.compile(
+    r"\*\*Exercise (\d+)[a-z]? — [^*]+?\((\d+) min\)\.?\*\*|^#+ Exercise (\d+)[^\n]*\((\d+) min\)", re.M
+)
+STARTER = re.compile(r"#\s*YOUR\b")
+LESSONS = {lesson.notebook: lesson for lesson in COURSE_LESSONS}
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name in LESSONS], ids=lambda p: p.name)
+def test_every_exercise_has_a_heading_and_a_time(path):
+    """Each exercise starter (a "# YOUR ..." cell) sits under a heading that numbers it and says how long it takes,
+    and the lesson's exercises fit in its time in the schedule."""
+    cells = nbformat.read(path, as_version=4).cells
+    minutes = {}
+    for i, c in enumerate(cells):
+        if c.cell_type == "markdown":
+            for m in EXERCISE_HEADING.finditer(c.source):
+                number, mins = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+                minutes[number] = int(mins)
+        elif STARTER.search(c.source):
+            above = next((x for x in reversed(cells[:i]) if x.cell_type == "markdown"), None)
+            assert above is not None and EXERCISE_HEADING.search(above.source), (
+                f"the starter cell {c.source.splitlines()[0]!r} has no 'Exercise N — ... (M min)' heading above it"
+            )
+    assert sum(minutes.values()) <= LESSONS[path.name].minutes, (minutes, LESSONS[path.name].minutes)
+    if any(STARTER.search(c.source) for c in cells if c.cell_type == "code"):
+        assert minutes and sorted(minutes, key=int) == [str(n) for n in range(1, len(minutes) + 1)], minutes
