@@ -22,6 +22,7 @@ depends on the model, the clock and the instructions, and the course does not gu
 from __future__ import annotations
 
 import contextlib
+import logging
 import math
 import numbers
 import re
@@ -30,7 +31,6 @@ import time
 from dataclasses import dataclass
 
 import torch
-import torch.utils.benchmark as benchmark
 
 from ._runtime import parse_device
 from ._table import Cell, TableRecord
@@ -489,6 +489,21 @@ def _l2_flush_buffer(device: torch.device) -> torch.Tensor:
     return torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=device)
 
 
+def _benchmark():
+    """``torch.utils.benchmark``, imported at its first use. It imports ``torch.utils.cpp_extension``, which logs "No
+    CUDA runtime is found, using CUDA_HOME=..." where a CUDA toolkit is installed without a GPU (seen with torch
+    2.11 and 2.15 CUDA builds): a note about building C++ extensions, not about timing, kept out of the learner's
+    cell."""
+    log = logging.getLogger("torch.utils.cpp_extension")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        import torch.utils.benchmark as benchmark
+    finally:
+        log.setLevel(level)
+    return benchmark
+
+
 def time_fn(
     fn,
     *,
@@ -550,7 +565,7 @@ def time_fn(
             method, number = "perf_counter", 1
         else:
             number = min(MAX_BLOCK_CALLS, math.ceil(block_s / fastest))
-            timer = benchmark.Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
+            timer = _benchmark().Timer(stmt="fn()", globals={"fn": fn}, num_threads=torch.get_num_threads())
             # Timer.timeit runs max(number // 100, 2) calls of its own first, then times the block: seconds per call
             times = [timer.timeit(number).median for _ in range(repeats)]
             method = "benchmark.Timer"

@@ -2,6 +2,8 @@
 
 import math
 import statistics
+import subprocess
+import sys
 import time
 
 import pytest
@@ -418,3 +420,17 @@ def test_a_comparison_rejects_bad_arguments():
         timing.TimingComparison.of([0.1], [0.2], what="")
     with pytest.raises(ValueError, match="candidate must hold one or more positive"):
         timing.TimingComparison.of([0.1], [0.0])
+
+
+def test_importing_the_course_leaves_torchs_benchmark_and_cpp_extension_alone():
+    # torch.utils.benchmark imports torch.utils.cpp_extension, which warns on a CUDA build without a GPU: the course
+    # imports it only when time_fn(block_s=...) first needs it, with that warning muted
+    code = (
+        "import sys, amp_lessons, amp_lessons.timing, amp_lessons.compiled\n"
+        "assert 'torch.utils.cpp_extension' not in sys.modules, 'imported at import time'\n"
+        "amp_lessons.timing.time_fn(lambda: None, warmup=2, repeats=2, block_s=1e-3)\n"
+        "assert 'torch.utils.benchmark' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "CUDA" not in done.stderr, done.stderr
