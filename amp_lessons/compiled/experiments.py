@@ -527,8 +527,9 @@ def precision_errors(compiled: CompiledWorkload, emulated=None) -> dict:
 
 
 def step_times(compiled_autocast: CompiledWorkload, compiled_fp32: CompiledWorkload, *, repeats: int = 20) -> dict:
-    """Median time of one call of the workload, eager and compiled, fp32 and bf16 autocast, measured here with
-    :func:`amp_lessons.timing.time_fn` (compile time excluded: it is in each ``compile_seconds``).
+    """Time of one call of the workload, eager and compiled, fp32 and bf16 autocast, measured here with
+    :func:`amp_lessons.timing.time_fn` (compile time excluded: it is in each ``compile_seconds``): ``repeats`` runs
+    of each, a run the mean of a block of calls that lasts about 1 ms (``block_s``; the calls take microseconds).
 
     Returns ``{"eager fp32": Timing, "eager autocast": ..., "compiled fp32": ..., "compiled autocast": ...}``."""
     for what, c, ac in (("compiled_autocast", compiled_autocast, True), ("compiled_fp32", compiled_fp32, False)):

@@ -61,16 +61,17 @@ DARK_SHOTS = {
 # the widget manager probes for comms before ipywidgets is imported.
 BENIGN_STDERR = re.compile(r"^(No such comm( target registered)?: )")
 # stderr a lesson shows on purpose: lesson 11 turns on torch's graph_code log (the graph Dynamo captured) and shows
-# Dynamo's warning about the graph break that .item() makes. Every line of such a chunk must be a record of torch's
-# logging from torch/_dynamo ("V1125 19:43:56.515000 8086 torch/_dynamo/output_graph.py:2835] [1/0] ..."), so any
-# other warning there still fails.
-_TORCH_LOG_LINE = re.compile(r"^[VIWE]\d{4} [\d:.]+ \d+ torch/_dynamo/\S+:\d+\] \[\d+/\d+\]")
-INTENDED_STDERR = {"11_compile.ipynb": _TORCH_LOG_LINE}
+# Dynamo's warning about the graph break that .item() makes. Such a chunk must consist of records of torch's logging
+# from torch/_dynamo ("V1125 19:43:56.515000 8086 torch/_dynamo/output_graph.py:2835] [1/0] ...") and be one of those
+# two records, so that any other warning there (a recompile limit, say) still fails.
+_TORCH_LOG_LINE = re.compile(r"^[VIWE]\d{4} [\d:.]+ \d+ torch/_dynamo/\S+:\d+\] \[[\d/_]+\]")
+INTENDED_STDERR = {"11_compile.ipynb": (_TORCH_LOG_LINE, ("[__graph_code]", "Graph break from `Tensor.item()`"))}
 
 
 def _intended(what: str, chunk: str) -> bool:
-    line_re = INTENDED_STDERR.get(what)
-    return line_re is not None and all(line_re.match(line) for line in chunk.splitlines() if line.strip())
+    line_re, records = INTENDED_STDERR.get(what, (None, ()))
+    lines = [line for line in chunk.splitlines() if line.strip()]
+    return line_re is not None and all(line_re.match(line) for line in lines) and any(r in lines[0] for r in records)
 
 
 _NOTEBOOK_JS = "() => window.jupyterapp.shell.currentWidget"
