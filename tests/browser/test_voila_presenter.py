@@ -118,6 +118,20 @@ def check_projector_screen(page, n: int, figure) -> None:
     )
 
 
+_THEME_JS = "() => ({name: document.body.dataset.jpThemeName, light: document.body.dataset.jpThemeLight})"
+
+
+def test_the_light_theme_is_one_address_away(browser, voila_server):
+    """The README's promise: the presenter is dark, and ``?theme=light`` gives the light theme."""
+    page = browser.new_page(viewport=PROJECTOR)
+    try:
+        page.goto(voila_server.url("/?theme=light"))
+        page.wait_for_function("() => document.body && document.body.dataset.jpThemeName", timeout=60_000)
+        assert page.evaluate(_THEME_JS) == {"name": "JupyterLab Light", "light": "true"}
+    finally:
+        page.close()
+
+
 def test_presenter_page_shows_every_explorer_and_each_responds(browser, voila_server, figure):
     expected = demo_names(PRESENTER)
     assert len(expected) == 9, expected  # one per explorer of the course
@@ -136,6 +150,8 @@ def test_presenter_page_shows_every_explorer_and_each_responds(browser, voila_se
             polling=200,
         )
         figure(LATENCY_SECTION, "page load until every explorer is drawn", time.perf_counter() - t0, "s")
+        # dark is the presenter's theme (its notebook's metadata, voila.theme; README: "?theme=light" for the light one)
+        assert page.evaluate(_THEME_JS) == {"name": "JupyterLab Dark", "light": "false"}
         text = page.inner_text("body")
         assert "import " not in text and "widgets." not in text, "Voila shows code; the presenter view hides it"
         for bad in ("Error displaying widget", "Traceback", "Error rendering"):
