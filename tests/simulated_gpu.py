@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 import torch
+from torch._subclasses import fake_tensor
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,12 @@ def simulate(monkeypatch, profile: str | GPUProfile) -> GPUProfile:
         monkeypatch.setattr(torch.version, "hip", "6.2.41133" if p.rocm else None, raising=False)
         monkeypatch.setattr(torch.version, "cuda", None if p.rocm else "12.8", raising=False)
         monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+        # A fake CUDA tensor's first creation "initialises the GPU context" with a real torch.empty(1, device='cuda')
+        # where torch says a GPU is there: torch 2.11 asks torch.cuda.is_available() (patched above, so a CUDA build
+        # with no driver raised 'Found no NVIDIA driver'), 2.13 and later torch.accelerator. The simulated GPU has
+        # no context to initialise. The function is functools.cache'd, so without this the outcome depended on
+        # whether an earlier test in the same process had called it unsimulated.
+        monkeypatch.setattr(fake_tensor, "init_gpu_context", lambda device: None, raising=False)
     else:
         monkeypatch.setattr(cuda, "is_available", lambda: False)
         monkeypatch.setattr(cuda, "device_count", lambda: 0)
