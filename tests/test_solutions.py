@@ -101,6 +101,8 @@ def test_lesson_06_solution():
     r = e2e.check_clipped_amp_step(lambda *a: None)
     assert not r and "scale went" in r.message
     assert not e2e.check_clipped_amp_step("x")
+    assert e2e.check_accumulated_amp_step(s.accumulated_amp_step)
+    assert not e2e.check_accumulated_amp_step(s.clipped_amp_step)  # exercise 1's answer is not exercise 2's
 
 
 def test_lesson_06_solution_calls_the_scaler_in_the_order_of_the_lessons_step():

@@ -3,6 +3,7 @@
 `from amp_lessons import e2e` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`, :mod:`.checks`."""
 
 from .checks import (
+    check_accumulated_amp_step,
     check_clipped_amp_step,
 )
 from .experiments import (
@@ -42,6 +43,7 @@ from .plots import (
 
 __all__ = [
     "amp_step",
+    "check_accumulated_amp_step",
     "check_clipped_amp_step",
     "CONFIGS",
     "inference_compare",

@@ -1,4 +1,5 @@
-"""Checkers for lesson 06's exercise (an AMP training step with gradient clipping)."""
+"""Checkers for lesson 06's exercises: an AMP training step with gradient clipping, and one optimizer step
+accumulated over micro-batches."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from torch import nn
 from ..checks import CheckResult, call_learner, is_placeholder
 
 __all__ = [
+    "check_accumulated_amp_step",
     "check_clipped_amp_step",
 ]
 
@@ -113,3 +115,154 @@ def check_clipped_amp_step(fn) -> CheckResult:
                               "the recipe's: check that model(x) and the loss (the MSE of model(x).float()) run under "
                               "torch.autocast('cpu', dtype=torch.float16), that the clip is to a total norm of 1.0, "
                               "and what the gradients hold at the moment you clip them")  # fmt: skip
+
+
+# ---- Exercise 2: gradient accumulation under AMP ----
+
+_MICRO = 3  # micro-batches per optimizer step
+_OVERFLOW_STEP = 1  # the optimizer step whose second micro-batch overflows fp16 (inputs of 1e5 > 65504)
+
+
+def _micro_batches(seed: int):
+    """Four optimizer steps' worth of micro-batches; in step 1, one micro-batch's inputs overflow fp16."""
+    g = torch.Generator().manual_seed(seed + 1000)
+    steps = []
+    for k in range(4):
+        batch = [(torch.randn(8, 8, generator=g), torch.randn(8, 4, generator=g)) for _ in range(_MICRO)]
+        if k == _OVERFLOW_STEP:
+            x, y = batch[1]
+            batch[1] = (x * 1e5, y)  # cast to fp16 by autocast: inf, so this step's gradients hold inf/NaN
+        steps.append(batch)
+    return steps
+
+
+def _run_accumulated(step_fn, seed: int = 0):
+    """Four calls of ``step_fn(model, optimizer, scaler, micro_batches)`` on a fresh model: the parameters, the
+    scale after each call, and the first error."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**8, growth_interval=2)
+    scales = []
+    for batch in _micro_batches(seed):
+        _, err = call_learner(step_fn, model, opt, scaler, list(batch))
+        if err:
+            return None, None, err
+        scales.append(scaler.get_scale())
+    return [p.detach().clone() for p in model.parameters()], scales, None
+
+
+def _accumulate(model, optimizer, scaler, micro_batches, *, divide=True, step_each=False, zero=True, autocast=True):
+    n = len(micro_batches)
+    for x, y in micro_batches:
+        with torch.autocast("cpu", dtype=torch.float16, enabled=autocast):
+            loss = nn.functional.mse_loss(model(x).float(), y)
+        scaler.scale(loss / n if divide else loss).backward()
+        if step_each:
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad(set_to_none=True)
+    if not step_each:
+        scaler.step(optimizer)
+        scaler.update()
+        if zero:
+            optimizer.zero_grad(set_to_none=True)
+
+
+def _accumulation_starter(model, optimizer, scaler, micro_batches):
+    """The exercise's starter: an fp32 optimizer step per micro-batch."""
+    for x, y in micro_batches:
+        loss = nn.functional.mse_loss(model(x).float(), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+def check_accumulated_amp_step(fn) -> CheckResult:
+    """Exercise: ``fn(model, optimizer, scaler, micro_batches)`` makes ONE optimizer step from the list
+    ``micro_batches`` of equal-sized ``(x, y)`` batches, as one step on their concatenation would: each
+    micro-batch's forward and loss (the MSE of ``model(x).float()``) under
+    ``torch.autocast("cpu", dtype=torch.float16)``, its scaled backward adding to the gradients, then one
+    ``scaler.step`` and one ``scaler.update``. The checker makes four such steps of a small seeded model, one of
+    them with a micro-batch that overflows fp16, and compares every parameter and the scale, bit for bit, with the
+    recipe's (https://docs.pytorch.org/docs/stable/notes/amp_examples.html#gradient-accumulation)."""
+    if is_placeholder(fn):
+        return CheckResult(
+            False, "write fn(model, optimizer, scaler, micro_batches) and pass the function itself", todo=True
+        )
+    if not callable(fn):
+        return CheckResult(False, f"expected a function, got {type(fn).__name__} {fn!r:.60}")
+    got, scales, err = _run_accumulated(fn)
+    if err and "No inf checks were recorded" in err:
+        return CheckResult(
+            False,
+            f"{err.rstrip('.')}. Hint: update() reads the inf checks that step() records; call scaler.update() once "
+            "per optimizer step, right after scaler.step(optimizer), not once per micro-batch",
+        )
+    if err and "unscale_() has already been called" in err:
+        return CheckResult(
+            False,
+            f"{err.rstrip('.')}. Hint: unscale_ divides the ACCUMULATED gradients once, just before the step "
+            "(and only if you need them unscaled, e.g. to clip); not after every micro-batch",
+        )
+    if err:
+        return CheckResult(False, err)
+    want, want_scales, _ = _run_accumulated(_accumulate)
+
+    def same(params):  # bit for bit, NaN included (an fp32 run through the overflowing micro-batch ends in NaN)
+        return params is not None and all(
+            torch.equal(a.view(torch.int32), b.view(torch.int32)) for a, b in zip(got, params)
+        )
+
+    if same(want) and scales == want_scales:
+        return CheckResult(
+            True,
+            "one scaled backward per micro-batch, each loss divided by their number, then one step and one update: "
+            f"the step whose micro-batch overflowed was skipped whole, and the scale halved once "
+            f"({want_scales[_OVERFLOW_STEP - 1]:g} to {want_scales[_OVERFLOW_STEP]:g})",
+        )
+    params, sc, _ = _run_accumulated(_accumulation_starter)
+    if same(params) and scales == sc:
+        return CheckResult(
+            False,
+            "so far this is the starter: an fp32 optimizer step per micro-batch, with neither autocast nor the scaler. "
+            "The exercise asks for one step per call, as if the micro-batches were one large batch",
+            todo=True,
+        )
+    variants = (
+        (
+            {"step_each": True},
+            "this makes one optimizer step per micro-batch (a smaller batch, more steps), not one step for all of "
+            "them: let the gradients add up over the micro-batches, then step and update once",
+        ),
+        (
+            {"divide": False},
+            "the accumulated gradient is the SUM of the micro-batches' mean gradients, len(micro_batches) times the "
+            "large batch's: divide each micro-batch's loss by len(micro_batches) before scaling it",
+        ),
+        (
+            {"zero": False},
+            "the gradients of one call carry over into the next: zero them after the optimizer step",
+        ),
+        (
+            {"autocast": False},
+            "the forward ran in fp32: run model(x) and the loss under torch.autocast('cpu', dtype=torch.float16)",
+        ),
+    )
+    for kwargs, hint in variants:
+        params, sc, _ = _run_accumulated(lambda *a, kw=kwargs: _accumulate(*a, **kw))
+        if same(params) and scales == sc:
+            return CheckResult(False, f"close, but {hint}")
+    if scales != want_scales:
+        return CheckResult(
+            False,
+            f"the scaler's scale went {scales} over the four calls, not as in the recipe: one scaler.update() per "
+            "call, after scaler.step(optimizer), and every backward through scaler.scale(...)",
+        )
+    return CheckResult(
+        False,
+        "the scale moved as in the recipe, but the parameters after four calls differ from the recipe's: check that "
+        "every micro-batch's forward and loss run under torch.autocast('cpu', dtype=torch.float16), and what each "
+        "backward adds to the gradients",
+    )

@@ -112,3 +112,95 @@ def test_lesson_06_shows_its_step_only_after_the_exercise():
     assert all(w in prompt for w in order)
     assert [w for w in sorted(order, key=prompt.index)] != order  # named, but not in the order they run
     assert not re.search(r"scale.*then.*unscale_.*then", prompt, re.S)
+
+
+# ---- Exercise 2: gradient accumulation ----
+
+
+def accumulation_starter(model, optimizer, scaler, micro_batches):  # lesson 06's second starter cell
+    for x, y in micro_batches:
+        loss = nn.functional.mse_loss(model(x).float(), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+def _accumulating(divide=True, step_each=False, zero=True, update_each=False, unscale_each=False, zero_first=False):
+    def step(model, optimizer, scaler, micro_batches):
+        if zero_first:
+            optimizer.zero_grad()
+        for x, y in micro_batches:
+            with torch.autocast("cpu", dtype=torch.float16):
+                loss = nn.functional.mse_loss(model(x).float(), y)
+            scaler.scale(loss / len(micro_batches) if divide else loss).backward()
+            if unscale_each:
+                scaler.unscale_(optimizer)
+            if update_each:
+                scaler.update()
+            if step_each:
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad()
+        if not step_each:
+            scaler.step(optimizer)
+            if not update_each:
+                scaler.update()
+            if zero and not zero_first:
+                optimizer.zero_grad()
+
+    return step
+
+
+def test_accumulated_amp_step_exercise():
+    assert_your_turn(e2e.check_accumulated_amp_step(accumulation_starter))
+    assert_your_turn(e2e.check_accumulated_amp_step(...))
+    r = e2e.check_accumulated_amp_step(solution("06").accumulated_amp_step)
+    assert r and "skipped whole" in r.message and "halved once" in r.message, r
+    assert e2e.check_accumulated_amp_step(_accumulating())
+    assert e2e.check_accumulated_amp_step(_accumulating(zero_first=True))  # zeroing before, not after: same steps
+    wrong = {
+        _accumulating(step_each=True): "one optimizer step per micro-batch",
+        _accumulating(divide=False): "divide each micro-batch's loss by len(micro_batches)",
+        _accumulating(zero=False): "carry over",
+        _accumulating(update_each=True): "once per optimizer step",
+        _accumulating(unscale_each=True): "ACCUMULATED gradients once",
+        solution("06").clipped_amp_step: "raised TypeError",  # exercise 1's answer does not take micro-batches
+        (lambda *a: None): "scale went",
+        3: "expected a function",
+    }
+    for fn, words in wrong.items():
+        r = e2e.check_accumulated_amp_step(fn)
+        assert_not_yet(r)
+        assert words in r.message, r.message
+
+
+def test_the_accumulation_checker_measures_a_skipped_step():
+    """The overflowing micro-batch does overflow: under the recipe the scale halves exactly once, at that call, and
+    the parameters do not move in it (a checker whose data never overflowed could not tell one update per call
+    from one per micro-batch)."""
+    from amp_lessons.e2e import checks
+
+    seen = []
+
+    def recorded(model, optimizer, scaler, micro_batches):
+        before = [p.detach().clone() for p in model.parameters()]
+        solution("06").accumulated_amp_step(model, optimizer, scaler, micro_batches)
+        moved = any(not torch.equal(a, p) for a, p in zip(before, model.parameters()))
+        seen.append((scaler.get_scale(), moved))
+
+    params, scales, err = checks._run_accumulated(recorded)
+    assert err is None and params is not None
+    assert [s for s, _ in seen] == [256.0, 128.0, 128.0, 256.0]  # init 2**8, growth_interval=2
+    assert [m for _, m in seen] == [True, False, True, True]
+
+
+def test_lesson_06_exercise_2_comes_with_no_answer_above_it():
+    import json
+    from pathlib import Path
+
+    cells = json.loads((Path(__file__).parents[2] / "notebooks" / "06_amp_end_to_end.ipynb").read_text())["cells"]
+    text = ["".join(c["source"]) for c in cells]
+    exercise = next(i for i, t in enumerate(text) if "e2e.check_accumulated_amp_step(" in t)
+    above = [t for c, t in zip(cells[:exercise], text) if c["cell_type"] == "code"]
+    assert not any("len(micro_batches)" in t or "micro_batches" in t for t in above)
+    assert "# YOUR CODE" in text[exercise] and "Exercise 2 —" in text[exercise - 1]
