@@ -74,3 +74,13 @@ def test_the_presenter_is_described_as_it_works():
     """The presenter view shows one explorer per screen, not every explorer on one page."""
     for name, text in (("README.md", README), ("instructors/README.md", INSTRUCTORS)):
         assert "on one page" not in text, f"{name}: the presenter view is paged"
+
+
+def test_the_readme_says_what_is_emulated_and_what_is_modelled():
+    """A format's casts are emulated bit for bit; its arithmetic (TF32 and fp16 matmuls on a CPU) is a model, since
+    the hardware's summation order is not reproduced: the README says so and never calls the arithmetic bit-exact."""
+    intro = README.split("## ", 1)[0]
+    assert "casts are emulated bit-exactly" in intro and "arithmetic is modelled" in intro, intro
+    assert "lacks a format it is emulated bit-exactly" not in README
+    tf32_row = next(line for line in README.splitlines() if "`02_tf32.ipynb`" in line)
+    assert "modelled" in tf32_row and "emulated bit-exactly" not in tf32_row, tf32_row

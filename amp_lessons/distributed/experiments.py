@@ -862,6 +862,10 @@ def _memory_rank(rank: int, world_size: int, width: int, seed: int) -> list[dict
         out.float().square().mean().backward()
         opt.step()
         params = list(model.parameters())
+        if wrap == "ddp" and len({p.grad.untyped_storage().data_ptr() for p in params}) != 1:
+            # without bucket views every .grad has its own storage, and the reducer's buckets hold a second copy
+            # that the counts below would miss (the model is far below DDP's 25 MiB bucket: one bucket)
+            raise RuntimeError("DDP's gradients are not views of one bucket: the grads column would be wrong")
         states = [v for st in opt.state.values() for k, v in st.items() if k in ("exp_avg", "exp_avg_sq")]
         rows.append(
             {

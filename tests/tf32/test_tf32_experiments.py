@@ -140,3 +140,12 @@ def test_reference_experiments_run_small_on_cpu():
 def test_bad_sizes(bad):
     with pytest.raises((TypeError, ValueError), match=r"m must be an int >= 1"):
         tf32.matmul_errors(bad, 4, 4)
+
+
+def test_the_tf32_model_rounds_ties_to_even_by_default():
+    """The course's TF32 model is ties-to-even (what the H100 measured), in the matmul model and in the cast."""
+    import inspect
+
+    assert inspect.signature(tf32.emulated_matmul).parameters["rounding"].default == "nearest_even"
+    a = torch.tensor([[1 + 2**-11]])  # a tie between the TF32 neighbours 1 and 1 + 2**-10
+    assert tf32.emulated_matmul(a, torch.ones(1, 1)).item() == 1.0  # to even: 1, not 1 + 2**-10
