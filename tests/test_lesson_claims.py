@@ -99,3 +99,13 @@ def test_04_does_not_say_its_cells_run_for_real_on_a_gpu():
     text = markdown("04_autocast_policies.ipynb")
     assert "the same cells run for real" not in text
     assert "preview on a machine with an NVIDIA GPU too" in text
+
+
+@pytest.mark.parametrize("notebook", ["06_amp_end_to_end.ipynb", "08_debugging.ipynb", "09_distributed.ipynb"])
+def test_autocast_weight_copies_are_not_said_to_die_with_the_forward_pass(notebook):
+    """Autograd saves autocast's low-precision casts for backward (ATen's autocast_mode.h: casts precede autograd
+    'so that ... input tensors are saved for backward in lower_precision_fp'): a weight copy lives until backward
+    frees the graph, not for the forward pass only."""
+    text = markdown(notebook)
+    for wrong in ("live only during the forward", "duration of a forward pass", "for one autocast region"):
+        assert wrong not in text, (notebook, wrong)
