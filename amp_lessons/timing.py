@@ -40,6 +40,7 @@ __all__ = [
     "DTYPE_KEYS",
     "GPUSpec",
     "L2_FLUSH_BYTES",
+    "NOISY_QUARTILE_RATIO",
     "SPEC_PEAKS",
     "Spread",
     "Timing",
@@ -320,18 +321,43 @@ def _seconds_tuple(times, what: str) -> tuple[float, ...]:
 
 @dataclass(frozen=True, repr=False)
 class Spread:
-    """Several runs of one measurement: ``min``, ``median``, ``max`` and the number of runs ``n``, in the
-    measurement's unit (seconds for times; any positive quantity, such as TFLOP/s, via :func:`spread`)."""
+    """Several runs of one measurement: ``min``, ``median``, ``max``, the number of runs ``n`` and the quartiles
+    ``q1`` and ``q3`` (25th and 75th percentiles; ``min`` and ``max`` where not given), in the measurement's unit
+    (seconds for times; any positive quantity, such as TFLOP/s, via :func:`spread`). The verdicts that compare two
+    spreads read the quartiles: one run that a busy machine slowed down moves the extremes, not the quartiles."""
 
     min: float
     median: float
     max: float
     n: int
+    q1: float | None = None
+    q3: float | None = None
 
     def __post_init__(self):
         if not (0 < self.min <= self.median <= self.max) or not math.isfinite(self.max):
             raise ValueError(f"need 0 < min <= median <= max < inf, got {self.min!r}, {self.median!r}, {self.max!r}")
         count(self.n, "n", 1, None, "runs")
+        if self.q1 is None:
+            object.__setattr__(self, "q1", self.min)
+        if self.q3 is None:
+            object.__setattr__(self, "q3", self.max)
+        if not (self.min <= self.q1 <= self.median <= self.q3 <= self.max):
+            raise ValueError(
+                f"need min <= q1 <= median <= q3 <= max, got {self.min!r}, {self.q1!r}, {self.median!r}, "
+                f"{self.q3!r}, {self.max!r}"
+            )
+
+    @property
+    def quartile_ratio(self) -> float:
+        """``q3 / q1``: how far apart the typical runs are, as a factor (1.0: the middle half of the runs agree)."""
+        return self.q3 / self.q1
+
+    def quartiles_overlap(self, other: Spread) -> bool:
+        """Whether the interquartile ranges [q1, q3] of the two share a value: then the typical runs do not tell
+        them apart."""
+        if not isinstance(other, Spread):
+            raise TypeError(f"other must be a Spread, got {other!r}")
+        return max(self.q1, other.q1) <= min(self.q3, other.q3)
 
     def overlaps(self, other: Spread) -> bool:
         """Whether the ranges [min, max] of the two share a value: then the runs do not tell them apart."""
@@ -343,7 +369,14 @@ class Spread:
         """``numerator / x`` of each run (times to rates): the fastest run gives the largest rate."""
         if isinstance(numerator, bool) or not isinstance(numerator, (int, float)) or not numerator > 0:
             raise ValueError(f"numerator must be a positive number, got {numerator!r}")
-        return Spread(numerator / self.max, numerator / self.median, numerator / self.min, self.n)
+        return Spread(
+            numerator / self.max,
+            numerator / self.median,
+            numerator / self.min,
+            self.n,
+            numerator / self.q3,
+            numerator / self.q1,
+        )
 
     def seconds_text(self) -> str:
         """As a duration: "322 µs (300–410 µs, 5 runs)"."""
@@ -356,6 +389,12 @@ class Spread:
     def unit(self) -> tuple[str, float]:
         """The unit to show these durations in, and its size in seconds: ``("ms", 1e-3)`` for a median of 0.0123 s."""
         return _time_unit(self.median)
+
+    def quartile_cells(self, size: float = 1.0) -> list[str]:
+        """q1, median, q3 divided by ``size`` (e.g. 1e-3 for ms), 3 significant digits each."""
+        if isinstance(size, bool) or not isinstance(size, (int, float)) or not (math.isfinite(size) and size > 0):
+            raise ValueError(f"size must be a positive, finite number (the unit, e.g. 1e-3 for ms), got {size!r}")
+        return [_fmt_rate(v / size) for v in (self.q1, self.median, self.q3)]
 
     def cells(self, size: float = 1.0) -> list[str]:
         """min, median, max divided by ``size`` (e.g. 1e-3 for ms), 3 significant digits each."""
@@ -370,7 +409,9 @@ class Spread:
     def of(cls, values) -> Spread:
         """min / median / max of several runs (a :class:`Timing`, or a sequence of positive numbers)."""
         v = _seconds_tuple(values, "values")
-        return cls(min(v), statistics.median(v), max(v), len(v))
+        q1, med, q3 = statistics.quantiles(v, n=4, method="inclusive") if len(v) > 1 else (v[0],) * 3
+        lo, hi = min(v), max(v)  # the clamps absorb the last bit of rounding in the interpolation
+        return cls(lo, statistics.median(v), hi, len(v), min(max(q1, lo), med), max(min(q3, hi), med))
 
 
 @dataclass(frozen=True, repr=False)
@@ -622,13 +663,20 @@ def time_fn(
 # --------------------------------------------------------------------------------------------
 
 
+NOISY_QUARTILE_RATIO = 1.5
+"""Two settings' runs are too noisy to compare when the product of their quartile ratios (``q3 / q1`` of each)
+exceeds this: the speed-up the typical runs allow then spans more than 1.5x (each setting's upper quartile about
+22% above its lower one), as on a machine busy with other work. On an idle machine the product stays near 1."""
+
+
 @dataclass(frozen=True, repr=False)
 class TimingComparison(TableRecord):
-    """Runs of a ``baseline`` and a ``candidate`` setting (seconds each), shown as a table of min / median /
-    max with a verdict. ``speedup`` is baseline median / candidate median (above 1: the candidate is
-    faster); ``speedup_range`` the extremes the runs allow (slowest baseline over fastest candidate and the
-    reverse); ``overlap`` whether the two ranges of times share a value: then the difference is within
-    the run-to-run spread and the runs do not show one setting faster."""
+    """Runs of a ``baseline`` and a ``candidate`` setting (seconds each), shown as a table of min / quartiles /
+    median / max with a verdict. ``speedup`` is baseline median / candidate median (above 1: the candidate is
+    faster); ``speedup_quartiles`` the speed-ups the typical runs allow (the baseline's upper quartile over the
+    candidate's lower one, and the reverse); ``speedup_range`` those the extreme runs allow. The verdict reads the
+    quartiles: too noisy to judge when they spread too far (:data:`NOISY_QUARTILE_RATIO`); within the run-to-run
+    spread when the two interquartile ranges overlap (``overlap``); else faster or slower."""
 
     labels: tuple[str, str]
     baseline_s: tuple[float, ...]
@@ -663,26 +711,40 @@ class TimingComparison(TableRecord):
         return b.min / c.max, b.max / c.min
 
     @property
+    def speedup_quartiles(self) -> tuple[float, float]:
+        b, c = self.baseline, self.candidate
+        return b.q1 / c.q3, b.q3 / c.q1
+
+    @property
     def overlap(self) -> bool:
-        return self.baseline.overlaps(self.candidate)
+        """Whether the two settings' interquartile ranges share a value."""
+        return self.baseline.quartiles_overlap(self.candidate)
+
+    @property
+    def too_noisy(self) -> bool:
+        """Whether the typical runs spread too far to judge (:data:`NOISY_QUARTILE_RATIO`)."""
+        return self.baseline.quartile_ratio * self.candidate.quartile_ratio > NOISY_QUARTILE_RATIO
 
     @property
     def verdict(self) -> str:
         base, cand = self.labels
-        lo, hi = self.speedup_range
+        lo, hi = self.speedup_quartiles
         text = (
             f"{cand} runs at {self.speedup:.2f}x the speed of {base} (medians; "
-            f"{lo:.2f}x to {hi:.2f}x between the extreme runs): "
+            f"{lo:.2f}x to {hi:.2f}x between the quartiles): "
         )
+        if self.too_noisy:
+            return text + "too noisy to judge: the typical runs vary too much (a busy machine); run it again"
         if self.overlap:
             return text + "within the run-to-run spread, so these runs do not show either one faster"
         return text + ("faster" if self.speedup > 1 else "slower") + ", beyond the run-to-run spread"
 
     def _table(self) -> tuple:
         unit, size = _time_unit(max(self.baseline.median, self.candidate.median))
-        header = ("setting", "runs", f"min ({unit})", f"median ({unit})", f"max ({unit})")
+        header = ("setting", "runs", f"min ({unit})", f"q1 ({unit})", f"median ({unit})", f"q3 ({unit})",
+                  f"max ({unit})")  # fmt: skip
         rows = [
-            [Cell(label, nowrap=True), str(s.n), *s.cells(size)]
+            [Cell(label, nowrap=True), str(s.n), *(_fmt_rate(v / size) for v in (s.min, s.q1, s.median, s.q3, s.max))]
             for label, s in zip(self.labels, (self.baseline, self.candidate))
         ]
         return header, rows, f"{self.what}: {self.labels[1]} against {self.labels[0]}", [self.verdict]

@@ -392,25 +392,61 @@ def test_spread_rejects_bad_runs(values, err, match):
 
 
 def test_a_comparison_says_when_the_runs_overlap():
+    """The verdict reads the quartiles: one run slowed down by a busy machine (900 µs) moves the extremes, not the
+    verdict; the typical runs of the two settings overlap, so neither is shown faster."""
     within = timing.TimingComparison.of(
-        [300e-6, 320e-6, 400e-6], [400e-6, 410e-6, 500e-6], labels=("fp32", "bf16 autocast"), what="step"
+        [300e-6, 310e-6, 320e-6, 330e-6, 900e-6],
+        [320e-6, 325e-6, 335e-6, 340e-6, 345e-6],
+        labels=("fp32", "bf16 autocast"),
+        what="step",
     )
-    assert within.overlap and within.speedup == pytest.approx(320 / 410)
-    assert within.speedup_range == pytest.approx((300 / 500, 400 / 400))
-    assert "within the run-to-run spread" in within.verdict and "0.78x" in within.verdict
+    b = within.baseline
+    assert (b.min, b.q1, b.median, b.q3, b.max) == pytest.approx((300e-6, 310e-6, 320e-6, 330e-6, 900e-6))
+    assert within.overlap and not within.too_noisy and within.speedup == pytest.approx(320 / 335)
+    assert within.speedup_quartiles == pytest.approx((310 / 340, 330 / 325))
+    assert within.speedup_range == pytest.approx((300 / 345, 900 / 320))  # the extremes: 0.87x to 2.81x
+    assert "within the run-to-run spread" in within.verdict and "0.96x" in within.verdict
+    assert "between the quartiles" in within.verdict
     text = str(within)
     assert text.splitlines()[:5] == [
         "step: bf16 autocast against fp32",
-        "setting        runs  min (µs)  median (µs)  max (µs)",
-        "-------------  ----  --------  -----------  --------",
-        "fp32           3     300       320          400",
-        "bf16 autocast  3     400       410          500",
+        "setting        runs  min (µs)  q1 (µs)  median (µs)  q3 (µs)  max (µs)",
+        "-------------  ----  --------  -------  -----------  -------  --------",
+        "fp32           5     300       310      320          330      900",
+        "bf16 autocast  5     320       325      335          340      345",
     ]
     html = within._repr_html_()
     assert "median (µs)" in html and ">320<" in html and "within the run-to-run spread" in html
     apart = timing.TimingComparison.of([0.010, 0.011], [0.002, 0.003], labels=("fp32", "bf16"))
     assert not apart.overlap and "faster, beyond the run-to-run spread" in apart.verdict
     assert "median (ms)" in str(apart) and "2.50" in str(apart)
+
+
+def test_a_busy_machine_gets_too_noisy_to_judge_not_a_spread_of_400x():
+    """Typical runs that vary by 2x or more (a machine busy with other work) give no verdict."""
+    busy = timing.TimingComparison.of(
+        [2e-4, 3e-4, 2e-2, 4e-2, 5e-2], [4e-4, 2e-3, 5e-2, 8e-2, 2e-1], labels=("fp32", "bf16"), what="step"
+    )
+    assert busy.too_noisy and "too noisy to judge" in busy.verdict
+    assert "within" not in busy.verdict and "beyond" not in busy.verdict
+    assert timing.NOISY_QUARTILE_RATIO == 1.5
+
+
+def test_spread_quartiles_follow_torch_quantile():
+    runs = [0.5, 0.1, 0.4, 0.2, 0.3, 0.9]
+    s = timing.Spread.of(runs)
+    q = torch.quantile(torch.tensor(runs, dtype=torch.float64), torch.tensor([0.25, 0.75], dtype=torch.float64))
+    assert (s.q1, s.q3) == pytest.approx(tuple(q.tolist()))
+    one = timing.Spread.of([0.2])
+    assert one.q1 == one.q3 == 0.2 and one.quartile_ratio == 1.0
+    assert timing.Spread(1.0, 2.0, 3.0, 3).q1 == 1.0  # quartiles default to the extremes
+    with pytest.raises(ValueError, match="q1 <= median"):
+        timing.Spread(1.0, 2.0, 3.0, 3, q1=2.5)
+    inv = s.inverse(1.0)
+    assert inv.q1 == pytest.approx(1 / s.q3) and inv.q3 == pytest.approx(1 / s.q1)
+    assert s.quartile_cells(1e-3) == [f"{v:.0f}" for v in (s.q1 * 1e3, s.median * 1e3, s.q3 * 1e3)]
+    with pytest.raises(ValueError, match="size must be a positive"):
+        s.quartile_cells(0)
 
 
 def test_a_comparison_rejects_bad_arguments():

@@ -1097,21 +1097,22 @@ def _rows_of(rows, keys: set, what: str, want: str) -> list[dict]:
     return list(rows)
 
 
-NOISY_RANGE = 4.0
+NOISY_RANGE = timing.NOISY_QUARTILE_RATIO
 """Two sets of timed runs are too noisy to compare when the ratio of their medians could lie anywhere in a range
-wider than this factor (slowest baseline over fastest candidate, against the reverse): each setting's slowest run
-about twice its fastest, as on a machine busy with other work. Then no verdict is drawn, "within the spread" included."""
+wider than this factor between the quartiles (one's upper quartile over the other's lower one, against the
+reverse), as on a machine busy with other work. Then no verdict is drawn, "within the spread" included. Quartiles,
+not the extreme runs: one run slowed down by another program moves the extremes only."""
 
 
 def _too_noisy(a: timing.Spread, b: timing.Spread) -> bool:
-    return (a.max / a.min) * (b.max / b.min) > NOISY_RANGE
+    return a.quartile_ratio * b.quartile_ratio > NOISY_RANGE
 
 
 def _verdict(base: timing.Spread, cand: timing.Spread, faster: str = "faster", slower: str = "slower") -> str:
     """What two sets of timed runs (seconds) show: too noisy, within the spread, or ``faster`` / ``slower``."""
     if _too_noisy(base, cand):
         return "too noisy to conclude"
-    if base.overlaps(cand):
+    if base.quartiles_overlap(cand):
         return "within the run-to-run spread"
     return faster if base.median > cand.median else slower
 
@@ -1177,7 +1178,7 @@ class RateTable(TableRecord):
         return timing.Spread.of(self.runs[dtype]).inverse(timing.matmul_flops(self.size, self.size, self.size) / 1e9)
 
     def overlaps_fp32(self, dtype: str) -> bool:
-        return self.rates(dtype).overlaps(self.rates("fp32"))
+        return self.rates(dtype).quartiles_overlap(self.rates("fp32"))
 
     def too_noisy(self, dtype: str) -> bool:
         """Whether ``dtype``'s runs and fp32's vary too much to compare (:data:`NOISY_RANGE`)."""
@@ -1299,7 +1300,7 @@ class LaunchTable(TableRecord):
     @property
     def verdicts(self) -> dict:
         """``{model: "faster" | "slower" | "within the run-to-run spread" | "too noisy to conclude"}``: bf16
-        autocast's step against fp32's, from the runs' ranges (:data:`NOISY_RANGE`)."""
+        autocast's step against fp32's, from the runs' quartiles (:data:`NOISY_RANGE`)."""
         return {name: _verdict(c.baseline, c.candidate) for name, c in self.comparisons.items()}
 
     @classmethod
@@ -1327,13 +1328,13 @@ class LaunchTable(TableRecord):
             f"fp32 step ({unit})",
             f"bf16 autocast step ({unit})",
             "speed-up (medians)",
-            "between the extreme runs",
+            "between the quartiles",
             "verdict",
         )
         rows = []
         tones = {"faster": "good", "slower": "bad"}
         for name, c in self.comparisons.items():
-            lo, hi = c.speedup_range
+            lo, hi = c.speedup_quartiles
             words = self.verdicts[name]
             verdict = Cell(words, tone=tones.get(words, "muted"))
             rows.append(
@@ -1346,18 +1347,21 @@ class LaunchTable(TableRecord):
                     verdict,
                 ]
             )
-        notes = ["step times: median (min to max) of the timed steps", f"large model: {self.note}" if self.note else ""]
+        notes = [
+            "step times: median (lower to upper quartile) of the timed steps",
+            f"large model: {self.note}" if self.note else "",
+        ]
         notes += list(self.cut_short)
         if "too noisy to conclude" in self.verdicts.values():
             notes.append(
-                f"too noisy to conclude: the extreme runs allow speed-ups more than {NOISY_RANGE:g}x apart (a machine "
+                f"too noisy to conclude: the quartiles allow speed-ups more than {NOISY_RANGE:g}x apart (a machine "
                 "busy with other work); run the cell again when it is idle"
             )
         return header, rows, "one training step, fp32 against bf16 autocast", notes
 
 
 def _spread_text(s: timing.Spread, size: float) -> str:
-    lo, mid, hi = s.cells(size)
+    lo, mid, hi = s.quartile_cells(size)
     return f"{mid} ({lo} to {hi})"
 
 
