@@ -14,5 +14,16 @@ def rceil_shared_exponent(amax, element_format="fp8_e4m3"):
     return k.clamp(-127, 127)  # e8m0 holds 2**-127 .. 2**127
 
 
-# float32(1 + 1e-4) lies between bf16's 1 and 1 + 2**-7; SR goes up with probability distance / gap
+def my_stochastic_round(x, noise):
+    # bf16 keeps the top 16 bits of a float32. Added to the 16 dropped bits, the noise (uniform in [0, 2**16))
+    # carries into bit 16, one bf16 step up in magnitude, with probability (dropped bits) / 2**16. The sign bit sits
+    # above the magnitude: a negative value's low bits are those of its absolute value, so it rounds away from zero
+    # as often, and no finite value carries into the sign.
+    bits = x.view(torch.int32)
+    rounded = (bits + noise) & ~0xFFFF  # clear the 16 low bits
+    return rounded.view(torch.float32)
+
+
+# (the former Exercise 2's answer, now shown in the cell after Exercise 2) float32(1 + 1e-4) lies between bf16's 1
+# and 1 + 2**-7; SR goes up with probability distance / gap = 839 / 2**16
 SR_PROBABILITY = (1.00010001659393310546875 - 1.0) / 2**-7

@@ -283,7 +283,6 @@ def _valid_value(name: str, qualname: str):
             for f in ("recipe_quantize", "recipe_table", "recipe_tensor", "recipe_run")
         },
         "micro.recipe_stats": {"x": lambda: torch.randn(64), "q": lambda: torch.randn(64)},
-        "micro.check_sr_probability": {"p": lambda: 0.5},
         "checks.off_by": {"got": lambda: 2.0, "want": lambda: 1.0},
         "checks.same_value": {"got": lambda: 1.0, "want": lambda: 1.0},
         "e2e.amp_step": {

@@ -6,7 +6,7 @@ rounding and Kahan-compensated bf16 updates.
 
 from .checks import (
     check_rceil_shared_exponent,
-    check_sr_probability,
+    check_stochastic_round,
 )
 from .experiments import (
     BYTES_PER_PARAMETER,
@@ -58,7 +58,7 @@ __all__ = [
     "UPDATE_METHODS",
     "BlockQuantized",
     "check_rceil_shared_exponent",
-    "check_sr_probability",
+    "check_stochastic_round",
     "e8m0_round_up",
     "kahan_add",
     "mx_quantize",

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import math
+import sys
+from contextlib import contextmanager
 
 import torch
 
-from ..checks import CheckResult, call_learner, is_placeholder, off_by, same_value
+from ..checks import CheckResult, call_learner, is_placeholder
+from . import experiments
+from .experiments import stochastic_round
 from .key_code import MX_ELEMENTS
 
-__all__ = ["check_rceil_shared_exponent", "check_sr_probability"]
+__all__ = ["check_rceil_shared_exponent", "check_stochastic_round"]
 
 # Block maxima (float32) that tell the mistakes apart: the lesson's 470, an exact fit (448 = max * 2**0 and
 # max * 2**10), the float32 number just above max * 2**10 (float32's log2 rounds its log to exactly 10), small and
@@ -128,32 +132,204 @@ def check_rceil_shared_exponent(fn) -> CheckResult:
     )
 
 
-def check_sr_probability(p) -> CheckResult:
-    """Exercise: the probability that stochastic rounding sends float32(1 + 1e-4) up to bf16's next value
-    above 1 (1 + 2**-7)."""
-    x = float(torch.tensor(1 + 1e-4, dtype=torch.float32))
-    want = (x - 1.0) / 2.0**-7
-    if is_placeholder(p):
-        return CheckResult(False, "replace None with your probability, a number in [0, 1]", todo=True)
-    if isinstance(p, bool) or not isinstance(p, (int, float)) or not math.isfinite(p):
-        return CheckResult(False, f"answer with a probability (a number in [0, 1]), got {p!r}")
-    if not 0 <= p <= 1:
-        return CheckResult(False, f"{p!r} is not a probability")
-    if same_value(p, want) or abs(p - want) <= 1e-6:
-        return CheckResult(True, f"{want:.6f}: float32(1 + 1e-4)'s distance to 1 over bf16's gap 2**-7 above 1")
-    if abs(p - 1e-4) < 1e-6:
-        return CheckResult(False, "that is the distance itself; divide it by the gap between the two bf16 neighbours")
-    if abs(p - 1e-4 / 2.0**-7) < 1e-9:
+@contextmanager
+def _calls_to_rounding():
+    """Record, in the yielded set, the names of the package's stochastic-rounding functions called inside the block
+    (``stochastic_round`` and its helpers in :mod:`.experiments`), however the caller got hold of them (an imported
+    name, the module attribute, a wrapper): the calls are seen by where their code lives, as the TF32 lesson does."""
+    where = experiments.__file__
+    seen: set = set()
+    previous = sys.getprofile()
+
+    def profiler(frame, event, arg):
+        code = frame.f_code
+        if event == "call" and code.co_filename == where and ("stochastic" in code.co_name or "sr_" in code.co_name):
+            seen.add(code.co_name)
+
+    sys.setprofile(profiler)
+    try:
+        yield seen
+    finally:
+        sys.setprofile(previous)
+
+
+_LOW = 0xFFFF  # the 16 bits of a float32 that bf16 drops
+_SIGN = -0x80000000  # bit 31 as an int32
+
+
+def _sr_cases() -> list[tuple[str, torch.Tensor, torch.Tensor]]:
+    """(what, x, noise) for the checker: random float32 values of both signs over 60 binades (shape (64, 64)) with
+    random noise, including its ends 0 and 2**16 - 1; then values already in bf16 (zeros of both signs, the
+    largest and smallest bf16 numbers) with noise up to 2**16 - 1, which must come back unchanged."""
+    g = torch.Generator().manual_seed(10)
+    x = torch.randn(64, 64, generator=g) * torch.exp2(torch.randint(-30, 30, (64, 64), generator=g).float())
+    noise = torch.randint(0, 1 << 16, (64, 64), generator=g, dtype=torch.int32)
+    noise[::7, ::5] = 0
+    noise[3::7, ::5] = _LOW
+    exact = torch.randn(1024, generator=g).bfloat16().float()
+    big = float(torch.finfo(torch.bfloat16).max)
+    exact[:8] = torch.tensor([0.0, -0.0, 1.0, -1.0, big, -big, 2.0**-133, -(2.0**-126)])
+    exact_noise = torch.randint(0, 1 << 16, (1024,), generator=g, dtype=torch.int32)
+    exact_noise[::2] = _LOW
+    return [("random", x, noise), ("exact", exact, exact_noise)]
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    return t.contiguous().view(torch.int32)
+
+
+def _from_bits(b: torch.Tensor) -> torch.Tensor:
+    return b.contiguous().view(torch.float32)
+
+
+def _sr_mistakes(x: torch.Tensor, noise: torch.Tensor) -> list[tuple[str, torch.Tensor]]:
+    """What some wrong roundings give for ``x`` and ``noise``, each with the hint it deserves."""
+    bits = _bits(x)
+    trunc = lambda b: _from_bits(b & ~_LOW)  # noqa: E731
+    dropped = bits & _LOW
+    below = ((bits & 0x7FFFFFFF & ~_LOW) + torch.where(noise < dropped, 1 << 16, 0).int()) | (bits & _SIGN)
+    value = (
+        "the noise was added to the value x, not to its bit pattern: x + noise moves x by up to 65535, far past "
+        "its two bf16 neighbours"
+    )
+    return [
+        (
+            "that is round to nearest (the cast to bf16): it never looks at the noise. Stochastic rounding picks one "
+            "of the two bf16 neighbours at random, the farther one less often",
+            x.bfloat16().float(),
+        ),
+        (
+            "every value was cut toward zero: the noise never moved one up. Add it to the bit pattern before "
+            "clearing the 16 low bits",
+            trunc(bits),
+        ),
+        (value, x + noise.float()),
+        (value, trunc(_bits(x + noise.float()))),
+        (value, (x + noise.float()).bfloat16().float()),
+        (
+            "the integers were converted to float by value (.float() or .to), not reinterpreted: a float32 bit "
+            "pattern is read back with a view",
+            ((bits + noise) & ~_LOW).float(),
+        ),
+        (
+            "a value goes up in yours when the noise is below its 16 dropped bits: that is as likely, but not the "
+            "rule asked for here (nor the hardware's). Add the noise to the bits and let the carry decide",
+            _from_bits(below),
+        ),
+        (
+            "negative inputs (and -0.0) come back positive: the sign bit (bit 31) got lost",
+            _from_bits(_bits(stochastic_round(x, noise=noise)) & 0x7FFFFFFF),
+        ),
+    ]
+
+
+def check_stochastic_round(fn) -> CheckResult:
+    """Exercise: ``fn(x, noise)`` rounds each float32 value of ``x`` to bf16 stochastically, on the bits: the
+    random integer ``noise`` (int32, x's shape, each in [0, 2**16)) is added to the float32 bit pattern and the
+    16 low bits are cleared, so that a value's magnitude moves up one bf16 step with probability (its 16 dropped
+    bits) / 2**16. Returns the bf16 values as float32. Compared bit for bit (the sign of zero included) with the
+    package's :func:`~amp_lessons.micro.stochastic_round` given the same integers, on random values of both signs
+    and on values already in bf16, which must come back unchanged. Calling the package's rounding is refused."""
+    if is_placeholder(fn):
+        return CheckResult(False, "write my_stochastic_round(x, noise) and pass the function itself", todo=True)
+    for what, x, noise in _sr_cases():
+        want = stochastic_round(x, noise=noise)
+        with _calls_to_rounding() as used:
+            got, err = call_learner(fn, x.clone(), noise.clone())
+            again, err2 = (None, None) if err else call_learner(fn, x.clone(), noise.clone())
+        if used:
+            return CheckResult(
+                False,
+                "it calls the course's micro.stochastic_round (or its helper): write the rounding yourself, on the "
+                "bits of x (x.view(torch.int32)), with the noise given",
+            )
+        if err or err2:
+            return CheckResult(False, err or err2)
+        if not isinstance(got, torch.Tensor):
+            return CheckResult(False, f"it returned {type(got).__name__}: return a float32 tensor of x's shape")
+        if got.dtype == torch.float32 and tuple(got.shape) == (*x.shape[:-1], 2 * x.shape[-1]):
+            return CheckResult(
+                False,
+                "it returned twice x's last dimension: the bit patterns became int64 (torch.where with Python ints, "
+                "or an integer constant past int32's range, promotes them), and a view of 64-bit integers as "
+                "float32 splits each in two. Keep the bits int32",
+            )
+        if tuple(got.shape) != tuple(x.shape):
+            return CheckResult(
+                False, f"it returned a tensor of shape {tuple(got.shape)}: return one value per value of x, shape "
+                f"{tuple(x.shape)}"
+            )  # fmt: skip
+        if got.dtype == torch.int32:
+            return CheckResult(
+                False,
+                "it returned int32 bit patterns: read them back as float32 values (a view, not a conversion)",
+            )
+        if got.dtype not in (torch.float32, torch.bfloat16):
+            return CheckResult(False, f"it returned {got.dtype}: return the bf16 values as float32")
+        got = got.detach().float()
+        if torch.equal(_bits(got), _bits(x)):
+            if what == "exact":
+                continue
+            return CheckResult(
+                False, "so far it returns x unchanged: add the noise to the bits and clear the 16 low bits", todo=True
+            )
+        if not isinstance(again, torch.Tensor) or not torch.equal(_bits(again.detach().float()), _bits(got)):
+            return CheckResult(
+                False,
+                "two calls with the same x and noise gave different results: draw no random numbers yourself, "
+                "use the noise given (that makes the rounding repeatable and checkable)",
+            )
+        gb, wb = _bits(got), _bits(want)
+        if torch.equal(gb, wb):
+            continue
+        if what == "exact":
+            i = int((gb != wb).nonzero()[0])
+            return CheckResult(
+                False,
+                f"a value already in bf16 (its 16 low bits are 0) must come back unchanged, whatever the noise: "
+                f"x = {float(x[i])!r} with noise = {int(noise[i])} gave {float(got[i])!r}. Noise below 2**16 "
+                "added to 16 zero bits never carries",
+            )
+        for hint, wrong in _sr_mistakes(x, noise):
+            if torch.equal(gb, _bits(wrong.float())):
+                return CheckResult(False, hint)
+        n = x.numel()
+        low = (gb & _LOW) != 0
+        if low.any():
+            return CheckResult(
+                False,
+                f"{int(low.sum())} of {n} results still have some of their 16 low bits set, so they are not bf16 "
+                "values: clear those bits (after adding the noise)",
+            )
+        xb = _bits(x)
+        down = xb & ~_LOW  # the neighbour toward zero, and one bf16 step further from zero
+        up = ((xb & 0x7FFFFFFF & ~_LOW) + (1 << 16)) | (xb & _SIGN)
+        off = (gb != down) & (gb != up)
+        neg = x < 0
+        if not (gb != wb)[~neg].any():
+            return CheckResult(
+                False,
+                f"the positive values are right, but {int((gb != wb)[neg].sum())} of the {int(neg.sum())} negative "
+                "ones are not. A negative float32 is its absolute value's bit pattern with the sign bit set: it "
+                "rounds like its absolute value, away from zero as often, and keeps its sign",
+            )
+        if off.any():
+            i = int(off.flatten().nonzero()[0])
+            a, b = float(x.flatten()[i]), float(got.flatten()[i])
+            lo, hi = sorted((float(_from_bits(down.flatten()[i])), float(_from_bits(up.flatten()[i]))))
+            return CheckResult(
+                False,
+                f"{int(off.sum())} of {n} results are neither bf16 neighbour of their x: x = {a!r} gave {b!r}, "
+                f"but its neighbours are {lo!r} and {hi!r}: stochastic rounding only ever picks one of the two",
+            )
+        wrong = int((gb != wb).sum())
         return CheckResult(
             False,
-            "the gap is right, but the value rounded to bf16 is float32(1 + 1e-4), not 1 + 1e-4: float32 has "
-            "already rounded the sum (to a multiple of 2**-23), so its distance to 1 is not exactly 1e-4. "
-            "Compute it, e.g. with torch.tensor(1 + 1e-4, dtype=torch.float32)",
+            f"{wrong} of {n} values went to the other bf16 neighbour than the noise decides: a value moves one "
+            "step away from zero exactly when its 16 dropped bits plus the noise reach 2**16",
         )
-    if abs(p - 1e-4 / 2.0**-8) < 1e-9 or abs(p - (x - 1.0) / 2.0**-8) < 1e-9:
-        return CheckResult(False, "too large by a factor of 2: bf16's gap just above 1 is 2**-7 (7 stored bits)")
     return CheckResult(
-        False,
-        f"{p!r} is {off_by(p, want).split(' by ')[0]}: which two bf16 values surround float32(1 + 1e-4), how far "
-        "apart are they, and how far is float32(1 + 1e-4) from the lower one?",
+        True,
+        "bit for bit the package's stochastic rounding, for 4096 random values of both signs with their noise, and "
+        "values already in bf16 (zeros of both signs included) come back unchanged",
     )

@@ -383,7 +383,9 @@ def recipe_table(kind: str, step: int = SPIKE_STEP, recipes=RECIPES) -> list[dic
 UPDATE_METHODS = ("round to nearest", "stochastic rounding", "Kahan", "fp32 master")
 
 
-def stochastic_round(x, fmt="bf16", generator: torch.Generator | None = None) -> torch.Tensor:
+def stochastic_round(
+    x, fmt="bf16", generator: torch.Generator | None = None, *, noise: torch.Tensor | None = None
+) -> torch.Tensor:
     """Round each value of ``x`` to one of its two neighbours in ``fmt``, the one away from zero with
     probability (distance from the one toward zero) / (gap between them): unbiased, ``E[SR(x)] = x``.
 
@@ -391,9 +393,24 @@ def stochastic_round(x, fmt="bf16", generator: torch.Generator | None = None) ->
     the format's spacing there. The residual and the gap are exact in float32, their ratio p has at most
     23 - m significant bits, and ``u < p`` with float32 uniforms u (multiples of 2**-24) happens with
     probability p exactly whenever p is a multiple of 2**-24 (always for bf16 from float32). Values past the
-    format's max follow its default overflow. Seed ``generator`` for repeatable draws."""
+    format's max follow its default overflow. Seed ``generator`` for repeatable draws.
+
+    For bf16 from float32 the rounding works on the bits: a uniform integer in [0, 2**16) is added to the float32
+    bit pattern's magnitude and the 16 low bits are cleared. ``noise`` (bf16 only) gives those integers: an int32
+    tensor of x's shape, each in [0, 2**16), for a result that is repeatable bit for bit."""
     f = get_format(fmt)
     x = _tensor(x)
+    if noise is not None:
+        if f.name != "bf16":
+            raise ValueError(f"noise= works for fmt='bf16' only (the rounding on float32's bits), got fmt={fmt!r}")
+        if not isinstance(noise, torch.Tensor) or noise.dtype != torch.int32 or noise.shape != x.shape:
+            raise ValueError(
+                f"noise must be an int32 tensor of x's shape {tuple(x.shape)}, got "
+                f"{type(noise).__name__ if not isinstance(noise, torch.Tensor) else (noise.dtype, tuple(noise.shape))}"
+            )
+        if noise.numel() and not (int(noise.min()) >= 0 and int(noise.max()) < 1 << 16):
+            raise ValueError(f"noise must hold integers in [0, 2**16), got {int(noise.min())} to {int(noise.max())}")
+        return _sr_bf16_bits(x.to(torch.float32), noise)
     if f.name == "bf16":
         return _sr_bf16(x, generator)
     down = quantize(x, f, "toward_zero")
@@ -413,8 +430,15 @@ def _sr_bf16(x: torch.Tensor, generator) -> torch.Tensor:
     low 16 bits. The magnitude moves up one bf16 step exactly when the random number reaches 2**16 minus the
     dropped bits: probability (dropped bits) / 2**16, the same rule as the general path."""
     r = torch.randint(0, 1 << 16, x.shape, generator=generator, dtype=torch.int32)
+    return _sr_bf16_bits(x, r)
+
+
+def _sr_bf16_bits(x: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
+    """:func:`_sr_bf16` with the random integers given: ``noise`` (int32, x's shape, each in [0, 2**16)) is added
+    to the magnitude bits of float32 ``x``, the low 16 bits are cleared and the sign is put back. The reference of
+    the lesson's exercise (``check_stochastic_round``, through ``stochastic_round(x, noise=...)``)."""
     bits = x.contiguous().view(torch.int32)
-    out = ((bits & 0x7FFFFFFF) + r).bitwise_and_(-65536) | (bits & -0x80000000)
+    out = ((bits & 0x7FFFFFFF) + noise).bitwise_and_(-65536) | (bits & -0x80000000)
     out = out.view(torch.float32)
     return torch.where(torch.isfinite(x), _bf16(out), x)  # rounding past bf16's max overflows as a cast does
 

@@ -2,11 +2,9 @@
 instructors' solution is correct, (c) each kind of wrong answer gets "Not yet" with its own hint, (d) no message of a
 starter or a wrong answer states the answer."""
 
-import math
-
 import torch
 
-from amp_lessons import formats, micro
+from amp_lessons import micro
 from amp_lessons.micro import checks as micro_checks
 from amp_lessons.micro.key_code import MX_ELEMENTS, floor_shared_exponent, mx_block_quantize
 from tests.test_checks import assert_not_yet, assert_your_turn, reveals, solution
@@ -66,29 +64,78 @@ def test_the_exercise_amaxes_tell_the_float32_log_apart():
     assert int(solution("10").rceil_shared_exponent(near)) == 11
 
 
-def test_sr_probability_exercise():
+I32 = torch.int32
+
+
+def _cut(bits):
+    return (bits & ~0xFFFF).view(torch.float32)
+
+
+def test_stochastic_round_exercise():
     s = solution("10")
-    x = float(torch.tensor(1 + 1e-4, dtype=torch.float32))
-    gap = formats.FORMATS["bf16"].eps  # between bf16's 1 and its next value
-    want = (x - 1.0) / gap
-    starter = micro.check_sr_probability(None)
+    starter = micro.check_stochastic_round(lambda x, noise: x.view(I32).view(torch.float32))  # the cell's starter
     assert_your_turn(starter)
-    assert micro.check_sr_probability(s.SR_PROBABILITY)
+    assert_your_turn(micro.check_stochastic_round(None))
+    assert micro.check_stochastic_round(s.my_stochastic_round)
+    # a bf16 result and an answer that rounds x in place are as good
+    assert micro.check_stochastic_round(lambda x, noise: s.my_stochastic_round(x, noise).bfloat16())
+    assert micro.check_stochastic_round(lambda x, n: x.view(I32).add_(n).bitwise_and_(~0xFFFF).view(torch.float32))
+    wrong = {
+        (lambda x, n: x.bfloat16().float()): "round to nearest",
+        (lambda x, n: _cut(x.view(I32))): "cut toward zero",
+        (lambda x, n: x + n): "added to the value x",
+        (lambda x, n: _cut((x + n).view(I32))): "added to the value x",
+        (lambda x, n: (x.view(I32) + n).view(torch.float32)): "low bits set",  # not masked
+        (lambda x, n: _cut(x.abs().view(I32) + n)): "sign bit (bit 31) got lost",
+        (lambda x, n: _cut(torch.where(x < 0, x.view(I32) - n, x.view(I32) + n))): "negative ones are not",
+        (lambda x, n: (x.view(I32) + n) & ~0xFFFF): "int32 bit patterns",
+        (lambda x, n: ((x.view(I32) + n) & ~0xFFFF).float()): "converted to float by value",
+        (lambda x, n: _cut(x.view(I32).long() + n)): "became int64",
+        (lambda x, n: _cut(x.view(I32) + torch.where(n < (x.view(I32) & 0xFFFF), 1 << 16, 0).int())): "below its 16",
+        (lambda x, n: _cut(x.view(I32) + torch.randint_like(n, 0, 1 << 16))): "use the noise given",
+        (lambda x, n: _cut(x.view(I32) + n + 1)): "already in bf16",
+        (lambda x, n: ((x.view(I32) + n) & -(1 << 17)).view(torch.float32)): "neither bf16 neighbour",
+        (lambda x, n: s.my_stochastic_round(x, n).flatten()): "shape",
+        (lambda x, n: 0.5): "return a float32 tensor",
+        (lambda x: x): "raised TypeError",
+        "x": "expected a function",
+    }
     results = [starter]
-    answers = (
-        (1e-4, "distance itself"),
-        (1e-4 / gap, "float32(1 + 1e-4), not 1 + 1e-4"),  # 0.0128: float32's rounding of the sum missed
-        (1e-4 / 2**-8, "factor of 2"),
-        (0.5, "too large"),
-        (want / 3, "too small"),
-        (2.0, "not a"),
-        ("x", "answer with a probability"),
-    )
-    for answer, words in answers:
-        r = micro.check_sr_probability(answer)
+    for fn, words in wrong.items():
+        r = micro.check_stochastic_round(fn)
         assert_not_yet(r)
-        assert words in r.message, r.message
+        assert words in r.message, (words, r.message)
         results.append(r)
+    # no message gives the answer's code: the addition of the noise to the bits, the mask, the line of the solution
     for r in results:
-        assert not reveals(r.message, want), r.message
-    assert math.isclose(want, 0.0128, rel_tol=0.01) and want != 1e-4 / gap
+        for code in ("bits + noise", "+ noise)", "~0xFFFF", "0xFFFF0000", "-65536", "& ~", ">> 16"):
+            assert code not in r.message, (code, r.message)
+
+
+def test_stochastic_round_refuses_the_package_function():
+    """An answer that calls the package's rounding, however it gets hold of it, is refused, even where it would
+    match bit for bit (the helper that takes the noise)."""
+    from amp_lessons.micro import experiments
+
+    for fn in (
+        lambda x, n: micro.stochastic_round(x),
+        lambda x, n: experiments._sr_bf16_bits(x, n),
+        lambda x, n: (lambda f=experiments._sr_bf16_bits: f(x, n))(),
+    ):
+        r = micro.check_stochastic_round(fn)
+        assert_not_yet(r)
+        assert "yourself" in r.message and "stochastic_round" in r.message, r.message
+
+
+def test_the_stochastic_round_reference_is_the_package_rounding():
+    """The checker's reference with noise given is the package's stochastic_round: the same integers drawn from the
+    same seed give the same bits, and the solution agrees with both on values of every sign and size."""
+    from amp_lessons.micro import experiments
+
+    g = torch.Generator().manual_seed(2)
+    x = torch.randn(1000, generator=g) * torch.exp2(torch.randint(-40, 40, (1000,), generator=g).float())
+    x[:4] = torch.tensor([0.0, -0.0, 1.0, -(2.0**-130)])
+    noise = torch.randint(0, 1 << 16, x.shape, generator=torch.Generator().manual_seed(3), dtype=I32)
+    via_package = micro.stochastic_round(x, generator=torch.Generator().manual_seed(3))
+    assert torch.equal(experiments._sr_bf16_bits(x, noise).view(I32), via_package.view(I32))
+    assert torch.equal(solution("10").my_stochastic_round(x.clone(), noise).view(I32), via_package.view(I32))

@@ -372,3 +372,18 @@ def test_train_low_precision_small():
     assert res["Kahan"]["bytes per parameter"] == res["fp32 master"]["bytes per parameter"] == 4
     with pytest.raises(ValueError, match="'sgd'"):
         micro.train_low_precision(methods=("sgd",))
+
+
+def test_stochastic_round_with_noise_given_is_the_bit_rule():
+    """noise= gives the random integers of bf16's rounding on the bits: 0 truncates, 2**16 - 1 rounds every value
+    not already in bf16 up (in magnitude), and bad noise is named."""
+    x = torch.tensor([1 + 2**-10, -(1 + 2**-10), 1.0, 0.0])
+    zeros, ones = torch.zeros(4, dtype=torch.int32), torch.full((4,), 2**16 - 1, dtype=torch.int32)
+    assert micro.stochastic_round(x, noise=zeros).tolist() == [1.0, -1.0, 1.0, 0.0]
+    assert micro.stochastic_round(x, noise=ones).tolist() == [1 + 2**-7, -(1 + 2**-7), 1.0, 0.0]
+    with pytest.raises(ValueError, match="noise must be an int32 tensor of x's shape"):
+        micro.stochastic_round(x, noise=zeros.long())
+    with pytest.raises(ValueError, match=r"integers in \[0, 2\*\*16\)"):
+        micro.stochastic_round(x, noise=ones + 1)
+    with pytest.raises(ValueError, match="fmt='bf16' only"):
+        micro.stochastic_round(x, "fp16", noise=zeros)
