@@ -23,10 +23,15 @@ from dataclasses import dataclass
 
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from .. import timing
-from .._runtime import exact_fp32 as _exact_fp32, fp32_precision, parse_device as _device, quiet_fd2 as _quiet_fd2
+from .._runtime import (
+    Progress,
+    exact_fp32 as _exact_fp32,
+    fp32_precision,
+    parse_device as _device,
+    quiet_fd2 as _quiet_fd2,
+)
 from .._table import Cell, TableRecord, html_table, text_table
 from .._validate import allocation, count, flag, seed as _seed, sequence
 from ..device import DeviceReport, device_report
@@ -516,7 +521,7 @@ def launch_bound_demo(
             return (2 + large_repeats) * 9 * timing.matmul_flops(w, w, w) / rate
 
         width, why = _halve_to_budget("width", 512 if d.type == "cpu" else 4096, predicted, budget_s, "bf16", d)
-    with tqdm(total=4, desc="timing steps", disable=not progress, leave=False) as bar:
+    with Progress(total=4, desc="timing steps", disable=not progress) as bar:
         tiny = _mlp_step_times(64, 8, d, repeats, deadline, bar)
         large = _mlp_step_times(width, width, d, large_repeats, deadline, bar)
     large["width_chosen"] = why
@@ -878,7 +883,7 @@ def train(
     least = min(MIN_TRAIN_STEPS, steps) - 1  # timed steps before the budget may stop the run (the last is below)
     started = time.perf_counter()
     with precision:
-        bar = tqdm(range(steps - 1), desc=config, disable=not progress, leave=False)
+        bar = Progress(range(steps - 1), desc=config, disable=not progress)
         for i in bar:
             _sync(d)
             t0 = time.perf_counter()

@@ -24,9 +24,8 @@ import numbers
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
-from .._runtime import one_thread as _one_thread
+from .._runtime import Progress, one_thread as _one_thread
 from .._validate import count, finite, flag, positive as _validate_positive, real as _real, seed as _seed
 from ..formats import FloatFormat, check_modes, float32_input, get_format, quantize
 from .key_code import sgd_step
@@ -375,7 +374,7 @@ def train_master_weights(
     lost = {r: 0.0 for r in _RUNS}
     lost_fmt = {r: 0.0 for r in _RUNS}
     with _one_thread():
-        for _ in tqdm(range(int(steps)), desc="training 3 ways", disable=not progress, leave=False):
+        for _ in Progress(range(int(steps)), desc="training 3 ways", disable=not progress):
             for run in _RUNS:
                 w = weights[run]
                 # the lesson's own step (key_code.sgd_step): fp32, fmt weights, or an fmt copy of fp32 masters

@@ -26,9 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
-from .._runtime import one_thread as _one_thread
+from .._runtime import Progress, one_thread as _one_thread
 from .._table import Cell, TableRecord
 from .._validate import (
     count,
@@ -409,7 +408,7 @@ def train_comparison(
     target_scale = _positive(target_scale, "target_scale")
     x, y, start = _comparison_setup(seed, steps, target_scale)
     out = {"loss": {}, "zero_grad_fraction": {}, "scale": [], "skipped": [], "steps": steps, "seconds": {}}
-    bar = tqdm(total=len(TRAIN_RUNS) * steps, desc="training 4 ways", disable=not progress, leave=False)
+    bar = Progress(total=len(TRAIN_RUNS) * steps, desc="training 4 ways", disable=not progress)
     with _one_thread(), bar:
         for name, (use_amp, dtype, use_scaler) in TRAIN_RUNS.items():
             bar.set_postfix_str(name)
