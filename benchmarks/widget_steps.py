@@ -8,6 +8,7 @@ import statistics
 import time
 
 from amp_lessons.bits import BitExplorer, FormatDesigner
+from amp_lessons.distributed import REDUCTION_FORMATS, REDUCTION_ORDERS, ReductionExplorer
 from amp_lessons.formats import ENCODINGS, FORMATS, ROUNDING_MODES
 from amp_lessons.fp8 import Fp8ScalingExplorer
 from amp_lessons.fp16 import MagnitudeExplorer, SumExplorer
@@ -135,6 +136,7 @@ def measure_update_ms(widget_box, n: int = 20) -> dict[str, dict[str, float]]:
         ScalerStateExplorer: _scaler_state_steps,
         Fp8ScalingExplorer: _fp8_scaling_steps,
         RecipeExplorer: _recipe_steps,
+        ReductionExplorer: _reduction_steps,
     }
     if type(ex) not in steps_of:
         raise TypeError(
@@ -172,4 +174,19 @@ def _recipe_steps(ex: RecipeExplorer) -> dict:
         "recipe": (nothing, lambda i: ex.set(recipe=RECIPES[(i + 1) % len(RECIPES)])),
         "tensor": (nothing, lambda i: ex.set(kind=TENSOR_KINDS[(i + 1) % len(TENSOR_KINDS)])),
         "step": (nothing, lambda i: ex.set(step=[0, STEPS - 1, 20, 19][i % 4])),
+    }
+
+
+def _reduction_steps(ex: ReductionExplorer) -> dict:
+    def nothing(i):
+        return None
+
+    def forget(i):  # a setting not seen before: the sweep is computed, not taken from the explorer's cache
+        ex._sweeps.clear()
+
+    return {
+        "ranks": (nothing, lambda i: ex.set(world_size=ex.WORLD_SIZES[(5 * i + 11) % len(ex.WORLD_SIZES)])),
+        "sum in": (forget, lambda i: ex.set(fmt=REDUCTION_FORMATS[(i + 1) % len(REDUCTION_FORMATS)])),
+        "order": (forget, lambda i: ex.set(order=REDUCTION_ORDERS[(i + 1) % len(REDUCTION_ORDERS)])),
+        "log10 gradient scale": (forget, lambda i: ex.set(log10_scale=[6, -12, 0, 4, -8][i % 5])),
     }

@@ -2,7 +2,7 @@
 memory per parameter, and the precision of gradient reduction.
 
 `from amp_lessons import distributed` gives every public name of the topic's modules: :mod:`.experiments`,
-:mod:`.plots`, :mod:`.checks`."""
+:mod:`.plots`, :mod:`.explorers`, :mod:`.checks`."""
 
 from .checks import (
     check_fsdp_fp16_step,
@@ -12,7 +12,9 @@ from .experiments import (
     MAX_EMULATED_WORLD_SIZE,
     MAX_WORLD_SIZE,
     MEMORY_SETTINGS,
+    REDUCTION_FORMATS,
     REDUCTION_METHODS,
+    REDUCTION_ORDERS,
     BuildCheck,
     DdpStep,
     FsdpStages,
@@ -20,6 +22,7 @@ from .experiments import (
     GroupUnavailable,
     MemoryRow,
     ReductionError,
+    ReductionSweep,
     WorkerError,
     bytes_per_parameter,
     ddp_bf16_hook_build_check,
@@ -31,8 +34,13 @@ from .experiments import (
     observe_fsdp_step,
     pairwise_sum,
     reduction_error,
+    reduction_sweep,
     ring_sum,
     run_group,
+)
+from .explorers import (
+    ReductionExplorer,
+    reduction_explorer,
 )
 from .plots import (
     plot_memory_per_parameter,
@@ -49,8 +57,12 @@ __all__ = [
     "MAX_WORLD_SIZE",
     "MEMORY_SETTINGS",
     "MemoryRow",
+    "REDUCTION_FORMATS",
     "REDUCTION_METHODS",
+    "REDUCTION_ORDERS",
     "ReductionError",
+    "ReductionExplorer",
+    "ReductionSweep",
     "WorkerError",
     "bytes_per_parameter",
     "check_fsdp_fp16_step",
@@ -66,6 +78,8 @@ __all__ = [
     "plot_memory_per_parameter",
     "plot_reduction_error",
     "reduction_error",
+    "reduction_explorer",
+    "reduction_sweep",
     "ring_sum",
     "run_group",
 ]

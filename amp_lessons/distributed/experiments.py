@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import importlib
 import math
 import multiprocessing
 import os
@@ -44,7 +45,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
-import torch._dynamo  # noqa: F401 - imported once here: fully_shard imports it lazily, in every worker otherwise (2 s each)
 import torch.distributed as dist
 from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook, bf16_compress_hook
@@ -65,13 +65,16 @@ __all__ = [
     "MAX_EMULATED_WORLD_SIZE",
     "MAX_WORLD_SIZE",
     "MEMORY_SETTINGS",
+    "REDUCTION_FORMATS",
     "REDUCTION_METHODS",
+    "REDUCTION_ORDERS",
     "DdpStep",
     "FsdpStages",
     "GroupTimeout",
     "GroupUnavailable",
     "MemoryRow",
     "ReductionError",
+    "ReductionSweep",
     "WorkerError",
     "bytes_per_parameter",
     "ddp_bf16_hook_build_check",
@@ -82,6 +85,7 @@ __all__ = [
     "observe_fp16_fsdp_step",
     "observe_fsdp_step",
     "reduction_error",
+    "reduction_sweep",
     "pairwise_sum",
     "ring_sum",
     "run_group",
@@ -254,6 +258,10 @@ def run_group(
     method = start_method or ("fork" if "fork" in available else "spawn")
     if method not in available:
         raise ValueError(f"start_method={start_method!r} is not available on this platform: {available}")
+    if method == "fork":
+        # once, in the parent: fully_shard imports torch._dynamo lazily, in every forked worker otherwise (2 s each);
+        # not at the module's top, where it would cost every import of the topic (the presenter's load) 1 s
+        importlib.import_module("torch._dynamo")  # (an import statement would make `torch` local to this function)
     if method == "spawn":
         for f in (fn, *(a for a in args if callable(a) and not isinstance(a, (type, torch.nn.Module)))):
             where = getattr(f, "__module__", None)
@@ -993,6 +1001,80 @@ def reduction_error(world_sizes=(2, 8, 64, 512, 4096), elements: int = 256, seed
         ):
             errors[method].append(float((got.double() - exact).norm() / exact.norm()))
     return ReductionError(sizes, errors, elements)
+
+
+REDUCTION_FORMATS = ("bf16", "fp16", "fp32")
+REDUCTION_ORDERS = ("ring", "pairwise")
+
+
+@dataclass(frozen=True)
+class ReductionSweep:
+    """The sum of the first N ranks' gradients, for every power of two N in ``world_sizes``, taken in ``fmt``
+    ("bf16", "fp16" or "fp32") in ``order`` ("ring" or "pairwise"): the gradients (fp32, N(0, ``scale``^2) per
+    element, ``elements`` per rank) are cast to ``fmt`` as a communication hook would, then summed with a rounding
+    to ``fmt`` after every add. ``errors[i]``: the normwise relative error against the exact (fp64) sum of the fp32
+    gradients, inf where the sum overflowed (``overflowed[i]``); ``flushed``: the share of gradient values the cast
+    to ``fmt`` flushed to zero. EMULATED in one process (one row per rank)."""
+
+    world_sizes: tuple[int, ...]
+    fmt: str
+    order: str
+    scale: float
+    elements: int
+    errors: tuple[float, ...]
+    overflowed: tuple[bool, ...]
+    flushed: float
+
+    def at(self, world_size: int) -> float:
+        if world_size not in self.world_sizes:
+            raise ValueError(f"world_size={world_size!r} was not swept: one of {list(self.world_sizes)}")
+        return self.errors[self.world_sizes.index(world_size)]
+
+
+def reduction_sweep(
+    fmt: str = "bf16", order: str = "ring", scale: float = 1.0, *, max_world_size: int = 4096, elements: int = 64,
+    seed: int = 0,
+) -> ReductionSweep:  # fmt: skip
+    """:class:`ReductionSweep` of ``fmt`` and ``order`` for N = 2, 4, ..., ``max_world_size`` (a power of two, at
+    most 4096). The ring sums of all N come from one pass over the ranks (the ring sum of the first N ranks is the
+    running sum after N - 1 adds, as :func:`ring_sum` from rank 0 computes it); the pairwise ones from
+    :func:`pairwise_sum`. ``scale`` (from 1e-12 to 1e6) sets the gradients' magnitude, so that fp16's range shows:
+    small gradients flush to zero, large sums overflow."""
+    if fmt not in REDUCTION_FORMATS:
+        raise ValueError(f"fmt={fmt!r} is not allowed: use one of {', '.join(map(repr, REDUCTION_FORMATS))}")
+    if order not in REDUCTION_ORDERS:
+        raise ValueError(f"order={order!r} is not allowed: use one of {', '.join(map(repr, REDUCTION_ORDERS))}")
+    scale = _positive(scale, "scale")
+    if not 1e-12 <= scale <= 1e6:
+        raise ValueError(f"scale={scale!r} is not allowed: the gradients' magnitude, from 1e-12 to 1e6")
+    max_world_size = _int_at_least(max_world_size, "max_world_size", 2)
+    if max_world_size > 4096 or max_world_size & (max_world_size - 1):
+        raise ValueError(f"max_world_size={max_world_size!r} is not allowed: a power of two from 2 to 4096")
+    elements = _int_at_least(elements, "elements", 1)
+    if elements > 1024:
+        raise ValueError(f"elements={elements!r} is not allowed: 1 to 1024 values per rank")
+    seed = _seed(seed)
+    g = torch.randn(max_world_size, elements, generator=torch.Generator().manual_seed(seed)) * scale
+    sent = _round(g, fmt)  # each rank's gradient in the communication dtype
+    flushed = float(((sent == 0) & (g != 0)).float().mean())
+    sizes = tuple(2**k for k in range(1, max_world_size.bit_length()))
+    exact = g.double().cumsum(0)
+    sums = {}
+    if order == "ring":
+        acc = sent[0].clone()
+        for i in range(1, max_world_size):
+            acc = _round(acc + sent[i], fmt)
+            if i + 1 in sizes:
+                sums[i + 1] = acc
+    else:
+        sums = {n: pairwise_sum(sent[:n], fmt) for n in sizes}
+    errors, overflowed = [], []
+    for n in sizes:
+        got, want = sums[n], exact[n - 1]
+        over = not bool(torch.isfinite(got).all())
+        overflowed.append(over)
+        errors.append(math.inf if over else float((got.double() - want).norm() / want.norm()))
+    return ReductionSweep(sizes, fmt, order, float(scale), elements, tuple(errors), tuple(overflowed), flushed)
 
 
 def _allreduce_rank(rank: int, world_size: int, elements: int, seed: int) -> dict:
