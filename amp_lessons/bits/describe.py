@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from .._validate import real as _real
+from .. import _validate
 from ..formats import (
     FloatFormat,
     check_modes,
@@ -102,7 +102,7 @@ def describe_value(value, fmt, rounding: str = "nearest_even") -> BitInfo:
     """Round ``value`` (a real number, first made float32 as the engine works in float32) to
     ``fmt`` and describe the result. Never raises for inf, NaN, -0.0 or out-of-range values."""
     f = get_format(fmt)
-    v = _real(value, "value")
+    v = _validate.real(value, "value")
     check_modes(f, rounding)
     x = torch.tensor([v], dtype=torch.float32)
     stored = float(quantize(x, f, rounding)[0])

@@ -9,9 +9,9 @@ import ipywidgets as widgets
 import numpy as np
 
 from .._draw import (
-    bar_height as _bar_height,
-    decade_ticks as _decade_ticks,
-    staircase as _staircase,
+    bar_height,
+    decade_ticks,
+    staircase,
 )
 from .._explorer import Picture, by_gid, error_html, failure_html, image, num, parse_value, readout_table
 from .._table import TONES
@@ -405,7 +405,7 @@ class FormatDesigner:
             plot_spacing((*self.REFERENCES, stand_in), ax=left)
             left.set_xlim(2.0**-156, 2.0**134)
             left.set_ylim(2.0**-156, 2.0**134)
-            _decade_ticks(left)
+            decade_ticks(left)
             for text in left.get_legend().get_texts():
                 if text.get_text().startswith("design"):
                     text.set_text("your design")
@@ -428,12 +428,12 @@ class FormatDesigner:
 
     def _draw(self, f: FloatFormat) -> None:
         line, top, normal, sub_bar, normal_bar = self._pic.moving
-        xs, ys = _staircase(f)
+        xs, ys = staircase(f)
         line.set_data(xs, ys)
         top.set_data([f.max], [ys[-1]] if len(ys) else [math.nan])
         normal.set_data([f.smallest_normal], [math.ldexp(1.0, f.emin - f.mantissa_bits)])
         normal.set_visible(len(xs) > 0)
-        h = _bar_height(f)
+        h = bar_height(f)
         for bar, lo, hi in ((sub_bar, f.smallest_subnormal, f.smallest_normal), (normal_bar, f.smallest_normal, f.max)):
             bar.set_bounds(lo, -h / 2, hi - lo, h)
             bar.set_visible(hi > lo)

@@ -11,18 +11,17 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch, Rectangle
 
+from .. import _draw, _validate
 from .._draw import (
     as_formats,
     axes_for,
-    bar_height as _bar_height,
-    decade_ticks as _decade_ticks,
+    bar_height,
+    decade_ticks,
     format_label,
     legend_outside,
-    pow2 as _pow2,
-    staircase as _staircase,
+    pow2,
     styled,
 )
-from .._validate import real as _real
 from ..bits.describe import describe_code, describe_value
 from ..formats import (
     FORMATS,
@@ -153,7 +152,7 @@ def plot_spacing(formats=SPACING_FORMATS, ax=None) -> Axes:
     fmts = as_formats(formats)
     ax = axes_for(ax, (9, 5))
     for f in fmts:
-        xs, ys = _staircase(f)
+        xs, ys = _draw.staircase(f)
         color = format_color(f.name)
         if xs.size == 0:
             ax.plot([], [], color=color, label=f"{format_label(f)}: no positive values")
@@ -175,7 +174,7 @@ def plot_spacing(formats=SPACING_FORMATS, ax=None) -> Axes:
     ax.set_ylabel("gap to next representable value")
     ax.set_title("Spacing of representable values (1 ulp)")
     ax.autoscale_view()
-    _decade_ticks(ax)
+    decade_ticks(ax)
     handles, _ = ax.get_legend_handles_labels()
     handles += [
         Line2D([], [], ls="", marker="o", color="k", label="max"),
@@ -193,7 +192,7 @@ def plot_range_precision(formats=None, ax=None) -> Axes:
     fmts = as_formats(FORMATS.values() if formats is None else formats)
     ax = axes_for(ax, (10, 0.5 * len(fmts) + 1.6))
     for row, f in enumerate(fmts):
-        color, h = format_color(f.name), _bar_height(f)
+        color, h = format_color(f.name), bar_height(f)
         if f.mantissa_bits:
             ax.barh(
                 row,
@@ -215,7 +214,7 @@ def plot_range_precision(formats=None, ax=None) -> Axes:
     ax.set_ylim(len(fmts) - 0.5, -0.5)  # first format on top
     ax.set_xscale("log")
     ax.set_xlim(min(f.smallest_subnormal for f in fmts) / 3, max(f.max for f in fmts) * 3)
-    _decade_ticks(ax, "x")
+    decade_ticks(ax, "x")
     ax.grid(False, axis="y")
     ax.axvline(1.0, color="#999999", lw=0.8, ls=":")
     ax.set_xlabel("magnitude |x| (log scale)")
@@ -274,7 +273,7 @@ def plot_rounding_error(fmt_names, x=None, ax=None, rounding: str = "nearest_eve
         color = format_color(f.name)
         err = ((quantize(xs, f, rounding).double() - x64).abs() / x64).numpy()
         err[(err == 0) | ~np.isfinite(err)] = np.nan
-        label = f"{format_label(f)}: eps/2 = {_pow2(-f.mantissa_bits - 1)}"
+        label = f"{format_label(f)}: eps/2 = {pow2(-f.mantissa_bits - 1)}"
         if np.isnan(err).all():
             label += " (every x is exact)"
         elif f.max < xs[-1]:
@@ -288,7 +287,7 @@ def plot_rounding_error(fmt_names, x=None, ax=None, rounding: str = "nearest_eve
     ax.set_yscale("log")
     ax.set_xlim(float(xs[0]), float(xs[-1]))
     ax.set_ylim(min(f.unit_roundoff for f in fmts) * 1e-2, 2.0)
-    _decade_ticks(ax, "x")
+    decade_ticks(ax, "x")
     ax.set_xlabel("magnitude |x|")
     ax.set_ylabel("relative error |q(x) - x| / |x|")
     ax.set_title(f"Relative rounding error ({rounding})")
@@ -315,8 +314,8 @@ def plot_number_line(fmt, lo=None, hi=None, ax=None, scale: str = "linear") -> A
         )
     if scale not in ("linear", "symlog"):
         raise ValueError(f"scale must be 'linear' or 'symlog', got {scale!r}")
-    lo = 0.0 if lo is None else _real(lo, "lo")
-    hi = f.max if hi is None else _real(hi, "hi")
+    lo = 0.0 if lo is None else _validate.real(lo, "lo")
+    hi = f.max if hi is None else _validate.real(hi, "hi")
     if not (math.isfinite(lo) and math.isfinite(hi) and lo < hi):
         raise ValueError(f"need finite lo < hi, got lo={lo!r}, hi={hi!r}")
     vals = representable_values(f, positive_only=lo >= 0).numpy().astype(float)
@@ -373,7 +372,7 @@ def _binade_gaps(ax: Axes, f: FloatFormat, lo: float, hi: float) -> None:
             ax.text(
                 float(from_axis(np.array([(ta + tb) / 2]))[0]),
                 1.08,
-                f"gap {_pow2(k)}",
+                f"gap {pow2(k)}",
                 ha="center",
                 va="bottom",
                 fontsize=8.5,

@@ -15,7 +15,7 @@ import warnings
 
 import torch
 
-from .._validate import seed as _seed
+from .. import _validate
 from ..checks import CheckResult, call_learner
 from .experiments import inductor_status, make_inputs
 from .key_code import chain
@@ -47,7 +47,7 @@ def check_fused_chain(fn, seed: int = 0) -> CheckResult:
     """Exercise: ``fn(h, g)`` computes ``chain(h, g) = rms_norm(silu(g) * h)`` of bf16 ``h``, ``g`` the way Inductor's
     fused kernel does by default, in eager PyTorch. Checked against an fp64 reference: every element must be within
     one correct rounding (relative error at most 2**-8), which eager mode's op-by-op roundings are not."""
-    seed = _seed(seed)
+    seed = _validate.seed(seed)
     h, g = make_inputs("chain", seed, rows=_ROWS, width=_WIDTH)
     with torch.no_grad():
         out, err = call_learner(fn, h, g)
@@ -125,7 +125,7 @@ def check_compile_matching_eager(fn, seed: int = 0) -> CheckResult:
     2.13 on, fewer than 1% of the elements may differ, by 1 bf16 ulp at most (where Inductor's and ATen's fp32
     ``exp`` differ in the last bit). torch 2.11's CPU Inductor does not emulate the chain's casts: there only the
     setting is checked."""
-    seed = _seed(seed)
+    seed = _validate.seed(seed)
     ok, why = inductor_status()
     if not ok:
         return CheckResult(False, why)

@@ -31,11 +31,12 @@ from dataclasses import dataclass, field
 import torch
 import torch.nn.functional as F
 
-from .. import timing
+from .. import _validate, timing
 from .._runtime import one_thread
-from .._validate import count, flag, seed as _seed
+from .._validate import count, flag
 from ..autocast.experiments import trace
-from .key_code import GraphRecorder, chain as _chain, mlp as _mlp
+from . import key_code
+from .key_code import GraphRecorder
 
 __all__ = [
     "WORKLOADS",
@@ -144,8 +145,8 @@ def workload(name: str, *, autocast: bool = True):
     name = _check_workload(name)
     flag(autocast, "autocast")
     if name == "chain":
-        return _chain
-    fn = {"mlp": _mlp, "layer_norm": _layer_norm, "rms_norm": _rms_norm}[name]
+        return key_code.chain
+    fn = {"mlp": key_code.mlp, "layer_norm": _layer_norm, "rms_norm": _rms_norm}[name]
     out = functools.partial(fn, autocast=autocast)
     out.__name__ = f"{name}_{'autocast' if autocast else 'fp32'}"
     return out
@@ -156,7 +157,7 @@ def make_inputs(name: str, seed: int = 0, *, rows: int = 32, width: int = 64) ->
     scaled by ``1/sqrt(width)`` (fp32, as a model keeps them; ``"chain"`` gets bf16 ``h`` and ``g``, as the
     output of bf16 matmuls would be). No tensor requires grad: the lesson compiles inference graphs."""
     name = _check_workload(name)
-    seed = _seed(seed)
+    seed = _validate.seed(seed)
     rows = count(rows, "rows", 1, MAX_ROWS, "kept small: compiled and bf16 work is slow on a CPU")
     width = count(width, "width", 1, MAX_WIDTH, "kept small: compiled and bf16 work is slow on a CPU")
     gen = torch.Generator().manual_seed(seed)
@@ -449,11 +450,11 @@ def _reference(name: str, args: tuple) -> torch.Tensor:
     """fp64 on the values the bf16 kernels see: activations and weights rounded to bf16 where autocast casts
     them, then everything in fp64 (so the errors are those of the roundings after the inputs)."""
     if name == "chain":
-        return _chain(*(a.double() for a in args))
+        return key_code.chain(*(a.double() for a in args))
     x, w, *rest = args
     xd, wd = x.to(LOW).double(), w.to(LOW).double()
     if name == "mlp":
-        return _mlp(xd, wd, rest[0].to(LOW).double(), autocast=False)
+        return key_code.mlp(xd, wd, rest[0].to(LOW).double(), autocast=False)
     if name == "layer_norm":
         return _layer_norm(xd, wd, rest[0].double(), rest[1].double(), autocast=False)
     return _rms_norm(xd, wd, rest[0].double(), autocast=False)

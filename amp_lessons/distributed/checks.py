@@ -8,7 +8,7 @@ import math
 
 import torch
 
-from .._validate import seed as _seed
+from .. import _validate
 from ..checks import CheckResult, call_learner, is_placeholder
 from ..formats import quantize
 from . import experiments as E
@@ -147,7 +147,7 @@ def check_ring_sum_bf16(fn, seed: int = 0) -> CheckResult:
     sum of the rows accumulated rank 0, 1, 2, ... with the running sum rounded to bf16 after every add (as
     a bf16 ring reduce-scatter does), as a float32 tensor. Compared bit for bit with
     :func:`amp_lessons.distributed.ring_sum`."""
-    seed = _seed(seed)
+    seed = _validate.seed(seed)
     if is_placeholder(fn):
         return CheckResult(False, "write fn(grads) and pass the function itself", todo=True)
     called = {"ring_sum", "pairwise_sum"} & set(getattr(getattr(fn, "__code__", None), "co_names", ()))

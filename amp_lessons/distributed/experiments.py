@@ -55,7 +55,8 @@ from torch.nn.parallel import DistributedDataParallel
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from .._validate import int_at_least as _int_at_least, positive as _positive, seed as _seed, sequence
+from .. import _validate
+from .._validate import int_at_least, positive, sequence
 from ..checks import is_placeholder
 from ..formats import quantize
 from .key_code import tiny_mlp
@@ -143,14 +144,14 @@ def loopback_interface() -> tuple[str | None, bool | None]:
 
 
 def _check_world_size(world_size, limit: int = MAX_WORLD_SIZE) -> int:
-    n = _int_at_least(world_size, "world_size", 1)
+    n = int_at_least(world_size, "world_size", 1)
     if n > limit:
         raise ValueError(f"world_size={world_size!r} is not allowed: at most {limit} here")
     return n
 
 
 def _check_timeout(timeout) -> float:
-    t = _positive(timeout, "timeout")
+    t = positive(timeout, "timeout")
     if t > MAX_TIMEOUT_S:
         raise ValueError(f"timeout={timeout!r} is not allowed: at most {MAX_TIMEOUT_S:.0f} seconds")
     return t
@@ -551,10 +552,10 @@ def observe_ddp_step(
     if dtype not in ("fp16", "bf16"):
         raise ValueError(f"dtype={dtype!r} is not allowed: use 'fp16' or 'bf16'")
     if inf_rank is not None:
-        inf_rank = _int_at_least(inf_rank, "inf_rank", 0)
+        inf_rank = int_at_least(inf_rank, "inf_rank", 0)
         if inf_rank >= world_size:
             raise ValueError(f"inf_rank={inf_rank!r} is not allowed: it must be a rank below world_size={world_size}")
-    seed = _seed(seed)
+    seed = _validate.seed(seed)
     rs = run_group(_ddp_observed, world_size, (step, dtype, inf_rank, seed), timeout=timeout)
     return DdpStep(
         world_size=world_size,
@@ -691,7 +692,7 @@ def observe_fsdp_step(
     world_size = _check_world_size(world_size)
     if param_dtype not in ("bf16", "fp16", "fp32"):
         raise ValueError(f"param_dtype={param_dtype!r} is not allowed: use 'bf16', 'fp16' or 'fp32'")
-    seed = _seed(seed)
+    seed = _validate.seed(seed)
     rs = run_group(_fsdp_observed, world_size, (step, param_dtype, seed), timeout=timeout)
     return FsdpStages(world_size, _name(_DTYPES[param_dtype]), rs[0]["stages"], rs[0]["errors"])
 
@@ -756,10 +757,10 @@ def observe_fp16_fsdp_step(
     world_size = _check_world_size(world_size)
     if world_size < 2:
         raise ValueError(f"world_size={world_size!r} is not allowed: the step needs at least 2 ranks")
-    overflow_rank = _int_at_least(overflow_rank, "overflow_rank", 0)
+    overflow_rank = int_at_least(overflow_rank, "overflow_rank", 0)
     if overflow_rank >= world_size:
         raise ValueError(f"overflow_rank={overflow_rank!r} is not allowed: a rank below world_size={world_size}")
-    seed = _seed(seed)
+    seed = _validate.seed(seed)
     return run_group(_fp16_step_observed, world_size, (fn, seed, overflow_rank), timeout=timeout)
 
 
@@ -798,10 +799,10 @@ def fsdp_inf_sync(world_size: int = 2, inf_rank: int = 1, seed: int = 0, *, time
     world_size = _check_world_size(world_size)
     if world_size < 2:
         raise ValueError(f"world_size={world_size!r} is not allowed: the demo needs at least 2 ranks")
-    inf_rank = _int_at_least(inf_rank, "inf_rank", 0)
+    inf_rank = int_at_least(inf_rank, "inf_rank", 0)
     if inf_rank >= world_size:
         raise ValueError(f"inf_rank={inf_rank!r} is not allowed: it must be a rank below world_size={world_size}")
-    seed = _seed(seed)
+    seed = _validate.seed(seed)
     return run_group(_inf_sync_rank, world_size, (inf_rank, seed), timeout=timeout)
 
 
@@ -893,10 +894,10 @@ def bytes_per_parameter(
     two-layer MLP (``width`` x ``width``, twice) under each of :data:`MEMORY_SETTINGS` (DDP replicates; FSDP2
     shards every layer and the root). ``width`` must be a multiple of ``world_size`` so that no shard is padded."""
     world_size = _check_world_size(world_size)
-    width = _int_at_least(width, "width", 1)
+    width = int_at_least(width, "width", 1)
     if width % world_size or width > 1024:
         raise ValueError(f"width={width!r} is not allowed: a multiple of world_size={world_size}, at most 1024")
-    seed = _seed(seed)
+    seed = _validate.seed(seed)
     rs = run_group(_memory_rank, world_size, (width, seed), timeout=timeout)
     return [
         MemoryRow(
@@ -935,7 +936,7 @@ def ring_sum(grads: torch.Tensor, fmt: str = "bf16", start: int = 0) -> torch.Te
     if fmt not in ("bf16", "fp16", "fp32"):
         raise ValueError(f"fmt={fmt!r} is not allowed: use 'bf16', 'fp16' or 'fp32'")
     n = g.shape[0]
-    start = _int_at_least(start, "start", 0)
+    start = int_at_least(start, "start", 0)
     if start >= n:
         raise ValueError(f"start={start} is not allowed: it must be a rank, from 0 to {n - 1} (grads has {n} rows)")
     g = _round(g, fmt)
@@ -985,10 +986,10 @@ def reduction_error(world_sizes=(2, 8, 64, 512, 4096), elements: int = 256, seed
     )
     if not sizes or any(n < 2 for n in sizes):
         raise ValueError(f"world_sizes={world_sizes!r} is not allowed: give world sizes of at least 2")
-    elements = _int_at_least(elements, "elements", 1)
+    elements = int_at_least(elements, "elements", 1)
     if elements * sizes[-1] > 2**24:
         raise ValueError(f"elements * world size = {elements * sizes[-1]} is too large here (at most 2**24 values)")
-    seed = _seed(seed)
+    seed = _validate.seed(seed)
     errors: dict[str, list[float]] = {m: [] for m in REDUCTION_METHODS}
     gen = torch.Generator().manual_seed(seed)
     for n in sizes:
@@ -1044,16 +1045,16 @@ def reduction_sweep(
         raise ValueError(f"fmt={fmt!r} is not allowed: use one of {', '.join(map(repr, REDUCTION_FORMATS))}")
     if order not in REDUCTION_ORDERS:
         raise ValueError(f"order={order!r} is not allowed: use one of {', '.join(map(repr, REDUCTION_ORDERS))}")
-    scale = _positive(scale, "scale")
+    scale = positive(scale, "scale")
     if not 1e-12 <= scale <= 1e6:
         raise ValueError(f"scale={scale!r} is not allowed: the gradients' magnitude, from 1e-12 to 1e6")
-    max_world_size = _int_at_least(max_world_size, "max_world_size", 2)
+    max_world_size = int_at_least(max_world_size, "max_world_size", 2)
     if max_world_size > 4096 or max_world_size & (max_world_size - 1):
         raise ValueError(f"max_world_size={max_world_size!r} is not allowed: a power of two from 2 to 4096")
-    elements = _int_at_least(elements, "elements", 1)
+    elements = int_at_least(elements, "elements", 1)
     if elements > 1024:
         raise ValueError(f"elements={elements!r} is not allowed: 1 to 1024 values per rank")
-    seed = _seed(seed)
+    seed = _validate.seed(seed)
     g = torch.randn(max_world_size, elements, generator=torch.Generator().manual_seed(seed)) * scale
     sent = _round(g, fmt)  # each rank's gradient in the communication dtype
     flushed = float(((sent == 0) & (g != 0)).float().mean())
@@ -1096,10 +1097,10 @@ def gloo_allreduce_check(world_size: int = 2, elements: int = 256, seed: int = 0
     world_size = _check_world_size(world_size)
     if world_size < 2:
         raise ValueError(f"world_size={world_size!r} is not allowed: a reduction needs at least 2 ranks")
-    elements = _int_at_least(elements, "elements", 1)
+    elements = int_at_least(elements, "elements", 1)
     if elements > 2**16:
         raise ValueError(f"elements={elements!r} is not allowed: at most {2**16}")
-    seed = _seed(seed)
+    seed = _validate.seed(seed)
     rs = run_group(_allreduce_rank, world_size, (elements, seed), timeout=timeout)
     grads = rs[0]["grads"]
     exact = grads.double().sum(0)

@@ -24,18 +24,18 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .. import timing
+from .. import _validate, timing
 from .._runtime import (
     Progress,
-    exact_fp32 as _exact_fp32,
+    exact_fp32,
     fp32_precision,
-    parse_device as _device,
-    quiet_fd2 as _quiet_fd2,
+    parse_device,
+    quiet_fd2,
 )
 from .._table import Cell, TableRecord, html_table, text_table
-from .._validate import allocation, count, flag, seed as _seed, sequence
+from .._validate import allocation, count, flag, sequence
 from ..device import DeviceReport, device_report
-from .key_code import make_step as _make_step
+from . import key_code
 
 __all__ = [
     "CONFIGS",
@@ -219,7 +219,7 @@ def _cached_runs(device: str) -> tuple[tuple[str, tuple[float, ...]], ...]:
     out = []
     g = torch.Generator().manual_seed(0)
     a32 = torch.randn(_RATE_PROBE_SIZE, _RATE_PROBE_SIZE, generator=g).to(d)
-    with _exact_fp32(d):
+    with exact_fp32(d):
         for dt in _RATE_DTYPES:
             a = a32.to(_TORCH_DTYPES[dt])
             out.append((dt, timing.time_fn(lambda a=a: a @ a, device=d.type, warmup=1, repeats=5).times_s))
@@ -235,7 +235,7 @@ def _cached_rates(device: str) -> tuple[tuple[str, float], ...]:
 def matmul_rate_runs(device="cpu") -> dict[str, tuple[float, ...]]:
     """The timed runs (seconds, 5 each) behind :func:`matmul_rates`: the same measurement, cached once per process,
     so that the rates can be shown with their spread (``e2e.RateTable.of(device)``)."""
-    d = _device(device)
+    d = parse_device(device)
     return dict(_cached_runs(str(d)))
 
 
@@ -247,7 +247,7 @@ def matmul_rates(device="cpu") -> dict[str, float]:
     experiment instead of running for minutes, and they decide from them whether fp16 is worth running. Times predicted from these rates are estimates: fast kernels run
     larger matmuls faster per FLOP, slow fallbacks run them slower (measured on an AVX2 CPU: bf16 at
     3 GFLOP/s for 128^3, 1.4 for 256^3), so 256^3, the size of the lessons' matmuls, is what is timed."""
-    d = _device(device)
+    d = parse_device(device)
     return dict(_cached_rates(str(d)))
 
 
@@ -311,7 +311,7 @@ def _matmul_fn(dtype: str, size: int, d: torch.device):
     if dtype == "tf32":
         ctx = fp32_precision(matmul="tf32")
     elif dtype == "fp32":
-        ctx = _exact_fp32(d)
+        ctx = exact_fp32(d)
     else:
         ctx = contextlib.nullcontext()
     return (lambda: a @ b), ctx
@@ -342,7 +342,7 @@ def matmul_throughput(
     wait minutes for it. The predictions are re-checked as the rows run: once the rows have taken
     ``total_budget_s`` seconds together (a machine busy with other work runs everything slower than predicted),
     the remaining rows are skipped, with the time spent in the reason (the first row that can run always runs)."""
-    d = _device(device)
+    d = parse_device(device)
     try:
         sizes = [_int(s, "each size") for s in sizes]
     except TypeError:
@@ -420,7 +420,7 @@ def odd_size_effect(
     offs = [_int(o, "each offset", 0) for o in sequence(offsets, "offsets", "ints >= 0")]
     if not offs:
         raise ValueError("offsets is empty: give at least one offset (0 is the base size)")
-    d = _device(device)
+    d = parse_device(device)
     repeats = _int(repeats, "repeats")
     budget_s = _positive(budget_s, "budget_s")
     if base is not None:
@@ -468,7 +468,7 @@ def _mlp_step_times(
 
         return fn
 
-    with _exact_fp32(d):
+    with exact_fp32(d):
         t32, cut32 = _time_until(step(False), d, 2, repeats, deadline)
         if bar is not None:
             bar.update()
@@ -505,7 +505,7 @@ def launch_bound_demo(
     ``"width_chosen"``, a sentence saying which width was used and why. The timing stops adding repeats once
     twice ``budget_s`` has been spent (a machine busy with other work); a model timed fewer times than asked has
     ``"cut_short"``, a sentence saying so. ``progress``: a progress bar over the four timings."""
-    d = _device(device)
+    d = parse_device(device)
     repeats = _int(repeats, "repeats")
     budget_s = _positive(budget_s, "budget_s")
     progress = flag(progress, "progress")
@@ -545,7 +545,7 @@ def peak_memory(fn, *, device="cpu") -> int:
     arrays) is not seen, and the profiler slows ``fn`` down: do not time inside this."""
     if not callable(fn):
         raise TypeError(f"fn must be a callable taking no arguments, got {fn!r}")
-    d = _device(device)
+    d = parse_device(device)
     if d.type == "cuda":
         torch.cuda.synchronize(d)
         before = torch.cuda.memory_allocated(d)
@@ -556,12 +556,12 @@ def peak_memory(fn, *, device="cpu") -> int:
     from torch.profiler import ProfilerActivity, profile
 
     prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
-    with _quiet_fd2():
+    with quiet_fd2():
         prof.__enter__()
     try:
         fn()
     finally:
-        with _quiet_fd2():
+        with quiet_fd2():
             prof.__exit__(None, None, None)
     events = sorted(
         (e.start_ns(), e.nbytes())
@@ -630,7 +630,7 @@ def make_batches(seed: int, n: int, batch: int, seq_len: int, vocab: int, *, noi
     vocabulary (the same for every batch of a seed): the next token is ``perm[token]``, except
     with probability ``noise`` a random token. A model learns the rule within a few dozen steps;
     the best achievable loss is about the noise's entropy. Inputs are ``b[:, :-1]``, targets ``b[:, 1:]``."""
-    seed = _seed(seed)
+    seed = _validate.seed(seed)
     n, batch, seq_len, vocab = (
         _int(v, name) for v, name in ((n, "n"), (batch, "batch"), (seq_len, "seq_len"), (vocab, "vocab"))
     )
@@ -715,7 +715,7 @@ def training_plan(*, device="cpu", budget_s: float = 8.0, allow_slow_fp16: bool 
     Returns ``{"model": TinyTransformer kwargs, "batch", "steps", "configs": those that run here,
     "predicted_s": {config: seconds} (CPU only, else None), "scaled_down": bool, "note": a sentence
     saying what was chosen and why}``."""
-    d = _device(device)
+    d = parse_device(device)
     budget_s = _positive(budget_s, "budget_s")
     if not isinstance(allow_slow_fp16, bool):
         raise TypeError(f"allow_slow_fp16 must be True or False, got {allow_slow_fp16!r}")
@@ -787,7 +787,7 @@ def amp_step(model: nn.Module, optimizer, config: str, device_type: str, max_nor
             raise TypeError(f"max_norm must be a positive number or None (no clipping), got {max_norm!r}")
         if not (math.isfinite(max_norm) and max_norm > 0):
             raise ValueError(f"max_norm must be a positive, finite number or None (no clipping), got {max_norm!r}")
-    return _make_step(model, optimizer, config, device_type, max_norm)
+    return key_code.make_step(model, optimizer, config, device_type, max_norm)
 
 
 MIN_TRAIN_STEPS = 6
@@ -844,14 +844,14 @@ def train(
         raise TypeError(
             f"make_step must be a function (model, optimizer, config, device_type) -> step(x, y), got {make_step!r}"
         )
-    d = _device(device)
+    d = parse_device(device)
     reason = _not_run_reason(config, d, device_report(), allow_slow_fp16)
     if reason:
         return {"config": config, "ran": False, "reason": reason}
     plan = training_plan(device=d, allow_slow_fp16=allow_slow_fp16)
     steps = _int(steps if steps is not None else plan["steps"], "steps", 2)
     batch = _int(batch if batch is not None else plan["batch"], "batch")
-    seed, progress = _seed(seed), flag(progress, "progress")
+    seed, progress = _validate.seed(seed), flag(progress, "progress")
     budget_s = _positive(budget_s, "budget_s")
     mk = plan["model"]
     if model_kwargs is not None:
@@ -866,7 +866,7 @@ def train(
     data = make_batches(seed, steps, batch, mk["seq_len"], mk["vocab"]).to(d)
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
 
-    precision = fp32_precision(matmul="tf32") if config == "tf32" else _exact_fp32(d)
+    precision = fp32_precision(matmul="tf32") if config == "tf32" else exact_fp32(d)
     step_fn = make_step(model, opt, config, d.type)
     if not callable(step_fn):
         raise TypeError(
@@ -944,12 +944,12 @@ def inference_compare(
     "param_bytes", "output_dtype", "note"}``. Where fp16 matmuls are slow (measured, as in
     :func:`train`) the fp16 row is timed once: the note says so. Once ``budget_s`` seconds are spent (a machine
     busy with other work), each remaining variant is timed the fewest times a spread needs, and its note says so."""
-    d = _device(device)
+    d = parse_device(device)
     batch, repeats = _int(batch, "batch"), _int(repeats, "repeats")
     budget_s = _positive(budget_s, "budget_s")
     deadline = time.perf_counter() + budget_s
     if model is None:
-        torch.manual_seed(_seed(seed))
+        torch.manual_seed(_validate.seed(seed))
         model = TinyTransformer(**(_CPU_MODEL if d.type == "cpu" else _GPU_MODEL))
     if not isinstance(model, TinyTransformer):
         raise TypeError(f"model must be a TinyTransformer, got {type(model).__name__}")
@@ -968,7 +968,7 @@ def inference_compare(
         ),
     ]
     rows, ref = [], None
-    with torch.inference_mode(), _exact_fp32(d):
+    with torch.inference_mode(), exact_fp32(d):
         for name, m, amp, note in variants:
 
             def fwd(m=m, amp=amp):
@@ -1040,7 +1040,7 @@ def overflow_demo() -> dict:
 def record_matmul_throughput(device: str = "cuda", size: int = 8192) -> dict:
     """size^3 matmul TFLOP/s in fp32, TF32, bf16, fp16 and fp8 (where the GPU has them), with the
     share of the spec peak, and time_fn against triton's do_bench on the bf16 matmul."""
-    d = _device(device)
+    d = parse_device(device)
     dtypes = ("fp32", "tf32", "bf16", "fp16", "fp8") if d.type == "cuda" else ("fp32", "bf16")
     out = {"shape": f"{size}^3"}
     for r in matmul_throughput([size], dtypes, device=d, repeats=10):
@@ -1070,7 +1070,7 @@ def record_training(
     device: str = "cuda", steps: int | None = None, model_kwargs: dict | None = None, batch: int | None = None
 ) -> dict:
     """Step time, peak memory of a step and final loss of :func:`train` for each config that runs."""
-    d = _device(device)
+    d = parse_device(device)
     out = {}
     for cfg in CONFIGS:
         r = train(cfg, steps=steps, device=d, progress=False, model_kwargs=model_kwargs, batch=batch)

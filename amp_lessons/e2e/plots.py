@@ -9,7 +9,7 @@ from matplotlib.ticker import NullLocator
 
 from .._draw import (
     axes_for,
-    decade_ticks as _decade_ticks,
+    decade_ticks,
     legend_outside,
     series,
     styled,
@@ -100,7 +100,7 @@ def plot_training_runs(results, ax=None) -> Axes:
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (cross-entropy)")
     if ax.lines:
-        _decade_ticks(ax, "y")
+        decade_ticks(ax, "y")
     ax.set_title("Same model, same data: the loss curves overlap; time and memory do not", loc="left")
     if ax.lines:
         legend_outside(ax)

@@ -25,8 +25,9 @@ import numbers
 import numpy as np
 import torch
 
-from .._runtime import Progress, one_thread as _one_thread
-from .._validate import count, finite, flag, positive as _validate_positive, real as _real, seed as _seed
+from .. import _validate
+from .._runtime import Progress, one_thread
+from .._validate import count, finite, flag
 from ..formats import FloatFormat, check_modes, float32_input, get_format, quantize
 from .key_code import sgd_step
 
@@ -221,7 +222,7 @@ def kahan_sum(values, fmt="fp16") -> float:
 def check_copies(v, n) -> tuple[float, int]:
     """``(v, n)`` for :func:`sum_copies` / :func:`running_sums_of_copies`, checked: v a finite number, n a
     count from 1 up (ValueError/TypeError naming the bad value otherwise)."""
-    v = _real(v, "v")
+    v = _validate.real(v, "v")
     if not math.isfinite(v):
         raise ValueError(f"v must be a finite number, got {v!r}")
     if isinstance(n, bool) or not isinstance(n, numbers.Integral):
@@ -361,8 +362,8 @@ def train_master_weights(
     """
     # each step of each run: forward, backward and update of 256 x 64 products, about 6 * 256 * 64 FLOPs
     steps = count(steps, "steps", 1, 100_000, "training steps of three runs", flops_each=3 * 6 * 256 * 64)
-    seed, progress = _seed(seed), flag(progress, "progress")
-    lr = _real(lr, "lr")
+    seed, progress = _validate.seed(seed), flag(progress, "progress")
+    lr = _validate.real(lr, "lr")
     if not (lr > 0 and math.isfinite(lr)):
         raise ValueError(f"lr must be a positive finite number, got {lr!r}")
     f = get_format(fmt)
@@ -373,7 +374,7 @@ def train_master_weights(
     loss = {r: [] for r in _RUNS}
     lost = {r: 0.0 for r in _RUNS}
     lost_fmt = {r: 0.0 for r in _RUNS}
-    with _one_thread():
+    with one_thread():
         for _ in Progress(range(int(steps)), desc="training 3 ways", disable=not progress):
             for run in _RUNS:
                 w = weights[run]
@@ -401,7 +402,7 @@ def train_master_weights(
 def small_model(seed: int = 0) -> torch.nn.Module:
     """A small seeded MLP classifier: 64 inputs, two hidden layers of 256 ReLUs, 10 classes
     (PyTorch's default initialisation)."""
-    seed = _seed(seed)
+    seed = _validate.seed(seed)
     g = torch.random.fork_rng(devices=[])
     with g:
         torch.manual_seed(seed)
@@ -418,7 +419,7 @@ def small_batch(seed: int = 0, size: int = 256) -> tuple[torch.Tensor, torch.Ten
     """Generated inputs (``size`` x 64, standard normal) and labels (0..9, from a fixed random
     linear teacher) for :func:`small_model`."""
     size = count(size, "size", 1, 1_000_000, "samples of 64 inputs")
-    g = torch.Generator().manual_seed(_seed(seed))
+    g = torch.Generator().manual_seed(_validate.seed(seed))
     x = torch.randn(int(size), 64, generator=g)
     teacher = torch.randn(64, 10, generator=g)
     return x, (x @ teacher).argmax(dim=1)
@@ -428,7 +429,11 @@ def classify_codes(x, fmt, rounding: str = "nearest_even") -> torch.Tensor:
     """Like :func:`classify`, as an int64 tensor of indices into :data:`CLASSES` (x's shape)."""
     f = get_format(fmt)
     t = x.float() if isinstance(x, torch.Tensor) and x.dtype == torch.float64 else x
-    t = _values(t) if isinstance(t, (torch.Tensor, list, tuple)) else torch.tensor(_real(t, "x"), dtype=torch.float32)
+    t = (
+        _values(t)
+        if isinstance(t, (torch.Tensor, list, tuple))
+        else torch.tensor(_validate.real(t, "x"), dtype=torch.float32)
+    )
     q = quantize(t, f, rounding)
     wide = FloatFormat(f"e8m{f.mantissa_bits}", 8, f.mantissa_bits)  # same precision, fp32's range
     over = (quantize(t, wide, rounding).abs() > f.max) | torch.isinf(t)
@@ -487,7 +492,7 @@ def gradient_census(model=None, *, batch=None, fmt="fp16", seed: int = 0) -> dic
     :data:`CENSUS_CATEGORIES` and sums to 1 (``"zero"``: exactly zero in fp32; ``"underflow to
     zero"``: non-zero but rounds to zero in ``fmt``).
     """
-    seed = _seed(seed)
+    seed = _validate.seed(seed)
     if model is None:
         model = small_model(seed)
         if batch is None:
@@ -573,7 +578,7 @@ def checked_sgd_step(weights, inputs, y, lr, *, fmt=None, master=True):
             f"inputs must have shape (len(y), len(weights)) = {(y.shape[0], weights.shape[0])}, "
             f"got {tuple(inputs.shape)}"
         )
-    lr = _validate_positive(lr, "lr")
+    lr = _validate.positive(lr, "lr")
     if fmt is not None:
         fmt = get_format(fmt)
     return sgd_step(weights, inputs, y, lr, fmt=fmt, master=flag(master, "master"))

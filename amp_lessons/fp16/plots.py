@@ -11,22 +11,22 @@ from matplotlib.axes import Axes
 from matplotlib.patches import Patch
 
 from .._draw import (
-    OVERFLOW_COLOR as _OVERFLOW_COLOR,
-    REGION_COLORS as _REGION_COLORS,
+    OVERFLOW_COLOR,
+    REGION_COLORS,
     as_formats,
     axes_for,
-    decade_ticks as _decade_ticks,
+    decade_ticks,
     format_label,
     legend_outside,
-    overflow_threshold as _overflow_threshold,
+    overflow_threshold,
     pct,
     plot_runs,
     region_spans,
     series,
     styled,
-    zero_threshold as _zero_threshold,
+    zero_threshold,
 )
-from .._validate import real as _real
+from .._validate import real
 from ..formats import (
     get_format,
 )
@@ -78,7 +78,7 @@ def plot_running_sums(
         if not lines:
             raise ValueError("minus leaves no line to draw: give at least two series")
     if limit is not None:
-        limit = _real(limit, "limit")
+        limit = real(limit, "limit")
         if not math.isfinite(limit):
             raise ValueError(f"limit must be finite, got {limit!r}")
     ax = axes_for(ax, (9, 4.8))
@@ -117,7 +117,7 @@ def plot_running_sums(
     if limit is not None:
         ax.axhline(
             limit,
-            color=_OVERFLOW_COLOR,
+            color=OVERFLOW_COLOR,
             ls=":",
             lw=1.4,
             gid="limit",
@@ -148,7 +148,7 @@ def plot_gradient_histogram(census: dict, fmt="fp16", ax=None, *, scale=1.0) -> 
         )
 
     f = get_format(fmt)
-    scale = _real(scale, "scale")
+    scale = real(scale, "scale")
     if not (scale > 0 and math.isfinite(scale)):
         raise ValueError(f"scale must be a positive finite number, got {scale!r}")
     kinds = {"weight gradients": census["weights"], "activation gradients": census["activations"]}
@@ -160,7 +160,7 @@ def plot_gradient_histogram(census: dict, fmt="fp16", ax=None, *, scale=1.0) -> 
         a = g.abs()
         logs = torch.log2(a[(a > 0) & torch.isfinite(a)]).double().numpy()
         data[name] = (logs, g.numel(), census_fractions(g, f))
-    lo_b, hi_b = math.log2(_zero_threshold(f)), math.log2(_overflow_threshold(f))
+    lo_b, hi_b = math.log2(zero_threshold(f)), math.log2(overflow_threshold(f))
     every = np.concatenate([d[0] for d in data.values()] + [np.array([lo_b - 3, hi_b + 3])])
     lo, hi = math.floor(every.min()), math.ceil(every.max())
     edges = np.arange(lo, hi + 1.0)
@@ -218,7 +218,7 @@ def plot_loss_curves(result: dict, ax=None) -> Axes:
 
 REGION_FORMATS = ("fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
 _OVERFLOW_STYLE = {
-    "inf": dict(facecolor=_OVERFLOW_COLOR),
+    "inf": dict(facecolor=OVERFLOW_COLOR),
     "saturate": dict(facecolor="#7F7F7F", hatch="xx"),
     "nan": dict(facecolor="#6A3D9A", hatch=".."),
 }
@@ -232,26 +232,26 @@ def plot_format_regions(value: float, formats=REGION_FORMATS, ax=None, *, xlim=(
     grey hatched: saturates at max; purple: NaN); a vertical line marks where ``|value|`` lands
     (a triangle at the edge when it is outside ``xlim``; nothing for NaN)."""
     fmts = as_formats(formats)
-    value = _real(value, "value")
+    value = real(value, "value")
     if not (isinstance(xlim, (list, tuple)) and len(xlim) == 2):
         raise TypeError(f"xlim must be a pair (lo, hi) of positive numbers, got {xlim!r}")
-    lo, hi = (_real(v, "xlim") for v in xlim)
+    lo, hi = (real(v, "xlim") for v in xlim)
     if not (0 < lo < hi < math.inf):
         raise ValueError(f"xlim must be two increasing positive finite numbers, got {xlim!r}")
     ax = axes_for(ax, (10, 0.55 * len(fmts) + 1.8))
     seen = set()
     for row, f in enumerate(fmts):
-        z, sub, ovf = _zero_threshold(f), f.smallest_normal, _overflow_threshold(f)
+        z, sub, ovf = zero_threshold(f), f.smallest_normal, overflow_threshold(f)
         overflow = f.default_overflow
-        spans = [("zero", lo, z, dict(color=_REGION_COLORS["zero"]))]
+        spans = [("zero", lo, z, dict(color=REGION_COLORS["zero"]))]
         if f.mantissa_bits:
-            spans.append(("subnormal", z, sub, dict(color=_REGION_COLORS["subnormal"])))
+            spans.append(("subnormal", z, sub, dict(color=REGION_COLORS["subnormal"])))
         spans.append(
             (
                 "normal",
                 sub if f.mantissa_bits else z,
                 ovf,
-                dict(color=_REGION_COLORS["normal"], edgecolor=format_color(f.name), lw=1.5),
+                dict(color=REGION_COLORS["normal"], edgecolor=format_color(f.name), lw=1.5),
             )
         )
         spans.append((overflow, ovf, hi, dict(_OVERFLOW_STYLE[overflow], edgecolor="white", lw=0)))
@@ -266,12 +266,12 @@ def plot_format_regions(value: float, formats=REGION_FORMATS, ax=None, *, xlim=(
     ax.set_ylim(len(fmts) - 0.5, -0.5)
     ax.set_yticks(range(len(fmts)), [format_label(f) for f in fmts])
     ax.grid(False, axis="y")
-    _decade_ticks(ax, "x")
+    decade_ticks(ax, "x")
     ax.set_xlabel("magnitude |x|")
     handles = [
-        Patch(color=_REGION_COLORS["zero"], label="rounds to zero"),
-        Patch(color=_REGION_COLORS["subnormal"], label="subnormal"),
-        Patch(color=_REGION_COLORS["normal"], label="normal"),
+        Patch(color=REGION_COLORS["zero"], label="rounds to zero"),
+        Patch(color=REGION_COLORS["subnormal"], label="subnormal"),
+        Patch(color=REGION_COLORS["normal"], label="normal"),
     ]
     handles += [
         Patch(label=_OVERFLOW_LABEL[o], **{**_OVERFLOW_STYLE[o], "edgecolor": "white"})

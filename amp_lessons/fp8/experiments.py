@@ -31,23 +31,23 @@ from dataclasses import dataclass
 
 import torch
 
-from .._runtime import exact_fp32 as _exact_fp32, one_thread as _one_thread, parse_device as _device
+from .. import _validate
+from .._runtime import exact_fp32, one_thread, parse_device
 from .._table import html_table, text_table
 from .._validate import (
     allocation,
     count,
     flag,
-    int_at_least as _int,
-    positive as _positive,
+    int_at_least,
+    positive,
     real,
-    seed as _seed,
     sequence,
 )
 from ..device import gpu_info
 from ..formats import FloatFormat, get_format, quantize, representable_values
 from ..fp16.experiments import small_batch, small_model
 from ..timing import format_seconds, matmul_flops, time_fn
-from .key_code import Fp8LinearFn, amax_scale, block_scales, fake_quantize, float_tensor as _tensor, scale_from_amax
+from .key_code import Fp8LinearFn, amax_scale, block_scales, fake_quantize, float_tensor, scale_from_amax
 
 __all__ = [
     "ScaledMMComparison",
@@ -140,7 +140,7 @@ class DelayedScaler:
     def __init__(self, fmt="fp8_e4m3", history_len: int = 16, margin: int = 0):
         self.fmt = get_format(fmt)
         self.history_len = count(history_len, "history_len", 1, MAX_HISTORY, "amaxes of earlier steps kept")
-        self.margin = _int(margin, "margin", 0)
+        self.margin = int_at_least(margin, "margin", 0)
         self._history: deque[float] = deque(maxlen=self.history_len)
         self.last_scale: float | None = None
 
@@ -156,7 +156,7 @@ class DelayedScaler:
 
     def quantize(self, x) -> torch.Tensor:
         """Fake-quantize ``x`` with the scale from the history, then record ``amax(x)``."""
-        x = _tensor(x)
+        x = float_tensor(x)
         amax = float(x.abs().max()) if x.numel() else 0.0
         s = self.scale
         if s is None:
@@ -182,7 +182,7 @@ def _block(block) -> tuple[int, int]:
             f"block must be a pair (rows, cols) such as (1, 128), or one of "
             f"{', '.join(map(repr, BLOCK_SHAPES))}; got {block!r}"
         )
-    return _int(block[0], "block rows", 1), _int(block[1], "block cols", 1)
+    return int_at_least(block[0], "block rows", 1), int_at_least(block[1], "block cols", 1)
 
 
 MAX_HISTORY = 1_000_000
@@ -192,7 +192,7 @@ MAX_HISTORY = 1_000_000
 def _check_blocks(x, f, br, bc) -> tuple[torch.Tensor, FloatFormat, int, int]:
     """x a float matrix, f a format, blocks of br x bc whose zero-padded tiling fits the course's tensor limit
     (checked before :func:`.key_code.block_scales` allocates the padded copy)."""
-    x = _tensor(x)
+    x = float_tensor(x)
     if x.dim() != 2:
         raise ValueError(f"x must be a 2-D tensor (rows x cols; see as_matrix), got shape {tuple(x.shape)}")
     if not isinstance(f, (FloatFormat, str)):
@@ -216,7 +216,7 @@ def blockwise_fake_quantize(x, block=(1, 128), fmt="fp8_e4m3", *, power_of_two: 
 
     Returns ``(dequantized x, scales)`` with scales of shape ``(ceil(R/br), ceil(C/bc))``."""
     f = get_format(fmt)
-    x = _tensor(x)
+    x = float_tensor(x)
     if x.dim() != 2:
         raise ValueError(
             f"blockwise_fake_quantize needs a 2-D tensor (rows x cols), got shape {tuple(x.shape)}; "
@@ -252,7 +252,7 @@ def model_tensors(seed: int = 0) -> dict[str, torch.Tensor]:
     256 x 256), ``"weight gradients"`` (256 x 256) and ``"activation gradients"`` (the gradient of
     the loss with respect to its output, 256 x 256). The gradients are small (mostly 1e-7 .. 1e-3)."""
 
-    model = small_model(_seed(seed))
+    model = small_model(_validate.seed(seed))
     x, y = small_batch(seed)
     layer = model[2]
     seen = {}
@@ -263,7 +263,7 @@ def model_tensors(seed: int = 0) -> dict[str, torch.Tensor]:
 
     handle = layer.register_forward_hook(hook)
     try:
-        with _one_thread():
+        with one_thread():
             torch.nn.functional.cross_entropy(model(x), y).backward()
     finally:
         handle.remove()
@@ -278,7 +278,7 @@ def model_tensors(seed: int = 0) -> dict[str, torch.Tensor]:
 def as_matrix(x, what: str = "x") -> torch.Tensor:
     """``x`` (a floating-point tensor, checked; ``what`` names it in errors) as the float32 matrix the
     block methods scale: 2-D as it is, 1-D or 0-D as one row, more dimensions as rows of the last one."""
-    x = _tensor(x, what)
+    x = float_tensor(x, what)
     if x.dim() == 2:
         return x
     return x.reshape(1, -1) if x.dim() <= 1 else x.reshape(-1, x.shape[-1])
@@ -313,7 +313,7 @@ def cast_stats(x: torch.Tensor, scaled: torch.Tensor, q_scaled: torch.Tensor, f:
     "flushed": share of non-zero values that became 0, "saturated": share that overflowed (saturated to
     max in e4m3, inf in e5m2)}``, the measures of :func:`scaling_errors`."""
     named = ((x, "x"), (scaled, "scaled"), (q_scaled, "q_scaled"), (q, "q"))
-    x, scaled, q_scaled, q = (_tensor(t, w) for t, w in named)
+    x, scaled, q_scaled, q = (float_tensor(t, w) for t, w in named)
     for t, w in ((scaled, "scaled"), (q_scaled, "q_scaled"), (q, "q")):
         if t.shape != x.shape:
             raise ValueError(f"{w} must have x's shape {tuple(x.shape)} (x cast with a scale), got {tuple(t.shape)}")
@@ -356,7 +356,7 @@ def scaling_errors(
             )
 
     rows = []
-    with _one_thread():
+    with one_thread():
         for name, t in tensors.items():
             x = as_matrix(t, f"tensors[{name!r}]")
             for m in methods:
@@ -483,10 +483,10 @@ def scaled_mm_compare(
     fp8 tensor cores (or when ``time_it`` is True) also median times and TFLOP/s of the fp8 and bf16
     matmuls."""
 
-    d = _device(device)
+    d = parse_device(device)
     m, k, n = (count(v, name, 1, MAX_DIM) for v, name in ((m, "m"), (k, "k"), (n, "n")))
     allocation(max(m * k, k * n, m * n) * 2, f"a {m}x{k} @ {k}x{n} product in float64")
-    g = torch.Generator().manual_seed(_seed(seed))
+    g = torch.Generator().manual_seed(_validate.seed(seed))
     if time_it is not None:
         flag(time_it, "time_it")
     count(repeats, "repeats", 1, 10_000, "timed calls of each matmul")
@@ -496,7 +496,7 @@ def scaled_mm_compare(
     sa, sb = amax_scale(a), amax_scale(b)
     out = {"shape": f"{m}x{k} @ {k}x{n}", "device": str(d), "scale_a": sa, "scale_b": sb}
     a, b = a.to(d), b.to(d)
-    with _exact_fp32(d):
+    with exact_fp32(d):
         fp32 = (a @ b).cpu()
         emulated = fake_quantize(a.cpu(), "fp8_e4m3", sa) @ fake_quantize(b.cpu(), "fp8_e4m3", sb)
     bf16 = (a.bfloat16() @ b.bfloat16()).float().cpu()
@@ -550,8 +550,8 @@ def record_fp8_scaled_mm(device: str = "cuda", size: int | None = None) -> dict:
     """size^3 fp8 ``torch._scaled_mm`` (e4m3, per-tensor scales, bf16 output) against a bf16 matmul:
     times, TFLOP/s, speedup and relative errors. size defaults to 8192 on a GPU, 256 on a CPU."""
 
-    d = _device(device)
-    size = (8192 if d.type == "cuda" else 64) if size is None else _int(size, "size", 16)
+    d = parse_device(device)
+    size = (8192 if d.type == "cuda" else 64) if size is None else int_at_least(size, "size", 16)
     r = scaled_mm_compare(size, size, size, device=d, time_it=True, repeats=10 if d.type == "cuda" else 2)
     recorded = ("fp8_time_s", "bf16_time_s", "fp8_tflops", "bf16_tflops", "fp8_speedup_over_bf16")
     recorded += ("bf16_rel_error", "fp8_rel_error", "fp8_vs_emulation_rel_diff")
@@ -617,7 +617,7 @@ def fp8_linear_check(
     gradient, the weight gradient and the bias gradient (exact: computed in fp32 from the unquantized
     output gradient)."""
 
-    g = torch.Generator().manual_seed(_seed(seed))
+    g = torch.Generator().manual_seed(_validate.seed(seed))
     in_features = count(in_features, "in_features", 1, MAX_DIM)
     out_features = count(out_features, "out_features", 1, MAX_DIM)
     batch = count(batch, "batch", 1, MAX_DIM)
@@ -627,9 +627,9 @@ def fp8_linear_check(
         ref = torch.nn.Linear(in_features, out_features)
     layer = Fp8Linear.from_linear(ref)
     x = torch.randn(batch, in_features, generator=g)
-    dy = torch.randn(batch, out_features, generator=g) * _positive(grad_scale, "grad_scale")
+    dy = torch.randn(batch, out_features, generator=g) * positive(grad_scale, "grad_scale")
     results = {}
-    with _one_thread():  # noqa: SIM117
+    with one_thread():  # noqa: SIM117
         for name, mod in (("fp32", ref), ("fp8", layer)):
             xi = x.clone().requires_grad_(True)
             y = mod(xi)

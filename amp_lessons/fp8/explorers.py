@@ -11,10 +11,10 @@ import numpy as np
 import torch
 
 from .._draw import (
-    region_spans as _region_spans,
+    region_spans,
 )
 from .._explorer import Picture, failure_html, image, readout_table
-from .._runtime import one_thread as _one_thread
+from .._runtime import one_thread
 from ..formats import get_format, quantize
 from ..fp8 import experiments as fp8
 from ..style import style_context
@@ -132,7 +132,7 @@ class Fp8ScalingExplorer:
             pic = Picture((10, 4.2))
             with style_context():
                 ax = pic.fig.add_axes((0.08, 0.14, 0.9, 0.74))
-                _region_spans(ax, f, self._lo, self._hi)
+                region_spans(ax, f, self._lo, self._hi)
                 zero = np.zeros(len(self._edges) - 1)
                 fill = ax.stairs(zero, self._edges, fill=True, alpha=0.45, color="#E6550D")
                 edge = ax.stairs(zero, self._edges, lw=1.5, color="#E6550D")
@@ -183,7 +183,7 @@ class Fp8ScalingExplorer:
         fmt_name, block = self.FORMATS[self.fmt_box.value], self.block_box.value
         f = get_format(fmt_name)
         self.slider.disabled = block != "none"
-        with _one_thread():
+        with one_thread():
             s = self._scale(f, block)
             scaled = self.x * s
             q_scaled = quantize(scaled, f)

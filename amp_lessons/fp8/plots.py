@@ -12,13 +12,13 @@ from matplotlib.axes import Axes
 from .._draw import (
     axes_for,
     legend_outside,
-    overflow_threshold as _overflow_threshold,
+    overflow_threshold,
     pct,
-    region_spans as _region_spans,
+    region_spans,
     styled,
-    zero_threshold as _zero_threshold,
+    zero_threshold,
 )
-from .._validate import real as _real
+from .._validate import real
 from ..formats import (
     get_format,
 )
@@ -55,16 +55,16 @@ def plot_fp8_window(tensors: dict, fmt="fp8_e4m3", ax=None, *, scale=1.0) -> Axe
     decimals (as lesson 07's table prints them)."""
 
     f = get_format(fmt)
-    scale = _real(scale, "scale")
+    scale = real(scale, "scale")
     if not (scale > 0 and math.isfinite(scale)):
         raise ValueError(f"scale must be a positive finite number, got {scale!r}")
     data = _fp8_tensor_logs(tensors, scale)
-    lo_b, hi_b = math.log2(_zero_threshold(f)), math.log2(_overflow_threshold(f))
+    lo_b, hi_b = math.log2(zero_threshold(f)), math.log2(overflow_threshold(f))
     every = np.concatenate([d[1] for d in data.values()] + [np.array([lo_b - 3, hi_b + 3])])
     lo, hi = math.floor(every.min()), math.ceil(every.max())
     edges = np.arange(lo, hi + 1.0)
     ax = axes_for(ax, (10, 5.4))
-    _region_spans(ax, f, lo, hi)
+    region_spans(ax, f, lo, hi)
     for i, (name, (v, logs)) in enumerate(data.items()):
         fr = census_fractions(v, f)
         color = _TENSOR_COLORS[i % len(_TENSOR_COLORS)]

@@ -11,7 +11,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from .._explorer import Picture, failure_html, image, readout_table
-from .._runtime import one_thread as _one_thread
+from .._runtime import one_thread
 from ..style import style_context
 from .experiments import RECIPES, SPIKE_STEP, STEPS, TENSOR_KINDS, recipe_run, recipe_stats
 
@@ -135,7 +135,7 @@ class RecipeExplorer:
 
     def update(self) -> None:
         kind, recipe, step = self.kind_box.value, self.recipe_box.value, self.step_slider.value
-        with _one_thread():
+        with one_thread():
             x, q, saturated = recipe_run(recipe, kind, step)
             self.stats = recipe_stats(x, q, saturated)
             power = x.double() ** 2

@@ -27,14 +27,13 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .._runtime import Progress, one_thread as _one_thread
+from .. import _validate
+from .._runtime import Progress, one_thread
 from .._table import Cell, TableRecord
 from .._validate import (
     count,
     flag,
-    positive as _positive,
-    real as _real,
-    seed as _seed,
+    real,
 )
 from ..formats import FloatFormat, get_format
 from ..fp16.experiments import CENSUS_CATEGORIES, classify_codes, gradient_census_of
@@ -135,7 +134,7 @@ class CensusIndex:
         if kind not in self.KINDS:
             raise ValueError(f"kind must be one of {self.KINDS}, got {kind!r}")
         t_zero, t_sub, t_fits = _thresholds(get_format(fmt))
-        s = np.float32(_positive(scale, "scale"))
+        s = np.float32(_validate.positive(scale, "scale"))
         a = self.sorted[kind]
         with np.errstate(over="ignore"):  # overflow to inf is a result here
             b = a * s
@@ -239,7 +238,7 @@ def safe_window(sweep: dict, max_underflow: float = 0.01, max_overflow: float = 
     ``max_underflow`` and whose overflow is at most ``max_overflow``; None if no scale is."""
     if not isinstance(sweep, dict) or not {"scale", "underflow", "overflow"} <= set(sweep):
         raise TypeError("sweep must be the dict returned by scale_sweep")
-    max_underflow, max_overflow = _real(max_underflow, "max_underflow"), _real(max_overflow, "max_overflow")
+    max_underflow, max_overflow = real(max_underflow, "max_underflow"), real(max_overflow, "max_overflow")
     for v, what in ((max_underflow, "max_underflow"), (max_overflow, "max_overflow")):
         if math.isnan(v):
             raise ValueError(f"{what}=nan is not allowed: it must be a bound on a fraction of the gradients (0 to 1)")
@@ -286,7 +285,7 @@ def simulate_scaler(
 
 
 def _tiny_model(seed: int) -> torch.nn.Module:
-    seed = _seed(seed)
+    seed = _validate.seed(seed)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
@@ -320,7 +319,7 @@ def compare_with_gradscaler(
     )
     g = torch.Generator().manual_seed(seed)
     rows = []
-    with _one_thread():  # tiny models: one thread is fastest, and immune to a busy machine
+    with one_thread():  # tiny models: one thread is fastest, and immune to a busy machine
         for step in range(steps):
             x, y = torch.randn(32, 8, generator=g), torch.randn(32, 4, generator=g)
             row = {"step": step, "ours_scale": ours.scale, "torch_scale": theirs.get_scale()}
@@ -355,7 +354,7 @@ def _comparison_setup(seed: int, steps: int, target_scale: float, batch: int = 6
     """The data and the model of :func:`train_comparison`: targets of order ``target_scale`` from a
     random teacher; a 32-64-16 MLP whose outputs are multiplied by ``target_scale`` (it predicts in
     units of the targets' size, so its weights keep PyTorch's usual initialisation)."""
-    seed = _seed(seed)
+    seed = _validate.seed(seed)
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(steps, batch, 32, generator=g)
     w1 = torch.randn(32, 32, generator=g) / math.sqrt(32)
@@ -370,7 +369,7 @@ def _comparison_setup(seed: int, steps: int, target_scale: float, batch: int = 6
 def small_loss_census(seed: int = 0, *, target_scale: float = 1e-3, fmt="fp16") -> dict:
     """The gradient census (:func:`gradient_census_of`, fp32) of :func:`train_comparison`'s model
     on its first batch, before training: a small loss, so many gradients fall below fp16's range."""
-    x, y, net = _comparison_setup(seed, 1, _positive(target_scale, "target_scale"))
+    x, y, net = _comparison_setup(seed, 1, _validate.positive(target_scale, "target_scale"))
     model = torch.nn.Sequential(net, _Scale(target_scale))
     return gradient_census_of(model, torch.nn.functional.mse_loss, (x[0], y[0]), fmt)
 
@@ -404,12 +403,12 @@ def train_comparison(
 
     steps = count(steps, "steps", 1, 10_000, "training steps of four runs")
     progress = flag(progress, "progress")
-    lr = _positive(lr, "lr")
-    target_scale = _positive(target_scale, "target_scale")
+    lr = _validate.positive(lr, "lr")
+    target_scale = _validate.positive(target_scale, "target_scale")
     x, y, start = _comparison_setup(seed, steps, target_scale)
     out = {"loss": {}, "zero_grad_fraction": {}, "scale": [], "skipped": [], "steps": steps, "seconds": {}}
     bar = Progress(total=len(TRAIN_RUNS) * steps, desc="training 4 ways", disable=not progress)
-    with _one_thread(), bar:
+    with one_thread(), bar:
         for name, (use_amp, dtype, use_scaler) in TRAIN_RUNS.items():
             bar.set_postfix_str(name)
             t0 = time.perf_counter()

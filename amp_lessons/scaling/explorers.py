@@ -10,7 +10,7 @@ import ipywidgets as widgets
 import numpy as np
 
 from .._draw import (
-    pow2_ticks as _pow2_ticks,
+    pow2_ticks,
 )
 from .._explorer import Picture, by_gid, encode_png, failure_html, image, num, readout_table
 from .._table import Cell, html_table
@@ -356,7 +356,7 @@ class ScalerStateExplorer:
         finite = y[np.isfinite(y)]
         lo, hi = (math.floor(finite.min()) - 1, math.ceil(finite.max()) + 1) if finite.size else (-1, 1)
         ax.set_ylim(lo, hi)
-        _pow2_ticks(ax.yaxis, lo, hi, max_ticks=8)
+        pow2_ticks(ax.yaxis, lo, hi, max_ticks=8)
         ax.legend(loc="best", fontsize=9)
         problem = self._problem(h)
         self.readout.value = (failure_html(problem) if problem else "") + self._readout(p, h)

@@ -11,18 +11,18 @@ import torch
 from matplotlib.axes import Axes
 
 from .._draw import (
-    OVERFLOW_COLOR as _OVERFLOW_COLOR,
+    OVERFLOW_COLOR,
     axes_for,
     legend_outside,
-    overflow_threshold as _overflow_threshold,
+    overflow_threshold,
     plot_runs,
-    pow2 as _pow2,
-    pow2_ticks as _pow2_ticks,
-    region_spans as _region_spans,
+    pow2,
+    pow2_ticks,
+    region_spans,
     styled,
-    zero_threshold as _zero_threshold,
+    zero_threshold,
 )
-from .._validate import real as _real
+from .._validate import real
 from ..formats import (
     get_format,
 )
@@ -40,7 +40,7 @@ __all__ = [
 _SWEEP_STYLES = {
     "underflow": dict(color="#555555", lw=2.2, marker="o", ms=4, label="round to zero (underflow)"),
     "subnormal": dict(color="#C99700", lw=1.4, ls="--", marker=".", ms=5, label="subnormal (few digits kept)"),
-    "overflow": dict(color=_OVERFLOW_COLOR, lw=2.2, marker="s", ms=4, label="overflow to inf"),
+    "overflow": dict(color=OVERFLOW_COLOR, lw=2.2, marker="s", ms=4, label="overflow to inf"),
 }
 _WINDOW_COLOR = "#33A02C"
 
@@ -68,7 +68,7 @@ def plot_scale_sweep(sweep: dict, ax=None, *, window=None) -> Axes:
     for key, y in series.items():
         ax.plot(x, np.where(y > 0, y, floor), gid=key, clip_on=False, **_SWEEP_STYLES[key])
     if window:
-        lo, hi = (math.log2(_real(w, "window")) for w in window)
+        lo, hi = (math.log2(real(w, "window")) for w in window)
         ax.axvspan(
             lo,
             hi,
@@ -76,13 +76,13 @@ def plot_scale_sweep(sweep: dict, ax=None, *, window=None) -> Axes:
             alpha=0.15,
             lw=0,
             gid="window",
-            label=f"safe window {_pow2(round(lo))} .. {_pow2(round(hi))}",
+            label=f"safe window {pow2(round(lo))} .. {pow2(round(hi))}",
         )
     ax.set_yscale("log")
     ax.set_ylim(floor, 1.5)
     pad = 0.5
     ax.set_xlim(x.min() - pad, x.max() + pad)
-    _pow2_ticks(ax.xaxis, x.min(), x.max())
+    pow2_ticks(ax.xaxis, x.min(), x.max())
     kind, fmt = sweep.get("kind", "activations"), sweep.get("fmt", "fp16")
     ax.set_xlabel("loss scale (log2 axis)")
     noun = {"activations": "activation", "weights": "weight"}.get(kind, kind)
@@ -123,10 +123,10 @@ def plot_scaled_histogram(census: dict, exponent: int = 0, fmt="fp16", ax=None, 
             f"max_exponent must be an int in [0, 1024] (the widest scale drawn is 2**max_exponent), got {max_exponent!r}"
         )
     edges, heights = _census_bins(census)
-    lo = min(edges[0], math.log2(_zero_threshold(f)) - 2)
-    hi = max(edges[-1] + max_exponent, math.log2(_overflow_threshold(f)) + 2)
+    lo = min(edges[0], math.log2(zero_threshold(f)) - 2)
+    hi = max(edges[-1] + max_exponent, math.log2(overflow_threshold(f)) + 2)
     ax = axes_for(ax, (10, 4.6))
-    _region_spans(ax, f, lo, hi)
+    region_spans(ax, f, lo, hi)
     for kind, h in heights.items():
         n = census[kind].numel()
         ax.stairs(
@@ -143,7 +143,7 @@ def plot_scaled_histogram(census: dict, exponent: int = 0, fmt="fp16", ax=None, 
     ax.set_ylim(0, 1.12 * max(float(h.max()) for h in heights.values()))
     ax.set_xlabel("log2 |gradient x scale|")
     ax.set_ylabel("fraction of values per binade")
-    ax.set_title(f"Gradients x {_pow2(int(exponent))} in {f.name}", loc="left", pad=18)
+    ax.set_title(f"Gradients x {pow2(int(exponent))} in {f.name}", loc="left", pad=18)
     legend_outside(ax)
     return ax
 
@@ -219,7 +219,7 @@ def plot_scaler_history(history, ax=None) -> Axes:
             steps[bad],
             y[bad],
             ls="",
-            color=_OVERFLOW_COLOR,
+            color=OVERFLOW_COLOR,
             gid=f"{label} skipped",
             label=f"skipped step (inf/NaN gradient): {int(bad.sum())}"
             if label != "torch.amp.GradScaler"
@@ -229,7 +229,7 @@ def plot_scaler_history(history, ax=None) -> Axes:
     finite = np.concatenate(ys_all) if ys_all else np.array([0.0])
     lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     ax.set_ylim(math.floor(lo) - 1, math.ceil(hi) + 1)
-    _pow2_ticks(ax.yaxis, math.floor(lo) - 1, math.ceil(hi) + 1, max_ticks=8)
+    pow2_ticks(ax.yaxis, math.floor(lo) - 1, math.ceil(hi) + 1, max_ticks=8)
     n = max(len(v[0]) for v in series.values())
     ax.set_xlim(-0.5, n - 0.5)
     ax.set_xlabel("step")

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 import torch
 
-from .. import formats, timing
-from .._runtime import exact_fp32 as _exact_fp32, fp32_precision, parse_device as _device
-from .._validate import allocation, count, positive, seed as _seed, sequence
+from .. import _validate, formats, timing
+from .._runtime import exact_fp32, fp32_precision, parse_device
+from .._validate import allocation, count, positive, sequence
 from ..device import gpu_info
 
 __all__ = [
@@ -59,7 +59,7 @@ VARIANTS = (*_EMULATED, "tf32 hardware")
 
 def has_tf32(device="cuda") -> bool:
     """True if ``device`` is a CUDA GPU whose tensor cores run TF32 (compute capability >= 8.0)."""
-    d = _device(device, require_available=False)
+    d = parse_device(device, require_available=False)
     if d.type != "cuda" or not torch.cuda.is_available():
         return False
     g = gpu_info()
@@ -80,14 +80,14 @@ def emulated_matmul(a: torch.Tensor, b: torch.Tensor, fmt="tf32", rounding="near
             f"a's columns must equal b's rows (a is {tuple(a.shape)}, b is {tuple(b.shape)}): a @ b needs m x k @ k x n"
         )
     qa, qb = formats.quantize(a, fmt, rounding), formats.quantize(b, fmt, rounding)
-    with _exact_fp32(a.device):
+    with exact_fp32(a.device):
         return qa @ qb
 
 
 def _inputs(m, k, n, device, seed):
     m, k, n = (count(v, name, 1, MAX_DIM) for v, name in ((m, "m"), (k, "k"), (n, "n")))
     allocation(max(m * k, k * n, m * n) * 2, f"a {m}x{k} @ {k}x{n} product and its float64 reference")
-    g = torch.Generator(device="cpu").manual_seed(_seed(seed))
+    g = torch.Generator(device="cpu").manual_seed(_validate.seed(seed))
     a = torch.randn(m, k, generator=g).to(device)
     b = torch.randn(k, n, generator=g).to(device)
     return a, b
@@ -110,7 +110,7 @@ def _errors(c: torch.Tensor, ref: torch.Tensor) -> tuple[float, float, float]:
 def matmul_errors(m: int, k: int, n: int, *, device="cpu", seed: int = 0, variants=None) -> list[MatmulError]:
     """Errors of an (m x k) @ (k x n) product of random normal matrices against the fp64 product,
     for each variant in :data:`VARIANTS` ("tf32 hardware" only where the GPU has TF32)."""
-    d = _device(device)
+    d = parse_device(device)
     variants = list(VARIANTS if variants is None else sequence(variants, "variants", "variant names"))
     for v in variants:
         if v not in VARIANTS:
@@ -126,13 +126,13 @@ def matmul_errors(m: int, k: int, n: int, *, device="cpu", seed: int = 0, varian
                 c = a @ b
             out.append(MatmulError(v, *_errors(c, ref), f"measured on {torch.cuda.get_device_name(d)}"))
         elif v == "fp32":
-            with _exact_fp32(d):
+            with exact_fp32(d):
                 c = a @ b
             where = torch.cuda.get_device_name(d) if d.type == "cuda" else "this CPU"
             out.append(MatmulError(v, *_errors(c, ref), f"measured on {where}"))
         else:
             fmt, rounding = _EMULATED[v]
-            with _exact_fp32(d):
+            with exact_fp32(d):
                 c = emulated_matmul(a, b, fmt, rounding)
             out.append(MatmulError(v, *_errors(c, ref), MODELLED))
     return out
@@ -158,13 +158,13 @@ def error_vs_k(
     ks = [count(k, "each k", 1, MAX_DIM) for k in ks]
     if not ks or ks != sorted(ks):
         raise ValueError(f"ks must be increasing positive ints, got {ks!r}")
-    d = _device(device)
+    d = parse_device(device)
     a, b = _inputs(m, ks[-1], n, d, seed)
     fmts = [formats.get_format(f) for f in sequence(fmts, "fmts", "format names")]
     names = [f.name for f in fmts]
     quantized = {f.name: (formats.quantize(a, f, rounding), formats.quantize(b, f, rounding)) for f in fmts}
     out = {"k": ks, "rms": {f: [] for f in names}, "ref_rms": []}
-    with _exact_fp32(d):
+    with exact_fp32(d):
         for k in ks:
             ref = a[:, :k].double() @ b[:k].double()
             out["ref_rms"].append(ref.pow(2).mean().sqrt().item())
@@ -178,7 +178,7 @@ def pick_size(device="cpu", *, budget_s: float | None = None) -> int:
     """A square matmul size for the lesson's timing: small enough for a 2-core CPU within the
     notebook budget, large enough to fill a big GPU, and never more memory than the device has
     (three fp32 matrices plus an fp64 reference product)."""
-    d = _device(device)
+    d = parse_device(device)
     budget_s = None if budget_s is None else positive(budget_s, "budget_s")
     if d.type == "cpu":
         return 1024 if budget_s is None or budget_s >= 1 else 512
@@ -194,11 +194,11 @@ def time_matmuls(size: int, *, device="cpu", repeats: int = 5) -> dict:
     """Times of a size^3 fp32 matmul with full fp32 math and (on a TF32 GPU) with TF32.
 
     On a CPU only the fp32 time is measured: an emulated TF32 matmul says nothing about speed."""
-    d = _device(device)
+    d = parse_device(device)
     a, b = _inputs(size, size, size, d, 0)
     flops = timing.matmul_flops(size, size, size)
     out = {}
-    with _exact_fp32(d):
+    with exact_fp32(d):
         out["fp32"] = timing.time_fn(lambda: a @ b, device=d.type, repeats=repeats, flops=flops, dtype_key="fp32")
     if has_tf32(d):
         with fp32_precision(matmul="tf32"):
@@ -211,8 +211,8 @@ def conv_errors(
 ) -> list[MatmulError]:
     """A 3x3 convolution with fp32 math and with TF32 inputs (real cuDNN TF32 on a TF32 GPU; the
     course's model everywhere: inputs rounded bit-exactly, fp32 sum), against the fp64 convolution."""
-    d = _device(device)
-    g = torch.Generator().manual_seed(_seed(seed))
+    d = parse_device(device)
+    g = torch.Generator().manual_seed(_validate.seed(seed))
     batch, channels, size = (
         count(v, k, 1, MAX_DIM) for v, k in ((batch, "batch"), (channels, "channels"), (size, "size"))
     )
@@ -298,7 +298,7 @@ def switches_tour() -> dict:
 def record_tf32_matmul(device: str = "cuda", size: int | None = None, speed_size: int = 8192) -> dict:
     """Reference measurement on a GPU: lesson 02's experiment (errors of fp32, real TF32 and emulated
     TF32 against fp64 at ``size``) and the TF32/fp32 speed ratio at ``speed_size``^3."""
-    d = _device(device)
+    d = parse_device(device)
     size = size or pick_size(d)
     errs = {e.variant: e for e in matmul_errors(size, size, size, device=d)}
     out = {
@@ -324,7 +324,7 @@ def record_tf32_matmul(device: str = "cuda", size: int | None = None, speed_size
 def record_timing_check(device: str = "cuda", size: int = 8192) -> dict:
     """The timing helper against ``triton.testing.do_bench`` on the same bf16 matmul (median of
     both), with the share of the GPU's spec peak."""
-    d = _device(device)
+    d = parse_device(device)
     g = torch.Generator().manual_seed(0)
     a = torch.randn(size, size, generator=g).to(d, torch.bfloat16)
     b = torch.randn(size, size, generator=g).to(d, torch.bfloat16)

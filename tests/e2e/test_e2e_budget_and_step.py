@@ -20,7 +20,7 @@ TINY = dict(vocab=16, d_model=32, n_heads=2, n_layers=1, seq_len=16)
 
 def test_the_package_runs_the_notebooks_step():
     """e2e.amp_step is a checked call of the exported make_step, and e2e.train's default step is that one."""
-    assert face.amp_step is e2e.amp_step and e2e._make_step is key_code.make_step
+    assert face.amp_step is e2e.amp_step and e2e.key_code is key_code  # the step is called as key_code.make_step
     calls = []
     real = key_code.make_step
 
@@ -29,7 +29,7 @@ def test_the_package_runs_the_notebooks_step():
         return real(*args)
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(e2e, "_make_step", spy)
+    mp.setattr(key_code, "make_step", spy)
     try:
         r = e2e.train("bf16 autocast", steps=3, progress=False, model_kwargs=TINY, batch=2)
     finally:
