@@ -175,3 +175,18 @@ def test_a_topic_exports_its_modules_public_names():
         assert len(names) == len(set(names)), f"two modules of {t} export one name"
         assert sorted(package.__all__) == sorted(names)
         assert all(getattr(package, n) is not None for n in names)
+
+
+def test_no_public_name_is_imported_under_a_private_alias():
+    """`from x import name as _name` hides where a helper comes from and makes a public name look private: the
+    package imports names as they are, or calls them module-qualified (`_validate.seed(...)`) where they would clash."""
+    aliased = []
+    for name, path in MODULES.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                aliased += [
+                    f"{name}: {a.name} as {a.asname}"
+                    for a in node.names
+                    if a.asname and a.asname.startswith("_") and not a.name.startswith("_")
+                ]
+    assert not aliased, aliased

@@ -9,7 +9,8 @@ import copy
 import torch
 from torch import nn
 
-from .._validate import flag, positive, seed as _seed
+from .. import _validate
+from .._validate import flag, positive
 from ..checks import CheckResult, is_placeholder
 from ..debug.experiments import KeepFP32, broken_training_setup, trace_overflow
 
@@ -23,7 +24,7 @@ def check_first_bad_layer(answer, seed: int = 3) -> CheckResult:
     """Exercise: the name of the first module of :func:`amp_lessons.debug.broken_training_setup`
     (``seed``) whose output holds an inf or a NaN under fp16 autocast (as ``named_modules`` spells it,
     e.g. ``"block0.wi"``). Checked with :func:`amp_lessons.debug.trace_overflow`, run now."""
-    seed = _seed(seed)
+    seed = _validate.seed(seed)
     if is_placeholder(answer):
         return CheckResult(
             False, "replace `...` with a module name as named_modules() spells it, such as 'block0.wi'", todo=True

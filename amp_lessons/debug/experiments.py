@@ -31,18 +31,18 @@ from torch.profiler import ProfilerActivity, profile
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from .. import device as _device_mod, timing
+from .. import _validate, timing
 from .._runtime import quiet_fd2
 from .._table import Cell, TableRecord
 from .._validate import (
     count,
-    flag as _flag,
-    int_at_least as _int_at_least,
+    flag,
+    int_at_least,
     model_call,
     positive,
-    seed as _seed,
 )
 from ..autocast.experiments import DEVICE_TYPES
+from ..device import cpu_info, gpu_info
 from ..e2e.experiments import matmul_rates
 from ..formats import get_format
 from .key_code import KeepFP32
@@ -270,7 +270,7 @@ class OverflowTrace:
         return None
 
     def rows(self, leaves_only: bool = False) -> list[dict]:
-        leaves_only = _flag(leaves_only, "leaves_only")
+        leaves_only = flag(leaves_only, "leaves_only")
         out = []
         for r in self.records:
             if r.output is None or (leaves_only and r.type == "Sequential"):
@@ -484,7 +484,7 @@ def t5_like_model(seed: int = 0, *, blocks: int = 3, bad_block: int | None = 1, 
     near 1e3), as T5's did (trained in bf16, its FFN outputs exceeded
     fp16's 65504): harmless in fp32 and bf16 (the LayerNorm after it rescales), inf in fp16. The first
     module to overflow fp16 is therefore ``f"block{bad_block}.wo"``, known in advance."""
-    seed = _seed(seed)
+    seed = _validate.seed(seed)
     blocks = count(blocks, "blocks", 1, 256)
     gain = positive(gain, "gain")
     if bad_block is not None and not (
@@ -509,7 +509,7 @@ def t5_like_model(seed: int = 0, *, blocks: int = 3, bad_block: int | None = 1, 
 
 def t5_like_batch(seed: int = 0, batch: int = 8) -> tuple[torch.Tensor, torch.Tensor]:
     """``(x, y)``: inputs (batch, 16) of magnitude about 30 and regression targets (batch, 4), seeded."""
-    g = torch.Generator().manual_seed(_seed(seed))
+    g = torch.Generator().manual_seed(_validate.seed(seed))
     batch = count(batch, "batch", 1, 1_000_000, "rows of 16 inputs")
     return 30 * torch.randn(batch, 16, generator=g), torch.randn(batch, 4, generator=g)
 
@@ -518,7 +518,7 @@ def broken_training_setup(seed: int = 3):
     """The lesson's "broken training script": ``(model, x, y)`` where the model is a
     :func:`t5_like_model` with 5 blocks, one of which (chosen by ``seed``) overflows fp16. Its fp16
     autocast loss is NaN; its fp32 loss is finite."""
-    seed = _seed(seed)
+    seed = _validate.seed(seed)
     bad_block = 1 + (seed * 7 + 2) % 4  # one of blocks 1..4, not the same for every seed
     model = t5_like_model(seed, blocks=5, bad_block=bad_block)
     x, y = t5_like_batch(seed)
@@ -573,7 +573,8 @@ class Triage(TableRecord):
 
     @property
     def within_spread(self) -> bool:
-        """Whether the fp32 and autocast step times overlap: then the runs do not show either one faster."""
+        """Whether the fp32 and autocast step times' interquartile ranges overlap: then the runs do not show either
+        one faster."""
         return self.timings.overlap
 
     @property
@@ -593,7 +594,12 @@ class Triage(TableRecord):
     @property
     def verdict(self) -> str:
         held = [f for f in self.findings if f[1]]
-        if self.within_spread:
+        if self.timings.too_noisy:
+            head = (
+                f"AMP is {self.speedup:.2f}x the fp32 speed here (fastest steps), but the step times varied too much "
+                "to judge (a machine busy with other work): run it again when the machine is idle."
+            )
+        elif self.within_spread:
             head = (
                 f"AMP is {self.speedup:.2f}x the fp32 speed here (fastest steps), within the run-to-run spread: "
                 "no difference shown."
@@ -683,12 +689,12 @@ def _hardware(device_type: str, dtype: torch.dtype) -> tuple[str, bool]:
     """(description, has fast low-precision matmuls) from the device probes."""
     name = "fp16" if dtype == torch.float16 else "bf16"
     if device_type == "cuda":
-        g = _device_mod.gpu_info()
+        g = gpu_info()
         if g is None:
             return "no CUDA GPU", False
         fast = g.fp16_tensor_cores if dtype == torch.float16 else g.bf16
         return f"{g.name}: {name} tensor cores {'yes' if fast else 'no'}", fast
-    c = _device_mod.cpu_info()
+    c = cpu_info()
     fast = c.fp16_hardware if dtype == torch.float16 else c.bf16_hardware
     return f"{c.name} ({c.capability}): {name} matrix instructions {'yes' if fast else 'no'}", fast
 
@@ -733,7 +739,7 @@ def why_not_faster(
     launch_ratio = positive(launch_ratio, "launch_ratio")
     if launch_ratio <= 1:
         raise ValueError(f"launch_ratio={launch_ratio!r} is not allowed: it must be a number > 1 (e.g. 1.3)")
-    batch_dim = _int_at_least(batch_dim, "batch_dim", 0)
+    batch_dim = int_at_least(batch_dim, "batch_dim", 0)
     if not any(isinstance(a, torch.Tensor) and a.dim() > batch_dim for a in args):
         dims = [a.dim() for a in args if isinstance(a, torch.Tensor)]
         raise ValueError(

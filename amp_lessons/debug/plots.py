@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from .._draw import OVERFLOW_COLOR, axes_for, legend_outside, styled
-from .._validate import flag as _flag
+from .._validate import flag
 from ..debug.experiments import DtypeMap, OverflowTrace
 from ..formats import get_format
 from ..style import format_color
@@ -27,7 +27,7 @@ def plot_trace(trace: OverflowTrace, ax=None, *, leaves_only: bool = True) -> Ax
     overflow the first traced format, are red (gid ``"overflow"``); the others grey (gid ``"ok"``)."""
     if not isinstance(trace, OverflowTrace):
         raise TypeError(f"trace must be an OverflowTrace from debug.trace_overflow, got {type(trace).__name__}")
-    rows = trace.rows(_flag(leaves_only, "leaves_only"))
+    rows = trace.rows(flag(leaves_only, "leaves_only"))
     if not rows:
         raise ValueError("the trace has no module with a floating-point output to draw")
     ax = axes_for(ax, (9, 0.32 * len(rows) + 1.6))

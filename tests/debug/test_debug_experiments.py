@@ -3,6 +3,7 @@ including ones built to fail at a known layer."""
 
 import math
 import warnings
+import weakref
 
 import pytest
 import torch
@@ -332,6 +333,8 @@ def test_triage_verdict_with_and_without_overlap(triage):
     assert "ms" in str(apart).splitlines()[0]
     close = dataclasses.replace(apart, amp_step_s=0.009, amp_times_s=(0.009, 0.0108))  # quartiles overlap fp32's
     assert close.within_spread and close.verdict.startswith("AMP is 1.11x the fp32 speed here (fastest steps), within")
+    busy = dataclasses.replace(apart, amp_times_s=(0.002, 0.03, 0.2, 0.25), fp32_times_s=(0.010, 0.02, 0.3, 0.4))
+    assert busy.timings.too_noisy and "varied too much to judge" in busy.verdict and "faster here" not in busy.verdict
 
 
 def test_trace_table_keeps_module_names_whole(t5):
@@ -360,3 +363,32 @@ def test_dtype_table_of_all_settings(t5):
     assert maps[0]._repr_html_() == debug.DtypeTable.of(maps[:1])._repr_html_()
     with pytest.raises(TypeError, match="maps must be a non-empty list of debug.dtype_map results"):
         debug.DtypeTable.of([])
+
+
+def test_dtype_table_says_the_autocast_copies_live_until_backward(t5):
+    """The table's note keeps the lesson's claim (the copies are saved for backward), in text and in HTML."""
+    model, x, y = t5
+    t = debug.DtypeTable.of([debug.dtype_map(model, x, loss_fn=mse(y), setting="autocast bf16")])
+    note = "autograd saves them for the backward pass, so they live until backward frees the graph"
+    assert note in str(t) and note in t._repr_html_()
+
+
+def test_autograd_saves_the_autocast_weight_copy_until_backward():
+    """The fact behind the note: a Linear under autocast, on an input that requires grad, saves a bf16 copy of its
+    weight for backward; it outlives the autocast region and is freed by backward."""
+    layer = nn.Linear(16, 8)
+    inp = torch.randn(4, 16, requires_grad=True)
+    saved = []
+
+    def pack(t):
+        saved.append(weakref.ref(t))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = layer(inp)
+    w16 = layer.weight.detach().to(torch.bfloat16)
+    copies = [r for r in saved if r().dtype == torch.bfloat16 and torch.equal(r().T, w16)]
+    assert len(copies) == 1 and copies[0]() is not None
+    out.float().sum().backward()
+    assert copies[0]() is None
