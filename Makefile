@@ -34,7 +34,7 @@ lab: setup
 ## The explorers for the projector (Voila, no code shown; large type, one explorer per screen; localhost only).
 ## The course's template (presenter/jupyter) keeps the page offline.
 present: setup
-	JUPYTER_PATH=presenter/jupyter $(VENV)/bin/voila presenter/explorers.ipynb --template=amp-offline --Voila.ip=127.0.0.1
+	JUPYTER_PATH=presenter/jupyter $(VENV)/bin/voila presenter/explorers.ipynb --template=amp-offline --Voila.ip=127.0.0.1 '--VoilaConfiguration.extension_allowlist=["@jupyter-widgets/jupyterlab-manager", "@voila-dashboards/widgets-manager8"]' --VoilaConfiguration.preheat_kernel=True
 
 ## Every test: unit tests, every notebook executed and compared by nbval, and the real-browser tests
 ## (JupyterLab and the Voila presenter view in Chromium; skipped with a message where Chromium is missing).

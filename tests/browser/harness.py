@@ -45,6 +45,14 @@ CHROMIUM_FLAGS = [
 # The presenter page's offline Voila template (presenter/jupyter/voila/templates/amp-offline).
 VOILA_TEMPLATE = "amp-offline"
 VOILA_JUPYTER_PATH = REPO / "presenter" / "jupyter"
+# Voilà's options beyond the template, the same as the Makefile's `present` line (test_voila_presenter.py checks
+# that they match): only the two extensions that draw the widgets are loaded (Voilà would also load
+# jupyterlab_pygments, code highlighting for a page that shows no code), and one kernel is kept pre-heated (the
+# notebook already run when the page is asked for; Voilà starts the next one as soon as one is taken).
+VOILA_OPTIONS = [
+    '--VoilaConfiguration.extension_allowlist=["@jupyter-widgets/jupyterlab-manager", "@voila-dashboards/widgets-manager8"]',
+    "--VoilaConfiguration.preheat_kernel=True",
+]
 VIEWPORT = {"width": 1400, "height": 1000}
 # Figures for the end-of-run summary travel in report.user_properties under this key (root conftest.py).
 FIGURE_KEY = "amp-figure"
@@ -169,6 +177,7 @@ class Server:
                 "--Voila.ip=127.0.0.1",
                 f"--token={self.token}",
                 f"--template={VOILA_TEMPLATE}",
+                *VOILA_OPTIONS,
             ]
             env["JUPYTER_PATH"] = str(VOILA_JUPYTER_PATH)
         self._log = open(self.log_path, "w", encoding="utf-8")
