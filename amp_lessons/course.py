@@ -44,7 +44,7 @@ LESSONS: tuple[Lesson, ...] = (
         "01",
         "01_float_formats.ipynb",
         "Floating-point formats and their bits",
-        45,
+        50,
         "fp32, TF32, fp16, bf16, fp8 as bits; range versus precision; rounding and its error",
         topic="bits",
     ),
@@ -145,7 +145,7 @@ LESSONS: tuple[Lesson, ...] = (
         "09",
         "09_distributed.ipynb",
         "Mixed precision at scale: DDP and FSDP2",
-        50,
+        60,
         "real gloo process groups: dtypes of DDP and FSDP2 steps, one scaler decision, bytes per parameter, "
         "the precision of gradient reduction",
         topic="distributed",

@@ -147,3 +147,16 @@ def test_every_exercise_has_a_heading_and_a_time(path):
     assert sum(minutes.values()) <= LESSONS[path.name].minutes, (minutes, LESSONS[path.name].minutes)
     if any(STARTER.search(c.source) for c in cells if c.cell_type == "code"):
         assert minutes and sorted(minutes, key=int) == [str(n) for n in range(1, len(minutes) + 1)], minutes
+
+
+@pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name in LESSONS], ids=lambda p: p.name)
+def test_a_lessons_sections_fit_its_time(path):
+    """The time estimates of a lesson's sections ("## 3 · ... (25 min)") add up to no more than the lesson's minutes
+    in the schedule, and the notebook's own "Time:" line says those minutes."""
+    cells = nbformat.read(path, as_version=4).cells
+    text = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    sections = [int(m) for m in re.findall(r"^##\s.*\((\d+) min\)\s*$", text, re.M)]
+    minutes = LESSONS[path.name].minutes
+    assert sum(sections) <= minutes, (path.name, sections, minutes)
+    said = re.search(r"\*\*Time:\*\*\s*(\d+) minutes", text)
+    assert said is None or int(said.group(1)) == minutes, (path.name, said.group(0), minutes)
