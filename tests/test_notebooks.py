@@ -145,6 +145,7 @@ def test_every_exercise_has_a_heading_and_a_time(path):
                 f"the starter cell {c.source.splitlines()[0]!r} has no 'Exercise N — ... (M min)' heading above it"
             )
     assert sum(minutes.values()) <= LESSONS[path.name].minutes, (minutes, LESSONS[path.name].minutes)
+    assert list(minutes) == sorted(minutes, key=int), f"exercises out of order in the notebook: {list(minutes)}"
     if any(STARTER.search(c.source) for c in cells if c.cell_type == "code"):
         assert minutes and sorted(minutes, key=int) == [str(n) for n in range(1, len(minutes) + 1)], minutes
 
