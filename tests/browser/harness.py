@@ -279,6 +279,7 @@ _WATCH_JS = """
   for (const ev of ['keydown', 'change', 'click', 'input']) root.addEventListener(ev, start, true);
   new MutationObserver(records => {
     const now = performance.now();
+    if (w.t0 === null) return;  // a late redraw of the previous action, before this one began: not this one's
     for (const r of records) {
       if (r.target.closest && r.target.closest('.widget-slider, .widget-dropdown, .widget-text')) continue;
       if (r.type === 'attributes' && r.attributeName !== 'src') continue;
@@ -353,6 +354,7 @@ class DemoDriver:
             self.changes += 1
             if measure:
                 end = s["img"] if s["img"] is not None else s["first"]
+                assert end >= s["t0"], f"{self.name}: {description}: a redraw timed before the action ({s})"
                 self.latencies_ms.append(end - s["t0"])
                 if os.environ.get("AMP_COURSE_TRACE"):
                     print(f"{self.name}: {description}: {end - s['t0']:.0f} ms")
