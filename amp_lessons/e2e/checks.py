@@ -60,6 +60,23 @@ def _starter(model, optimizer, scaler, x, y):
     optimizer.zero_grad()
 
 
+def _same_bits(got, params) -> bool:
+    """Whether two lists of parameters are equal bit for bit, NaN included (``params`` None: a run that failed)."""
+    return params is not None and all(
+        torch.equal(a.view(torch.int32), b.view(torch.int32)) for a, b in zip(got, params)
+    )
+
+
+def _known_mistake(run, step, variants, got, scales) -> CheckResult | None:
+    """ "Close, but ..." for the first of ``variants`` ((keyword arguments of ``step``, hint)) whose run gives the
+    learner's parameters and scales exactly; None when none does."""
+    for kwargs, hint in variants:
+        params, sc, _ = run(lambda *a, kw=kwargs: step(*a, **kw))
+        if _same_bits(got, params) and scales == sc:
+            return CheckResult(False, f"close, but {hint}")
+    return None
+
+
 def check_clipped_amp_step(fn) -> CheckResult:
     """Exercise: ``fn(model, optimizer, scaler, x, y)`` runs one training step of ``model`` under fp16 autocast
     (``torch.autocast("cpu", dtype=torch.float16)``; MSE loss on the fp32-upcast output) with ``scaler``
@@ -77,14 +94,10 @@ def check_clipped_amp_step(fn) -> CheckResult:
     if err:
         return CheckResult(False, err)
     want, want_scales, _ = _run(_reference)
-
-    def same(params):
-        return params is not None and all(torch.equal(a, b) for a, b in zip(got, params))
-
-    if same(want) and scales == want_scales:
+    if _same_bits(got, want) and scales == want_scales:
         return CheckResult(True, "autocast forward, scaled backward, unscale_, clip, step, update: the recipe's step")
     params, sc, _ = _run(_starter)
-    if same(params) and scales == sc:
+    if _same_bits(got, params) and scales == sc:
         return CheckResult(
             False,
             "so far this is the starter's plain fp32 step: it uses neither autocast nor the scaler, and nothing "
@@ -104,10 +117,9 @@ def check_clipped_amp_step(fn) -> CheckResult:
             "the forward ran in fp32: run model(x) and the loss under torch.autocast('cpu', dtype=torch.float16)",
         ),
     )
-    for kwargs, hint in variants:
-        params, sc, _ = _run(lambda *a, kw=kwargs: _reference(*a, **kw))
-        if same(params) and scales == sc:
-            return CheckResult(False, f"close, but {hint}")
+    close = _known_mistake(_run, _reference, variants, got, scales)
+    if close is not None:  # a CheckResult is falsy when not ok
+        return close
     if scales != want_scales:
         return CheckResult(False, f"the scaler's scale went {scales}, not as in the recipe: use scaler.scale(loss), "
                                   "scaler.step(optimizer) and scaler.update()")  # fmt: skip
@@ -209,21 +221,15 @@ def check_accumulated_amp_step(fn) -> CheckResult:
     if err:
         return CheckResult(False, err)
     want, want_scales, _ = _run_accumulated(_accumulate)
-
-    def same(params):  # bit for bit, NaN included (an fp32 run through the overflowing micro-batch ends in NaN)
-        return params is not None and all(
-            torch.equal(a.view(torch.int32), b.view(torch.int32)) for a, b in zip(got, params)
-        )
-
-    if same(want) and scales == want_scales:
+    if _same_bits(got, want) and scales == want_scales:
         return CheckResult(
             True,
             "one scaled backward per micro-batch, each loss divided by their number, then one step and one update: "
             f"the step whose micro-batch overflowed was skipped whole, and the scale halved once "
             f"({want_scales[_OVERFLOW_STEP - 1]:g} to {want_scales[_OVERFLOW_STEP]:g})",
         )
-    params, sc, _ = _run_accumulated(_accumulation_starter)
-    if same(params) and scales == sc:
+    params, sc, _ = _run_accumulated(_accumulation_starter)  # an fp32 run through the overflow ends in NaN
+    if _same_bits(got, params) and scales == sc:
         return CheckResult(
             False,
             "so far this is the starter: an fp32 optimizer step per micro-batch, with neither autocast nor the scaler. "
@@ -250,10 +256,9 @@ def check_accumulated_amp_step(fn) -> CheckResult:
             "the forward ran in fp32: run model(x) and the loss under torch.autocast('cpu', dtype=torch.float16)",
         ),
     )
-    for kwargs, hint in variants:
-        params, sc, _ = _run_accumulated(lambda *a, kw=kwargs: _accumulate(*a, **kw))
-        if same(params) and scales == sc:
-            return CheckResult(False, f"close, but {hint}")
+    close = _known_mistake(_run_accumulated, _accumulate, variants, got, scales)
+    if close is not None:  # a CheckResult is falsy when not ok
+        return close
     if scales != want_scales:
         return CheckResult(
             False,
