@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 
 import torch
+import torch._dynamo  # noqa: F401 - before any patch: at import it records torch.backends.mps.is_available.__wrapped__
 from torch._subclasses import fake_tensor
 
 
