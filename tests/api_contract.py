@@ -283,6 +283,8 @@ def _valid_value(name: str, qualname: str):
             for f in ("recipe_quantize", "recipe_table", "recipe_tensor", "recipe_run")
         },
         "micro.recipe_stats": {"x": lambda: torch.randn(64), "q": lambda: torch.randn(64)},
+        "micro.get_recipe": {"recipe": lambda: "NVFP4"},
+        "fp8.get_scaling_method": {"method": lambda: "block 1x128"},
         "checks.off_by": {"got": lambda: 2.0, "want": lambda: 1.0},
         "checks.same_value": {"got": lambda: 1.0, "want": lambda: 1.0},
         "e2e.amp_step": {

@@ -52,6 +52,9 @@ from .key_code import Fp8LinearFn, amax_scale, block_scales, fake_quantize, floa
 __all__ = [
     "ScaledMMComparison",
     "BLOCK_SHAPES",
+    "SCALING_METHOD_BY_NAME",
+    "SCALINGS",
+    "ScalingMethod",
     "DelayedScaler",
     "Fp8Linear",
     "Fp8LinearFn",
@@ -63,6 +66,7 @@ __all__ = [
     "cast_stats",
     "fake_quantize",
     "fp8_linear_check",
+    "get_scaling_method",
     "model_tensors",
     "scaled_mm_compare",
     "scaling_errors",
@@ -72,12 +76,74 @@ __all__ = [
 
 MAX_DIM = 65_536  # the largest matrix dimension the course accepts (a typo must not fill the memory)
 
-SCALING_METHODS = ("no scaling", "per-tensor", "delayed", "block 1x128", "block 128x128")
-"""The methods :func:`scaling_errors` knows ("block RxC" for any block shape works too)."""
-
 BLOCK_SHAPES = {"1x32": (1, 32), "1x128": (1, 128), "128x128": (128, 128)}
 """Common block shapes: 1x32 (OCP MX formats, power-of-two scales), 1x128 (activations and
 gradients) and 128x128 (weights) of recent large-model fp8 recipes (e.g. DeepSeek-V3)."""
+
+SCALINGS = ("none", "per-tensor", "delayed", "block")
+"""Where a :class:`ScalingMethod`'s scale comes from: nowhere (1), the tensor's amax, an amax history, each block's
+amax."""
+
+
+@dataclass(frozen=True)
+class ScalingMethod:
+    """A way to scale a tensor before its fp8 cast, as :func:`scaling_errors` applies it: ``name`` is the name rows and
+    legends show, ``scaling`` one of :data:`SCALINGS`, ``block`` the (rows, columns) of a block sharing one scale
+    ("block" only). :data:`SCALING_METHOD_BY_NAME` holds the course's methods; :meth:`blocks` makes a block method of
+    any shape."""
+
+    name: str
+    scaling: str
+    block: tuple[int, int] | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"name must be a non-empty str (the method's display name), got {self.name!r}")
+        if self.scaling not in SCALINGS:
+            raise ValueError(f"scaling={self.scaling!r} is not allowed: use one of {', '.join(map(repr, SCALINGS))}")
+        if (self.block is None) != (self.scaling != "block"):
+            raise ValueError(f"block={self.block!r} is not allowed with scaling={self.scaling!r}: a (rows, columns) "
+                             "pair for 'block', None for the others")  # fmt: skip
+        if self.block is not None:
+            if not isinstance(self.block, tuple) or len(self.block) != 2:
+                raise TypeError(f"block must be a (rows, columns) tuple, got {self.block!r}")
+            for n, what in zip(self.block, ("block[0]", "block[1]")):
+                count(n, what, 1, MAX_DIM)
+
+    @classmethod
+    def blocks(cls, rows: int, cols: int) -> ScalingMethod:
+        """The block method of ``rows`` x ``cols`` blocks, named ``"block {rows}x{cols}"``."""
+        rows, cols = count(rows, "rows", 1, MAX_DIM), count(cols, "cols", 1, MAX_DIM)
+        return cls(f"block {rows}x{cols}", "block", (rows, cols))
+
+
+SCALING_METHOD_BY_NAME = {
+    m.name: m
+    for m in (
+        ScalingMethod("no scaling", "none"),
+        ScalingMethod("per-tensor", "per-tensor"),
+        ScalingMethod("delayed", "delayed"),
+        *(ScalingMethod.blocks(*shape) for shape in BLOCK_SHAPES.values()),
+    )
+}
+"""The course's scaling methods by display name: no scaling, per-tensor, delayed and a block method of each of
+:data:`BLOCK_SHAPES`."""
+
+SCALING_METHODS = ("no scaling", "per-tensor", "delayed", "block 1x128", "block 128x128")
+"""The methods :func:`scaling_errors` compares unless told otherwise (names of :data:`SCALING_METHOD_BY_NAME`)."""
+
+
+def get_scaling_method(method: str | ScalingMethod) -> ScalingMethod:
+    """The :class:`ScalingMethod` named ``method`` (a name of :data:`SCALING_METHOD_BY_NAME`), or ``method`` itself
+    when it is one."""
+    if isinstance(method, ScalingMethod):
+        return method
+    if isinstance(method, str) and method in SCALING_METHOD_BY_NAME:
+        return SCALING_METHOD_BY_NAME[method]
+    raise ValueError(
+        f"method={method!r} is not allowed: use a ScalingMethod (ScalingMethod.blocks(rows, cols) for other block "
+        f"shapes) or one of {', '.join(map(repr, SCALING_METHOD_BY_NAME))}"
+    )
 
 _PROBES = (500.0, 1e5, math.inf, math.nan)
 
@@ -284,27 +350,19 @@ def as_matrix(x, what: str = "x") -> torch.Tensor:
     return x.reshape(1, -1) if x.dim() <= 1 else x.reshape(-1, x.shape[-1])
 
 
-def _method_scale(method: str, x: torch.Tensor, f: FloatFormat, delayed_history) -> torch.Tensor | float:
+def _method_scale(method: ScalingMethod, x: torch.Tensor, f: FloatFormat, delayed_history) -> torch.Tensor | float:
     """The scale (a number, or a per-element tensor) each method multiplies x by before the cast."""
-    if method == "no scaling":
+    if method.scaling == "none":
         return 1.0
-    if method == "per-tensor":
+    if method.scaling == "per-tensor":
         return amax_scale(x, f)
-    if method == "delayed":
+    if method.scaling == "delayed":
         scaler = DelayedScaler(f, history_len=max(len(delayed_history), 1))
         amax = float(x.abs().max())
         for factor in delayed_history:
             scaler._history.append(amax * factor)
         return scaler.scale if scaler.scale is not None else amax_scale(x, f)
-    if method.startswith("block "):
-        try:
-            br, bc = (int(v) for v in method[6:].split("x"))
-        except ValueError:
-            raise ValueError(f"block method {method!r} must read 'block RxC', e.g. 'block 1x128'") from None
-        return block_scale_map(x, f, br, bc)
-    raise ValueError(
-        f"unknown scaling method {method!r}: use some of {', '.join(map(repr, SCALING_METHODS))} (or 'block RxC')"
-    )
+    return block_scale_map(x, f, *method.block)
 
 
 def cast_stats(x: torch.Tensor, scaled: torch.Tensor, q_scaled: torch.Tensor, f: FloatFormat, q: torch.Tensor) -> dict:
@@ -332,7 +390,8 @@ def cast_stats(x: torch.Tensor, scaled: torch.Tensor, q_scaled: torch.Tensor, f:
 def scaling_errors(
     tensors: dict, fmt="fp8_e4m3", methods=SCALING_METHODS, *, delayed_history=(0.8, 0.85, 0.9, 0.95)
 ) -> list[dict]:
-    """The error of fp8 casting with each scaling method on each tensor.
+    """The error of fp8 casting with each scaling method on each tensor. ``methods``: names of
+    :data:`SCALING_METHOD_BY_NAME` or :class:`ScalingMethod` records (one, or a list).
 
     Rows ``{"tensor", "method", "fmt", "relative error", "flushed", "saturated"}``: relative error
     ``||q - x|| / ||x||`` (inf if a value overflowed to inf), the fraction of the values that are
@@ -346,14 +405,11 @@ def scaling_errors(
     f = get_format(fmt)
     if not isinstance(tensors, dict) or not tensors:
         raise TypeError("tensors must be a non-empty dict name -> tensor (e.g. model_tensors())")
-    methods = [methods] if isinstance(methods, str) else list(sequence(methods, "methods", "method names"))
+    if isinstance(methods, (str, ScalingMethod)):
+        methods = [methods]
+    methods = [get_scaling_method(m) for m in sequence(methods, "methods", "method names or ScalingMethods")]
     if not methods:
         raise ValueError("methods is empty")
-    for m in methods:
-        if not (m in SCALING_METHODS or (isinstance(m, str) and m.startswith("block "))):
-            raise ValueError(
-                f"unknown scaling method {m!r}: use some of {', '.join(map(repr, SCALING_METHODS))} (or 'block RxC')"
-            )
 
     rows = []
     with one_thread():
@@ -364,7 +420,7 @@ def scaling_errors(
                 scaled = x * s
                 q_scaled = quantize(scaled, f)
                 rows.append(
-                    {"tensor": name, "method": m, "fmt": f.name, **cast_stats(x, scaled, q_scaled, f, q_scaled / s)}
+                    {"tensor": name, "method": m.name, "fmt": f.name, **cast_stats(x, scaled, q_scaled, f, q_scaled / s)}
                 )
     return rows
 

@@ -34,13 +34,17 @@ __all__ = [
     "MAX_ELEMENTS",
     "MX_ELEMENT_FORMATS",
     "RECIPES",
+    "RECIPE_BY_NAME",
+    "RECIPE_SCALINGS",
     "SCALE_RULES",
     "SPIKE_STEP",
     "STEPS",
     "TENSOR_KINDS",
     "UPDATE_METHODS",
     "BlockQuantized",
+    "Recipe",
     "e8m0_round_up",
+    "get_recipe",
     "kahan_add",
     "mx_quantize",
     "mx_scale_exponents",
@@ -239,23 +243,102 @@ def scale_rule_clipping(x, element_format="fp8_e4m3", block: int = 32) -> dict:
 # --- recipes side by side ---------------------------------------------------------------------------
 
 TENSOR_KINDS = ("activations", "gradient", "weights")
-RECIPES = (
-    "per-tensor delayed (history 1)",
-    "per-tensor delayed (history 16)",
-    "per-tensor delayed (history 1024)",
-    "per-tensor current",
-    "per-tensor current (e5m2)",
-    "row-wise",
-    "block 1x128",
-    "block 128x128",
-    "MXFP8 (e4m3, floor)",
-    "MXFP8 (e4m3, rceil)",
-    "MXFP4 (floor)",
-    "MXFP4 (rceil)",
-    "NVFP4",
-)
 STEPS = 32  # the recipe tensors' training steps
 SPIKE_STEP = 20  # the step at which the gradient's maximum jumps
+RECIPE_SCALINGS = ("delayed", "current", "row-wise", "block", "mx", "nvfp4")
+"""Where a :class:`Recipe`'s scale comes from: an amax history ("delayed"), the tensor's own amax ("current"), each
+row's amax ("row-wise"), each block's amax ("block"), an e8m0 power of two per block ("mx", OCP MX) or an e4m3 scale
+per block under a float32 scale per tensor ("nvfp4")."""
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One way to store a tensor in 8 bits or fewer, as the recipe comparison runs it (:data:`RECIPES` names the
+    course's recipes, :data:`RECIPE_BY_NAME` holds them, :func:`get_recipe` finds one by its name).
+
+    ``name`` is the name tables and widgets show; ``scaling`` one of :data:`RECIPE_SCALINGS`; ``element_format`` the
+    format of the stored values; ``block`` the (rows, columns) sharing one scale ("block", "mx", "nvfp4"; the block
+    scales of "mx" and "nvfp4" span part of one row); ``history`` the number of earlier steps whose amaxes a
+    "delayed" scale takes; ``rule`` the e8m0 rule of "mx" scales (:data:`SCALE_RULES`)."""
+
+    name: str
+    scaling: str
+    element_format: str = "fp8_e4m3"
+    block: tuple[int, int] | None = None
+    history: int | None = None
+    rule: str | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise TypeError(f"name must be a non-empty str (the recipe's display name), got {self.name!r}")
+        _choice(self.scaling, RECIPE_SCALINGS, "scaling")
+        get_format(self.element_format)
+        if (self.block is None) != (self.scaling not in ("block", "mx", "nvfp4")):
+            raise ValueError(f"block={self.block!r} is not allowed with scaling={self.scaling!r}: a (rows, columns) "
+                             "pair for 'block', 'mx' and 'nvfp4', None for the others")  # fmt: skip
+        if self.block is not None:
+            if not isinstance(self.block, tuple) or len(self.block) != 2:
+                raise TypeError(f"block must be a (rows, columns) tuple, got {self.block!r}")
+            for n, what in zip(self.block, ("block[0]", "block[1]")):
+                _validate.count(n, what, 1, 4096)
+            if self.scaling in ("mx", "nvfp4") and self.block[0] != 1:
+                raise ValueError(f"block={self.block!r} is not allowed: {self.scaling} blocks span one row, (1, n)")
+        if (self.history is None) != (self.scaling != "delayed"):
+            raise ValueError(f"history={self.history!r} is not allowed with scaling={self.scaling!r}: a number of "
+                             "steps for 'delayed', None for the others")  # fmt: skip
+        if self.history is not None:
+            _validate.count(self.history, "history", 1, STEPS * 64)
+        if (self.rule is None) != (self.scaling != "mx"):
+            raise ValueError(f"rule={self.rule!r} is not allowed with scaling={self.scaling!r}: one of "
+                             f"{', '.join(map(repr, SCALE_RULES))} for 'mx', None for the others")  # fmt: skip
+        if self.rule is not None:
+            _choice(self.rule, SCALE_RULES, "rule")
+
+    @property
+    def bits_per_value(self) -> float:
+        """Storage per value: the element's bits, plus the 8 bits of a block scale shared by the block for "mx" and
+        "nvfp4" (the float32 scales of the fp8 recipes, one per tensor, row or 128-wide block, are not counted)."""
+        bits = get_format(self.element_format).bits
+        if self.scaling in ("mx", "nvfp4"):
+            return bits + 8 / (self.block[0] * self.block[1])
+        return float(bits)
+
+    def run(self, kind: str, step: int = SPIKE_STEP) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """:func:`recipe_run` of this recipe: ``(x, x as stored (dequantized), saturated)``."""
+        x = recipe_tensor(kind, step)
+        return (x, *_QUANTIZERS[self.scaling](self, x, kind, step))
+
+
+RECIPE_BY_NAME = {
+    r.name: r
+    for r in (
+        Recipe("per-tensor delayed (history 1)", "delayed", history=1),
+        Recipe("per-tensor delayed (history 16)", "delayed", history=16),
+        Recipe("per-tensor delayed (history 1024)", "delayed", history=1024),
+        Recipe("per-tensor current", "current"),
+        Recipe("per-tensor current (e5m2)", "current", "fp8_e5m2"),
+        Recipe("row-wise", "row-wise"),
+        Recipe("block 1x128", "block", block=(1, 128)),
+        Recipe("block 128x128", "block", block=(128, 128)),
+        Recipe("MXFP8 (e4m3, floor)", "mx", block=(1, 32), rule="floor"),
+        Recipe("MXFP8 (e4m3, rceil)", "mx", block=(1, 32), rule="rceil"),
+        Recipe("MXFP4 (floor)", "mx", "fp4_e2m1", block=(1, 32), rule="floor"),
+        Recipe("MXFP4 (rceil)", "mx", "fp4_e2m1", block=(1, 32), rule="rceil"),
+        Recipe("NVFP4", "nvfp4", "fp4_e2m1", block=(1, 16)),
+    )
+}
+"""The course's recipes by display name, in the order tables show them."""
+RECIPES = tuple(RECIPE_BY_NAME)
+"""The names of the course's recipes (the choices of widgets and :func:`recipe_table`)."""
+
+
+def get_recipe(recipe: str | Recipe) -> Recipe:
+    """The :class:`Recipe` named ``recipe`` (one of :data:`RECIPES`), or ``recipe`` itself when it is one."""
+    if isinstance(recipe, Recipe):
+        return recipe
+    if isinstance(recipe, str) and recipe in RECIPE_BY_NAME:
+        return RECIPE_BY_NAME[recipe]
+    raise ValueError(f"recipe={recipe!r} is not allowed: use a Recipe or one of {', '.join(map(repr, RECIPES))}")
 
 
 def recipe_tensor(kind: str, step: int = SPIKE_STEP) -> torch.Tensor:
@@ -293,8 +376,49 @@ def _fp8_scaled(x: torch.Tensor, scale, fmt: str = "fp8_e4m3") -> tuple[torch.Te
     return fp8.fake_quantize(x, fmt, scale), round_to_element(x * scale, fmt)[1]
 
 
-def recipe_run(recipe: str, kind: str, step: int = SPIKE_STEP) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(x, x as the recipe stores it (dequantized), saturated)`` for one tensor at one step; ``saturated`` marks
+def _delayed(r: Recipe, x: torch.Tensor, kind: str, step: int):
+    past = [_amax(kind, s) for s in range(max(0, step - r.history), step)]  # the last `history` amaxes
+    amax = max(past) if past else float(x.abs().max())  # step 0: no history yet, the current amax
+    return _fp8_scaled(x, fp8.amax_scale(torch.tensor([amax]), r.element_format), r.element_format)
+
+
+def _current(r: Recipe, x: torch.Tensor, kind: str, step: int):
+    return _fp8_scaled(x, fp8.amax_scale(x, r.element_format), r.element_format)
+
+
+def _row_wise(r: Recipe, x: torch.Tensor, kind: str, step: int):
+    amax = x.abs().amax(1, keepdim=True).double()
+    scale = torch.where(amax == 0, torch.ones_like(amax), get_format(r.element_format).max / amax).float()
+    return _fp8_scaled(x, scale, r.element_format)
+
+
+def _block(r: Recipe, x: torch.Tensor, kind: str, step: int):
+    q = fp8.blockwise_fake_quantize(x, r.block, r.element_format)[0]
+    scales = fp8.block_scale_map(x, get_format(r.element_format), *r.block)
+    return q, round_to_element(x * scales, r.element_format)[1]
+
+
+def _mx(r: Recipe, x: torch.Tensor, kind: str, step: int):
+    q = mx_quantize(x, r.element_format, r.rule, r.block[1])
+    return q.values, q.clipped
+
+
+def _nvfp4(r: Recipe, x: torch.Tensor, kind: str, step: int):
+    if r.element_format != "fp4_e2m1":
+        raise ValueError(f"element_format={r.element_format!r} is not allowed for NVFP4: its elements are fp4_e2m1")
+    q = nvfp4_quantize(x, block=r.block[1])
+    return q.values, q.clipped
+
+
+_QUANTIZERS = {"delayed": _delayed, "current": _current, "row-wise": _row_wise, "block": _block, "mx": _mx,
+               "nvfp4": _nvfp4}  # fmt: skip
+
+
+def recipe_run(
+    recipe: str | Recipe, kind: str, step: int = SPIKE_STEP
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(x, x as the recipe stores it (dequantized), saturated)`` for one tensor at one step; ``recipe`` is a name of
+    :data:`RECIPES` or a :class:`Recipe`. ``saturated`` marks
     the values the recipe clamped at its format's max (rounded to the format, x times its scale would exceed
     the max; a value that merely rounds down is not marked). Delayed recipes scale step ``step`` with the largest
     amax of the previous ``history`` steps (Transformer Engine's default "max" algorithm;
@@ -302,33 +426,10 @@ def recipe_run(recipe: str, kind: str, step: int = SPIKE_STEP) -> tuple[torch.Te
     the others scale from the tensor itself. Every fp8 recipe stores every tensor in e4m3 (as DeepSeek-V3's
     recipe does, https://arxiv.org/abs/2412.19437) except "per-tensor current (e5m2)": Transformer Engine's
     default ``Format.HYBRID`` stores the backward pass's tensors, gradients, in e5m2."""
-    _choice(recipe, RECIPES, "recipe")
-    x = recipe_tensor(kind, step)
-    if recipe.startswith("per-tensor delayed"):
-        history = int(recipe.split("history ")[1].rstrip(")"))
-        past = [_amax(kind, s) for s in range(max(0, step - history), step)]  # the last `history` amaxes
-        amax = max(past) if past else float(x.abs().max())  # step 0: no history yet, the current amax
-        return x, *_fp8_scaled(x, fp8.amax_scale(torch.tensor([amax]), "fp8_e4m3"))
-    if recipe.startswith("per-tensor current"):
-        fmt = "fp8_e5m2" if "e5m2" in recipe else "fp8_e4m3"
-        return x, *_fp8_scaled(x, fp8.amax_scale(x, fmt), fmt)
-    if recipe == "row-wise":
-        amax = x.abs().amax(1, keepdim=True).double()
-        return x, *_fp8_scaled(x, torch.where(amax == 0, torch.ones_like(amax), 448.0 / amax).float())
-    if recipe.startswith("block"):
-        br, bc = (int(n) for n in recipe.split()[1].split("x"))
-        q = fp8.blockwise_fake_quantize(x, (br, bc), "fp8_e4m3")[0]
-        scales = fp8.block_scale_map(x, get_format("fp8_e4m3"), br, bc)
-        return x, q, round_to_element(x * scales, "fp8_e4m3")[1]
-    if recipe.startswith("MX"):
-        fmt = "fp8_e4m3" if recipe.startswith("MXFP8") else "fp4_e2m1"
-        q = mx_quantize(x, fmt, recipe.rstrip(")").split(", ")[-1].split("(")[-1])
-        return x, q.values, q.clipped
-    q = nvfp4_quantize(x)
-    return x, q.values, q.clipped
+    return get_recipe(recipe).run(kind, step)
 
 
-def recipe_quantize(recipe: str, kind: str, step: int = SPIKE_STEP) -> tuple[torch.Tensor, torch.Tensor]:
+def recipe_quantize(recipe: str | Recipe, kind: str, step: int = SPIKE_STEP) -> tuple[torch.Tensor, torch.Tensor]:
     """``(x, x as the recipe stores it, dequantized)`` for one tensor at one step: :func:`recipe_run` without
     the saturation mask."""
     x, q, _ = recipe_run(recipe, kind, step)
@@ -367,14 +468,12 @@ def recipe_stats(x: torch.Tensor, q: torch.Tensor, saturated: torch.Tensor | Non
 
 
 def recipe_table(kind: str, step: int = SPIKE_STEP, recipes=RECIPES) -> list[dict]:
-    """One row per recipe for tensor ``kind`` at ``step``: its :func:`recipe_stats` and bits per value."""
+    """One row per recipe (a name of :data:`RECIPES` or a :class:`Recipe`) for tensor ``kind`` at ``step``: its
+    display name, bits per value and :func:`recipe_stats`."""
     rows = []
-    for r in _validate.sequence(recipes, "recipes", "recipe names"):
-        x, q, saturated = recipe_run(r, kind, step)
-        bits = (
-            4 + 8 / 32 if r.startswith("MXFP4") else 4 + 8 / 16 if r == "NVFP4" else 8 + 8 / 32 if "MXFP8" in r else 8
-        )
-        rows.append({"recipe": r, "bits per value": bits, **recipe_stats(x, q, saturated)})
+    for r in map(get_recipe, _validate.sequence(recipes, "recipes", "recipe names")):
+        x, q, saturated = r.run(kind, step)
+        rows.append({"recipe": r.name, "bits per value": r.bits_per_value, **recipe_stats(x, q, saturated)})
     return rows
 
 

@@ -184,6 +184,28 @@ def test_block_scaling_beats_per_tensor_with_outliers():
     assert err["per-tensor"]["flushed"] > 0.9 and err["block 1x128"]["flushed"] == 120 / x.numel()
 
 
+def test_scaling_methods_by_name_or_record():
+    """A method is its display name or a ScalingMethod record: both give the same rows; a block shape outside the
+    table is a record built by ScalingMethod.blocks, and a name that is not in the table is refused, naming it."""
+    assert set(fp8.SCALING_METHODS) <= set(fp8.SCALING_METHOD_BY_NAME)
+    assert all(m.name == n for n, m in fp8.SCALING_METHOD_BY_NAME.items())
+    assert fp8.get_scaling_method("block 1x128").block == (1, 128)
+    x = torch.randn(64, 256, generator=torch.Generator().manual_seed(1))
+    by_name = fp8.scaling_errors({"x": x}, methods=("per-tensor", "block 1x128"))
+    by_record = fp8.scaling_errors({"x": x}, methods=[fp8.SCALING_METHOD_BY_NAME[m] for m in ("per-tensor", "block 1x128")])
+    assert by_name == by_record
+    m = fp8.ScalingMethod.blocks(2, 64)
+    assert m == fp8.ScalingMethod("block 2x64", "block", (2, 64))
+    (row,) = fp8.scaling_errors({"x": x}, methods=m)
+    assert row["method"] == "block 2x64" and row["relative error"] < 0.04
+    with pytest.raises(ValueError, match="method='block 2x64' is not allowed: .*'block 1x128'"):
+        fp8.scaling_errors({"x": x}, methods="block 2x64")  # names are looked up, never parsed
+    with pytest.raises(ValueError, match="block=None is not allowed with scaling='block'"):
+        fp8.ScalingMethod("mine", "block")
+    with pytest.raises(ValueError, match="scaling='per-row' is not allowed"):
+        fp8.ScalingMethod("mine", "per-row")
+
+
 # --- errors on the model's tensors -------------------------------------------------------------------
 
 
@@ -208,7 +230,7 @@ def test_scaling_errors_on_model_tensors(tensors):
     assert all(by[(t, "delayed")]["saturated"] > 0 for t in tensors)
     e5 = fp8.scaling_errors({"g": tensors["activation gradients"]}, "fp8_e5m2", ("no scaling", "per-tensor"))
     assert e5[0]["flushed"] < by[("activation gradients", "no scaling")]["flushed"]  # e5m2 has range
-    with pytest.raises(ValueError, match="unknown scaling method"):
+    with pytest.raises(ValueError, match="method=.per-channel. is not allowed"):
         fp8.scaling_errors(tensors, methods=("per-channel",))
     with pytest.raises(TypeError, match="non-empty dict"):
         fp8.scaling_errors({})

@@ -290,6 +290,27 @@ def test_recipe_table_claims(tables):
         micro.recipe_quantize("fp3", "weights")
 
 
+def test_recipes_by_name_or_record():
+    """A recipe is its display name or a Recipe record (the table's, or one a learner builds): both run the same
+    quantization; a name outside the table is refused, naming it and the allowed names."""
+    assert micro.RECIPES == tuple(micro.RECIPE_BY_NAME)
+    assert all(r.name == n for n, r in micro.RECIPE_BY_NAME.items())
+    r = micro.get_recipe("per-tensor delayed (history 16)")
+    assert (r.scaling, r.history, r.element_format) == ("delayed", 16, "fp8_e4m3")
+    for a, b in zip(micro.recipe_run(r.name, "gradient"), micro.recipe_run(r, "gradient")):
+        assert torch.equal(a, b)
+    mine = micro.Recipe("block 1x64", "block", block=(1, 64))
+    (row,) = micro.recipe_table("activations", recipes=[mine])
+    assert row["recipe"] == "block 1x64" and row["bits per value"] == 8
+    assert micro.get_recipe("MXFP4 (rceil)").bits_per_value == 4.25
+    with pytest.raises(ValueError, match="recipe='block 1x64' is not allowed: .*'NVFP4'"):
+        micro.recipe_run("block 1x64", "activations")  # names are looked up, never parsed
+    with pytest.raises(ValueError, match="history=None is not allowed with scaling='delayed'"):
+        micro.Recipe("mine", "delayed")
+    with pytest.raises(ValueError, match="rule='round' is not allowed"):
+        micro.Recipe("mine", "mx", block=(1, 32), rule="round")
+
+
 def test_recipe_stats_on_known_errors():
     x = torch.tensor([1.0, 2.0, 0.001, 100.0])
     q = torch.tensor([1.0, 2.0, 0.0, 50.0])
