@@ -13,7 +13,7 @@ from .._draw import (
     decade_ticks,
     staircase,
 )
-from .._explorer import Picture, by_gid, error_html, failure_html, image, num, parse_value, readout_table
+from .._explorer import Explorer, Picture, by_gid, error_html, failure_html, num, parse_value, readout_table
 from .._table import TONES
 from ..bits.describe import BitInfo, describe_code, describe_value
 from ..bits.plots import plot_bit_layout, plot_range_precision, plot_spacing
@@ -47,7 +47,7 @@ _FIELD_TEXT = {
 }
 
 
-class BitExplorer:
+class BitExplorer(Explorer):
     """Type a value, pick a format, see (and flip) the bits it is stored as.
 
     ``value_box`` (Text: any number Python reads, including ``nan``, ``inf``, ``-0.0``),
@@ -56,8 +56,8 @@ class BitExplorer:
     ``readout`` (HTML) and ``image`` (the bit-layout plot). ``info`` is the shown
     :class:`~amp_lessons.bits.describe.BitInfo`; ``error`` the last input problem ("" if none).
 
-    A flip writes the new value into ``value_box``; a guard flag stops that write (and the
-    buttons' own resync) from re-entering the observers.
+    A flip writes the new value into ``value_box`` while the observers are held (as is the buttons'
+    own resync), then redraws once.
     """
 
     def __init__(self, value=0.1, fmt="fp16"):
@@ -70,30 +70,20 @@ class BitExplorer:
         )
         self.format_menu = widgets.Dropdown(options=list(self._formats), value=f.name, description="format")
         self.bit_row = widgets.HBox(layout=widgets.Layout(flex_flow="row wrap"))
-        self.readout = widgets.HTML()
-        self.image = image()
-        self.widget = widgets.VBox(
-            [
-                widgets.HBox([self.value_box, self.format_menu]),
-                self.bit_row,
-                self.readout,
-                self.image,
-                widgets.HTML(_BIT_CSS),
-            ]
-        )
-        self.widget.explorer = self
         self.info: BitInfo | None = None
         self.error = ""
-        self._busy = False
+        self._flipped: BitInfo | None = None  # the bit pattern a flip asked for, shown by the next draw
+        self._buttons_for = None  # the format the bit buttons are styled for
         # One pool of bit buttons, grown to the widest format shown and restyled on a format change:
         # switching formats then updates existing buttons instead of opening up to 32 new widgets.
         self._pool: list[widgets.ToggleButton] = []
         self._pictures: dict[str, Picture] = {}
         self._button_layout = widgets.Layout(width="30px", padding="0px")  # one, shared: cheaper rows
-        self.value_box.observe(self._on_value, names="value")
-        self.format_menu.observe(self._on_format, names="value")
-        self._use_buttons()
-        self.show_value()
+        super().__init__(
+            {"value": self.value_box, "format": self.format_menu},
+            [widgets.HBox([self.value_box, self.format_menu]), self.bit_row],
+            extra=[widgets.HTML(_BIT_CSS)],
+        )
 
     @property
     def fmt(self) -> FloatFormat:
@@ -102,14 +92,19 @@ class BitExplorer:
     # the actions a learner takes (each runs the same observers a click does)
     def set_value(self, value) -> None:
         """Type ``value`` (a number or a string) into the value box."""
-        self.value_box.value = value if isinstance(value, str) else repr(parse_value(value))
+        self.set(value=value)
 
     def set_format(self, name: str) -> None:
         """Pick format ``name`` from the menu."""
-        name = get_format(name).name
+        self.set(format=name)
+
+    def check(self, name: str, value):
+        if name == "value":  # a string is typed as is: an unreadable one is explained in the read-out
+            return value if isinstance(value, str) else repr(parse_value(value))
+        name = get_format(value).name
         if name not in self._formats:
             raise ValueError(f"format {name!r} is not in this explorer's menu: {', '.join(self._formats)}")
-        self.format_menu.value = name
+        return name
 
     def flip_bit(self, position: int) -> None:
         """Click the button of bit ``position`` (0 = least significant, bits-1 = sign)."""
@@ -121,44 +116,39 @@ class BitExplorer:
             raise ValueError(f"the bits are undefined: {self.info.formula}")
         button.value = not button.value
 
-    # observers
-    def _on_value(self, change) -> None:
-        if not self._busy:
-            self.show_value()
-
-    def _on_format(self, change) -> None:
-        if not self._busy:
-            self._use_buttons()
-            self.show_value()
+    def _on_change(self, change) -> None:  # typing a value or picking a format
+        self.show_value()
 
     def _on_bit(self, change) -> None:
-        if self._busy:
-            return
         row = self._row()
         self.show_code(sum(int(b.value) << (len(row) - 1 - i) for i, b in enumerate(row)))
 
     # updates
     def show_value(self) -> None:
         """Round the value box's value to the format and show it."""
-        try:
-            v = parse_value(self.value_box.value)
-        except ValueError as err:  # keep showing the last value, under the message
-            self.error = str(err)
-            self.readout.value = error_html(self.error) + (self._readout(self.info) if self.info else "")
-            return
-        self.error = ""
-        self._show(describe_value(v, self.fmt))
+        self.update()
 
     def show_code(self, code: int) -> None:
         """Show the value of bit pattern ``code`` and write it into the value box."""
-        info = describe_code(code, self.fmt)
-        self._busy = True
-        try:
+        self._flipped = info = describe_code(code, self.fmt)
+        with self.holding():
             self.value_box.value = repr(info.stored)
-        finally:
-            self._busy = False
+        self.update()
+
+    def draw(self):
+        if self._buttons_for != self.fmt.name:
+            self._use_buttons()
+        info, self._flipped = self._flipped, None
+        if info is None:
+            try:
+                v = parse_value(self.value_box.value)
+            except ValueError as err:  # keep showing the last value, under the message
+                self.error = str(err)
+                return error_html(self.error) + (self._readout(self.info) if self.info else ""), None
+            info = describe_value(v, self.fmt)
         self.error = ""
         self._show(info)
+        return self._readout(info), self._draw(info)
 
     def _row(self) -> list[widgets.ToggleButton]:
         """The buttons of the current format's bits, most significant first."""
@@ -168,7 +158,7 @@ class BitExplorer:
         f = self.fmt
         while len(self._pool) < f.bits:
             b = widgets.ToggleButton(description="0", layout=self._button_layout)
-            b.observe(self._on_bit, names="value")
+            self.watch(b, self._on_bit)
             self._pool.append(b)
         for i, b in enumerate(self._pool[: f.bits]):
             field = "sign" if i == 0 else "exponent" if i <= f.exponent_bits else "mantissa"
@@ -179,22 +169,18 @@ class BitExplorer:
                 b.add_class(f"amp-bit-{field}")
                 b.tooltip = f"bit {f.bits - 1 - i} ({field})"
         self.bit_row.children = self._row()
+        self._buttons_for = f.name
 
     def _show(self, info: BitInfo) -> None:
         self.info = info
         row = self._pool[: info.fmt.bits]
         digits = format(info.code, f"0{len(row)}b") if info.code is not None else None
-        self._busy = True
-        try:
+        with self.holding():
             for i, b in enumerate(row):
                 with b.hold_sync():
                     b.value = digits is not None and digits[i] == "1"
                     b.description = digits[i] if digits is not None else "?"
                     b.disabled = digits is None
-        finally:
-            self._busy = False
-        self.readout.value = self._readout(info)
-        self._draw(info)
 
     @staticmethod
     def _problem(info: BitInfo) -> str:
@@ -269,14 +255,14 @@ class BitExplorer:
             self._pictures[f.name] = pic
         return self._pictures[f.name]
 
-    def _draw(self, info: BitInfo) -> None:
+    def _draw(self, info: BitInfo) -> Picture:
         pic = self._picture(info.fmt)
         zeros, ones = pic.moving
         n = len(pic.centers)
         bits = np.array([c == "1" for c in format(info.code, f"0{n}b")]) if info.code is not None else None
         zeros.set_offsets(pic.centers[~bits] if bits is not None else np.empty((0, 2)))
         ones.set_offsets(pic.centers[bits] if bits is not None else np.empty((0, 2)))
-        self.image.value = pic.png()
+        return pic
 
 
 def bit_explorer(value=0.1, fmt="fp16") -> widgets.VBox:
@@ -284,7 +270,7 @@ def bit_explorer(value=0.1, fmt="fp16") -> widgets.VBox:
     return BitExplorer(value, fmt).widget
 
 
-class FormatDesigner:
+class FormatDesigner(Explorer):
     """Design a format with sliders: exponent bits (1..8), mantissa bits (0..23), encoding.
 
     Redraws its spacing next to fp32 / bf16 / fp16 and its range bar next to known formats, and
@@ -308,36 +294,15 @@ class FormatDesigner:
         self.exponent_slider = widgets.IntSlider(exponent_bits, min=1, max=8, description="exponent bits", style=style)
         self.mantissa_slider = widgets.IntSlider(mantissa_bits, min=0, max=23, description="mantissa bits", style=style)
         self.encoding_menu = widgets.Dropdown(options=list(ENCODINGS), value=encoding, description="encoding")
-        self.readout = widgets.HTML()
-        self.image = image()
-        self.widget = widgets.VBox(
-            [
-                widgets.HBox([self.exponent_slider, self.mantissa_slider, self.encoding_menu]),
-                self.readout,
-                self.image,
-            ]
-        )
-        self.widget.explorer = self
         self.fmt: FloatFormat | None = None
         self.error = ""
         self._pic = self._background_picture()
-        for w in (self.exponent_slider, self.mantissa_slider, self.encoding_menu):
-            w.observe(self._on_change, names="value")
-        self.update()
+        controls = dict(
+            exponent_bits=self.exponent_slider, mantissa_bits=self.mantissa_slider, encoding=self.encoding_menu
+        )
+        super().__init__(controls)
 
-    def set(self, exponent_bits=None, mantissa_bits=None, encoding=None) -> None:
-        """Move the sliders / pick the encoding (each change runs the observers, as a drag does)."""
-        if exponent_bits is not None:
-            self.exponent_slider.value = exponent_bits
-        if mantissa_bits is not None:
-            self.mantissa_slider.value = mantissa_bits
-        if encoding is not None:
-            self.encoding_menu.value = encoding
-
-    def _on_change(self, change) -> None:
-        self.update()
-
-    def update(self) -> None:
+    def draw(self):
         e, m, enc = self.exponent_slider.value, self.mantissa_slider.value, self.encoding_menu.value
         try:
             f = FloatFormat("design", e, m, enc)
@@ -346,12 +311,10 @@ class FormatDesigner:
             kept = ""
             if self.fmt is not None:
                 kept = f"<div style='color: {TONES['muted']}'>still showing the last valid design: {self._describe(self.fmt)}</div>"
-            self.readout.value = failure_html(f"e{e}m{m} {enc} cannot be built: {self.error}") + kept
-            return
+            return failure_html(f"e{e}m{m} {enc} cannot be built: {self.error}") + kept, None
         self.error = ""
         self.fmt = f
-        self.readout.value = self._readout(f)
-        self._draw(f)
+        return self._readout(f), self._draw(f)
 
     @staticmethod
     def _describe(f: FloatFormat) -> str:
@@ -415,19 +378,15 @@ class FormatDesigner:
             right.set_title("Range and precision (hatched: subnormals)", fontsize=12)
         (line,) = by_gid(left, "design")
         line.set(lw=3.2, zorder=3)
-        pic.freeze(
-            [
-                line,
-                *by_gid(left, "design max"),
-                *by_gid(left, "design smallest normal"),
-                *by_gid(right, "design subnormals"),
-                *by_gid(right, "design normals"),
-            ]
-        )
+        (top,), (normal,) = by_gid(left, "design max"), by_gid(left, "design smallest normal")
+        (sub_bar,), (normal_bar,) = by_gid(right, "design subnormals"), by_gid(right, "design normals")
+        pic.freeze(dict(line=line, top=top, normal=normal, sub_bar=sub_bar, normal_bar=normal_bar))
         return pic
 
-    def _draw(self, f: FloatFormat) -> None:
-        line, top, normal, sub_bar, normal_bar = self._pic.moving
+    def _draw(self, f: FloatFormat) -> Picture:
+        line, top, normal, sub_bar, normal_bar = (
+            self._pic.parts[k] for k in ("line", "top", "normal", "sub_bar", "normal_bar")
+        )
         xs, ys = staircase(f)
         line.set_data(xs, ys)
         top.set_data([f.max], [ys[-1]] if len(ys) else [math.nan])
@@ -437,7 +396,7 @@ class FormatDesigner:
         for bar, lo, hi in ((sub_bar, f.smallest_subnormal, f.smallest_normal), (normal_bar, f.smallest_normal, f.max)):
             bar.set_bounds(lo, -h / 2, hi - lo, h)
             bar.set_visible(hi > lo)
-        self.image.value = self._pic.png()
+        return self._pic
 
 
 def format_designer(exponent_bits: int = 5, mantissa_bits: int = 10, encoding: str = "ieee") -> widgets.VBox:

@@ -7,7 +7,7 @@ import math
 
 import ipywidgets as widgets
 
-from .._explorer import Picture, failure_html, image, readout_table
+from .._explorer import Explorer, Picture, failure_html, readout_table
 from ..formats import get_format
 from ..style import format_color, style_context
 from .experiments import REDUCTION_FORMATS, REDUCTION_ORDERS, ReductionSweep, reduction_sweep
@@ -21,7 +21,7 @@ _FLOOR = 1e-9  # an error of exactly 0 is drawn here (log axis)
 _TOP = 3.0  # an overflowed sum (error inf) is drawn here, marked with a cross
 
 
-class ReductionExplorer:
+class ReductionExplorer(Explorer):
     """How wrong the sum of N ranks' gradients is, as a reduce-scatter or all-reduce computes it: a slider for the
     number of ranks N (2 to 4096), the dtype the sum is taken in (bf16, fp16, fp32: what ``reduce_dtype`` or a
     communication hook chooses), its order (a ring, hop by hop; a pairwise tree) and the gradients' magnitude
@@ -56,33 +56,16 @@ class ReductionExplorer:
             log10_scale, min=lo, max=hi, description="log10 gradient scale", style={"description_width": "initial"},
             continuous_update=False,
         )  # fmt: skip
-        self.readout = widgets.HTML()
-        self.image = image()
-        controls = widgets.VBox(
+        rows = widgets.VBox(
             [widgets.HBox([self.ranks_slider, self.scale_slider]), widgets.HBox([self.format_buttons]),
              widgets.HBox([self.order_buttons])]
         )  # fmt: skip
-        self.widget = widgets.VBox([controls, self.readout, self.image])
-        self.widget.explorer = self
         self._pic = self._background_picture()
         self.sweep: ReductionSweep | None = None
         self.error = math.nan
-        for w in (self.ranks_slider, self.format_buttons, self.order_buttons, self.scale_slider):
-            w.observe(self._on_change, names="value")
-        self.update()
-
-    def set(self, world_size=None, fmt=None, order=None, log10_scale=None) -> None:
-        if world_size is not None:
-            self.ranks_slider.value = world_size
-        if fmt is not None:
-            self.format_buttons.value = fmt
-        if order is not None:
-            self.order_buttons.value = order
-        if log10_scale is not None:
-            self.scale_slider.value = log10_scale
-
-    def _on_change(self, change) -> None:
-        self.update()
+        controls = dict(world_size=self.ranks_slider, fmt=self.format_buttons, order=self.order_buttons,
+                        log10_scale=self.scale_slider)  # fmt: skip
+        super().__init__(controls, [rows])
 
     def _sweep(self, fmt: str, order: str, k: int) -> ReductionSweep:
         key = (fmt, order, k)
@@ -114,15 +97,15 @@ class ReductionExplorer:
             (over,) = ax.plot([], [], "x", ms=10, mew=2.5, color="#c62828", label="overflow (inf)", zorder=4)
             (here,) = ax.plot([], [], "o", ms=13, mfc="none", mew=2.5, color="#222222", zorder=5)
             ax.legend(loc="lower right", fontsize="small", ncols=2)
-        pic.freeze([line, over, here])
+        pic.freeze({"line": line, "over": over, "here": here})
         return pic
 
-    def update(self) -> None:
+    def draw(self):
         n, fmt = self.ranks_slider.value, self.format_buttons.value
         order, k = self.order_buttons.value, self.scale_slider.value
         sweep = self.sweep = self._sweep(fmt, order, k)
         self.error = err = sweep.at(n)
-        line, over, here = self._pic.moving
+        line, over, here = (self._pic.parts[k] for k in ("line", "over", "here"))
         finite = [(w, max(e, _FLOOR)) for w, e in zip(sweep.world_sizes, sweep.errors) if math.isfinite(e)]
         line.set_data([w for w, _ in finite], [e for _, e in finite])
         line.set_color(format_color(fmt))
@@ -148,7 +131,7 @@ class ReductionExplorer:
                 f"a {fmt} {order} sum of {n} ranks is {err:.1%} wrong, in every gradient of every step: "
                 f"more than {self.FAILURE_ERROR:.0%}"
             )
-        self.readout.value = failure + readout_table(
+        return failure + readout_table(
             [
                 ("your sum", html.escape(f"{n} ranks' gradients summed in {fmt}, {order} order")),
                 (
@@ -159,8 +142,7 @@ class ReductionExplorer:
                 ("relative error of the sum", "inf (overflow)" if math.isinf(err) else f"{err:.2g}"),
                 (f"one rounding to {fmt}", f"at most {unit:.2g} (half a unit in the last place)"),
             ]
-        )
-        self.image.value = self._pic.png()
+        ), self._pic
 
 
 def reduction_explorer(world_size: int = 16, fmt: str = "bf16", order: str = "ring", log10_scale: int = 0):

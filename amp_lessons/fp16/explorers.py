@@ -10,7 +10,7 @@ import ipywidgets as widgets
 import numpy as np
 import torch
 
-from .._explorer import Picture, by_gid, error_html, failure_html, image, parse_value, readout_table
+from .._explorer import Explorer, Picture, by_gid, error_html, failure_html, parse_value, readout_table
 from .._table import Cell, html_table
 from ..formats import get_format, quantize
 from ..fp16 import experiments as fp16
@@ -35,7 +35,7 @@ def _rel_text(err: float) -> str:
     return f"{err:.3g}"
 
 
-class MagnitudeExplorer:
+class MagnitudeExplorer(Explorer):
     """Slide |x| over 90 decades (log10 |x| from -50 to 40) and see where it lands in fp32, bf16,
     fp16, fp8 e4m3 and fp8 e5m2: its class (:func:`amp_lessons.fp16.classify`), the stored value
     and the relative rounding error in a table, and a marker on each format's zero / subnormal /
@@ -68,34 +68,21 @@ class MagnitudeExplorer:
         self.sign_buttons = widgets.ToggleButtons(
             options=["+", "-"], value=sign, description="sign", style={"button_width": "36px"}
         )
-        self.readout = widgets.HTML()
-        self.image = image()
-        self.widget = widgets.VBox([widgets.HBox([self.slider, self.sign_buttons]), self.readout, self.image])
-        self.widget.explorer = self
         self.value = math.nan
         self.classes: dict[str, str] = {}
         self.stored: dict[str, float] = {}
         self.errors: dict[str, float] = {}
         self._fmts = [get_format(n) for n in self.FORMATS]
         self._pic = self._background_picture()
-        for w in (self.slider, self.sign_buttons):
-            w.observe(self._on_change, names="value")
-        self.update()
+        super().__init__({"log10_value": self.slider, "sign": self.sign_buttons})
 
     def _check_log10(self, v) -> float:
         if isinstance(v, bool) or not isinstance(v, numbers.Real) or not self.LO <= float(v) <= self.HI:
             raise ValueError(f"log10_value must be a number from {self.LO:g} to {self.HI:g}, got {v!r}")
         return float(v)
 
-    def set(self, log10_value=None, sign=None) -> None:
-        """Move the slider / pick the sign (each change runs the observers, as a drag does)."""
-        if log10_value is not None:
-            self.slider.value = self._check_log10(log10_value)
-        if sign is not None:
-            self.sign_buttons.value = sign
-
-    def _on_change(self, change) -> None:
-        self.update()
+    def check(self, name: str, value):
+        return self._check_log10(value) if name == "log10_value" else super().check(name, value)
 
     def _background_picture(self) -> Picture:
         pic = Picture((10.5, 4.0))
@@ -103,11 +90,12 @@ class MagnitudeExplorer:
             ax = pic.fig.add_axes((0.1, 0.27, 0.88, 0.64))
             plot_format_regions(1.0, self.FORMATS, ax=ax)
             ax.set_title("Where |x| lands in each format (marker: |x|)", loc="left")
-        pic.freeze([*by_gid(ax, "marker"), *by_gid(ax, "marker dots")])
+        (line,), (dots,) = by_gid(ax, "marker"), by_gid(ax, "marker dots")
+        pic.freeze({"line": line, "dots": dots})
         pic.lo, pic.hi = ax.get_xlim()
         return pic
 
-    def update(self) -> None:
+    def draw(self):
         log10 = round(float(self.slider.value), 6)
         value = 10.0**log10 * (-1.0 if self.sign_buttons.value == "-" else 1.0)
         self.value = value
@@ -119,12 +107,10 @@ class MagnitudeExplorer:
             err = math.inf if math.isinf(stored) else abs(stored - value) / abs(value)
             self.classes[f.name], self.stored[f.name], self.errors[f.name] = cls, stored, err
             rows.append((f.name, cls, repr(stored), _rel_text(err)))
-        self.readout.value = self._failure() + self._readout(value, rows)
-        line, dots = self._pic.moving
         shown = min(max(abs(value), self._pic.lo), self._pic.hi)
-        line.set_xdata([shown, shown])
-        dots.set_xdata([shown] * len(self._fmts))
-        self.image.value = self._pic.png()
+        self._pic.parts["line"].set_xdata([shown, shown])
+        self._pic.parts["dots"].set_xdata([shown] * len(self._fmts))
+        return self._failure() + self._readout(value, rows), self._pic
 
     def _problem(self) -> str:
         """The formats in which the shown value is lost ("" if none): flushed to zero, overflowed to
@@ -162,7 +148,7 @@ def magnitude_explorer(log10_value: float = -5.0) -> widgets.VBox:
     return MagnitudeExplorer(log10_value).widget
 
 
-class SumExplorer:
+class SumExplorer(Explorer):
     """Sum ``n`` copies of ``v`` in fp16 and fp32 ways: a value box for ``v`` (any number Python
     reads), a slider for ``n`` (1..8192), the final values in a table
     (:func:`amp_lessons.fp16.sum_copies`) and the running sums in a picture.
@@ -180,7 +166,7 @@ class SumExplorer:
         "torch.cumsum (fp16 tensor)",
         "fp16 running sum",
     )
-    READOUT = ("fp16 running sum", "fp16 addends, fp32 accumulator", "torch.sum (fp16 tensor)", "exact")
+    READOUT = ("fp16_running_sum", "fp16_addends_fp32_accumulator", "torch_sum_fp16", "exact")  # SumCopies fields
     TOPS = (1.15, 2.3)  # y-axis tops, in units of the exact final sum: one background each
     FP16_MAX = 65504.0
 
@@ -202,30 +188,20 @@ class SumExplorer:
             style={"description_width": "initial"},
             layout=widgets.Layout(width="520px"),
         )
-        self.readout = widgets.HTML()
-        self.image = image()
-        self.widget = widgets.VBox([widgets.HBox([self.v_box, self.n_slider]), self.readout, self.image])
-        self.widget.explorer = self
-        self.result: dict = {}
+        self.result = None  # the shown SumCopies
         self.v16 = math.nan  # the shown v rounded to fp16
         self._shown_problem = ""
         self.error = ""
         self._curves_v = None
         self._curves: dict = {}
         self._pictures = {top: self._background_picture(top) for top in self.TOPS}
-        for w in (self.v_box, self.n_slider):
-            w.observe(self._on_change, names="value")
-        self.update()
+        super().__init__({"v": self.v_box, "n": self.n_slider})
 
-    def set(self, v=None, n=None) -> None:
-        """Type ``v`` (a number or a string) / move the slider (each change runs the observers)."""
-        if v is not None:
-            self.v_box.value = v if isinstance(v, str) else repr(parse_value(v))
-        if n is not None:
-            self.n_slider.value = n
-
-    def _on_change(self, change) -> None:
-        self.update()
+    def check(self, name: str, value):
+        """``v``: a number or a string (typed as is: an unreadable one is explained in the read-out)."""
+        if name == "v":
+            return value if isinstance(value, str) else repr(parse_value(value))
+        return super().check(name, value)
 
     def _background_picture(self, top: float) -> Picture:
         """Axes in units of the exact final sum (x: terms / n, y: sum / (n v)); grid, tick labels,
@@ -264,7 +240,7 @@ class SumExplorer:
         pic.parts = dict(ax=ax, grid=grid, lines=lines, limit=limit, markers=markers, xt=xt, yt=yt, top=top)
         return pic
 
-    def update(self) -> None:
+    def draw(self):
         try:
             v = parse_value(self.v_box.value)
             n = int(self.n_slider.value)
@@ -284,8 +260,7 @@ class SumExplorer:
                     )
             kept = (failure_html(self._shown_problem) if self._shown_problem else "") + self._readout()
             note = "<div>the table and picture still show the last valid v:</div>" if self.result else ""
-            self.readout.value = error_html(self.error) + (note + kept if self.result else "")
-            return
+            return error_html(self.error) + (note + kept if self.result else ""), None
         self.error = ""
         self.result = result
         self.v16 = float(torch.tensor(v, dtype=torch.float32).to(torch.float16))
@@ -293,8 +268,7 @@ class SumExplorer:
             self._curves = self._fp16.running_sums_of_copies(v, self.N_MAX)
             self._curves_v = v
         self._shown_problem = problem = self._problem(v, n)
-        self.readout.value = (failure_html(problem) if problem else "") + self._readout()
-        self._draw(v, n)
+        return (failure_html(problem) if problem else "") + self._readout(), self._draw(v, n)
 
     def _problem(self, v: float, n: int) -> str:
         """What goes wrong in the shown sums ("" if nothing): ``v`` flushing to 0 or overflowing in
@@ -316,35 +290,38 @@ class SumExplorer:
         if len(inf):
             problems.append(
                 f"overflow: the fp16 running sum passes {top:g} and becomes {float(run16[-1])!r} "
-                f"at term {int(inf[0]) + 1} (exact n x fp16(v) = {r['exact']!r})"
+                f"at term {int(inf[0]) + 1} (exact n x fp16(v) = {r.exact!r})"
             )
-        elif r["cumsum first inf index"] is not None:
+        elif r.cumsum_first_inf_index is not None:
             problems.append(
-                f"overflow: torch.cumsum of the fp16 tensor becomes inf at index {r['cumsum first inf index']}"
+                f"overflow: torch.cumsum of the fp16 tensor becomes inf at index {r.cumsum_first_inf_index}"
             )
-        if r["stall value"] is not None and v16 != 0:
+        if r.stall_value is not None and v16 != 0:
             problems.append(
-                f"swamping: the fp16 running sum stops at {r['stall value']!r}, where v = {v16!r} is at most half "
-                f"the spacing of fp16 numbers; it ends at {r['fp16 running sum']!r} instead of {r['exact']!r}"
+                f"swamping: the fp16 running sum stops at {r.stall_value!r}, where v = {v16!r} is at most half "
+                f"the spacing of fp16 numbers; it ends at {r.fp16_running_sum!r} instead of {r.exact!r}"
             )
         return "; ".join(problems)
 
     def _readout(self) -> str:
         r = self.result
         rows = [("v stored in fp16", repr(self.v16))]
-        rows += [(k, f"<b>{r[k]!r}</b>" if k == "fp16 running sum" else repr(r[k])) for k in self.READOUT]
-        rows.append(("torch.sum(dtype=float32)", repr(r["torch.sum(dtype=float32)"])))
-        stall = r["stall value"]
+        rows += [
+            (r.LABELS[k], f"<b>{getattr(r, k)!r}</b>" if k == "fp16_running_sum" else repr(getattr(r, k)))
+            for k in self.READOUT
+        ]
+        rows.append(("torch.sum(dtype=float32)", repr(r.torch_sum_fp32)))
+        stall = r.stall_value
         if self.v16 == 0:
             stall_text = "never: fp16(v) is 0, adding it changes nothing"
         else:
             stall_text = "never (within n terms)" if stall is None else repr(stall)
         rows.append(("fp16 running sum stalls at", stall_text))
-        first_inf = r["cumsum first inf index"]
+        first_inf = r.cumsum_first_inf_index
         rows.append(("fp16 cumsum first inf at index", "never" if first_inf is None else str(first_inf)))
         return readout_table(rows)
 
-    def _draw(self, v: float, n: int) -> None:
+    def _draw(self, v: float, n: int) -> Picture:
         from matplotlib.ticker import MaxNLocator
 
         exact = float(self._curves["exact"][n - 1])
@@ -383,7 +360,7 @@ class SumExplorer:
             top,
             vertical=False,
         )
-        self.image.value = pic.png()
+        return pic
 
     @staticmethod
     def _ticks(grid, texts, values, scale: float, top: float, *, vertical: bool) -> None:

@@ -13,7 +13,7 @@ import torch
 from .._draw import (
     region_spans,
 )
-from .._explorer import Picture, failure_html, image, readout_table
+from .._explorer import Explorer, Picture, failure_html, readout_table
 from .._runtime import one_thread
 from ..formats import get_format, quantize
 from ..fp8 import experiments as fp8
@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 
-class Fp8ScalingExplorer:
+class Fp8ScalingExplorer(Explorer):
     """Scale one tensor into an fp8 format: a slider for log2 of a per-tensor scale (from -20 or
     lower to 20 or higher: far enough that the tensor's largest value overflows e5m2 at the top and
     all of it flushes to zero at the bottom; ``min_exponent`` / ``max_exponent``), a
@@ -34,7 +34,7 @@ class Fp8ScalingExplorer:
     the histogram of log2 |x x scale| over the format's window; the readout gives the relative error
     and the fractions that flush to zero and saturate/overflow (:func:`amp_lessons.fp8.scaling_errors`'
     measures). Default tensor: the activation gradients of :func:`amp_lessons.fp8.model_tensors`.
-    ``stats`` is the shown dict."""
+    ``stats`` is the shown :class:`~amp_lessons.fp8.CastStats`."""
 
     MIN_EXPONENT, MAX_EXPONENT = -20, 20  # the slider reaches at least these, further where the tensor needs it
     BLOCKS = ("none", "1x32", "1x128", "128x128")
@@ -74,13 +74,7 @@ class Fp8ScalingExplorer:
         self.fmt_box = widgets.ToggleButtons(
             options=list(self.FORMATS), value=self._choice(fmt, self.FORMATS, "fmt"), description="format"
         )
-        self.readout = widgets.HTML()
-        self.image = image()
-        self.widget = widgets.VBox(
-            [widgets.HBox([self.slider, self.block_box]), self.fmt_box, self.readout, self.image]
-        )
-        self.widget.explorer = self
-        self.stats: dict = {}
+        self.stats = None  # the shown CastStats
         self._n = self.x.numel()
         self._lo = math.floor(bottom) + self.min_exponent - 2
         self._hi = max(math.ceil(top) + self.max_exponent, 18) + 2
@@ -91,9 +85,10 @@ class Fp8ScalingExplorer:
         self._pictures: dict[str, Picture] = {}
         for fmt_name in self.FORMATS.values():  # both backgrounds up front: a format switch only blits
             self._picture(fmt_name)
-        for w in (self.slider, self.block_box, self.fmt_box):
-            w.observe(self._on_change, names="value")
-        self.update()
+        super().__init__(
+            {"exponent": self.slider, "block": self.block_box, "fmt": self.fmt_box},
+            [widgets.HBox([self.slider, self.block_box]), self.fmt_box],
+        )
 
     @staticmethod
     def _choice(v, options, what):
@@ -113,17 +108,10 @@ class Fp8ScalingExplorer:
             )
         return int(exponent)
 
-    def set(self, exponent=None, block=None, fmt=None) -> None:
-        """Change the controls (runs the observers, as a learner's action does)."""
-        if exponent is not None:
-            self.slider.value = self._check(exponent)
-        if block is not None:
-            self.block_box.value = self._choice(block, self.BLOCKS, "block")
-        if fmt is not None:
-            self.fmt_box.value = self._choice(fmt, self.FORMATS, "fmt")
-
-    def _on_change(self, change) -> None:
-        self.update()
+    def check(self, name: str, value):
+        if name == "exponent":
+            return self._check(value)
+        return self._choice(value, self.BLOCKS if name == "block" else self.FORMATS, name)
 
     def _picture(self, fmt_name: str) -> Picture:
         pic = self._pictures.get(fmt_name)
@@ -151,7 +139,7 @@ class Fp8ScalingExplorer:
                 ax.set_xlabel("log2 |value x scale| (what is cast to fp8)")
                 ax.set_ylabel("fraction of values per binade")
                 ax.set_title(f"{self.name} ({self._n:,} values) scaled into {f.name}", loc="left", pad=18)
-            pic.freeze([fill, edge, label])
+            pic.freeze({"fill": fill, "edge": edge, "label": label})
             self._pictures[fmt_name] = pic
         return pic
 
@@ -167,19 +155,18 @@ class Fp8ScalingExplorer:
     def _problem(self, f, what: str) -> str:
         """The values the cast loses ("" if none): flushed to zero, saturated or overflowed to inf."""
         parts = []
-        if self.stats["flushed"] > 0:
-            parts.append(f"{100 * self.stats['flushed']:.3g}% of the values flush to zero")
-        if self.stats["saturated"] > 0:
+        if self.stats.flushed > 0:
+            parts.append(f"{100 * self.stats.flushed:.3g}% of the values flush to zero")
+        if self.stats.saturated > 0:
             how = "saturate at" if f.encoding == "fn" else "overflow to inf beyond"
-            parts.append(f"{100 * self.stats['saturated']:.3g}% {how} {f.name}'s max {f.max:g}")
+            parts.append(f"{100 * self.stats.saturated:.3g}% {how} {f.name}'s max {f.max:g}")
         return f"{what} in {f.name}: " + "; ".join(parts) if parts else ""
 
     def _failure(self, f, what: str) -> str:
         text = self._problem(f, what)
         return failure_html(text) if text else ""
 
-    def update(self) -> None:
-
+    def draw(self):
         fmt_name, block = self.FORMATS[self.fmt_box.value], self.block_box.value
         f = get_format(fmt_name)
         self.slider.disabled = block != "none"
@@ -192,12 +179,11 @@ class Fp8ScalingExplorer:
             logs = torch.log2(a[(a > 0) & torch.isfinite(a)]).double().numpy()
         heights = np.histogram(logs, bins=self._edges)[0] / self._n
         pic = self._picture(fmt_name)
-        fill, edge, label = pic.moving
-        fill.set_data(heights)
-        edge.set_data(heights)
+        pic.parts["fill"].set_data(heights)
+        pic.parts["edge"].set_data(heights)
         what = f"scale 2^{int(self.slider.value)}" if block == "none" else f"per-block amax scales ({block} tiles)"
-        label.set_text(what)
-        self.readout.value = self._failure(f, what) + readout_table(
+        pic.parts["label"].set_text(what)
+        return self._failure(f, what) + readout_table(
             [
                 ("scaling", html.escape(what)),
                 *(
@@ -205,12 +191,11 @@ class Fp8ScalingExplorer:
                     if block == "none"
                     else [("log2 scale slider", f"off: each block is scaled by {f.max:g} / amax(block)")]
                 ),
-                ("relative error", f"{self.stats['relative error']:.3g}"),
-                ("flushed to 0", f"{100 * self.stats['flushed']:.3f}% of all values"),
-                ("saturated" if f.encoding == "fn" else "overflow to inf", f"{100 * self.stats['saturated']:.3f}%"),
+                ("relative error", f"{self.stats.relative_error:.3g}"),
+                ("flushed to 0", f"{100 * self.stats.flushed:.3f}% of all values"),
+                ("saturated" if f.encoding == "fn" else "overflow to inf", f"{100 * self.stats.saturated:.3f}%"),
             ]
-        )
-        self.image.value = pic.png()
+        ), pic
 
 
 def fp8_scaling_explorer(exponent: int = 0, block: str = "none", fmt: str = "e4m3", tensor=None) -> widgets.VBox:

@@ -10,7 +10,7 @@ import numbers
 import ipywidgets as widgets
 import numpy as np
 
-from .._explorer import Picture, failure_html, image, readout_table
+from .._explorer import Explorer, Picture, failure_html, readout_table
 from .._runtime import one_thread
 from ..style import style_context
 from .experiments import RECIPES, SPIKE_STEP, STEPS, TENSOR_KINDS, recipe_run, recipe_stats
@@ -31,14 +31,14 @@ def _log2_hist(t) -> np.ndarray:
     return np.maximum(h / max(t.numel(), 1), _FLOOR)  # an empty bin sits on the axis' floor
 
 
-class RecipeExplorer:
+class RecipeExplorer(Explorer):
     """Pick a tensor (activations with outlier channels, a gradient whose maximum jumps at step
     ``SPIKE_STEP``, weights), a recipe and a training step: the picture shows the distribution of
     log2 |x| before (filled) and after (line) the recipe stores it, on a log-scaled share axis so that a handful
     of values (a gradient's spike) is seen next to the bulk; the read-out the recipe's signal-to-noise ratio, the
     values it flushes to zero or saturates (clamped at the format's max, :func:`amp_lessons.micro.recipe_run`),
     the share of the tensor's power those saturated values hold, and the bias
-    (:func:`amp_lessons.micro.recipe_stats`). ``stats`` is the shown dict.
+    (:func:`amp_lessons.micro.recipe_stats`). ``stats`` is the shown :class:`~amp_lessons.micro.RecipeStats`.
 
     The read-out flags a failure when the recipe loses the tensor: a signal-to-noise ratio below
     ``SNR_LIMIT_DB`` (the error's power above a tenth of the signal's), or at least ``SHARE_LIMIT``
@@ -56,17 +56,12 @@ class RecipeExplorer:
                                            layout=widgets.Layout(width="380px"))  # fmt: skip
         self.step_slider = widgets.IntSlider(self._step(step), min=0, max=STEPS - 1, description="training step",
                                              style=style, layout=widgets.Layout(width="420px"))  # fmt: skip
-        self.readout = widgets.HTML()
-        self.image = image()
-        self.widget = widgets.VBox(
-            [widgets.HBox([self.kind_box, self.recipe_box]), self.step_slider, self.readout, self.image]
-        )
-        self.widget.explorer = self
-        self.stats: dict = {}
+        self.stats = None  # the shown RecipeStats
         self._pic = self._picture()
-        self.update()
-        for w in (self.kind_box, self.recipe_box, self.step_slider):
-            w.observe(lambda change: self.update(), names="value")
+        super().__init__(
+            {"kind": self.kind_box, "recipe": self.recipe_box, "step": self.step_slider},
+            [widgets.HBox([self.kind_box, self.recipe_box]), self.step_slider],
+        )
 
     @staticmethod
     def _choice(value, options, what: str) -> str:
@@ -80,14 +75,10 @@ class RecipeExplorer:
             raise ValueError(f"step={step!r} is not allowed: it must be an int in [0, {STEPS - 1}]")
         return int(step)
 
-    def set(self, kind=None, recipe=None, step=None) -> None:
-        """Change the controls (each change runs the observers, as a click does)."""
-        if kind is not None:
-            self.kind_box.value = self._choice(kind, TENSOR_KINDS, "kind")
-        if recipe is not None:
-            self.recipe_box.value = self._choice(recipe, RECIPES, "recipe")
-        if step is not None:
-            self.step_slider.value = self._step(step)
+    def check(self, name: str, value):
+        if name == "step":
+            return self._step(value)
+        return self._choice(value, TENSOR_KINDS if name == "kind" else RECIPES, name)
 
     def _picture(self) -> Picture:
         pic = Picture((10, 3.8))
@@ -104,28 +95,28 @@ class RecipeExplorer:
             fill = ax.stairs(zero, _EDGES, fill=True, baseline=_FLOOR, alpha=0.35, color="#1F78B4")
             line = ax.stairs(zero, _EDGES, baseline=_FLOOR, lw=1.8, color="#E6550D")
             label = ax.text(0.99, 0.95, "", transform=ax.transAxes, ha="right", va="top", fontsize=11)
-        pic.freeze([fill, line, label])
+        pic.freeze({"fill": fill, "line": line, "label": label})
         return pic
 
     def _problem(self) -> str:
         """What the shown recipe loses ("" if it keeps the tensor): a low SNR, flushes, saturation."""
         s, parts = self.stats, []
-        if s["SNR dB"] < self.SNR_LIMIT_DB:
+        if s.snr_db < self.SNR_LIMIT_DB:
             why = ""
-            if s["saturated"] > 0 and self._saturated_power >= 0.5:
+            if s.saturated > 0 and self._saturated_power >= 0.5:
                 why = (
                     f": the {self._saturated_count} saturated values, clamped far below their size, held "
                     f"{100 * self._saturated_power:.4g}% of the tensor's power (the bars at the right that the "
                     "line moved left)"
                 )
             parts.append(
-                f"signal-to-noise {s['SNR dB']:.1f} dB (below {self.SNR_LIMIT_DB:g} dB: the error's power is "
+                f"signal-to-noise {s.snr_db:.1f} dB (below {self.SNR_LIMIT_DB:g} dB: the error's power is "
                 f"more than a tenth of the tensor's){why}"
             )
-        if s["zeros"] >= self.SHARE_LIMIT:
-            parts.append(f"{100 * s['zeros']:.3g}% of the non-zero values flush to 0")
-        if s["saturated"] >= self.SHARE_LIMIT:
-            parts.append(f"{100 * s['saturated']:.3g}% of the values saturate (clamped at the format's max)")
+        if s.zeros >= self.SHARE_LIMIT:
+            parts.append(f"{100 * s.zeros:.3g}% of the non-zero values flush to 0")
+        if s.saturated >= self.SHARE_LIMIT:
+            parts.append(f"{100 * s.saturated:.3g}% of the values saturate (clamped at the format's max)")
         if not parts:
             return ""
         return (
@@ -133,7 +124,7 @@ class RecipeExplorer:
             + "; ".join(parts)
         )
 
-    def update(self) -> None:
+    def draw(self):
         kind, recipe, step = self.kind_box.value, self.recipe_box.value, self.step_slider.value
         with one_thread():
             x, q, saturated = recipe_run(recipe, kind, step)
@@ -142,26 +133,25 @@ class RecipeExplorer:
             self._saturated_count = int(saturated.sum())
             self._saturated_power = float(power[saturated].sum() / power.sum().clamp(min=1e-300))
             before, after = _log2_hist(x), _log2_hist(q)
-        fill, line, label = self._pic.moving
-        fill.set_data(before)
-        line.set_data(after)
-        label.set_text(f"{kind}, step {step}")
-        snr = self.stats["SNR dB"]
+        parts = self._pic.parts
+        parts["fill"].set_data(before)
+        parts["line"].set_data(after)
+        parts["label"].set_text(f"{kind}, step {step}")
+        snr = self.stats.snr_db
         problem = self._problem()
-        self.readout.value = (failure_html(problem) if problem else "") + readout_table(
+        return (failure_html(problem) if problem else "") + readout_table(
             [
                 ("recipe", html.escape(recipe)),
                 ("signal-to-noise", "exact" if math.isinf(snr) else f"{snr:.1f} dB"),
-                ("non-zero values flushed to 0", f"{100 * self.stats['zeros']:.3f}%"),
+                ("non-zero values flushed to 0", f"{100 * self.stats.zeros:.3f}%"),
                 (
                     "values saturated (clamped at the max)",
-                    f"{self._saturated_count} ({100 * self.stats['saturated']:.3f}%), holding "
+                    f"{self._saturated_count} ({100 * self.stats.saturated:.3f}%), holding "
                     f"{100 * self._saturated_power:.3g}% of the tensor's power",
                 ),  # fmt: skip
-                ("bias (sum of errors / sum of |x|)", f"{self.stats['bias']:+.2e}"),
+                ("bias (sum of errors / sum of |x|)", f"{self.stats.bias:+.2e}"),
             ]
-        )
-        self.image.value = self._pic.png()
+        ), self._pic
 
 
 def recipe_explorer(kind: str = "gradient", recipe: str = "per-tensor delayed (history 16)", step: int = SPIKE_STEP):

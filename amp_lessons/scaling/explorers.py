@@ -12,7 +12,7 @@ import numpy as np
 from .._draw import (
     pow2_ticks,
 )
-from .._explorer import Picture, by_gid, encode_png, failure_html, image, num, readout_table
+from .._explorer import Explorer, Picture, by_gid, failure_html, num, readout_table
 from .._table import Cell, html_table
 from ..formats import get_format
 from ..fp16 import experiments as fp16
@@ -29,7 +29,7 @@ __all__ = [
 ]
 
 
-class ScaleExplorer:
+class ScaleExplorer(Explorer):
     """Pick a loss scale ``2**k`` with a slider (k = 0..32) and see where the gradients of a census
     (default: :func:`amp_lessons.fp16.gradient_census`) land in fp16: the histogram of log2 |g x
     scale| moves right over fp16's regions (a power-of-two scale shifts log2 |g| exactly), and a
@@ -54,14 +54,9 @@ class ScaleExplorer:
             style={"description_width": "initial"},
             layout=widgets.Layout(width="520px"),
         )
-        self.readout = widgets.HTML()
-        self.image = image()
-        self.widget = widgets.VBox([self.slider, self.readout, self.image])
-        self.widget.explorer = self
         self.fractions: dict = {}
         self._pic = self._background_picture()
-        self.slider.observe(self._on_change, names="value")
-        self.update()
+        super().__init__({"exponent": self.slider}, [self.slider])
 
     def _check(self, exponent) -> int:
         if (
@@ -74,13 +69,8 @@ class ScaleExplorer:
             )
         return int(exponent)
 
-    def set(self, exponent=None) -> None:
-        """Move the slider (runs the observer, as a drag does)."""
-        if exponent is not None:
-            self.slider.value = self._check(exponent)
-
-    def _on_change(self, change) -> None:
-        self.update()
+    def check(self, name: str, value):
+        return self._check(value)
 
     def _background_picture(self) -> Picture:
         pic = Picture((10, 4.4))
@@ -100,21 +90,19 @@ class ScaleExplorer:
                 bbox=dict(facecolor="white", edgecolor="#999999", alpha=0.9),
             )
         stairs = [by_gid(ax, f"{kind} {part}")[0] for kind in ("weights", "activations") for part in ("fill", "edge")]
-        pic.freeze([*stairs, label])
+        pic.freeze({"stairs": stairs, "label": label})
         pic.edges = stairs[0].get_data().edges.copy()
         return pic
 
-    def update(self) -> None:
+    def draw(self):
         k = int(self.slider.value)
         scale = math.ldexp(1.0, k)
         self.fractions = self._index.fractions(scale, self.fmt)
         problem = self._problem(k)
-        self.readout.value = (failure_html(problem) if problem else "") + self._readout(k)
-        *stairs, label = self._pic.moving
-        for s in stairs:
+        for s in self._pic.parts["stairs"]:
             s.set_data(edges=self._pic.edges + k)
-        label.set_text(f"scale = 2^{k} = {scale:,.0f}")
-        self.image.value = self._pic.png()
+        self._pic.parts["label"].set_text(f"scale = 2^{k} = {scale:,.0f}")
+        return (failure_html(problem) if problem else "") + self._readout(k), self._pic
 
     def _problem(self, k: int) -> str:
         """Which gradients the scale ``2**k`` loses in the format ("" if none): the fractions that
@@ -151,7 +139,7 @@ def scale_explorer(exponent: int = 0, census: dict | None = None) -> widgets.VBo
     return ScaleExplorer(exponent, census).widget
 
 
-class ScalerStateExplorer:
+class ScalerStateExplorer(Explorer):
     """GradScaler's rule as a picture: sliders for log2 init_scale (0..24), growth_factor
     (1.1..4), backoff_factor (0.05..0.95) and growth_interval (1..50, shortened from GradScaler's
     2000 so that growth shows within the 200 steps drawn); a slider for log2 of the largest
@@ -218,71 +206,36 @@ class ScalerStateExplorer:
             description="inject inf at step k", button_style="danger", layout=widgets.Layout(width="180px")
         )
         self.clear_button = widgets.Button(description="clear", layout=widgets.Layout(width="80px"))
-        self.readout = widgets.HTML()
-        self.image = image()
-        self.widget = widgets.VBox(
-            [
-                widgets.HBox([self.init_slider, self.growth_slider]),
-                widgets.HBox([self.backoff_slider, self.interval_slider]),
-                self.grad_slider,
-                widgets.HBox([self.step_slider, self.inject_button, self.clear_button]),
-                self.readout,
-                self.image,
-            ]
-        )
-        self.widget.explorer = self
         self.inf_steps: set[int] = set()
         self.overflow_steps: list[int] = []
         self.history: dict = {}
         self._pic = self._picture()
-        for name, value in (
-            ("log2_init_scale", log2_init_scale),
-            ("growth_factor", growth_factor),
-            ("backoff_factor", backoff_factor),
-            ("growth_interval", growth_interval),
-            ("log2_max_gradient", log2_max_gradient),
-        ):
+        controls = {
+            "log2_init_scale": self.init_slider,
+            "growth_factor": self.growth_slider,
+            "backoff_factor": self.backoff_slider,
+            "growth_interval": self.interval_slider,
+            "log2_max_gradient": self.grad_slider,
+        }
+        values = (log2_init_scale, growth_factor, backoff_factor, growth_interval, log2_max_gradient)
+        for (name, slider), value in zip(controls.items(), values):
             if value is None:
                 raise TypeError(f"{name} must be a number, got None")
-        self._busy = True
-        try:
-            self.set(log2_init_scale, growth_factor, backoff_factor, growth_interval, log2_max_gradient)
-        finally:
-            self._busy = False
+            slider.value = self.checked(slider, name, value)
         if not isinstance(inf_steps, (list, tuple, set, range)):
             raise TypeError(f"inf_steps must be a list or tuple of step numbers, got {type(inf_steps).__name__}")
         self.inf_steps = {self._check_step(k) for k in inf_steps}
-        for w in (self.init_slider, self.growth_slider, self.backoff_slider, self.interval_slider, self.grad_slider):
-            w.observe(self._on_change, names="value")
         self.inject_button.on_click(lambda _: self.inject(self.step_slider.value))
         self.clear_button.on_click(lambda _: self.clear())
-        self.update()
+        rows = [
+            widgets.HBox([self.init_slider, self.growth_slider]),
+            widgets.HBox([self.backoff_slider, self.interval_slider]),
+            self.grad_slider,
+            widgets.HBox([self.step_slider, self.inject_button, self.clear_button]),
+        ]
+        super().__init__(controls, rows)
 
-    # the actions a learner takes
-    def set(
-        self,
-        log2_init_scale=None,
-        growth_factor=None,
-        backoff_factor=None,
-        growth_interval=None,
-        log2_max_gradient=None,
-    ) -> None:
-        """Move sliders (each change runs the observers, as a drag does); out-of-range values raise."""
-        for slider, value, name in (
-            (self.init_slider, log2_init_scale, "log2_init_scale"),
-            (self.growth_slider, growth_factor, "growth_factor"),
-            (self.backoff_slider, backoff_factor, "backoff_factor"),
-            (self.interval_slider, growth_interval, "growth_interval"),
-            (self.grad_slider, log2_max_gradient, "log2_max_gradient"),
-        ):
-            if value is None:
-                continue
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not slider.min <= value <= slider.max:
-                raise ValueError(f"{name}={value!r} is outside the slider's range {slider.min:g}..{slider.max:g}")
-            if isinstance(slider, widgets.IntSlider) and not isinstance(value, numbers.Integral):
-                raise TypeError(f"{name} must be an int (the slider moves in whole steps), got {value!r}")
-            slider.value = value
-
+    # the actions a learner takes (set(), from the base, moves sliders; out-of-range values raise)
     def inject(self, k: int) -> None:
         """Make the gradients of step ``k`` overflow (what the button does with the slider's k)."""
         self.inf_steps.add(self._check_step(k))
@@ -297,10 +250,6 @@ class ScalerStateExplorer:
         if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 0 <= k < self.N_STEPS:
             raise ValueError(f"step must be an int from 0 to {self.N_STEPS - 1}, got {k!r}")
         return int(k)
-
-    def _on_change(self, change) -> None:
-        if not self._busy:
-            self.update()
 
     def params(self) -> dict:
         """The simulate_scaler parameters the sliders show."""
@@ -340,7 +289,7 @@ class ScalerStateExplorer:
             bad.add(new[0])
             start = new[0] + 1
 
-    def update(self) -> None:
+    def draw(self):
         p = self.params()
         self.history = h = self._simulate(p)
         parts = self._pic.parts
@@ -359,9 +308,8 @@ class ScalerStateExplorer:
         pow2_ticks(ax.yaxis, lo, hi, max_ticks=8)
         ax.legend(loc="best", fontsize=9)
         problem = self._problem(h)
-        self.readout.value = (failure_html(problem) if problem else "") + self._readout(p, h)
-        self._pic.canvas.draw()  # the y range changes with the parameters: a full (small) redraw
-        self.image.value = encode_png(self._pic.canvas)
+        # never frozen (the y range changes with the parameters): its PNG is a full (small) redraw
+        return (failure_html(problem) if problem else "") + self._readout(p, h), self._pic
 
     def _problem(self, h: dict) -> str:
         """The skipped steps (injected or overflowing by themselves) and a scale that underflowed

@@ -6,7 +6,7 @@ import math
 
 import ipywidgets as widgets
 
-from .._explorer import Picture, by_gid, failure_html, image, readout_table
+from .._explorer import Explorer, Picture, by_gid, failure_html, readout_table
 from ..formats import FORMATS, ROUNDING_MODES, FloatFormat
 from ..style import style_context
 from ..tf32 import experiments as tf32
@@ -18,7 +18,7 @@ __all__ = [
 ]
 
 
-class MatmulPrecisionExplorer:
+class MatmulPrecisionExplorer(Explorer):
     """The format designer's idea applied to a matmul: a slider for the mantissa bits of the
     inputs (exponent fixed at 8, like fp32/TF32/bf16) and a rounding menu; the designed inputs'
     RMS error against K is drawn over fp32, TF32, bf16 and fp16 inputs (all rounded bit-exactly and
@@ -54,24 +54,9 @@ class MatmulPrecisionExplorer:
             mantissa_bits, min=0, max=23, description="mantissa bits", style={"description_width": "initial"}
         )
         self.rounding_menu = widgets.Dropdown(options=list(ROUNDING_MODES), value=rounding, description="rounding")
-        self.readout = widgets.HTML()
-        self.image = image()
-        self.widget = widgets.VBox([widgets.HBox([self.mantissa_slider, self.rounding_menu]), self.readout, self.image])
-        self.widget.explorer = self
         self._pic = self._background_picture()
         self.rms: list[float] = []
-        for w in (self.mantissa_slider, self.rounding_menu):
-            w.observe(self._on_change, names="value")
-        self.update()
-
-    def set(self, mantissa_bits=None, rounding=None) -> None:
-        if mantissa_bits is not None:
-            self.mantissa_slider.value = mantissa_bits
-        if rounding is not None:
-            self.rounding_menu.value = rounding
-
-    def _on_change(self, change) -> None:
-        self.update()
+        super().__init__({"mantissa_bits": self.mantissa_slider, "rounding": self.rounding_menu})
 
     def _background_picture(self) -> Picture:
         pic = Picture((9, 4.8))
@@ -83,10 +68,10 @@ class MatmulPrecisionExplorer:
             ax.set_ylim(min(all_rms) / 30, 10 * max(self.data["ref_rms"]))
         (line,) = by_gid(ax, "your inputs")
         line.set(lw=3, zorder=3)
-        pic.freeze([line])
+        pic.freeze({"line": line})
         return pic
 
-    def update(self) -> None:
+    def draw(self):
         m, rounding = self.mantissa_slider.value, self.rounding_menu.value
         f = FloatFormat(f"e8m{m}", 8, m)
         self.rms = self._tf32.error_vs_k(self.ks, (f,), rounding=rounding, **self._shape)["rms"][f.name]
@@ -99,17 +84,15 @@ class MatmulPrecisionExplorer:
                 f"{name} inputs rounded {rounding}: at K={self.ks[-1]} the RMS error is {100 * ratio:.0f}% of the "
                 "result's RMS, so not even the first decimal digit of a typical entry is right"
             )
-        self.readout.value = failure + readout_table(
+        self._pic.parts["line"].set_data(self.ks, [max(v, 1e-30) for v in self.rms])
+        return failure + readout_table(
             [
                 ("your inputs", f"{name}, rounded {rounding}, fp32 accumulation"),
                 (f"RMS error at K={self.ks[-1]}", f"{self.rms[-1]:.3g}"),
                 ("RMS of the exact result", f"{self.data['ref_rms'][-1]:.3g}"),
                 ("error / result", f"{ratio:.3g}"),
             ]
-        )
-        line = self._pic.moving[0]
-        line.set_data(self.ks, [max(v, 1e-30) for v in self.rms])
-        self.image.value = self._pic.png()
+        ), self._pic
 
 
 def matmul_precision_explorer(mantissa_bits: int = 10, rounding: str = "nearest_even") -> widgets.VBox:
