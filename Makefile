@@ -10,7 +10,7 @@ XDIST  ?= -n 2 --dist loadfile
 # Optional: an extra index for torch, e.g. PyTorch's CPU-only or CUDA wheel index (README.md).
 TORCH_INDEX ?=
 
-.PHONY: setup lab present test unit nbtest browser portability setup-torch test-torch test-install screenshots notebooks bench clean gpu-check gpu-wheels test-load export workshop setup-workshop test-hub bench-hub
+.PHONY: setup lab present docs test unit nbtest browser portability setup-torch test-torch test-install screenshots notebooks bench clean gpu-check gpu-wheels test-load export workshop setup-workshop test-hub bench-hub
 
 setup: $(STAMP)
 
@@ -35,6 +35,13 @@ lab: setup
 ## The course's template (presenter/jupyter) keeps the page offline.
 present: setup
 	JUPYTER_PATH=presenter/jupyter $(VENV)/bin/voila presenter/explorers.ipynb --template=amp-offline --Voila.ip=127.0.0.1 '--VoilaConfiguration.extension_allowlist=["@jupyter-widgets/jupyterlab-manager", "@voila-dashboards/widgets-manager8"]' --VoilaConfiguration.preheat_kernel=True
+
+## What the docs say of the lesson registry (README's lesson table, the instructors' solutions table and schedule,
+## CONTRIBUTING's layout, the package docstring), written from amp_lessons/course.py; lesson 00 re-executed (it prints
+## the lessons and the schedule). A test fails while they are stale.
+docs: setup
+	$(PY) scripts/registry_docs.py
+	$(PY) scripts/run_notebooks.py notebooks/00_start_here.ipynb
 
 ## Every test: unit tests, every notebook executed and compared by nbval, and the real-browser tests
 ## (JupyterLab and the Voila presenter view in Chromium; skipped with a message where Chromium is missing).
@@ -111,7 +118,7 @@ test-install: setup
 
 ## Maintainers: refresh the README's screenshots in imgs/ (explorers, dark theme, presenter view; taken by the browser tests).
 screenshots: setup
-	AMP_COURSE_UPDATE_IMGS=1 $(PY) -m pytest $(XDIST) tests/browser/test_lab_lessons_00_03.py tests/browser/test_lab_lessons_04_07.py tests/browser/test_voila_presenter.py
+	AMP_COURSE_UPDATE_IMGS=1 $(PY) -m pytest $(XDIST) tests/browser/test_lab_lessons.py tests/browser/test_voila_presenter.py
 
 ## Copy each lesson's `#| export` cells (its key code) into amp_lessons/<topic>/key_code.py (tests/test_key_code.py
 ## fails while a module and its notebook differ).

@@ -51,12 +51,41 @@ def pytest_cmdline_main(config):
     return (yield)
 
 
+# Files whose tests are each their own unit under --dist loadfile: one parametrized file that runs every lesson of
+# the registry in a browser, whose lessons still run in parallel (each worker starts its JupyterLab once).
+ONE_UNIT_PER_TEST = ("tests/browser/test_lab_lessons.py",)
+
+
 class _XdistDistMode:
-    """Tells each pytest-xdist worker the controller's --dist mode (xdist resets a worker's own to "no")."""
+    """Tells each pytest-xdist worker the controller's --dist mode (xdist resets a worker's own to "no"), and under
+    --dist loadfile schedules each test of :data:`ONE_UNIT_PER_TEST` as a unit of its own."""
 
     @staticmethod
     def pytest_configure_node(node):
         node.workerinput["amp_dist"] = node.config.getoption("dist")
+
+    @staticmethod
+    def pytest_xdist_make_scheduler(config, log):
+        if config.getoption("dist") != "loadfile":
+            return None  # xdist's own scheduler for the mode asked
+        return _LoadFileOrTest(config, log)
+
+
+def _unit(nodeid: str) -> str:
+    """The unit of scheduling of a test under --dist loadfile: its file, or itself for :data:`ONE_UNIT_PER_TEST`."""
+    path = nodeid.split("::", 1)[0]
+    return nodeid if path in ONE_UNIT_PER_TEST else path
+
+
+try:
+    from xdist.scheduler import LoadFileScheduling
+except ImportError:  # pytest-xdist absent: the hooks above are never called
+    LoadFileScheduling = object
+
+
+class _LoadFileOrTest(LoadFileScheduling):
+    def _split_scope(self, nodeid: str) -> str:
+        return _unit(nodeid)
 
 
 def pytest_configure(config):

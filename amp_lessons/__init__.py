@@ -18,7 +18,7 @@ and ``checks`` as the lesson needs them; ``from amp_lessons import fp16`` gives 
   :mod:`amp_lessons.fp8` (07), :mod:`amp_lessons.debug` (08), :mod:`amp_lessons.distributed` (09),
   :mod:`amp_lessons.micro` (10), :mod:`amp_lessons.compiled` (11)
 
-(the lesson registry, ``amp_lessons.course.LESSONS``, names each lesson's topic; a test keeps this list equal to it)
+(the lesson registry, ``amp_lessons.course.LESSONS``, names each lesson's topic; ``make docs`` writes this list from it)
 
 and above them :mod:`amp_lessons.reference`: GPU reference measurements and the table of the
 experiments that record them.

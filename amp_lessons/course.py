@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._table import html_table
+from ._table import Cell, html_table
+from ._validate import flag
 
 __all__ = [
     "DAY_TWO",
     "LESSONS",
     "Lesson",
     "LessonSupport",
+    "MODES",
+    "Runs",
     "Schedule",
     "TOPICS",
+    "WhatRunsWhere",
+    "apple_gpu_unused",
+    "check_report",
+    "gpu_lacks",
+    "lesson_devices",
     "what_runs_where",
     "workshop_schedule",
 ]
@@ -30,6 +39,11 @@ class Lesson:
     # Calls the lesson is about, which its own code cells must contain (not only its comments or the package):
     # tests/test_key_code.py asserts them. Cells marked ``#| export`` are copied to amp_lessons/<topic>/key_code.py.
     key_code: tuple[str, ...] = ()
+    # README.md's lesson table: what the learner sees in the lesson (scripts/registry_docs.py writes the table)
+    shows: str = ""
+    # instructors/README.md's solutions table: the lesson's graded exercises, "" for none (its solutions are
+    # instructors/solutions_<number>.py)
+    exercises: str = ""
 
 
 LESSONS: tuple[Lesson, ...] = (
@@ -39,6 +53,7 @@ LESSONS: tuple[Lesson, ...] = (
         "Start here",
         15,
         "what the course teaches, this machine's hardware report, how to work the notebooks",
+        shows="the plan, your machine's hardware report, what runs natively / emulated / as reference",
     ),
     Lesson(
         "01",
@@ -47,6 +62,11 @@ LESSONS: tuple[Lesson, ...] = (
         50,
         "fp32, TF32, fp16, bf16, fp8 as bits; range versus precision; rounding and its error",
         topic="bits",
+        shows=(
+            "fp32, TF32, fp16, bf16, fp8 as bits; range versus precision; rounding and its error; bit explorer "
+            "and format designer"
+        ),
+        exercises="largest finite value, bf16 ulp, decode an e4m3 byte, choose a format",
     ),
     Lesson(
         "02",
@@ -56,6 +76,12 @@ LESSONS: tuple[Lesson, ...] = (
         "what TF32 matmuls cost in accuracy and buy in speed; the switches",
         topic="tf32",
         key_code=("tf32.emulated_matmul(", "torch.backends.cuda.matmul.fp32_precision"),
+        shows=(
+            "TF32's switches (current and legacy API), its error against fp64 (real on an Ampere+ GPU; "
+            "elsewhere modelled: inputs rounded to TF32 bit-exactly, products summed in float32), error "
+            "against K, speed with GPU references"
+        ),
+        exercises="round to TF32 on the bits and a TF32 matmul by hand, bf16/TF32 error ratio",
     ),
     Lesson(
         "03",
@@ -65,6 +91,12 @@ LESSONS: tuple[Lesson, ...] = (
         "the failure modes that mixed precision is designed around",
         topic="fp16",
         key_code=("def sgd_step(", "quantize(weights, fmt)", "sgd_step("),
+        shows=(
+            "overflow (the 4096 x 16 sum explained correctly), swamping and Kahan summation, lost weight "
+            "updates and fp32 master weights, a gradient census, and how a smaller loss pushes it under fp16's "
+            "range; magnitude and sum explorers"
+        ),
+        exercises="value where a running sum stalls, smallest update that survives",
     ),
     Lesson(
         "04",
@@ -74,6 +106,12 @@ LESSONS: tuple[Lesson, ...] = (
         "which op runs in which precision, where the casts go, CPU versus CUDA",
         topic="autocast",
         key_code=("torch.autocast(", "autocast.trace(", "torch.library.register_autocast(", "torch.amp.custom_fwd("),
+        shows=(
+            "the CPU and CUDA autocast policy tables of the installed torch (CUDA previewed with fake CUDA "
+            "tensors), eligibility rules, op-by-op dtype traces, the profiler tree and the cost of casts, "
+            "custom ops, troubleshooting"
+        ),
+        exercises="predict each op's dtype under autocast, make a banned loss work under autocast",
     ),
     Lesson(
         "05",
@@ -91,6 +129,12 @@ LESSONS: tuple[Lesson, ...] = (
             "torch.autocast(",
             "update_scale(",
         ),
+        shows=(
+            "gradient histograms against fp16's range, a scale slider and the safe window, loss scaling from "
+            "scratch checked against `GradScaler`, its state machine with sliders, training with and without "
+            "scaling, the full recipe's pitfalls"
+        ),
+        exercises="GradScaler's update rule, smallest safe scale, the scale after a run of steps",
     ),
     Lesson(
         "06",
@@ -107,6 +151,15 @@ LESSONS: tuple[Lesson, ...] = (
             "clip_grad_norm_(",
             "scaler.step(",
             "scaler.update(",
+        ),
+        shows=(
+            "tensor-core generations, matmul throughput by dtype and size, a small transformer trained with "
+            "the AMP recipe (step time, peak memory, loss), inference by autocast vs cast weights, where fp16 "
+            "inference overflows; checklist and troubleshooting"
+        ),
+        exercises=(
+            "the AMP step with gradient clipping, in the recipe's order; one optimizer step accumulated over "
+            "micro-batches (each loss divided by their number, one `step` and one `update`)"
         ),
     ),
     Lesson(
@@ -125,6 +178,12 @@ LESSONS: tuple[Lesson, ...] = (
             "fake_quantize(",
             ".amax(dim=(1, 3))",
         ),
+        shows=(
+            "e4m3 and e5m2 bit by bit, what casts do on overflow, why fp8 needs scaling (per-tensor, delayed, "
+            "block-wise) on a real model's tensors, `torch._scaled_mm` against an exact emulation, a miniature "
+            "fp8 linear layer"
+        ),
+        exercises="the hybrid recipe's formats, the per-tensor scale, an fp8 linear forward",
     ),
     Lesson(
         "08",
@@ -140,6 +199,14 @@ LESSONS: tuple[Lesson, ...] = (
             "scaler.unscale_(",
             "torch.autocast(device_type, enabled=False)",
         ),
+        shows=(
+            "a symptom index (16 symptoms, each with a repro, the diagnosis, the fix shown working and its "
+            "public source: NaN loss that GradScaler cannot fix, a loss scale that halves forever, Adam's eps "
+            "in fp16, scaler errors and warnings, masked softmax, dtype errors at autocast boundaries, custom "
+            'autograd functions, "AMP is not faster"); a toolkit for any model: overflow/underflow tracer, '
+            "speed triage, dtype map"
+        ),
+        exercises="the first layer that overflows fp16; a fix that keeps it in fp32",
     ),
     Lesson(
         "09",
@@ -158,6 +225,14 @@ LESSONS: tuple[Lesson, ...] = (
             "MixedPrecisionPolicy(",
             "run_group(",
         ),
+        shows=(
+            "mixed precision at scale on a real gloo process group of CPU processes: the dtype of every stage "
+            "of a DDP + autocast step and of an FSDP2 `MixedPrecisionPolicy` step, one GradScaler decision on "
+            "every rank (DDP, fp16 FSDP2), bytes per parameter measured (fp32, AMP, bf16-true, sharded), the "
+            "error of bf16 vs fp32 gradient reduction up to 4096 ranks (emulated, checked against gloo), "
+            "framework flags mapped"
+        ),
+        exercises="an fp16 FSDP2 step with a sharded loss scaler, a ring sum in bf16",
     ),
     Lesson(
         "10",
@@ -167,6 +242,12 @@ LESSONS: tuple[Lesson, ...] = (
         "MX and NVFP4 block scales bit by bit, fp8/fp4 recipes side by side, stochastic rounding and Kahan updates",
         topic="micro",
         key_code=("def mx_block_quantize(", "def floor_shared_exponent(", "torch.frexp(", "mx_block_quantize(x, fmt)"),
+        shows=(
+            "below 8 bits: OCP MX (MXFP8, MXFP4) and NVFP4 block scales bit by bit, e8m0 and the floor vs "
+            "round-up scale rules, fp8/fp4 recipes side by side on tensors with outliers and a gradient spike, "
+            "stochastic rounding and Kahan-compensated bf16 weight updates (all emulated bit-exactly)"
+        ),
+        exercises="MX's RCEIL shared exponent, bf16 stochastic rounding written on the bits",
     ),
     Lesson(
         "11",
@@ -183,6 +264,13 @@ LESSONS: tuple[Lesson, ...] = (
             "backend=recorder",
             "torch._logging.set_logs(graph_code=True)",
         ),
+        shows=(
+            "`torch.compile` and mixed precision, measured on this machine's CPU (Inductor generates C++; "
+            "needs a C++ compiler): the graph Dynamo captures of an autocast region, eager's casts against the "
+            "kernels Inductor generates, compiled bf16 against eager and fp64 with and without "
+            "`emulate_precision_casts`, step and compile times, the fp8 cast probed eager and compiled"
+        ),
+        exercises="the fused kernel's numerics, compiling to match eager (`emulate_precision_casts`)",
     ),
 )
 
@@ -191,243 +279,130 @@ TOPICS: tuple[str, ...] = tuple(lesson.topic for lesson in LESSONS if lesson.top
 """The lesson topics (sub-packages of amp_lessons), in lesson order: every list of topics derives from this."""
 
 
+MODES: tuple[str, ...] = ("native", "emulated", "partly emulated", "reference")
+"""How a lesson runs on a machine: on its own hardware, emulated (casts bit-exact, arithmetic modelled), partly
+emulated, or shown from reference measurements recorded on a named GPU."""
+
+
+@dataclass(frozen=True)
+class Runs:
+    """What one lesson runs on a given machine, as its topic says (``amp_lessons.<topic>.runs_where(report)``):
+    ``mode`` is how (one of :data:`MODES`), ``detail`` says what and why, ``devices`` where its cells run their
+    experiments ("cpu" and/or "cuda")."""
+
+    mode: str
+    detail: str
+    devices: tuple[str, ...] = ("cpu",)
+
+    def __post_init__(self):
+        if self.mode not in MODES:
+            raise ValueError(f"mode={self.mode!r} is not allowed: use one of {', '.join(map(repr, MODES))}")
+        if not isinstance(self.detail, str) or not self.detail:
+            raise ValueError(f"detail={self.detail!r} is not allowed: say what the lesson runs, in words")
+        if not self.devices or not set(self.devices) <= {"cpu", "cuda"}:
+            raise ValueError(f"devices={self.devices!r} is not allowed: a tuple of 'cpu' and/or 'cuda'")
+
+
 @dataclass(frozen=True)
 class LessonSupport:
     """What one lesson runs on a given machine: ``mode`` is how, ``detail`` says what and why."""
 
     lesson: str
     title: str
-    mode: str  # "native", "emulated", "reference", "partly emulated"
+    mode: str  # one of MODES
     detail: str
     devices: tuple[str, ...] = ("cpu",)  # where the lesson's cells run their experiments: "cpu" and/or "cuda"
 
 
-_TITLES = {lesson.number: lesson.title for lesson in LESSONS}
+@dataclass(frozen=True)
+class WhatRunsWhere:
+    """Every lesson's :class:`LessonSupport` on one machine, in lesson order: iterate it for the rows; it shows
+    itself as a table."""
+
+    rows: tuple[LessonSupport, ...]
+
+    def __iter__(self):
+        return iter(self.rows)
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __str__(self) -> str:
+        lines = ["What each lesson runs here:"]
+        lines += [f"  {s.lesson} {s.title:<38} {s.mode:<16} {s.detail}" for s in self.rows]
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+    def _repr_html_(self) -> str:
+        tone = {"native": "good", "emulated": "warn", "partly emulated": "warn", "reference": "muted"}
+        rows = [[s.lesson, s.title, Cell(s.mode, tone=tone[s.mode], bold=True), s.detail] for s in self.rows]
+        return html_table(("lesson", "title", "mode", "detail"), rows, title="What each lesson runs here")
 
 
-def _lacks(g, feature: str, no_gpu: str, hardware: str = "") -> str:
-    """Why ``feature`` does not run natively on GPU ``g`` (None: no GPU): AMD GPUs are not classified."""
+def gpu_lacks(report, feature: str, no_gpu: str, *, tensor_cores: bool = False) -> str:
+    """Why ``feature`` (say "fp8") does not run natively on the GPU of ``report`` (an
+    :class:`amp_lessons.device.DeviceReport`); ``no_gpu`` is the reason on a machine without one; ``tensor_cores``:
+    the feature is a kind of tensor core ("the T4 has no fp8 tensor cores"). AMD GPUs are not classified."""
+    g = check_report(report).gpu
+    for value, what in ((feature, "feature"), (no_gpu, "no_gpu")):
+        if not isinstance(value, str) or not value:
+            raise TypeError(f"{what} must be a non-empty str (words of the reason), got {value!r}")
+    flag(tensor_cores, "tensor_cores")
     if g is None:
         return no_gpu
     if g.rocm:
         return f"{feature} on the {g.name} (AMD) is not classified here"
-    return f"the {g.name} has no {feature}{hardware}"
+    return f"the {g.name} has no {feature}{' tensor cores' if tensor_cores else ''}"
 
 
-def what_runs_where(report) -> list[LessonSupport]:
-    """For each lesson, what runs natively on the machine of ``report`` (an
-    :class:`amp_lessons.device.DeviceReport`), what is emulated, what is shown from reference measurements.
-
-    Follows what the lessons do on that machine: they run on ``report.device`` (CUDA GPU or CPU),
-    never on an Apple GPU; NVIDIA formats come from the compute-capability table, AMD formats are
-    not classified (TF32 and fp8 are treated as absent, bf16 follows torch.cuda.is_bf16_supported()).
-    """
-    # a DeviceReport by its fields (course cannot import device, which imports course)
-    if not all(hasattr(report, k) for k in ("gpu", "cpu", "apple_gpu", "device")):
+def check_report(report):
+    """``report`` if it is a :class:`amp_lessons.device.DeviceReport` (known by its fields: the base does not import
+    device's probes here), else a TypeError that says where one comes from."""
+    if not all(hasattr(report, k) for k in ("gpu", "cpu", "apple_gpu", "device", "mps_autocast")):
         raise TypeError(
             f"report must be a DeviceReport (from amp_lessons.device.device_report()), got {type(report).__name__}"
         )
-    g, c, a = report.gpu, report.cpu, report.apple_gpu
-    amd = g is not None and g.rocm
-    on_cpu = "; on the CPU (the Apple GPU is not used)" if a is not None and g is None else ""
-    gpu = ("cuda",) if g is not None else ("cpu",)  # lessons that run on the course's device (default_device())
-    both = ("cpu", "cuda") if g is not None else ("cpu",)  # lessons with a CPU part and a CUDA branch
-    out = [
-        LessonSupport("00", _TITLES["00"], "native", "this report, probed from the CPU"),
-        LessonSupport(
-            "01",
-            _TITLES["01"],
-            "native",
-            "on the CPU: fp16/bf16/fp8 rounding by torch's own casts; TF32, fp6 and fp4 emulated bit-exactly "
-            "by the formats engine (they are not torch dtypes)",
-        ),
-    ]
-    if g is not None and g.tf32:
-        out.append(LessonSupport("02", _TITLES["02"], "native", f"real TF32 matmuls on the {g.name}", gpu))
-    else:
-        why = _lacks(g, "TF32", "no CUDA GPU")
-        out.append(
-            LessonSupport(
-                "02",
-                _TITLES["02"],
-                "emulated",
-                f"{why}: TF32 modelled (inputs rounded bit-exactly, fp32 sums); GPU speed from reference{on_cpu}",
-                gpu,
-            )
-        )
-    out.append(
-        LessonSupport(
-            "03", _TITLES["03"], "native", f"fp16/bf16 tensors and sums run on any device (kept small on CPU){on_cpu}"
-        )
-    )
-    if g is None:
-        mps = f"; {report.mps_autocast}, but the lesson does not use the Apple GPU" if a is not None else ""
-        out.append(
-            LessonSupport(
-                "04",
-                _TITLES["04"],
-                "partly emulated",
-                f"CPU autocast runs here; the CUDA policy is previewed with fake CUDA tensors{mps}",
-            )
-        )
-    elif amd:
-        out.append(
-            LessonSupport(
-                "04",
-                _TITLES["04"],
-                "native",
-                f"CPU and CUDA autocast both run here (on ROCm, torch's 'cuda' device is the {g.name})",
-                both,
-            )
-        )
-    elif not g.bf16:
-        out.append(
-            LessonSupport(
-                "04",
-                _TITLES["04"],
-                "native",
-                f"CPU and CUDA autocast both run here; the {g.name} has no bf16 tensor cores, so CUDA "
-                "bf16 autocast runs emulated (slow)",
-                both,
-            )
-        )
-    else:
-        out.append(
-            LessonSupport(
-                "04",
-                _TITLES["04"],
-                "native",
-                "CPU and CUDA autocast both run here; the CUDA policy is also previewed with fake CUDA tensors",
-                both,
-            )
-        )
-    out.append(
-        LessonSupport(
-            "05",
-            _TITLES["05"],
-            "native",
-            "GradScaler('cpu') with fp16 autocast on a small model, on the CPU whatever the machine has (on a GPU "
-            f"the recipe is the same with the device 'cuda'){on_cpu}",
-        )
-    )
-    if amd:
-        if g.bf16:
-            fmts = "fp16 and bf16"
+    return report
+
+
+def apple_gpu_unused(report) -> str:
+    """The words a lesson adds on a Mac whose Apple GPU torch can use and the lessons do not (else "")."""
+    report = check_report(report)
+    return "; on the CPU (the Apple GPU is not used)" if report.apple_gpu is not None and report.gpu is None else ""
+
+
+def lesson_devices(report, *, cpu_part: bool = False) -> tuple[str, ...]:
+    """Where a lesson that runs on the course's device (``default_device()``) runs its cells on the machine of
+    ``report``; ``cpu_part=True``: a lesson with a CPU part and a CUDA branch."""
+    flag(cpu_part, "cpu_part")
+    if check_report(report).gpu is None:
+        return ("cpu",)
+    return ("cpu", "cuda") if cpu_part else ("cuda",)
+
+
+def what_runs_where(report) -> WhatRunsWhere:
+    """For each lesson, what runs natively on the machine of ``report`` (an
+    :class:`amp_lessons.device.DeviceReport`), what is emulated, what is shown from reference measurements.
+
+    Each topic answers for its own lesson (``amp_lessons.<topic>.runs_where(report)``), following what its cells
+    do on that machine: they run on ``report.device`` (CUDA GPU or CPU), never on an Apple GPU; NVIDIA formats come
+    from the compute-capability table, AMD formats are not classified (TF32 and fp8 are treated as absent, bf16
+    follows torch.cuda.is_bf16_supported()). The registry imports each topic by its name, here, when asked.
+    """
+    check_report(report)
+    rows = []
+    for lesson in LESSONS:
+        if lesson.topic is None:
+            runs = Runs("native", "this report, probed from the CPU")
         else:
-            fmts = (
-                "fp16 (bf16 run skipped: torch.cuda.is_bf16_supported() said no)"
-                if g.bf16_supported is False
-                else "fp16 (bf16 run skipped: bf16 support not probed)"
-            )
-        out.append(
-            LessonSupport(
-                "06",
-                _TITLES["06"],
-                "native",
-                f"{fmts} training and inference timed on the {g.name} (AMD: whether they run on its matrix "
-                "cores is not classified here)",
-                gpu,
-            )
-        )
-    elif g is not None and g.bf16:
-        out.append(
-            LessonSupport(
-                "06", _TITLES["06"], "native", f"bf16 and fp16 training and inference timed on the {g.name}", gpu
-            )
-        )
-    elif g is not None and g.fp16_tensor_cores:
-        out.append(
-            LessonSupport(
-                "06",
-                _TITLES["06"],
-                "native",
-                f"fp16 training and inference timed on the {g.name}; it has no bf16 tensor cores: bf16 "
-                "runs emulated (slow) and the bf16 training run is skipped",
-                gpu,
-            )
-        )
-    elif c.bf16_hardware:
-        out.append(
-            LessonSupport(
-                "06",
-                _TITLES["06"],
-                "partly emulated",
-                f"bf16 measured on this CPU (it has bf16 instructions); fp16 and GPU speed-ups from reference{on_cpu}",
-            )
-        )
-    else:
-        out.append(
-            LessonSupport(
-                "06",
-                _TITLES["06"],
-                "reference",
-                "this CPU has no bf16/fp16 matrix instructions: fp32 and bf16 training measured here on a model "
-                f"scaled to the bf16 rate measured first (bf16 is slower here); GPU speed-ups from reference{on_cpu}",
-            )
-        )
-    # lesson 07 runs its fp8 casts and torch._scaled_mm on the CPU on every machine (small, exact, comparable);
-    # the speed of fp8 tensor cores is the H100 reference
-    if g is not None and g.fp8:
-        why = f"the {g.name} has fp8 tensor cores, which the lesson's cells do not use"
-    else:
-        why = _lacks(g, "fp8", "no CUDA GPU with fp8 tensor cores", " tensor cores")
-    out.append(
-        LessonSupport(
-            "07",
-            _TITLES["07"],
-            "emulated",
-            f"fp8 casts and torch._scaled_mm run on the CPU ({why}); speed from the H100 reference{on_cpu}",
-        )
-    )
-    if g is not None:
-        out.append(
-            LessonSupport(
-                "08",
-                _TITLES["08"],
-                "native",
-                "the repros and the toolkit run on the CPU; one cell shows that torch.amp.GradScaler() without a device "
-                "is enabled here (it means 'cuda')",
-                both,
-            )
-        )
-    else:
-        out.append(
-            LessonSupport(
-                "08",
-                _TITLES["08"],
-                "partly emulated",
-                "fp16/bf16 repros run on this CPU (kept tiny); fp16 gradient underflow emulated bit-exactly; "
-                f"GPU-only symptoms shown as CPU analogues with public references{on_cpu}",
-            )
-        )
-    out.append(
-        LessonSupport(
-            "09",
-            _TITLES["09"],
-            "partly emulated",
-            "real DDP and FSDP2 steps on 2-4 CPU processes joined by gloo (the lesson runs no NCCL or GPU "
-            "collective); reductions over thousands of ranks emulated bit-exactly, checked against gloo",
-        )
-    )
-    out.append(
-        LessonSupport(
-            "10",
-            _TITLES["10"],
-            "emulated",
-            "fp4/fp6/e8m0 formats and MX/NVFP4 block scaling rounded bit-exactly by the formats engine (native "
-            "only on Blackwell-class GPUs, which the lesson does not use); stochastic rounding and Kahan run on the CPU",
-        )
-    )
-    out.append(
-        LessonSupport(
-            "11",
-            _TITLES["11"],
-            "native",
-            "torch.compile with Inductor's CPU backend (generated C++, needs a C++ compiler) on this CPU; on a GPU "
-            "Inductor would generate Triton kernels instead",
-        )
-    )
-    return out
+            runs = importlib.import_module(f"amp_lessons.{lesson.topic}").runs_where(report)
+            if not isinstance(runs, Runs):
+                raise TypeError(
+                    f"amp_lessons.{lesson.topic}.runs_where returned {type(runs).__name__}, not a course.Runs"
+                )
+        rows.append(LessonSupport(lesson.number, lesson.title, runs.mode, runs.detail, runs.devices))
+    return WhatRunsWhere(tuple(rows))
 
 
 #: The lesson that opens the second day of a two-day workshop: day one teaches the foundations and the whole AMP

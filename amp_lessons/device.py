@@ -1,4 +1,5 @@
-"""What this machine is, and what each lesson can run on it: natively, emulated, or as reference.
+"""What this machine is: its CPU, its GPU and what formats they run (what each lesson then runs natively,
+emulated or as reference, each topic says: :func:`amp_lessons.course.what_runs_where`).
 
 ``device_report()`` probes the CPU, the first GPU torch reaches through ``torch.cuda`` (an NVIDIA GPU
 on a CUDA build of torch, an AMD GPU on a ROCm build) and an Apple GPU (MPS). Every probe can be
@@ -22,15 +23,13 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ._table import Cell, html_table
+from ._table import html_table
 from ._validate import count, flag, int_at_least
-from .course import LessonSupport, what_runs_where
 
 __all__ = [
     "CPUInfo",
     "DeviceReport",
     "GPUInfo",
-    "LessonSupport",
     "MPSInfo",
     "cpu_info",
     "default_device",
@@ -250,11 +249,6 @@ class DeviceReport:
         dts = ", ".join(a.autocast_dtypes) if a is not None else ""
         return f"torch.autocast('mps') accepts {dts}" if dts else "torch.autocast('mps') accepts neither fp16 nor bf16"
 
-    def lesson_support(self) -> list[LessonSupport]:
-        """For each lesson, what runs natively here, what is emulated, what is reference
-        (:func:`amp_lessons.course.what_runs_where`)."""
-        return what_runs_where(self)
-
     def rows(self) -> list[tuple[str, str]]:
         c, g, a = self.cpu, self.gpu, self.apple_gpu
         yes = {True: "yes", False: "no"}
@@ -333,20 +327,12 @@ class DeviceReport:
         width = max(len(k) for k, _ in self.rows())
         lines = ["Hardware report (measured on this machine)"]
         lines += [f"  {k:<{width}}  {v}" for k, v in self.rows()]
-        lines.append("What each lesson runs here:")
-        lines += [f"  {s.lesson} {s.title:<38} {s.mode:<16} {s.detail}" for s in self.lesson_support()]
         return "\n".join(lines)
 
     __repr__ = __str__
 
     def _repr_html_(self) -> str:
-        tone = {"native": "good", "emulated": "warn", "partly emulated": "warn", "reference": "muted"}
-        lessons = [
-            [s.lesson, s.title, Cell(s.mode, tone=tone[s.mode], bold=True), s.detail] for s in self.lesson_support()
-        ]
-        return html_table(
-            None, self.rows(), title="Hardware report (measured on this machine)", row_headers=True
-        ) + html_table(("lesson", "title", "mode", "detail"), lessons, title="What each lesson runs here")
+        return html_table(None, self.rows(), title="Hardware report (measured on this machine)", row_headers=True)
 
 
 def cpu_info() -> CPUInfo:

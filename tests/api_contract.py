@@ -199,6 +199,8 @@ def _valid_value(name: str, qualname: str):
         "module": lambda: torch.nn.Linear(4, 4),
         "obj": lambda: torch.randn(2),
         "report": lambda: importlib.import_module("amp_lessons.device").device_report(),
+        "feature": lambda: "fp8",
+        "no_gpu": lambda: "no CUDA GPU",
     }
     by_callable = {
         "formats.FloatFormat": {"name": lambda: "e5m2x", "exponent_bits": lambda: 5, "mantissa_bits": lambda: 2},

@@ -109,3 +109,32 @@ def test_the_registry_names_every_topic_package_and_the_docs_list_them():
         assert f":mod:`amp_lessons.{lesson.topic}` ({lesson.number})" in amp_lessons.__doc__, lesson.topic
         assert f"{lesson.topic}/" in contributing, lesson.topic
     assert f"(01..{LESSONS[-1].number})" in contributing
+
+
+def test_each_topic_answers_for_its_own_lesson(monkeypatch):
+    """What runs where is asked of each lesson's topic (``amp_lessons.<topic>.runs_where``) and put in lesson order
+    with the registry's numbers and titles; the device probes do not import the course."""
+    import importlib
+
+    import pytest
+
+    from amp_lessons import course, device
+    from amp_lessons.course import Runs, what_runs_where
+
+    report = device.device_report(no_gpu=True)
+    rows = list(what_runs_where(report))
+    assert [(s.lesson, s.title) for s in rows] == [(ls.number, ls.title) for ls in LESSONS]
+    for lesson, row in zip(LESSONS[1:], rows[1:]):
+        runs = importlib.import_module(f"amp_lessons.{lesson.topic}").runs_where(report)
+        assert isinstance(runs, Runs) and (runs.mode, runs.detail, runs.devices) == (row.mode, row.detail, row.devices)
+    source = Path(device.__file__).read_text(encoding="utf-8")
+    assert "from .course" not in source and "amp_lessons.course" not in source.replace(
+        ":func:`amp_lessons.course.what_runs_where`", ""
+    )
+    with pytest.raises(ValueError, match="mode='fast' is not allowed"):
+        Runs("fast", "words")
+    with pytest.raises(ValueError, match="devices=\\('mps',\\) is not allowed"):
+        Runs("native", "words", ("mps",))
+    monkeypatch.setattr(importlib.import_module("amp_lessons.tf32"), "runs_where", lambda report: "native")
+    with pytest.raises(TypeError, match="amp_lessons.tf32.runs_where returned str, not a course.Runs"):
+        course.what_runs_where(report)

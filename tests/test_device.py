@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from amp_lessons import device
-from amp_lessons.course import LESSONS
+from amp_lessons.course import LESSONS, what_runs_where
 from amp_lessons.device import CPUInfo, GPUInfo, MPSInfo, device_report
 
 PLAIN_CPU = CPUInfo("Test CPU", "x86_64", "AVX2", 4)
@@ -36,11 +36,11 @@ def rocm_props(name="AMD Instinct MI300X", major=9, minor=4, gib=192, arch="gfx9
 
 
 def details(report):
-    return {s.lesson: s.detail for s in report.lesson_support()}
+    return {s.lesson: s.detail for s in what_runs_where(report)}
 
 
 def modes(report):
-    return {s.lesson: s.mode for s in report.lesson_support()}
+    return {s.lesson: s.mode for s in what_runs_where(report)}
 
 
 def test_this_machine():
@@ -52,8 +52,13 @@ def test_this_machine():
     assert device.default_device().type == r.device
     text = str(r)
     assert "Hardware report" in text and r.cpu.capability in text
-    assert [s.lesson for s in r.lesson_support()] == [lesson.number for lesson in LESSONS]
-    assert r._repr_html_().count("<table") == 2
+    assert [s.lesson for s in what_runs_where(r)] == [lesson.number for lesson in LESSONS]
+    assert r._repr_html_().count("<table") == 1  # the hardware; what each lesson runs is the course's table
+    runs = what_runs_where(r)
+    assert len(runs) == len(LESSONS) and runs._repr_html_().count("<tr>") == 1 + len(LESSONS)
+    assert str(runs).splitlines()[0] == "What each lesson runs here:" and len(str(runs).splitlines()) == 1 + len(
+        LESSONS
+    )
 
 
 def test_no_gpu_branch():
@@ -118,7 +123,7 @@ def test_gpu_without_bf16_or_tf32():
     m = modes(r)
     assert m["02"] == "emulated" and m["07"] == "emulated"  # no TF32, no fp8 on Turing
     assert m["04"] == "native" and m["06"] == "native"
-    detail = {s.lesson: s.detail for s in r.lesson_support()}
+    detail = {s.lesson: s.detail for s in what_runs_where(r)}
     assert "no TF32" in detail["02"] and "no bf16" in detail["06"]
 
 
@@ -151,7 +156,7 @@ def test_gpu_without_bf16_claims_no_bf16(name, cap):
     for lesson in ("04", "06"):
         assert "no bf16 tensor cores" in d[lesson] and "bf16" in d[lesson] and "emulated (slow)" in d[lesson]
     assert "bf16 training run is skipped" in d["06"]
-    assert "no bf16 tensor cores" in r._repr_html_()
+    assert "no bf16 tensor cores" in what_runs_where(r)._repr_html_()
 
 
 # --- AMD GPUs (ROCm) -----------------------------------------------------------------------------

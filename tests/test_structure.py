@@ -166,7 +166,7 @@ def test_a_topic_exports_its_modules_public_names():
     for t in TOPICS:
         package = importlib.import_module(f"amp_lessons.{t}")
         names = []
-        for sub in ("experiments", "describe", "plots", "explorers", "checks"):
+        for sub in ("experiments", "describe", "plots", "explorers", "checks", "support"):
             if f"{t}.{sub}" in MODULES:
                 module = importlib.import_module(f"amp_lessons.{t}.{sub}")
                 names += module.__all__

@@ -1,7 +1,7 @@
 """Lesson 04, autocast policies: which op runs in which dtype, traced and profiled, and the cost of casts.
 
 `from amp_lessons import autocast` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`,
-:mod:`.checks`."""
+:mod:`.checks`, :mod:`.support`."""
 
 from .checks import (
     check_bce_fix,
@@ -26,6 +26,7 @@ from .experiments import (
     trace,
 )
 from .plots import plot_output_dtypes
+from .support import runs_where
 
 __all__ = [
     "DEVICE_TYPES",
@@ -46,5 +47,6 @@ __all__ = [
     "policy_sources",
     "policy_table",
     "profile_tree",
+    "runs_where",
     "trace",
 ]

@@ -2,8 +2,8 @@
 survive in Inductor's generated code, compiled bf16 numerics against eager and fp64, and step times.
 
 `from amp_lessons import compiled` gives every public name of the topic's modules: :mod:`.experiments`,
-:mod:`.plots`, :mod:`.checks`. The lesson's own code (the block it compiles, its debugging backend) is in
-:mod:`.key_code`, generated from the notebook's ``#| export`` cells."""
+:mod:`.plots`, :mod:`.checks`, :mod:`.support`. The lesson's own code (the block it compiles, its debugging
+backend) is in :mod:`.key_code`, generated from the notebook's ``#| export`` cells."""
 
 from .checks import (
     check_compile_matching_eager,
@@ -31,6 +31,7 @@ from .plots import (
     plot_errors,
     plot_step_times,
 )
+from .support import runs_where
 
 __all__ = [
     "WORKLOADS",
@@ -50,6 +51,7 @@ __all__ = [
     "plot_errors",
     "plot_step_times",
     "precision_errors",
+    "runs_where",
     "step_times",
     "summarize_code",
     "workload",

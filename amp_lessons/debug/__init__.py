@@ -2,7 +2,7 @@
 dtype map for any model, and the small models the lesson breaks on purpose.
 
 `from amp_lessons import debug` gives every public name of the topic's modules: :mod:`.experiments`,
-:mod:`.plots`, :mod:`.checks`."""
+:mod:`.plots`, :mod:`.checks`, :mod:`.support`."""
 
 from .checks import (
     check_first_bad_layer,
@@ -30,6 +30,7 @@ from .plots import (
     plot_bytes_per_parameter,
     plot_trace,
 )
+from .support import runs_where
 
 __all__ = [
     "DtypeMap",
@@ -47,6 +48,7 @@ __all__ = [
     "dtype_map",
     "plot_bytes_per_parameter",
     "plot_trace",
+    "runs_where",
     "t5_like_batch",
     "t5_like_model",
     "tensor_stats",

@@ -2,7 +2,7 @@
 memory per parameter, and the precision of gradient reduction.
 
 `from amp_lessons import distributed` gives every public name of the topic's modules: :mod:`.experiments`,
-:mod:`.plots`, :mod:`.explorers`, :mod:`.checks`."""
+:mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
 
 from .checks import (
     check_fsdp_fp16_step,
@@ -46,6 +46,7 @@ from .plots import (
     plot_memory_per_parameter,
     plot_reduction_error,
 )
+from .support import runs_where
 
 __all__ = [
     "BuildCheck",
@@ -82,4 +83,5 @@ __all__ = [
     "reduction_sweep",
     "ring_sum",
     "run_group",
+    "runs_where",
 ]

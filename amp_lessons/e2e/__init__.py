@@ -1,6 +1,6 @@
 """Lesson 06, AMP end to end: the AMP training step, throughput by dtype, memory, inference.
 
-`from amp_lessons import e2e` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`, :mod:`.checks`."""
+`from amp_lessons import e2e` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`, :mod:`.checks`, :mod:`.support`."""
 
 from .checks import (
     check_accumulated_amp_step,
@@ -40,6 +40,7 @@ from .plots import (
     plot_throughput,
     plot_training_runs,
 )
+from .support import runs_where
 
 __all__ = [
     "amp_step",
@@ -67,6 +68,7 @@ __all__ = [
     "SLOW_FP16_RATIO",
     "SpecRatioTable",
     "TENSOR_CORE_GENERATIONS",
+    "runs_where",
     "tensor_core_table",
     "TensorCoreTable",
     "ThroughputTable",

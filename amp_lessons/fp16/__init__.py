@@ -1,7 +1,7 @@
 """Lesson 03, fp16 overflow, underflow and swamping: running sums in any format, lost updates and
 master weights, gradient census.
 
-`from amp_lessons import fp16` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`."""
+`from amp_lessons import fp16` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
 
 from .checks import (
     check_lost_update,
@@ -40,6 +40,7 @@ from .plots import (
     plot_loss_curves,
     plot_running_sums,
 )
+from .support import runs_where
 
 __all__ = [
     "CENSUS_CATEGORIES",
@@ -64,6 +65,7 @@ __all__ = [
     "plot_running_sums",
     "running_sum",
     "running_sums_of_copies",
+    "runs_where",
     "sgd_step",
     "small_batch",
     "small_model",

@@ -1,6 +1,6 @@
 """Lesson 07, fp8: fp8 casts and scaling (per-tensor, delayed, block-wise), torch._scaled_mm, an fp8 linear layer.
 
-`from amp_lessons import fp8` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`."""
+`from amp_lessons import fp8` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
 
 from .checks import (
     check_amax_scale,
@@ -39,6 +39,7 @@ from .plots import (
     plot_fp8_window,
     plot_scaling_errors,
 )
+from .support import runs_where
 
 __all__ = [
     "BLOCK_SHAPES",
@@ -66,6 +67,7 @@ __all__ = [
     "model_tensors",
     "plot_fp8_window",
     "plot_scaling_errors",
+    "runs_where",
     "scaled_mm_compare",
     "scaling_errors",
     "torch_fp8_overflow",

@@ -2,7 +2,7 @@
 rounding and Kahan-compensated bf16 updates.
 
 `from amp_lessons import micro` gives every public name of the topic's modules: :mod:`.experiments`,
-:mod:`.plots`, :mod:`.explorers`, :mod:`.checks`."""
+:mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
 
 from .checks import (
     check_rceil_shared_exponent,
@@ -47,6 +47,7 @@ from .plots import (
     plot_tiny_updates,
     plot_training,
 )
+from .support import runs_where
 
 __all__ = [
     "RecipeExplorer",
@@ -80,6 +81,7 @@ __all__ = [
     "recipe_stats",
     "recipe_table",
     "recipe_tensor",
+    "runs_where",
     "scale_rule_clipping",
     "stochastic_round",
     "tiny_updates",

@@ -1,6 +1,6 @@
 """Lesson 05, loss scaling: static and dynamic scalers written out, against torch.amp.GradScaler.
 
-`from amp_lessons import scaling` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`."""
+`from amp_lessons import scaling` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
 
 from .checks import (
     check_scale_prediction,
@@ -40,6 +40,7 @@ from .plots import (
     plot_scaler_history,
     plot_train_comparison,
 )
+from .support import runs_where
 
 __all__ = [
     "CensusIndex",
@@ -57,6 +58,7 @@ __all__ = [
     "plot_scaled_histogram",
     "plot_scaler_history",
     "plot_train_comparison",
+    "runs_where",
     "safe_window",
     "scale_explorer",
     "scale_sweep",

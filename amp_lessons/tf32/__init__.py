@@ -1,6 +1,6 @@
 """Lesson 02, TF32: emulated and real TF32 matmuls, their errors against fp64, their speed.
 
-`from amp_lessons import tf32` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`."""
+`from amp_lessons import tf32` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
 
 from .checks import (
     check_error_ratio,
@@ -29,6 +29,7 @@ from .plots import (
     plot_error_vs_k,
     plot_matmul_errors,
 )
+from .support import runs_where
 
 __all__ = [
     "MODELLED",
@@ -48,6 +49,7 @@ __all__ = [
     "pick_size",
     "plot_error_vs_k",
     "plot_matmul_errors",
+    "runs_where",
     "switches_tour",
     "time_matmuls",
 ]

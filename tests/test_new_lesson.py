@@ -1,0 +1,226 @@
+"""Adding a lesson touches its topic folder, its tests, its notebook, its solutions and one registry entry, and
+nothing else by hand: a twelfth lesson (a small but complete one: an experiment, a checker, the lesson's row of
+what runs where, a notebook with an exercise, a solution and their tests) is added to a copy of this repository,
+`make docs` writes what the docs say of the registry, and every test that reads the registry passes on the copy,
+the new notebook and lesson 00 under nbval among them, and the browser test collects the new lesson.
+
+The test then lists what changed in the copy: the lesson's own files, one `Lesson(...)` entry added to
+amp_lessons/course.py, and the files `make docs` writes (README.md, instructors/README.md, CONTRIBUTING.md, the
+package docstring, lesson 00's stored outputs)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+REGISTRY_ENTRY = """    Lesson(
+        "12",
+        "12_halves.ipynb",
+        "Halving in fp16",
+        10,
+        "when halving an fp16 value is exact",
+        topic="halves",
+        key_code=("halves.halve(",),
+        shows="halving in fp16: exact down to the subnormals",
+        exercises="half of fp16's largest value",
+    ),
+"""
+
+TOPIC = {
+    "amp_lessons/halves/__init__.py": '''"""Lesson 12, halving in fp16.
+
+`from amp_lessons import halves` gives every public name of the topic's modules: :mod:`.experiments`,
+:mod:`.checks`, :mod:`.support`."""
+
+from .checks import check_half_of_largest
+from .experiments import halve
+from .support import runs_where
+
+__all__ = [
+    "check_half_of_largest",
+    "halve",
+    "runs_where",
+]
+''',
+    "amp_lessons/halves/experiments.py": '''"""Halving a value in fp16."""
+
+from __future__ import annotations
+
+import torch
+
+from .._validate import finite
+
+__all__ = ["halve"]
+
+
+def halve(x: float) -> float:
+    """``x`` rounded to fp16, halved in fp16."""
+    return float(torch.tensor(finite(x, "x"), dtype=torch.float16) / 2)
+''',
+    "amp_lessons/halves/checks.py": '''"""Lesson 12's exercise checker."""
+
+from __future__ import annotations
+
+from ..checks import CheckResult, is_placeholder, off_by, same_value
+from .experiments import halve
+
+__all__ = ["check_half_of_largest"]
+
+
+def check_half_of_largest(answer) -> CheckResult:
+    """Exercise 1: half of fp16's largest finite value, as fp16 computes it."""
+    if is_placeholder(answer):
+        return CheckResult(False, "replace ... with half of fp16's largest finite value", todo=True)
+    want = halve(65504.0)
+    if same_value(answer, want):
+        return CheckResult(True, "halving is exact in fp16: only the exponent changes")
+    return CheckResult(False, f"{off_by(answer, want)}: start from fp16's largest finite value")
+''',
+    "amp_lessons/halves/support.py": '''"""What lesson 12 runs on a given machine."""
+
+from __future__ import annotations
+
+from .. import course
+
+__all__ = ["runs_where"]
+
+
+def runs_where(report) -> course.Runs:
+    """Lesson 12 on the machine of ``report``: fp16 halving on the CPU, everywhere."""
+    course.check_report(report)
+    return course.Runs("native", "fp16 halving on the CPU")
+''',
+    "tests/halves/test_halves_experiments.py": """from amp_lessons import halves
+
+
+def test_halving_is_exact_until_the_subnormals():
+    assert halves.halve(3.0) == 1.5 and halves.halve(65504.0) == 32752.0
+    assert halves.halve(2.0**-24) == 0.0  # the smallest subnormal halves to a tie, rounded to the even 0
+""",
+    "tests/halves/test_halves_solutions.py": """import importlib.util
+from pathlib import Path
+
+from amp_lessons import halves
+
+
+def test_lesson_12_solutions():
+    path = Path(__file__).resolve().parents[2] / "instructors" / "solutions_12.py"
+    spec = importlib.util.spec_from_file_location("solutions_12", path)
+    s = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(s)
+    assert halves.check_half_of_largest(s.half_of_largest)
+    assert not halves.check_half_of_largest(65504.0)
+""",
+    "instructors/solutions_12.py": '''"""Lesson 12's solution."""
+
+half_of_largest = 65504.0 / 2  # halving changes only the exponent: exact
+''',
+}
+
+
+def _notebook() -> dict:
+    def md(i, text):
+        return {"cell_type": "markdown", "id": f"cell-{i:02d}", "metadata": {}, "source": text}
+
+    def code(i, text):
+        return {"cell_type": "code", "execution_count": None, "id": f"cell-{i:02d}", "metadata": {}, "outputs": [],
+                "source": text}  # fmt: skip
+
+    cells = [
+        md(0, "# 12 · Halving in fp16\n\n**Time:** 10 minutes. Everything here runs on this machine's CPU."),
+        code(1, "from amp_lessons import halves\n\nprint(halves.halve(3.0))"),
+        md(2, "**Exercise 1 — half of fp16's largest value (5 min).** Replace `...` with it."),
+        code(3, "half_of_largest = ...  # YOUR answer\nhalves.check_half_of_largest(half_of_largest)"),
+        md(4, "## Summary\n\n- Halving an fp16 value changes only its exponent, until the subnormals."),
+    ]
+    with open(ROOT / "notebooks" / "00_start_here.ipynb", encoding="utf-8") as f:
+        metadata = json.load(f)["metadata"]
+    return {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
+
+
+# the tests that read the registry, and the new lesson's own
+REGISTRY_TESTS = [
+    "tests/test_structure.py",
+    "tests/test_course.py",
+    "tests/test_readmes.py",
+    "tests/test_registry_docs.py",
+    "tests/test_device.py",
+    "tests/test_notebooks.py",
+    "tests/test_key_code.py",
+    "tests/test_exercise_outputs.py",
+    "tests/test_lesson_claims.py",
+    "tests/test_solutions.py",
+    "tests/test_api_contract.py",
+    "tests/halves",
+    "notebooks/00_start_here.ipynb",
+    "notebooks/12_halves.ipynb",
+]
+GENERATED = {"README.md", "instructors/README.md", "CONTRIBUTING.md", "amp_lessons/__init__.py",
+             "notebooks/00_start_here.ipynb"}  # fmt: skip
+
+
+def _run(cmd, cwd, env, timeout=900) -> str:
+    out = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    assert out.returncode == 0, (
+        f"{' '.join(map(str, cmd))} failed ({out.returncode}):\n{out.stdout[-6000:]}\n{out.stderr[-3000:]}"
+    )
+    return out.stdout
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git to copy the repository")
+def test_a_twelfth_lesson_needs_its_own_files_and_one_registry_entry(tmp_path):
+    copy = tmp_path / "course"
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
+                            capture_output=True, text=True, check=True).stdout.split("\n")  # fmt: skip
+    for name in filter(None, listed):
+        src = ROOT / name
+        if src.is_file():
+            (copy / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, copy / name)
+    env = {**os.environ, "PYTHONPATH": str(copy), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}  # fmt: skip
+    env.pop("PYTEST_XDIST_WORKER", None)
+    _run(["git", "init", "-q"], copy, env)
+    _run(["git", "add", "-A"], copy, env)
+    _run(["git", "commit", "-q", "-m", "before"], copy, env)
+
+    # the lesson: one registry entry, its folder, tests, notebook and solutions
+    course = copy / "amp_lessons" / "course.py"
+    text = course.read_text(encoding="utf-8")
+    end = "\n)\n\n\nTOPICS"
+    assert text.count(end) == 1, "the registry's LESSONS tuple should end just before TOPICS"
+    course.write_text(text.replace(end, "\n" + REGISTRY_ENTRY.rstrip("\n") + end, 1), encoding="utf-8")
+    for name, body in TOPIC.items():
+        (copy / name).parent.mkdir(parents=True, exist_ok=True)
+        (copy / name).write_text(body, encoding="utf-8")
+    (copy / "notebooks" / "12_halves.ipynb").write_text(
+        json.dumps(_notebook(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+
+    # `make docs`, and the new notebook stored by a restart-and-run-all
+    py = sys.executable
+    _run([py, "scripts/registry_docs.py"], copy, env)
+    _run([py, "scripts/run_notebooks.py", "notebooks/00_start_here.ipynb", "notebooks/12_halves.ipynb"], copy, env)
+
+    _run([py, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "0", *REGISTRY_TESTS], copy, env, timeout=1500)
+    collected = _run([py, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q", "-n", "0",
+                      "tests/browser/test_lab_lessons.py"], copy, env)  # fmt: skip
+    assert "test_notebook_in_jupyterlab[12_halves.ipynb]" in collected, collected[-2000:]
+
+    status = _run(["git", "status", "--porcelain", "--untracked-files=all"], copy, env)
+    changed = {line[3:] for line in status.splitlines()}
+    own = {*TOPIC, "notebooks/12_halves.ipynb", "amp_lessons/course.py"}
+    assert changed - GENERATED == own, sorted(changed - GENERATED - own) or sorted(own - changed)
+    diff = _run(["git", "diff", "-U0", "--", "amp_lessons/course.py"], copy, env)
+    hunks = [line for line in diff.splitlines() if line.startswith("@@")]
+    added = [line[1:] for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    removed = [line for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
+    assert len(hunks) == 1 and not removed and "\n".join(added) + "\n" == REGISTRY_ENTRY, diff
