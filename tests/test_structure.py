@@ -6,9 +6,11 @@
   ``reference`` (the table of recordable experiments) sits above the topics: no topic imports it.
 - Experiments never import plots, explorers, matplotlib or ipywidgets: drawing stays in ``plots`` and
   ``explorers``, so an experiment runs (and is tested) without a display.
-- Modules import each other at the top, never inside a function.
-- No module uses another module's private (``_name``) helper: what two modules share is public in one of
-  them, or lives in a base module.
+- Modules import each other at the top, never inside a function (relative or absolute imports, or
+  ``importlib.import_module`` of a named package module); only the registry, ``course``, imports topics by their
+  computed names.
+- No module uses another module's private (``_name``) helper, by attribute, by ``getattr`` with its name or through
+  ``import_module``: what two modules share is public in one of them, or lives in a base module.
 - A topic's ``__init__`` exports exactly the public names of its modules, in an explicit ``__all__``.
 """
 
@@ -125,6 +127,21 @@ def _crossings(modules: dict[str, Path] = MODULES) -> set[tuple[str, str]]:
             elif n.startswith("_") and not n.startswith("__") and target != name:
                 found.add((name, f"{target}.{n}"))
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            # getattr(fp8, "_tensor"): a private name read by its string
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "getattr"
+                and len(node.args) >= 2
+                and isinstance(node.args[1], ast.Constant)
+                and _private(node.args[1].value)
+            ):
+                mod = _package_module_of(node.args[0], aliases)
+                if mod is not None and mod != name:
+                    found.add((name, f"{mod}.{node.args[1].value}"))
+            if isinstance(node, ast.Attribute) and _private(node.attr) and _imported_module(node.value):
+                # importlib.import_module("amp_lessons.fp8.experiments")._tensor
+                found.add((name, f"{_imported_module(node.value)}.{node.attr}"))
             if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
                 base = node.value
                 if isinstance(base, ast.Attribute) and base.attr.startswith("_"):  # self._fp8._helper
@@ -135,6 +152,55 @@ def _crossings(modules: dict[str, Path] = MODULES) -> set[tuple[str, str]]:
                     mod = None
                 if mod is not None and mod != name:
                     found.add((name, f"{mod}.{node.attr}"))
+    return found
+
+
+def _private(n) -> bool:
+    return isinstance(n, str) and n.startswith("_") and not n.startswith("__")
+
+
+def _is_import_module(call) -> bool:
+    f = call.func if isinstance(call, ast.Call) else None
+    return (isinstance(f, ast.Attribute) and f.attr == "import_module") or (
+        isinstance(f, ast.Name) and f.id == "import_module"
+    )
+
+
+def _imported_module(node) -> str | None:
+    """The package module of ``importlib.import_module("amp_lessons.x")`` (dotted, without amp_lessons), else None."""
+    if _is_import_module(node) and node.args and isinstance(node.args[0], ast.Constant):
+        target = node.args[0].value
+        if isinstance(target, str) and target.startswith("amp_lessons."):
+            return target.removeprefix("amp_lessons.")
+    return None
+
+
+def _package_module_of(node, aliases: dict[str, str]) -> str | None:
+    if isinstance(node, ast.Name):
+        return aliases.get(node.id)
+    return _imported_module(node)
+
+
+def _hidden_imports(name: str, path: Path) -> list[str]:
+    """What module ``name`` imports of the package out of sight: an import of amp_lessons inside a function
+    (relative or absolute), an ``import_module`` of a named package module, or a computed one outside the registry
+    (``course`` asks each lesson's topic by its name)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top = {id(n) for n in tree.body}
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in top:
+            continue
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("amp_lessons")):
+            found.append(f"line {node.lineno}: from {'.' * node.level}{node.module or ''} import")
+        elif isinstance(node, ast.Import) and any(a.name.split(".")[0] == "amp_lessons" for a in node.names):
+            found.append(f"line {node.lineno}: import {', '.join(a.name for a in node.names)}")
+        elif isinstance(node, ast.Call) and _is_import_module(node) and node.args:
+            arg = node.args[0]
+            if _imported_module(node) is not None:
+                found.append(f"line {node.lineno}: import_module({arg.value!r})")
+            elif not isinstance(arg, ast.Constant) and name != "course":
+                found.append(f"line {node.lineno}: import_module of a computed name")
     return found
 
 
@@ -154,12 +220,42 @@ def test_the_rules_see_a_crossing(tmp_path):
 
 
 def test_dependencies_between_modules_are_visible_at_the_top():
-    # no function-level "from .x import y": what a module depends on is read in its first lines
+    # no function-level "from .x import y", "import amp_lessons.x" or import_module("amp_lessons.x"): what a module
+    # depends on is read in its first lines (the registry, course, alone imports topics by their computed names)
     for name, path in MODULES.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        top = {id(n) for n in tree.body}
-        hidden = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.level and id(n) not in top]
-        assert not hidden, f"{name} imports package modules inside functions, at lines {hidden}"
+        hidden = _hidden_imports(name, path)
+        assert not hidden, f"{name} imports package modules out of sight: {hidden}"
+
+
+def test_the_rules_see_hidden_imports_and_private_names_read_by_string(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import importlib\n\nfrom ..fp8 import experiments as fp8\n\n\n"
+        "def f(x, topic):\n"
+        "    import amp_lessons.bits\n"
+        "    from amp_lessons.tf32 import experiments\n"
+        "    from . import plots\n"
+        "    m = importlib.import_module('amp_lessons.micro.experiments')\n"
+        "    importlib.import_module(f'amp_lessons.{topic}')\n"
+        "    importlib.import_module('torch._dynamo')\n"
+        "    getattr(x, '_enabled', True)\n"
+        "    return getattr(fp8, '_tensor'), importlib.import_module('amp_lessons.scaling.plots')._style\n",
+        encoding="utf-8",
+    )
+    assert _crossings({"fp16.probe": probe}) == {
+        ("fp16.probe", "fp8.experiments._tensor"),
+        ("fp16.probe", "scaling.plots._style"),
+    }
+    hidden = _hidden_imports("fp16.probe", probe)
+    assert [h.split(":", 1)[1].strip() for h in hidden] == [
+        "import amp_lessons.bits",
+        "from amp_lessons.tf32 import",
+        "from . import",
+        "import_module('amp_lessons.micro.experiments')",
+        "import_module of a computed name",
+        "import_module('amp_lessons.scaling.plots')",
+    ], hidden
+    assert _hidden_imports("course", probe)[4:] == ["line 14: import_module('amp_lessons.scaling.plots')"]
 
 
 def test_a_topic_exports_its_modules_public_names():
