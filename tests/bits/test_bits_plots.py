@@ -24,6 +24,7 @@ from amp_lessons.bits import (
 )
 from amp_lessons.formats import FORMATS, FloatFormat, representable_values
 from amp_lessons.style import FORMAT_COLORS, style_context
+from tests.pictures import legend_outside
 
 
 def digits(ax) -> str:
@@ -357,16 +358,10 @@ def test_bit_layouts_with_one_width_have_boxes_of_one_size():
         plot_bit_layout("fp16", 0.1, width=8)
 
 
-def _legend_outside(ax) -> bool:
-    ax.figure.canvas.draw()
-    legend = ax.get_legend()
-    return legend is not None and legend.get_window_extent().x0 >= ax.get_window_extent().x1
-
-
 def test_legends_sit_outside_the_data():
-    assert _legend_outside(plot_spacing())
-    assert _legend_outside(plot_range_precision())
-    assert _legend_outside(plot_rounding_error(["fp16", "bf16"]))
+    assert legend_outside(plot_spacing())
+    assert legend_outside(plot_range_precision())
+    assert legend_outside(plot_rounding_error(["fp16", "bf16"]))
 
 
 def test_number_line_title_claims_short_subnormal_ticks_only_where_they_show():

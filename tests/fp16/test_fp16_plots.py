@@ -12,6 +12,7 @@ import torch
 
 from amp_lessons._explorer import by_gid
 from amp_lessons.formats import FloatFormat
+from tests.pictures import legend_outside
 
 # --- lesson 03 plots --------------------------------------------------------------------------
 
@@ -180,19 +181,12 @@ def test_running_sums_minus_shows_the_error():
         plot_running_sums({"a": [1.0]}, minus="nope")
 
 
-def _legend_outside(ax) -> bool:
-    """The legend's box lies right of the axes' box (after drawing): it covers no data."""
-    ax.figure.canvas.draw()
-    legend = ax.get_legend()
-    return legend is not None and legend.get_window_extent().x0 >= ax.get_window_extent().x1
-
-
 def test_line_plots_keep_their_legends_outside_the_data():
     from amp_lessons.fp16 import plot_loss_curves, plot_running_sums, running_sums_of_copies
 
-    assert _legend_outside(plot_running_sums(running_sums_of_copies(16.0, 200), limit=1000.0))
+    assert legend_outside(plot_running_sums(running_sums_of_copies(16.0, 200), limit=1000.0))
     result = {"loss": {"fp32": [1.0, 0.1, 0.01], "fp16 weights": [1.0, 0.2, 0.2]}, "lost_fraction": {}, "steps": 3}
-    assert _legend_outside(plot_loss_curves(result))
+    assert legend_outside(plot_loss_curves(result))
 
 
 def test_gradient_histogram_legend_numbers_match_the_lesson_print(census):

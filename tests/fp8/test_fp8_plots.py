@@ -10,6 +10,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
+from tests.pictures import legend_outside
+
 # --- lesson 07: fp8 --------------------------------------------------------------------------------
 
 
@@ -57,13 +59,6 @@ def test_plot_scaling_errors(fp8_tensors):
     plt.close("all")
 
 
-def _legend_outside(ax) -> bool:
-    """The legend's box lies right of the axes' box (after drawing): it covers no data."""
-    ax.figure.canvas.draw()
-    legend = ax.get_legend()
-    return legend is not None and legend.get_window_extent().x0 >= ax.get_window_extent().x1
-
-
 def test_plot_scaling_errors_shows_what_the_methods_change(fp8_tensors):
     """The error bars of the scaled methods are nearly equal (the lesson says so); the second panel, on a
     log axis, shows the shares flushed or saturated, where the methods differ."""
@@ -73,7 +68,7 @@ def test_plot_scaling_errors_shows_what_the_methods_change(fp8_tensors):
     ax = plot_scaling_errors(rows)
     (lost,) = [a for a in ax.figure.axes if a is not ax]
     assert ax.get_yscale() == "log" and lost.get_yscale() == "log"
-    assert _legend_outside(ax)
+    assert legend_outside(ax)
     bottom = lost.get_ylim()[0]
     for r in rows:
         (bar,) = [

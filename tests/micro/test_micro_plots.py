@@ -7,13 +7,7 @@ matplotlib.use("Agg")
 import torch
 
 from amp_lessons.micro import UPDATE_METHODS, plot_recipe_snr, plot_tiny_updates, plot_training
-
-
-def _legend_outside(ax) -> bool:
-    """The legend's box lies right of the axes' box (after drawing): it covers no data."""
-    ax.figure.canvas.draw()
-    legend = ax.get_legend()
-    return legend is not None and legend.get_window_extent().x0 >= ax.get_window_extent().x1
+from tests.pictures import legend_outside
 
 
 def _legend_below_full_width_axes(ax) -> bool:
@@ -35,13 +29,13 @@ def test_training_legend_writes_the_numbers_as_the_lesson_prints_them():
         "round to nearest: final loss 0.3650, 49.7% of weights never moved",
         "Kahan: final loss 0.1477, 0.2% of weights never moved",
     ]
-    assert ax.get_yscale() == "log" and _legend_below_full_width_axes(ax) and not _legend_outside(ax)
+    assert ax.get_yscale() == "log" and _legend_below_full_width_axes(ax) and not legend_outside(ax)
 
 
 def test_tiny_updates_and_recipe_legends_sit_outside_the_data():
     steps = 5
     result = {"steps": steps, "exact": torch.linspace(1.0, 1.0005, steps)}
     result.update({m: torch.ones(steps) for m in UPDATE_METHODS})
-    assert _legend_outside(plot_tiny_updates(result))
+    assert legend_outside(plot_tiny_updates(result))
     tables = {k: [{"recipe": "a", "SNR dB": 20.0}, {"recipe": "b", "SNR dB": 30.0}] for k in ("weight", "gradient")}
-    assert _legend_outside(plot_recipe_snr(tables))
+    assert legend_outside(plot_recipe_snr(tables))

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from amp_lessons._explorer import by_gid
+from tests.pictures import legend_outside
 
 # --- lesson 05: loss scaling ---------------------------------------------------------------------
 
@@ -94,13 +95,6 @@ def test_train_comparison_plot():
         plot_train_comparison({})
 
 
-def _legend_outside(ax) -> bool:
-    """The legend's box lies right of the axes' box (after drawing): it covers no data."""
-    ax.figure.canvas.draw()
-    legend = ax.get_legend()
-    return legend is not None and legend.get_window_extent().x0 >= ax.get_window_extent().x1
-
-
 def test_legends_sit_outside_the_data(census05):
     from amp_lessons.scaling import (
         plot_scale_sweep,
@@ -110,6 +104,6 @@ def test_legends_sit_outside_the_data(census05):
         simulate_scaler,
     )
 
-    assert _legend_outside(plot_scale_sweep(scale_sweep(census05)))
-    assert _legend_outside(plot_scaled_histogram(census05, 8))
-    assert _legend_outside(plot_scaler_history(simulate_scaler(60, inf_steps=(0, 30), growth_interval=10)))
+    assert legend_outside(plot_scale_sweep(scale_sweep(census05)))
+    assert legend_outside(plot_scaled_histogram(census05, 8))
+    assert legend_outside(plot_scaler_history(simulate_scaler(60, inf_steps=(0, 30), growth_interval=10)))

@@ -7,6 +7,8 @@ matplotlib.use("Agg")
 import numpy as np
 import pytest
 
+from tests.pictures import legend_outside
+
 # --- lesson 02 plots --------------------------------------------------------------------------
 
 
@@ -53,13 +55,6 @@ def test_matmul_errors_plot_bars():
         plot_matmul_errors([])
 
 
-def _legend_outside(ax) -> bool:
-    """The legend's box lies right of the axes' box (after drawing): it covers no data."""
-    ax.figure.canvas.draw()
-    legend = ax.get_legend()
-    return legend is not None and legend.get_window_extent().x0 >= ax.get_window_extent().x1
-
-
 def test_error_vs_k_guide_has_slope_one_half_and_the_legend_is_outside():
     from amp_lessons.tf32 import error_vs_k, plot_error_vs_k
 
@@ -71,7 +66,7 @@ def test_error_vs_k_guide_has_slope_one_half_and_the_legend_is_outside():
     tf32_line = next(ln for ln in ax.get_lines() if ln.get_gid() == "tf32")
     assert guide.get_ydata()[0] == pytest.approx(tf32_line.get_ydata()[0] / 3)  # below the lowest rounded line
     assert "your inputs" in [t.get_text() for t in ax.get_legend().get_texts()]
-    assert _legend_outside(ax)
+    assert legend_outside(ax)
 
 
 def test_matmul_errors_labels_stay_inside_the_axes():
