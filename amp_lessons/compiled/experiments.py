@@ -33,6 +33,7 @@ import torch.nn.functional as F
 
 from .. import _validate, timing
 from .._runtime import one_thread
+from .._table import TableRecord
 from .._validate import count, flag
 from ..autocast.experiments import trace
 from . import key_code
@@ -45,6 +46,8 @@ __all__ = [
     "CompiledWorkload",
     "EagerCasts",
     "InductorUnavailable",
+    "PrecisionErrors",
+    "RunErrors",
     "captured_graph",
     "compile_workload",
     "eager_casts",
@@ -465,7 +468,48 @@ def _rel_errors(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float]:
     return float(rel.max()), float(rel.mean())
 
 
-def precision_errors(compiled: CompiledWorkload, emulated=None) -> dict:
+@dataclass(frozen=True)
+class RunErrors:
+    """One run's output against the fp64 reference and against eager mode (a part of :class:`PrecisionErrors`):
+    ``max_error`` and ``mean_error`` the element-wise relative error against fp64; ``equals_eager`` whether the
+    output equals eager's bit for bit, ``ulps_from_eager`` the largest difference from eager in bf16 units in the
+    last place, ``fraction_differing`` the fraction of elements that differ from eager."""
+
+    max_error: float
+    mean_error: float
+    equals_eager: bool
+    ulps_from_eager: float
+    fraction_differing: float
+
+
+@dataclass(frozen=True, repr=False)
+class PrecisionErrors(TableRecord):
+    """The errors of :func:`precision_errors` for ``workload``: a :class:`RunErrors` for ``eager``, ``compiled``
+    and (None when not given) ``emulated``; :attr:`runs` holds those present by name. Shown as a table, the errors
+    to 3 digits."""
+
+    workload: str
+    eager: RunErrors
+    compiled: RunErrors
+    emulated: RunErrors | None = None
+
+    @property
+    def runs(self) -> dict[str, RunErrors]:
+        """The runs present, by name: eager, compiled and, if measured, emulated."""
+        runs = {"eager": self.eager, "compiled": self.compiled, "emulated": self.emulated}
+        return {k: v for k, v in runs.items() if v is not None}
+
+    def _table(self):
+        header = ("run", "max relative error", "mean", "equals eager", "bf16 ulps from eager", "elements differing")
+        rows = [
+            (run, f"{e.max_error:.2e}", f"{e.mean_error:.2e}", str(e.equals_eager), f"{e.ulps_from_eager:.0f}",
+             f"{e.fraction_differing:.1%}")
+            for run, e in self.runs.items()
+        ]  # fmt: skip
+        return header, rows, f"{self.workload}: bf16 errors against fp64, and differences from eager", ()
+
+
+def precision_errors(compiled: CompiledWorkload, emulated=None) -> PrecisionErrors:
     """Max and mean element-wise relative error against an fp64 reference of eager mode, of ``compiled``
     and (if given) of ``emulated``, on ``compiled``'s inputs. ``emulated``: the same workload compiled with
     ``emulate_precision_casts=True`` (a :class:`CompiledWorkload`), or the output tensor of such a compiled
@@ -475,8 +519,7 @@ def precision_errors(compiled: CompiledWorkload, emulated=None) -> dict:
     and Inductor's fp32 ``exp``/``rsqrt`` differ in the last bit, a value next to a bf16 rounding boundary can round
     the other way (seen: 2 of 4096 elements, 1 ulp, with ATen's scalar kernels).
 
-    Returns ``{"eager": (max, mean), "compiled": ..., "emulated": ..., "compiled_equals_eager": bool,
-    "emulated_equals_eager": bool, "compiled_ulps_from_eager": float, "emulated_ulps_from_eager": float}``."""
+    Returns the :class:`PrecisionErrors` (``emulated`` None when not given)."""
     if not isinstance(compiled, CompiledWorkload) or compiled.emulate_precision_casts or not compiled.autocast:
         raise TypeError("compiled must be a CompiledWorkload from compile_workload(name) with autocast on")
     if (
@@ -510,16 +553,15 @@ def precision_errors(compiled: CompiledWorkload, emulated=None) -> dict:
     def ulps(a):
         return float(((a.double() - eager.double()).abs() / ulp).max())
 
-    out = {"eager": _rel_errors(eager, ref), "compiled": _rel_errors(compiled.output, ref)}
-    out["compiled_equals_eager"] = bool(torch.equal(compiled.output, eager))
-    out["compiled_ulps_from_eager"] = ulps(compiled.output)
-    out["compiled_fraction_differing"] = float((compiled.output != eager).double().mean())
-    if emul_out is not None:
-        out["emulated"] = _rel_errors(emul_out, ref)
-        out["emulated_equals_eager"] = bool(torch.equal(emul_out, eager))
-        out["emulated_ulps_from_eager"] = ulps(emul_out)
-        out["emulated_fraction_differing"] = float((emul_out != eager).double().mean())
-    return out
+    def run(out) -> RunErrors:
+        return RunErrors(
+            *_rel_errors(out, ref),
+            equals_eager=bool(torch.equal(out, eager)),
+            ulps_from_eager=ulps(out),
+            fraction_differing=float((out != eager).double().mean()),
+        )
+
+    return PrecisionErrors(name, run(eager), run(compiled.output), None if emul_out is None else run(emul_out))
 
 
 # --------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from matplotlib.axes import Axes
 
 from .._draw import axes_for, legend_outside, styled
 from ..timing import Timing
+from .experiments import PrecisionErrors
 
 __all__ = [
     "plot_errors",
@@ -19,13 +20,19 @@ _COLORS = {"eager": "#1F78B4", "compiled": "#E31A1C", "emulated": "#33A02C"}
 
 
 @styled
-def plot_errors(errors: dict, ax=None) -> Axes:
+def plot_errors(errors: PrecisionErrors | dict, ax=None) -> Axes:
     """Grouped bars (log y): the max and mean relative error against fp64 of each of eager, compiled and
-    emulated in ``errors`` (from :func:`amp_lessons.compiled.precision_errors`), each bar from a decade
-    below the smallest error and labelled with its value (``.2e``, as lesson 11 prints it). One bar container per
-    run, its gid the run's name."""
+    emulated in ``errors`` (the :class:`~amp_lessons.compiled.PrecisionErrors` of
+    :func:`amp_lessons.compiled.precision_errors`, or a dict run name -> (max, mean) with at least "eager" and
+    "compiled"), each bar from a decade below the smallest error and labelled with its value (``.2e``, as lesson 11
+    prints it). One bar container per run, its gid the run's name."""
+    if isinstance(errors, PrecisionErrors):
+        errors = {run: (e.max_error, e.mean_error) for run, e in errors.runs.items()}
     if not isinstance(errors, dict) or "eager" not in errors or "compiled" not in errors:
-        raise TypeError("errors must be the dict from compiled.precision_errors")
+        raise TypeError(
+            "errors must be the PrecisionErrors from compiled.precision_errors (or a dict run -> (max, mean) with "
+            "'eager' and 'compiled')"
+        )
     runs = [r for r in ("eager", "compiled", "emulated") if r in errors]
     ax = axes_for(ax, (7, 3.6))
     x = np.arange(2)

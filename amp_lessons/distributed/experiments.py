@@ -76,6 +76,7 @@ __all__ = [
     "MemoryRow",
     "ReductionError",
     "ReductionSweep",
+    "ScalerOutcome",
     "WorkerError",
     "bytes_per_parameter",
     "ddp_bf16_hook_build_check",
@@ -764,7 +765,22 @@ def observe_fp16_fsdp_step(
     return run_group(_fp16_step_observed, world_size, (fn, seed, overflow_rank), timeout=timeout)
 
 
-def _inf_sync_rank(rank: int, world_size: int, inf_rank: int, seed: int) -> dict:
+@dataclass(frozen=True)
+class ScalerOutcome:
+    """What one gradient scaler class did on one rank in :func:`fsdp_inf_sync`: ``scaler`` the class's name
+    (``"ShardedGradScaler"`` or ``"GradScaler"``), ``local_shard_finite`` whether this rank's gradient shard was
+    finite, ``grad_type`` the gradient's type (``"DTensor"`` under FSDP2), ``scale_after`` the scale after
+    ``update()``, ``stepped`` whether ``optimizer.step()`` changed this rank's parameters."""
+
+    rank: int
+    scaler: str
+    local_shard_finite: bool
+    grad_type: str
+    scale_after: float
+    stepped: bool
+
+
+def _inf_sync_rank(rank: int, world_size: int, inf_rank: int, seed: int) -> dict[str, ScalerOutcome]:
     out_rows = {}
     warnings.filterwarnings("ignore", message=_DTENSOR_FOUND_INF_WARNING, category=UserWarning)
     for cls in (ShardedGradScaler, torch.amp.GradScaler):
@@ -781,21 +797,25 @@ def _inf_sync_rank(rank: int, world_size: int, inf_rank: int, seed: int) -> dict
         before = [_local(p).detach().clone() for p in model.parameters()]
         scaler.step(opt)
         scaler.update()
-        out_rows[cls.__name__] = {
-            "local_shard_finite": all(bool(torch.isfinite(t).all()) for t in local),
-            "grad_type": type(model.weight.grad).__name__,
-            "scale_after": scaler.get_scale(),
-            "stepped": any(not torch.equal(b, _local(p).detach()) for b, p in zip(before, model.parameters())),
-        }
+        out_rows[cls.__name__] = ScalerOutcome(
+            rank=rank,
+            scaler=cls.__name__,
+            local_shard_finite=all(bool(torch.isfinite(t).all()) for t in local),
+            grad_type=type(model.weight.grad).__name__,
+            scale_after=scaler.get_scale(),
+            stepped=any(not torch.equal(b, _local(p).detach()) for b, p in zip(before, model.parameters())),
+        )
     return out_rows
 
 
-def fsdp_inf_sync(world_size: int = 2, inf_rank: int = 1, seed: int = 0, *, timeout: float = 60.0) -> list[dict]:
+def fsdp_inf_sync(
+    world_size: int = 2, inf_rank: int = 1, seed: int = 0, *, timeout: float = 60.0
+) -> list[dict[str, ScalerOutcome]]:
     """fp16 FSDP2 (``param_dtype=float16``, ``reduce_dtype=float32``) on one Linear layer: rank ``inf_rank``
     puts an inf in one output column's gradient; reduce-scatter delivers it to the rank that owns that
-    row (rank 0), so the other ranks' gradient shards are finite. Per rank and per scaler class
-    (ShardedGradScaler, GradScaler): whether its local shard is finite, the scale after ``update()``,
-    whether the optimizer stepped."""
+    row (rank 0), so the other ranks' gradient shards are finite. One entry per rank: the :class:`ScalerOutcome`
+    of each scaler class by its name ("ShardedGradScaler", "GradScaler"): whether its local shard is finite, the
+    scale after ``update()``, whether the optimizer stepped."""
     world_size = _check_world_size(world_size)
     if world_size < 2:
         raise ValueError(f"world_size={world_size!r} is not allowed: the demo needs at least 2 ranks")

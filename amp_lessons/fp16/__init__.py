@@ -10,6 +10,7 @@ from .checks import (
 from .experiments import (
     CENSUS_CATEGORIES,
     CLASSES,
+    SumCopies,
     census_fractions,
     check_copies,
     checked_sgd_step as sgd_step,  # the lesson's step, arguments checked
@@ -47,6 +48,7 @@ __all__ = [
     "CLASSES",
     "MagnitudeExplorer",
     "REGION_FORMATS",
+    "SumCopies",
     "SumExplorer",
     "census_fractions",
     "check_copies",

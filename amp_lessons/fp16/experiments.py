@@ -21,12 +21,14 @@ from __future__ import annotations
 import functools
 import math
 import numbers
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from .. import _validate
 from .._runtime import Progress, one_thread
+from .._table import TableRecord
 from .._validate import count, finite, flag
 from ..formats import FloatFormat, check_modes, float32_input, get_format, quantize
 from .key_code import sgd_step
@@ -34,6 +36,7 @@ from .key_code import sgd_step
 __all__ = [
     "CENSUS_CATEGORIES",
     "CLASSES",
+    "SumCopies",
     "census_fractions",
     "check_copies",
     "classify",
@@ -266,18 +269,56 @@ def running_sums_of_copies(v: float, n: int) -> dict[str, torch.Tensor]:
     }
 
 
-def sum_copies(v: float, n: int) -> dict:
-    """Sum ``n`` copies of ``v`` several ways; the final values, and where fp16 gives up.
+def _number_text(v) -> str:
+    """A result value as a table shows it: None as "none", an int as it is, a float to 8 significant digits."""
+    if v is None:
+        return "none"
+    return str(v) if isinstance(v, int) else f"{v:.8g}"
 
-    Keys: ``"fp16 running sum"``, ``"fp32 running sum"``, ``"fp16 addends, fp32 accumulator"``,
-    ``"torch.sum (fp16 tensor)"`` (``torch.full((n,), v, dtype=torch.float16).sum().item()``:
-    PyTorch accumulates fp16 in fp32 internally and rounds the result to fp16 once),
-    ``"torch.sum(dtype=float32)"`` (the same fp16 tensor summed into a float32 result),
-    ``"exact"`` (``n * fp16(v)`` in float64), ``"cumsum first inf index"`` (the first index where
-    the fp16 tensor's ``cumsum`` is inf, or None) and ``"stall value"`` (where the fp16 running
-    sum stops changing, or None if it never does within ``n`` terms; an overflow to inf is not a
-    stall). For ``|v|`` beyond fp16's range, where ``torch.full`` refuses, the fp16 tensor is
-    made by a cast (its values are inf)."""
+
+@dataclass(frozen=True, repr=False)
+class SumCopies(TableRecord):
+    """``n`` copies of ``v`` summed several ways (:func:`sum_copies`): the final sums, and where fp16 gives up.
+
+    ``fp16_running_sum`` (fp16 addends, fp16 accumulator), ``fp32_running_sum`` (fp32 addends and accumulator),
+    ``fp16_addends_fp32_accumulator``, ``torch_sum_fp16`` (``torch.full((n,), v, dtype=torch.float16).sum().item()``:
+    PyTorch accumulates fp16 in fp32 internally and rounds the result to fp16 once), ``torch_sum_fp32`` (the same
+    fp16 tensor summed into a float32 result), ``exact`` (``n * fp16(v)`` in float64), ``cumsum_first_inf_index``
+    (the first index where the fp16 tensor's ``cumsum`` is inf, or None) and ``stall_value`` (where the fp16 running
+    sum stops changing, or None if it never does within ``n`` terms; an overflow to inf is not a stall). Shown as a
+    table of the labels in :attr:`LABELS`."""
+
+    v: float
+    n: int
+    fp16_running_sum: float
+    fp32_running_sum: float
+    fp16_addends_fp32_accumulator: float
+    torch_sum_fp16: float
+    torch_sum_fp32: float
+    exact: float
+    cumsum_first_inf_index: int | None
+    stall_value: float | None
+
+    LABELS = {
+        "fp16_running_sum": "fp16 running sum",
+        "fp32_running_sum": "fp32 running sum",
+        "fp16_addends_fp32_accumulator": "fp16 addends, fp32 accumulator",
+        "torch_sum_fp16": "torch.sum (fp16 tensor)",
+        "torch_sum_fp32": "torch.sum(dtype=float32)",
+        "exact": "exact",
+        "cumsum_first_inf_index": "cumsum first inf index",
+        "stall_value": "stall value",
+    }
+
+    def _table(self):
+        rows = [(label, _number_text(getattr(self, f))) for f, label in self.LABELS.items()]
+        return None, rows, f"{self.n:,} copies of {self.v:g}, summed", ()
+
+
+def sum_copies(v: float, n: int) -> SumCopies:
+    """Sum ``n`` copies of ``v`` several ways: the :class:`SumCopies` (the final values, and where fp16 gives up).
+    For ``|v|`` beyond fp16's range, where ``torch.full`` refuses, the fp16 tensor is made by a cast (its values
+    are inf)."""
     sums = running_sums_of_copies(v, n)
     v, n = check_copies(v, n)
     t16 = _fp16_copies(v, n)
@@ -287,16 +328,18 @@ def sum_copies(v: float, n: int) -> dict:
         same = ((run16[1:] == run16[:-1]) & torch.isfinite(run16[1:])).nonzero()
         stall = float(run16[int(same[0])]) if len(same) else None
     inf = torch.isinf(sums["torch.cumsum (fp16 tensor)"]).nonzero()
-    return {
-        "fp16 running sum": float(run16[-1]),
-        "fp32 running sum": float(sums["fp32 running sum"][-1]),
-        "fp16 addends, fp32 accumulator": float(sums["fp16 addends, fp32 accumulator"][-1]),
-        "torch.sum (fp16 tensor)": t16.sum().item(),
-        "torch.sum(dtype=float32)": t16.sum(dtype=torch.float32).item(),
-        "exact": n * float(t16[0]),
-        "cumsum first inf index": int(inf[0]) if len(inf) else None,
-        "stall value": stall,
-    }
+    return SumCopies(
+        v=v,
+        n=n,
+        fp16_running_sum=float(run16[-1]),
+        fp32_running_sum=float(sums["fp32 running sum"][-1]),
+        fp16_addends_fp32_accumulator=float(sums["fp16 addends, fp32 accumulator"][-1]),
+        torch_sum_fp16=t16.sum().item(),
+        torch_sum_fp32=t16.sum(dtype=torch.float32).item(),
+        exact=n * float(t16[0]),
+        cumsum_first_inf_index=int(inf[0]) if len(inf) else None,
+        stall_value=stall,
+    )
 
 
 # --- lost updates ----------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from .experiments import (
     SCALING_METHOD_BY_NAME,
     SCALING_METHODS,
     SCALINGS,
+    CastStats,
     DelayedScaler,
     Fp8Linear,
     Fp8LinearFn,
@@ -43,6 +44,7 @@ from .support import runs_where
 
 __all__ = [
     "BLOCK_SHAPES",
+    "CastStats",
     "DelayedScaler",
     "Fp8Linear",
     "Fp8LinearFn",

@@ -33,7 +33,7 @@ import torch
 
 from .. import _validate
 from .._runtime import exact_fp32, one_thread, parse_device
-from .._table import html_table, text_table
+from .._table import TableRecord, html_table, text_table
 from .._validate import (
     allocation,
     count,
@@ -52,6 +52,7 @@ from .key_code import Fp8LinearFn, amax_scale, block_scales, fake_quantize, floa
 __all__ = [
     "ScaledMMComparison",
     "BLOCK_SHAPES",
+    "CastStats",
     "SCALING_METHOD_BY_NAME",
     "SCALINGS",
     "ScalingMethod",
@@ -365,11 +366,33 @@ def _method_scale(method: ScalingMethod, x: torch.Tensor, f: FloatFormat, delaye
     return block_scale_map(x, f, *method.block)
 
 
-def cast_stats(x: torch.Tensor, scaled: torch.Tensor, q_scaled: torch.Tensor, f: FloatFormat, q: torch.Tensor) -> dict:
+@dataclass(frozen=True, repr=False)
+class CastStats(TableRecord):
+    """What casting a tensor to ``fmt`` with a scale did (:func:`cast_stats`): ``relative_error`` =
+    ``||q - x|| / ||x||`` (inf if a value overflowed to inf), ``flushed`` the share of all values that were non-zero
+    and became 0, ``saturated`` the share whose scaled magnitude exceeded the format's max (stored as the max in
+    e4m3, inf in e5m2). Shown as a small table."""
+
+    fmt: str
+    relative_error: float
+    flushed: float
+    saturated: float
+
+    def _table(self):
+        rows = [
+            ("relative error", f"{self.relative_error:.3g}"),
+            ("flushed to 0", f"{self.flushed:.2%}"),
+            ("saturated", f"{self.saturated:.2%}"),
+        ]
+        return None, rows, f"cast to {self.fmt}", ()
+
+
+def cast_stats(
+    x: torch.Tensor, scaled: torch.Tensor, q_scaled: torch.Tensor, f: FloatFormat, q: torch.Tensor
+) -> CastStats:
     """What casting ``x`` to ``f`` with a scale did: ``scaled`` = x times the scale, ``q_scaled`` its
-    rounding to ``f``, ``q`` = q_scaled divided by the scale. ``{"relative error": ||q - x|| / ||x||,
-    "flushed": share of non-zero values that became 0, "saturated": share that overflowed (saturated to
-    max in e4m3, inf in e5m2)}``, the measures of :func:`scaling_errors`."""
+    rounding to ``f``, ``q`` = q_scaled divided by the scale. The :class:`CastStats`, the measures of
+    :func:`scaling_errors`."""
     named = ((x, "x"), (scaled, "scaled"), (q_scaled, "q_scaled"), (q, "q"))
     x, scaled, q_scaled, q = (float_tensor(t, w) for t, w in named)
     for t, w in ((scaled, "scaled"), (q_scaled, "q_scaled"), (q, "q")):
@@ -384,7 +407,7 @@ def cast_stats(x: torch.Tensor, scaled: torch.Tensor, q_scaled: torch.Tensor, f:
         err = math.inf
     flushed = int(((x != 0) & (q_scaled == 0)).sum())
     over = int(f.overflows(scaled).sum())
-    return {"relative error": err, "flushed": flushed / n, "saturated": over / n}
+    return CastStats(f.name, err, flushed / n, over / n)
 
 
 def scaling_errors(
@@ -419,9 +442,11 @@ def scaling_errors(
                 s = _method_scale(m, x, f, sequence(delayed_history, "delayed_history", "factors"))
                 scaled = x * s
                 q_scaled = quantize(scaled, f)
+                c = cast_stats(x, scaled, q_scaled, f, q_scaled / s)
                 rows.append(
-                    {"tensor": name, "method": m.name, "fmt": f.name, **cast_stats(x, scaled, q_scaled, f, q_scaled / s)}
-                )
+                    {"tensor": name, "method": m.name, "fmt": f.name, "relative error": c.relative_error,
+                     "flushed": c.flushed, "saturated": c.saturated}
+                )  # fmt: skip
     return rows
 
 

@@ -25,6 +25,7 @@ from functools import lru_cache
 import torch
 
 from .. import _validate
+from .._table import TableRecord
 from ..formats import get_format, quantize
 from ..fp8 import experiments as fp8
 from .key_code import MX_ELEMENTS, floor_shared_exponent, mx_block_quantize, round_to_element
@@ -43,6 +44,7 @@ __all__ = [
     "UPDATE_METHODS",
     "BlockQuantized",
     "Recipe",
+    "RecipeStats",
     "e8m0_round_up",
     "get_recipe",
     "kahan_add",
@@ -443,9 +445,32 @@ def _snr_db(x: torch.Tensor, q: torch.Tensor) -> float:
     return math.inf if noise == 0 else 10 * math.log10(signal / noise)
 
 
-def recipe_stats(x: torch.Tensor, q: torch.Tensor, saturated: torch.Tensor | None = None) -> dict:
-    """Signal-to-noise ratio (dB), the fraction of non-zero values flushed to zero, the fraction of all values
-    that saturated, and the bias (sum of errors over sum of magnitudes, signed).
+@dataclass(frozen=True, repr=False)
+class RecipeStats(TableRecord):
+    """How well a stored tensor keeps the original (:func:`recipe_stats`): ``snr_db`` the signal-to-noise ratio in dB
+    (inf when exact), ``zeros`` the fraction of non-zero values flushed to zero, ``saturated`` the fraction of all
+    values clamped at the format's max (NaN when unknown), ``bias`` the sum of errors over the sum of magnitudes
+    (signed). Shown as a small table."""
+
+    snr_db: float
+    zeros: float
+    saturated: float
+    bias: float
+
+    def _table(self):
+        rows = [
+            ("signal-to-noise", "exact" if math.isinf(self.snr_db) else f"{self.snr_db:.1f} dB"),
+            ("non-zero values flushed to 0", f"{self.zeros:.3%}"),
+            ("values saturated", "unknown" if math.isnan(self.saturated) else f"{self.saturated:.3%}"),
+            ("bias (sum of errors / sum of |x|)", f"{self.bias:+.2e}"),
+        ]
+        return None, rows, "", ()
+
+
+def recipe_stats(x: torch.Tensor, q: torch.Tensor, saturated: torch.Tensor | None = None) -> RecipeStats:
+    """The :class:`RecipeStats` of ``q``, ``x`` as a recipe stored it: signal-to-noise ratio (dB), the fraction of
+    non-zero values flushed to zero, the fraction of all values that saturated, and the bias (sum of errors over sum
+    of magnitudes, signed).
 
     Saturation cannot be told from ``x`` and ``q`` alone (a value clamped at the max and one rounded down look
     alike), so it is the share of ``saturated``, the mask :func:`recipe_run` returns; NaN without one."""
@@ -459,12 +484,12 @@ def recipe_stats(x: torch.Tensor, q: torch.Tensor, saturated: torch.Tensor | Non
     xd, qd = x.double(), q.double()
     nz = xd != 0
     err = qd - xd
-    return {
-        "SNR dB": _snr_db(x, q),
-        "zeros": float(((qd == 0) & nz).double().sum() / nz.double().sum().clamp(min=1)),
-        "saturated": math.nan if saturated is None else float(saturated.double().mean()),
-        "bias": float(err.sum() / xd.abs().sum().clamp(min=1e-300)),
-    }
+    return RecipeStats(
+        snr_db=_snr_db(x, q),
+        zeros=float(((qd == 0) & nz).double().sum() / nz.double().sum().clamp(min=1)),
+        saturated=math.nan if saturated is None else float(saturated.double().mean()),
+        bias=float(err.sum() / xd.abs().sum().clamp(min=1e-300)),
+    )
 
 
 def recipe_table(kind: str, step: int = SPIKE_STEP, recipes=RECIPES) -> list[dict]:
@@ -473,7 +498,9 @@ def recipe_table(kind: str, step: int = SPIKE_STEP, recipes=RECIPES) -> list[dic
     rows = []
     for r in map(get_recipe, _validate.sequence(recipes, "recipes", "recipe names")):
         x, q, saturated = r.run(kind, step)
-        rows.append({"recipe": r.name, "bits per value": r.bits_per_value, **recipe_stats(x, q, saturated)})
+        st = recipe_stats(x, q, saturated)
+        rows.append({"recipe": r.name, "bits per value": r.bits_per_value, "SNR dB": st.snr_db, "zeros": st.zeros,
+                     "saturated": st.saturated, "bias": st.bias})  # fmt: skip
     return rows
 
 

@@ -72,12 +72,16 @@ def test_compiled_bf16_differs_from_eager_and_emulation_restores_it(mlp):
     # torch 2.13 and 2.15; torch 2.11's CPU Inductor does not emulate the casts of this graph (0.36 differ)
     release = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
     if release >= (2, 13):
-        assert e["emulated_fraction_differing"] < 0.01 and e["emulated_ulps_from_eager"] <= 1
+        assert e.emulated.fraction_differing < 0.01 and e.emulated.ulps_from_eager <= 1
     elif release <= (2, 11):
-        assert e["emulated_fraction_differing"] > 0.1
-    assert e["compiled_fraction_differing"] > 0.1
-    assert not e["compiled_equals_eager"] and 0 < e["compiled_ulps_from_eager"] <= 4
-    assert e["compiled"][1] < e["eager"][1]  # one rounding instead of three: closer to fp64 on average
+        assert e.emulated.fraction_differing > 0.1
+    assert e.compiled.fraction_differing > 0.1
+    assert not e.compiled.equals_eager and 0 < e.compiled.ulps_from_eager <= 4
+    assert e.compiled.mean_error < e.eager.mean_error  # one rounding instead of three: closer to fp64 on average
+    assert e.eager.equals_eager and e.eager.fraction_differing == 0 and list(e.runs) == ["eager", "compiled", "emulated"]
+    assert list(compiled.precision_errors(mlp["autocast"]).runs) == ["eager", "compiled"]
+    text = str(e)
+    assert "mlp: bf16 errors against fp64" in text and f"{e.compiled.max_error:.2e}" in text
     with pytest.raises(TypeError):
         compiled.precision_errors(mlp["emulated"])
     with pytest.raises(TypeError):

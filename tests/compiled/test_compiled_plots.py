@@ -25,6 +25,16 @@ def test_plot_errors_draws_one_container_per_run():
         compiled.plot_errors({"eager": (1, 1)})
 
 
+def test_plot_errors_takes_the_precision_errors_record():
+    def run(mx, mean):
+        return compiled.RunErrors(mx, mean, equals_eager=False, ulps_from_eager=1.0, fraction_differing=0.1)
+
+    errors = compiled.PrecisionErrors("mlp", run(1e-2, 3e-3), run(8e-3, 2e-3))
+    ax = compiled.plot_errors(errors)
+    assert [c.get_label() for c in ax.containers] == ["eager", "compiled"]
+    assert sorted(t.get_text() for t in ax.texts) == sorted(f"{v:.2e}" for v in (1e-2, 3e-3, 8e-3, 2e-3))
+
+
 def test_plot_step_times_draws_every_setting():
     times = {k: timing.time_fn(lambda: None, repeats=1) for k in ("eager fp32", "compiled fp32")}
     ax = compiled.plot_step_times(times)

@@ -189,9 +189,10 @@ def test_fsdp_stages_follow_the_policy():
 def test_fsdp_every_rank_skips_although_one_shard_is_finite():
     rows = E.fsdp_inf_sync(2, inf_rank=1)
     for cls in ("ShardedGradScaler", "GradScaler"):
-        assert [r[cls]["local_shard_finite"] for r in rows] == [False, True]  # the inf landed in rank 0's shard
-        assert [r[cls]["stepped"] for r in rows] == [False, False]
-        assert [r[cls]["scale_after"] for r in rows] == [2.0**15] * 2 and rows[0][cls]["grad_type"] == "DTensor"
+        assert [r[cls].local_shard_finite for r in rows] == [False, True]  # the inf landed in rank 0's shard
+        assert [r[cls].stepped for r in rows] == [False, False]
+        assert [r[cls].scale_after for r in rows] == [2.0**15] * 2 and rows[0][cls].grad_type == "DTensor"
+        assert [(r[cls].rank, r[cls].scaler) for r in rows] == [(0, cls), (1, cls)]
 
 
 def test_bytes_per_parameter_match_the_arithmetic():

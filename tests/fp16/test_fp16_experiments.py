@@ -167,41 +167,41 @@ def test_running_sum_rejects_bad_input(kwargs, exc, match):
 
 def test_sum_copies_4096_times_16():
     r = fp16.sum_copies(16.0, 4096)
-    assert r["torch.sum (fp16 tensor)"] == math.inf  # fp32 accumulation inside; 65536 > 65504 at the end
-    assert r["torch.sum(dtype=float32)"] == 65536.0
-    assert r["fp32 running sum"] == r["fp16 addends, fp32 accumulator"] == r["exact"] == 65536.0
-    assert r["fp16 running sum"] == r["stall value"] == 32768.0
-    assert r["cumsum first inf index"] == 4094
+    assert r.torch_sum_fp16 == math.inf  # fp32 accumulation inside; 65536 > 65504 at the end
+    assert r.torch_sum_fp32 == 65536.0
+    assert r.fp32_running_sum == r.fp16_addends_fp32_accumulator == r.exact == 65536.0
+    assert r.fp16_running_sum == r.stall_value == 32768.0
+    assert r.cumsum_first_inf_index == 4094
     cumsum = torch.full((4096,), 16.0, dtype=torch.float16).cumsum(0)
     assert cumsum[4093] == 65504 and torch.isinf(cumsum[4094])
 
 
 def test_sum_copies_point_zero_one_thousand_times():
     r = fp16.sum_copies(0.01, 1000)
-    assert r["fp32 running sum"] == pytest.approx(10.0001, abs=5e-5)
-    assert r["fp16 running sum"] == 9.953125
-    assert r["fp16 addends, fp32 accumulator"] == pytest.approx(10.0021, abs=5e-5)
-    assert r["exact"] == 1000 * torch.tensor(0.01, dtype=torch.float16).item()
-    assert r["stall value"] is None and r["cumsum first inf index"] is None
+    assert r.fp32_running_sum == pytest.approx(10.0001, abs=5e-5)
+    assert r.fp16_running_sum == 9.953125
+    assert r.fp16_addends_fp32_accumulator == pytest.approx(10.0021, abs=5e-5)
+    assert r.exact == 1000 * torch.tensor(0.01, dtype=torch.float16).item()
+    assert r.stall_value is None and r.cumsum_first_inf_index is None
 
 
 @pytest.mark.parametrize("v, n", [(16.0, 1), (0.01, 7), (-3.5, 5000), (1e-7, 300), (65504.0, 3), (0.0, 2)])
 def test_sum_copies_torch_sum_is_torch_sum(v, n):
     r = fp16.sum_copies(v, n)
     t = torch.full((n,), v, dtype=torch.float16)
-    assert r["torch.sum (fp16 tensor)"] == t.sum().item()
-    assert r["torch.sum(dtype=float32)"] == t.sum(dtype=torch.float32).item()
+    assert r.torch_sum_fp16 == t.sum().item()
+    assert r.torch_sum_fp32 == t.sum(dtype=torch.float32).item()
 
 
 def test_sum_copies_beyond_fp16_range_and_signs():
     r = fp16.sum_copies(1e5, 10)  # torch.full(..., dtype=float16) refuses 1e5: the cast gives inf
-    assert r["fp16 running sum"] == r["torch.sum (fp16 tensor)"] == r["exact"] == math.inf
-    assert r["cumsum first inf index"] == 0 and r["stall value"] is None
-    assert r["fp32 running sum"] == pytest.approx(1e6)
+    assert r.fp16_running_sum == r.torch_sum_fp16 == r.exact == math.inf
+    assert r.cumsum_first_inf_index == 0 and r.stall_value is None
+    assert r.fp32_running_sum == pytest.approx(1e6)
     r = fp16.sum_copies(-16.0, 4096)
-    assert r["stall value"] == -32768.0 and r["torch.sum (fp16 tensor)"] == -math.inf
-    assert fp16.sum_copies(1e39, 3)["fp32 running sum"] == math.inf
-    assert fp16.sum_copies(-0.0, 3)["fp16 running sum"] == 0.0
+    assert r.stall_value == -32768.0 and r.torch_sum_fp16 == -math.inf
+    assert fp16.sum_copies(1e39, 3).fp32_running_sum == math.inf
+    assert fp16.sum_copies(-0.0, 3).fp16_running_sum == 0.0
 
 
 def test_running_sums_of_copies_are_prefixes_and_match_running_sum():
@@ -216,7 +216,7 @@ def test_running_sums_of_copies_are_prefixes_and_match_running_sum():
 
 def test_sum_copies_handles_a_million():  # its speed is measured in benchmarks/bench_experiments.py
     r = fp16.sum_copies(1e-4, 1_000_000)
-    assert r["stall value"] == 0.25 and r["fp16 running sum"] == 0.25
+    assert r.stall_value == 0.25 and r.fp16_running_sum == 0.25
 
 
 @pytest.mark.parametrize(

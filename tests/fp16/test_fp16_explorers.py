@@ -89,8 +89,8 @@ def sums():
 def test_sum_explorer_shows_the_4096_by_16_facts(sums):
     sums.set(v="16", n=4096)
     r = sums.result
-    assert r["fp16 running sum"] == 32768.0 and r["torch.sum (fp16 tensor)"] == math.inf
-    assert r["fp16 addends, fp32 accumulator"] == r["exact"] == 65536.0
+    assert r.fp16_running_sum == 32768.0 and r.torch_sum_fp16 == math.inf
+    assert r.fp16_addends_fp32_accumulator == r.exact == 65536.0
     for text in (
         "fp16 running sum",
         "fp16 addends, fp32 accumulator",
@@ -117,7 +117,7 @@ def test_sum_explorer_curves_are_the_running_sums(sums):
     from amp_lessons.fp16 import running_sums_of_copies
 
     sums.set(v="0.01", n=1000)
-    assert sums.result["fp16 running sum"] == 9.953125
+    assert sums.result.fp16_running_sum == 9.953125
     want = running_sums_of_copies(0.01, 1000)
     exact = want["exact"][-1].item()
     for line, key in zip(sums._pictures[1.15].parts["lines"], sums.LINES):
@@ -132,7 +132,7 @@ def test_sum_explorer_extremes_never_raise(sums, v):
     for n in (1, 2, 8192):
         sums.set(v=v, n=n)
         assert sums.error == "" and is_png(sums.image)
-        assert sums.result["exact"] == n * torch.tensor(float(v)).to(torch.float16).item()
+        assert sums.result.exact == n * torch.tensor(float(v)).to(torch.float16).item()
 
 
 def test_sum_explorer_bad_text_keeps_the_picture(sums):
@@ -143,7 +143,7 @@ def test_sum_explorer_bad_text_keeps_the_picture(sums):
         assert sums.error and sums.image.value == image
         assert "1600.0" in sums.readout.value  # the last table stays under the message
     sums.set(v="2")
-    assert sums.error == "" and sums.result["exact"] == 200.0
+    assert sums.error == "" and sums.result.exact == 200.0
 
 
 def test_sum_explorer_bad_arguments():
@@ -176,25 +176,25 @@ def test_magnitude_explorer_failure_exactly_where_a_format_loses_x():
 
 def test_sum_explorer_swamping_overflow_and_underflow_are_read_out():
     ex = fp16.SumExplorer()  # the opening state stalls at 32768: swamping
-    assert ex.result["stall value"] == 32768.0 and "swamping" in ex.readout.value
+    assert ex.result.stall_value == 32768.0 and "swamping" in ex.readout.value
     assert "amp-failure" in ex.readout.value
     ex.set(v="1", n=100)  # 100 ones: exact in fp16
-    assert ex.result["fp16 running sum"] == 100.0 and "amp-failure" not in ex.readout.value
+    assert ex.result.fp16_running_sum == 100.0 and "amp-failure" not in ex.readout.value
     ex.set(v="1e5")  # beyond fp16's max before any addition
-    assert ex.v16 == math.inf and ex.result["fp16 running sum"] == math.inf
+    assert ex.v16 == math.inf and ex.result.fp16_running_sum == math.inf
     assert "amp-failure" in ex.readout.value and "fp16(v) = inf" in ex.readout.value
     ex.set(v="65504", n=2)
-    assert ex.v16 == 65504.0 and ex.result["fp16 running sum"] == math.inf
+    assert ex.v16 == 65504.0 and ex.result.fp16_running_sum == math.inf
     assert "becomes inf at term 2" in ex.readout.value
     ex.set(v="-16", n=ex.N_MAX)
-    assert ex.result["fp16 running sum"] == -32768.0 and "stops at -32768.0" in ex.readout.value
+    assert ex.result.fp16_running_sum == -32768.0 and "stops at -32768.0" in ex.readout.value
 
 
 @pytest.mark.parametrize("v", ["1e-8", "-1e-30", "2.9e-8"])
 def test_sum_explorer_addend_that_flushes_is_not_a_stall(v):
     ex = fp16.SumExplorer(16.0, fp16.SumExplorer.N_MAX)
     ex.set(v=v)
-    assert ex.v16 == 0 and ex.result["fp16 running sum"] == 0
+    assert ex.v16 == 0 and ex.result.fp16_running_sum == 0
     assert "amp-failure" in ex.readout.value and "underflow" in ex.readout.value
     assert "never: fp16(v) is 0" in ex.readout.value and "swamping" not in ex.readout.value
 
@@ -203,7 +203,7 @@ def test_sum_explorer_addend_that_flushes_is_not_a_stall(v):
 def test_sum_explorer_zero_is_no_failure(v):
     ex = fp16.SumExplorer(16.0, fp16.SumExplorer.N_MAX)
     ex.set(v=v)
-    assert ex.error == "" and ex.result["fp16 running sum"] == 0
+    assert ex.error == "" and ex.result.fp16_running_sum == 0
     assert "amp-failure" not in ex.readout.value and "never: fp16(v) is 0" in ex.readout.value
 
 

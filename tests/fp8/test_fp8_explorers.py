@@ -26,16 +26,18 @@ def test_fp8_explorer_matches_scaling_errors(fp8_explorer):
 
     ex = fp8_explorer
     ex.set(block="none", fmt="e4m3", exponent=0)
-    assert is_png(ex.image) and ex.stats["flushed"] > 0.3  # unscaled gradients flush in e4m3
+    assert is_png(ex.image) and ex.stats.flushed > 0.3  # unscaled gradients flush in e4m3
     ex.set(exponent=20)
     x = fp8.model_tensors()["activation gradients"]
     q = fp8.fake_quantize(x, "fp8_e4m3", 2.0**20)
-    assert ex.stats["relative error"] == pytest.approx(float((q - x).norm() / x.norm()))
-    assert ex.stats["flushed"] == 0
+    assert ex.stats.relative_error == pytest.approx(float((q - x).norm() / x.norm()))
+    assert ex.stats.flushed == 0
     ex.set(block="1x128")
     assert ex.slider.disabled and "1x128" in ex.readout.value
     row = fp8.scaling_errors({"g": x}, methods=("block 1x128",))[0]
-    assert ex.stats == {k: row[k] for k in ex.stats}
+    assert (ex.stats.relative_error, ex.stats.flushed, ex.stats.saturated) == (
+        row["relative error"], row["flushed"], row["saturated"]
+    )
     ex.set(fmt="e5m2")
     assert "overflow to inf" in ex.readout.value
 
@@ -53,7 +55,8 @@ def test_fp8_explorer_matches_scaling_errors(fp8_explorer):
 def test_fp8_explorer_extremes(fp8_explorer, settings):
     fp8_explorer.set(**settings)
     assert is_png(fp8_explorer.image)
-    assert all(math.isfinite(v) for v in fp8_explorer.stats.values())
+    s = fp8_explorer.stats
+    assert all(math.isfinite(v) for v in (s.relative_error, s.flushed, s.saturated))
 
 
 def test_fp8_explorer_bad_input_and_timing(fp8_explorer):
@@ -74,8 +77,8 @@ def test_fp8_explorer_bad_input_and_timing(fp8_explorer):
 
 def test_fp8_explorer_opens_at_a_flush_and_reads_it_out():
     ex = fp8.Fp8ScalingExplorer()
-    assert ex.stats["flushed"] > 0.25 and "amp-failure" in ex.readout.value
-    assert f"{100 * ex.stats['flushed']:.3g}% of the values flush to zero" in ex.readout.value
+    assert ex.stats.flushed > 0.25 and "amp-failure" in ex.readout.value
+    assert f"{100 * ex.stats.flushed:.3g}% of the values flush to zero" in ex.readout.value
 
 
 def test_fp8_explorer_slider_reaches_saturation_and_overflow():
@@ -85,32 +88,32 @@ def test_fp8_explorer_slider_reaches_saturation_and_overflow():
     # the top of the slider scales the largest value past e5m2's max (57344), so past e4m3's (448) too
     assert amax * 2.0**ex.max_exponent > 57344 and ex.slider.max == ex.max_exponent
     ex.set(block="none", fmt="e4m3", exponent=ex.max_exponent)
-    assert ex.stats["saturated"] > 0 and "amp-failure" in ex.readout.value
+    assert ex.stats.saturated > 0 and "amp-failure" in ex.readout.value
     assert "saturate at fp8_e4m3" in ex.readout.value
     ex.set(fmt="e5m2")
-    assert ex.stats["saturated"] > 0 and "overflow to inf beyond fp8_e5m2" in ex.readout.value
+    assert ex.stats.saturated > 0 and "overflow to inf beyond fp8_e5m2" in ex.readout.value
     # and the bottom flushes every non-zero value
     ex.set(exponent=ex.min_exponent)
     nonzero = float((x != 0).double().mean())
-    assert ex.stats["flushed"] == pytest.approx(nonzero) and "flush to zero" in ex.readout.value
+    assert ex.stats.flushed == pytest.approx(nonzero) and "flush to zero" in ex.readout.value
 
 
 @pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
 def test_fp8_explorer_no_failure_where_nothing_is_lost(fmt):
     ex = fp8.Fp8ScalingExplorer(exponent=20, fmt=fmt)
-    assert ex.stats["flushed"] == 0 and ex.stats["saturated"] == 0
+    assert ex.stats.flushed == 0 and ex.stats.saturated == 0
     assert "amp-failure" not in ex.readout.value
     ex.set(block="1x32")
-    assert ex.stats["flushed"] == 0 and ex.stats["saturated"] == 0 and "amp-failure" not in ex.readout.value
+    assert ex.stats.flushed == 0 and ex.stats.saturated == 0 and "amp-failure" not in ex.readout.value
 
 
 def test_fp8_explorer_slider_range_follows_the_tensor():
     big = fp8.Fp8ScalingExplorer(tensor=torch.full((4, 4), 2.0**40))
     assert big.min_exponent <= -18 - 40 and big.max_exponent == 20
     big.set(exponent=big.min_exponent)
-    assert big.stats["flushed"] == 1.0 and "amp-failure" in big.readout.value
+    assert big.stats.flushed == 1.0 and "amp-failure" in big.readout.value
     zeros = fp8.Fp8ScalingExplorer(tensor=torch.zeros(4, 4))
-    assert zeros.stats["flushed"] == 0 and "amp-failure" not in zeros.readout.value
+    assert zeros.stats.flushed == 0 and "amp-failure" not in zeros.readout.value
 
 
 def test_fp8_explorer_says_why_the_slider_is_off():

@@ -315,10 +315,12 @@ def test_recipe_stats_on_known_errors():
     x = torch.tensor([1.0, 2.0, 0.001, 100.0])
     q = torch.tensor([1.0, 2.0, 0.0, 50.0])
     s = micro.recipe_stats(x, q, torch.tensor([False, False, False, True]))
-    assert s["zeros"] == 0.25 and s["saturated"] == 0.25
-    assert s["bias"] == pytest.approx((-0.001 - 50) / 103.001)
-    assert micro.recipe_stats(x, x)["SNR dB"] == math.inf
-    assert math.isnan(micro.recipe_stats(x, q)["saturated"])  # not knowable from x and q alone
+    assert s.zeros == 0.25 and s.saturated == 0.25
+    assert s.bias == pytest.approx((-0.001 - 50) / 103.001)
+    assert micro.recipe_stats(x, x).snr_db == math.inf
+    assert math.isnan(micro.recipe_stats(x, q).saturated)  # not knowable from x and q alone
+    assert "values saturated                   25.000%" in str(s)
+    assert "unknown" in str(micro.recipe_stats(x, q)) and "exact" in str(micro.recipe_stats(x, x))
     with pytest.raises(TypeError, match="saturated must be None or a bool tensor"):
         micro.recipe_stats(x, q, torch.ones(4))
     with pytest.raises(ValueError, match="q has shape"):

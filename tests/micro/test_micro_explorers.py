@@ -24,20 +24,20 @@ def test_every_recipe_tensor_and_extreme_step_draws(explorer):
             for step in (0, micro.STEPS - 1):
                 explorer.set(kind=kind, recipe=recipe, step=step)
                 assert bytes(explorer.image.value).startswith(PNG) and "signal-to-noise" in explorer.readout.value
-                assert set(explorer.stats) == {"SNR dB", "zeros", "saturated", "bias"}
+                assert isinstance(explorer.stats, micro.RecipeStats)
 
 
 def test_the_spike_is_the_failure_it_teaches(explorer):
     # a delayed scale fits the steps before the spike: at the spike it clips the new maximum (all the signal
     # is in those few entries), while a current per-tensor scale keeps it
     explorer.set(kind="gradient", recipe="per-tensor delayed (history 16)", step=micro.SPIKE_STEP)
-    assert explorer.stats["SNR dB"] < 1
+    assert explorer.stats.snr_db < 1
     explorer.set(step=micro.SPIKE_STEP - 1)
-    assert explorer.stats["SNR dB"] > 25
+    assert explorer.stats.snr_db > 25
     explorer.set(recipe="per-tensor current", step=micro.SPIKE_STEP)
-    assert explorer.stats["SNR dB"] > 25 and explorer.stats["zeros"] > 0  # fits the spike, flushes the rest
+    assert explorer.stats.snr_db > 25 and explorer.stats.zeros > 0  # fits the spike, flushes the rest
     explorer.set(kind="activations", recipe="MXFP4 (floor)")
-    assert 0 < explorer.stats["SNR dB"] < 25 and not math.isinf(explorer.stats["SNR dB"])
+    assert 0 < explorer.stats.snr_db < 25 and not math.isinf(explorer.stats.snr_db)
 
 
 @pytest.mark.parametrize(
@@ -64,10 +64,10 @@ def test_measure_update_ms_for_the_recipe_explorer(explorer):
 
 def test_the_opening_spike_is_read_out_as_a_failure(explorer):
     explorer.set(kind="gradient", recipe="per-tensor delayed (history 16)", step=micro.SPIKE_STEP)
-    assert explorer.stats["SNR dB"] < explorer.SNR_LIMIT_DB
+    assert explorer.stats.snr_db < explorer.SNR_LIMIT_DB
     assert "amp-failure" in explorer.readout.value and "signal-to-noise" in explorer.readout.value
     # the read-out says why: the 4 saturated values held nearly all of the tensor's power
-    assert explorer.stats["saturated"] == 4 / micro.recipe_tensor("gradient").numel()
+    assert explorer.stats.saturated == 4 / micro.recipe_tensor("gradient").numel()
     assert "the 4 saturated values" in explorer.readout.value and "of the tensor&#x27;s power" in explorer.readout.value
 
 
@@ -90,13 +90,13 @@ def test_the_opening_spike_is_seen_in_the_picture():
 def test_a_recipe_that_keeps_the_tensor_shows_no_failure(explorer):
     explorer.set(kind="gradient", recipe="per-tensor current", step=0)
     s = explorer.stats
-    assert s["SNR dB"] > 30 and s["zeros"] < explorer.SHARE_LIMIT and s["saturated"] < explorer.SHARE_LIMIT
+    assert s.snr_db > 30 and s.zeros < explorer.SHARE_LIMIT and s.saturated < explorer.SHARE_LIMIT
     assert "amp-failure" not in explorer.readout.value
 
 
 def test_fp4_flushes_and_saturates(explorer):
     explorer.set(kind="activations", recipe="MXFP4 (floor)", step=0)
     s = explorer.stats
-    assert s["zeros"] >= explorer.SHARE_LIMIT and s["saturated"] > 0
+    assert s.zeros >= explorer.SHARE_LIMIT and s.saturated > 0
     assert "amp-failure" in explorer.readout.value
-    assert f"{100 * s['zeros']:.3g}% of the non-zero values flush to 0" in explorer.readout.value
+    assert f"{100 * s.zeros:.3g}% of the non-zero values flush to 0" in explorer.readout.value
