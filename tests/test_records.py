@@ -1,0 +1,102 @@
+"""Results at the public boundary are records, not dicts keyed by prose: a public function of a topic (other than
+``plot_*`` and ``check_*``) whose return annotation is a bare ``dict`` or ``dict[...]`` must be in one of the two
+lists below, each entry with its reason. A genuine mapping is keyed by data (dtype, format, op, tensor, method
+names); the second list names the prose-keyed results not converted yet, and can only shrink: an entry that no
+longer returns a dict, or no longer exists, fails here until it is removed."""
+
+import dataclasses
+import importlib
+import inspect
+import typing
+
+import pytest
+
+from amp_lessons.course import TOPICS
+
+GENUINE_MAPPINGS = {
+    "tf32.mkldnn_precision_effect": "mkldnn fp32_precision setting -> relative error",
+    "fp16.census_fractions": "census category -> fraction of the values",
+    "fp16.running_sums_of_copies": "summation method -> its running sums (one curve per method for the plot)",
+    "autocast.policy_table": "op name -> autocast policy",
+    "autocast.policy_sources": "op name -> where its policy is stated",
+    "autocast.policy_groups": "policy -> op names",
+    "autocast.output_dtypes": "the caller's expression labels -> device type -> dtype name",
+    "scaling.scaled_fractions": "tensor kind -> census category -> fraction",
+    "e2e.matmul_rate_runs": "dtype name -> timed runs",
+    "e2e.matmul_rates": "dtype name -> FLOP/s",
+    "fp8.model_tensors": "tensor name -> tensor",
+    "fp8.torch_fp8_overflow": "fp8 dtype name -> probed value -> what the cast gave",
+    "compiled.step_times": "setting name -> Timing",
+}
+
+NOT_YET_RECORDS = {
+    "tf32.error_vs_k": "errors per K and per setting for a plot",
+    "tf32.switches_tour": "the TF32 switches' settings before and after, for a printed tour",
+    "tf32.time_matmuls": "timings by setting plus the matmul's size",
+    "fp16.gradient_census": "census per tensor kind plus the model's loss",
+    "fp16.gradient_census_of": "census per tensor kind plus the model's loss",
+    "fp16.train_master_weights": "loss curves and final weights by run",
+    "autocast.cast_cost": "cast timings and sizes for a printed comparison",
+    "scaling.gradient_census_of": "census per tensor kind plus the model's loss",
+    "scaling.scale_sweep": "fractions per scale exponent, consumed by the safe-window helpers and plots",
+    "scaling.simulate_scaler": "the scaler's history (scale, skipped, scale_after), consumed by ScalerEvents.of",
+    "scaling.small_loss_census": "census of a small-loss model",
+    "scaling.train_comparison": "runs by recipe, consumed by TrainSummary.of",
+    "e2e.launch_bound_demo": "timings of a launch-bound step, consumed by LaunchTable.of",
+    "e2e.overflow_demo": "what fp16 and bf16 did with an overflowing step",
+    "e2e.train": "one training run, consumed by TrainingTable.of",
+    "e2e.training_plan": "the settings the training cells run",
+    "fp8.fp8_linear_check": "gradient errors and dtypes of the fp8 linear layer",
+    "distributed.gloo_allreduce_check": "what the gloo all-reduce gave on each rank",
+    "micro.scale_rule_clipping": "scale rule -> clipping shares and SNR (the inner dict is prose-keyed)",
+    "micro.tiny_updates": "trajectories by update method plus the exact sum",
+    "micro.train_low_precision": "update method -> loss curve and shares (the inner dict is prose-keyed)",
+    "compiled.fp8_saturation": "the probed values and what eager and compiled casts gave",
+}
+
+
+def _returns_dict(fn) -> bool:
+    ret = inspect.signature(fn).return_annotation
+    if ret is inspect.Signature.empty:
+        return False
+    if isinstance(ret, str):
+        return ret == "dict" or ret.startswith("dict[")
+    return ret is dict or typing.get_origin(ret) is dict
+
+
+def _public_functions():
+    for t in TOPICS:
+        module = importlib.import_module(f"amp_lessons.{t}")
+        for name in module.__all__:
+            fn = getattr(module, name)
+            if inspect.isfunction(fn) and not name.startswith(("plot_", "check_")):
+                yield f"{t}.{name}", fn
+
+
+def test_public_functions_return_records_not_prose_keyed_dicts():
+    returning_dicts = {q for q, fn in _public_functions() if _returns_dict(fn)}
+    unlisted = returning_dicts - set(GENUINE_MAPPINGS) - set(NOT_YET_RECORDS)
+    assert not unlisted, f"return a record (a frozen dataclass), not a dict: {sorted(unlisted)}"
+    stale = (set(GENUINE_MAPPINGS) | set(NOT_YET_RECORDS)) - returning_dicts
+    assert not stale, f"no longer public functions returning a dict: remove them from the lists: {sorted(stale)}"
+    assert not set(GENUINE_MAPPINGS) & set(NOT_YET_RECORDS)
+    assert all(reason.strip() for reason in {**GENUINE_MAPPINGS, **NOT_YET_RECORDS}.values())
+
+
+@pytest.mark.parametrize(
+    "qualname, record",
+    [
+        ("fp16.sum_copies", "SumCopies"),
+        ("fp8.cast_stats", "CastStats"),
+        ("micro.recipe_stats", "RecipeStats"),
+        ("compiled.precision_errors", "PrecisionErrors"),
+    ],
+)
+def test_converted_results_are_frozen_records(qualname, record):
+    topic, name = qualname.split(".")
+    module = importlib.import_module(f"amp_lessons.{topic}")
+    cls = getattr(module, record)
+    assert record in module.__all__
+    assert inspect.signature(getattr(module, name)).return_annotation in (cls, record)
+    assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
+    assert cls.__repr__ is not object.__repr__ and "_table" in vars(cls)  # shown as a table, not a field dump
