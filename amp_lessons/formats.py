@@ -309,6 +309,19 @@ class FloatFormat:
         out[torch.isnan(q)] = CLASSES.index("nan")
         return out
 
+    def overflow_class(self, overflow: str | None = None) -> str:
+        """The class of :data:`CLASSES` that every overflow lands in with overflow mode ``overflow`` (the format's
+        default for None): "inf", "saturated" or "nan". A value beyond the range (an infinite input included) lands
+        there, so lessons that show "overflow" as one column, curve or share count this class (:meth:`classify`
+        with round to nearest; rounding toward zero turns a finite overflow into "saturated")."""
+        return {"inf": "inf", "saturate": "saturated", "nan": "nan"}[check_modes(self, "nearest_even", overflow)]
+
+    def finite_input_classes(self, overflow: str | None = None) -> tuple[str, ...]:
+        """The classes of :data:`CLASSES` a finite input can land in with round to nearest, in their order:
+        "zero", "flushed", "subnormal", "normal" and :meth:`overflow_class` (the columns of a lesson's census
+        of gradients, which are finite)."""
+        return ("zero", "flushed", "subnormal", "normal", self.overflow_class(overflow))
+
     def census(self, x, rounding: str = "nearest_even", overflow: str | None = None) -> Census:
         """How many values of ``x`` land in each of :data:`CLASSES` (:meth:`classify`), as a :class:`Census`."""
         codes = self.classify(x, rounding, overflow)

@@ -386,10 +386,10 @@ def test_thresholds_are_where_round_to_nearest_changes_class(name):
         return float(torch.nextafter(torch.tensor(v), torch.tensor(math.inf)))
 
     def over(v):  # what FloatFormat.overflows says, and what rounding does
-        return bool(f.overflows(torch.tensor([v]))[0]), classify(torch.tensor([v]), f)[0] in ("inf", "NaN", "saturated")
+        return bool(f.overflows(torch.tensor([v]))[0]), classify(torch.tensor([v]), f)[0] in ("inf", "nan", "saturated")
 
     z = f.underflow_threshold
-    assert classify(torch.tensor([z, up(z)]), f) == ["zero", "subnormal" if f.mantissa_bits else "normal"]
+    assert classify(torch.tensor([z, up(z)]), f) == ["flushed", "subnormal" if f.mantissa_bits else "normal"]
     t = f.overflow_threshold
     assert over(down(t)) == (False, False) and over(up(t)) == (True, True)
     said, done = over(t)

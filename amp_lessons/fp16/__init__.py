@@ -8,14 +8,11 @@ from .checks import (
     check_stall_value,
 )
 from .experiments import (
-    CENSUS_CATEGORIES,
-    CLASSES,
     SumCopies,
     census_fractions,
     check_copies,
     checked_sgd_step as sgd_step,  # the lesson's step, arguments checked
     classify,
-    classify_codes,
     gradient_census,
     gradient_census_of,
     kahan_sum,
@@ -44,8 +41,6 @@ from .plots import (
 from .support import runs_where
 
 __all__ = [
-    "CENSUS_CATEGORIES",
-    "CLASSES",
     "MagnitudeExplorer",
     "REGION_FORMATS",
     "SumCopies",
@@ -55,7 +50,6 @@ __all__ = [
     "check_lost_update",
     "check_stall_value",
     "classify",
-    "classify_codes",
     "gradient_census",
     "gradient_census_of",
     "kahan_sum",

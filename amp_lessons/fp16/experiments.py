@@ -30,17 +30,14 @@ from .. import _validate
 from .._runtime import Progress, one_thread
 from .._table import TableRecord
 from .._validate import count, finite, flag
-from ..formats import FloatFormat, check_modes, float32_input, get_format, quantize
+from ..formats import CLASSES, FloatFormat, check_modes, float32_input, get_format, quantize
 from .key_code import sgd_step
 
 __all__ = [
-    "CENSUS_CATEGORIES",
-    "CLASSES",
     "SumCopies",
     "census_fractions",
     "check_copies",
     "classify",
-    "classify_codes",
     "gradient_census",
     "gradient_census_of",
     "kahan_sum",
@@ -54,13 +51,6 @@ __all__ = [
     "train_master_weights",
     "update_survives",
 ]
-
-#: What :func:`classify` calls a value after rounding to a format, in the order of the codes of
-#: :func:`classify_codes`.
-CLASSES = ("zero", "subnormal", "normal", "inf", "saturated", "NaN")
-
-#: The categories of :func:`gradient_census` (exact zeros apart from values that round to zero).
-CENSUS_CATEGORIES = ("zero", "underflow to zero", "subnormal", "normal", "overflow")
 
 _MAX_COPIES = 1_000_000
 _SCALAR_ROWS = 16  # running sums of at most this many rows loop in Python floats (faster)
@@ -468,55 +458,38 @@ def small_batch(seed: int = 0, size: int = 256) -> tuple[torch.Tensor, torch.Ten
     return x, (x @ teacher).argmax(dim=1)
 
 
-def classify_codes(x, fmt, rounding: str = "nearest_even") -> torch.Tensor:
-    """Like :func:`classify`, as an int64 tensor of indices into :data:`CLASSES` (x's shape)."""
-    f = get_format(fmt)
-    t = x.float() if isinstance(x, torch.Tensor) and x.dtype == torch.float64 else x
-    t = (
-        _values(t)
-        if isinstance(t, (torch.Tensor, list, tuple))
-        else torch.tensor(_validate.real(t, "x"), dtype=torch.float32)
-    )
-    q = quantize(t, f, rounding)
-    wide = FloatFormat(f"e8m{f.mantissa_bits}", 8, f.mantissa_bits)  # same precision, fp32's range
-    over = (quantize(t, wide, rounding).abs() > f.max) | torch.isinf(t)
-    mag = q.abs()
-    codes = torch.full(t.shape, CLASSES.index("normal"), dtype=torch.int64)
-    codes[mag < f.smallest_normal] = CLASSES.index("subnormal")
-    codes[mag == 0] = CLASSES.index("zero")
-    codes[over & torch.isinf(q)] = CLASSES.index("inf")
-    codes[over & torch.isfinite(q)] = CLASSES.index("saturated")
-    codes[torch.isnan(q)] = CLASSES.index("NaN")
-    return codes
-
-
 def classify(x, fmt, rounding: str = "nearest_even") -> list[str]:
     """Where each value of ``x`` (a number, list or tensor; made float32 first, as the engine
-    works in float32) lands in ``fmt``: ``"normal"``, ``"subnormal"``, ``"zero"`` (it is zero or
-    rounds to zero), ``"inf"`` (it is inf or overflows to inf), ``"saturated"`` (it overflows in a
-    format without inf and is stored as +-max) or ``"NaN"`` (it is NaN, or overflows to NaN)."""
-    return [CLASSES[c] for c in classify_codes(x, fmt, rounding).reshape(-1).tolist()]
+    works in float32) lands in ``fmt``: its class of :data:`amp_lessons.formats.CLASSES`, as
+    :meth:`~amp_lessons.formats.FloatFormat.classify` says (``fmt``'s default overflow), one name per
+    value in ``x``'s flattened order: ``"zero"``, ``"flushed"`` (non-zero, rounds to zero),
+    ``"subnormal"``, ``"normal"``, ``"saturated"`` (beyond the range, stored as +-max), ``"inf"``
+    or ``"nan"``. A non-zero number (or float64 value) that float32 itself rounds to zero is
+    ``"flushed"``, not ``"zero"``: making it float32 was its first rounding."""
+    f = get_format(fmt)
+    wide = x if isinstance(x, torch.Tensor) and x.dtype == torch.float64 else None
+    t = x.float() if wide is not None else x
+    if isinstance(t, (torch.Tensor, list, tuple)):
+        t = _values(t, "x")
+        if isinstance(x, (list, tuple)):
+            wide = torch.tensor(x, dtype=torch.float64)
+    else:
+        wide = torch.tensor(_validate.real(t, "x"), dtype=torch.float64)
+        t = wide.float()
+    codes = f.classify(t, rounding)
+    if wide is not None:
+        codes[(codes == CLASSES.index("zero")) & (wide != 0)] = CLASSES.index("flushed")
+    return [CLASSES[c] for c in codes.reshape(-1).tolist()]
 
 
 def census_fractions(values: torch.Tensor, fmt="fp16") -> dict[str, float]:
-    """Fractions of ``values`` in each of :data:`CENSUS_CATEGORIES` once rounded to ``fmt``
-    (overflow to inf, to max or to NaN all count as "overflow"; NaN values, which a healthy
-    backward pass has none of, fall in no category)."""
+    """The fraction of ``values`` in each class of :data:`amp_lessons.formats.CLASSES` once rounded
+    to ``fmt`` (:meth:`~amp_lessons.formats.FloatFormat.census`, ``fmt``'s default overflow): a dict
+    keyed by the classes, in their order, summing to 1 (all 0.0 for no values). Every overflow lands
+    in one class, :meth:`~amp_lessons.formats.FloatFormat.overflow_class` (``"inf"`` in fp16)."""
     t = _values(values)
-    n = t.numel()
-    if n == 0:
-        return {c: 0.0 for c in CENSUS_CATEGORIES}
-    codes = classify_codes(t, fmt)
-    counts = torch.bincount(codes.reshape(-1), minlength=len(CLASSES)).tolist()
-    exact_zero = int((t == 0).sum())
-    overflow = counts[3] + counts[4] + int((torch.isnan(t).logical_not() & (codes == 5)).sum())
-    return {
-        "zero": exact_zero / n,
-        "underflow to zero": (counts[0] - exact_zero) / n,
-        "subnormal": counts[1] / n,
-        "normal": counts[2] / n,
-        "overflow": overflow / n,
-    }
+    census = get_format(fmt).census(t)
+    return {c: census.fraction(c) for c in CLASSES}
 
 
 def gradient_census(model=None, *, batch=None, fmt="fp16", seed: int = 0) -> dict:
@@ -531,9 +504,9 @@ def gradient_census(model=None, *, batch=None, fmt="fp16", seed: int = 0) -> dic
 
     Returns ``{"weights": 1-D tensor of all parameter-gradient values, "activations": 1-D tensor
     of all activation-gradient values, "fractions": {"weights": {...}, "activations": {...}},
-    "loss": float, "fmt": name}``; each fractions dict has the keys of
-    :data:`CENSUS_CATEGORIES` and sums to 1 (``"zero"``: exactly zero in fp32; ``"underflow to
-    zero"``: non-zero but rounds to zero in ``fmt``).
+    "loss": float, "fmt": name}``; each fractions dict is :func:`census_fractions`'s: keyed by the
+    classes of :data:`amp_lessons.formats.CLASSES`, summing to 1 (``"zero"``: exactly zero in fp32;
+    ``"flushed"``: non-zero but rounds to zero in ``fmt``).
     """
     seed = _validate.seed(seed)
     if model is None:

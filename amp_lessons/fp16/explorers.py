@@ -102,7 +102,7 @@ class MagnitudeExplorer(Explorer):
         x = torch.tensor([value], dtype=torch.float32)
         rows = []
         for f in self._fmts:
-            cls = self._fp16.classify(x, f)[0]
+            cls = self._fp16.classify(value, f)[0]  # the Python float: one that float32 flushes is "flushed"
             stored = float(quantize(x, f)[0])
             err = math.inf if math.isinf(stored) else abs(stored - value) / abs(value)
             self.classes[f.name], self.stored[f.name], self.errors[f.name] = cls, stored, err
@@ -113,13 +113,13 @@ class MagnitudeExplorer(Explorer):
         return self._failure() + self._readout(value, rows), self._pic
 
     def _problem(self) -> str:
-        """The formats in which the shown value is lost ("" if none): flushed to zero, overflowed to
-        inf, saturated or NaN."""
+        """The formats in which the shown value is lost ("" if none): its class is "flushed" (to zero),
+        "inf" (overflow), "saturated" or "nan"."""
         lost = {
-            "zero": "flushes to 0",
+            "flushed": "flushes to 0",
             "inf": "overflows to inf",
             "saturated": "saturates to the format's max",
-            "NaN": "becomes NaN",
+            "nan": "becomes NaN",
         }
         lost["saturated"] = "saturates to {stored!r}"
         parts = [
@@ -133,7 +133,15 @@ class MagnitudeExplorer(Explorer):
 
     @staticmethod
     def _readout(value: float, rows) -> str:
-        tone = {"normal": "good", "subnormal": "warn", "zero": "muted", "inf": "bad", "saturated": "bad", "NaN": "bad"}
+        tone = {
+            "normal": "good",
+            "subnormal": "warn",
+            "zero": "muted",
+            "flushed": "bad",
+            "inf": "bad",
+            "saturated": "bad",
+            "nan": "bad",
+        }
         cells = [
             (name, Cell(cls, tone=tone[cls], bold=True), stored, Cell(html=err)) for name, cls, stored, err in rows
         ]

@@ -170,9 +170,9 @@ def plot_gradient_histogram(census: dict, fmt="fp16", ax=None, *, scale=1.0) -> 
     for name, (logs, n, fr) in data.items():
         counts, _ = np.histogram(logs, bins=edges)
         label = (
-            f"{name} ({n:,} values): {pct(fr['zero'], 2)} exactly 0,\n"
-            f"  {pct(fr['underflow to zero'], 2)} round to 0, {pct(fr['subnormal'], 2)} subnormal, "
-            f"{pct(fr['normal'], 2)} normal, {pct(fr['overflow'], 2)} overflow"
+            f"{name} ({n:,} values): {pct(fr['zero'], 2)} zero,\n"
+            f"  {pct(fr['flushed'], 2)} flushed (round to 0), {pct(fr['subnormal'], 2)} subnormal, "
+            f"{pct(fr['normal'], 2)} normal, {pct(fr[f.overflow_class()], 2)} {f.overflow_class()} (overflow)"
         )
         ax.stairs(counts / max(n, 1), edges, fill=True, alpha=0.45, gid=name, label=label, **styles[name])
         ax.stairs(counts / max(n, 1), edges, lw=1.5, **styles[name])

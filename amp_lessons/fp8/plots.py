@@ -70,8 +70,8 @@ def plot_fp8_window(tensors: dict, fmt="fp8_e4m3", ax=None, *, scale=1.0) -> Axe
         color = _TENSOR_COLORS[i % len(_TENSOR_COLORS)]
         counts = np.histogram(logs, bins=edges)[0] / max(v.numel(), 1)
         label = (
-            f"{name} ({v.numel():,}): {pct(fr['underflow to zero'], 2)} flush to 0, "
-            f"{pct(fr['subnormal'], 2)} subnormal, {pct(fr['overflow'], 2)} overflow"
+            f"{name} ({v.numel():,}): {pct(fr['flushed'], 2)} flushed to 0, "
+            f"{pct(fr['subnormal'], 2)} subnormal, {pct(fr[f.overflow_class()], 2)} {f.overflow_class()} (overflow)"
         )
         ax.stairs(counts, edges, fill=True, alpha=0.3, color=color, gid=f"{name} fill")
         ax.stairs(counts, edges, lw=1.6, color=color, gid=name, label=label)

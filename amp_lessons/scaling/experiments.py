@@ -35,8 +35,8 @@ from .._validate import (
     flag,
     real,
 )
-from ..formats import FloatFormat, get_format
-from ..fp16.experiments import CENSUS_CATEGORIES, classify_codes, gradient_census_of
+from ..formats import CLASSES, Census, FloatFormat, get_format
+from ..fp16.experiments import gradient_census_of
 from .key_code import DynamicScaler, StaticScaler, scaler_params, update_scale
 
 __all__ = [
@@ -72,31 +72,44 @@ TRAIN_RUNS = {
 
 # --- census under a scale ------------------------------------------------------------------------
 
-_NORMAL = 2  # classify_codes: 0 zero, 1 subnormal, 2 normal, 3 inf, 4 saturated, 5 NaN
+
+def _float32(v: float) -> float:
+    """The largest float32 at most ``v`` (``v`` >= 0, a Python float)."""
+    t = torch.tensor(v, dtype=torch.float64).float()
+    if float(t) > v:
+        t = torch.nextafter(t, torch.tensor(0.0))
+    return float(t)
 
 
-def _largest_with(codes_ok, f: FloatFormat) -> float:
-    """The largest positive float32 whose class in ``f`` is in ``codes_ok`` (classes grow with the
-    magnitude, so a binary search over the float32 bit patterns finds it)."""
-    lo, hi = 0, 0x7F800000  # bits of 0.0 (in the set) and of inf (not in it)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        x = torch.tensor([mid], dtype=torch.int32).view(torch.float32)
-        if int(classify_codes(x, f)[0]) in codes_ok:
-            lo = mid
-        else:
-            hi = mid
-    return float(torch.tensor([lo], dtype=torch.int32).view(torch.float32))
+def _boundary(f: FloatFormat, near: float, below: tuple[str, ...]) -> float:
+    """The largest positive float32 whose class in ``f`` (:meth:`FloatFormat.classify`) is one of ``below``, given
+    ``near``, the exact magnitude where round to nearest changes class (a threshold of the engine): the float32 at
+    or just below it, one step lower where the tie itself goes up. Checked with ``classify`` on the boundary and
+    on its float32 neighbour above, so that counting against it is what ``classify`` says."""
+    x = torch.tensor([_float32(near)], dtype=torch.float32)
+    if CLASSES[int(f.classify(x)[0])] not in below:  # the tie rounds away from the classes below
+        x = torch.nextafter(x, torch.zeros(1))
+    pair = torch.cat([x, torch.nextafter(x, torch.full((1,), math.inf))])
+    got = [CLASSES[c] for c in f.classify(pair).tolist()]
+    if not (got[0] in below and got[1] not in below):
+        raise AssertionError(f"{f.name}: the classes around {float(x[0])!r} are {got}, not a boundary of {below}")
+    return float(x[0])
 
 
 _THRESHOLDS: dict = {}
 
 
 def _thresholds(f: FloatFormat) -> tuple[float, float, float]:
-    """The largest float32 magnitudes that round to zero, that are at most subnormal, and that do
-    not overflow in ``f`` (exactly what :func:`amp_lessons.fp16.classify_codes` says)."""
+    """The largest float32 magnitudes of ``f`` (round to nearest even, default overflow) that are flushed to zero,
+    that are at most subnormal, and that do not overflow: from the engine's thresholds (half the smallest
+    subnormal; the midpoint between the largest subnormal and the smallest normal; the overflow threshold)."""
     if f not in _THRESHOLDS:
-        _THRESHOLDS[f] = (_largest_with({0}, f), _largest_with({0, 1}, f), _largest_with({0, 1, _NORMAL}, f))
+        flushed = ("zero", "flushed")
+        _THRESHOLDS[f] = (
+            _boundary(f, f.underflow_threshold, flushed),
+            _boundary(f, f.smallest_normal - f.underflow_threshold, (*flushed, "subnormal")),
+            _boundary(f, f.overflow_threshold, (*flushed, "subnormal", "normal")),
+        )
     return _THRESHOLDS[f]
 
 
@@ -128,12 +141,15 @@ class CensusIndex:
             self.zeros[kind] = int(np.searchsorted(a, 0.0, side="right"))
             self.nans[kind] = int(np.isnan(a).sum())
 
-    def counts(self, kind: str, scale: float, fmt="fp16") -> dict[str, int]:
-        """How many values of ``kind`` fall in each of CENSUS_CATEGORIES once multiplied by
-        ``scale`` (in float32) and rounded to ``fmt``; "zero" counts the exact zeros before scaling."""
+    def counts(self, kind: str, scale: float, fmt="fp16") -> Census:
+        """How many values of ``kind`` land in each class of :data:`amp_lessons.formats.CLASSES` once multiplied by
+        ``scale`` (in float32) and rounded to ``fmt`` (round to nearest even, ``fmt``'s default overflow), as a
+        :class:`~amp_lessons.formats.Census`: what ``fmt.census(g * scale)`` counts, except that "zero" counts the
+        exact zeros before scaling (a product that float32 makes zero is "flushed")."""
         if kind not in self.KINDS:
             raise ValueError(f"kind must be one of {self.KINDS}, got {kind!r}")
-        t_zero, t_sub, t_fits = _thresholds(get_format(fmt))
+        f = get_format(fmt)
+        t_zero, t_sub, t_fits = _thresholds(f)
         s = np.float32(_validate.positive(scale, "scale"))
         a = self.sorted[kind]
         with np.errstate(over="ignore"):  # overflow to inf is a result here
@@ -141,21 +157,22 @@ class CensusIndex:
         n_zero, n_sub, n_fits = np.searchsorted(b, [t_zero, t_sub, t_fits], side="right").tolist()
         n_zero = max(n_zero, self.zeros[kind])  # an exact zero stays zero
         n_sub, n_fits = max(n_sub, n_zero), max(n_fits, n_zero)
-        return {
-            "zero": self.zeros[kind],
-            "underflow to zero": n_zero - self.zeros[kind],
-            "subnormal": n_sub - n_zero,
-            "normal": n_fits - n_sub,
-            "overflow": self.size[kind] - self.nans[kind] - n_fits,
-        }
+        counts = dict.fromkeys(CLASSES, 0)
+        counts["zero"] = self.zeros[kind]
+        counts["flushed"] = n_zero - self.zeros[kind]
+        counts["subnormal"] = n_sub - n_zero
+        counts["normal"] = n_fits - n_sub
+        counts[f.overflow_class()] += self.size[kind] - self.nans[kind] - n_fits
+        counts["nan"] += self.nans[kind]
+        return Census(f.name, "nearest_even", f.default_overflow, tuple(counts.values()))
 
     def fractions(self, scale: float, fmt="fp16") -> dict[str, dict[str, float]]:
-        """``{"weights": {...}, "activations": {...}}``: each kind's counts over all its values."""
+        """``{"weights": {...}, "activations": {...}}``: each kind's fraction of its values in each class of
+        :data:`amp_lessons.formats.CLASSES` (:meth:`counts`)."""
         out = {}
         for kind in self.KINDS:
-            n = self.size[kind]
             c = self.counts(kind, scale, fmt)
-            out[kind] = {k: (c[k] / n if n else 0.0) for k in CENSUS_CATEGORIES}
+            out[kind] = {k: c.fraction(k) for k in CLASSES}
         return out
 
 
@@ -181,21 +198,22 @@ def _index(census) -> CensusIndex:
 
 
 def scaled_fractions(census: dict, scale: float, fmt="fp16") -> dict[str, dict[str, float]]:
-    """The census fractions (keys of :data:`amp_lessons.fp16.CENSUS_CATEGORIES`) of the gradients
-    of ``census`` multiplied by ``scale``: ``{"weights": {...}, "activations": {...}}``.
+    """The census fractions (keyed by the classes of :data:`amp_lessons.formats.CLASSES`) of the
+    gradients of ``census`` multiplied by ``scale``: ``{"weights": {...}, "activations": {...}}``.
 
     The same numbers as ``census_fractions(census[kind] * scale, fmt)`` (the multiplication is
     float32), except that "zero" always counts the exact zeros of the unscaled gradients (a scale
-    below 1 can make a product zero in float32; that counts as underflow here). ``census`` may
+    below 1 can make a product zero in float32; that counts as "flushed" here). ``census`` may
     also be a :class:`CensusIndex`; a census's index is built on first use and kept."""
     return _index(census).fractions(scale, fmt)
 
 
 def scale_sweep(census: dict, exponents=range(0, 33), fmt="fp16", kind: str = "activations") -> dict:
     """For each scale ``2**e`` of ``exponents``: the fractions of the NON-ZERO gradients of
-    ``kind`` ("activations" or "weights") that round to zero ("underflow"), are subnormal
-    ("subnormal") and overflow ("overflow") once scaled. Exact zeros are left out: no scale helps
-    them. Returns ``{"exponent": [...], "scale": [...], "underflow": [...], "subnormal": [...],
+    ``kind`` ("activations" or "weights") that round to zero ("underflow": the class "flushed"), are
+    subnormal ("subnormal") and overflow ("overflow": the format's
+    :meth:`~amp_lessons.formats.FloatFormat.overflow_class`, "inf" in fp16) once scaled. Exact zeros
+    are left out: no scale helps them. Returns ``{"exponent": [...], "scale": [...], "underflow": [...], "subnormal": [...],
     "overflow": [...], "kind", "fmt", "nonzero": count}``."""
     index = _index(census)
     exps = [_int_item(e, "exponents") for e in _int_items(exponents, "exponents")]
@@ -216,7 +234,7 @@ def scale_sweep(census: dict, exponents=range(0, 33), fmt="fp16", kind: str = "a
     for e in exps:
         c = index.counts(kind, math.ldexp(1.0, e), f)
         out["scale"].append(math.ldexp(1.0, e))
-        for key, cat in (("underflow", "underflow to zero"), ("subnormal", "subnormal"), ("overflow", "overflow")):
+        for key, cat in (("underflow", "flushed"), ("subnormal", "subnormal"), ("overflow", f.overflow_class())):
             out[key].append(c[cat] / nonzero if nonzero else 0.0)
     return out
 
@@ -487,8 +505,11 @@ def _need(value, what: str, want: str):
 @dataclass(frozen=True, repr=False)
 class CensusTable(TableRecord):
     """The fractions of a gradient census (``fp16.gradient_census`` / ``scaling.small_loss_census``):
-    ``fractions[kind][category]`` for kind "weights" and "activations", the categories of
-    ``fp16.CENSUS_CATEGORIES``; ``loss`` the loss whose gradients were counted; ``fmt`` the format."""
+    ``fractions[kind][cls]`` for kind "weights" and "activations", the classes of
+    :data:`amp_lessons.formats.CLASSES`; ``loss`` the loss whose gradients were counted; ``fmt`` the format.
+    The table shows the classes a finite gradient can land in: every class but "saturated", "inf" and "nan",
+    and of those the format's :meth:`~amp_lessons.formats.FloatFormat.overflow_class`
+    (:meth:`~amp_lessons.formats.FloatFormat.finite_input_classes`)."""
 
     fractions: dict
     loss: float
@@ -502,8 +523,9 @@ class CensusTable(TableRecord):
         return cls(fr, float(census["loss"]), str(census["fmt"]))
 
     def _table(self) -> tuple:
-        header = ("gradients of", *(f"{c} (%)" for c in CENSUS_CATEGORIES))
-        rows = [[kind, *(f"{100 * fr[c]:.2f}" for c in CENSUS_CATEGORIES)] for kind, fr in self.fractions.items()]
+        shown = get_format(self.fmt).finite_input_classes()
+        header = ("gradients of", *(f"{c} (%)" for c in shown))
+        rows = [[kind, *(f"{100 * fr[c]:.2f}" for c in shown)] for kind, fr in self.fractions.items()]
         title = f"where the gradient values fall in {self.fmt} (loss {self.loss:.1g})"
         return header, rows, title, ["each row sums to 100%"]
 

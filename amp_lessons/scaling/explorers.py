@@ -16,7 +16,6 @@ from .._explorer import Explorer, Picture, by_gid, failure_html, num, readout_ta
 from .._table import Cell, html_table
 from ..formats import get_format
 from ..fp16 import experiments as fp16
-from ..fp16.experiments import CENSUS_CATEGORIES
 from ..scaling import experiments as scaling
 from ..scaling.plots import plot_scaled_histogram, plot_scaler_history
 from ..style import style_context
@@ -106,31 +105,30 @@ class ScaleExplorer(Explorer):
 
     def _problem(self, k: int) -> str:
         """Which gradients the scale ``2**k`` loses in the format ("" if none): the fractions that
-        flush to zero (scale too small) or overflow to inf (too large, the step would be skipped)."""
+        are "flushed" to zero (scale too small) or land in the format's overflow class, "inf" in fp16 (too large,
+        the step would be skipped)."""
         parts = []
+        over = self.fmt.overflow_class()
         for kind in ("weights", "activations"):
             fr = self.fractions[kind]
-            if fr["underflow to zero"] > 0:
-                parts.append(f"{100 * fr['underflow to zero']:.3g}% of the {kind} gradients flush to zero")
-            if fr["overflow"] > 0:
+            if fr["flushed"] > 0:
+                parts.append(f"{100 * fr['flushed']:.3g}% of the {kind} gradients are flushed to zero")
+            if fr[over] > 0:
                 parts.append(
-                    f"{100 * fr['overflow']:.3g}% of the {kind} gradients overflow to inf (GradScaler would skip the step)"
+                    f"{100 * fr[over]:.3g}% of the {kind} gradients overflow to {over} (GradScaler would skip the step)"
                 )
         return f"at scale 2^{k} in {self.fmt.name}: " + "; ".join(parts) if parts else ""
 
     def _readout(self, k: int) -> str:
         rows = []
+        shown = self.fmt.finite_input_classes()
         for kind in ("weights", "activations"):
             fr = self.fractions[kind]
-            bad = [c in ("underflow to zero", "overflow") and fr[c] > 0 for c in CENSUS_CATEGORIES]
+            bad = [c in ("flushed", self.fmt.overflow_class()) and fr[c] > 0 for c in shown]
             rows.append(
-                [kind]
-                + [
-                    Cell(f"{100 * fr[c]:.3f}%", tone="bad" if b else None, bold=b)
-                    for c, b in zip(CENSUS_CATEGORIES, bad)
-                ]
+                [kind] + [Cell(f"{100 * fr[c]:.3f}%", tone="bad" if b else None, bold=b) for c, b in zip(shown, bad)]
             )
-        head = ("gradients x 2^" + str(k), *CENSUS_CATEGORIES)
+        head = ("gradients x 2^" + str(k), *shown)
         return html_table(head, rows, mono=True, notes=["exact zeros stay zero at any scale; fractions of all values"])
 
 

@@ -25,7 +25,7 @@ def magnitudes():
 
 @pytest.mark.parametrize(
     "log10, fp16_class",
-    [(-6.0, "subnormal"), (5.0, "inf"), (-9.0, "zero"), (0.0, "normal"), (-7.3, "subnormal"), (4.8, "normal")],
+    [(-6.0, "subnormal"), (5.0, "inf"), (-9.0, "flushed"), (0.0, "normal"), (-7.3, "subnormal"), (4.8, "normal")],
 )
 def test_magnitude_explorer_fp16_classes(magnitudes, log10, fp16_class):
     magnitudes.set(log10_value=log10, sign="+")
@@ -41,8 +41,8 @@ def test_magnitude_explorer_rows_and_marker(magnitudes):
         "fp32": "normal",
         "bf16": "normal",
         "fp16": "subnormal",
-        "fp8_e4m3": "zero",
-        "fp8_e5m2": "zero",
+        "fp8_e4m3": "flushed",
+        "fp8_e5m2": "flushed",
     }
     assert magnitudes.stored["fp16"] == -1.0132789611816406e-06 and magnitudes.stored["fp8_e4m3"] == -0.0
     assert magnitudes.errors["fp8_e4m3"] == 1.0
@@ -55,7 +55,7 @@ def test_magnitude_explorer_rows_and_marker(magnitudes):
 def test_magnitude_explorer_slider_extremes(magnitudes):
     for sign in ("+", "-"):
         magnitudes.set(log10_value=-50.0, sign=sign)
-        assert set(magnitudes.classes.values()) == {"zero"} and is_png(magnitudes.image)
+        assert set(magnitudes.classes.values()) == {"flushed"} and is_png(magnitudes.image)
         magnitudes.set(log10_value=40.0)
         assert magnitudes.classes == {
             "fp32": "inf",
@@ -165,12 +165,12 @@ def test_magnitude_explorer_failure_exactly_where_a_format_loses_x():
     ex = fp16.MagnitudeExplorer(0.0)  # 1.0 is normal everywhere
     assert set(ex.classes.values()) == {"normal"} and "amp-failure" not in ex.readout.value
     ex.set(log10_value=-5.0)  # the opening state: e4m3 flushes 1e-5
-    assert ex.classes["fp8_e4m3"] == "zero" and "flushes to 0 in fp8_e4m3" in ex.readout.value
+    assert ex.classes["fp8_e4m3"] == "flushed" and "flushes to 0 in fp8_e4m3" in ex.readout.value
     ex.set(log10_value=ex.HI, sign="-")
     assert ex.classes["fp32"] == "inf" and ex.classes["fp8_e4m3"] == "saturated"
     assert "overflows to inf in fp32" in ex.readout.value and "saturates to -448.0 in fp8_e4m3" in ex.readout.value
     ex.set(log10_value=ex.LO)
-    assert set(ex.classes.values()) == {"zero"} and "flushes to 0 in fp32" in ex.readout.value
+    assert set(ex.classes.values()) == {"flushed"} and "flushes to 0 in fp32" in ex.readout.value
     assert ex.readout.value.count("amp-failure") == 1
 
 

@@ -29,7 +29,7 @@ def test_plot_fp8_window(fp8_tensors):
     gids = {a.get_gid() for a in ax.get_children()}
     assert set(fp8_tensors) <= gids and {"region zero", "region subnormal", "region normal", "region overflow"} <= gids
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert any(t.startswith("activation gradients") and "flush to 0" in t for t in labels)
+    assert any(t.startswith("activation gradients") and "flushed to 0" in t for t in labels)
     assert "fp8_e4m3" in ax.get_title(loc="left")
     ax = plot_fp8_window({"g": fp8_tensors["activation gradients"]}, "fp8_e5m2", scale=2.0**20)
     assert "2^20" not in ax.get_xlabel() and "1.04858e+06" in ax.get_xlabel()

@@ -6,7 +6,8 @@ import math
 import pytest
 import torch
 
-from amp_lessons.fp16 import CENSUS_CATEGORIES, census_fractions, gradient_census
+from amp_lessons.formats import CLASSES
+from amp_lessons.fp16 import census_fractions, gradient_census
 from amp_lessons.scaling import experiments as scaling
 from amp_lessons.scaling.experiments import (
     CensusIndex,
@@ -58,9 +59,13 @@ def test_scaled_fractions_of_a_hand_made_census():
     g = torch.tensor([0.0, 2.0**-26, 2.0**-20, 1e-3, 60000.0, 70000.0, -(2.0**-26), math.inf])
     c = {"weights": g, "activations": g}
     fr = scaled_fractions(c, 1.0)["activations"]
-    assert fr == {"zero": 1 / 8, "underflow to zero": 2 / 8, "subnormal": 1 / 8, "normal": 2 / 8, "overflow": 2 / 8}
+    want = {"zero": 1 / 8, "flushed": 2 / 8, "subnormal": 1 / 8, "normal": 2 / 8, "saturated": 0.0, "inf": 2 / 8}
+    assert fr == {**want, "nan": 0.0}
     fr = scaled_fractions(c, 2.0**6)["activations"]  # 2**-20 becomes normal, 2**-26 subnormal, 60000 overflows
-    assert fr == {"zero": 1 / 8, "underflow to zero": 0.0, "subnormal": 2 / 8, "normal": 2 / 8, "overflow": 3 / 8}
+    want = {"zero": 1 / 8, "flushed": 0.0, "subnormal": 2 / 8, "normal": 2 / 8, "saturated": 0.0, "inf": 3 / 8}
+    assert fr == {**want, "nan": 0.0}
+    fr = scaled_fractions(c, 2.0**6, "fp8_e4m3")["activations"]  # e4m3 has no inf: the overflows saturate
+    assert fr["saturated"] == 3 / 8 and fr["inf"] == 0.0
     assert sum(fr.values()) == pytest.approx(1.0)
 
 
@@ -100,7 +105,7 @@ def test_sweep_of_the_default_census(census):
     sw = scale_sweep(census)
     assert sw["nonzero"] == int((census["activations"] != 0).sum())
     assert sw["underflow"][0] == pytest.approx(
-        census["fractions"]["activations"]["underflow to zero"] * census["activations"].numel() / sw["nonzero"]
+        census["fractions"]["activations"]["flushed"] * census["activations"].numel() / sw["nonzero"]
     )
     assert sw["overflow"][32] > 0.5  # 2**32 pushes most activation gradients past 65504
 
@@ -291,7 +296,7 @@ def test_gradient_census_of_any_module_and_loss():
     x = torch.randn(5, 2, 8)
     c = gradient_census_of(model, lambda out: out.pow(2).mean(), x, fmt="bf16")
     assert c["fmt"] == "bf16" and c["weights"].numel() == sum(p.numel() for p in model.parameters())
-    assert set(c["fractions"]["activations"]) == set(CENSUS_CATEGORIES)
+    assert tuple(c["fractions"]["activations"]) == CLASSES
     for p in model.parameters():
         p.requires_grad_(False)
     with pytest.raises(ValueError, match="no gradients"):
@@ -322,8 +327,8 @@ def test_training_comparison_tells_the_story(comparison):
 
 def test_small_loss_census_underflows(small_census):
     fr = small_census["fractions"]["activations"]
-    assert fr["underflow to zero"] > 0.5 and fr["normal"] == 0.0
-    assert scaled_fractions(small_census, 2.0**16)["activations"]["underflow to zero"] < 1e-3
+    assert fr["flushed"] > 0.5 and fr["normal"] == 0.0
+    assert scaled_fractions(small_census, 2.0**16)["activations"]["flushed"] < 1e-3
 
 
 # simulate_scaler and DynamicScaler against GradScaler over drawn scenarios: test_scaling_properties.py
@@ -352,17 +357,21 @@ def test_census_table_shows_percentages_to_two_decimals():
         "fractions": {
             "weights": {
                 "zero": 0.0047,
-                "underflow to zero": 0.0,
+                "flushed": 0.0,
                 "subnormal": 0.0818,
                 "normal": 0.9135,
-                "overflow": 0.0,
+                "saturated": 0.0,
+                "inf": 0.0,
+                "nan": 0.0,
             },
             "activations": {
                 "zero": 0.2467,
-                "underflow to zero": 0.0003,
+                "flushed": 0.0003,
                 "subnormal": 0.3794,
                 "normal": 0.3736,
-                "overflow": 0.0,
+                "saturated": 0.0,
+                "inf": 0.0,
+                "nan": 0.0,
             },
         },
         "loss": 2.31,
@@ -371,6 +380,7 @@ def test_census_table_shows_percentages_to_two_decimals():
     t = CensusTable.of(census)
     assert t.fractions["activations"]["subnormal"] == 0.3794 and t.loss == 2.31
     for out in both(t):
+        assert "flushed (%)" in out and "inf (%)" in out and "saturated" not in out  # fp16's classes of finite values
         assert "subnormal (%)" in out and "91.35" in out and "37.94" in out and "0.03" in out and "loss 2" in out
     with pytest.raises(TypeError, match="census must be the dict of fp16.gradient_census"):
         CensusTable.of({"loss": 1.0})
