@@ -3,7 +3,6 @@ value or a code in any format, as a :class:`BitInfo` (lesson 01; the explorers r
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
 from dataclasses import dataclass
@@ -12,6 +11,7 @@ import torch
 
 from .. import _validate
 from ..formats import (
+    CLASSES,
     FloatFormat,
     check_modes,
     from_bits,
@@ -33,9 +33,11 @@ class BitInfo:
 
     ``typed`` is the value asked for (None when a code was given), ``stored`` the format's value
     (float32, as a Python float), ``code`` the integer bit pattern (None when the format cannot
-    encode the stored value: NaN in a format without NaN), ``kind`` one of ``normal``,
-    ``subnormal``, ``zero``, ``inf``, ``NaN``, ``overflow saturated``, ``overflow to inf``,
-    ``overflow to NaN``, ``underflow to zero``.
+    encode the stored value: NaN in a format without NaN), ``kind`` its class of
+    :data:`amp_lessons.formats.CLASSES` (:meth:`~amp_lessons.formats.FloatFormat.classify`): ``zero``,
+    ``flushed`` (a non-zero value that rounds to zero), ``subnormal``, ``normal``, ``saturated``
+    (beyond the range, clamped to +-max), ``inf`` or ``nan``. A typed finite value whose class is
+    ``saturated``, ``inf`` or ``nan`` overflowed (:attr:`overflowed`).
     """
 
     fmt: FloatFormat
@@ -44,6 +46,11 @@ class BitInfo:
     code: int | None
     kind: str
     formula: str
+
+    @property
+    def overflowed(self) -> bool:
+        """Whether a typed finite value was beyond the format's range (stored as +-max, inf or NaN)."""
+        return self.typed is not None and math.isfinite(self.typed) and self.kind in ("saturated", "inf", "nan")
 
     @property
     def fields(self) -> tuple[int, int, int] | None:
@@ -92,12 +99,6 @@ class BitInfo:
         return err / abs(self.typed) if self.typed != 0 else math.inf
 
 
-@functools.lru_cache(maxsize=None)
-def _wide(mantissa_bits: int) -> FloatFormat:
-    """Same precision, fp32's exponent range: rounding there tells whether a value overflows."""
-    return FloatFormat(f"e8m{mantissa_bits}", 8, mantissa_bits, "ieee")
-
-
 def describe_value(value, fmt, rounding: str = "nearest_even") -> BitInfo:
     """Round ``value`` (a real number, first made float32 as the engine works in float32) to
     ``fmt`` and describe the result. Never raises for inf, NaN, -0.0 or out-of-range values."""
@@ -107,10 +108,10 @@ def describe_value(value, fmt, rounding: str = "nearest_even") -> BitInfo:
     x = torch.tensor([v], dtype=torch.float32)
     stored = float(quantize(x, f, rounding)[0])
     code = None if math.isnan(stored) and not f.has_nan else int(to_bits(x, f, rounding)[0])
-    overflow = math.isfinite(v) and (
-        math.isinf(float(x[0])) or abs(float(quantize(x, _wide(f.mantissa_bits), rounding)[0])) > f.max
-    )
-    return _info(f, v, stored, code, overflow)
+    kind = CLASSES[int(f.classify(x, rounding)[0])]
+    if kind == "zero" and v != 0:  # float32 itself rounded it to zero: its first rounding flushed it
+        kind = "flushed"
+    return BitInfo(f, v, stored, code, kind, _formula(f, stored, code))
 
 
 def describe_code(code, fmt) -> BitInfo:
@@ -118,24 +119,9 @@ def describe_code(code, fmt) -> BitInfo:
     f = get_format(fmt)
     if isinstance(code, bool) or not isinstance(code, numbers.Integral):
         raise TypeError(f"code must be an int, got {code!r} ({type(code).__name__})")
-    stored = float(from_bits(torch.tensor([int(code)]), f)[0])  # raises ValueError out of range
-    return _info(f, None, stored, int(code), False)
-
-
-def _info(f: FloatFormat, typed, stored: float, code, overflow: bool) -> BitInfo:
-    if math.isnan(stored):
-        kind = "NaN"
-    elif math.isinf(stored):
-        kind = "inf"
-    elif stored == 0:
-        kind = "zero"
-    else:
-        kind = "subnormal" if abs(stored) < f.smallest_normal else "normal"
-    if overflow:
-        kind = {"normal": "overflow saturated", "inf": "overflow to inf", "NaN": "overflow to NaN"}[kind]
-    elif kind == "zero" and typed not in (None, 0.0) and not math.isnan(typed):
-        kind = "underflow to zero"
-    return BitInfo(f, typed, stored, code, kind, _formula(f, stored, code))
+    value = from_bits(torch.tensor([int(code)]), f)  # raises ValueError out of range
+    kind = CLASSES[int(f.classify(value)[0])]  # a value of the format: zero, subnormal, normal, inf or nan
+    return BitInfo(f, None, float(value[0]), int(code), kind, _formula(f, float(value[0]), int(code)))
 
 
 def _formula(f: FloatFormat, stored: float, code) -> str:

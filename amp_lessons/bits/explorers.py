@@ -184,23 +184,24 @@ class BitExplorer(Explorer):
 
     @staticmethod
     def _problem(info: BitInfo) -> str:
-        """What went wrong in storing the shown value ("" if nothing did): an overflow (to inf,
-        saturated or NaN), an underflow to zero, or a stored inf / NaN (set by flipping bits)."""
+        """What went wrong in storing the shown value ("" if nothing did), from its class: an overflow
+        (a typed finite value in class "inf", "saturated" or "nan"), a value "flushed" to zero, or a
+        stored inf / NaN (set by flipping bits)."""
         f, typed = info.fmt, info.typed
-        if info.kind.startswith("overflow"):
-            how = {"overflow to inf": "becomes inf", "overflow saturated": "saturates to the largest finite value"}
+        if info.overflowed:
+            how = {"inf": "becomes inf", "saturated": "saturates to the largest finite value", "nan": "becomes NaN"}
             return (
                 f"overflow: {typed!r} is beyond {f.name}'s largest finite value {f.max!r}; "
-                f"it {how.get(info.kind, 'becomes NaN')} ({info.stored!r})"
+                f"it {how[info.kind]} ({info.stored!r})"
             )
-        if info.kind == "underflow to zero":
+        if info.kind == "flushed":
             return (
                 f"underflow: {typed!r} is below half of {f.name}'s smallest subnormal "
                 f"{f.smallest_subnormal!r}; it is stored as {info.stored!r}"
             )
         if info.kind == "inf":
             return f"inf: {f.name} stores {info.stored!r} here" + ("" if typed is None else f" (typed {typed!r})")
-        if info.kind == "NaN":
+        if info.kind == "nan":
             if info.code is None:
                 return f"NaN cannot be stored: {info.formula}"
             return f"NaN: {f.name} stores not-a-number here; any arithmetic with it gives NaN"
