@@ -44,7 +44,7 @@ from .._validate import (
 from ..autocast.experiments import DEVICE_TYPES
 from ..device import cpu_info, gpu_info
 from ..e2e.experiments import matmul_rates
-from ..formats import get_format
+from ..formats import CLASSES, get_format
 from .key_code import KeepFP32
 
 __all__ = [
@@ -151,10 +151,12 @@ class _SavedGrads:
 @dataclass(frozen=True)
 class TensorStats:
     """Magnitudes of a tensor (or of all floating tensors of a module's output) and where they would land
-    in each format: ``fractions[fmt]`` has ``"overflow"`` (beyond the format's overflow threshold),
-    ``"underflow"`` (non-zero, rounds to zero) and ``"subnormal"`` (non-zero, below the smallest normal,
-    kept with fewer digits), each over the finite values. Values that are already inf or NaN are counted
-    in ``nonfinite``, not in the fractions."""
+    in each format: ``fractions[fmt]`` is the share of the finite values in each class of
+    :data:`amp_lessons.formats.CLASSES` (:meth:`~amp_lessons.formats.FloatFormat.census` of them, made
+    float32 first; a non-zero float64 value that float32 rounds to zero is "flushed"). An overflow lands in
+    the format's :meth:`~amp_lessons.formats.FloatFormat.overflow_class` ("inf" in fp16 and bf16; see
+    :meth:`overflow`), a value that rounds to zero in "flushed". Values that are already inf or NaN are
+    counted in ``nonfinite``, not in the fractions."""
 
     dtype: str
     shape: tuple
@@ -168,6 +170,13 @@ class TensorStats:
     def has_nonfinite(self) -> bool:
         return self.nonfinite > 0
 
+    def overflow(self, fmt) -> float:
+        """The share of the finite values beyond ``fmt``'s range: ``fractions[fmt]`` of its overflow class."""
+        f = get_format(fmt)
+        if f.name not in self.fractions:
+            raise ValueError(f"fmt={fmt!r} was not counted: these statistics have {tuple(self.fractions)}")
+        return self.fractions[f.name][f.overflow_class()]
+
 
 def tensor_stats(tensors, formats) -> TensorStats | None:
     ts = _floats(tensors)
@@ -178,16 +187,17 @@ def tensor_stats(tensors, formats) -> TensorStats | None:
     a = flat[finite].abs()
     nz = a[a > 0]
     fractions = {}
-    n = max(int(a.numel()), 1)
+    values = flat[finite]
+    x = values.float()  # the engine works in float32 (exact for every dtype of at most 32 bits)
+    float32_flushed = (x == 0) & (values != 0)
     if not isinstance(formats, (str, list, tuple)):
         raise TypeError(f"formats must be a format name or a list/tuple of them, got {formats!r}")
     for fmt in [formats] if isinstance(formats, str) else formats:
         f = get_format(fmt)
-        fractions[f.name] = {
-            "overflow": int(f.overflows(a).sum()) / n,
-            "underflow": int(((a > 0) & (a <= f.underflow_threshold)).sum()) / n,
-            "subnormal": int(((a > f.underflow_threshold) & (a < f.smallest_normal)).sum()) / n,
-        }
+        codes = f.classify(x)
+        codes[float32_flushed] = CLASSES.index("flushed")
+        counts = torch.bincount(codes, minlength=len(CLASSES)).tolist()
+        fractions[f.name] = {c: n / max(int(x.numel()), 1) for c, n in zip(CLASSES, counts)}
     dtypes = sorted({str(t.dtype).removeprefix("torch.") for t in ts})
     return TensorStats(
         dtype="/".join(dtypes),
@@ -265,7 +275,7 @@ class OverflowTrace:
         order = self.records if kind == "output" else [self.record(label) for label in self.grad_order]
         for r in order:
             s = getattr(r, kind)
-            if s is not None and s.fractions[name]["overflow"] > 0:
+            if s is not None and s.overflow(name) > 0:
                 return r
         return None
 
@@ -287,6 +297,7 @@ class OverflowTrace:
             for fmt in self.formats:
                 for k, v in r.output.fractions[fmt].items():
                     row[f"{fmt} {k}"] = v
+                row[f"{fmt} overflow"] = r.output.overflow(fmt)  # the share in the format's overflow class
             out.append(row)
         return out
 
@@ -326,7 +337,7 @@ class OverflowTrace:
                 f"{row['nonfinite']:>7}"
             )
             for fmt in fmts:
-                cells += f" {_pct(row[f'{fmt} overflow']):>9} {_pct(row[f'{fmt} underflow']):>8}"
+                cells += f" {_pct(row[f'{fmt} overflow']):>9} {_pct(row[f'{fmt} flushed']):>8}"
             lines.append(cells)
         return "\n".join(lines)
 
@@ -366,7 +377,7 @@ class TraceTable(TableRecord):
                 Cell(str(r["nonfinite"]), tone="bad" if r["nonfinite"] else None),
             ]
             for fmt in self.formats:
-                row += [_pct(r[f"{fmt} overflow"]).removesuffix("%"), _pct(r[f"{fmt} underflow"]).removesuffix("%")]
+                row += [_pct(r[f"{fmt} overflow"]).removesuffix("%"), _pct(r[f"{fmt} flushed"]).removesuffix("%")]
             rows.append(row)
         return header, rows, f"module outputs, {self.setting}", []
 
@@ -401,7 +412,7 @@ def trace_overflow(
     ``autocast``: None (run as the model is), ``torch.float16``/``"fp16"`` or ``torch.bfloat16``/``"bf16"``
     (inside ``torch.autocast(device_type, dtype)``; the backward runs outside it, as in the AMP recipe).
     ``device_type`` defaults to the device of the model's parameters. ``formats``: the formats whose
-    overflow/underflow/subnormal fractions are computed for each output (names of
+    fractions per class of :data:`amp_lessons.formats.CLASSES` are computed for each output (names of
     :data:`amp_lessons.formats.FORMATS`). Run it in fp32 to ask where fp16 WOULD overflow, under fp16
     autocast to see where it does.
 

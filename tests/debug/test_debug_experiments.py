@@ -37,10 +37,23 @@ def test_tensor_stats_use_the_formats_engine_thresholds():
     assert s.nonfinite == 2 and s.numel == 9
     fr = s.fractions["fp16"]
     # 7 finite values: the tie at the overflow threshold rounds up (overflows), 1e6 overflows
-    assert fr["overflow"] == 2 / 7
-    assert fr["underflow"] == 1 / 7  # the underflow threshold itself rounds to zero (tie to even)
+    assert fr["inf"] == s.overflow("fp16") == 2 / 7
+    assert fr["flushed"] == 1 / 7  # the underflow threshold itself rounds to zero (tie to even)
     assert fr["subnormal"] == 1 / 7  # 1e-6 < 6.1e-5
-    assert s.fractions["bf16"] == {"overflow": 0.0, "underflow": 0.0, "subnormal": 0.0}
+    assert fr["zero"] == 1 / 7 and fr["normal"] == 2 / 7 and fr["saturated"] == fr["nan"] == 0.0
+    assert s.fractions["bf16"] == {
+        "zero": 1 / 7,
+        "flushed": 0.0,
+        "subnormal": 0.0,
+        "normal": 6 / 7,
+        "saturated": 0.0,
+        "inf": 0.0,
+        "nan": 0.0,
+    }
+    tiny = debug.tensor_stats(torch.tensor([1e-60, 0.0], dtype=torch.float64), "fp16")  # float32 flushes 1e-60
+    assert tiny.fractions["fp16"]["flushed"] == tiny.fractions["fp16"]["zero"] == 0.5
+    with pytest.raises(ValueError, match="not counted"):
+        s.overflow("fp8_e4m3")
     assert s.absmax == 1e6 and s.absmin_nonzero == f16.underflow_threshold
     # the fractions agree with a real fp16 cast
     finite = x[torch.isfinite(x)]
