@@ -44,7 +44,7 @@ from .._validate import (
     sequence,
 )
 from ..device import gpu_info
-from ..formats import FloatFormat, get_format, quantize, representable_values
+from ..formats import CLASSES, FloatFormat, get_format, quantize, representable_values
 from ..fp16.experiments import small_batch, small_model
 from ..timing import format_seconds, matmul_flops, time_fn
 from .key_code import Fp8LinearFn, amax_scale, block_scales, fake_quantize, float_tensor, scale_from_amax
@@ -145,6 +145,7 @@ def get_scaling_method(method: str | ScalingMethod) -> ScalingMethod:
         f"method={method!r} is not allowed: use a ScalingMethod (ScalingMethod.blocks(rows, cols) for other block "
         f"shapes) or one of {', '.join(map(repr, SCALING_METHOD_BY_NAME))}"
     )
+
 
 _PROBES = (500.0, 1e5, math.inf, math.nan)
 
@@ -369,20 +370,29 @@ def _method_scale(method: ScalingMethod, x: torch.Tensor, f: FloatFormat, delaye
 @dataclass(frozen=True, repr=False)
 class CastStats(TableRecord):
     """What casting a tensor to ``fmt`` with a scale did (:func:`cast_stats`): ``relative_error`` =
-    ``||q - x|| / ||x||`` (inf if a value overflowed to inf), ``flushed`` the share of all values that were non-zero
-    and became 0, ``saturated`` the share whose scaled magnitude exceeded the format's max (stored as the max in
-    e4m3, inf in e5m2). Shown as a small table."""
+    ``||q - x|| / ||x||`` (inf if a value overflowed to inf), and the shares of all values in three classes of
+    :data:`amp_lessons.formats.CLASSES` (:meth:`~amp_lessons.formats.FloatFormat.classify` of the scaled values):
+    ``flushed`` (non-zero, became 0), ``saturated`` (beyond the format's range, stored as +-max: e4m3's overflow) and
+    ``inf`` (beyond the range, stored as inf: e5m2's overflow). :attr:`overflowed` is the share in the format's
+    :meth:`~amp_lessons.formats.FloatFormat.overflow_class`. Shown as a small table."""
 
     fmt: str
     relative_error: float
     flushed: float
     saturated: float
+    inf: float
+
+    @property
+    def overflowed(self) -> float:
+        """The share of the values beyond the format's range: ``saturated`` in e4m3, ``inf`` in e5m2."""
+        return getattr(self, get_format(self.fmt).overflow_class())
 
     def _table(self):
         rows = [
             ("relative error", f"{self.relative_error:.3g}"),
             ("flushed to 0", f"{self.flushed:.2%}"),
             ("saturated", f"{self.saturated:.2%}"),
+            ("inf", f"{self.inf:.2%}"),
         ]
         return None, rows, f"cast to {self.fmt}", ()
 
@@ -392,7 +402,8 @@ def cast_stats(
 ) -> CastStats:
     """What casting ``x`` to ``f`` with a scale did: ``scaled`` = x times the scale, ``q_scaled`` its
     rounding to ``f``, ``q`` = q_scaled divided by the scale. The :class:`CastStats`, the measures of
-    :func:`scaling_errors`."""
+    :func:`scaling_errors`: the classes of ``scaled`` in ``f`` (``f``'s default overflow; a non-zero value of ``x``
+    whose scaled float32 product is already 0 is flushed too)."""
     named = ((x, "x"), (scaled, "scaled"), (q_scaled, "q_scaled"), (q, "q"))
     x, scaled, q_scaled, q = (float_tensor(t, w) for t, w in named)
     for t, w in ((scaled, "scaled"), (q_scaled, "q_scaled"), (q, "q")):
@@ -405,9 +416,11 @@ def cast_stats(
     err = float((q.double() - x.double()).norm()) / norm if norm > 0 else 0.0
     if not math.isfinite(err):
         err = math.inf
-    flushed = int(((x != 0) & (q_scaled == 0)).sum())
-    over = int(f.overflows(scaled).sum())
-    return CastStats(f.name, err, flushed / n, over / n)
+    codes = f.classify(scaled)
+    codes[(x != 0) & (scaled == 0)] = CLASSES.index("flushed")  # the scaling itself rounded it to zero
+    counts = torch.bincount(codes.reshape(-1), minlength=len(CLASSES)).tolist()
+    share = {c: k / n for c, k in zip(CLASSES, counts)}
+    return CastStats(f.name, err, share["flushed"], share["saturated"], share["inf"])
 
 
 def scaling_errors(
@@ -416,10 +429,10 @@ def scaling_errors(
     """The error of fp8 casting with each scaling method on each tensor. ``methods``: names of
     :data:`SCALING_METHOD_BY_NAME` or :class:`ScalingMethod` records (one, or a list).
 
-    Rows ``{"tensor", "method", "fmt", "relative error", "flushed", "saturated"}``: relative error
-    ``||q - x|| / ||x||`` (inf if a value overflowed to inf), the fraction of the values that are
-    non-zero but become 0 ("flushed") and the fraction whose scaled magnitude exceeds the format's
-    max ("saturated": stored as max in e4m3, inf in e5m2).
+    Rows ``{"tensor", "method", "fmt", "relative error", "flushed", "saturated", "inf"}``: relative error
+    ``||q - x|| / ||x||`` (inf if a value overflowed to inf) and the shares of the values in the classes
+    "flushed" (non-zero, become 0), "saturated" (beyond the range, stored as max: e4m3) and "inf" (beyond
+    the range, stored as inf: e5m2), as :func:`cast_stats` counts them.
 
     "delayed" simulates earlier steps whose amaxes were ``delayed_history`` times this tensor's
     amax (a tensor growing over time): the scale lags and the largest values saturate. Tensors
@@ -445,7 +458,7 @@ def scaling_errors(
                 c = cast_stats(x, scaled, q_scaled, f, q_scaled / s)
                 rows.append(
                     {"tensor": name, "method": m.name, "fmt": f.name, "relative error": c.relative_error,
-                     "flushed": c.flushed, "saturated": c.saturated}
+                     "flushed": c.flushed, "saturated": c.saturated, "inf": c.inf}
                 )  # fmt: skip
     return rows
 

@@ -157,9 +157,9 @@ class Fp8ScalingExplorer(Explorer):
         parts = []
         if self.stats.flushed > 0:
             parts.append(f"{100 * self.stats.flushed:.3g}% of the values flush to zero")
-        if self.stats.saturated > 0:
-            how = "saturate at" if f.encoding == "fn" else "overflow to inf beyond"
-            parts.append(f"{100 * self.stats.saturated:.3g}% {how} {f.name}'s max {f.max:g}")
+        if self.stats.overflowed > 0:
+            how = {"saturated": "saturate at", "inf": "overflow to inf beyond"}[f.overflow_class()]
+            parts.append(f"{100 * self.stats.overflowed:.3g}% {how} {f.name}'s max {f.max:g}")
         return f"{what} in {f.name}: " + "; ".join(parts) if parts else ""
 
     def _failure(self, f, what: str) -> str:
@@ -193,7 +193,7 @@ class Fp8ScalingExplorer(Explorer):
                 ),
                 ("relative error", f"{self.stats.relative_error:.3g}"),
                 ("flushed to 0", f"{100 * self.stats.flushed:.3f}% of all values"),
-                ("saturated" if f.encoding == "fn" else "overflow to inf", f"{100 * self.stats.saturated:.3f}%"),
+                (f"{f.overflow_class()} (overflow)", f"{100 * self.stats.overflowed:.3f}%"),
             ]
         ), pic
 

@@ -102,7 +102,7 @@ def plot_scaling_errors(rows, ax=None) -> Axes:
     rows of :func:`amp_lessons.fp8.scaling_errors`. Top (``ax``, log y): the relative error; an
     infinite error (a value overflowed to inf) is a hatched bar to the top, labelled "inf". Once a
     tensor fits the window these bars are nearly equal, so the bottom panel (log y) shows what the
-    methods change: the share of values flushed to 0 or saturated at max (0: a short bar on the
+    methods change: the share of values flushed to 0, saturated at max or overflowed to inf (0: a short bar on the
     bottom edge, labelled "0"). Made under ``ax`` (an inset) when ``ax`` is given."""
     rows = list(rows) if not isinstance(rows, dict) else None
     if not rows or not all(isinstance(r, dict) and {"tensor", "method", "relative error"} <= set(r) for r in rows):
@@ -111,7 +111,10 @@ def plot_scaling_errors(rows, ax=None) -> Axes:
     methods = list(dict.fromkeys(r["method"] for r in rows))
     err = {(r["tensor"], r["method"]): float(r["relative error"]) for r in rows}
     lost = (
-        {(r["tensor"], r["method"]): float(r["flushed"]) + float(r["saturated"]) for r in rows}
+        {
+            (r["tensor"], r["method"]): float(r["flushed"]) + float(r["saturated"]) + float(r.get("inf", 0.0))
+            for r in rows
+        }
         if all({"flushed", "saturated"} <= set(r) for r in rows)
         else None
     )

@@ -192,7 +192,9 @@ def test_scaling_methods_by_name_or_record():
     assert fp8.get_scaling_method("block 1x128").block == (1, 128)
     x = torch.randn(64, 256, generator=torch.Generator().manual_seed(1))
     by_name = fp8.scaling_errors({"x": x}, methods=("per-tensor", "block 1x128"))
-    by_record = fp8.scaling_errors({"x": x}, methods=[fp8.SCALING_METHOD_BY_NAME[m] for m in ("per-tensor", "block 1x128")])
+    by_record = fp8.scaling_errors(
+        {"x": x}, methods=[fp8.SCALING_METHOD_BY_NAME[m] for m in ("per-tensor", "block 1x128")]
+    )
     assert by_name == by_record
     m = fp8.ScalingMethod.blocks(2, 64)
     assert m == fp8.ScalingMethod("block 2x64", "block", (2, 64))
@@ -230,6 +232,13 @@ def test_scaling_errors_on_model_tensors(tensors):
     assert all(by[(t, "delayed")]["saturated"] > 0 for t in tensors)
     e5 = fp8.scaling_errors({"g": tensors["activation gradients"]}, "fp8_e5m2", ("no scaling", "per-tensor"))
     assert e5[0]["flushed"] < by[("activation gradients", "no scaling")]["flushed"]  # e5m2 has range
+    # the engine's classes: e4m3's overflow is "saturated", e5m2's is "inf"
+    assert all(by[(t, "delayed")]["inf"] == 0 for t in tensors)
+    x = torch.tensor([1.0, 1e5, 1e-9, 0.0])
+    for name, saturated, inf in (("fp8_e4m3", 0.25, 0.0), ("fp8_e5m2", 0.0, 0.25)):
+        f = get_format(name)
+        c = fp8.cast_stats(x, x, quantize(x, f), f, quantize(x, f))
+        assert (c.flushed, c.saturated, c.inf, c.overflowed) == (0.25, saturated, inf, 0.25)
     with pytest.raises(ValueError, match="method=.per-channel. is not allowed"):
         fp8.scaling_errors(tensors, methods=("per-channel",))
     with pytest.raises(TypeError, match="non-empty dict"):

@@ -35,11 +35,14 @@ def test_fp8_explorer_matches_scaling_errors(fp8_explorer):
     ex.set(block="1x128")
     assert ex.slider.disabled and "1x128" in ex.readout.value
     row = fp8.scaling_errors({"g": x}, methods=("block 1x128",))[0]
-    assert (ex.stats.relative_error, ex.stats.flushed, ex.stats.saturated) == (
-        row["relative error"], row["flushed"], row["saturated"]
+    assert (ex.stats.relative_error, ex.stats.flushed, ex.stats.saturated, ex.stats.inf) == (
+        row["relative error"],
+        row["flushed"],
+        row["saturated"],
+        row["inf"],
     )
     ex.set(fmt="e5m2")
-    assert "overflow to inf" in ex.readout.value
+    assert "inf (overflow)" in ex.readout.value
 
 
 @pytest.mark.parametrize(
@@ -91,7 +94,9 @@ def test_fp8_explorer_slider_reaches_saturation_and_overflow():
     assert ex.stats.saturated > 0 and "amp-failure" in ex.readout.value
     assert "saturate at fp8_e4m3" in ex.readout.value
     ex.set(fmt="e5m2")
-    assert ex.stats.saturated > 0 and "overflow to inf beyond fp8_e5m2" in ex.readout.value
+    # e5m2's overflow is inf, not saturation (the engine's classes)
+    assert ex.stats.inf > 0 == ex.stats.saturated and "overflow to inf beyond fp8_e5m2" in ex.readout.value
+    assert ex.stats.overflowed == ex.stats.inf
     # and the bottom flushes every non-zero value
     ex.set(exponent=ex.min_exponent)
     nonzero = float((x != 0).double().mean())
@@ -101,10 +106,10 @@ def test_fp8_explorer_slider_reaches_saturation_and_overflow():
 @pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
 def test_fp8_explorer_no_failure_where_nothing_is_lost(fmt):
     ex = fp8.Fp8ScalingExplorer(exponent=20, fmt=fmt)
-    assert ex.stats.flushed == 0 and ex.stats.saturated == 0
+    assert ex.stats.flushed == 0 and ex.stats.saturated == ex.stats.inf == 0
     assert "amp-failure" not in ex.readout.value
     ex.set(block="1x32")
-    assert ex.stats.flushed == 0 and ex.stats.saturated == 0 and "amp-failure" not in ex.readout.value
+    assert ex.stats.flushed == 0 and ex.stats.overflowed == 0 and "amp-failure" not in ex.readout.value
 
 
 def test_fp8_explorer_slider_range_follows_the_tensor():
