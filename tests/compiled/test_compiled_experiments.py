@@ -78,7 +78,9 @@ def test_compiled_bf16_differs_from_eager_and_emulation_restores_it(mlp):
     assert e.compiled.fraction_differing > 0.1
     assert not e.compiled.equals_eager and 0 < e.compiled.ulps_from_eager <= 4
     assert e.compiled.mean_error < e.eager.mean_error  # one rounding instead of three: closer to fp64 on average
-    assert e.eager.equals_eager and e.eager.fraction_differing == 0 and list(e.runs) == ["eager", "compiled", "emulated"]
+    assert (
+        e.eager.equals_eager and e.eager.fraction_differing == 0 and list(e.runs) == ["eager", "compiled", "emulated"]
+    )
     assert list(compiled.precision_errors(mlp["autocast"]).runs) == ["eager", "compiled"]
     text = str(e)
     assert "mlp: bf16 errors against fp64" in text and f"{e.compiled.max_error:.2e}" in text
