@@ -25,6 +25,7 @@ from functools import lru_cache
 import torch
 
 from .. import _validate
+from .._runtime import Progress
 from .._table import TableRecord
 from ..formats import get_format, quantize
 from ..fp8 import experiments as fp8
@@ -448,19 +449,19 @@ def _snr_db(x: torch.Tensor, q: torch.Tensor) -> float:
 @dataclass(frozen=True, repr=False)
 class RecipeStats(TableRecord):
     """How well a stored tensor keeps the original (:func:`recipe_stats`): ``snr_db`` the signal-to-noise ratio in dB
-    (inf when exact), ``zeros`` the fraction of non-zero values flushed to zero, ``saturated`` the fraction of all
+    (inf when exact), ``flushed`` the fraction of non-zero values flushed to zero (the formats engine's class), ``saturated`` the fraction of all
     values clamped at the format's max (NaN when unknown), ``bias`` the sum of errors over the sum of magnitudes
     (signed). Shown as a small table."""
 
     snr_db: float
-    zeros: float
+    flushed: float
     saturated: float
     bias: float
 
     def _table(self):
         rows = [
             ("signal-to-noise", "exact" if math.isinf(self.snr_db) else f"{self.snr_db:.1f} dB"),
-            ("non-zero values flushed to 0", f"{self.zeros:.3%}"),
+            ("non-zero values flushed to 0", f"{self.flushed:.3%}"),
             ("values saturated", "unknown" if math.isnan(self.saturated) else f"{self.saturated:.3%}"),
             ("bias (sum of errors / sum of |x|)", f"{self.bias:+.2e}"),
         ]
@@ -486,20 +487,22 @@ def recipe_stats(x: torch.Tensor, q: torch.Tensor, saturated: torch.Tensor | Non
     err = qd - xd
     return RecipeStats(
         snr_db=_snr_db(x, q),
-        zeros=float(((qd == 0) & nz).double().sum() / nz.double().sum().clamp(min=1)),
+        flushed=float(((qd == 0) & nz).double().sum() / nz.double().sum().clamp(min=1)),
         saturated=math.nan if saturated is None else float(saturated.double().mean()),
         bias=float(err.sum() / xd.abs().sum().clamp(min=1e-300)),
     )
 
 
-def recipe_table(kind: str, step: int = SPIKE_STEP, recipes=RECIPES) -> list[dict]:
+def recipe_table(kind: str, step: int = SPIKE_STEP, recipes=RECIPES, *, progress: bool = False) -> list[dict]:
     """One row per recipe (a name of :data:`RECIPES` or a :class:`Recipe`) for tensor ``kind`` at ``step``: its
-    display name, bits per value and :func:`recipe_stats`."""
+    display name, bits per value and :func:`recipe_stats`. ``progress``: a progress bar over the recipes."""
+    recipes = [get_recipe(r) for r in _validate.sequence(recipes, "recipes", "recipe names")]
+    progress = _validate.flag(progress, "progress")
     rows = []
-    for r in map(get_recipe, _validate.sequence(recipes, "recipes", "recipe names")):
+    for r in Progress(recipes, desc=f"{kind} recipes", disable=not progress):
         x, q, saturated = r.run(kind, step)
         st = recipe_stats(x, q, saturated)
-        rows.append({"recipe": r.name, "bits per value": r.bits_per_value, "SNR dB": st.snr_db, "zeros": st.zeros,
+        rows.append({"recipe": r.name, "bits per value": r.bits_per_value, "SNR dB": st.snr_db, "flushed": st.flushed,
                      "saturated": st.saturated, "bias": st.bias})  # fmt: skip
     return rows
 
@@ -632,7 +635,7 @@ def _teacher_data(seed: int, n: int = 512, d: int = 16):
 
 
 def train_low_precision(
-    methods=UPDATE_METHODS, steps: int = 300, lr: float = 1e-3, hidden: int = 64, seed: int = 0, progress=None
+    methods=UPDATE_METHODS, steps: int = 300, lr: float = 1e-3, hidden: int = 64, seed: int = 0, progress: bool = True
 ) -> dict:
     """Train a 16 -> hidden -> hidden -> 1 tanh MLP on a fixed regression task with Adam (moments in fp32),
     the weights stored in bf16 and updated by each method of :data:`UPDATE_METHODS` ("fp32 master" is AMP:
@@ -640,11 +643,10 @@ def train_low_precision(
     summed in fp32 (a model of bf16 hardware), gradients are rounded to bf16. The same initial weights and
     data for every method. Returns per method ``{"loss": [...], "never moved": fraction of weights equal to
     their initial value at the end, "bytes per parameter": weight storage (+ compensation or master)}``.
-    ``progress`` wraps the step range (e.g. ``tqdm.auto.tqdm``)."""
+    ``progress``: a progress bar per method (in a notebook a line that stays, saying how many steps ran in how long)."""
     for m in _validate.sequence(methods, "methods", "method names"):
         _choice(m, UPDATE_METHODS, "method")
-    if progress is not None and not callable(progress):
-        raise TypeError(f"progress must be None or a function wrapping a range (e.g. tqdm), got {progress!r}")
+    progress = _validate.flag(progress, "progress")
     hidden = _validate.count(hidden, "hidden", 1, 1024)
     # per step and method: forward, backward and update of 512 samples through 16 -> hidden -> hidden -> 1
     per_step = 6 * 512 * (16 * hidden + hidden * hidden + hidden) * len(UPDATE_METHODS)
@@ -669,8 +671,7 @@ def train_low_precision(
         vel = [torch.zeros_like(p) for p in init]
         gen = torch.Generator().manual_seed(seed + 2)
         losses = []
-        rng = range(steps) if progress is None else progress(range(steps), desc=m, leave=False)
-        for t in rng:
+        for t in Progress(range(steps), desc=f"training: {m}", disable=not progress):
             w1, b1, w2, b2, w3, b3 = ws
             h = torch.tanh(xq @ w1 + b1)
             h = torch.tanh(quantize(h, bf16) @ w2 + b2)

@@ -113,8 +113,8 @@ class RecipeExplorer(Explorer):
                 f"signal-to-noise {s.snr_db:.1f} dB (below {self.SNR_LIMIT_DB:g} dB: the error's power is "
                 f"more than a tenth of the tensor's){why}"
             )
-        if s.zeros >= self.SHARE_LIMIT:
-            parts.append(f"{100 * s.zeros:.3g}% of the non-zero values flush to 0")
+        if s.flushed >= self.SHARE_LIMIT:
+            parts.append(f"{100 * s.flushed:.3g}% of the non-zero values flush to 0")
         if s.saturated >= self.SHARE_LIMIT:
             parts.append(f"{100 * s.saturated:.3g}% of the values saturate (clamped at the format's max)")
         if not parts:
@@ -143,7 +143,7 @@ class RecipeExplorer(Explorer):
             [
                 ("recipe", html.escape(recipe)),
                 ("signal-to-noise", "exact" if math.isinf(snr) else f"{snr:.1f} dB"),
-                ("non-zero values flushed to 0", f"{100 * self.stats.zeros:.3f}%"),
+                ("non-zero values flushed to 0", f"{100 * self.stats.flushed:.3f}%"),
                 (
                     "values saturated (clamped at the max)",
                     f"{self._saturated_count} ({100 * self.stats.saturated:.3f}%), holding "

@@ -259,7 +259,7 @@ def test_saturated_counts_only_values_clamped_at_the_max(tables):
         assert tables[k]["per-tensor current"]["saturated"] == 0
         assert tables[k]["per-tensor current (e5m2)"]["saturated"] == 0
         assert tables[k]["MXFP8 (e4m3, rceil)"]["saturated"] == tables[k]["NVFP4"]["saturated"] == 0
-    assert tables["gradient"]["per-tensor current"]["zeros"] > 0.005  # it does flush
+    assert tables["gradient"]["per-tensor current"]["flushed"] > 0.005  # it does flush
     x, q, sat = micro.recipe_run("per-tensor delayed (history 16)", "gradient", micro.SPIKE_STEP)
     assert int(sat.sum()) == 4 and sat[3, :4].all()
     assert tables["gradient"]["per-tensor delayed (history 16)"]["saturated"] == 4 / x.numel()
@@ -275,13 +275,13 @@ def test_recipe_table_claims(tables):
         assert r["SNR dB"] < 1 and r["saturated"] > 0
     assert grad["per-tensor current"]["SNR dB"] > 50
     # one scale for the whole gradient flushes small values to zero that row-wise and 1x128 blocks keep
-    assert grad["per-tensor current"]["zeros"] > 100 * max(grad["row-wise"]["zeros"], 1e-6)
+    assert grad["per-tensor current"]["flushed"] > 100 * max(grad["row-wise"]["flushed"], 1e-6)
     act = tables["activations"]
     assert act["block 1x128"]["SNR dB"] > act["per-tensor current"]["SNR dB"] + 5  # outlier channels
     assert act["MXFP8 (e4m3, rceil)"]["SNR dB"] > act["MXFP8 (e4m3, floor)"]["SNR dB"]
     # TE's HYBRID format: e5m2 gradients lose 1 mantissa bit (6 dB) against e4m3 and flush nothing here
     assert grad["per-tensor current (e5m2)"]["SNR dB"] == pytest.approx(grad["per-tensor current"]["SNR dB"] - 6, abs=1)
-    assert grad["per-tensor current (e5m2)"]["zeros"] == 0 < grad["per-tensor current"]["zeros"]
+    assert grad["per-tensor current (e5m2)"]["flushed"] == 0 < grad["per-tensor current"]["flushed"]
     for k in micro.TENSOR_KINDS:
         assert tables[k]["MXFP4 (rceil)"]["saturated"] == 0 < tables[k]["MXFP4 (floor)"]["saturated"]
         assert tables[k]["NVFP4"]["SNR dB"] > tables[k]["MXFP4 (floor)"]["SNR dB"]
@@ -315,7 +315,7 @@ def test_recipe_stats_on_known_errors():
     x = torch.tensor([1.0, 2.0, 0.001, 100.0])
     q = torch.tensor([1.0, 2.0, 0.0, 50.0])
     s = micro.recipe_stats(x, q, torch.tensor([False, False, False, True]))
-    assert s.zeros == 0.25 and s.saturated == 0.25
+    assert s.flushed == 0.25 and s.saturated == 0.25
     assert s.bias == pytest.approx((-0.001 - 50) / 103.001)
     assert micro.recipe_stats(x, x).snr_db == math.inf
     assert math.isnan(micro.recipe_stats(x, q).saturated)  # not knowable from x and q alone

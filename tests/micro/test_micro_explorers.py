@@ -35,7 +35,7 @@ def test_the_spike_is_the_failure_it_teaches(explorer):
     explorer.set(step=micro.SPIKE_STEP - 1)
     assert explorer.stats.snr_db > 25
     explorer.set(recipe="per-tensor current", step=micro.SPIKE_STEP)
-    assert explorer.stats.snr_db > 25 and explorer.stats.zeros > 0  # fits the spike, flushes the rest
+    assert explorer.stats.snr_db > 25 and explorer.stats.flushed > 0  # fits the spike, flushes the rest
     explorer.set(kind="activations", recipe="MXFP4 (floor)")
     assert 0 < explorer.stats.snr_db < 25 and not math.isinf(explorer.stats.snr_db)
 
@@ -90,13 +90,13 @@ def test_the_opening_spike_is_seen_in_the_picture():
 def test_a_recipe_that_keeps_the_tensor_shows_no_failure(explorer):
     explorer.set(kind="gradient", recipe="per-tensor current", step=0)
     s = explorer.stats
-    assert s.snr_db > 30 and s.zeros < explorer.SHARE_LIMIT and s.saturated < explorer.SHARE_LIMIT
+    assert s.snr_db > 30 and s.flushed < explorer.SHARE_LIMIT and s.saturated < explorer.SHARE_LIMIT
     assert "amp-failure" not in explorer.readout.value
 
 
 def test_fp4_flushes_and_saturates(explorer):
     explorer.set(kind="activations", recipe="MXFP4 (floor)", step=0)
     s = explorer.stats
-    assert s.zeros >= explorer.SHARE_LIMIT and s.saturated > 0
+    assert s.flushed >= explorer.SHARE_LIMIT and s.saturated > 0
     assert "amp-failure" in explorer.readout.value
-    assert f"{100 * s.zeros:.3g}% of the non-zero values flush to 0" in explorer.readout.value
+    assert f"{100 * s.flushed:.3g}% of the non-zero values flush to 0" in explorer.readout.value
