@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 from PIL import Image as PILImage
 
 from ._table import TONES, Cell, html_table
+from ._validate import number, real_in
 from .style import explorer_dpi, style_context
 
 __all__ = [
@@ -144,8 +145,7 @@ class Explorer:
         ``name`` and what it takes: a slider a number in its range (a whole number for an int slider),
         a menu, toggle or selection slider one of its options."""
         if isinstance(w, (widgets.IntSlider, widgets.FloatSlider)):
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not w.min <= value <= w.max:
-                raise ValueError(f"{name}={value!r} is outside the slider's range {w.min:g}..{w.max:g}")
+            real_in(value, name, w.min, w.max, allowed=f"a number in the slider's range {w.min:g}..{w.max:g}")
             if isinstance(w, widgets.IntSlider) and not isinstance(value, numbers.Integral):
                 raise TypeError(f"{name} must be an int (the slider moves in whole steps), got {value!r}")
         elif hasattr(w, "options") and value not in w.options:
@@ -227,6 +227,4 @@ def parse_value(value) -> float:
             return float(value.strip())
         except ValueError:
             raise ValueError(f"value {value!r} is not a number (try 0.1, -0.0, 1e39, nan, inf)") from None
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"value must be a real number or a string, got {value!r} ({type(value).__name__})")
-    return float(value)
+    return number(value, "value", "a real number or a string")

@@ -12,6 +12,8 @@ import warnings
 
 import torch
 
+from ._validate import is_int
+
 __all__ = ["Progress", "exact_fp32", "fp32_precision", "one_thread", "parse_device", "quiet_fd2"]
 
 
@@ -148,7 +150,7 @@ class Progress:
             raise TypeError(f"desc must be a string, got {type(desc).__name__}: {desc!r}")
         if total is None and iterable is not None and hasattr(iterable, "__len__"):
             total = len(iterable)
-        if total is not None and (isinstance(total, bool) or not isinstance(total, int) or total < 0):
+        if total is not None and not is_int(total, 0):
             raise ValueError(f"total must be None or a whole number >= 0, got {total!r}")
         self.iterable, self.total, self.desc, self.disable = iterable, total, desc, bool(disable)
         self.n, self.postfix, self.min_interval_s = 0, "", float(min_interval_s)

@@ -11,6 +11,33 @@ import time
 
 import torch
 
+__all__ = [
+    "MAX_TENSOR_BYTES",
+    "WORK_BUDGET_S",
+    "allocation",
+    "count",
+    "duration_text",
+    "finite",
+    "flag",
+    "float_tensor",
+    "int_at_least",
+    "int_in",
+    "integer",
+    "is_int",
+    "is_real",
+    "machine_flops",
+    "machine_memory_bytes",
+    "model_call",
+    "nbytes_text",
+    "number",
+    "path_or_none",
+    "positive",
+    "real",
+    "real_in",
+    "seed",
+    "sequence",
+]
+
 
 def real(value, what: str) -> float:
     """A real number (a Python number or a one-element floating-point tensor) as a float."""
@@ -51,6 +78,77 @@ def int_at_least(value, what: str, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
         raise ValueError(f"{what}={value!r} is not allowed: it must be an int >= {low}")
     return int(value)
+
+
+def is_int(value, low: int | None = None, high: int | None = None) -> bool:
+    """Whether ``value`` is an int (not a bool) in ``[low, high]`` (a bound that is None: no bound on that side):
+    the test behind :func:`integer` and :func:`int_in`, for a caller that words its own error."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return False
+    return (low is None or value >= low) and (high is None or value <= high)
+
+
+def is_real(
+    value, low: float | None = None, high: float | None = None, *, open_low: bool = False, open_high: bool = False
+) -> bool:
+    """Whether ``value`` is a real Python number (not a bool, not a tensor) in the interval from ``low`` to
+    ``high``, closed on each side unless ``open_low`` / ``open_high`` (a bound that is None: no bound on that side).
+    NaN is a real number but lies in no interval: it passes only when both bounds are None."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return False
+    if low is not None and not (value > low if open_low else value >= low):
+        return False
+    return high is None or (value < high if open_high else value <= high)
+
+
+def integer(value, what: str, allowed: str = "an int") -> int:
+    """An int (not a bool; any size) as an int, else a TypeError naming ``what``, the value and ``allowed``."""
+    if not is_int(value):
+        raise TypeError(f"{what} must be {allowed}, got {value!r} ({type(value).__name__})")
+    return int(value)
+
+
+def number(value, what: str, allowed: str = "a real number") -> float:
+    """A real Python number (an int or a float, not a bool, not a tensor; NaN and infinities included) as a
+    float, else a TypeError naming ``what``, the value and ``allowed``. :func:`real` also takes a one-element
+    tensor."""
+    if not is_real(value):
+        raise TypeError(f"{what} must be {allowed}, got {value!r} ({type(value).__name__})")
+    return float(value)
+
+
+def int_in(value, what: str, low: int, high: int | None = None, allowed: str | None = None) -> int:
+    """An int (not a bool) in ``[low, high]`` (``high`` None: no upper bound), else a ValueError (for a value of
+    another type too, as :func:`int_at_least`) naming ``what``, the value and what is allowed: ``allowed`` words
+    it where the bounds have a reason (``"an int in the slider's range 1..8"``)."""
+    if not is_int(value, low, high):
+        if allowed is None:
+            allowed = f"an int >= {low}" if high is None else f"an int from {low} to {high}"
+        raise ValueError(f"{what}={value!r} is not allowed: it must be {allowed}")
+    return int(value)
+
+
+def real_in(
+    value,
+    what: str,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    open_low: bool = False,
+    open_high: bool = False,
+    allowed: str | None = None,
+) -> float:
+    """A real Python number (not a bool, not a tensor) in the interval from ``low`` to ``high`` (closed on each
+    side unless ``open_low`` / ``open_high``; a bound that is None: none on that side; NaN is in no interval) as
+    a float, else a ValueError (for a value of another type too) naming ``what``, the value and what is allowed:
+    the interval, or ``allowed`` where it has a reason (``"a positive number of seconds"``)."""
+    if not is_real(value, low, high, open_low=open_low, open_high=open_high):
+        if allowed is None:
+            left = "(-inf" if low is None else f"{'(' if open_low else '['}{low:g}"
+            right = "inf)" if high is None else f"{high:g}{')' if open_high else ']'}"
+            allowed = f"a number in {left}, {right}"
+        raise ValueError(f"{what}={value!r} is not allowed: it must be {allowed}")
+    return float(value)
 
 
 def flag(value, what: str) -> bool:

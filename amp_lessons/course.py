@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ._table import Cell, html_table
-from ._validate import flag
+from ._validate import flag, int_in
 
 __all__ = [
     "DAY_TWO",
@@ -474,8 +474,7 @@ def workshop_schedule(
     except (ValueError, AttributeError):
         raise ValueError(f"start must be a time like '09:00', got {start!r}") from None
     for name, v in (("break_every", break_every), ("break_minutes", break_minutes), ("lunch_minutes", lunch_minutes)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a positive number of minutes, got {v!r}")
+        int_in(v, name, 1, allowed="a positive number of minutes")
     if isinstance(days, bool) or days not in (1, 2):
         raise ValueError(f"days must be 1 or 2, got {days!r}")
     if notebooks_dir is not None and not isinstance(notebooks_dir, (str, Path)):

@@ -36,6 +36,7 @@ from functools import lru_cache
 import torch
 
 from ._table import TableRecord
+from ._validate import int_in
 
 __all__ = [
     "CLASS_MEANINGS",
@@ -118,11 +119,7 @@ class FloatFormat:
         if not isinstance(self.name, str) or not self.name:
             raise ValueError(f"FloatFormat name must be a non-empty string, got {self.name!r}")
         for field, lo, hi in (("exponent_bits", 1, 8), ("mantissa_bits", 0, 23)):
-            value = getattr(self, field)
-            if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-                raise ValueError(
-                    f"{field}={value!r} is not allowed for format {self.name!r}: use an integer from {lo} to {hi}"
-                )
+            int_in(getattr(self, field), field, lo, hi, f"an int from {lo} to {hi} (format {self.name!r})")
         if self.encoding not in ENCODINGS + SCALE_ENCODINGS:
             raise ValueError(
                 f"encoding={self.encoding!r} is not allowed for format {self.name!r}: "

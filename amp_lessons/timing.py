@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import math
-import numbers
 import re
 import statistics
 import time
@@ -34,7 +33,7 @@ import torch
 
 from ._runtime import parse_device
 from ._table import Cell, TableRecord
-from ._validate import count, flag, positive
+from ._validate import count, flag, is_int, is_real, number, positive
 
 __all__ = [
     "DTYPE_KEYS",
@@ -281,8 +280,7 @@ def format_seconds(s: float) -> str:
     """A duration with 3 significant digits in s, ms or µs: "1.23 s", "16.0 ms", "157 µs"."""
     if isinstance(s, torch.Tensor) and s.numel() == 1:
         s = float(s)
-    if isinstance(s, bool) or not isinstance(s, numbers.Real):
-        raise TypeError(f"s must be a number of seconds, got {s!r} ({type(s).__name__})")
+    number(s, "s", "a number of seconds")
     a = abs(s)
     if a >= 1 or a == 0 or not math.isfinite(s):
         return f"{_fmt_rate(s)} s"
@@ -296,7 +294,7 @@ _UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
 
 def _time_unit(seconds: float) -> tuple[str, float]:
     """The unit to show a duration in, and its size in seconds: ``("ms", 1e-3)`` for 0.0123 s."""
-    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
+    if not is_real(seconds, -math.inf, math.inf, open_low=True, open_high=True):
         raise ValueError(f"seconds must be a finite number of seconds, got {seconds!r}")
     a = abs(seconds)
     for name, size in _UNITS:
@@ -312,9 +310,7 @@ def _seconds_tuple(times, what: str) -> tuple[float, ...]:
         out = tuple(times)
     except TypeError:
         raise TypeError(f"{what} must be a Timing or a sequence of durations in seconds, got {times!r}") from None
-    if not out or any(
-        isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t) or t <= 0 for t in out
-    ):
+    if not out or not all(is_real(t, 0, math.inf, open_low=True, open_high=True) for t in out):
         raise ValueError(f"{what} must hold one or more positive, finite durations in seconds, got {times!r}")
     return tuple(float(t) for t in out)
 
@@ -367,7 +363,7 @@ class Spread:
 
     def inverse(self, numerator: float = 1.0) -> Spread:
         """``numerator / x`` of each run (times to rates): the fastest run gives the largest rate."""
-        if isinstance(numerator, bool) or not isinstance(numerator, (int, float)) or not numerator > 0:
+        if not is_real(numerator, 0, open_low=True):
             raise ValueError(f"numerator must be a positive number, got {numerator!r}")
         return Spread(
             numerator / self.max,
@@ -392,7 +388,7 @@ class Spread:
 
     def quartile_cells(self, size: float = 1.0) -> list[str]:
         """q1, median, q3 divided by ``size`` (e.g. 1e-3 for ms), 3 significant digits each."""
-        if isinstance(size, bool) or not isinstance(size, (int, float)) or not (math.isfinite(size) and size > 0):
+        if not is_real(size, 0, math.inf, open_low=True, open_high=True):
             raise ValueError(f"size must be a positive, finite number (the unit, e.g. 1e-3 for ms), got {size!r}")
         return [_fmt_rate(v / size) for v in (self.q1, self.median, self.q3)]
 
@@ -520,7 +516,7 @@ def matmul_flops(m: int, k: int, n: int) -> float:
     """Floating-point operations of an (m, k) @ (k, n) matmul: one multiply and one add per
     term, 2*m*k*n."""
     for label, v in (("m", m), ("k", k), ("n", n)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+        if not is_int(v, 1):
             raise ValueError(f"{label} must be a positive int, got {v!r}")
     return float(2 * m * k * n)
 
@@ -579,9 +575,7 @@ def time_fn(
         raise TypeError(f"fn must be a callable taking no arguments, got {fn!r}")
     count(warmup, "warmup", 0, MAX_REPEATS, "calls of fn, each timed in turn")
     count(repeats, "repeats", 1, MAX_REPEATS, "calls of fn, each timed in turn")
-    if flops is not None and (
-        isinstance(flops, bool) or not isinstance(flops, (int, float)) or not math.isfinite(flops) or flops <= 0
-    ):
+    if flops is not None and not is_real(flops, 0, math.inf, open_low=True, open_high=True):
         raise ValueError(f"flops must be a positive number or None, got {flops!r}")
     _check_dtype_key(dtype_key, allow_none=True)
     flag(flush_l2, "flush_l2")

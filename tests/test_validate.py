@@ -117,3 +117,74 @@ def test_model_call_names_inputs_that_do_not_fit_and_keeps_the_models_own_errors
 
     with pytest.raises(RuntimeError, match="^boom$"):  # the model's own error, as it is
         model_call(Boom(), (torch.ones(1),))
+
+
+def test_is_int_and_is_real():
+    from amp_lessons import _validate as v
+
+    assert v.is_int(3) and v.is_int(3, 1, 3) and v.is_int(-(10**30)) and v.is_int(0, 0)
+    for bad in (True, 2.0, "3", None, torch.tensor(3)):
+        assert not v.is_int(bad)
+    assert not v.is_int(0, 1) and not v.is_int(4, None, 3)
+    assert v.is_real(0.5) and v.is_real(2) and v.is_real(math.nan) and v.is_real(math.inf)
+    for bad in (True, "1", None, torch.tensor(1.0), 1j):
+        assert not v.is_real(bad)
+    assert v.is_real(0, 0) and not v.is_real(0, 0, open_low=True)
+    assert v.is_real(1, None, 1) and not v.is_real(1, None, 1, open_high=True)
+    assert v.is_real(math.inf, 0) and not v.is_real(math.inf, 0, math.inf, open_high=True)
+    assert not v.is_real(math.nan, 0) and not v.is_real(math.nan, None, 1)
+
+
+def test_integer_and_number():
+    from amp_lessons import _validate as v
+
+    assert v.integer(7, "code") == 7 and type(v.integer(7, "code")) is int
+    for bad in (True, 7.0, "7", None):
+        with pytest.raises(TypeError, match=r"code must be an int, got .* \(\w+\)"):
+            v.integer(bad, "code")
+    with pytest.raises(TypeError, match=r"exponent must be an int \(a power\), got 1.5 \(float\)"):
+        v.integer(1.5, "exponent", "an int (a power)")
+    assert v.number(2, "s") == 2.0 and math.isnan(v.number(math.nan, "s"))
+    for bad in (False, "1", torch.tensor(1.0)):
+        with pytest.raises(TypeError, match=r"s must be a real number, got"):
+            v.number(bad, "s")
+    with pytest.raises(TypeError, match=r"value must be a real number or a string, got None \(NoneType\)"):
+        v.number(None, "value", "a real number or a string")
+
+
+def test_int_in():
+    from amp_lessons import _validate as v
+
+    assert v.int_in(1, "bits", 1, 8) == 1 and v.int_in(8, "bits", 1, 8) == 8 and v.int_in(10**6, "n", 1) == 10**6
+    for bad in (0, 9, 2.0, True, "3", None):
+        with pytest.raises(ValueError, match=r"bits=.* is not allowed: it must be an int from 1 to 8$"):
+            v.int_in(bad, "bits", 1, 8)
+    with pytest.raises(ValueError, match=r"^total=-1 is not allowed: it must be an int >= 0$"):
+        v.int_in(-1, "total", 0)
+    with pytest.raises(ValueError, match=r"kmax=16 is not allowed: it must be an int from 32 to 64 \(the largest k\)"):
+        v.int_in(16, "kmax", 32, 64, "an int from 32 to 64 (the largest k)")
+
+
+def test_real_in():
+    from amp_lessons import _validate as v
+
+    assert v.real_in(-45, "x", -45, 38) == -45.0 and v.real_in(math.inf, "t", 0, open_low=True) == math.inf
+    for bad in (-46, 38.5, math.nan, True, "1", torch.tensor(0.0)):
+        with pytest.raises(ValueError, match=r"x=.* is not allowed: it must be a number in \[-45, 38\]$"):
+            v.real_in(bad, "x", -45, 38)
+    with pytest.raises(ValueError, match=r"size=0 is not allowed: it must be a number in \(0, inf\)$"):
+        v.real_in(0, "size", 0, math.inf, open_low=True, open_high=True)
+    with pytest.raises(ValueError, match=r"size=inf is not allowed: it must be a number in \(0, inf\)$"):
+        v.real_in(math.inf, "size", 0, math.inf, open_low=True, open_high=True)
+    with pytest.raises(ValueError, match=r"p=1.5 is not allowed: it must be a number in \(-inf, 1\]$"):
+        v.real_in(1.5, "p", None, 1)
+    with pytest.raises(ValueError, match=r"lr=-1 is not allowed: it must be a positive rate$"):
+        v.real_in(-1, "lr", 0, open_low=True, allowed="a positive rate")
+
+
+def test_all_lists_the_public_helpers():
+    from amp_lessons import _validate as v
+
+    assert all(hasattr(v, n) for n in v.__all__)
+    for n in ("is_int", "is_real", "integer", "number", "int_in", "real_in", "count", "seed"):
+        assert n in v.__all__

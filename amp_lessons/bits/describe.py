@@ -4,7 +4,6 @@ value or a code in any format, as a :class:`BitInfo` (lesson 01; the explorers r
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 import torch
@@ -117,8 +116,7 @@ def describe_value(value, fmt, rounding: str = "nearest_even") -> BitInfo:
 def describe_code(code, fmt) -> BitInfo:
     """Describe the value of the bit pattern ``code`` (an int, 0 .. 2**bits - 1) of ``fmt``."""
     f = get_format(fmt)
-    if isinstance(code, bool) or not isinstance(code, numbers.Integral):
-        raise TypeError(f"code must be an int, got {code!r} ({type(code).__name__})")
+    _validate.integer(code, "code")
     value = from_bits(torch.tensor([int(code)]), f)  # raises ValueError out of range
     kind = CLASSES[int(f.classify(value)[0])]  # a value of the format: zero, subnormal, normal, inf or nan
     return BitInfo(f, None, float(value[0]), int(code), kind, _formula(f, float(value[0]), int(code)))

@@ -15,6 +15,7 @@ from .._draw import (
 )
 from .._explorer import Explorer, Picture, by_gid, error_html, failure_html, num, parse_value, readout_table
 from .._table import TONES
+from .._validate import int_in, integer
 from ..bits.describe import BitInfo, describe_code, describe_value
 from ..bits.plots import plot_bit_layout, plot_range_precision, plot_spacing
 from ..formats import ENCODINGS, FORMATS, FloatFormat, get_format
@@ -109,8 +110,7 @@ class BitExplorer(Explorer):
     def flip_bit(self, position: int) -> None:
         """Click the button of bit ``position`` (0 = least significant, bits-1 = sign)."""
         n = self.fmt.bits
-        if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < n:
-            raise ValueError(f"bit position {position!r} is not in 0..{n - 1} for {self.fmt.name}")
+        int_in(position, "position", 0, n - 1, f"a bit position from 0 to {n - 1} ({self.fmt.name} has {n} bits)")
         button = self._row()[n - 1 - position]
         if button.disabled:
             raise ValueError(f"the bits are undefined: {self.info.formula}")
@@ -285,10 +285,7 @@ class FormatDesigner(Explorer):
 
     def __init__(self, exponent_bits: int = 5, mantissa_bits: int = 10, encoding: str = "ieee"):
         for name, v, lo, hi in (("exponent_bits", exponent_bits, 1, 8), ("mantissa_bits", mantissa_bits, 0, 23)):
-            if isinstance(v, bool) or not isinstance(v, int):
-                raise TypeError(f"{name} must be an int, got {v!r}")
-            if not lo <= v <= hi:
-                raise ValueError(f"{name}={v!r} is outside the slider's range {lo}..{hi}")
+            int_in(integer(v, name), name, lo, hi, f"an int in the slider's range {lo}..{hi}")
         if encoding not in ENCODINGS:
             raise ValueError(f"encoding={encoding!r}: use one of {', '.join(map(repr, ENCODINGS))}")
         style = {"description_width": "initial"}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 import torch
@@ -66,9 +65,7 @@ def plot_bit_layout(
     info = describe_value(value, f, rounding) if value is not None else None
     info = describe_code(code, f) if code is not None else info
     n, e = f.bits, f.exponent_bits
-    if width is not None and (
-        isinstance(width, bool) or not isinstance(width, numbers.Integral) or not n <= width <= 64
-    ):
+    if width is not None and not _validate.is_int(width, n, 64):
         raise ValueError(f"width must be an int from {n} ({f.name}'s bits) to 64, or None, got {width!r}")
     ax = axes_for(ax, (min(13.0, max(7.0, 0.36 * (width or n) + 2.0)), 3.1 if caption and info is not None else 2.6))
     span = (max(n, 12) if width is None else int(width)) + 0.6

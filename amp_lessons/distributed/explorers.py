@@ -8,6 +8,7 @@ import math
 import ipywidgets as widgets
 
 from .._explorer import Explorer, Picture, failure_html, readout_table
+from .._validate import is_int
 from ..formats import get_format
 from ..style import format_color, style_context
 from .experiments import REDUCTION_FORMATS, REDUCTION_ORDERS, ReductionSweep, reduction_sweep
@@ -37,7 +38,7 @@ class ReductionExplorer(Explorer):
     LOG10_SCALES = (-12, 6)
 
     def __init__(self, world_size: int = 16, fmt: str = "bf16", order: str = "ring", log10_scale: int = 0):
-        if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size not in self.WORLD_SIZES:
+        if not is_int(world_size) or world_size not in self.WORLD_SIZES:
             raise ValueError(f"world_size={world_size!r} is not allowed: a power of two from 2 to 4096")
         if fmt not in REDUCTION_FORMATS:
             raise ValueError(f"fmt={fmt!r} is not allowed: use one of {', '.join(map(repr, REDUCTION_FORMATS))}")

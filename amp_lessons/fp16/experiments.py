@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import math
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -218,10 +217,8 @@ def check_copies(v, n) -> tuple[float, int]:
     v = _validate.real(v, "v")
     if not math.isfinite(v):
         raise ValueError(f"v must be a finite number, got {v!r}")
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
-        raise TypeError(f"n must be an int, got {n!r} ({type(n).__name__})")
-    n = int(n)
-    if not 1 <= n <= _MAX_COPIES:
+    n = _validate.integer(n, "n")
+    if not _validate.is_int(n, 1, _MAX_COPIES):
         raise ValueError(f"n must be from 1 to {_MAX_COPIES:_}, got {n:_}")
     return v, n
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import math
-import numbers
 
 import ipywidgets as widgets
 import numpy as np
@@ -12,6 +11,7 @@ import torch
 
 from .._explorer import Explorer, Picture, by_gid, error_html, failure_html, parse_value, readout_table
 from .._table import Cell, html_table
+from .._validate import real_in
 from ..formats import get_format, quantize
 from ..fp16 import experiments as fp16
 from ..fp16.plots import plot_format_regions, plot_running_sums
@@ -77,9 +77,7 @@ class MagnitudeExplorer(Explorer):
         super().__init__({"log10_value": self.slider, "sign": self.sign_buttons})
 
     def _check_log10(self, v) -> float:
-        if isinstance(v, bool) or not isinstance(v, numbers.Real) or not self.LO <= float(v) <= self.HI:
-            raise ValueError(f"log10_value must be a number from {self.LO:g} to {self.HI:g}, got {v!r}")
-        return float(v)
+        return real_in(v, "log10_value", self.LO, self.HI, allowed=f"a number from {self.LO:g} to {self.HI:g}")
 
     def check(self, name: str, value):
         return self._check_log10(value) if name == "log10_value" else super().check(name, value)

@@ -20,7 +20,6 @@ agrees with torch's bit for bit, also for factors that are not powers of two.
 from __future__ import annotations
 
 import math
-import numbers
 import weakref
 from dataclasses import dataclass
 
@@ -246,9 +245,7 @@ def _int_items(values, what: str) -> tuple:
 
 
 def _int_item(v, what: str) -> int:
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral):
-        raise TypeError(f"each of {what} must be an int, got {v!r} ({type(v).__name__})")
-    return int(v)
+    return _validate.integer(v, f"each of {what}")
 
 
 def safe_window(sweep: dict, max_underflow: float = 0.01, max_overflow: float = 0.0) -> tuple[float, float] | None:
@@ -286,7 +283,7 @@ def simulate_scaler(
         raise TypeError(f"inf_steps must be an iterable of step numbers (ints >= 0), got {inf_steps!r}")
     bad = set()
     for k in inf_steps:
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 0:
+        if not _validate.is_int(k, 0):
             raise ValueError(f"inf_steps holds {k!r}, which is not allowed: each step must be an int >= 0")
         bad.add(int(k))
     used, skipped, after = [], [], []

@@ -14,6 +14,7 @@ from .._draw import (
 )
 from .._explorer import Explorer, Picture, by_gid, failure_html, num, readout_table
 from .._table import Cell, html_table
+from .._validate import int_in
 from ..formats import get_format
 from ..fp16 import experiments as fp16
 from ..scaling import experiments as scaling
@@ -245,9 +246,7 @@ class ScalerStateExplorer(Explorer):
         self.update()
 
     def _check_step(self, k) -> int:
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 0 <= k < self.N_STEPS:
-            raise ValueError(f"step must be an int from 0 to {self.N_STEPS - 1}, got {k!r}")
-        return int(k)
+        return int_in(k, "step", 0, self.N_STEPS - 1)
 
     def params(self) -> dict:
         """The simulate_scaler parameters the sliders show."""

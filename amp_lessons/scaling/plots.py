@@ -4,7 +4,6 @@ compared four ways."""
 from __future__ import annotations
 
 import math
-import numbers
 
 import numpy as np
 import torch
@@ -22,7 +21,7 @@ from .._draw import (
     styled,
     zero_threshold,
 )
-from .._validate import real
+from .._validate import int_in, integer, real
 from ..formats import (
     get_format,
 )
@@ -112,16 +111,8 @@ def plot_scaled_histogram(census: dict, exponent: int = 0, fmt="fp16", ax=None, 
             "census must be the dict returned by amp_lessons.fp16.gradient_census (keys 'weights' and 'activations')"
         )
     f = get_format(fmt)
-    if isinstance(exponent, bool) or not isinstance(exponent, numbers.Integral):
-        raise TypeError(f"exponent must be an int (the scale is 2**exponent), got {exponent!r}")
-    if (
-        isinstance(max_exponent, bool)
-        or not isinstance(max_exponent, numbers.Integral)
-        or not 0 <= max_exponent <= 1024
-    ):
-        raise TypeError(
-            f"max_exponent must be an int in [0, 1024] (the widest scale drawn is 2**max_exponent), got {max_exponent!r}"
-        )
+    integer(exponent, "exponent", "an int (the scale is 2**exponent)")
+    int_in(max_exponent, "max_exponent", 0, 1024, "an int from 0 to 1024 (the widest scale drawn is 2**max_exponent)")
     edges, heights = _census_bins(census)
     lo = min(edges[0], math.log2(zero_threshold(f)) - 2)
     hi = max(edges[-1] + max_exponent, math.log2(overflow_threshold(f)) + 2)

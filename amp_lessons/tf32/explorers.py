@@ -7,6 +7,7 @@ import math
 import ipywidgets as widgets
 
 from .._explorer import Explorer, Picture, by_gid, failure_html, readout_table
+from .._validate import int_in
 from ..formats import FORMATS, ROUNDING_MODES, FloatFormat
 from ..style import style_context
 from ..tf32 import experiments as tf32
@@ -40,12 +41,10 @@ class MatmulPrecisionExplorer(Explorer):
         seed: int = 0,
     ):
 
-        if isinstance(mantissa_bits, bool) or not isinstance(mantissa_bits, int) or not 0 <= mantissa_bits <= 23:
-            raise ValueError(f"mantissa_bits={mantissa_bits!r}: use an int from 0 to 23")
+        int_in(mantissa_bits, "mantissa_bits", 0, 23)
         if rounding not in ROUNDING_MODES:
             raise ValueError(f"rounding={rounding!r}: use one of {', '.join(map(repr, ROUNDING_MODES))}")
-        if isinstance(kmax, bool) or not isinstance(kmax, int) or not 32 <= kmax <= tf32.MAX_DIM:
-            raise ValueError(f"kmax={kmax!r}: use an int from 32 to {tf32.MAX_DIM} (the largest k the lesson runs)")
+        int_in(kmax, "kmax", 32, tf32.MAX_DIM, f"an int from 32 to {tf32.MAX_DIM} (the largest k the lesson runs)")
         self._tf32 = tf32
         self.ks = [2**i for i in range(4, int(math.log2(kmax)) + 1)]
         self._shape = dict(m=m, n=n, seed=seed)
