@@ -32,7 +32,6 @@ import html
 import json
 import logging
 import math
-import numbers
 import os
 import re
 import subprocess
@@ -50,7 +49,7 @@ from torch.utils._pytree import tree_leaves
 
 from .._runtime import quiet_fd2
 from .._table import Cell, html_table
-from .._validate import count, path_or_none, sequence
+from .._validate import count, int_in, is_int, path_or_none, sequence
 from ..timing import time_fn
 
 __all__ = [
@@ -1131,8 +1130,8 @@ class ProfileTree:
     def render(self, times: bool = True, max_depth: int | None = None) -> str:
         """The tree as indented text, one op a line: name, input shapes, input dtypes and, with
         ``times``, self and total time; ``max_depth`` (0 = top-level ops only) cuts it short."""
-        if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 0):
-            raise ValueError(f"max_depth must be None or an int >= 0, got {max_depth!r}")
+        if max_depth is not None:
+            int_in(max_depth, "max_depth", 0, allowed="None or an int >= 0")
         where = (
             "CPU autocast, measured on this machine"
             if self.device_type == "cpu"
@@ -1239,13 +1238,9 @@ def profile_tree(fn, *args, device_type: str = "cpu", dtype=None, trace_dir=None
 
 
 def _check_size(size) -> tuple[int, int]:
-    if isinstance(size, numbers.Integral) and not isinstance(size, bool):
+    if is_int(size):
         size = (int(size), int(size))
-    if (
-        not isinstance(size, (tuple, list))
-        or len(size) != 2
-        or any(isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1 for v in size)
-    ):
+    if not isinstance(size, (tuple, list)) or len(size) != 2 or not all(is_int(v, 1) for v in size):
         raise ValueError(f"size must be a positive int or a pair (rows, features) of positive ints, got {size!r}")
     rows, features = int(size[0]), int(size[1])
     if rows * features > 2**26:

@@ -16,7 +16,6 @@ import contextlib
 import copy
 import functools
 import math
-import numbers
 import statistics
 import time
 from dataclasses import dataclass
@@ -151,7 +150,7 @@ def _int(v, name: str, least: int = 1, most: int = MAX_SIZE) -> int:
 
 
 def _positive(v, name: str) -> float:
-    if isinstance(v, bool) or not isinstance(v, numbers.Real) or math.isnan(v) or v <= 0:
+    if not _validate.is_real(v, 0, open_low=True):
         raise ValueError(f"{name} must be a positive number of seconds (math.inf: no limit), got {v!r}")
     return float(v)
 
@@ -783,9 +782,8 @@ def amp_step(model: nn.Module, optimizer, config: str, device_type: str, max_nor
     if device_type not in ("cpu", "cuda"):
         raise ValueError(f"device_type must be 'cpu' or 'cuda' (torch.autocast's device types), got {device_type!r}")
     if max_norm is not None:
-        if isinstance(max_norm, bool) or not isinstance(max_norm, numbers.Real):
-            raise TypeError(f"max_norm must be a positive number or None (no clipping), got {max_norm!r}")
-        if not (math.isfinite(max_norm) and max_norm > 0):
+        _validate.number(max_norm, "max_norm", "a positive number or None (no clipping)")
+        if not _validate.is_real(max_norm, 0, math.inf, open_low=True, open_high=True):
             raise ValueError(f"max_norm must be a positive, finite number or None (no clipping), got {max_norm!r}")
     return key_code.make_step(model, optimizer, config, device_type, max_norm)
 
@@ -875,7 +873,7 @@ def train(
 
     def step(i: int) -> float:
         loss = step_fn(data[i, :, :-1], data[i, :, 1:])
-        if isinstance(loss, bool) or not isinstance(loss, numbers.Real):
+        if not _validate.is_real(loss):
             raise TypeError(f"the step made by make_step must return the loss as a float (loss.item()), got {loss!r}")
         return float(loss)
 
