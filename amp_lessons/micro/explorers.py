@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import html
 import math
-import numbers
 
 import ipywidgets as widgets
 import numpy as np
 
 from .._explorer import Explorer, Picture, failure_html, readout_table
 from .._runtime import one_thread
+from .._validate import int_in
 from ..style import style_context
 from .experiments import RECIPES, SPIKE_STEP, STEPS, TENSOR_KINDS, recipe_run, recipe_stats
 
@@ -71,9 +71,7 @@ class RecipeExplorer(Explorer):
 
     @staticmethod
     def _step(step) -> int:
-        if isinstance(step, bool) or not isinstance(step, numbers.Integral) or not 0 <= step < STEPS:
-            raise ValueError(f"step={step!r} is not allowed: it must be an int in [0, {STEPS - 1}]")
-        return int(step)
+        return int_in(step, "step", 0, STEPS - 1, f"an int in [0, {STEPS - 1}]")
 
     def check(self, name: str, value):
         if name == "step":
