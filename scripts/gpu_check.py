@@ -1215,10 +1215,16 @@ def _last_line(log: Path, pattern: str) -> str:
     return (hits or lines or ["(no output)"])[-1][:300]
 
 
+def pytest_command(cores: int) -> list[str]:
+    """The pytest step's command. ``-p no:benchmark``: a GPU image may carry pytest-benchmark, which warns under
+    xdist, and the course's tests turn warnings into errors (seen on an H200 image: an INTERNALERROR before any
+    test ran); where the plugin is absent the option does nothing."""
+    cmd = [sys.executable, "-m", "pytest", "-p", "no:benchmark", "-n", str(cores), "--dist", "loadfile"]
+    return cmd + ["tests", "notebooks", "--ignore=tests/browser"]
+
+
 def step_pytest(folder: Path, limit_s: float) -> dict:
-    cores = os.cpu_count() or 1
-    cmd = [sys.executable, "-m", "pytest", "-n", str(cores), "--dist", "loadfile", "tests", "notebooks"]
-    cmd += ["--ignore=tests/browser"]
+    cmd = pytest_command(os.cpu_count() or 1)
     code, secs = run_logged(cmd, folder / "pytest.log", limit_s)
     line = _last_line(folder / "pytest.log", r"(passed|failed|error)")
     status = "timeout" if code is None else ("passed" if code == 0 else "failed")

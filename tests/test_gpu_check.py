@@ -461,3 +461,13 @@ def test_write_result_refuses_a_bad_status_or_name(tmp_path):
     with pytest.raises(ValueError, match="'../x'"):
         gc.write_result(tmp_path, "../x", {"status": "ok", "summary": ""})
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_pytest_step_runs_without_a_benchmark_plugin_and_the_plugin_flag_is_harmless(tmp_path):
+    cmd = gc.pytest_command(4)
+    assert cmd[1:7] == ["-m", "pytest", "-p", "no:benchmark", "-n", "4"] and cmd[-1] == "--ignore=tests/browser"
+    # where pytest-benchmark is not installed (this environment), disabling it is accepted
+    (tmp_path / "test_one.py").write_text("def test_one():\n    assert True\n", encoding="utf-8")
+    out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:benchmark", "-q", "-p", "no:cacheprovider",
+                          "-c", "/dev/null", str(tmp_path)], capture_output=True, text=True)  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr

@@ -132,3 +132,21 @@ def test_lesson_04_checker_never_raises_on_a_learner_answer(cuda_gpu):
         result = autocast.check_bce_fix(fn)
         assert not result.ok and result.message, fn
     assert "closure" in autocast.check_bce_fix(closure).message
+
+
+def test_throughput_on_a_gpu_is_not_predicted_from_the_launch_bound_probe(monkeypatch):
+    """On a GPU a 256^3 matmul is bound by its launch (an H200 measured 1.86 TFLOP/s in bf16 there), so the rate
+    probe must not predict the first size of each dtype: it once made the H200's reference recorder skip its bf16,
+    fp16 and fp32 rows at 8192^3 ("would take about 7.7 s"), where each takes about a millisecond. On a CPU the probe
+    still predicts; the recorder has no time budget at all."""
+    from amp_lessons.e2e import experiments as e2e
+
+    calls = []
+    monkeypatch.setattr(e2e, "matmul_rates", lambda device="cpu": calls.append(str(device)) or {"bf16": 1.0})
+    assert e2e.first_rates("cpu") == {"bf16": 1.0} and calls == ["cpu"]
+    simulate(monkeypatch, "H100")
+    assert e2e.first_rates("cuda") == {} and calls == ["cpu"]  # no probe asked for on the GPU
+    # the recorder: no budget, whatever the rates predict (here on the CPU, with a rate that predicts hours)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    out = e2e.record_matmul_throughput("cpu", size=64)
+    assert "bf16_tflops" in out and "fp32_tflops" in out and not any(k.endswith("_skipped") for k in out), out
