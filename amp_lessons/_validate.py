@@ -15,6 +15,7 @@ __all__ = [
     "MAX_TENSOR_BYTES",
     "WORK_BUDGET_S",
     "allocation",
+    "block_shape",
     "count",
     "duration_text",
     "finite",
@@ -297,3 +298,10 @@ def path_or_none(value, what: str):
     if value is not None and not isinstance(value, (str, os.PathLike)):
         raise TypeError(f"{what} must be None or a path (str or pathlib.Path), got {value!r} ({type(value).__name__})")
     return value
+
+
+def block_shape(value, what: str, high: int) -> tuple[int, int]:
+    """A block of a tensor: a ``(rows, columns)`` tuple of ints from 1 to ``high``."""
+    if not isinstance(value, tuple) or len(value) != 2:
+        raise TypeError(f"{what} must be a (rows, columns) tuple, got {value!r}")
+    return tuple(count(n, f"{what}[{i}]", 1, high) for i, n in enumerate(value))

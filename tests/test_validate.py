@@ -188,3 +188,17 @@ def test_all_lists_the_public_helpers():
     assert all(hasattr(v, n) for n in v.__all__)
     for n in ("is_int", "is_real", "integer", "number", "int_in", "real_in", "count", "seed"):
         assert n in v.__all__
+
+
+def test_block_shape_is_a_pair_of_counts():
+    from amp_lessons._validate import block_shape
+
+    assert block_shape((1, 128), "block", 4096) == (1, 128)
+    with pytest.raises(TypeError, match=r"block must be a \(rows, columns\) tuple, got \[1, 128\]"):
+        block_shape([1, 128], "block", 4096)
+    with pytest.raises(TypeError, match="block must be a"):
+        block_shape((1, 2, 3), "block", 4096)
+    with pytest.raises((TypeError, ValueError), match=r"block\[1\]"):
+        block_shape((1, 0), "block", 4096)
+    with pytest.raises((TypeError, ValueError), match=r"block\[0\]"):
+        block_shape((8192, 1), "block", 4096)

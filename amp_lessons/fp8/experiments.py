@@ -106,10 +106,7 @@ class ScalingMethod:
             raise ValueError(f"block={self.block!r} is not allowed with scaling={self.scaling!r}: a (rows, columns) "
                              "pair for 'block', None for the others")  # fmt: skip
         if self.block is not None:
-            if not isinstance(self.block, tuple) or len(self.block) != 2:
-                raise TypeError(f"block must be a (rows, columns) tuple, got {self.block!r}")
-            for n, what in zip(self.block, ("block[0]", "block[1]")):
-                count(n, what, 1, MAX_DIM)
+            _validate.block_shape(self.block, "block", MAX_DIM)
 
     @classmethod
     def blocks(cls, rows: int, cols: int) -> ScalingMethod:

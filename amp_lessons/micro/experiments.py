@@ -280,10 +280,7 @@ class Recipe:
             raise ValueError(f"block={self.block!r} is not allowed with scaling={self.scaling!r}: a (rows, columns) "
                              "pair for 'block', 'mx' and 'nvfp4', None for the others")  # fmt: skip
         if self.block is not None:
-            if not isinstance(self.block, tuple) or len(self.block) != 2:
-                raise TypeError(f"block must be a (rows, columns) tuple, got {self.block!r}")
-            for n, what in zip(self.block, ("block[0]", "block[1]")):
-                _validate.count(n, what, 1, 4096)
+            _validate.block_shape(self.block, "block", 4096)
             if self.scaling in ("mx", "nvfp4") and self.block[0] != 1:
                 raise ValueError(f"block={self.block!r} is not allowed: {self.scaling} blocks span one row, (1, n)")
         if (self.history is None) != (self.scaling != "delayed"):
