@@ -24,6 +24,7 @@ GENUINE_MAPPINGS = {
     "scaling.scaled_fractions": "tensor kind -> census category -> fraction",
     "e2e.matmul_rate_runs": "dtype name -> timed runs",
     "e2e.matmul_rates": "dtype name -> FLOP/s",
+    "e2e.first_rates": "dtype name -> FLOP/s (matmul_rates on a CPU, none on a GPU)",
     "fp8.model_tensors": "tensor name -> tensor",
     "fp8.torch_fp8_overflow": "fp8 dtype name -> probed value -> what the cast gave",
     "compiled.step_times": "setting name -> Timing",
