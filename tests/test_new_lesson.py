@@ -157,7 +157,9 @@ REGISTRY_TESTS = [
     "tests/test_key_code.py",
     "tests/test_exercise_outputs.py",
     "tests/test_lesson_claims.py",
-    "tests/test_solutions.py",
+    # the registry's check of solution files; the lessons' own solutions run in the main suite (lesson 09's spawn
+    # processes, which a process that has run autograd for a hundred other tests cannot fork on some torch releases)
+    "tests/test_solutions.py::test_every_lesson_with_an_exercise_has_a_solution_file",
     "tests/test_api_contract.py",
     "tests/halves",
     "notebooks/00_start_here.ipynb",
