@@ -2,6 +2,7 @@
 tests/test_solutions.py)."""
 
 import torch
+from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
 
@@ -13,7 +14,8 @@ from amp_lessons.distributed.key_code import tiny_mlp
 # it holds the sharded fp32 parameters. ShardedGradScaler all-reduces its inf flag, so every rank skips together.
 def fsdp_fp16_step(rank, world_size, batches):
     model = tiny_mlp()
-    fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=torch.float16, reduce_dtype=torch.float32))
+    mesh = init_device_mesh("cpu", (world_size,))
+    fully_shard(model, mesh=mesh, mp_policy=MixedPrecisionPolicy(param_dtype=torch.float16, reduce_dtype=torch.float32))
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     scaler = ShardedGradScaler("cpu")
     loss = model(batches[rank]).float().square().mean()

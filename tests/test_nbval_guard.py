@@ -158,7 +158,7 @@ def _pytest(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, st
         sys.executable, "-m", "pytest", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(tmp_path),
         "-p", "conftest", "-p", "no:cacheprovider", "-q", "-rf", "--color=no", *args,
     ]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     return proc, proc.stdout + proc.stderr
 

@@ -187,7 +187,8 @@ def test_a_twelfth_lesson_needs_its_own_files_and_one_registry_entry(tmp_path):
         if src.is_file():
             (copy / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, copy / name)
-    env = {**os.environ, "PYTHONPATH": str(copy), "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+    path = os.pathsep.join(filter(None, [str(copy), os.environ.get("PYTHONPATH")]))  # the copy's package first
+    env = {**os.environ, "PYTHONPATH": path, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}  # fmt: skip
     env.pop("PYTEST_XDIST_WORKER", None)
     _run(["git", "init", "-q"], copy, env)

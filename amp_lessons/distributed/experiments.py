@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime
+import functools
 import importlib
 import math
 import multiprocessing
@@ -48,6 +49,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook, bf16_compress_hook
+from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
 from torch.distributed.tensor import DTensor
@@ -72,6 +74,7 @@ __all__ = [
     "DdpStep",
     "FsdpStages",
     "GroupTimeout",
+    "ForkUnsafe",
     "GroupUnavailable",
     "MemoryRow",
     "ReductionError",
@@ -80,6 +83,7 @@ __all__ = [
     "WorkerError",
     "bytes_per_parameter",
     "ddp_bf16_hook_build_check",
+    "fork_runs_backward",
     "fsdp_inf_sync",
     "gloo_allreduce_check",
     "loopback_interface",
@@ -126,6 +130,48 @@ class GroupTimeout(TimeoutError):
 
 class GroupUnavailable(RuntimeError):
     """No process group can start here (no loopback interface that is up)."""
+
+
+class ForkUnsafe(GroupUnavailable):
+    """Forked workers could not run a backward pass in this process (:func:`fork_runs_backward`), and the group's
+    functions cannot be spawned instead: they are defined in a notebook or inside another function."""
+
+
+def _backward_and_exit() -> None:
+    try:
+        torch.ones(1, requires_grad=True).sum().backward()
+    except BaseException:  # noqa: BLE001 - any failure means: not safe
+        os._exit(1)
+    os._exit(0)
+
+
+def fork_runs_backward() -> bool:
+    """Whether a process forked from this one can run a backward pass.
+
+    Once the autograd engine has started its device threads, which it does at the first backward pass in a process
+    that sees an accelerator (a CUDA GPU, for one; a CPU-only machine never starts them), torch refuses every
+    backward pass in a forked child: "Unable to handle autograd's threading in combination with fork-based
+    multiprocessing" (https://github.com/pytorch/pytorch/wiki/Autograd-and-Fork). Without an accelerator this is
+    True at once; with one, a forked child tries a one-element backward pass and says (a few milliseconds)."""
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return False
+    if not torch.accelerator.is_available():
+        return True
+    return _probe_fork()
+
+
+def _probe_fork() -> bool:
+    ctx = multiprocessing.get_context("fork")
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=r".*use of fork\(\) may lead to deadlocks", category=DeprecationWarning
+        )
+        p = ctx.Process(target=_backward_and_exit, daemon=True)
+        p.start()
+    p.join(60)
+    if p.exitcode is None:
+        _stop([p])
+    return p.exitcode == 0
 
 
 def loopback_interface() -> tuple[str | None, bool | None]:
@@ -222,6 +268,25 @@ def _log_tail(workdir: str, rank: int, lines: int = 15) -> str:
     return "\n".join(text[-lines:])
 
 
+def _unspawnable(fn, args: tuple) -> str | None:
+    """The first of ``fn`` and the functions among ``args`` that a spawned worker could not import (one defined in
+    a notebook's ``__main__`` or inside another function), named; None if there is none. A ``functools.partial``
+    is importable where its function and the functions among its arguments are."""
+    todo = [fn, *(a for a in args if callable(a) and not isinstance(a, (type, torch.nn.Module)))]
+    while todo:
+        f = todo.pop(0)
+        if isinstance(f, functools.partial):
+            todo += [f.func, *(a for a in (*f.args, *f.keywords.values()) if callable(a) and not isinstance(a, type))]
+            continue
+        where = getattr(f, "__module__", None)
+        if where in (None, "__main__") or "<locals>" in getattr(f, "__qualname__", "<locals>"):
+            return f"{getattr(f, '__qualname__', f)!r} (module {where!r})"
+    return None
+
+
+_AUTOGRAD_FORK = "Unable to handle autograd's threading in combination with fork-based multiprocessing"
+
+
 START_METHODS = (None, "fork", "spawn")
 
 
@@ -247,6 +312,10 @@ def run_group(
       "fork" or "spawn" to choose. A spawned worker is a fresh interpreter that imports ``fn`` by its module path
       and unpickles ``args`` (each start imports torch, seconds): a function defined in a notebook or inside
       another function cannot be spawned (TypeError; a notebook's ``#| export`` cells give an importable copy).
+    - After a backward pass in this process on a machine with an accelerator, a forked worker cannot run one
+      (:func:`fork_runs_backward`): None then spawns the workers where ``fn`` and the functions among ``args``
+      can be imported, and forks them otherwise; a forked worker that torch refuses raises ForkUnsafe, which says
+      what to do.
     """
     world_size = _check_world_size(world_size)
     timeout = _check_timeout(timeout)
@@ -257,22 +326,23 @@ def run_group(
     if start_method not in START_METHODS:
         raise ValueError(f"start_method={start_method!r} is not allowed: use None (the platform's), 'fork' or 'spawn'")
     available = multiprocessing.get_all_start_methods()
-    method = start_method or ("fork" if "fork" in available else "spawn")
-    if method not in available:
+    if start_method is not None and start_method not in available:
         raise ValueError(f"start_method={start_method!r} is not available on this platform: {available}")
+    unspawnable = _unspawnable(fn, args)
+    if start_method == "spawn" and unspawnable is not None:
+        raise TypeError(
+            f"{unspawnable} cannot be spawned: a spawned worker imports a function by its module path, and one "
+            "defined in a notebook or inside another function has none. Define it in a module (a notebook's "
+            "#| export cell is written to one) and pass that copy"
+        )
+    method = start_method
+    if method is None:  # fork where it is fast and autograd works in the child; else spawn, where fn can be imported
+        fork_ok = "fork" in available and (unspawnable is not None or fork_runs_backward())
+        method = "fork" if fork_ok else "spawn"
     if method == "fork":
         # once, in the parent: fully_shard imports torch._dynamo lazily, in every forked worker otherwise (2 s each);
         # not at the module's top, where it would cost every import of the topic (the presenter's load) 1 s
         importlib.import_module("torch._dynamo")  # (an import statement would make `torch` local to this function)
-    if method == "spawn":
-        for f in (fn, *(a for a in args if callable(a) and not isinstance(a, (type, torch.nn.Module)))):
-            where = getattr(f, "__module__", None)
-            if where in (None, "__main__") or "<locals>" in getattr(f, "__qualname__", "<locals>"):
-                raise TypeError(
-                    f"{getattr(f, '__qualname__', f)!r} (module {where!r}) cannot be spawned: a spawned worker imports "
-                    "a function by its module path, and one defined in a notebook or inside another function has none. "
-                    "Define it in a module (a notebook's #| export cell is written to one) and pass that copy"
-                )
     ifname, up = loopback_interface()
     if up is False:
         raise GroupUnavailable(
@@ -375,6 +445,16 @@ def _failure(workdir: str, procs, failed: list[int]) -> Exception:
             rank, f"the worker {how} without a Python traceback. Last lines of its log:\n{_log_tail(workdir, rank)}"
         )
     rank = min(errors, key=lambda r: errors[r][0])
+    if _AUTOGRAD_FORK in errors[rank][1]:
+        error = ForkUnsafe(
+            f"torch refused a backward pass in the forked worker of rank {rank}: this process had already run a "
+            "backward pass with an accelerator present, and after that autograd's threads do not survive a fork "
+            "(https://github.com/pytorch/pytorch/wiki/Autograd-and-Fork). Restart the kernel and run the "
+            "process-group cells before any backward pass, or define the function in a module (a notebook's "
+            "#| export cell is written to one): then the workers are spawned instead"
+        )
+        error.__cause__ = WorkerError(rank, errors[rank][1])
+        return error
     return WorkerError(rank, errors[rank][1])
 
 
@@ -780,13 +860,20 @@ class ScalerOutcome:
     stepped: bool
 
 
+def _cpu_mesh(world_size: int):
+    """The group's ranks as a device mesh on the CPU: they are CPU processes. Left out, ``fully_shard`` puts its
+    mesh on the machine's accelerator where there is one (CUDA, MPS), which these gloo ranks do not use."""
+    return init_device_mesh("cpu", (world_size,))
+
+
 def _inf_sync_rank(rank: int, world_size: int, inf_rank: int, seed: int) -> dict[str, ScalerOutcome]:
     out_rows = {}
     warnings.filterwarnings("ignore", message=_DTENSOR_FOUND_INF_WARNING, category=UserWarning)
     for cls in (ShardedGradScaler, torch.amp.GradScaler):
         torch.manual_seed(seed)
         model = nn.Linear(16, 2 * world_size)  # two output rows per rank: rank 0 owns rows 0 and 1
-        fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=torch.float16, reduce_dtype=torch.float32))
+        policy = MixedPrecisionPolicy(param_dtype=torch.float16, reduce_dtype=torch.float32)
+        fully_shard(model, mesh=_cpu_mesh(world_size), mp_policy=policy)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         scaler = cls("cpu")
         out = model(_batch(rank, seed))
@@ -881,9 +968,10 @@ def _memory_rank(rank: int, world_size: int, width: int, seed: int) -> list[dict
             model = DistributedDataParallel(model, gradient_as_bucket_view=True)
         else:
             policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16) if wrap == "fsdp-mp" else MixedPrecisionPolicy()
+            mesh = _cpu_mesh(world_size)
             for layer in (model[0], model[2]):
-                fully_shard(layer, mp_policy=policy)
-            fully_shard(model, mp_policy=policy)
+                fully_shard(layer, mesh=mesh, mp_policy=policy)
+            fully_shard(model, mesh=mesh, mp_policy=policy)
         opt = torch.optim.Adam(model.parameters(), lr=1e-3)
         x = _batch(rank, seed, rows=4, cols=width).to(dtype)
         with torch.autocast("cpu", dtype=autocast or torch.bfloat16, enabled=autocast is not None):

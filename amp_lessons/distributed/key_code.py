@@ -53,13 +53,16 @@ def ddp_amp_step(rank, world_size, batches, dtype=torch.float16, comm_hook=None)
 
 # -- notebooks/09_distributed.ipynb, exported cell 4 --
 import torch
+from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
 
 def fsdp_step(rank, world_size, batches, param_dtype=torch.bfloat16, reduce_dtype=torch.float32):
     """One FSDP2 training step of this rank's batch; returns the model, its parameters and gradients sharded."""
     model = tiny_mlp()                                   # the cell above
-    fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=reduce_dtype))
+    mesh = init_device_mesh("cpu", (world_size,))        # these ranks are CPU processes; on GPUs: "cuda"
+    policy = MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=reduce_dtype)
+    fully_shard(model, mesh=mesh, mp_policy=policy)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)  # after fully_shard: it updates the fp32 shards
     loss = model(batches[rank]).float().square().mean()  # all-gathers the parameters in param_dtype, computes in it
     loss.backward()                                      # reduce-scatters the gradients in reduce_dtype

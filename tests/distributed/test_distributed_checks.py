@@ -1,6 +1,9 @@
 """Tests of amp_lessons.distributed.checks: right answers pass, each typical mistake is named, nothing raises."""
 
+import functools
+
 import torch
+from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
 from torch.torch_version import TorchVersion
@@ -11,7 +14,11 @@ from amp_lessons.formats import quantize
 from tests.test_checks import assert_not_yet, assert_your_turn, reveals, solution
 
 
-def _fsdp_step(
+def _fsdp_variant(
+    rank,
+    world_size,
+    batches,
+    *,
     param=torch.float16,
     reduce=torch.float32,
     shard=True,
@@ -22,28 +29,30 @@ def _fsdp_step(
     scaler_cls=ShardedGradScaler,
     ret="pair",
 ):
-    """An fp16 FSDP2 step with one thing changed; module-level parts only, so that forked workers run it."""
+    """An fp16 FSDP2 step with one thing changed."""
+    model = tiny_mlp()
+    if opt_first:
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    if shard:
+        mesh = init_device_mesh("cpu", (world_size,))
+        fully_shard(model, mesh=mesh, mp_policy=MixedPrecisionPolicy(param_dtype=param, reduce_dtype=reduce))
+    if not opt_first:
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    scaler = scaler_cls("cpu")
+    loss = model(batches[rank]).float().square().mean()
+    (scaler.scale(loss) if scaled else loss).backward()
+    if via_scaler:
+        scaler.step(opt)
+    else:
+        opt.step()
+    if update:
+        scaler.update()
+    return {"pair": (model, scaler), "model": model, "dots": ..., "no scaler": (model, opt)}[ret]
 
-    def step(rank, world_size, batches):
-        model = tiny_mlp()
-        if opt_first:
-            opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        if shard:
-            fully_shard(model, mp_policy=MixedPrecisionPolicy(param_dtype=param, reduce_dtype=reduce))
-        if not opt_first:
-            opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        scaler = scaler_cls("cpu")
-        loss = model(batches[rank]).float().square().mean()
-        (scaler.scale(loss) if scaled else loss).backward()
-        if via_scaler:
-            scaler.step(opt)
-        else:
-            opt.step()
-        if update:
-            scaler.update()
-        return {"pair": (model, scaler), "model": model, "dots": ..., "no scaler": (model, opt)}[ret]
 
-    return step
+def _fsdp_step(**change):
+    """The step with ``change``: a partial of a module-level function, so that workers can be forked or spawned."""
+    return functools.partial(_fsdp_variant, **change)
 
 
 def test_check_fsdp_fp16_step_passes_the_solution_and_names_each_mistake():

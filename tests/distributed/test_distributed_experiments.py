@@ -36,6 +36,11 @@ def _one_rank_fails(rank, world_size, pid_dir, how):
     with open(os.path.join(pid_dir, f"{rank}.pid"), "w") as f:
         f.write(str(os.getpid()))
     if rank == 1:
+        # the test reads both pid files: rank 1 fails only once rank 0 has written its own (else, where rank 0 is
+        # slower to leave init_process_group, the launcher can stop it before it writes)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(os.path.join(pid_dir, "0.pid")) and time.monotonic() < deadline:
+            time.sleep(0.005)
         if how == "raise":
             raise ValueError("rank 1 failed on purpose")
         if how == "sys.exit":
@@ -126,6 +131,50 @@ def test_spawned_workers_import_the_exported_functions():
         E.run_group(E.observe_fsdp_step, 2, (local,), start_method="spawn")  # a function among the arguments too
     with pytest.raises(ValueError, match="start_method='forkserver'"):
         E.run_group(_no_collective, 2, start_method="forkserver")
+
+
+_STARTED_BY = "import"  # a forked worker sees what the parent set; a spawned one imports this module afresh
+
+
+def _started_by(rank, world_size):
+    return _STARTED_BY
+
+
+def _raises_autograd_fork(rank, world_size):
+    if rank == 1:
+        raise RuntimeError(E._AUTOGRAD_FORK + ". See https://github.com/pytorch/pytorch/wiki/Autograd-and-Fork")
+    dist.barrier()
+
+
+def test_the_fork_probe_runs_a_backward_pass_in_a_forked_child(monkeypatch):
+    """Here (no accelerator, or one whose autograd threads never started) a forked child runs a backward pass; a
+    child that fails is reported. The failing case is real only on a machine with an accelerator, after a backward
+    pass: simulated here with a child that exits 1."""
+    assert E.fork_runs_backward() is True and E._probe_fork() is True
+    monkeypatch.setattr(E, "_backward_and_exit", lambda: os._exit(1))
+    assert E._probe_fork() is False
+
+
+def test_where_fork_breaks_autograd_importable_functions_are_spawned(monkeypatch):
+    monkeypatch.setattr(sys.modules[__name__], "_STARTED_BY", "parent")
+    assert E.run_group(_started_by, 2, timeout=60) == ["parent", "parent"]  # forked: the parent's value
+    monkeypatch.setattr(E, "fork_runs_backward", lambda: False)  # as after a backward pass on a GPU machine
+    assert E.run_group(_started_by, 2, timeout=120) == ["import", "import"]  # spawned: imported afresh
+
+    def local(rank, world_size):
+        return _STARTED_BY
+
+    assert E.run_group(local, 2, timeout=60) == ["parent", "parent"]  # a notebook's function can only be forked
+
+
+def test_a_worker_that_torch_refuses_autograd_says_what_to_do():
+    """The message torch gives a forked child's backward pass after the parent's autograd threads started (seen on an
+    NVIDIA H200, torch 2.11): simulated here by raising it."""
+    with pytest.raises(E.ForkUnsafe, match="Restart the kernel") as info:
+        E.run_group(_raises_autograd_fork, 2, timeout=60)
+    assert isinstance(info.value, E.GroupUnavailable) and "rank 1" in str(info.value)
+    assert isinstance(info.value.__cause__, E.WorkerError) and E._AUTOGRAD_FORK in str(info.value.__cause__)
+    assert not multiprocessing.active_children()
 
 
 @pytest.mark.parametrize(
