@@ -18,6 +18,7 @@ from .._draw import (
     decade_ticks,
     format_label,
     legend_outside,
+    name_artist,
     pow2,
     styled,
 )
@@ -78,6 +79,7 @@ def plot_bit_layout(
     box_pt = ax.figure.get_figwidth() * 72 * frac / span
     fields = ["sign"] + ["exponent"] * e + ["mantissa"] * f.mantissa_bits
     digits = format(info.code, f"0{n}b") if info is not None and info.code is not None else ""
+    texts = []
     for i, field in enumerate(fields):
         # add_artist, not add_patch: the limits are fixed, so skip the (slow) data-limit update
         ax.add_artist(Rectangle((i, 0), 1, 1, facecolor=FIELD_COLORS[field], edgecolor="#333333", lw=1))
@@ -91,23 +93,25 @@ def plot_bit_layout(
             fontsize=min(9.0, max(5.0, 0.32 * box_pt)),
         )
         if digits:
-            ax.text(
+            t = ax.text(
                 i + 0.5,
                 0.5,
                 digits[i],
                 ha="center",
                 va="center",
                 family="monospace",
-                gid="bit digit",
                 fontsize=min(16.0, max(6.0, 0.55 * box_pt)),
                 fontweight="bold",
             )
+            texts.append(t)
+    if texts:
+        name_artist(ax, "bit digit", texts)
     low = _field_labels(ax, f, box_pt)
     caption = caption and info is not None
     ax.set_ylim(-0.75 if low else -0.55, 2.3 if caption else 1.45)
     ax.set_title(f"{f.name} (e{e}m{f.mantissa_bits}, {f.encoding}): {n} bits")
     if caption:
-        ax.text(
+        text = ax.text(
             left + 0.1,
             1.5,
             info.caption,
@@ -116,8 +120,8 @@ def plot_bit_layout(
             family="monospace",
             fontsize=10,
             linespacing=1.4,
-            gid="caption",
         )
+        name_artist(ax, "caption", text)
     return ax
 
 
@@ -154,17 +158,17 @@ def plot_spacing(formats=SPACING_FORMATS, ax=None) -> Axes:
         if xs.size == 0:
             ax.plot([], [], color=color, label=f"{format_label(f)}: no positive values")
             continue
-        ax.step(xs, ys, where="post", color=color, label=format_label(f), gid=f.name)
-        ax.plot([f.max], [ys[-1]], "o", color=color, gid=f"{f.name} max")
-        ax.plot(
+        name_artist(ax, f.name, ax.step(xs, ys, where="post", color=color, label=format_label(f))[0])
+        name_artist(ax, f"{f.name} max", ax.plot([f.max], [ys[-1]], "o", color=color)[0])
+        (normal,) = ax.plot(
             [f.smallest_normal],
             [math.ldexp(1.0, f.emin - f.mantissa_bits)],
             "o",
             mfc="white",
             mec=color,
             mew=1.5,
-            gid=f"{f.name} smallest normal",
         )
+        name_artist(ax, f"{f.name} smallest normal", normal)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("magnitude |x|")
@@ -191,7 +195,7 @@ def plot_range_precision(formats=None, ax=None) -> Axes:
     for row, f in enumerate(fmts):
         color, h = format_color(f.name), bar_height(f)
         if f.mantissa_bits:
-            ax.barh(
+            (bar,) = ax.barh(
                 row,
                 f.smallest_normal - f.smallest_subnormal,
                 left=f.smallest_subnormal,
@@ -201,12 +205,11 @@ def plot_range_precision(formats=None, ax=None) -> Axes:
                 hatch="///",
                 edgecolor=color,
                 lw=0,
-                gid=f"{f.name} subnormals",
             )
+            name_artist(ax, f"{f.name} subnormals", bar)
         if f.max >= f.smallest_normal:
-            ax.barh(
-                row, f.max - f.smallest_normal, left=f.smallest_normal, height=h, color=color, gid=f"{f.name} normals"
-            )
+            (bar,) = ax.barh(row, f.max - f.smallest_normal, left=f.smallest_normal, height=h, color=color)
+            name_artist(ax, f"{f.name} normals", bar)
     ax.set_yticks(range(len(fmts)), [_precision_label(f) for f in fmts], fontsize=9.5)
     ax.set_ylim(len(fmts) - 0.5, -0.5)  # first format on top
     ax.set_xscale("log")

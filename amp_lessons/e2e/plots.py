@@ -11,6 +11,7 @@ from .._draw import (
     axes_for,
     decade_ticks,
     legend_outside,
+    name_artist,
     series,
     styled,
 )
@@ -50,7 +51,8 @@ def plot_throughput(rows, ax=None) -> Axes:
             ax.plot([], [], color=_E2E_DTYPE_COLORS.get(dt, format_color(dt)), label=f"{dt}: not measured here")
             continue
         x, y = zip(*done)
-        ax.plot(x, y, marker="o", lw=2, color=_E2E_DTYPE_COLORS.get(dt, format_color(dt)), label=label, gid=dt)
+        (line,) = ax.plot(x, y, marker="o", lw=2, color=_E2E_DTYPE_COLORS.get(dt, format_color(dt)), label=label)
+        name_artist(ax, dt, line)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     sizes = sorted({r["size"] for r in rows})
@@ -89,13 +91,13 @@ def plot_training_runs(results, ax=None) -> Axes:
             continue
         y = series(r["loss"], r["config"])
         label = f"{r['config']}: {r['step_time_s'] * 1e3:.1f} ms/step, peak {_mib(r['peak_memory_bytes'])}"
-        ax.plot(
+        (line,) = ax.plot(
             np.arange(1, y.size + 1),
             y,
             label=label,
-            gid=r["config"],
             **styles.get(r["config"], dict(color=format_color(r["config"]))),
         )
+        name_artist(ax, r["config"], line)
     ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (cross-entropy)")
@@ -121,7 +123,8 @@ def plot_training_runs(results, ax=None) -> Axes:
 @styled
 def plot_inference(rows, ax=None) -> Axes:
     """Two bar groups from :func:`amp_lessons.e2e.inference_compare`: the max |logit error| against
-    fp32 (log scale; fp32 itself is 0 and written, not drawn) and the forward time, per variant."""
+    fp32 (log scale; fp32 itself is 0 and written, not drawn) and the forward time, per variant. The
+    returned (error) axes names both sets of bars, "error" and "time" (:func:`amp_lessons._draw.named_artists`)."""
     rows = list(rows) if not isinstance(rows, dict) else None
     if not rows or not all(isinstance(r, dict) and {"variant", "max_abs_error", "time_s"} <= set(r) for r in rows):
         raise TypeError("rows must be the non-empty list returned by amp_lessons.e2e.inference_compare")
@@ -139,7 +142,7 @@ def plot_inference(rows, ax=None) -> Axes:
     errs = [r["max_abs_error"] for r in rows]
     positive = [e for e in errs if e > 0]
     floor = min(positive) / 10 if positive else 1e-8
-    ax.barh(y, [e - floor if e > 0 else np.nan for e in errs], color=colors, left=floor, gid="error")
+    name_artist(ax, "error", ax.barh(y, [e - floor if e > 0 else np.nan for e in errs], color=colors, left=floor))
     for i, e in enumerate(errs):
         ax.text(max(e, floor) * 1.15, i, "0 (reference)" if e == 0 else f"{e:.2g}", va="center", fontsize=9)
     ax.set_xscale("log")
@@ -149,7 +152,7 @@ def plot_inference(rows, ax=None) -> Axes:
     ax.set_xlabel("max |logit - fp32 logit|")
     ax.set_title("Error against fp32", loc="left")
     times = [r["time_s"] * 1e3 for r in rows]
-    ax_t.barh(y, times, color=colors, gid="time")
+    name_artist(ax, "time", ax_t.barh(y, times, color=colors))  # named on the returned axes
     for i, t in enumerate(times):
         ax_t.text(t, i, f" {t:.2f} ms", va="center", fontsize=9)
     ax_t.set_xlim(0, max(times) * 1.35)

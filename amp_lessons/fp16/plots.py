@@ -18,6 +18,7 @@ from .._draw import (
     decade_ticks,
     format_label,
     legend_outside,
+    name_artist,
     overflow_threshold,
     pct,
     plot_runs,
@@ -90,20 +91,20 @@ def plot_running_sums(
         x = np.arange(1, y.size + 1)
         style = _sum_style(label)
         shown = np.where(np.isfinite(y), y, np.nan)
-        ax.plot(x, shown, label=label, gid=label, **style)
+        name_artist(ax, label, ax.plot(x, shown, label=label, **style)[0])
         inf = np.flatnonzero(np.isinf(y))
         if inf.size:
             k = int(inf[0])
-            ax.plot(
+            (mark,) = ax.plot(
                 [k + 1],
                 [math.copysign(top, y[k])],
                 marker="^" if y[k] > 0 else "v",
                 ms=10,
                 ls="",
                 color=style["color"],
-                gid=f"{label} inf",
                 zorder=5,
             )
+            name_artist(ax, f"{label} inf", mark)
             ax.annotate(
                 f"inf from term {k + 1}",
                 (k + 1, math.copysign(top, y[k])),
@@ -115,14 +116,14 @@ def plot_running_sums(
                 color=style["color"],
             )
     if limit is not None:
-        ax.axhline(
+        line = ax.axhline(
             limit,
             color=OVERFLOW_COLOR,
             ls=":",
             lw=1.4,
-            gid="limit",
             label=f"limit {limit:g}" if limit_label is None else str(limit_label),
         )
+        name_artist(ax, "limit", line)
     n = max(y.size for y in lines.values())
     ax.set_xlim(0, n + max(1, n // 50))
     ax.set_xlabel("number of terms added")
@@ -174,7 +175,7 @@ def plot_gradient_histogram(census: dict, fmt="fp16", ax=None, *, scale=1.0) -> 
             f"  {pct(fr['flushed'], 2)} flushed (round to 0), {pct(fr['subnormal'], 2)} subnormal, "
             f"{pct(fr['normal'], 2)} normal, {pct(fr[f.overflow_class()], 2)} {f.overflow_class()} (overflow)"
         )
-        ax.stairs(counts / max(n, 1), edges, fill=True, alpha=0.45, gid=name, label=label, **styles[name])
+        name_artist(ax, name, ax.stairs(counts / max(n, 1), edges, fill=True, alpha=0.45, label=label, **styles[name]))
         ax.stairs(counts / max(n, 1), edges, lw=1.5, **styles[name])
     ax.set_xlim(lo, hi)
     ax.set_ylim(0, None)
@@ -260,7 +261,8 @@ def plot_format_regions(value: float, formats=REGION_FORMATS, ax=None, *, xlim=(
             if b <= a:
                 continue
             seen.add(region)
-            ax.barh(row, b - a, left=a, height=0.6, gid=f"{f.name} {region}", **style)
+            (bar,) = ax.barh(row, b - a, left=a, height=0.6, **style)
+            name_artist(ax, f"{f.name} {region}", bar)
     ax.set_xscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(len(fmts) - 0.5, -0.5)
@@ -288,8 +290,8 @@ def plot_format_regions(value: float, formats=REGION_FORMATS, ax=None, *, xlim=(
     )
     mag = abs(value)
     shown = min(max(mag, lo), hi)
-    ax.axvline(shown, color="k", lw=2, gid="marker", visible=not math.isnan(value))
-    ax.plot(
+    name_artist(ax, "marker", ax.axvline(shown, color="k", lw=2, visible=not math.isnan(value)))
+    (dots,) = ax.plot(
         [shown] * len(fmts),
         range(len(fmts)),
         ls="",
@@ -298,9 +300,9 @@ def plot_format_regions(value: float, formats=REGION_FORMATS, ax=None, *, xlim=(
         mfc="white",
         mec="k",
         mew=1.5,
-        gid="marker dots",
         visible=not math.isnan(value),
     )
+    name_artist(ax, "marker dots", dots)
     text = "NaN" if math.isnan(value) else f"{value:.3g}"
     ax.set_title(f"Where x = {text} lands in each format", loc="left")
     return ax

@@ -11,6 +11,7 @@ from matplotlib.patches import Patch
 from .._draw import (
     axes_for,
     legend_outside,
+    name_artist,
     styled,
 )
 from ..formats import (
@@ -57,12 +58,13 @@ def plot_error_vs_k(data: dict, ax=None, *, extra: dict | None = None) -> Axes:
         # TF32 and fp16 inputs often give the same errors: hollow squares keep both visible
         style = dict(marker="s", mfc="white", ms=8, ls="--") if label == "tf32" else dict(marker="o", ms=4)
         name = f"{label} inputs" if label in FORMATS else str(label)
-        ax.plot(ks, np.maximum(rms, 1e-30), color=color, label=name, gid=label, **style)
+        name_artist(ax, label, ax.plot(ks, np.maximum(rms, 1e-30), color=color, label=name, **style)[0])
         if rms[0] > 0:
             firsts[label] = float(rms[0])
     rounded = [v for k, v in firsts.items() if k != "fp32"] or list(firsts.values())
     if rounded:
-        ax.plot(ks, min(rounded) / 3 * np.sqrt(ks / ks[0]), "k--", lw=1.2, gid="sqrt K guide", label="∝ √K (slope 1/2)")
+        guide = ax.plot(ks, min(rounded) / 3 * np.sqrt(ks / ks[0]), "k--", lw=1.2, label="∝ √K (slope 1/2)")
+        name_artist(ax, "sqrt K guide", guide[0])
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("inner dimension K (products summed per output)")
@@ -87,14 +89,14 @@ def plot_matmul_errors(errors, ax=None, *, reference: dict | None = None) -> Axe
     for i, (label, value, how) in enumerate(rows):
         color = "#bbbbbb" if how == "reference" else _variant_color(label)
         modelled = how.endswith("(model)")  # tf32.MODELLED: rounded inputs, an IEEE fp32 sum
-        ax.barh(
+        (bar,) = ax.barh(
             i,
             value,
             color=color,
             hatch="//" if modelled else None,
             edgecolor="white" if modelled else color,
-            gid=label,
         )
+        name_artist(ax, label, bar)
         ax.text(value * 1.15, i, f"{value:.2g}", va="center", fontsize=9)
         kinds.setdefault("reference" if how == "reference" else "model" if modelled else "measured", how)
     ax.set_yticks(range(len(rows)), [r[0] for r in rows])
