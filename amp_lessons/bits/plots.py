@@ -262,7 +262,9 @@ def plot_rounding_error(fmt_names, x=None, ax=None, rounding: str = "nearest_eve
     """Relative rounding error ``|q(x) - x| / |x|`` against ``|x|`` (log-log) for each format, with
     its unit roundoff eps/2 dashed. Below the smallest normal (hollow dot) subnormals make the
     error grow, to 1 where x rounds to 0; past max (dotted line) the value overflows (inf or NaN:
-    not drawn; saturation: the error climbs towards 1). Exact results (error 0) are gaps."""
+    not drawn; saturation: the error climbs towards 1). Exact results (error 0) are gaps. Each format's
+    artists are named ``"<format>"`` (the errors), ``"<format> unit roundoff"``, ``"<format> smallest
+    normal"`` and, where drawn, ``"<format> max"``."""
     fmts = as_formats(fmt_names)
     check_modes(fmts[0] if fmts else FORMATS["fp32"], rounding)
     xs = _magnitudes(x)
@@ -278,11 +280,14 @@ def plot_rounding_error(fmt_names, x=None, ax=None, rounding: str = "nearest_eve
             label += " (every x is exact)"
         elif f.max < xs[-1]:
             label += f"; max {f.max:.6g}, then {_OVERFLOW_TEXT[f.encoding]}"
-            ax.axvline(f.max, color=color, ls=":", lw=1.5)
-        ax.plot(xs.numpy(), err, ".", color=color, ms=2.5, label=label)
+            name_artist(ax, f"{f.name} max", ax.axvline(f.max, color=color, ls=":", lw=1.5))
+        name_artist(ax, f.name, ax.plot(xs.numpy(), err, ".", color=color, ms=2.5, label=label)[0])
         handles.append(Line2D([], [], ls="", marker="o", ms=5, color=color, label=label))
-        ax.axhline(f.unit_roundoff, color=color, ls="--", lw=1.2)
-        ax.plot([f.smallest_normal], [f.unit_roundoff], "o", mfc="white", mec=color, mew=1.5, ms=8, zorder=5)
+        name_artist(ax, f"{f.name} unit roundoff", ax.axhline(f.unit_roundoff, color=color, ls="--", lw=1.2))
+        (normal,) = ax.plot(
+            [f.smallest_normal], [f.unit_roundoff], "o", mfc="white", mec=color, mew=1.5, ms=8, zorder=5
+        )
+        name_artist(ax, f"{f.name} smallest normal", normal)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(float(xs[0]), float(xs[-1]))
@@ -305,7 +310,8 @@ def plot_number_line(fmt, lo=None, hi=None, ax=None, scale: str = "linear") -> A
     """A tick at every representable value of a format of at most 8 bits between ``lo`` (default
     0; negative to include negative values) and ``hi`` (default max). Tall ticks: normals; short,
     lighter ticks: subnormals. On a ``"linear"`` axis the values crowd near zero; ``"symlog"``
-    spreads each binade evenly. Each wide enough binade is labelled with its gap."""
+    spreads each binade evenly. Each wide enough binade is labelled with its gap. The ticks are named
+    "normals", "subnormals" and "zero" (one collection each)."""
     f = get_format(fmt)
     if f.bits > 8:
         raise ValueError(
@@ -323,9 +329,9 @@ def plot_number_line(fmt, lo=None, hi=None, ax=None, scale: str = "linear") -> A
     sub = (np.abs(shown) < f.smallest_normal) & (shown != 0)
     color = format_color(f.name)
     ax = axes_for(ax, (10, 2.6))
-    ax.vlines(shown[~sub & (shown != 0)], 0, 1, color=color, lw=1.2)
-    ax.vlines(shown[sub], 0, 0.6, color=color, lw=1.2, alpha=0.5)
-    ax.vlines(shown[shown == 0], 0, 1, color="k", lw=1.5)
+    name_artist(ax, "normals", ax.vlines(shown[~sub & (shown != 0)], 0, 1, color=color, lw=1.2))
+    name_artist(ax, "subnormals", ax.vlines(shown[sub], 0, 0.6, color=color, lw=1.2, alpha=0.5))
+    name_artist(ax, "zero", ax.vlines(shown[shown == 0], 0, 1, color="k", lw=1.5))
     if scale == "symlog":
         ax.set_xscale("symlog", linthresh=f.smallest_normal, linscale=0.5)
     ax.set_xlim(lo, hi)
