@@ -1,5 +1,7 @@
 """Drawing helpers shared by the plots and the explorers: ticks on log and log2 axes, a format's spacing
-staircase, its region boundaries and colours. Part of the package's base: it imports no topic module."""
+staircase, its region boundaries and colours, and the artists a plot function drew, by name
+(:func:`named_artists`: what the explorers move and the tests read). Part of the package's base: it
+imports no topic module."""
 
 from __future__ import annotations
 
@@ -89,15 +91,17 @@ def named_artists(ax: Axes) -> NamedArtists:
 def name_artist(ax: Axes, key: str, artist):
     """Name ``artist`` (an Artist, or a sequence of them: stored as a tuple) ``key`` among the artists
     drawn on ``ax``, and return it as given."""
+    if not isinstance(ax, Axes):
+        raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
     if not isinstance(key, str) or not key:
         raise TypeError(f"an artist's name must be a non-empty str, got {key!r}")
     if isinstance(artist, Artist):
         value = artist
     else:
-        value = tuple(artist)
-        bad = [a for a in value if not isinstance(a, Artist)]
+        value = tuple(artist) if isinstance(artist, (list, tuple)) else None
+        bad = [artist] if value is None else [a for a in value if not isinstance(a, Artist)]
         if bad:
-            raise TypeError(f"artist {key!r} must be an Artist or a sequence of Artists, got {bad[0]!r} in it")
+            raise TypeError(f"artist {key!r} must be an Artist or a list or tuple of Artists, got {bad[0]!r}")
     if not isinstance(getattr(ax, "_named_artists", None), NamedArtists):
         ax._named_artists = NamedArtists()
     ax._named_artists._artists[key] = value

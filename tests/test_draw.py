@@ -52,7 +52,6 @@ def test_pct_matches_the_printed_formats():
 
 def test_named_artists_are_read_only_and_say_which_names_exist():
     import matplotlib.pyplot as plt
-    from matplotlib.axes import Axes
 
     from amp_lessons._draw import NamedArtists, name_artist, named_artists
 
@@ -76,9 +75,12 @@ def test_named_artists_are_read_only_and_say_which_names_exist():
         named_artists(fig)
     with pytest.raises(TypeError, match="non-empty str"):
         name_artist(ax, "", line)
-    with pytest.raises(TypeError, match="'x'.*Artist"):
+    with pytest.raises(TypeError, match="'x' must be an Artist or a list or tuple of Artists, got 'x'"):
         name_artist(ax, "x", [line, "x"])
-    assert isinstance(ax, Axes)
+    with pytest.raises(TypeError, match="'n' must be .*, got 3"):
+        name_artist(ax, "n", 3)
+    with pytest.raises(TypeError, match="Axes"):
+        name_artist(fig, "line", line)
     plt.close(fig)
 
 
@@ -89,7 +91,7 @@ def _plot_inputs():
 
     from amp_lessons import debug, distributed, fp8, micro, scaling, tf32, timing
     from amp_lessons.autocast import output_dtypes
-    from amp_lessons.compiled import RunErrors
+    from amp_lessons.compiled import PrecisionErrors, RunErrors
 
     def mlp_runs(c):
         return {"loss": {"fp32": [1.0, 0.5], "fp16": [1.0, 0.9]}}
@@ -144,15 +146,9 @@ def _plot_inputs():
         "micro.plot_recipe_snr": lambda c: (({"weight": [{"recipe": "a", "SNR dB": 20.0}]},), {}),
         "micro.plot_tiny_updates": lambda c: ((tiny,), {}),
         "micro.plot_training": lambda c: (({"bf16": {"loss": [1.0, 0.5], "never moved": 0.1}},), {}),
-        "compiled.plot_errors": lambda c: ((compiled_errors(run),), {}),
+        "compiled.plot_errors": lambda c: ((PrecisionErrors("mlp", run, run),), {}),
         "compiled.plot_step_times": lambda c: (({"eager": timing.time_fn(lambda: None, repeats=1)},), {}),
     }
-
-
-def compiled_errors(run):
-    from amp_lessons.compiled import PrecisionErrors
-
-    return PrecisionErrors("mlp", run, run)
 
 
 def _public_plot_functions() -> list[str]:
