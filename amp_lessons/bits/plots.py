@@ -58,7 +58,8 @@ def plot_bit_layout(
     ``width`` (an int, at least the format's bits): draw on a row as wide as that many bits,
     starting at the left edge, so that layouts of different formats drawn with the same ``width``
     (e.g. 32) have boxes of one size and each field's width is proportional to its bits.
-    """
+    Named artists (:func:`amp_lessons._draw.named_artists`): the digits "bit digit" (a tuple, when there is a
+    value) and the caption "caption"."""
     f = get_format(fmt)
     if value is not None and code is not None:
         raise ValueError("give value or code, not both")
@@ -149,7 +150,9 @@ def _field_labels(ax: Axes, f: FloatFormat, box_pt: float) -> bool:
 def plot_spacing(formats=SPACING_FORMATS, ax=None) -> Axes:
     """Gap to the next representable value (ulp) against magnitude, log-log: one staircase per
     format from its smallest subnormal to its max, computed exactly from the format's constants.
-    Filled dots mark each max, hollow dots each smallest normal (left of it: subnormals)."""
+    Filled dots mark each max, hollow dots each smallest normal (left of it: subnormals).
+    Named artists (:func:`amp_lessons._draw.named_artists`): each format's staircase "<format>" and its dots
+    "<format> max" and "<format> smallest normal"."""
     fmts = as_formats(formats)
     ax = axes_for(ax, (9, 5))
     for f in fmts:
@@ -189,7 +192,9 @@ def plot_spacing(formats=SPACING_FORMATS, ax=None) -> Axes:
 def plot_range_precision(formats=None, ax=None) -> Axes:
     """Each format as a horizontal bar over the magnitudes it holds (log axis): hatched and light
     from the smallest subnormal to the smallest normal, solid from there to max. The bar's
-    thickness grows with the precision (mantissa bits + 1); the label gives eps and digits."""
+    thickness grows with the precision (mantissa bits + 1); the label gives eps and digits.
+    Named artists (:func:`amp_lessons._draw.named_artists`): each format's bars "<format> subnormals" and
+    "<format> normals"."""
     fmts = as_formats(FORMATS.values() if formats is None else formats)
     ax = axes_for(ax, (10, 0.5 * len(fmts) + 1.6))
     for row, f in enumerate(fmts):

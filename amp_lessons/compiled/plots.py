@@ -71,7 +71,8 @@ def plot_errors(errors: PrecisionErrors | dict, ax=None) -> Axes:
 @styled
 def plot_step_times(times: dict, ax=None) -> Axes:
     """Horizontal bars: the median time of each setting in ``times`` (from
-    :func:`amp_lessons.compiled.step_times`), in microseconds, measured on this machine."""
+    :func:`amp_lessons.compiled.step_times`), in microseconds, measured on this machine.
+    Named artists (:func:`amp_lessons._draw.named_artists`): the bars "times"."""
     if not isinstance(times, dict) or not times or not all(isinstance(t, Timing) for t in times.values()):
         raise TypeError("times must be the dict of Timing from compiled.step_times")
     ax = axes_for(ax, (7, 0.5 * len(times) + 1.5))

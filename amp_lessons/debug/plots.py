@@ -24,7 +24,8 @@ __all__ = [
 def plot_trace(trace: OverflowTrace, ax=None, *, leaves_only: bool = True) -> Axes:
     """Each module's largest finite output magnitude (log x, one row per module in forward order), with a
     vertical line at each traced format's largest finite value. Rows whose output holds inf/NaN, or would
-    overflow the first traced format, are red (their bars named ``"overflow"`` (:func:`amp_lessons._draw.named_artists`)); the others grey (``"ok"``)."""
+    overflow the first traced format, are red; the others grey.
+    Named artists (:func:`amp_lessons._draw.named_artists`): the bars "overflow" and "ok", each format's line "max-<format>"."""
     if not isinstance(trace, OverflowTrace):
         raise TypeError(f"trace must be an OverflowTrace from debug.trace_overflow, got {type(trace).__name__}")
     rows = trace.rows(flag(leaves_only, "leaves_only"))

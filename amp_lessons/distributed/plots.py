@@ -23,8 +23,8 @@ _METHOD_STYLE = {"bf16 ring": ("bf16", "-"), "bf16 pairwise": ("bf16", "--"), "f
 @styled
 def plot_reduction_error(result: ReductionError, ax=None) -> Axes:
     """Normwise relative error of each reduction method against the world size (log-log), one line per
-    method (named by the method (:func:`amp_lessons._draw.named_artists`)); a method whose error is 0 at some world size is drawn at 1e-10 and
-    its zero points marked with an open circle."""
+    method; a method whose error is 0 at some world size is drawn at 1e-10 and its zero points marked with an
+    open circle. Named artists (:func:`amp_lessons._draw.named_artists`): each method's line by the method."""
     if not isinstance(result, ReductionError):
         raise TypeError(
             f"result must be a ReductionError from distributed.reduction_error, got {type(result).__name__}"
@@ -57,8 +57,8 @@ def plot_reduction_error(result: ReductionError, ax=None) -> Axes:
 @styled
 def plot_memory_per_parameter(rows, ax=None) -> Axes:
     """Stacked horizontal bars: the bytes per parameter one rank holds under each setting (a list of
-    :class:`MemoryRow`), by component (bars named "parameters", "gradients", "optimizer states"), with the
-    arithmetic's total marked by a black tick (named "expected"): (:func:`amp_lessons._draw.named_artists`)."""
+    :class:`MemoryRow`), by component, with the arithmetic's total marked by a black tick.
+    Named artists (:func:`amp_lessons._draw.named_artists`): the bars "parameters", "gradients", "optimizer states" and the ticks "expected"."""
     if not isinstance(rows, (list, tuple)) or not rows or not all(isinstance(r, MemoryRow) for r in rows):
         raise TypeError("rows must be a non-empty list of MemoryRow from distributed.bytes_per_parameter")
     ax = axes_for(ax, (9, 0.55 * len(rows) + 1.6))

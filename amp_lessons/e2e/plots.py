@@ -37,7 +37,8 @@ _E2E_DTYPE_COLORS = {
 def plot_throughput(rows, ax=None) -> Axes:
     """TFLOP/s against matrix size (log-log), one line per dtype, from the rows of
     :func:`amp_lessons.e2e.matmul_throughput`. Skipped rows are not drawn; the legend says how
-    many sizes of a dtype were skipped."""
+    many sizes of a dtype were skipped.
+    Named artists (:func:`amp_lessons._draw.named_artists`): each measured dtype's line by the dtype."""
     rows = list(rows) if not isinstance(rows, dict) else None
     if not rows or not all(isinstance(r, dict) and {"size", "dtype", "tflops", "skipped"} <= set(r) for r in rows):
         raise TypeError("rows must be the non-empty list returned by amp_lessons.e2e.matmul_throughput")
@@ -73,7 +74,8 @@ def _mib(b) -> str:
 def plot_training_runs(results, ax=None) -> Axes:
     """Loss curves of the :func:`amp_lessons.e2e.train` results that ran; each legend entry gives
     the median step time and the peak memory of a step. Runs that did not run are listed under
-    the plot with the first part of their reason."""
+    the plot with the first part of their reason.
+    Named artists (:func:`amp_lessons._draw.named_artists`): each run's curve by its config."""
     results = list(results.values()) if isinstance(results, dict) else list(results)
     if not results or not all(isinstance(r, dict) and "config" in r and "ran" in r for r in results):
         raise TypeError("results must be a non-empty list of dicts returned by amp_lessons.e2e.train")

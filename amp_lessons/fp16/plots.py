@@ -67,7 +67,9 @@ def plot_running_sums(
     stops there, and a triangle marks the term where it became inf; ``limit`` (e.g. fp16's max
     65504) adds a dotted horizontal line, labelled ``limit_label`` (default "limit <value>").
     ``minus`` (a label, e.g. "exact") plots every other line minus that one: the error of each
-    running sum, which shows small losses (swamping) that the sums themselves hide."""
+    running sum, which shows small losses (swamping) that the sums themselves hide.
+    Named artists (:func:`amp_lessons._draw.named_artists`): each line by its label, its inf marker "<label>
+    inf", the line "limit"."""
     if not isinstance(values_by_label, dict) or not values_by_label:
         raise TypeError("values_by_label must be a non-empty dict {label: partial sums}")
     lines = {str(label): series(v, label) for label, v in values_by_label.items()}
@@ -142,7 +144,9 @@ def plot_gradient_histogram(census: dict, fmt="fp16", ax=None, *, scale=1.0) -> 
     to zero (below half the smallest subnormal), subnormal, normal, overflow. The legend gives
     each kind's fractions to two decimals, as lessons 03 and 05 print them (exact zeros, which a log axis
     cannot show, included). ``scale``
-    multiplies the gradients first (in float32), as loss scaling does."""
+    multiplies the gradients first (in float32), as loss scaling does.
+    Named artists (:func:`amp_lessons._draw.named_artists`): the histograms "weight gradients" and "activation
+    gradients", the regions "region <region>"."""
     if not isinstance(census, dict) or not {"weights", "activations"} <= set(census):
         raise TypeError(
             "census must be the dict returned by amp_lessons.fp16.gradient_census (keys 'weights' and 'activations')"
@@ -198,7 +202,8 @@ _RUN_STYLES = {
 def plot_loss_curves(result: dict, ax=None) -> Axes:
     """Training loss against step (log y) of each run of
     :func:`amp_lessons.fp16.train_master_weights`; the legend gives each run's final loss and the
-    share of its weight updates that were lost to rounding."""
+    share of its weight updates that were lost to rounding.
+    Named artists (:func:`amp_lessons._draw.named_artists`): each run's curve by its name."""
     ax = plot_runs(
         result,
         ax,
@@ -231,7 +236,9 @@ def plot_format_regions(value: float, formats=REGION_FORMATS, ax=None, *, xlim=(
     """One row per format on a log magnitude axis: where a value rounds to zero (grey), is
     subnormal (yellow), normal (green, the format's colour as an edge) or overflows (red: inf;
     grey hatched: saturates at max; purple: NaN); a vertical line marks where ``|value|`` lands
-    (a triangle at the edge when it is outside ``xlim``; nothing for NaN)."""
+    (a triangle at the edge when it is outside ``xlim``; nothing for NaN).
+    Named artists (:func:`amp_lessons._draw.named_artists`): each format's region bars "<format> <region>",
+    the line "marker" and its dots "marker dots"."""
     fmts = as_formats(formats)
     value = real(value, "value")
     if not (isinstance(xlim, (list, tuple)) and len(xlim) == 2):

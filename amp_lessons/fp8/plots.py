@@ -104,7 +104,9 @@ def plot_scaling_errors(rows, ax=None) -> Axes:
     infinite error (a value overflowed to inf) is a hatched bar to the top, labelled "inf". Once a
     tensor fits the window these bars are nearly equal, so the bottom panel (log y) shows what the
     methods change: the share of values flushed to 0, saturated at max or overflowed to inf (0: a short bar on the
-    bottom edge, labelled "0"). Made under ``ax`` (an inset) when ``ax`` is given."""
+    bottom edge, labelled "0"). Made under ``ax`` (an inset) when ``ax`` is given.
+    Named artists (:func:`amp_lessons._draw.named_artists`): each method's error bars by the method and its
+    bars of the lower panel "<method> lost"."""
     rows = list(rows) if not isinstance(rows, dict) else None
     if not rows or not all(isinstance(r, dict) and {"tensor", "method", "relative error"} <= set(r) for r in rows):
         raise TypeError("rows must be the non-empty list returned by amp_lessons.fp8.scaling_errors")

@@ -51,7 +51,8 @@ def plot_tiny_updates(result: dict, ax=None) -> Axes:
 def plot_training(results: dict, ax=None) -> Axes:
     """Loss curves of :func:`amp_lessons.micro.train_low_precision` (log scale); each legend entry gives the
     run's final loss and share of weights that never moved, written as lesson 10 prints them. The legend sits
-    below the axes, which keep the figure's full width."""
+    below the axes, which keep the figure's full width.
+    Named artists (:func:`amp_lessons._draw.named_artists`): each run's curve by its name."""
     ax = axes_for(ax, (10, 4.5))
     for m, r in results.items():
         (line,) = ax.plot(

@@ -51,7 +51,9 @@ def plot_scale_sweep(sweep: dict, ax=None, *, window=None) -> Axes:
     overflow, against the loss scale (a :func:`amp_lessons.scaling.scale_sweep`; x: log2 of the
     scale, log y). ``window`` (a pair of scales, default
     :func:`~amp_lessons.scaling.safe_window` of the sweep; False for none) is shaded. A fraction of
-    exactly 0 cannot sit on a log axis: it is drawn on the bottom edge."""
+    exactly 0 cannot sit on a log axis: it is drawn on the bottom edge.
+    Named artists (:func:`amp_lessons._draw.named_artists`): each curve by its key in ``sweep``, the span
+    "window"."""
 
     if not isinstance(sweep, dict) or not {"scale", "underflow", "subnormal", "overflow"} <= set(sweep):
         raise TypeError("sweep must be the dict returned by amp_lessons.scaling.scale_sweep")
@@ -106,7 +108,9 @@ def plot_scaled_histogram(census: dict, exponent: int = 0, fmt="fp16", ax=None, 
     """The census's gradients multiplied by ``2**exponent``: histogram of log2 |g x scale| (one bar
     per binade) over ``fmt``'s regions, on an x axis wide enough for every exponent up to
     ``max_exponent`` (so pictures for different scales line up). Multiplying by a power of two
-    shifts log2 |g| exactly, so the bars just move right."""
+    shifts log2 |g| exactly, so the bars just move right.
+    Named artists (:func:`amp_lessons._draw.named_artists`): the histograms "<kind> fill" and "<kind> edge",
+    the regions "region <region>"."""
     if not isinstance(census, dict) or not {"weights", "activations"} <= set(census):
         raise TypeError(
             "census must be the dict returned by amp_lessons.fp16.gradient_census (keys 'weights' and 'activations')"
@@ -181,7 +185,9 @@ _HISTORY_STYLES = {
 def plot_scaler_history(history, ax=None) -> Axes:
     """The loss scale used at each step (y: log2 of the scale, ticks ``2^k``), skipped steps marked
     with red crosses, from :func:`amp_lessons.scaling.simulate_scaler` or the rows of
-    :func:`~amp_lessons.scaling.compare_with_gradscaler` (then both scalers, one over the other)."""
+    :func:`~amp_lessons.scaling.compare_with_gradscaler` (then both scalers, one over the other).
+    Named artists (:func:`amp_lessons._draw.named_artists`): each scaler's staircase by its name ("scale" for
+    one history) and its marks "<name> skipped"."""
     series = _history_series(history)
     ax = axes_for(ax, (9, 4.2))
     ys_all = []
@@ -242,7 +248,8 @@ _TRAIN_STYLES = {
 @styled
 def plot_train_comparison(result: dict, ax=None) -> Axes:
     """Loss against step (log y) of each run of :func:`amp_lessons.scaling.train_comparison`; the
-    legend gives each run's final loss and its share of exactly-zero gradient elements."""
+    legend gives each run's final loss and its share of exactly-zero gradient elements.
+    Named artists (:func:`amp_lessons._draw.named_artists`): each run's curve by its name."""
     ax = plot_runs(
         result,
         ax,

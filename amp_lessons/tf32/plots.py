@@ -42,7 +42,9 @@ def plot_error_vs_k(data: dict, ax=None, *, extra: dict | None = None) -> Axes:
     sqrt(K) (slope 1/2 on these axes), a third of the way below the first point of the lowest line
     whose inputs are rounded (tf32, bf16, fp16, or any other but fp32), so that it stays visible
     next to the lines it is compared with. ``extra`` ({label: [rms per K]}) adds more lines (e.g. a
-    designed format), labelled as given."""
+    designed format), labelled as given.
+    Named artists (:func:`amp_lessons._draw.named_artists`): each line by its key in ``data["rms"]`` or
+    ``extra``, and the guide "sqrt K guide"."""
     if not isinstance(data, dict) or not {"k", "rms"} <= set(data):
         raise TypeError("data must be the dict returned by amp_lessons.tf32.error_vs_k (keys 'k', 'rms')")
     ks = np.asarray(data["k"], dtype=float)
@@ -79,7 +81,8 @@ def plot_matmul_errors(errors, ax=None, *, reference: dict | None = None) -> Axe
     """Relative error (max error / mean |fp64 result|) of each matmul variant as horizontal bars
     on a log axis, each labelled with its value; modelled variants (``how`` ending in "(model)") hatched.
     ``reference`` ({label: rel_error}) adds labelled reference figures (e.g. a published A100 figure) as
-    grey bars. The legend (outside the axes) says what solid, hatched and grey bars are."""
+    grey bars. The legend (outside the axes) says what solid, hatched and grey bars are.
+    Named artists (:func:`amp_lessons._draw.named_artists`): each bar by its variant (or reference) label."""
     rows = [(e.variant, e.rel_error, e.how) for e in errors]
     if not rows:
         raise ValueError("errors is empty: pass the list from amp_lessons.tf32.matmul_errors")
