@@ -1,14 +1,18 @@
 """Drawing helpers shared by the plots and the explorers: ticks on log and log2 axes, a format's spacing
-staircase, its region boundaries and colours. Part of the package's base: it imports no topic module."""
+staircase, its region boundaries and colours, and the artists a plot function drew, by name
+(:func:`named_artists`: what the explorers move and the tests read). Part of the package's base: it
+imports no topic module."""
 
 from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterator, Mapping
 
 import matplotlib.pyplot as plt
 import numpy as np
 import torch
+from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.ticker import FuncFormatter, NullLocator
 
@@ -23,12 +27,15 @@ __all__ = [
     "OVERFLOW_COLOR",
     "REGION_COLORS",
     "SUPERSCRIPT",
+    "NamedArtists",
     "as_formats",
     "axes_for",
     "bar_height",
     "decade_ticks",
     "format_label",
     "legend_outside",
+    "name_artist",
+    "named_artists",
     "overflow_threshold",
     "pct",
     "plot_runs",
@@ -45,6 +52,60 @@ __all__ = [
 OVERFLOW_COLOR = "#B00020"
 REGION_COLORS = {"zero": "#BBBBBB", "subnormal": "#F2C14E", "normal": "#8CC084", "overflow": OVERFLOW_COLOR}
 SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074\u2075\u2076\u2077\u2078\u2079")
+
+
+class NamedArtists(Mapping):
+    """The artists the plot functions drew on one Axes, by name (read-only): each an Artist, or a tuple
+    of Artists where one name covers several (the digits of a bit layout, the bars of a bar chart).
+    :func:`named_artists` gives an Axes' mapping, :func:`name_artist` adds to it; a name drawn again names
+    the newer artist. Looking up a missing name raises a KeyError that lists the names there are."""
+
+    def __init__(self) -> None:
+        self._artists: dict[str, Artist | tuple[Artist, ...]] = {}
+
+    def __getitem__(self, key: str) -> Artist | tuple[Artist, ...]:
+        try:
+            return self._artists[key]
+        except KeyError:
+            have = ", ".join(map(repr, self._artists)) or "none"
+            raise KeyError(f"no artist named {key!r} on this Axes; its named artists: {have}") from None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._artists)
+
+    def __len__(self) -> int:
+        return len(self._artists)
+
+    def __repr__(self) -> str:
+        return f"NamedArtists({', '.join(map(repr, self._artists))})"
+
+
+def named_artists(ax: Axes) -> NamedArtists:
+    """The artists the plot functions drew on ``ax`` (or on axes beside it, for a plot of several
+    panels), by name: an empty mapping for an Axes no plot function drew on."""
+    if not isinstance(ax, Axes):
+        raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
+    return getattr(ax, "_named_artists", None) or NamedArtists()
+
+
+def name_artist(ax: Axes, key: str, artist):
+    """Name ``artist`` (an Artist, or a sequence of them: stored as a tuple) ``key`` among the artists
+    drawn on ``ax``, and return it as given."""
+    if not isinstance(ax, Axes):
+        raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
+    if not isinstance(key, str) or not key:
+        raise TypeError(f"an artist's name must be a non-empty str, got {key!r}")
+    if isinstance(artist, Artist):
+        value = artist
+    else:
+        value = tuple(artist) if isinstance(artist, (list, tuple)) else None
+        bad = [artist] if value is None else [a for a in value if not isinstance(a, Artist)]
+        if bad:
+            raise TypeError(f"artist {key!r} must be an Artist or a list or tuple of Artists, got {bad[0]!r}")
+    if not isinstance(getattr(ax, "_named_artists", None), NamedArtists):
+        ax._named_artists = NamedArtists()
+    ax._named_artists._artists[key] = value
+    return artist
 
 
 def pow2(k: int) -> str:
@@ -127,7 +188,7 @@ def region_spans(ax: Axes, f: FloatFormat, lo: float, hi: float) -> None:
         a, b = max(a, lo), min(b, hi)
         if b <= a:
             continue
-        ax.axvspan(a, b, color=REGION_COLORS[region], alpha=0.25, lw=0, gid=f"region {region}")
+        name_artist(ax, f"region {region}", ax.axvspan(a, b, color=REGION_COLORS[region], alpha=0.25, lw=0))
         ax.text(
             (a + b) / 2,
             1.0,
@@ -220,5 +281,6 @@ def plot_runs(result: dict, ax, *, source: str, note_key: str, note: str, styles
         label = f"{run}: final loss {y[-1]:.3g}"
         if run in extra:
             label += ", " + note.format(pct(extra[run]))
-        ax.plot(np.arange(y.size), y, label=label, gid=run, **styles.get(run, dict(color=format_color(run), lw=1.8)))
+        style = styles.get(run, dict(color=format_color(run), lw=1.8))
+        name_artist(ax, run, ax.plot(np.arange(y.size), y, label=label, **style)[0])
     return ax

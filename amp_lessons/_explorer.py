@@ -22,7 +22,6 @@ from .style import explorer_dpi, style_context
 __all__ = [
     "Explorer",
     "Picture",
-    "by_gid",
     "encode_png",
     "error_html",
     "failure_html",
@@ -177,10 +176,6 @@ class Explorer:
         finally:
             if changed:
                 self.update()
-
-
-def by_gid(ax, gid):
-    return [a for a in ax.get_children() if a.get_gid() == gid]
 
 
 def image() -> widgets.Image:

@@ -45,3 +45,170 @@ def test_pct_matches_the_printed_formats():
         assert pct(x, 1) == f"{x:.1%}" and pct(x, 2) == f"{x:.2%}"
     assert pct(0.000253, 1) == "<0.1%" and pct(0.000253, 2) == "0.03%" and pct(0.00004, 2) == "<0.01%"
     assert pct(0, 1) == "0%" and pct(0.000253) == "0.0253%" and pct(0.00001) == "<0.01%"
+
+
+# --- named artists ----------------------------------------------------------------------------------
+
+
+def test_named_artists_are_read_only_and_say_which_names_exist():
+    import matplotlib.pyplot as plt
+
+    from amp_lessons._draw import NamedArtists, name_artist, named_artists
+
+    fig, ax = plt.subplots()
+    assert len(named_artists(ax)) == 0  # an Axes no plot function drew on
+    (line,) = ax.plot([0, 1], [0, 1])
+    assert name_artist(ax, "line", line) is line
+    bars = ax.bar([0, 1], [1, 2])
+    name_artist(ax, "bars", bars)
+    named = named_artists(ax)
+    assert isinstance(named, NamedArtists) and list(named) == ["line", "bars"]
+    assert named["line"] is line and named["bars"] == tuple(bars) and type(named["bars"]) is tuple
+    with pytest.raises(KeyError, match="no artist named 'nope' on this Axes; its named artists: 'line', 'bars'"):
+        named["nope"]
+    with pytest.raises(TypeError):
+        named["line"] = line  # read-only
+    (newer,) = ax.plot([1, 0], [0, 1])
+    name_artist(ax, "line", newer)
+    assert named_artists(ax)["line"] is newer  # a name drawn again names the newer artist
+    with pytest.raises(TypeError, match="Axes"):
+        named_artists(fig)
+    with pytest.raises(TypeError, match="non-empty str"):
+        name_artist(ax, "", line)
+    with pytest.raises(TypeError, match="'x' must be an Artist or a list or tuple of Artists, got 'x'"):
+        name_artist(ax, "x", [line, "x"])
+    with pytest.raises(TypeError, match="'n' must be .*, got 3"):
+        name_artist(ax, "n", 3)
+    with pytest.raises(TypeError, match="Axes"):
+        name_artist(fig, "line", line)
+    plt.close(fig)
+
+
+def _plot_inputs():
+    """The cheapest valid inputs of every public plot function, by ``topic.plot_name``: a function of the
+    (module-wide) gradient census, giving ``(args, kwargs)``."""
+    import torch
+
+    from amp_lessons import debug, distributed, fp8, micro, scaling, tf32, timing
+    from amp_lessons.autocast import output_dtypes
+    from amp_lessons.compiled import PrecisionErrors, RunErrors
+
+    def mlp_runs(c):
+        return {"loss": {"fp32": [1.0, 0.5], "fp16": [1.0, 0.9]}}
+
+    def trace(c):
+        return debug.trace_overflow(debug.t5_like_model(), debug.t5_like_batch()[0])
+
+    def maps(c):
+        model, (x, _) = debug.t5_like_model(), debug.t5_like_batch()
+        return [debug.dtype_map(model, x, loss_fn=lambda o: o.float().sum(), setting="fp32")]
+
+    small = {"g": torch.logspace(-12, 4, 64)}
+    steps = 3
+    tiny = {"steps": steps, "exact": torch.linspace(1.0, 1.0003, steps)}
+    tiny.update({m: torch.ones(steps) for m in micro.UPDATE_METHODS})
+    run = RunErrors(1e-2, 3e-3, equals_eager=False, ulps_from_eager=1.0, fraction_differing=0.1)
+    e2e_rows = [
+        {"size": 64, "dtype": "fp32", "median_s": 1e-4, "tflops": 0.005, "percent_of_peak": None, "skipped": None}
+    ]
+    return {
+        "bits.plot_bit_layout": lambda c: (("fp16", 1.0), {}),
+        "bits.plot_number_line": lambda c: (("fp4_e2m1",), {}),
+        "bits.plot_range_precision": lambda c: ((["fp16"],), {}),
+        "bits.plot_rounding_error": lambda c: (("fp16",), dict(x=[1.5, 1.0, 7e4])),
+        "bits.plot_spacing": lambda c: ((("fp16",),), {}),
+        "tf32.plot_error_vs_k": lambda c: (({"k": [16, 64], "rms": {"tf32": [1e-3, 2e-3]}},), {}),
+        "tf32.plot_matmul_errors": lambda c: (([tf32.MatmulError("fp32", 1e-4, 1e-6, 1e-5, "measured")],), {}),
+        "fp16.plot_format_regions": lambda c: ((1e-5, ["fp16"]), {}),
+        "fp16.plot_gradient_histogram": lambda c: ((c,), {}),
+        "fp16.plot_loss_curves": lambda c: ((mlp_runs(c),), {}),
+        "fp16.plot_running_sums": lambda c: (({"a": [1.0, float("inf")]},), dict(limit=65504)),
+        "autocast.plot_output_dtypes": lambda c: ((output_dtypes({"mm": lambda x: x @ x}, torch.ones(2, 2)),), {}),
+        "scaling.plot_scale_sweep": lambda c: ((scaling.scale_sweep(c, range(0, 4)),), dict(window=(1.0, 4.0))),
+        "scaling.plot_scaled_histogram": lambda c: ((c, 0), {}),
+        "scaling.plot_scaler_history": lambda c: ((scaling.simulate_scaler(4, (1,)),), {}),
+        "scaling.plot_train_comparison": lambda c: ((mlp_runs(c),), {}),
+        "e2e.plot_inference": lambda c: (([{"variant": "fp32", "max_abs_error": 0.0, "time_s": 1e-3}],), {}),
+        "e2e.plot_throughput": lambda c: ((e2e_rows,), {}),
+        "e2e.plot_training_runs": lambda c: (
+            ([{"config": "fp32", "ran": True, "loss": [2.0, 1.0], "step_time_s": 0.01, "peak_memory_bytes": 2**20}],),
+            {},
+        ),
+        "fp8.plot_fp8_window": lambda c: ((small,), {}),
+        "fp8.plot_scaling_errors": lambda c: ((fp8.scaling_errors(small),), {}),
+        "debug.plot_bytes_per_parameter": lambda c: ((maps(c),), {}),
+        "debug.plot_trace": lambda c: ((trace(c),), {}),
+        "distributed.plot_memory_per_parameter": lambda c: (
+            ([distributed.MemoryRow("fp32", 2, 4.0, 4.0, 8.0, 16.0)],),
+            {},
+        ),
+        "distributed.plot_reduction_error": lambda c: ((distributed.reduction_error((2, 4), elements=8),), {}),
+        "micro.plot_recipe_snr": lambda c: (({"weight": [{"recipe": "a", "SNR dB": 20.0}]},), {}),
+        "micro.plot_tiny_updates": lambda c: ((tiny,), {}),
+        "micro.plot_training": lambda c: (({"bf16": {"loss": [1.0, 0.5], "never moved": 0.1}},), {}),
+        "compiled.plot_errors": lambda c: ((PrecisionErrors("mlp", run, run),), {}),
+        "compiled.plot_step_times": lambda c: (({"eager": timing.time_fn(lambda: None, repeats=1)},), {}),
+    }
+
+
+def _public_plot_functions() -> list[str]:
+    import importlib
+
+    from amp_lessons.course import TOPICS
+
+    return [
+        f"{topic}.{name}"
+        for topic in TOPICS
+        for name in importlib.import_module(f"amp_lessons.{topic}").__all__
+        if name.startswith("plot_")
+    ]
+
+
+@pytest.fixture(scope="module")
+def census():
+    from amp_lessons.fp16 import gradient_census
+
+    return gradient_census()
+
+
+def _drawn(fig) -> set[int]:
+    return {id(a) for a in fig.findobj()}
+
+
+@pytest.mark.parametrize("qualname", _public_plot_functions())
+@pytest.mark.parametrize("given_axes", [False, True], ids=["own figure", "given axes"])
+def test_every_plot_function_names_the_artists_it_draws(qualname, given_axes, census):
+    """Every public plot function of every topic names what it drew (:func:`amp_lessons._draw.named_artists`
+    of the Axes it returns), in its own figure or on an Axes it is given; every named artist is an
+    Artist drawn in the returned Axes' figure."""
+    import importlib
+
+    import matplotlib.pyplot as plt
+    from matplotlib.artist import Artist
+
+    from amp_lessons._draw import named_artists
+
+    inputs = _plot_inputs()
+    if qualname not in inputs:
+        pytest.fail(f"{qualname} is public but has no inputs in tests/test_draw.py's _plot_inputs: add its cheapest")
+    topic, name = qualname.split(".")
+    plot = getattr(importlib.import_module(f"amp_lessons.{topic}"), name)
+    args, kwargs = inputs[qualname](census)
+    if given_axes:
+        fig, given = plt.subplots()
+        kwargs = dict(kwargs, ax=given)
+    ax = plot(*args, **kwargs)
+    if given_axes:
+        assert ax is given
+    named = named_artists(ax)
+    assert len(named) > 0, f"{qualname} names none of its artists"
+    drawn = _drawn(ax.figure)
+    for key, value in named.items():
+        artists = value if isinstance(value, tuple) else (value,)
+        assert all(isinstance(a, Artist) for a in artists), f"{qualname}: {key!r} is not an Artist or a tuple of them"
+        assert all(id(a) in drawn for a in artists), f"{qualname}: {key!r} is not drawn in the returned figure"
+    plt.close("all")
+
+
+def test_the_plot_inputs_name_only_public_plot_functions():
+    assert set(_plot_inputs()) == set(_public_plot_functions())

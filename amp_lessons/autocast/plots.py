@@ -6,7 +6,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.patches import Patch, Rectangle
 
-from .._draw import axes_for, legend_outside, styled
+from .._draw import axes_for, legend_outside, name_artist, styled
 from ..style import format_color
 
 __all__ = [
@@ -23,7 +23,7 @@ def plot_output_dtypes(table: dict, ax=None) -> Axes:
     """A grid, one row per op and one column per device type, each cell coloured and labelled by the dtype
     the op's output lands in (``table``: :func:`amp_lessons.autocast.output_dtypes`'s result). Low-precision
     cells are coloured by format (fp16 blue, bf16 orange), fp32 grey, fp64 purple, a refused call white with
-    "error". Each cell is a patch whose gid is ``"<label>|<device>|<dtype>"``."""
+    "error". Each cell is a patch named ``"<label>|<device>|<dtype>"`` (:func:`amp_lessons._draw.named_artists`)."""
     if not isinstance(table, dict) or not table or not all(isinstance(v, dict) and v for v in table.values()):
         raise TypeError("table must be autocast.output_dtypes(...)'s result: {label: {device_type: dtype name}}")
     labels = list(table)
@@ -37,8 +37,8 @@ def plot_output_dtypes(table: dict, ax=None) -> Axes:
             name = str(table[label][dev])
             short = _SHORT.get(name, name)
             color = _COLORS.get(short, _ERROR_COLOR)
-            ax.add_patch(Rectangle((j + 0.04, y + 0.06), 0.92, 0.88, facecolor=color, edgecolor="#444444", lw=0.8,
-                                   gid=f"{label}|{dev}|{name}"))  # fmt: skip
+            cell = Rectangle((j + 0.04, y + 0.06), 0.92, 0.88, facecolor=color, edgecolor="#444444", lw=0.8)
+            name_artist(ax, f"{label}|{dev}|{name}", ax.add_patch(cell))
             dark = short in ("fp16", "fp64")
             ax.text(j + 0.5, y + 0.5, short, ha="center", va="center", color="white" if dark else "black",
                     fontweight="bold" if short != "fp32" else "normal")  # fmt: skip

@@ -11,9 +11,10 @@ import numpy as np
 from .._draw import (
     bar_height,
     decade_ticks,
+    named_artists,
     staircase,
 )
-from .._explorer import Explorer, Picture, by_gid, error_html, failure_html, num, parse_value, readout_table
+from .._explorer import Explorer, Picture, error_html, failure_html, num, parse_value, readout_table
 from .._table import TONES
 from .._validate import int_in, integer
 from ..bits.describe import BitInfo, describe_code, describe_value
@@ -246,7 +247,7 @@ class BitExplorer(Explorer):
             with style_context():
                 ax = pic.fig.add_axes((0.01, 0.01, 0.98, 0.86))
                 plot_bit_layout(f, 0.0, ax=ax, caption=False)
-            texts = by_gid(ax, "bit digit")
+            texts = named_artists(ax)["bit digit"]
             for t in texts:
                 t.set_visible(False)
             size = (0.75 * texts[0].get_fontsize()) ** 2
@@ -374,10 +375,11 @@ class FormatDesigner(Explorer):
             right.get_legend().remove()
             right.set_yticks(right.get_yticks(), ["your design", *[t.get_text() for t in right.get_yticklabels()[1:]]])
             right.set_title("Range and precision (hatched: subnormals)", fontsize=12)
-        (line,) = by_gid(left, "design")
+        spacing, bars = named_artists(left), named_artists(right)
+        line = spacing["design"]
         line.set(lw=3.2, zorder=3)
-        (top,), (normal,) = by_gid(left, "design max"), by_gid(left, "design smallest normal")
-        (sub_bar,), (normal_bar,) = by_gid(right, "design subnormals"), by_gid(right, "design normals")
+        top, normal = spacing["design max"], spacing["design smallest normal"]
+        sub_bar, normal_bar = bars["design subnormals"], bars["design normals"]
         pic.freeze(dict(line=line, top=top, normal=normal, sub_bar=sub_bar, normal_bar=normal_bar))
         return pic
 

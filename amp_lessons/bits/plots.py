@@ -18,6 +18,7 @@ from .._draw import (
     decade_ticks,
     format_label,
     legend_outside,
+    name_artist,
     pow2,
     styled,
 )
@@ -57,7 +58,8 @@ def plot_bit_layout(
     ``width`` (an int, at least the format's bits): draw on a row as wide as that many bits,
     starting at the left edge, so that layouts of different formats drawn with the same ``width``
     (e.g. 32) have boxes of one size and each field's width is proportional to its bits.
-    """
+    Named artists (:func:`amp_lessons._draw.named_artists`): the digits "bit digit" (a tuple, when there is a
+    value) and the caption "caption"."""
     f = get_format(fmt)
     if value is not None and code is not None:
         raise ValueError("give value or code, not both")
@@ -78,6 +80,7 @@ def plot_bit_layout(
     box_pt = ax.figure.get_figwidth() * 72 * frac / span
     fields = ["sign"] + ["exponent"] * e + ["mantissa"] * f.mantissa_bits
     digits = format(info.code, f"0{n}b") if info is not None and info.code is not None else ""
+    texts = []
     for i, field in enumerate(fields):
         # add_artist, not add_patch: the limits are fixed, so skip the (slow) data-limit update
         ax.add_artist(Rectangle((i, 0), 1, 1, facecolor=FIELD_COLORS[field], edgecolor="#333333", lw=1))
@@ -91,23 +94,25 @@ def plot_bit_layout(
             fontsize=min(9.0, max(5.0, 0.32 * box_pt)),
         )
         if digits:
-            ax.text(
+            t = ax.text(
                 i + 0.5,
                 0.5,
                 digits[i],
                 ha="center",
                 va="center",
                 family="monospace",
-                gid="bit digit",
                 fontsize=min(16.0, max(6.0, 0.55 * box_pt)),
                 fontweight="bold",
             )
+            texts.append(t)
+    if texts:
+        name_artist(ax, "bit digit", texts)
     low = _field_labels(ax, f, box_pt)
     caption = caption and info is not None
     ax.set_ylim(-0.75 if low else -0.55, 2.3 if caption else 1.45)
     ax.set_title(f"{f.name} (e{e}m{f.mantissa_bits}, {f.encoding}): {n} bits")
     if caption:
-        ax.text(
+        text = ax.text(
             left + 0.1,
             1.5,
             info.caption,
@@ -116,8 +121,8 @@ def plot_bit_layout(
             family="monospace",
             fontsize=10,
             linespacing=1.4,
-            gid="caption",
         )
+        name_artist(ax, "caption", text)
     return ax
 
 
@@ -145,7 +150,9 @@ def _field_labels(ax: Axes, f: FloatFormat, box_pt: float) -> bool:
 def plot_spacing(formats=SPACING_FORMATS, ax=None) -> Axes:
     """Gap to the next representable value (ulp) against magnitude, log-log: one staircase per
     format from its smallest subnormal to its max, computed exactly from the format's constants.
-    Filled dots mark each max, hollow dots each smallest normal (left of it: subnormals)."""
+    Filled dots mark each max, hollow dots each smallest normal (left of it: subnormals).
+    Named artists (:func:`amp_lessons._draw.named_artists`): each format's staircase "<format>" and its dots
+    "<format> max" and "<format> smallest normal"."""
     fmts = as_formats(formats)
     ax = axes_for(ax, (9, 5))
     for f in fmts:
@@ -154,17 +161,17 @@ def plot_spacing(formats=SPACING_FORMATS, ax=None) -> Axes:
         if xs.size == 0:
             ax.plot([], [], color=color, label=f"{format_label(f)}: no positive values")
             continue
-        ax.step(xs, ys, where="post", color=color, label=format_label(f), gid=f.name)
-        ax.plot([f.max], [ys[-1]], "o", color=color, gid=f"{f.name} max")
-        ax.plot(
+        name_artist(ax, f.name, ax.step(xs, ys, where="post", color=color, label=format_label(f))[0])
+        name_artist(ax, f"{f.name} max", ax.plot([f.max], [ys[-1]], "o", color=color)[0])
+        (normal,) = ax.plot(
             [f.smallest_normal],
             [math.ldexp(1.0, f.emin - f.mantissa_bits)],
             "o",
             mfc="white",
             mec=color,
             mew=1.5,
-            gid=f"{f.name} smallest normal",
         )
+        name_artist(ax, f"{f.name} smallest normal", normal)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("magnitude |x|")
@@ -185,13 +192,15 @@ def plot_spacing(formats=SPACING_FORMATS, ax=None) -> Axes:
 def plot_range_precision(formats=None, ax=None) -> Axes:
     """Each format as a horizontal bar over the magnitudes it holds (log axis): hatched and light
     from the smallest subnormal to the smallest normal, solid from there to max. The bar's
-    thickness grows with the precision (mantissa bits + 1); the label gives eps and digits."""
+    thickness grows with the precision (mantissa bits + 1); the label gives eps and digits.
+    Named artists (:func:`amp_lessons._draw.named_artists`): each format's bars "<format> subnormals" and
+    "<format> normals"."""
     fmts = as_formats(FORMATS.values() if formats is None else formats)
     ax = axes_for(ax, (10, 0.5 * len(fmts) + 1.6))
     for row, f in enumerate(fmts):
         color, h = format_color(f.name), bar_height(f)
         if f.mantissa_bits:
-            ax.barh(
+            (bar,) = ax.barh(
                 row,
                 f.smallest_normal - f.smallest_subnormal,
                 left=f.smallest_subnormal,
@@ -201,12 +210,11 @@ def plot_range_precision(formats=None, ax=None) -> Axes:
                 hatch="///",
                 edgecolor=color,
                 lw=0,
-                gid=f"{f.name} subnormals",
             )
+            name_artist(ax, f"{f.name} subnormals", bar)
         if f.max >= f.smallest_normal:
-            ax.barh(
-                row, f.max - f.smallest_normal, left=f.smallest_normal, height=h, color=color, gid=f"{f.name} normals"
-            )
+            (bar,) = ax.barh(row, f.max - f.smallest_normal, left=f.smallest_normal, height=h, color=color)
+            name_artist(ax, f"{f.name} normals", bar)
     ax.set_yticks(range(len(fmts)), [_precision_label(f) for f in fmts], fontsize=9.5)
     ax.set_ylim(len(fmts) - 0.5, -0.5)  # first format on top
     ax.set_xscale("log")
@@ -259,7 +267,9 @@ def plot_rounding_error(fmt_names, x=None, ax=None, rounding: str = "nearest_eve
     """Relative rounding error ``|q(x) - x| / |x|`` against ``|x|`` (log-log) for each format, with
     its unit roundoff eps/2 dashed. Below the smallest normal (hollow dot) subnormals make the
     error grow, to 1 where x rounds to 0; past max (dotted line) the value overflows (inf or NaN:
-    not drawn; saturation: the error climbs towards 1). Exact results (error 0) are gaps."""
+    not drawn; saturation: the error climbs towards 1). Exact results (error 0) are gaps. Each format's
+    artists are named ``"<format>"`` (the errors), ``"<format> unit roundoff"``, ``"<format> smallest
+    normal"`` and, where drawn, ``"<format> max"``."""
     fmts = as_formats(fmt_names)
     check_modes(fmts[0] if fmts else FORMATS["fp32"], rounding)
     xs = _magnitudes(x)
@@ -275,11 +285,14 @@ def plot_rounding_error(fmt_names, x=None, ax=None, rounding: str = "nearest_eve
             label += " (every x is exact)"
         elif f.max < xs[-1]:
             label += f"; max {f.max:.6g}, then {_OVERFLOW_TEXT[f.encoding]}"
-            ax.axvline(f.max, color=color, ls=":", lw=1.5)
-        ax.plot(xs.numpy(), err, ".", color=color, ms=2.5, label=label)
+            name_artist(ax, f"{f.name} max", ax.axvline(f.max, color=color, ls=":", lw=1.5))
+        name_artist(ax, f.name, ax.plot(xs.numpy(), err, ".", color=color, ms=2.5, label=label)[0])
         handles.append(Line2D([], [], ls="", marker="o", ms=5, color=color, label=label))
-        ax.axhline(f.unit_roundoff, color=color, ls="--", lw=1.2)
-        ax.plot([f.smallest_normal], [f.unit_roundoff], "o", mfc="white", mec=color, mew=1.5, ms=8, zorder=5)
+        name_artist(ax, f"{f.name} unit roundoff", ax.axhline(f.unit_roundoff, color=color, ls="--", lw=1.2))
+        (normal,) = ax.plot(
+            [f.smallest_normal], [f.unit_roundoff], "o", mfc="white", mec=color, mew=1.5, ms=8, zorder=5
+        )
+        name_artist(ax, f"{f.name} smallest normal", normal)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(float(xs[0]), float(xs[-1]))
@@ -302,7 +315,8 @@ def plot_number_line(fmt, lo=None, hi=None, ax=None, scale: str = "linear") -> A
     """A tick at every representable value of a format of at most 8 bits between ``lo`` (default
     0; negative to include negative values) and ``hi`` (default max). Tall ticks: normals; short,
     lighter ticks: subnormals. On a ``"linear"`` axis the values crowd near zero; ``"symlog"``
-    spreads each binade evenly. Each wide enough binade is labelled with its gap."""
+    spreads each binade evenly. Each wide enough binade is labelled with its gap. The ticks are named
+    "normals", "subnormals" and "zero" (one collection each)."""
     f = get_format(fmt)
     if f.bits > 8:
         raise ValueError(
@@ -320,9 +334,9 @@ def plot_number_line(fmt, lo=None, hi=None, ax=None, scale: str = "linear") -> A
     sub = (np.abs(shown) < f.smallest_normal) & (shown != 0)
     color = format_color(f.name)
     ax = axes_for(ax, (10, 2.6))
-    ax.vlines(shown[~sub & (shown != 0)], 0, 1, color=color, lw=1.2)
-    ax.vlines(shown[sub], 0, 0.6, color=color, lw=1.2, alpha=0.5)
-    ax.vlines(shown[shown == 0], 0, 1, color="k", lw=1.5)
+    name_artist(ax, "normals", ax.vlines(shown[~sub & (shown != 0)], 0, 1, color=color, lw=1.2))
+    name_artist(ax, "subnormals", ax.vlines(shown[sub], 0, 0.6, color=color, lw=1.2, alpha=0.5))
+    name_artist(ax, "zero", ax.vlines(shown[shown == 0], 0, 1, color="k", lw=1.5))
     if scale == "symlog":
         ax.set_xscale("symlog", linthresh=f.smallest_normal, linscale=0.5)
     ax.set_xlim(lo, hi)

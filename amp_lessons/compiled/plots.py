@@ -7,7 +7,7 @@ import math
 import numpy as np
 from matplotlib.axes import Axes
 
-from .._draw import axes_for, legend_outside, styled
+from .._draw import axes_for, legend_outside, name_artist, styled
 from ..timing import Timing
 from .experiments import PrecisionErrors
 
@@ -25,7 +25,7 @@ def plot_errors(errors: PrecisionErrors | dict, ax=None) -> Axes:
     emulated in ``errors`` (the :class:`~amp_lessons.compiled.PrecisionErrors` of
     :func:`amp_lessons.compiled.precision_errors`, or a dict run name -> (max, mean) with at least "eager" and
     "compiled"), each bar from a decade below the smallest error and labelled with its value (``.2e``, as lesson 11
-    prints it). One bar container per run, its gid the run's name."""
+    prints it). The bars of each run are named by the run (:func:`amp_lessons._draw.named_artists`)."""
     if isinstance(errors, PrecisionErrors):
         errors = {run: (e.max_error, e.mean_error) for run, e in errors.runs.items()}
     if not isinstance(errors, dict) or "eager" not in errors or "compiled" not in errors:
@@ -48,8 +48,8 @@ def plot_errors(errors: PrecisionErrors | dict, ax=None) -> Axes:
             bottom=bottom,
             label=r,
             color=_COLORS[r],
-            gid=r,
         )
+        name_artist(ax, r, bars)
         for bar, v in zip(bars, errors[r]):  # the value, as lesson 11 prints it
             ax.text(
                 bar.get_x() + bar.get_width() / 2,
@@ -71,7 +71,8 @@ def plot_errors(errors: PrecisionErrors | dict, ax=None) -> Axes:
 @styled
 def plot_step_times(times: dict, ax=None) -> Axes:
     """Horizontal bars: the median time of each setting in ``times`` (from
-    :func:`amp_lessons.compiled.step_times`), in microseconds, measured on this machine."""
+    :func:`amp_lessons.compiled.step_times`), in microseconds, measured on this machine.
+    Named artists (:func:`amp_lessons._draw.named_artists`): the bars "times"."""
     if not isinstance(times, dict) or not times or not all(isinstance(t, Timing) for t in times.values()):
         raise TypeError("times must be the dict of Timing from compiled.step_times")
     ax = axes_for(ax, (7, 0.5 * len(times) + 1.5))
@@ -79,7 +80,7 @@ def plot_step_times(times: dict, ax=None) -> Axes:
     us = [times[k].median_s * 1e6 for k in labels]
     y = np.arange(len(labels))[::-1]
     colors = ["#A6CEE3" if "eager" in k else "#E31A1C" for k in labels]
-    ax.barh(y, us, color=colors, gid="times")
+    name_artist(ax, "times", ax.barh(y, us, color=colors))
     for yi, v in zip(y, us):
         ax.text(v, yi, f" {v:.0f} µs", va="center", fontsize="small")
     ax.set_yticks(y, labels)

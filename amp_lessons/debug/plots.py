@@ -8,7 +8,7 @@ import math
 import numpy as np
 from matplotlib.axes import Axes
 
-from .._draw import OVERFLOW_COLOR, axes_for, legend_outside, styled
+from .._draw import OVERFLOW_COLOR, axes_for, legend_outside, name_artist, styled
 from .._validate import flag
 from ..debug.experiments import DtypeMap, OverflowTrace
 from ..formats import get_format
@@ -24,7 +24,8 @@ __all__ = [
 def plot_trace(trace: OverflowTrace, ax=None, *, leaves_only: bool = True) -> Axes:
     """Each module's largest finite output magnitude (log x, one row per module in forward order), with a
     vertical line at each traced format's largest finite value. Rows whose output holds inf/NaN, or would
-    overflow the first traced format, are red (gid ``"overflow"``); the others grey (gid ``"ok"``)."""
+    overflow the first traced format, are red; the others grey.
+    Named artists (:func:`amp_lessons._draw.named_artists`): the bars "overflow" and "ok", each format's line "max-<format>"."""
     if not isinstance(trace, OverflowTrace):
         raise TypeError(f"trace must be an OverflowTrace from debug.trace_overflow, got {type(trace).__name__}")
     rows = trace.rows(flag(leaves_only, "leaves_only"))
@@ -35,11 +36,12 @@ def plot_trace(trace: OverflowTrace, ax=None, *, leaves_only: bool = True) -> Ax
     y = np.arange(len(rows))[::-1]
     vals = np.array([max(r["absmax"], 1e-45) for r in rows])
     bad = np.array([r["nonfinite"] > 0 or r[f"{fmt} overflow"] > 0 for r in rows])
-    ax.barh(y[~bad], vals[~bad], color="#9E9E9E", gid="ok", label="finite, fits")
-    ax.barh(y[bad], vals[bad], color=OVERFLOW_COLOR, gid="overflow", label=f"inf/NaN, or beyond {fmt}")
+    name_artist(ax, "ok", ax.barh(y[~bad], vals[~bad], color="#9E9E9E", label="finite, fits"))
+    name_artist(ax, "overflow", ax.barh(y[bad], vals[bad], color=OVERFLOW_COLOR, label=f"inf/NaN, or beyond {fmt}"))
     for name in trace.formats:
         f = get_format(name)
-        ax.axvline(f.max, color=format_color(name), ls="--", lw=1.5, label=f"{name} max {f.max:.4g}", gid=f"max-{name}")
+        line = ax.axvline(f.max, color=format_color(name), ls="--", lw=1.5, label=f"{name} max {f.max:.4g}")
+        name_artist(ax, f"max-{name}", line)
     ax.set_xscale("log")
     ax.set_yticks(y, [r["module"] + ("  (inf/NaN)" if r["nonfinite"] else "") for r in rows])
     hi = max(float(vals.max()), max(get_format(n).max for n in trace.formats if get_format(n).max < 1e30) * 4)
@@ -54,8 +56,8 @@ def plot_trace(trace: OverflowTrace, ax=None, *, leaves_only: bool = True) -> Ax
 def plot_bytes_per_parameter(maps, ax=None) -> Axes:
     """Stacked horizontal bars: the bytes each model parameter costs under each precision setting of
     ``maps`` (a list of :class:`DtypeMap`, or a dict of them), by component (weights, gradients,
-    optimizer states, autocast's low-precision weight copies). One bar container per component, its gid
-    the component's name."""
+    optimizer states, autocast's low-precision weight copies). The bars of each component are named by
+    the component (:func:`amp_lessons._draw.named_artists`)."""
     items = list(maps.values()) if isinstance(maps, dict) else list(maps) if isinstance(maps, (list, tuple)) else None
     if not items or not all(isinstance(m, DtypeMap) for m in items):
         raise TypeError("maps must be a non-empty list or dict of DtypeMap from debug.dtype_map")
@@ -68,7 +70,7 @@ def plot_bytes_per_parameter(maps, ax=None) -> Axes:
     palette = ["#1F78B4", "#A6CEE3", "#33A02C", "#B2DF8A", "#FF7F00", "#6A3D9A", "#999999"]
     for i, comp in enumerate(components):
         w = np.array([m.bytes_per_parameter.get(comp, 0.0) for m in items])
-        ax.barh(y, w, left=left, color=palette[i % len(palette)], label=comp, gid=comp)
+        name_artist(ax, comp, ax.barh(y, w, left=left, color=palette[i % len(palette)], label=comp))
         left += w
     for yi, total in zip(y, left):
         ax.text(total + 0.2, yi, f"{total:.3g} B", va="center", fontsize="small")

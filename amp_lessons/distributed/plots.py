@@ -8,7 +8,7 @@ import math
 import numpy as np
 from matplotlib.axes import Axes
 
-from .._draw import axes_for, legend_outside, styled
+from .._draw import axes_for, legend_outside, name_artist, styled
 from ..distributed.experiments import MemoryRow, ReductionError
 from ..style import format_color
 
@@ -23,8 +23,8 @@ _METHOD_STYLE = {"bf16 ring": ("bf16", "-"), "bf16 pairwise": ("bf16", "--"), "f
 @styled
 def plot_reduction_error(result: ReductionError, ax=None) -> Axes:
     """Normwise relative error of each reduction method against the world size (log-log), one line per
-    method (gid the method's name); a method whose error is 0 at some world size is drawn at 1e-10 and
-    its zero points marked with an open circle."""
+    method; a method whose error is 0 at some world size is drawn at 1e-10 and its zero points marked with an
+    open circle. Named artists (:func:`amp_lessons._draw.named_artists`): each method's line by the method."""
     if not isinstance(result, ReductionError):
         raise TypeError(
             f"result must be a ReductionError from distributed.reduction_error, got {type(result).__name__}"
@@ -35,7 +35,8 @@ def plot_reduction_error(result: ReductionError, ax=None) -> Axes:
     for method, errs in result.errors.items():
         fmt, ls = _METHOD_STYLE.get(method, ("fp32", ":"))
         ys = np.array([max(e, floor) for e in errs])
-        ax.plot(result.world_sizes, ys, ls, marker="o", color=format_color(fmt), label=method, gid=method)
+        (line,) = ax.plot(result.world_sizes, ys, ls, marker="o", color=format_color(fmt), label=method)
+        name_artist(ax, method, line)
         zero = [i for i, e in enumerate(errs) if e == 0]
         if zero:
             zeros = True
@@ -56,8 +57,8 @@ def plot_reduction_error(result: ReductionError, ax=None) -> Axes:
 @styled
 def plot_memory_per_parameter(rows, ax=None) -> Axes:
     """Stacked horizontal bars: the bytes per parameter one rank holds under each setting (a list of
-    :class:`MemoryRow`), by component (gids "parameters", "gradients", "optimizer states"), with the
-    arithmetic's total marked by a black tick (gid "expected")."""
+    :class:`MemoryRow`), by component, with the arithmetic's total marked by a black tick.
+    Named artists (:func:`amp_lessons._draw.named_artists`): the bars "parameters", "gradients", "optimizer states" and the ticks "expected"."""
     if not isinstance(rows, (list, tuple)) or not rows or not all(isinstance(r, MemoryRow) for r in rows):
         raise TypeError("rows must be a non-empty list of MemoryRow from distributed.bytes_per_parameter")
     ax = axes_for(ax, (9, 0.55 * len(rows) + 1.6))
@@ -69,9 +70,10 @@ def plot_memory_per_parameter(rows, ax=None) -> Axes:
         ("optimizer states", "optimizer", "#FF7F00"),
     ):
         w = np.array([getattr(r, attr) for r in rows])
-        ax.barh(y, w, left=left, color=color, label=name, gid=name)
+        name_artist(ax, name, ax.barh(y, w, left=left, color=color, label=name))
         left += w
-    ax.plot([r.expected for r in rows], y, "|", color="black", ms=18, mew=2, label="arithmetic", gid="expected")
+    (ticks,) = ax.plot([r.expected for r in rows], y, "|", color="black", ms=18, mew=2, label="arithmetic")
+    name_artist(ax, "expected", ticks)
     for yi, total in zip(y, left):
         ax.text(total + 0.2, yi, f"{total:g} B", va="center", fontsize="small")
     ax.set_yticks(y, [f"{r.setting} (N={r.world_size})" for r in rows])

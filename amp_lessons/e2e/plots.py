@@ -11,6 +11,7 @@ from .._draw import (
     axes_for,
     decade_ticks,
     legend_outside,
+    name_artist,
     series,
     styled,
 )
@@ -36,7 +37,8 @@ _E2E_DTYPE_COLORS = {
 def plot_throughput(rows, ax=None) -> Axes:
     """TFLOP/s against matrix size (log-log), one line per dtype, from the rows of
     :func:`amp_lessons.e2e.matmul_throughput`. Skipped rows are not drawn; the legend says how
-    many sizes of a dtype were skipped."""
+    many sizes of a dtype were skipped.
+    Named artists (:func:`amp_lessons._draw.named_artists`): each measured dtype's line by the dtype."""
     rows = list(rows) if not isinstance(rows, dict) else None
     if not rows or not all(isinstance(r, dict) and {"size", "dtype", "tflops", "skipped"} <= set(r) for r in rows):
         raise TypeError("rows must be the non-empty list returned by amp_lessons.e2e.matmul_throughput")
@@ -50,7 +52,8 @@ def plot_throughput(rows, ax=None) -> Axes:
             ax.plot([], [], color=_E2E_DTYPE_COLORS.get(dt, format_color(dt)), label=f"{dt}: not measured here")
             continue
         x, y = zip(*done)
-        ax.plot(x, y, marker="o", lw=2, color=_E2E_DTYPE_COLORS.get(dt, format_color(dt)), label=label, gid=dt)
+        (line,) = ax.plot(x, y, marker="o", lw=2, color=_E2E_DTYPE_COLORS.get(dt, format_color(dt)), label=label)
+        name_artist(ax, dt, line)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     sizes = sorted({r["size"] for r in rows})
@@ -71,7 +74,8 @@ def _mib(b) -> str:
 def plot_training_runs(results, ax=None) -> Axes:
     """Loss curves of the :func:`amp_lessons.e2e.train` results that ran; each legend entry gives
     the median step time and the peak memory of a step. Runs that did not run are listed under
-    the plot with the first part of their reason."""
+    the plot with the first part of their reason.
+    Named artists (:func:`amp_lessons._draw.named_artists`): each run's curve by its config."""
     results = list(results.values()) if isinstance(results, dict) else list(results)
     if not results or not all(isinstance(r, dict) and "config" in r and "ran" in r for r in results):
         raise TypeError("results must be a non-empty list of dicts returned by amp_lessons.e2e.train")
@@ -89,13 +93,13 @@ def plot_training_runs(results, ax=None) -> Axes:
             continue
         y = series(r["loss"], r["config"])
         label = f"{r['config']}: {r['step_time_s'] * 1e3:.1f} ms/step, peak {_mib(r['peak_memory_bytes'])}"
-        ax.plot(
+        (line,) = ax.plot(
             np.arange(1, y.size + 1),
             y,
             label=label,
-            gid=r["config"],
             **styles.get(r["config"], dict(color=format_color(r["config"]))),
         )
+        name_artist(ax, r["config"], line)
     ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (cross-entropy)")
@@ -121,7 +125,8 @@ def plot_training_runs(results, ax=None) -> Axes:
 @styled
 def plot_inference(rows, ax=None) -> Axes:
     """Two bar groups from :func:`amp_lessons.e2e.inference_compare`: the max |logit error| against
-    fp32 (log scale; fp32 itself is 0 and written, not drawn) and the forward time, per variant."""
+    fp32 (log scale; fp32 itself is 0 and written, not drawn) and the forward time, per variant. The
+    returned (error) axes names both sets of bars, "error" and "time" (:func:`amp_lessons._draw.named_artists`)."""
     rows = list(rows) if not isinstance(rows, dict) else None
     if not rows or not all(isinstance(r, dict) and {"variant", "max_abs_error", "time_s"} <= set(r) for r in rows):
         raise TypeError("rows must be the non-empty list returned by amp_lessons.e2e.inference_compare")
@@ -139,7 +144,7 @@ def plot_inference(rows, ax=None) -> Axes:
     errs = [r["max_abs_error"] for r in rows]
     positive = [e for e in errs if e > 0]
     floor = min(positive) / 10 if positive else 1e-8
-    ax.barh(y, [e - floor if e > 0 else np.nan for e in errs], color=colors, left=floor, gid="error")
+    name_artist(ax, "error", ax.barh(y, [e - floor if e > 0 else np.nan for e in errs], color=colors, left=floor))
     for i, e in enumerate(errs):
         ax.text(max(e, floor) * 1.15, i, "0 (reference)" if e == 0 else f"{e:.2g}", va="center", fontsize=9)
     ax.set_xscale("log")
@@ -149,7 +154,7 @@ def plot_inference(rows, ax=None) -> Axes:
     ax.set_xlabel("max |logit - fp32 logit|")
     ax.set_title("Error against fp32", loc="left")
     times = [r["time_s"] * 1e3 for r in rows]
-    ax_t.barh(y, times, color=colors, gid="time")
+    name_artist(ax, "time", ax_t.barh(y, times, color=colors))  # named on the returned axes
     for i, t in enumerate(times):
         ax_t.text(t, i, f" {t:.2f} ms", va="center", fontsize=9)
     ax_t.set_xlim(0, max(times) * 1.35)

@@ -9,7 +9,8 @@ import ipywidgets as widgets
 import numpy as np
 import torch
 
-from .._explorer import Explorer, Picture, by_gid, error_html, failure_html, parse_value, readout_table
+from .._draw import named_artists
+from .._explorer import Explorer, Picture, error_html, failure_html, parse_value, readout_table
 from .._table import Cell, html_table
 from .._validate import real_in
 from ..formats import get_format, quantize
@@ -88,8 +89,8 @@ class MagnitudeExplorer(Explorer):
             ax = pic.fig.add_axes((0.1, 0.27, 0.88, 0.64))
             plot_format_regions(1.0, self.FORMATS, ax=ax)
             ax.set_title("Where |x| lands in each format (marker: |x|)", loc="left")
-        (line,), (dots,) = by_gid(ax, "marker"), by_gid(ax, "marker dots")
-        pic.freeze({"line": line, "dots": dots})
+        named = named_artists(ax)
+        pic.freeze({"line": named["marker"], "dots": named["marker dots"]})
         pic.lo, pic.hi = ax.get_xlim()
         return pic
 
@@ -231,8 +232,9 @@ class SumExplorer(Explorer):
             grid = [LineCollection([], colors="#DDDDDD", lw=0.8, zorder=0) for _ in range(2)]
             for g in grid:
                 ax.add_collection(g, autolim=False)
-            lines = [by_gid(ax, k)[0] for k in self.LINES]
-            (limit,) = by_gid(ax, "limit")
+            named = named_artists(ax)
+            lines = [named[k] for k in self.LINES]
+            limit = named["limit"]
             markers = [ax.plot([], [], ls="", marker="^", ms=10, color=ln.get_color(), zorder=5)[0] for ln in lines]
             xt = [
                 ax.text(0, -0.015, "", transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=10)

@@ -18,6 +18,7 @@ from .._draw import (
     decade_ticks,
     format_label,
     legend_outside,
+    name_artist,
     overflow_threshold,
     pct,
     plot_runs,
@@ -66,7 +67,9 @@ def plot_running_sums(
     stops there, and a triangle marks the term where it became inf; ``limit`` (e.g. fp16's max
     65504) adds a dotted horizontal line, labelled ``limit_label`` (default "limit <value>").
     ``minus`` (a label, e.g. "exact") plots every other line minus that one: the error of each
-    running sum, which shows small losses (swamping) that the sums themselves hide."""
+    running sum, which shows small losses (swamping) that the sums themselves hide.
+    Named artists (:func:`amp_lessons._draw.named_artists`): each line by its label, its inf marker "<label>
+    inf", the line "limit"."""
     if not isinstance(values_by_label, dict) or not values_by_label:
         raise TypeError("values_by_label must be a non-empty dict {label: partial sums}")
     lines = {str(label): series(v, label) for label, v in values_by_label.items()}
@@ -90,20 +93,20 @@ def plot_running_sums(
         x = np.arange(1, y.size + 1)
         style = _sum_style(label)
         shown = np.where(np.isfinite(y), y, np.nan)
-        ax.plot(x, shown, label=label, gid=label, **style)
+        name_artist(ax, label, ax.plot(x, shown, label=label, **style)[0])
         inf = np.flatnonzero(np.isinf(y))
         if inf.size:
             k = int(inf[0])
-            ax.plot(
+            (mark,) = ax.plot(
                 [k + 1],
                 [math.copysign(top, y[k])],
                 marker="^" if y[k] > 0 else "v",
                 ms=10,
                 ls="",
                 color=style["color"],
-                gid=f"{label} inf",
                 zorder=5,
             )
+            name_artist(ax, f"{label} inf", mark)
             ax.annotate(
                 f"inf from term {k + 1}",
                 (k + 1, math.copysign(top, y[k])),
@@ -115,14 +118,14 @@ def plot_running_sums(
                 color=style["color"],
             )
     if limit is not None:
-        ax.axhline(
+        line = ax.axhline(
             limit,
             color=OVERFLOW_COLOR,
             ls=":",
             lw=1.4,
-            gid="limit",
             label=f"limit {limit:g}" if limit_label is None else str(limit_label),
         )
+        name_artist(ax, "limit", line)
     n = max(y.size for y in lines.values())
     ax.set_xlim(0, n + max(1, n // 50))
     ax.set_xlabel("number of terms added")
@@ -141,7 +144,9 @@ def plot_gradient_histogram(census: dict, fmt="fp16", ax=None, *, scale=1.0) -> 
     to zero (below half the smallest subnormal), subnormal, normal, overflow. The legend gives
     each kind's fractions to two decimals, as lessons 03 and 05 print them (exact zeros, which a log axis
     cannot show, included). ``scale``
-    multiplies the gradients first (in float32), as loss scaling does."""
+    multiplies the gradients first (in float32), as loss scaling does.
+    Named artists (:func:`amp_lessons._draw.named_artists`): the histograms "weight gradients" and "activation
+    gradients", the regions "region <region>"."""
     if not isinstance(census, dict) or not {"weights", "activations"} <= set(census):
         raise TypeError(
             "census must be the dict returned by amp_lessons.fp16.gradient_census (keys 'weights' and 'activations')"
@@ -174,7 +179,7 @@ def plot_gradient_histogram(census: dict, fmt="fp16", ax=None, *, scale=1.0) -> 
             f"  {pct(fr['flushed'], 2)} flushed (round to 0), {pct(fr['subnormal'], 2)} subnormal, "
             f"{pct(fr['normal'], 2)} normal, {pct(fr[f.overflow_class()], 2)} {f.overflow_class()} (overflow)"
         )
-        ax.stairs(counts / max(n, 1), edges, fill=True, alpha=0.45, gid=name, label=label, **styles[name])
+        name_artist(ax, name, ax.stairs(counts / max(n, 1), edges, fill=True, alpha=0.45, label=label, **styles[name]))
         ax.stairs(counts / max(n, 1), edges, lw=1.5, **styles[name])
     ax.set_xlim(lo, hi)
     ax.set_ylim(0, None)
@@ -197,7 +202,8 @@ _RUN_STYLES = {
 def plot_loss_curves(result: dict, ax=None) -> Axes:
     """Training loss against step (log y) of each run of
     :func:`amp_lessons.fp16.train_master_weights`; the legend gives each run's final loss and the
-    share of its weight updates that were lost to rounding."""
+    share of its weight updates that were lost to rounding.
+    Named artists (:func:`amp_lessons._draw.named_artists`): each run's curve by its name."""
     ax = plot_runs(
         result,
         ax,
@@ -230,7 +236,9 @@ def plot_format_regions(value: float, formats=REGION_FORMATS, ax=None, *, xlim=(
     """One row per format on a log magnitude axis: where a value rounds to zero (grey), is
     subnormal (yellow), normal (green, the format's colour as an edge) or overflows (red: inf;
     grey hatched: saturates at max; purple: NaN); a vertical line marks where ``|value|`` lands
-    (a triangle at the edge when it is outside ``xlim``; nothing for NaN)."""
+    (a triangle at the edge when it is outside ``xlim``; nothing for NaN).
+    Named artists (:func:`amp_lessons._draw.named_artists`): each format's region bars "<format> <region>",
+    the line "marker" and its dots "marker dots"."""
     fmts = as_formats(formats)
     value = real(value, "value")
     if not (isinstance(xlim, (list, tuple)) and len(xlim) == 2):
@@ -260,7 +268,8 @@ def plot_format_regions(value: float, formats=REGION_FORMATS, ax=None, *, xlim=(
             if b <= a:
                 continue
             seen.add(region)
-            ax.barh(row, b - a, left=a, height=0.6, gid=f"{f.name} {region}", **style)
+            (bar,) = ax.barh(row, b - a, left=a, height=0.6, **style)
+            name_artist(ax, f"{f.name} {region}", bar)
     ax.set_xscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(len(fmts) - 0.5, -0.5)
@@ -288,8 +297,8 @@ def plot_format_regions(value: float, formats=REGION_FORMATS, ax=None, *, xlim=(
     )
     mag = abs(value)
     shown = min(max(mag, lo), hi)
-    ax.axvline(shown, color="k", lw=2, gid="marker", visible=not math.isnan(value))
-    ax.plot(
+    name_artist(ax, "marker", ax.axvline(shown, color="k", lw=2, visible=not math.isnan(value)))
+    (dots,) = ax.plot(
         [shown] * len(fmts),
         range(len(fmts)),
         ls="",
@@ -298,9 +307,9 @@ def plot_format_regions(value: float, formats=REGION_FORMATS, ax=None, *, xlim=(
         mfc="white",
         mec="k",
         mew=1.5,
-        gid="marker dots",
         visible=not math.isnan(value),
     )
+    name_artist(ax, "marker dots", dots)
     text = "NaN" if math.isnan(value) else f"{value:.3g}"
     ax.set_title(f"Where x = {text} lands in each format", loc="left")
     return ax

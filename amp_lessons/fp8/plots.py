@@ -12,6 +12,7 @@ from matplotlib.axes import Axes
 from .._draw import (
     axes_for,
     legend_outside,
+    name_artist,
     overflow_threshold,
     pct,
     region_spans,
@@ -73,8 +74,8 @@ def plot_fp8_window(tensors: dict, fmt="fp8_e4m3", ax=None, *, scale=1.0) -> Axe
             f"{name} ({v.numel():,}): {pct(fr['flushed'], 2)} flushed to 0, "
             f"{pct(fr['subnormal'], 2)} subnormal, {pct(fr[f.overflow_class()], 2)} {f.overflow_class()} (overflow)"
         )
-        ax.stairs(counts, edges, fill=True, alpha=0.3, color=color, gid=f"{name} fill")
-        ax.stairs(counts, edges, lw=1.6, color=color, gid=name, label=label)
+        name_artist(ax, f"{name} fill", ax.stairs(counts, edges, fill=True, alpha=0.3, color=color))
+        name_artist(ax, name, ax.stairs(counts, edges, lw=1.6, color=color, label=label))
     ax.set_xlim(lo, hi)
     ax.set_ylim(0, None)
     ax.set_xlabel("log2 |value|" if scale == 1 else f"log2 |value x {scale:g}|")
@@ -103,7 +104,9 @@ def plot_scaling_errors(rows, ax=None) -> Axes:
     infinite error (a value overflowed to inf) is a hatched bar to the top, labelled "inf". Once a
     tensor fits the window these bars are nearly equal, so the bottom panel (log y) shows what the
     methods change: the share of values flushed to 0, saturated at max or overflowed to inf (0: a short bar on the
-    bottom edge, labelled "0"). Made under ``ax`` (an inset) when ``ax`` is given."""
+    bottom edge, labelled "0"). Made under ``ax`` (an inset) when ``ax`` is given.
+    Named artists (:func:`amp_lessons._draw.named_artists`): each method's error bars by the method and its
+    bars of the lower panel "<method> lost"."""
     rows = list(rows) if not isinstance(rows, dict) else None
     if not rows or not all(isinstance(r, dict) and {"tensor", "method", "relative error"} <= set(r) for r in rows):
         raise TypeError("rows must be the non-empty list returned by amp_lessons.fp8.scaling_errors")
@@ -125,21 +128,22 @@ def plot_scaling_errors(rows, ax=None) -> Axes:
         ax = axes_for(ax, None)
         ax_lost = ax.inset_axes([0.0, -1.35, 1.0, 1.0]) if lost else None
     width = 0.8 / len(methods)
-    _grouped_bars(ax, err, tensors, methods, width, mark_inf=True)
+    _grouped_bars(ax, err, tensors, methods, width, mark_inf=True, names=(ax, ""))
     ax.set_ylabel("relative error ||q - x|| / ||x||")
     fmt = rows[0].get("fmt", "")
     ax.set_title(f"fp8 cast error by scaling method{f' ({fmt})' if fmt else ''}", loc="left")
     legend_outside(ax)
     if ax_lost is not None:
-        _grouped_bars(ax_lost, lost, tensors, methods, width, mark_zero=True)
+        _grouped_bars(ax_lost, lost, tensors, methods, width, mark_zero=True, names=(ax, " lost"))
         ax_lost.set_ylabel("share of values flushed\nto 0 or saturated")
         ax_lost.set_title("What the scaling changes: values lost to the window's ends", loc="left")
     return ax
 
 
-def _grouped_bars(ax: Axes, value: dict, tensors, methods, width, *, mark_inf=False, mark_zero=False) -> None:
+def _grouped_bars(ax: Axes, value: dict, tensors, methods, width, *, names, mark_inf=False, mark_zero=False) -> None:
     """Bars of ``value[(tensor, method)]`` on a log y axis from a decade below the smallest positive
-    value; inf is drawn to the top (hatched, "inf"), 0 as a short bar labelled "0"."""
+    value; inf is drawn to the top (hatched, "inf"), 0 as a short bar labelled "0". ``names`` is
+    ``(axes, suffix)``: each method's bars are named ``method + suffix`` on that axes."""
     finite = [e for e in value.values() if math.isfinite(e) and e > 0]
     top = 10 ** math.ceil(math.log10(max(finite))) if finite else 1.0
     bottom = 10 ** math.floor(math.log10(min(finite))) if finite else 1e-3
@@ -162,7 +166,8 @@ def _grouped_bars(ax: Axes, value: dict, tensors, methods, width, *, mark_inf=Fa
                 hs.append(max(e, bottom))
                 kinds.append("")
         color = _METHOD_COLORS.get(m, _TENSOR_COLORS[j % len(_TENSOR_COLORS)])
-        bars = ax.bar(xs, [h - bottom for h in hs], width * 0.95, bottom=bottom, color=color, label=m, gid=m)
+        bars = ax.bar(xs, [h - bottom for h in hs], width * 0.95, bottom=bottom, color=color, label=m)
+        name_artist(names[0], m + names[1], bars)
         for bar, h, kind in zip(bars, hs, kinds):
             if kind == "inf" and mark_inf:
                 bar.set_hatch("//")

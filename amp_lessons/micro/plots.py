@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.axes import Axes
 
-from .._draw import axes_for, legend_outside, styled
+from .._draw import axes_for, legend_outside, name_artist, styled
 from .experiments import UPDATE_METHODS
 
 __all__ = ["plot_recipe_snr", "plot_tiny_updates", "plot_training"]
@@ -14,7 +14,7 @@ __all__ = ["plot_recipe_snr", "plot_tiny_updates", "plot_training"]
 @styled
 def plot_recipe_snr(tables: dict, ax=None) -> Axes:
     """Signal-to-noise ratio (dB) of each recipe (rows) for each tensor (bars); ``tables`` maps a tensor kind
-    to :func:`amp_lessons.micro.recipe_table`'s rows."""
+    to :func:`amp_lessons.micro.recipe_table`'s rows. Each tensor's bars are named by its kind."""
     ax = axes_for(ax, (10, 6))
     kinds = list(tables)
     recipes = [r["recipe"] for r in tables[kinds[0]]]
@@ -22,7 +22,7 @@ def plot_recipe_snr(tables: dict, ax=None) -> Axes:
     h = 0.8 / len(kinds)
     for i, k in enumerate(kinds):
         snr = [max(r["SNR dB"], 0.0) for r in tables[k]]
-        ax.barh(y + (i - (len(kinds) - 1) / 2) * h, snr, height=h, label=k)
+        name_artist(ax, k, ax.barh(y + (i - (len(kinds) - 1) / 2) * h, snr, height=h, label=k))
     ax.set_yticks(y, recipes)
     ax.invert_yaxis()
     ax.set_xlabel("signal-to-noise ratio (dB, higher is better; 6 dB per bit)")
@@ -33,12 +33,13 @@ def plot_recipe_snr(tables: dict, ax=None) -> Axes:
 
 @styled
 def plot_tiny_updates(result: dict, ax=None) -> Axes:
-    """The weight after each of :func:`amp_lessons.micro.tiny_updates`' steps, per method, against the exact sum."""
+    """The weight after each of :func:`amp_lessons.micro.tiny_updates`' steps, per method, against the exact sum
+    (lines named by the method, and "exact")."""
     ax = axes_for(ax, (10, 4.5))
     steps = np.arange(1, result["steps"] + 1)
-    ax.plot(steps, result["exact"].numpy(), color="k", lw=1, ls="--", label="exact")
+    name_artist(ax, "exact", ax.plot(steps, result["exact"].numpy(), color="k", lw=1, ls="--", label="exact")[0])
     for m in UPDATE_METHODS:
-        ax.plot(steps, result[m].numpy(), lw=1.5, label=m)
+        name_artist(ax, m, ax.plot(steps, result[m].numpy(), lw=1.5, label=m)[0])
     ax.set_xlabel("update")
     ax.set_ylabel("weight")
     legend_outside(ax)
@@ -50,15 +51,17 @@ def plot_tiny_updates(result: dict, ax=None) -> Axes:
 def plot_training(results: dict, ax=None) -> Axes:
     """Loss curves of :func:`amp_lessons.micro.train_low_precision` (log scale); each legend entry gives the
     run's final loss and share of weights that never moved, written as lesson 10 prints them. The legend sits
-    below the axes, which keep the figure's full width."""
+    below the axes, which keep the figure's full width.
+    Named artists (:func:`amp_lessons._draw.named_artists`): each run's curve by its name."""
     ax = axes_for(ax, (10, 4.5))
     for m, r in results.items():
-        ax.plot(
+        (line,) = ax.plot(
             np.arange(1, len(r["loss"]) + 1),
             r["loss"],
             lw=1.5,
             label=f"{m}: final loss {r['loss'][-1]:.4f}, {100 * r['never moved']:.1f}% of weights never moved",
         )
+        name_artist(ax, m, line)
     ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (MSE)")

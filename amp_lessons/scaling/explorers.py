@@ -10,9 +10,10 @@ import ipywidgets as widgets
 import numpy as np
 
 from .._draw import (
+    named_artists,
     pow2_ticks,
 )
-from .._explorer import Explorer, Picture, by_gid, failure_html, num, readout_table
+from .._explorer import Explorer, Picture, failure_html, num, readout_table
 from .._table import Cell, html_table
 from .._validate import int_in
 from ..formats import get_format
@@ -89,7 +90,8 @@ class ScaleExplorer(Explorer):
                 fontweight="bold",
                 bbox=dict(facecolor="white", edgecolor="#999999", alpha=0.9),
             )
-        stairs = [by_gid(ax, f"{kind} {part}")[0] for kind in ("weights", "activations") for part in ("fill", "edge")]
+        named = named_artists(ax)
+        stairs = [named[f"{kind} {part}"] for kind in ("weights", "activations") for part in ("fill", "edge")]
         pic.freeze({"stairs": stairs, "label": label})
         pic.edges = stairs[0].get_data().edges.copy()
         return pic
@@ -263,7 +265,8 @@ class ScalerStateExplorer(Explorer):
         with style_context():
             ax = pic.fig.add_axes((0.09, 0.13, 0.89, 0.78))
             plot_scaler_history(stand_in, ax=ax)
-        pic.parts = dict(ax=ax, line=by_gid(ax, "scale")[0], skipped=by_gid(ax, "scale skipped")[0])
+        named = named_artists(ax)
+        pic.parts = dict(ax=ax, line=named["scale"], skipped=named["scale skipped"])
         return pic
 
     def _simulate(self, p: dict) -> dict:

@@ -13,6 +13,7 @@ from .._draw import (
     OVERFLOW_COLOR,
     axes_for,
     legend_outside,
+    name_artist,
     overflow_threshold,
     plot_runs,
     pow2,
@@ -50,7 +51,9 @@ def plot_scale_sweep(sweep: dict, ax=None, *, window=None) -> Axes:
     overflow, against the loss scale (a :func:`amp_lessons.scaling.scale_sweep`; x: log2 of the
     scale, log y). ``window`` (a pair of scales, default
     :func:`~amp_lessons.scaling.safe_window` of the sweep; False for none) is shaded. A fraction of
-    exactly 0 cannot sit on a log axis: it is drawn on the bottom edge."""
+    exactly 0 cannot sit on a log axis: it is drawn on the bottom edge.
+    Named artists (:func:`amp_lessons._draw.named_artists`): each curve by its key in ``sweep``, the span
+    "window"."""
 
     if not isinstance(sweep, dict) or not {"scale", "underflow", "subnormal", "overflow"} <= set(sweep):
         raise TypeError("sweep must be the dict returned by amp_lessons.scaling.scale_sweep")
@@ -65,18 +68,18 @@ def plot_scale_sweep(sweep: dict, ax=None, *, window=None) -> Axes:
     positive = np.concatenate([v[v > 0] for v in series.values()])
     floor = min(1e-4, positive.min() / 3) if positive.size else 1e-4
     for key, y in series.items():
-        ax.plot(x, np.where(y > 0, y, floor), gid=key, clip_on=False, **_SWEEP_STYLES[key])
+        name_artist(ax, key, ax.plot(x, np.where(y > 0, y, floor), clip_on=False, **_SWEEP_STYLES[key])[0])
     if window:
         lo, hi = (math.log2(real(w, "window")) for w in window)
-        ax.axvspan(
+        span = ax.axvspan(
             lo,
             hi,
             color=_WINDOW_COLOR,
             alpha=0.15,
             lw=0,
-            gid="window",
             label=f"safe window {pow2(round(lo))} .. {pow2(round(hi))}",
         )
+        name_artist(ax, "window", span)
     ax.set_yscale("log")
     ax.set_ylim(floor, 1.5)
     pad = 0.5
@@ -105,7 +108,9 @@ def plot_scaled_histogram(census: dict, exponent: int = 0, fmt="fp16", ax=None, 
     """The census's gradients multiplied by ``2**exponent``: histogram of log2 |g x scale| (one bar
     per binade) over ``fmt``'s regions, on an x axis wide enough for every exponent up to
     ``max_exponent`` (so pictures for different scales line up). Multiplying by a power of two
-    shifts log2 |g| exactly, so the bars just move right."""
+    shifts log2 |g| exactly, so the bars just move right.
+    Named artists (:func:`amp_lessons._draw.named_artists`): the histograms "<kind> fill" and "<kind> edge",
+    the regions "region <region>"."""
     if not isinstance(census, dict) or not {"weights", "activations"} <= set(census):
         raise TypeError(
             "census must be the dict returned by amp_lessons.fp16.gradient_census (keys 'weights' and 'activations')"
@@ -120,16 +125,16 @@ def plot_scaled_histogram(census: dict, exponent: int = 0, fmt="fp16", ax=None, 
     region_spans(ax, f, lo, hi)
     for kind, h in heights.items():
         n = census[kind].numel()
-        ax.stairs(
+        fill = ax.stairs(
             h,
             edges + exponent,
             fill=True,
             alpha=0.45,
-            gid=f"{kind} fill",
             **_HIST_STYLES[kind],
             label=f"{kind[:-1]} gradients ({n:,} values)",
         )
-        ax.stairs(h, edges + exponent, lw=1.5, gid=f"{kind} edge", **_HIST_STYLES[kind])
+        name_artist(ax, f"{kind} fill", fill)
+        name_artist(ax, f"{kind} edge", ax.stairs(h, edges + exponent, lw=1.5, **_HIST_STYLES[kind]))
     ax.set_xlim(lo, hi)
     ax.set_ylim(0, 1.12 * max(float(h.max()) for h in heights.values()))
     ax.set_xlabel("log2 |gradient x scale|")
@@ -180,7 +185,9 @@ _HISTORY_STYLES = {
 def plot_scaler_history(history, ax=None) -> Axes:
     """The loss scale used at each step (y: log2 of the scale, ticks ``2^k``), skipped steps marked
     with red crosses, from :func:`amp_lessons.scaling.simulate_scaler` or the rows of
-    :func:`~amp_lessons.scaling.compare_with_gradscaler` (then both scalers, one over the other)."""
+    :func:`~amp_lessons.scaling.compare_with_gradscaler` (then both scalers, one over the other).
+    Named artists (:func:`amp_lessons._draw.named_artists`): each scaler's staircase by its name ("scale" for
+    one history) and its marks "<name> skipped"."""
     series = _history_series(history)
     ax = axes_for(ax, (9, 4.2))
     ys_all = []
@@ -192,31 +199,31 @@ def plot_scaler_history(history, ax=None) -> Axes:
             y = np.where(s > 0, np.log2(np.where(s > 0, s, 1.0)), np.nan)  # a scale of 0 is not drawn
         ys_all.append(y[np.isfinite(y)])
         steps = np.arange(s.size)
-        ax.step(
+        (line,) = ax.step(
             steps,
             y,
             where="post",
-            gid=label,
             label=label if len(series) > 1 else "scale used",
             **_HISTORY_STYLES[label],
         )
+        name_artist(ax, label, line)
         bad = np.asarray(skipped, dtype=bool)
         marker = (
             dict(marker="x", ms=8, mew=2)
             if label != "torch.amp.GradScaler"
             else dict(marker="o", ms=9, mfc="none", mew=1.2)
         )
-        ax.plot(
+        (marks,) = ax.plot(
             steps[bad],
             y[bad],
             ls="",
             color=OVERFLOW_COLOR,
-            gid=f"{label} skipped",
             label=f"skipped step (inf/NaN gradient): {int(bad.sum())}"
             if label != "torch.amp.GradScaler"
             else "skipped by GradScaler",
             **marker,
         )
+        name_artist(ax, f"{label} skipped", marks)
     finite = np.concatenate(ys_all) if ys_all else np.array([0.0])
     lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
     ax.set_ylim(math.floor(lo) - 1, math.ceil(hi) + 1)
@@ -241,7 +248,8 @@ _TRAIN_STYLES = {
 @styled
 def plot_train_comparison(result: dict, ax=None) -> Axes:
     """Loss against step (log y) of each run of :func:`amp_lessons.scaling.train_comparison`; the
-    legend gives each run's final loss and its share of exactly-zero gradient elements."""
+    legend gives each run's final loss and its share of exactly-zero gradient elements.
+    Named artists (:func:`amp_lessons._draw.named_artists`): each run's curve by its name."""
     ax = plot_runs(
         result,
         ax,

@@ -6,7 +6,8 @@ import math
 
 import ipywidgets as widgets
 
-from .._explorer import Explorer, Picture, by_gid, failure_html, readout_table
+from .._draw import named_artists
+from .._explorer import Explorer, Picture, failure_html, readout_table
 from .._validate import int_in
 from ..formats import FORMATS, ROUNDING_MODES, FloatFormat
 from ..style import style_context
@@ -65,7 +66,7 @@ class MatmulPrecisionExplorer(Explorer):
             plot_error_vs_k(self.data, ax=ax, extra={"your inputs": self.data["rms"]["tf32"]})
             all_rms = [v for line in self.data["rms"].values() for v in line if v > 0]
             ax.set_ylim(min(all_rms) / 30, 10 * max(self.data["ref_rms"]))
-        (line,) = by_gid(ax, "your inputs")
+        line = named_artists(ax)["your inputs"]
         line.set(lw=3, zorder=3)
         pic.freeze({"line": line})
         return pic

@@ -11,6 +11,7 @@ from matplotlib.patches import Patch
 from .._draw import (
     axes_for,
     legend_outside,
+    name_artist,
     styled,
 )
 from ..formats import (
@@ -41,7 +42,9 @@ def plot_error_vs_k(data: dict, ax=None, *, extra: dict | None = None) -> Axes:
     sqrt(K) (slope 1/2 on these axes), a third of the way below the first point of the lowest line
     whose inputs are rounded (tf32, bf16, fp16, or any other but fp32), so that it stays visible
     next to the lines it is compared with. ``extra`` ({label: [rms per K]}) adds more lines (e.g. a
-    designed format), labelled as given."""
+    designed format), labelled as given.
+    Named artists (:func:`amp_lessons._draw.named_artists`): each line by its key in ``data["rms"]`` or
+    ``extra``, and the guide "sqrt K guide"."""
     if not isinstance(data, dict) or not {"k", "rms"} <= set(data):
         raise TypeError("data must be the dict returned by amp_lessons.tf32.error_vs_k (keys 'k', 'rms')")
     ks = np.asarray(data["k"], dtype=float)
@@ -57,12 +60,13 @@ def plot_error_vs_k(data: dict, ax=None, *, extra: dict | None = None) -> Axes:
         # TF32 and fp16 inputs often give the same errors: hollow squares keep both visible
         style = dict(marker="s", mfc="white", ms=8, ls="--") if label == "tf32" else dict(marker="o", ms=4)
         name = f"{label} inputs" if label in FORMATS else str(label)
-        ax.plot(ks, np.maximum(rms, 1e-30), color=color, label=name, gid=label, **style)
+        name_artist(ax, label, ax.plot(ks, np.maximum(rms, 1e-30), color=color, label=name, **style)[0])
         if rms[0] > 0:
             firsts[label] = float(rms[0])
     rounded = [v for k, v in firsts.items() if k != "fp32"] or list(firsts.values())
     if rounded:
-        ax.plot(ks, min(rounded) / 3 * np.sqrt(ks / ks[0]), "k--", lw=1.2, gid="sqrt K guide", label="∝ √K (slope 1/2)")
+        guide = ax.plot(ks, min(rounded) / 3 * np.sqrt(ks / ks[0]), "k--", lw=1.2, label="∝ √K (slope 1/2)")
+        name_artist(ax, "sqrt K guide", guide[0])
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("inner dimension K (products summed per output)")
@@ -77,7 +81,8 @@ def plot_matmul_errors(errors, ax=None, *, reference: dict | None = None) -> Axe
     """Relative error (max error / mean |fp64 result|) of each matmul variant as horizontal bars
     on a log axis, each labelled with its value; modelled variants (``how`` ending in "(model)") hatched.
     ``reference`` ({label: rel_error}) adds labelled reference figures (e.g. a published A100 figure) as
-    grey bars. The legend (outside the axes) says what solid, hatched and grey bars are."""
+    grey bars. The legend (outside the axes) says what solid, hatched and grey bars are.
+    Named artists (:func:`amp_lessons._draw.named_artists`): each bar by its variant (or reference) label."""
     rows = [(e.variant, e.rel_error, e.how) for e in errors]
     if not rows:
         raise ValueError("errors is empty: pass the list from amp_lessons.tf32.matmul_errors")
@@ -87,14 +92,14 @@ def plot_matmul_errors(errors, ax=None, *, reference: dict | None = None) -> Axe
     for i, (label, value, how) in enumerate(rows):
         color = "#bbbbbb" if how == "reference" else _variant_color(label)
         modelled = how.endswith("(model)")  # tf32.MODELLED: rounded inputs, an IEEE fp32 sum
-        ax.barh(
+        (bar,) = ax.barh(
             i,
             value,
             color=color,
             hatch="//" if modelled else None,
             edgecolor="white" if modelled else color,
-            gid=label,
         )
+        name_artist(ax, label, bar)
         ax.text(value * 1.15, i, f"{value:.2g}", va="center", fontsize=9)
         kinds.setdefault("reference" if how == "reference" else "model" if modelled else "measured", how)
     ax.set_yticks(range(len(rows)), [r[0] for r in rows])

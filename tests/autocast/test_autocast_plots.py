@@ -4,6 +4,7 @@ import torch
 import torch.nn.functional as F
 
 from amp_lessons import autocast
+from amp_lessons._draw import named_artists
 
 matplotlib.use("Agg")
 
@@ -38,8 +39,9 @@ def test_output_dtypes_reject_bad_input():
 def test_plot_output_dtypes_draws_one_cell_per_op_and_device():
     t = autocast.output_dtypes(OPS, torch.ones(8, 16), torch.ones(16, 4))
     ax = autocast.plot_output_dtypes(t)
-    gids = {p.get_gid() for p in ax.patches}
-    assert "mm|cpu|bfloat16" in gids and "bce|cuda|error" in gids and len(gids) == 8
+    cells = named_artists(ax)
+    assert "mm|cpu|bfloat16" in cells and "bce|cuda|error" in cells and len(cells) == 8
+    assert all(cells[k] in ax.patches for k in cells)
     labels = [h.get_label() for h in ax.get_legend().legend_handles]
     assert labels == ["fp32", "fp16", "bf16", "fp64", "refused"]
     with pytest.raises(TypeError, match="output_dtypes"):

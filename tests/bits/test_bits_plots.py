@@ -12,7 +12,7 @@ import pytest
 import torch
 from matplotlib.patches import Rectangle
 
-from amp_lessons._explorer import by_gid
+from amp_lessons._draw import named_artists
 from amp_lessons.bits import (
     describe_code,
     describe_value,
@@ -28,7 +28,7 @@ from tests.pictures import legend_outside
 
 
 def digits(ax) -> str:
-    return "".join(t.get_text() for t in by_gid(ax, "bit digit"))
+    return "".join(t.get_text() for t in named_artists(ax).get("bit digit", ()))
 
 
 def boxes(ax):
@@ -115,14 +115,14 @@ def test_bit_layout_one_in_fp16():
     assert len(boxes(ax)) == 16
     texts = [t.get_text() for t in ax.texts]
     assert {"sign", "exponent (5 bits, bias 15)", "mantissa (10 bits)"} <= set(texts)
-    (caption,) = by_gid(ax, "caption")
+    caption = named_artists(ax)["caption"]
     assert "(-1)^0 x 2^(15-15) x 1.0000000000b = 1.0" in caption.get_text()
     assert "relative rounding error 0 (exact)" in caption.get_text()
 
 
 def test_bit_layout_without_caption_keeps_the_digits():
     ax = plot_bit_layout("bf16", -2.0, caption=False)
-    assert digits(ax) == "1100000000000000" and by_gid(ax, "caption") == []
+    assert digits(ax) == "1100000000000000" and "caption" not in named_artists(ax)
 
 
 def test_bit_layout_fields_have_three_colours():
@@ -161,7 +161,7 @@ def test_bit_layout_from_code_and_given_axes():
     fig, ax = plt.subplots()
     assert plot_bit_layout("fp16", ax=ax, code=0x7C01) is ax
     assert digits(ax) == "0111110000000001"
-    assert "NaN" in by_gid(ax, "caption")[0].get_text()
+    assert "NaN" in named_artists(ax)["caption"].get_text()
 
 
 def test_bit_layout_rejects_bad_input():
@@ -182,7 +182,7 @@ def test_bit_layout_rejects_bad_input():
 
 def test_spacing_fp16_line_spans_subnormal_to_max():
     ax = plot_spacing()
-    (line,) = by_gid(ax, "fp16")
+    line = named_artists(ax)["fp16"]
     assert line.get_xdata().max() == 65504.0
     assert line.get_xdata().min() == 2.0**-24
     assert line.get_ydata().min() == 2.0**-24
@@ -190,20 +190,20 @@ def test_spacing_fp16_line_spans_subnormal_to_max():
     assert ax.get_xscale() == ax.get_yscale() == "log"
     assert ax.get_xlabel() == "magnitude |x|"
     assert ax.get_ylabel() == "gap to next representable value"
-    assert by_gid(ax, "fp16 max")[0].get_xdata()[0] == 65504.0
-    assert by_gid(ax, "fp16 smallest normal")[0].get_xdata()[0] == 2.0**-14
+    assert named_artists(ax)["fp16 max"].get_xdata()[0] == 65504.0
+    assert named_artists(ax)["fp16 smallest normal"].get_xdata()[0] == 2.0**-14
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert {"fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "max", "smallest normal"} == set(labels)
 
 
 def test_spacing_colours_follow_the_style():
     ax = plot_spacing(("bf16", "fp8_e4m3"))
-    assert matplotlib.colors.to_hex(by_gid(ax, "bf16")[0].get_color()) == FORMAT_COLORS["bf16"].lower()
+    assert matplotlib.colors.to_hex(named_artists(ax)["bf16"].get_color()) == FORMAT_COLORS["bf16"].lower()
 
 
 def test_spacing_custom_and_degenerate_formats():
     ax = plot_spacing([FloatFormat("mine", 3, 4, "finite"), FloatFormat("empty", 1, 0, "fn")])
-    assert by_gid(ax, "mine")[0].get_xdata().max() == FloatFormat("mine", 3, 4, "finite").max
+    assert named_artists(ax)["mine"].get_xdata().max() == FloatFormat("mine", 3, 4, "finite").max
     assert any("no positive values" in t.get_text() for t in ax.get_legend().get_texts())
 
 
@@ -221,15 +221,15 @@ def test_spacing_rejects_bad_formats(bad, exc, match):
 def test_range_precision_bars_come_from_constants():
     ax = plot_range_precision()
     assert len(ax.get_yticklabels()) == len(FORMATS)
-    (normal,) = by_gid(ax, "fp16 normals")
-    (sub,) = by_gid(ax, "fp16 subnormals")
+    normal = named_artists(ax)["fp16 normals"]
+    sub = named_artists(ax)["fp16 subnormals"]
     assert normal.get_x() == 2.0**-14 and normal.get_x() + normal.get_width() == pytest.approx(65504.0)
     assert sub.get_x() == 2.0**-24
     assert sub.get_alpha() < 1 and sub.get_hatch()
-    (bf16,) = by_gid(ax, "bf16 normals")
-    (fp32,) = by_gid(ax, "fp32 normals")
+    bf16 = named_artists(ax)["bf16 normals"]
+    fp32 = named_artists(ax)["fp32 normals"]
     assert bf16.get_x() + bf16.get_width() == pytest.approx(FORMATS["bf16"].max, rel=1e-12)
-    assert bf16.get_height() < by_gid(ax, "fp16 normals")[0].get_height() < fp32.get_height()
+    assert bf16.get_height() < named_artists(ax)["fp16 normals"].get_height() < fp32.get_height()
     assert ax.get_xscale() == "log"
     assert "eps 0.0078, 2 digits" in ax.get_yticklabels()[3].get_text()
 
@@ -237,7 +237,7 @@ def test_range_precision_bars_come_from_constants():
 def test_range_precision_subset_order_and_no_subnormals_for_m0():
     ax = plot_range_precision(["bf16", FloatFormat("e5m0", 5, 0)])
     assert [t.get_text().split()[0] for t in ax.get_yticklabels()] == ["bf16", "e5m0"]
-    assert by_gid(ax, "e5m0 subnormals") == []
+    assert "e5m0 subnormals" not in named_artists(ax)
 
 
 # --- rounding error ------------------------------------------------------------------------------

@@ -6,6 +6,8 @@ matplotlib.use("Agg")
 
 import pytest
 
+from amp_lessons._draw import named_artists
+
 # --- lesson 06: end to end -----------------------------------------------------------------------
 
 
@@ -23,7 +25,7 @@ def test_plot_throughput_draws_only_measured_points():
     from amp_lessons.e2e import plot_throughput
 
     ax = plot_throughput(_e2e_rows())
-    lines = {ln.get_gid(): ln for ln in ax.lines if ln.get_gid()}
+    lines = named_artists(ax)
     assert set(lines) == {"fp32", "fp16"}
     assert list(lines["fp32"].get_xdata()) == [64, 128] and list(lines["fp16"].get_xdata()) == [64]
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log" and "TFLOP/s" in ax.get_ylabel()
@@ -48,7 +50,8 @@ def test_plot_training_runs_legend_and_skipped_runs():
         {"config": "tf32", "ran": False, "reason": "not run: no TF32 here"},
     ]
     ax = plot_training_runs(runs)
-    assert [ln.get_gid() for ln in ax.lines] == ["fp32", "bf16 autocast"]
+    named = named_artists(ax)
+    assert list(named) == ["fp32", "bf16 autocast"] and [named[k] for k in named] == list(ax.lines)
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert labels == ["fp32: 50.0 ms/step, peak 3.0 MiB", "bf16 autocast: 30.0 ms/step, peak 2.0 MiB"]
     assert any("tf32: no TF32 here" in t.get_text() for t in ax.texts)

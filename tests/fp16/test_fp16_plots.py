@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from amp_lessons._explorer import by_gid
+from amp_lessons._draw import named_artists
 from amp_lessons.formats import FloatFormat
 from tests.pictures import legend_outside
 
@@ -22,27 +22,27 @@ def test_running_sums_plot_lines_limit_and_inf_marker():
 
     sums = running_sums_of_copies(16.0, 4096)
     ax = plot_running_sums(sums, limit=65504, limit_label="fp16 max 65504")
-    (fp16_line,) = by_gid(ax, "fp16 running sum")
+    fp16_line = named_artists(ax)["fp16 running sum"]
     assert list(fp16_line.get_xdata()[:3]) == [1, 2, 3]
     assert fp16_line.get_ydata()[-1] == 32768.0 and fp16_line.get_ydata()[1] == 32.0
-    (cumsum,) = by_gid(ax, "torch.cumsum (fp16 tensor)")
+    cumsum = named_artists(ax)["torch.cumsum (fp16 tensor)"]
     assert np.isnan(cumsum.get_ydata()[4094]) and cumsum.get_ydata()[4093] == 65504.0  # inf is not drawn
-    (marker,) = by_gid(ax, "torch.cumsum (fp16 tensor) inf")
+    marker = named_artists(ax)["torch.cumsum (fp16 tensor) inf"]
     assert list(marker.get_xdata()) == [4095] and list(marker.get_ydata()) == [65504.0]  # term 4095 = index 4094
     assert any("inf from term 4095" in t.get_text() for t in ax.texts)
-    (limit,) = by_gid(ax, "limit")
+    limit = named_artists(ax)["limit"]
     assert list(limit.get_ydata()) == [65504, 65504]
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert labels == [*sums, "fp16 max 65504"]
-    assert by_gid(ax, "fp16 running sum inf") == []
+    assert "fp16 running sum inf" not in named_artists(ax)
 
 
 def test_running_sums_plot_lists_and_bad_input():
     from amp_lessons.fp16 import plot_running_sums
 
     ax = plot_running_sums({"mine": [1.0, 2.0, -math.inf], "bf16": torch.ones(2)})
-    assert by_gid(ax, "mine inf")[0].get_marker() == "v"  # -inf: a triangle pointing down
-    assert by_gid(ax, "limit") == []
+    assert named_artists(ax)["mine inf"].get_marker() == "v"  # -inf: a triangle pointing down
+    assert "limit" not in named_artists(ax)
     with pytest.raises(TypeError, match="non-empty dict"):
         plot_running_sums({})
     with pytest.raises(ValueError, match="'x'.*1-D"):
@@ -66,15 +66,15 @@ def test_gradient_histogram_regions_and_fractions(census):
     from amp_lessons.fp16 import plot_gradient_histogram
 
     ax = plot_gradient_histogram(census)
-    (zero,) = by_gid(ax, "region zero")
-    (sub,) = by_gid(ax, "region subnormal")
-    (normal,) = by_gid(ax, "region normal")
-    (over,) = by_gid(ax, "region overflow")
+    zero = named_artists(ax)["region zero"]
+    sub = named_artists(ax)["region subnormal"]
+    normal = named_artists(ax)["region normal"]
+    over = named_artists(ax)["region overflow"]
     assert sub.get_x() == pytest.approx(-25)  # half the smallest subnormal 2**-24 rounds to 0
     assert normal.get_x() == pytest.approx(-14)
     assert over.get_x() == pytest.approx(math.log2(65520))
     assert zero.get_x() < -25
-    acts = by_gid(ax, "activation gradients")[0]
+    acts = named_artists(ax)["activation gradients"]
     counts = acts.get_data().values
     fr = census["fractions"]["activations"]
     assert counts.sum() == pytest.approx(1 - fr["zero"])  # per binade, of all values: zeros are off the log axis
@@ -108,7 +108,9 @@ def test_loss_curves_plot():
     }
     ax = plot_loss_curves(result)
     assert ax.get_yscale() == "log"
-    assert [ln.get_gid() for ln in ax.get_lines()] == ["fp32", "fp16 weights", "fp32 master weights"]
+    named = named_artists(ax)
+    assert list(named) == ["fp32", "fp16 weights", "fp32 master weights"]
+    assert [named[k] for k in named] == ax.get_lines()
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert labels[1] == "fp16 weights: final loss 0.2, 50% of updates lost"
     with pytest.raises(TypeError, match="train_master_weights"):
@@ -120,15 +122,15 @@ def test_format_regions_from_the_constants():
 
     ax = plot_format_regions(1e-5)
     assert [t.get_text() for t in ax.get_yticklabels()] == list(REGION_FORMATS)
-    (sub,) = by_gid(ax, "fp16 subnormal")
-    (normal,) = by_gid(ax, "fp16 normal")
-    (over,) = by_gid(ax, "fp16 inf")
+    sub = named_artists(ax)["fp16 subnormal"]
+    normal = named_artists(ax)["fp16 normal"]
+    over = named_artists(ax)["fp16 inf"]
     assert sub.get_x() == 2.0**-25 and normal.get_x() == 2.0**-14
     assert normal.get_x() + normal.get_width() == pytest.approx(65520.0) and over.get_x() == 65520.0
-    (sat,) = by_gid(ax, "fp8_e4m3 saturate")
+    sat = named_artists(ax)["fp8_e4m3 saturate"]
     assert sat.get_x() == 464.0  # 448 + half its gap of 32
-    assert by_gid(ax, "fp32 zero")[0].get_width() == pytest.approx(2.0**-150 - 1e-50)
-    (line,) = by_gid(ax, "marker")
+    assert named_artists(ax)["fp32 zero"].get_width() == pytest.approx(2.0**-150 - 1e-50)
+    line = named_artists(ax)["marker"]
     assert list(line.get_xdata()) == [1e-5, 1e-5] and line.get_visible()
     assert ax.get_xscale() == "log" and ax.get_xlim() == (1e-50, 1e40)
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
@@ -139,12 +141,12 @@ def test_format_regions_edges_nan_and_custom_formats():
     from amp_lessons.fp16 import plot_format_regions
 
     ax = plot_format_regions(0.0)
-    assert by_gid(ax, "marker")[0].get_xdata()[0] == 1e-50  # clipped to the axis
+    assert named_artists(ax)["marker"].get_xdata()[0] == 1e-50  # clipped to the axis
     ax = plot_format_regions(-math.inf, ["fp8_e4m3fnuz", FloatFormat("e5m0", 5, 0)])
-    assert by_gid(ax, "marker")[0].get_xdata()[0] == 1e40
-    assert by_gid(ax, "fp8_e4m3fnuz nan") and by_gid(ax, "e5m0 subnormal") == []
+    assert named_artists(ax)["marker"].get_xdata()[0] == 1e40
+    assert "fp8_e4m3fnuz nan" in named_artists(ax) and "e5m0 subnormal" not in named_artists(ax)
     ax = plot_format_regions(math.nan)
-    assert not by_gid(ax, "marker")[0].get_visible() and "NaN" in ax.get_title(loc="left")
+    assert not named_artists(ax)["marker"].get_visible() and "NaN" in ax.get_title(loc="left")
     with pytest.raises(ValueError, match="xlim"):
         plot_format_regions(1.0, xlim=(1.0, 0.5))
     with pytest.raises(TypeError, match="value"):
@@ -174,7 +176,7 @@ def test_running_sums_minus_shows_the_error():
     from amp_lessons.fp16 import plot_running_sums
 
     ax = plot_running_sums({"a": [1.0, 2.0, 3.0], "exact": [1.0, 2.5, 3.5]}, minus="exact")
-    (line,) = [ln for ln in ax.get_lines() if ln.get_gid() == "a"]
+    line = named_artists(ax)["a"]
     assert list(line.get_ydata()) == [0.0, -0.5, -0.5]
     assert "exact" in ax.get_ylabel()
     with pytest.raises(ValueError, match="'nope' is not one of the labels"):

@@ -10,6 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
+from amp_lessons._draw import named_artists
 from tests.pictures import legend_outside
 
 # --- lesson 07: fp8 --------------------------------------------------------------------------------
@@ -26,8 +27,10 @@ def test_plot_fp8_window(fp8_tensors):
     from amp_lessons.fp8 import plot_fp8_window
 
     ax = plot_fp8_window(fp8_tensors)
-    gids = {a.get_gid() for a in ax.get_children()}
-    assert set(fp8_tensors) <= gids and {"region zero", "region subnormal", "region normal", "region overflow"} <= gids
+    names = set(named_artists(ax))
+    assert (
+        set(fp8_tensors) <= names and {"region zero", "region subnormal", "region normal", "region overflow"} <= names
+    )
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert any(t.startswith("activation gradients") and "flushed to 0" in t for t in labels)
     assert "fp8_e4m3" in ax.get_title(loc="left")
@@ -48,7 +51,8 @@ def test_plot_scaling_errors(fp8_tensors):
     assert ax.get_yscale() == "log"
     assert [t.get_text() for t in ax.get_xticklabels()] == list(fp8_tensors)
     assert [t.get_text() for t in ax.get_legend().get_texts()] == list(SCALING_METHODS)
-    bars = [p for p in ax.patches if p.get_gid() == "per-tensor"]
+    bars = named_artists(ax)["per-tensor"]
+    assert all(b in ax.patches for b in bars)
     want = [r["relative error"] for r in rows if r["method"] == "per-tensor"]
     assert np.allclose([b.get_y() + b.get_height() for b in bars], want)  # bar tops at the errors
     inf_rows = [dict(rows[0], **{"relative error": math.inf})] + rows[1:]
@@ -73,8 +77,8 @@ def test_plot_scaling_errors_shows_what_the_methods_change(fp8_tensors):
     for r in rows:
         (bar,) = [
             p
-            for p in lost.patches
-            if p.get_gid() == r["method"]
+            for p in named_artists(ax)[r["method"] + " lost"]
+            if p in lost.patches
             and abs(
                 p.get_x()
                 + p.get_width() / 2

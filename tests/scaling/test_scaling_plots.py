@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from amp_lessons._explorer import by_gid
+from amp_lessons._draw import named_artists
 from tests.pictures import legend_outside
 
 # --- lesson 05: loss scaling ---------------------------------------------------------------------
@@ -27,15 +27,15 @@ def test_scale_sweep_plot_draws_the_sweep_and_the_window(census05):
 
     sw = scale_sweep(census05)
     ax = plot_scale_sweep(sw)
-    (line,) = by_gid(ax, "underflow")
+    line = named_artists(ax)["underflow"]
     assert list(line.get_xdata()) == list(range(33))
     floor = ax.get_ylim()[0]
     assert [y == floor for y in line.get_ydata()] == [u == 0 for u in sw["underflow"]]
-    (span,) = by_gid(ax, "window")
+    span = named_artists(ax)["window"]
     lo, hi = safe_window(sw)
     assert span.get_x() == math.log2(lo) and span.get_x() + span.get_width() == math.log2(hi)
     assert ax.get_xticklabels()[0].get_text().startswith("2^")
-    assert not by_gid(plot_scale_sweep(sw, window=False), "window")
+    assert "window" not in named_artists(plot_scale_sweep(sw, window=False))
     with pytest.raises(TypeError):
         plot_scale_sweep({"scale": [1.0]})
 
@@ -45,12 +45,12 @@ def test_scaled_histogram_moves_with_the_exponent(census05):
 
     a = plot_scaled_histogram(census05, 0)
     b = plot_scaled_histogram(census05, 32)
-    ea = by_gid(a, "activations fill")[0].get_data().edges
-    eb = by_gid(b, "activations fill")[0].get_data().edges
+    ea = named_artists(a)["activations fill"].get_data().edges
+    eb = named_artists(b)["activations fill"].get_data().edges
     assert np.array_equal(eb, ea + 32)
     assert a.get_xlim() == b.get_xlim() and eb[-1] <= b.get_xlim()[1]
-    assert by_gid(a, "region overflow") and by_gid(a, "region zero")
-    h = by_gid(a, "activations fill")[0].get_data().values
+    assert {"region overflow", "region zero"} <= set(named_artists(a))
+    h = named_artists(a)["activations fill"].get_data().values
     assert h.sum() == pytest.approx(1 - float((census05["activations"] == 0).float().mean()))
     with pytest.raises(TypeError):
         plot_scaled_histogram(census05, 1.5)
@@ -61,18 +61,18 @@ def test_scaler_history_from_simulation_and_comparison():
 
     h = simulate_scaler(50, (5, 6), growth_interval=10)
     ax = plot_scaler_history(h)
-    (line,) = by_gid(ax, "scale")
+    line = named_artists(ax)["scale"]
     assert list(line.get_ydata()) == [math.log2(s) for s in h["scale"]]
-    (marks,) = by_gid(ax, "scale skipped")
+    marks = named_artists(ax)["scale skipped"]
     assert list(marks.get_xdata()) == [5, 6]
     assert ax.get_yticklabels()[0].get_text().startswith("2^")
     rows = compare_with_gradscaler(12)
     ax = plot_scaler_history(rows)
-    assert by_gid(ax, "DynamicScaler (ours)") and by_gid(ax, "torch.amp.GradScaler")
-    assert list(by_gid(ax, "torch.amp.GradScaler skipped")[0].get_xdata()) == [3, 4, 10]
+    assert {"DynamicScaler (ours)", "torch.amp.GradScaler"} <= set(named_artists(ax))
+    assert list(named_artists(ax)["torch.amp.GradScaler skipped"].get_xdata()) == [3, 4, 10]
     # a scale that underflowed to 0 in float32 is left out, not an error
     ax = plot_scaler_history(simulate_scaler(60, range(60), init_scale=1.0, backoff_factor=0.05))
-    assert np.isnan(by_gid(ax, "scale")[0].get_ydata()[-1])
+    assert np.isnan(named_artists(ax)["scale"].get_ydata()[-1])
     with pytest.raises(TypeError):
         plot_scaler_history([1, 2])
 

@@ -7,6 +7,7 @@ matplotlib.use("Agg")
 import numpy as np
 import pytest
 
+from amp_lessons._draw import named_artists
 from tests.pictures import legend_outside
 
 # --- lesson 02 plots --------------------------------------------------------------------------
@@ -21,10 +22,11 @@ def test_error_vs_k_plot_lines_and_trend():
         "ref_rms": [4, 8, 16],
     }
     ax = plot_error_vs_k(data, extra={"mine": [1, 2, 4]})
-    assert [ln.get_gid() for ln in ax.get_lines() if ln.get_gid()] == ["tf32", "bf16", "mine", "sqrt K guide"]
+    named = named_artists(ax)
+    assert list(named) == ["tf32", "bf16", "mine", "sqrt K guide"] and [named[k] for k in named] == ax.get_lines()
     # format lines say "<format> inputs"; an extra line keeps its own label (no "your inputs inputs")
     assert [ln.get_label() for ln in ax.get_lines()] == ["tf32 inputs", "bf16 inputs", "mine", "∝ √K (slope 1/2)"]
-    (guide,) = [ln for ln in ax.get_lines() if ln.get_gid() == "sqrt K guide"]
+    guide = named["sqrt K guide"]
     # one black dashed guide, a third below the lowest rounded-input line's first point, sqrt(K) from there
     assert guide.get_linestyle() == "--" and guide.get_color() == "k"
     assert list(guide.get_ydata()) == pytest.approx([1e-3 / 3, 2e-3 / 3, 4e-3 / 3])
@@ -60,10 +62,10 @@ def test_error_vs_k_guide_has_slope_one_half_and_the_legend_is_outside():
 
     ks = [16, 64, 256, 1024]
     ax = plot_error_vs_k(error_vs_k(ks, ("fp32", "tf32"), m=8, n=8), extra={"your inputs": [1e-2, 2e-2, 4e-2, 8e-2]})
-    (guide,) = [ln for ln in ax.get_lines() if ln.get_gid() == "sqrt K guide"]
+    guide = named_artists(ax)["sqrt K guide"]
     x, y = np.log(guide.get_xdata()), np.log(guide.get_ydata())
     assert np.diff(y) / np.diff(x) == pytest.approx([0.5] * 3)  # slope 1/2 on the log-log axes: sqrt(K)
-    tf32_line = next(ln for ln in ax.get_lines() if ln.get_gid() == "tf32")
+    tf32_line = named_artists(ax)["tf32"]
     assert guide.get_ydata()[0] == pytest.approx(tf32_line.get_ydata()[0] / 3)  # below the lowest rounded line
     assert "your inputs" in [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend_outside(ax)
