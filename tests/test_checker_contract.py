@@ -11,8 +11,10 @@ Tests of each checker's own mistakes and hints stay with its topic (tests/<topic
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -34,9 +36,10 @@ CHECKERS = sorted(
 
 @dataclass(frozen=True)
 class Row:
-    """One checker's exercise: ``answer`` reads the solution module's answer; ``params`` gives the exercise's own
-    arguments after the answer (positional, keyword); ``hidden`` is what a wrong answer's message must not state
-    (default: the solution's answer if it is a value)."""
+    """One checker's exercise: ``answer`` reads the solution module's answer; ``starter`` is the notebook's
+    starter, or a tuple of the starters a learner may leave; ``wrong`` a wrong answer, or a tuple of them;
+    ``params`` gives the exercise's own arguments after the answer (positional, keyword); ``hidden`` is what no
+    message of a starter or a wrong answer may state (default: the solution's answer if it is a value)."""
 
     answer: Callable
     starter: object
@@ -44,6 +47,12 @@ class Row:
     params: Callable = lambda: ((), {})
     hidden: tuple = ()
     needs: Callable | None = field(default=None)  # a reason to skip, or None
+    starter_lists_all: bool = False  # the starter's message lists every choice, the answer among the rest
+
+
+@functools.cache
+def _s(lesson: str):
+    return solution(lesson)
 
 
 def _raises(*args, **kwargs):
@@ -80,10 +89,10 @@ def _fsdp_starter(rank, world_size, batches):
     return ...
 
 
-def _tf32_toward_zero(a, b):
+def _tf32_model(rounding):
     from amp_lessons.formats import quantize
 
-    return quantize(a, "tf32", "toward_zero") @ quantize(b, "tf32", "toward_zero")
+    return lambda a, b: quantize(a, "tf32", rounding) @ quantize(b, "tf32", rounding)
 
 
 def _fp8_unscaled(x, w, b):
@@ -121,17 +130,61 @@ _CUMSUM = "cuda: cumsum(a @ b, 0)"
 
 ROWS: dict[str, Row] = {
     # lesson 01
-    "bits.check_max_finite": Row(lambda s: s.max_finite, lambda e, m: ..., lambda e, m: 2.0 ** (2 ** (e - 1))),
-    "bits.check_ulp": Row(lambda s: s.ulp_bf16, lambda x: ..., lambda x: x / 2**8, lambda: (("bf16",), {})),
-    "bits.check_decode_bits": Row(lambda s: s.DECODED_E4M3, ..., 3.0, lambda: ((0b0_1000_011, "fp8_e4m3"), {})),
-    "bits.check_format_choice": Row(lambda s: s.FORMAT_CHOICE_A, ..., "fp16", lambda: ((1e-6, 1e6, 0.01), {})),
+    "bits.check_max_finite": Row(
+        lambda s: s.max_finite,
+        (lambda exponent_bits, mantissa_bits: ..., lambda exponent_bits, mantissa_bits: None),
+        (
+            lambda e, m: _s("01").max_finite(e, m) * 2,
+            lambda e, m: (2 - 2.0**-m) * 2.0 ** (2 ** (e - 1)),
+            lambda e, m: 2.0 ** (2 ** (e - 1)),
+            lambda e, m: 1.0,
+        ),
+        hidden=(65504.0,),  # fp16's max, the first format tried
+    ),
+    "bits.check_ulp": Row(
+        lambda s: s.ulp_bf16,
+        lambda x: None,
+        (lambda x: _s("01").ulp_bf16(x) * 2, lambda x: 2.0 ** (math.floor(math.log2(x)) - 7), lambda x: x / 2**8),
+        lambda: (("bf16",), {}),
+        hidden=(2.0**-7,),  # ulp(1.0), the first value tried
+    ),
+    "bits.check_decode_bits": Row(
+        lambda s: s.DECODED_E4M3, (..., None, "..."), (5.5, -2.75, 3.0), lambda: ((0b0_1000_011, "fp8_e4m3"), {})
+    ),
+    # its starter lists every format, the answer among them: the messages of wrong answers are read
+    "bits.check_format_choice": Row(
+        lambda s: s.FORMAT_CHOICE_A, ..., "fp16", lambda: ((1e-6, 1e6, 0.01), {}), starter_lists_all=True
+    ),
     # lesson 02
-    "tf32.check_tf32_matmul": Row(lambda s: s.tf32_matmul, lambda a, b: a @ b, _tf32_toward_zero),
-    "tf32.check_error_ratio": Row(lambda s: s.ERROR_RATIO, ..., 2.0**7, lambda: (("bf16", "tf32"), {})),
+    "tf32.check_tf32_matmul": Row(
+        lambda s: s.tf32_matmul,
+        lambda a, b: a @ b,
+        (
+            _tf32_model("toward_zero"),
+            _tf32_model("nearest_away"),
+            lambda a, b: _tf32_model("nearest_even")(a, b).double(),
+            lambda a, b: a,
+        ),
+    ),
+    "tf32.check_error_ratio": Row(
+        lambda s: s.ERROR_RATIO, ..., (2.0**5, 2.0, -1.0, "x"), lambda: (("bf16", "tf32"), {})
+    ),
     # lesson 03
-    "fp16.check_stall_value": Row(lambda s: s.STALL_VALUE, ..., 4096.0, lambda: ((1.0, "fp16"), {})),
+    "fp16.check_stall_value": Row(
+        lambda s: s.STALL_VALUE, ..., (4096.0, 1024.0, 2047.0, "x"), lambda: ((1.0, "fp16"), {})
+    ),
     "fp16.check_lost_update": Row(
-        lambda s: s.smallest_update, lambda w: ..., lambda w: w * 2.0**-10, lambda: (("fp16",), {})
+        lambda s: s.smallest_update,
+        (lambda w: ..., lambda w: None),
+        (
+            lambda w: _s("03").smallest_update(w) * 2,  # the whole gap
+            lambda w: _s("03").smallest_update(w) / 4,
+            lambda w: 1e-3,
+            lambda w: -1.0,
+            lambda w: "x",
+        ),
+        lambda: (("fp16",), {}),
+        hidden=(2.0**-11,),  # half the gap at 1.5, the first weight tried
     ),
     # lesson 04
     "autocast.check_dtype_predictions": Row(
@@ -144,8 +197,12 @@ ROWS: dict[str, Row] = {
         lambda s: s.bce_fix, _bce_starter, lambda z, y: F.binary_cross_entropy_with_logits(z, y, reduction="sum")
     ),
     # lesson 05
-    "scaling.check_smallest_scale": Row(lambda s: s.SMALLEST_SCALE_SMALL_LOSS, ..., 2**12, _small_census),
-    "scaling.check_scale_prediction": Row(lambda s: s.SCALE_PREDICTION, ..., 2.0**12, _scale_prediction_params),
+    "scaling.check_smallest_scale": Row(
+        lambda s: s.SMALLEST_SCALE_SMALL_LOSS, ..., (2.0**12, 2.0**10, 3 * 2.0**11, 2.0**40), _small_census
+    ),
+    "scaling.check_scale_prediction": Row(
+        lambda s: s.SCALE_PREDICTION, ..., (2.0**12, 2.0**9, "x"), _scale_prediction_params
+    ),
     "scaling.check_scaler_update": Row(
         lambda s: s.scaler_update,
         lambda scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval: (
@@ -168,6 +225,7 @@ ROWS: dict[str, Row] = {
         {"weights": ..., "activations": ..., "gradients": ...},
         {"weights": "e4m3", "activations": "e4m3", "gradients": "e4m3"},
         hidden=("e5m2",),
+        starter_lists_all=True,
     ),
     "fp8.check_fp8_linear_forward": Row(lambda s: s.fp8_linear_forward, lambda x, w, b: x @ w.t() + b, _fp8_unscaled),
     # lesson 08
@@ -236,10 +294,22 @@ def _code_lines(fn) -> list[str]:
     return [ln for ln in lines if len(ln) >= 20 and not ln.startswith(("#", '"""', "return ...", "def "))]
 
 
+def _each(answers) -> tuple:
+    return answers if isinstance(answers, tuple) else (answers,)
+
+
+def _hidden(row, answer) -> tuple:
+    return row.hidden or (() if callable(answer) else (answer,))
+
+
 @pytest.mark.parametrize("name", CHECKERS)
 def test_the_starter_gets_your_turn(name):
-    row, _, check = _setup(name)
-    assert_your_turn(check(row.starter))
+    row, answer, check = _setup(name)
+    for starter in _each(row.starter):
+        r = check(starter)
+        assert_your_turn(r)
+        for value in () if row.starter_lists_all else _hidden(row, answer):
+            assert not reveals(r.message, value), (r.message, value)
 
 
 @pytest.mark.parametrize("name", CHECKERS)
@@ -256,14 +326,14 @@ def test_a_function_that_raises_gets_not_yet_naming_the_exception(name):
 @pytest.mark.parametrize("name", CHECKERS)
 def test_a_wrong_answer_fails_without_the_answer(name):
     row, answer, check = _setup(name)
-    r = check(row.wrong)
-    assert_not_yet(r)
-    hidden = row.hidden or (() if callable(answer) else (answer,))
-    for value in hidden:
-        assert not reveals(r.message, value), (r.message, value)
-    if callable(answer):
-        for line in _code_lines(answer):
-            assert line not in r.message, (r.message, line)
+    for wrong in _each(row.wrong):
+        r = check(wrong)
+        assert_not_yet(r)
+        for value in _hidden(row, answer):
+            assert not reveals(r.message, value), (r.message, value)
+        if callable(answer):
+            for line in _code_lines(answer):
+                assert line not in r.message, (r.message, line)
 
 
 @pytest.mark.parametrize("name", CHECKERS)
