@@ -6,7 +6,8 @@
   for a function, no line of the instructors' code);
 - the instructors' solution (instructors/solutions_NN.py) gets "Correct".
 
-The checkers are found from the registry (the ``__all__`` of each topic's ``checks`` module), so a new checker without a row fails here.
+The checkers are found from the registry (the ``__all__`` of each topic's ``checks`` module), so a new checker
+without a row fails here.
 Tests of each checker's own mistakes and hints stay with its topic (tests/<topic>/test_<topic>_checks.py)."""
 
 from __future__ import annotations
@@ -288,8 +289,8 @@ def _setup(name):
 
 
 def _code_lines(fn) -> list[str]:
-    """The instructors' function's lines of code that say something: not its def, comments, nor a line as short as a call
-    the exercise names (``scaler.update()``)."""
+    """The instructors' function's lines of code that say something: not its def, comments, nor a line as short
+    as a call the exercise names (``scaler.update()``)."""
     lines = [ln.strip() for ln in inspect.getsource(fn).splitlines()[1:]]
     return [ln for ln in lines if len(ln) >= 20 and not ln.startswith(("#", '"""', "return ...", "def "))]
 
