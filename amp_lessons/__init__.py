@@ -8,7 +8,7 @@ The base, which every lesson uses and which imports no lesson topic:
 - :mod:`amp_lessons.timing`, :mod:`amp_lessons.style` - timings; the course's plot style
 - :mod:`amp_lessons.checks`  - the result an exercise checker returns
 - private helpers: ``_runtime`` (devices, exact fp32, threads), ``_validate`` (argument checks),
-  ``_draw`` (plot helpers), ``_explorer`` (what every explorer shares)
+  ``_draw`` (plot helpers), ``_explorer`` (what every explorer shares), ``_exercise`` (how every checker answers)
 
 One folder per lesson topic, each with ``experiments`` (data only, no drawing), ``plots``, ``explorers``
 and ``checks`` as the lesson needs them; ``from amp_lessons import fp16`` gives all of a topic:

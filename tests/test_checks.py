@@ -1,14 +1,15 @@
-"""Tests of amp_lessons.checks, and the helpers the topics' checker tests share: ``solution`` (an instructor
-solution module) and ``reveals`` (whether a message states a value)."""
+"""Tests of amp_lessons.checks and amp_lessons._exercise, and the helpers the topics' checker tests share:
+``solution`` (an instructor solution module) and ``reveals`` (whether a message states a value, the rule the
+checkers' hidden answers are masked by)."""
 
 import importlib.util
 import math
-import re
 from pathlib import Path
 
 import pytest
 
 from amp_lessons import checks
+from amp_lessons._exercise import reveals
 from amp_lessons._table import TONES
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -22,26 +23,6 @@ def solution(lesson: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _forms(value) -> set[str]:
-    if isinstance(value, str):
-        return {value}
-    v = float(value)
-    forms = {repr(v), f"{v:g}", f"{v:.6g}", f"{v:.4g}", f"{v:.3g}", f"{v:.2g}"}
-    if v.is_integer():
-        forms.add(str(int(v)))
-    mantissa, exponent = math.frexp(abs(v))
-    if v > 0 and mantissa == 0.5:
-        k = exponent - 1
-        forms |= {f"2**{k}", f"2^{k}", f"2 ** {k}", f"2.0**{k}", f"2.0 ** {k}", f"2**({k})"}
-    return forms
-
-
-def reveals(message: str, value) -> bool:
-    """Whether ``message`` states ``value`` (a number in any of the usual spellings, as a whole number: 448 is
-    not found in 4480 or 1.448; or a string)."""
-    return any(re.search(rf"(?<![\w.\-]){re.escape(f)}(?!\d)(?!\.\d)", message) for f in _forms(value))
 
 
 def assert_your_turn(r):
@@ -118,3 +99,75 @@ def test_call_learner_turns_an_error_into_a_short_message():
     )
     assert checks.call_learner(lambda x: x + 1, 1) == (2, None)
     assert checks.call_learner(3, 1)[1].startswith("expected a function")
+
+
+# ---- amp_lessons._exercise: the one way a checker answers ----
+
+
+def test_exercise_ends_the_check_at_a_placeholder_an_error_or_a_finish():
+    from amp_lessons import _exercise as ex
+
+    @ex.exercise
+    def check_double(fn, x: float = 3.0):
+        """Exercise: fn(x) returns 2 * x."""
+        got = ex.attempt(fn, x)
+        ex.placeholder(got, f"write double(x); it returns {got!r} so far")
+        if got != 2 * x:
+            return ex.not_yet(f"double({x!r}) gave {got!r}, not {2 * x!r}", hide=2 * x)
+        return ex.correct("twice x")
+
+    assert ex.is_exercise(check_double) and not ex.is_exercise(checks.call_learner)
+    assert check_double.__name__ == "check_double" and "fn(x) returns" in check_double.__doc__
+    assert check_double(lambda x: 2 * x)
+    assert_your_turn(check_double(lambda x: ...))
+    r = check_double(lambda x: 1 / 0)
+    assert_not_yet(r)
+    assert r.message == "calling it with (3.0) raised ZeroDivisionError: division by zero"
+    assert check_double(3).message == "expected a function, got int 3"
+    r = check_double(lambda x: x)  # the message would state 6.0: masked
+    assert_not_yet(r)
+    assert r.message == f"double(3.0) gave 3.0, not {ex.MASK}" and not reveals(r.message, 6.0)
+
+
+def test_finish_and_attempt_with_the_exercise_s_own_words():
+    from amp_lessons import _exercise as ex
+
+    @ex.exercise
+    def check_fix(fix):
+        ex.attempt(fix, None, call="fix(model)")
+        ex.finish(ex.correct("fine"))
+
+    assert check_fix(lambda m: m)
+    assert check_fix(lambda m: 1 / 0).message == "fix(model) raised ZeroDivisionError: division by zero"
+    assert check_fix("x").message == "expected a function fix(model), got str"
+    with pytest.raises(TypeError, match="CheckResult"):
+        ex.finish("fine")
+
+    @ex.exercise
+    def check_nothing(answer):
+        return "fine"
+
+    with pytest.raises(TypeError, match="check_nothing returned str"):
+        check_nothing(1)
+    with pytest.raises(TypeError, match="checker function"):
+        ex.exercise(42)
+
+
+def test_hidden_answers_are_masked_in_every_spelling_but_a_lone_digit():
+    from amp_lessons import _exercise as ex
+
+    assert ex.not_yet("GradScaler starts at 65536.0 = 2**16", hide=65536.0).message == (
+        f"GradScaler starts at {ex.MASK} = {ex.MASK}"
+    )
+    assert ex.your_turn("block4.wo overflows", hide="block4.wo").message == f"{ex.MASK} overflows"
+    assert ex.your_turn("x", hide="block4.wo").todo
+    # 4480 and 1.448 are other numbers; "1%" is prose even when the answer is 1.0 (its "1.0" and "2^0" are masked)
+    assert ex.not_yet("4480 or 1.448", hide=448).message == "4480 or 1.448"
+    assert ex.not_yet("at most 1%, not 1.0 or 2^0", hide=1.0).message == f"at most 1%, not {ex.MASK} or {ex.MASK}"
+    assert ex.not_yet("2 and 3", hide=(2.0, 3.0)).message == "2 and 3"
+    with pytest.raises(TypeError, match="hidden answer"):
+        ex.not_yet("m", hide=[None])
+    with pytest.raises(TypeError, match="message"):
+        ex.not_yet(3)
+    with pytest.raises(TypeError, match="message"):
+        reveals(None, 1.0)

@@ -69,20 +69,21 @@ def halve(x: float) -> float:
 
 from __future__ import annotations
 
-from ..checks import CheckResult, is_placeholder, off_by, same_value
+from .._exercise import correct, exercise, not_yet, placeholder
+from ..checks import CheckResult, off_by, same_value
 from .experiments import halve
 
 __all__ = ["check_half_of_largest"]
 
 
+@exercise
 def check_half_of_largest(answer) -> CheckResult:
     """Exercise 1: half of fp16's largest finite value, as fp16 computes it."""
-    if is_placeholder(answer):
-        return CheckResult(False, "replace ... with half of fp16's largest finite value", todo=True)
+    placeholder(answer, "replace ... with half of fp16's largest finite value")
     want = halve(65504.0)
     if same_value(answer, want):
-        return CheckResult(True, "halving is exact in fp16: only the exponent changes")
-    return CheckResult(False, f"{off_by(answer, want)}: start from fp16's largest finite value")
+        return correct("halving is exact in fp16: only the exponent changes")
+    return not_yet(f"{off_by(answer, want)}: start from fp16's largest finite value", hide=want)
 ''',
     "amp_lessons/halves/support.py": '''"""What lesson 12 runs on a given machine."""
 

@@ -9,8 +9,9 @@ import textwrap
 import torch
 import torch.nn.functional as F
 
+from .._exercise import attempt, correct, exercise, not_yet, your_turn
 from ..autocast.experiments import policy_of, trace
-from ..checks import CheckResult, call_learner, is_placeholder
+from ..checks import CheckResult, is_placeholder
 
 __all__ = [
     "check_bce_fix",
@@ -48,6 +49,7 @@ def _dtype_name(d) -> str:
     return str(d).replace("torch.", "")
 
 
+@exercise
 def check_dtype_predictions(predictions: dict) -> CheckResult:
     """Exercise: predict the output dtype of each expression of the lesson's table under autocast
     (CPU: bf16 autocast, run here; CUDA: fp16 autocast, on a GPU or previewed with fake CUDA
@@ -56,12 +58,10 @@ def check_dtype_predictions(predictions: dict) -> CheckResult:
 
     exercises = _dtype_exercises()
     if not isinstance(predictions, dict):
-        return CheckResult(
-            False, f"predictions must be a dict {{expression: dtype name}}, got {type(predictions).__name__}"
-        )
+        return not_yet(f"predictions must be a dict {{expression: dtype name}}, got {type(predictions).__name__}")
     unknown = sorted(set(predictions) - set(exercises))
     if unknown:
-        return CheckResult(False, f"unknown expression(s) {unknown}: use the keys of the exercise's dict")
+        return not_yet(f"unknown expression(s) {unknown}: use the keys of the exercise's dict")
     g = torch.Generator().manual_seed(0)
     a, b = torch.randn(4, 4, generator=g), torch.randn(4, 4, generator=g)
     h = torch.randn(4, 4, generator=g).bfloat16()
@@ -89,21 +89,19 @@ def check_dtype_predictions(predictions: dict) -> CheckResult:
             )
             wrong.append(f"{expr}: not {guess} ({why})")
     if malformed:
-        return CheckResult(False, "; ".join(malformed) + '. Write "torch.float32", "float32" or "error"')
+        return not_yet("; ".join(malformed) + '. Write "torch.float32", "float32" or "error"')
     if wrong:
-        return CheckResult(
-            False,
-            f"{len(wrong)} of {len(exercises) - len(todo)} predictions are wrong: " + "; ".join(wrong)
-            + ". Remember what autocast does to fp64 and to fp32 inputs of the same op",
-        )  # fmt: skip
-    if todo:
-        return CheckResult(
-            False,
-            f'{len(todo)} of {len(exercises)} still to predict: replace each "..." with a dtype name, '
-            f'"torch.<name>", or "error", starting with {todo[0]!r}',
-            todo=True,
+        return not_yet(
+            f"{len(wrong)} of {len(exercises) - len(todo)} predictions are wrong: "
+            + "; ".join(wrong)
+            + ". Remember what autocast does to fp64 and to fp32 inputs of the same op"
         )
-    return CheckResult(True, f"all {len(exercises)} outcomes predicted right, on the CPU and CUDA policies")
+    if todo:
+        return your_turn(
+            f'{len(todo)} of {len(exercises)} still to predict: replace each "..." with a dtype name, '
+            f'"torch.<name>", or "error", starting with {todo[0]!r}'
+        )
+    return correct(f"all {len(exercises)} outcomes predicted right, on the CPU and CUDA policies")
 
 
 #: the starter's loss, as the exercise gives it
@@ -138,6 +136,7 @@ def _is_starter(fn) -> bool:
     return False
 
 
+@exercise
 def check_bce_fix(fn) -> CheckResult:
     """Exercise: ``fn(logits, target)`` computes the same loss as
     ``binary_cross_entropy(sigmoid(logits), target)`` in a form CUDA autocast accepts. Checked on
@@ -147,39 +146,33 @@ def check_bce_fix(fn) -> CheckResult:
     g = torch.Generator().manual_seed(1)
     logits, target = torch.randn(16, generator=g) * 3, torch.rand(16, generator=g)
     want = F.binary_cross_entropy(torch.sigmoid(logits), target)
-    got, err = call_learner(fn, logits, target)
-    if err:
-        return CheckResult(False, err)
+    got = attempt(fn, logits, target)
     if not isinstance(got, torch.Tensor) or got.numel() != 1:
         what = f"a tensor of shape {tuple(got.shape)}" if isinstance(got, torch.Tensor) else f"a {type(got).__name__}"
-        return CheckResult(False, f"expected a scalar loss tensor, got {what}")
+        return not_yet(f"expected a scalar loss tensor, got {what}")
     if not torch.allclose(got.float(), want, rtol=1e-4, atol=1e-6):
-        return CheckResult(
-            False,
+        return not_yet(
             f"your loss is {got.item():.6g}, not the value of binary_cross_entropy(sigmoid(z), y) "
-            "on the same inputs: keep the same mean reduction",
+            "on the same inputs: keep the same mean reduction"
         )
     try:
         t = trace(fn, logits, target, device_type="cuda")
     except Exception as exc:  # noqa: BLE001 - a checker answers any answer, it never raises
         first = (str(exc).splitlines() or [type(exc).__name__])[0][:160].rstrip(".")
         if not isinstance(exc, RuntimeError) or "unsafe to autocast" not in first:
-            return CheckResult(False, f"the value is right, but under the CUDA policy your function fails: {first}")
+            return not_yet(f"the value is right, but under the CUDA policy your function fails: {first}")
         if _is_starter(fn):
-            return CheckResult(
-                False,
+            return your_turn(
                 f"CUDA autocast refuses the starter: {first}. Rewrite safe_bce so that no binary_cross_entropy "
-                "of probabilities runs under autocast",
-                todo=True,
+                "of probabilities runs under autocast"
             )
-        return CheckResult(
-            False,
+        return not_yet(
             f"the value is right, but CUDA autocast still refuses it: {first}. The ban is on the op itself "
             "(F.binary_cross_entropy, nn.BCELoss): clamping, casting or moving the sigmoid does not lift it. "
             "Either compute the loss from the logits z without probabilities (log sigmoid(z) = -softplus(-z), "
             "log(1 - sigmoid(z)) = -softplus(z); or the loss in torch.nn.functional that takes logits), or run "
-            "this one op with autocast disabled on fp32 inputs",
+            "this one op with autocast disabled on fp32 inputs"
         )
     if t.output.dtype != torch.float32:
-        return CheckResult(False, f"under CUDA autocast your loss comes out {t.output.dtype}; it should be float32")
-    return CheckResult(True, "same loss, accepted by CUDA autocast and computed in fp32")
+        return not_yet(f"under CUDA autocast your loss comes out {t.output.dtype}; it should be float32")
+    return correct("same loss, accepted by CUDA autocast and computed in fp32")

@@ -7,8 +7,9 @@ import math
 import torch
 
 from .. import formats
+from .._exercise import attempt, correct, exercise, not_yet, placeholder
 from .._validate import positive
-from ..checks import CheckResult, call_learner, is_placeholder, off_by, same_value
+from ..checks import CheckResult, off_by, same_value
 
 __all__ = [
     "check_decode_bits",
@@ -22,21 +23,18 @@ __all__ = [
 _IEEE_CASES = [(5, 10), (8, 7), (8, 23), (5, 2), (8, 10), (3, 4), (2, 1), (6, 0)]
 
 
+@exercise
 def check_max_finite(fn) -> CheckResult:
     """Exercise: ``fn(exponent_bits, mantissa_bits)`` returns the largest finite value of the IEEE
     format with those widths (the all-ones exponent is reserved for inf and NaN)."""
     for e, m in _IEEE_CASES:
         want = formats.FloatFormat(f"e{e}m{m}", e, m).max
-        got, err = call_learner(fn, e, m)
-        if err:
-            return CheckResult(False, err)
-        if is_placeholder(got):
-            return CheckResult(
-                False,
-                f"write max_finite(exponent_bits, mantissa_bits): it returns {got!r} so far. The largest finite "
-                "value has the largest exponent field that is not all ones, and an all-ones mantissa",
-                todo=True,
-            )
+        got = attempt(fn, e, m)
+        placeholder(
+            got,
+            f"write max_finite(exponent_bits, mantissa_bits): it returns {got!r} so far. The largest finite "
+            "value has the largest exponent field that is not all ones, and an all-ones mantissa",
+        )
         if not same_value(got, want):
             if same_value(got, math.ldexp(2 - 2.0**-m, 2 ** (e - 1))):
                 hint = "the all-ones exponent is inf/NaN, so the largest exponent field is 2**e - 2"
@@ -48,12 +46,13 @@ def check_max_finite(fn) -> CheckResult:
                     "the largest finite value has the largest exponent field that is not all ones, "
                     "and an all-ones mantissa"
                 )
-            return CheckResult(False, f"for e={e}, m={m} you returned {got!r}: {off_by(got, want)}. Hint: {hint}")
-    return CheckResult(
-        True, f"your formula gives the right max for all {len(_IEEE_CASES)} formats tried, from fp32 to 4-bit formats"
+            return not_yet(f"for e={e}, m={m} you returned {got!r}: {off_by(got, want)}. Hint: {hint}", hide=want)
+    return correct(
+        f"your formula gives the right max for all {len(_IEEE_CASES)} formats tried, from fp32 to 4-bit formats"
     )
 
 
+@exercise
 def check_ulp(fn, fmt: str = "bf16") -> CheckResult:
     """Exercise: ``fn(x)`` returns the gap between positive ``x`` (a value of ``fmt``) and the next
     larger value of ``fmt`` (its ulp)."""
@@ -63,15 +62,8 @@ def check_ulp(fn, fmt: str = "bf16") -> CheckResult:
     for x in values:
         nxt = formats.from_bits(formats.to_bits(torch.tensor([x]), f) + 1, f).item()
         want = nxt - x
-        got, err = call_learner(fn, x)
-        if err:
-            return CheckResult(False, err)
-        if is_placeholder(got):
-            return CheckResult(
-                False,
-                f"write ulp(x): the gap from x to the next larger {f.name} value; it returns {got!r} so far",
-                todo=True,
-            )
+        got = attempt(fn, x)
+        placeholder(got, f"write ulp(x): the gap from x to the next larger {f.name} value; it returns {got!r} so far")
         if not same_value(got, want):
             # directions, not the formula
             hint = (
@@ -79,30 +71,31 @@ def check_ulp(fn, fmt: str = "bf16") -> CheckResult:
                 if x < f.smallest_normal
                 else "the gap depends only on the power of two at or below x and on the number of mantissa bits"
             )
-            return CheckResult(
-                False, f"ulp({x!r}) in {f.name}: you returned {got!r}: {off_by(got, want)}. Hint: {hint}"
+            return not_yet(
+                f"ulp({x!r}) in {f.name}: you returned {got!r}: {off_by(got, want)}. Hint: {hint}", hide=want
             )
-    return CheckResult(True, f"right gap for all {len(values)} {f.name} values tried, subnormals included")
+    return correct(f"right gap for all {len(values)} {f.name} values tried, subnormals included")
 
 
+@exercise
 def check_decode_bits(answer, code: int, fmt: str = "fp8_e4m3") -> CheckResult:
     """Exercise: decode the bit pattern ``code`` of ``fmt`` by hand; ``answer`` is the value."""
     f = formats.get_format(fmt)
     if not isinstance(code, int) or not 0 <= code < 2**f.bits:
         raise ValueError(f"code must be an int in 0..{2**f.bits - 1} for {f.name}, got {code!r}")
     want = formats.from_bits(torch.tensor([code]), f).item()
-    if is_placeholder(answer):
-        return CheckResult(False, f"replace `...` with your value for 0b{code:0{f.bits}b}", todo=True)
+    placeholder(answer, f"replace `...` with your value for 0b{code:0{f.bits}b}")
     if same_value(answer, want):
-        return CheckResult(True, f"0b{code:0{f.bits}b} in {f.name} is {want!r}")
+        return correct(f"0b{code:0{f.bits}b} in {f.name} is {want!r}")
     s, e, m = (int(v) for v in formats.decompose(torch.tensor([want]), f))
-    return CheckResult(
-        False,
+    return not_yet(
         f"{answer!r} is not it. Hint: sign {s}, exponent field {e} "
         f"(minus bias {f.bias}), mantissa field {m} of {2**f.mantissa_bits}",
+        hide=want,
     )
 
 
+@exercise
 def check_format_choice(name, low: float, high: float, max_rel_error: float) -> CheckResult:
     """Exercise: pick a format (a name in FORMATS) that holds every magnitude from ``low`` to
     ``high`` as a normal number, with relative rounding error at most ``max_rel_error``, using the
@@ -111,31 +104,25 @@ def check_format_choice(name, low: float, high: float, max_rel_error: float) -> 
     max_rel_error = positive(max_rel_error, "max_rel_error")
     if not (0 < low < high) or not 0 < max_rel_error < 1:
         raise ValueError(f"need 0 < low < high and 0 < max_rel_error < 1, got {low}, {high}, {max_rel_error}")
-    if is_placeholder(name):
-        return CheckResult(
-            False,
-            f"replace `...` with the name of a format (one of {', '.join(formats.FORMATS)}) that holds "
-            f"{low:g}..{high:g} with relative error at most {max_rel_error:g}",
-            todo=True,
-        )
+    placeholder(
+        name,
+        f"replace `...` with the name of a format (one of {', '.join(formats.FORMATS)}) that holds "
+        f"{low:g}..{high:g} with relative error at most {max_rel_error:g}",
+    )
     if not isinstance(name, str) or name not in formats.FORMATS:
-        return CheckResult(False, f"{name!r} is not a format name; choose one of {', '.join(formats.FORMATS)}")
+        return not_yet(f"{name!r} is not a format name; choose one of {', '.join(formats.FORMATS)}")
 
     def fits(f):
         return f.smallest_normal <= low and f.max >= high and f.unit_roundoff <= max_rel_error
 
     f = formats.FORMATS[name]
     if f.max < high:
-        return CheckResult(False, f"{name} overflows: its max is {f.max:g} < {high:g}")
+        return not_yet(f"{name} overflows: its max is {f.max:g} < {high:g}")
     if f.smallest_normal > low:
-        return CheckResult(
-            False, f"{name} cannot hold {low:g} as a normal number (smallest normal {f.smallest_normal:g})"
-        )
+        return not_yet(f"{name} cannot hold {low:g} as a normal number (smallest normal {f.smallest_normal:g})")
     if f.unit_roundoff > max_rel_error:
-        return CheckResult(False, f"{name} rounds with relative error up to {f.unit_roundoff:g} > {max_rel_error:g}")
+        return not_yet(f"{name} rounds with relative error up to {f.unit_roundoff:g} > {max_rel_error:g}")
     fewest = min(g.bits for g in formats.FORMATS.values() if fits(g))
     if f.bits > fewest:
-        return CheckResult(False, f"{name} works, but a {fewest}-bit format works too")
-    return CheckResult(
-        True, f"{name} ({f.bits} bits) holds {low:g}..{high:g} with relative error <= {f.unit_roundoff:g}"
-    )
+        return not_yet(f"{name} works, but a {fewest}-bit format works too")
+    return correct(f"{name} ({f.bits} bits) holds {low:g}..{high:g} with relative error <= {f.unit_roundoff:g}")

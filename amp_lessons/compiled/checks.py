@@ -16,7 +16,8 @@ import warnings
 import torch
 
 from .. import _validate
-from ..checks import CheckResult, call_learner
+from .._exercise import attempt, correct, exercise, not_yet, your_turn
+from ..checks import CheckResult
 from .experiments import inductor_status, make_inputs
 from .key_code import chain
 
@@ -43,6 +44,7 @@ def _max_rel(out: torch.Tensor, ref: torch.Tensor) -> float:
     return float(((out.double() - ref).abs() / ref.abs()).max())
 
 
+@exercise
 def check_fused_chain(fn, seed: int = 0) -> CheckResult:
     """Exercise: ``fn(h, g)`` computes ``chain(h, g) = rms_norm(silu(g) * h)`` of bf16 ``h``, ``g`` the way Inductor's
     fused kernel does by default, in eager PyTorch. Checked against an fp64 reference: every element must be within
@@ -50,32 +52,27 @@ def check_fused_chain(fn, seed: int = 0) -> CheckResult:
     seed = _validate.seed(seed)
     h, g = make_inputs("chain", seed, rows=_ROWS, width=_WIDTH)
     with torch.no_grad():
-        out, err = call_learner(fn, h, g)
-        if err is None:
-            err = _check_output(out, h)
+        out = attempt(fn, h, g)
+        err = _check_output(out, h)
         if err is not None:
-            return CheckResult(False, err)
+            return not_yet(err)
         ref = chain(h.double(), g.double())
         eager = chain(h, g)
     rel, rel_eager = _max_rel(out, ref), _max_rel(eager, ref)
     if rel <= _HALF_ULP:
-        return CheckResult(
-            True,
+        return correct(
             f"largest relative error {rel:.2e} <= 2**-8 = {_HALF_ULP:.2e}: one rounding, as in the fused kernel. "
-            f"Eager mode's op-by-op roundings give {rel_eager:.2e} on the same inputs",
+            f"Eager mode's op-by-op roundings give {rel_eager:.2e} on the same inputs"
         )
     if torch.equal(out, eager):
-        return CheckResult(
-            False,
+        return your_turn(
             "so far this is eager mode's result: every op of the chain writes bf16, a rounding each. The fused kernel "
-            "keeps its intermediates in fp32 registers",
-            todo=True,
+            "keeps its intermediates in fp32 registers"
         )
-    return CheckResult(
-        False,
+    return not_yet(
         f"largest relative error {rel:.2e} is more than one rounding allows (2**-8 = {_HALF_ULP:.2e}): something "
         "is still rounded to bf16 before the end. The fused kernel converts its bf16 inputs to fp32 once, and converts "
-        "to bf16 only what it writes to memory",
+        "to bf16 only what it writes to memory"
     )
 
 
@@ -116,6 +113,7 @@ def _mentions_emulation(fn) -> bool:
     return isinstance(code, types.CodeType) and names(code)
 
 
+@exercise
 def check_compile_matching_eager(fn, seed: int = 0) -> CheckResult:
     """Exercise: ``fn(f)`` returns a compiled version of ``f`` whose bf16 results equal eager mode's on every call
     (Inductor with ``emulate_precision_casts`` on whenever it compiles), and leaves Inductor's settings as they were.
@@ -128,7 +126,7 @@ def check_compile_matching_eager(fn, seed: int = 0) -> CheckResult:
     seed = _validate.seed(seed)
     ok, why = inductor_status()
     if not ok:
-        return CheckResult(False, why)
+        return not_yet(why)
     with warnings.catch_warnings():
         # importing Inductor imports torch.utils.mkldnn, whose TorchScript classes warn that TorchScript is
         # deprecated: a warning about torch's own code, not the learner's
@@ -139,78 +137,63 @@ def check_compile_matching_eager(fn, seed: int = 0) -> CheckResult:
     before = inductor_config.emulate_precision_casts
     seen: list = []
     probe = _probe(seen, inductor_config)
-    run, err = call_learner(fn, probe)
-    if err is not None:
-        return CheckResult(False, err)
+    run = attempt(fn, probe)
     if not callable(run):
-        return CheckResult(
-            False, f"compile_matching_eager(fn) must return a function (fn compiled), got {type(run).__name__}"
-        )
+        return not_yet(f"compile_matching_eager(fn) must return a function (fn compiled), got {type(run).__name__}")
     inputs = [make_inputs("chain", s, rows=_ROWS, width=_WIDTH) for s in (seed, seed + 1)]
     outs = []
     try:
         with torch.no_grad():
             for h, g in inputs:
-                out, err = call_learner(run, h, g)
-                if err is None:
-                    err = _check_output(out, h)
+                out = attempt(run, h, g, prefix="the function it returned: ")
+                err = _check_output(out, h)
                 if err is not None:
-                    return CheckResult(False, "the function it returned: " + err)
+                    return not_yet("the function it returned: " + err)
                 outs.append(out)
     finally:
         left_on = inductor_config.emulate_precision_casts != before
         inductor_config.emulate_precision_casts = before  # never leave the learner's process changed
     if not any(compiling for compiling, _ in seen):
-        return CheckResult(
-            False, "the function it returned ran eagerly: Dynamo never traced fn. Compile it with torch.compile"
-        )
+        return not_yet("the function it returned ran eagerly: Dynamo never traced fn. Compile it with torch.compile")
     settings = [emulate for compiling, emulate in seen if compiling]
     if not any(settings):
         if not _mentions_emulation(fn):
-            return CheckResult(
-                False,
+            return your_turn(
                 "so far Inductor compiles fn with its default numerics (one bf16 rounding per fused kernel); make it "
-                "round where eager mode does",
-                todo=True,
+                "round where eager mode does"
             )
-        return CheckResult(
-            False,
+        return not_yet(
             "Inductor compiled fn with emulate_precision_casts off: torch.compile(fn) only wraps fn, and Inductor "
-            "compiles at the first call. The setting must be on while the compiled function is called",
+            "compiles at the first call. The setting must be on while the compiled function is called"
         )
     if not all(settings):
-        return CheckResult(
-            False,
+        return not_yet(
             f"Dynamo traced fn {len(settings)} times and Inductor compiled it {settings.count(False)} of them with "
             "emulate_precision_casts off: the first call compiled with it on, a later call outside the setting "
-            "compiled again without it (Dynamo recompiles when the setting changes). Keep it on for every call",
+            "compiled again without it (Dynamo recompiles when the setting changes). Keep it on for every call"
         )
     if left_on:
-        return CheckResult(
-            False,
+        return not_yet(
             "the results match eager, but emulate_precision_casts stays on for every later compile of the process. "
-            "Turn it on only around the calls: torch._inductor.config.patch(...) is a context manager",
+            "Turn it on only around the calls: torch._inductor.config.patch(...) is a context manager"
         )
     eagers = [chain(h, g) for h, g in inputs]
     differ = sum(int((o != e).sum()) for o, e in zip(outs, eagers))
     total = sum(e.numel() for e in eagers)
     release = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
     if release <= (2, 11):
-        return CheckResult(
-            True,
+        return correct(
             "Inductor compiled fn with emulate_precision_casts on at every call. (torch 2.11's CPU Inductor does not "
             f"emulate this chain's casts: {differ} of {total} elements still differ from eager here; torch 2.13 and "
-            "later match)",
+            "later match)"
         )
     ulps = max(float(((o.double() - e.double()).abs() / _bf16_ulp(e)).max()) for o, e in zip(outs, eagers))
     if differ < 0.01 * total and ulps <= 1:
-        return CheckResult(
-            True,
+        return correct(
             f"Inductor compiled fn with emulate_precision_casts on at every call; {total - differ} of {total} "
-            "elements equal eager mode's bit for bit",
+            "elements equal eager mode's bit for bit"
         )
-    return CheckResult(
-        False,
+    return not_yet(
         f"emulate_precision_casts was on, yet {differ} of {total} elements differ from eager mode: return fn compiled "
-        "by torch.compile itself, with Inductor (the default backend), and nothing else changed",
+        "by torch.compile itself, with Inductor (the default backend), and nothing else changed"
     )

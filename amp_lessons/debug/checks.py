@@ -10,8 +10,9 @@ import torch
 from torch import nn
 
 from .. import _validate
+from .._exercise import attempt, correct, exercise, not_yet, placeholder, your_turn
 from .._validate import flag, positive
-from ..checks import CheckResult, is_placeholder
+from ..checks import CheckResult
 from ..debug.experiments import KeepFP32, broken_training_setup, trace_overflow
 
 __all__ = [
@@ -20,44 +21,41 @@ __all__ = [
 ]
 
 
+@exercise
 def check_first_bad_layer(answer, seed: int = 3) -> CheckResult:
     """Exercise: the name of the first module of :func:`amp_lessons.debug.broken_training_setup`
     (``seed``) whose output holds an inf or a NaN under fp16 autocast (as ``named_modules`` spells it,
     e.g. ``"block0.wi"``). Checked with :func:`amp_lessons.debug.trace_overflow`, run now."""
     seed = _validate.seed(seed)
-    if is_placeholder(answer):
-        return CheckResult(
-            False, "replace `...` with a module name as named_modules() spells it, such as 'block0.wi'", todo=True
-        )
+    placeholder(answer, "replace `...` with a module name as named_modules() spells it, such as 'block0.wi'")
     if not isinstance(answer, str):
-        return CheckResult(False, f"give the module's name as a string, e.g. 'block0.wi', not {type(answer).__name__}")
+        return not_yet(f"give the module's name as a string, e.g. 'block0.wi', not {type(answer).__name__}")
     model, x, _ = broken_training_setup(seed)
     trace = trace_overflow(model, x, autocast=torch.float16)
     first = trace.first_nonfinite("output")
     names = [r.label for r in trace.records]
     if answer == first.label:
         inp = first.input
-        return CheckResult(
-            True,
+        return correct(
             f"{first.label} ({first.type}) is the first module whose fp16 output holds inf/NaN; its input was "
-            f"finite (abs max about {inp.absmax:.0e}), so the overflow happens inside it",
+            f"finite (abs max about {inp.absmax:.0e}), so the overflow happens inside it"
         )
     if answer not in names:
-        return CheckResult(False, f"{answer!r} is not a module of this model; its modules are {names}")
+        return not_yet(f"{answer!r} is not a module of this model; its modules are {names}")
     rec = trace.record(answer)
     if rec.output is None or not rec.output.has_nonfinite:
-        return CheckResult(
-            False,
+        return not_yet(
             f"{answer}'s output is finite under fp16 autocast (abs max about {rec.output.absmax:.0e}). Hint: "
             "trace the exercise's model on its batch, debug.trace_overflow(broken, xb, autocast=torch.float16), "
             "and ask the trace for .first_nonfinite()",
+            hide=first.label,
         )
     if first.label.startswith(answer + "."):
-        return CheckResult(False, f"{answer} is a container; which module inside it overflows first?")
-    return CheckResult(
-        False,
+        return not_yet(f"{answer} is a container; which module inside it overflows first?", hide=first.label)
+    return not_yet(
         f"{answer}'s output holds inf/NaN, but it only passes on what an earlier module produced: its input "
         "already held inf/NaN. Look for the first one in forward order",
+        hide=first.label,
     )
 
 
@@ -73,6 +71,7 @@ def _unchanged(fixed: nn.Module, model: nn.Module) -> bool:
     )
 
 
+@exercise
 def check_fp16_fix(fix, seed: int = 3, tolerance: float = 0.05, *, own_wrapper: bool = True) -> CheckResult:
     """Exercise: ``fix(model)`` changes (or wraps parts of) :func:`amp_lessons.debug.broken_training_setup`'s
     model so that under fp16 autocast its output is finite and within ``tolerance`` (relative to the
@@ -83,64 +82,56 @@ def check_fp16_fix(fix, seed: int = 3, tolerance: float = 0.05, *, own_wrapper: 
     :class:`~amp_lessons.debug.KeepFP32` is refused; False accepts it."""
     tolerance = positive(tolerance, "tolerance")
     own_wrapper = flag(own_wrapper, "own_wrapper")
-    if is_placeholder(fix):
-        return CheckResult(False, "write fix(model) and pass the function itself", todo=True)
+    placeholder(fix, "write fix(model) and pass the function itself")
     model, x, _ = broken_training_setup(seed)
     with torch.no_grad():
         want = model(x)
     candidate = copy.deepcopy(model)
     if not callable(fix):
-        return CheckResult(False, f"expected a function fix(model), got {type(fix).__name__}")
-    try:
-        got = fix(candidate)
-    except Exception as exc:  # noqa: BLE001 - any error in the learner's code is feedback
-        return CheckResult(False, f"fix(model) raised {type(exc).__name__}: {exc}")
+        return not_yet(f"expected a function fix(model), got {type(fix).__name__}")
+    got = attempt(fix, candidate, call="fix(model)")
     fixed = candidate if got is None else got
     if not isinstance(fixed, nn.Module):
-        return CheckResult(False, f"fix(model) must return the model (or None), got {type(fixed).__name__}")
+        return not_yet(f"fix(model) must return the model (or None), got {type(fixed).__name__}")
     try:
         with torch.no_grad():
             trace = trace_overflow(fixed, x, autocast=torch.float16)
             with torch.autocast("cpu", dtype=torch.float16):
                 out = fixed(x).float()
     except Exception as exc:  # noqa: BLE001 - any error of the learner's model is feedback
-        return CheckResult(False, f"the fixed model raised {type(exc).__name__}: {exc}")
+        return not_yet(f"the fixed model raised {type(exc).__name__}: {exc}")
     if own_wrapper and any(isinstance(m, KeepFP32) for m in fixed.modules()):
-        return CheckResult(
-            False,
+        return not_yet(
             "fix(model) uses the toolkit's debug.KeepFP32: write the wrapper yourself, a module of your own whose "
             "forward runs the layer with autocast switched off (torch.autocast(device_type, enabled=False)) on "
-            "fp32 inputs",
+            "fp32 inputs"
         )
     bad = trace.first_nonfinite("output")
     if bad is not None:
         # the layer is not named: it is the answer to the exercise before this one
-        return CheckResult(
-            False,
-            ("so far fix(model) leaves the model as it was: " if _unchanged(fixed, model) else "")
-            + "under fp16 autocast the model still produces inf/NaN: find the layer with debug.trace_overflow and "
-            "keep just that one out of fp16",
-            todo=_unchanged(fixed, model),
+        still = (
+            "under fp16 autocast the model still produces inf/NaN: find the layer with debug.trace_overflow and "
+            "keep just that one out of fp16"
         )
+        if _unchanged(fixed, model):
+            return your_turn("so far fix(model) leaves the model as it was: " + still)
+        return not_yet(still)
     linears = [r for r in trace.records if r.type == "Linear"]
     in_fp16 = [r for r in linears if r.output is not None and r.output.dtype == "float16"]
     if len(in_fp16) < len(linears) // 2:
-        return CheckResult(
-            False,
+        return not_yet(
             f"only {len(in_fp16)} of {len(linears)} Linear layers still run in fp16: keep just the layer that "
-            "overflows in fp32 and let autocast do the rest",
+            "overflows in fp32 and let autocast do the rest"
         )
     if out.shape != want.shape:
-        return CheckResult(False, f"the fixed model's output has shape {tuple(out.shape)}, not {tuple(want.shape)}")
+        return not_yet(f"the fixed model's output has shape {tuple(out.shape)}, not {tuple(want.shape)}")
     rel = float((out - want).abs().max() / want.abs().max())
     if rel > tolerance:
-        return CheckResult(
-            False,
+        return not_yet(
             f"the output is finite but {rel:.1%} away from the fp32 model's (limit {tolerance:.0%}): the fix "
-            "changed what the model computes",
+            "changed what the model computes"
         )
-    return CheckResult(
-        True,
+    return correct(
         f"finite under fp16 autocast, {len(in_fp16)} of {len(linears)} Linear layers still in fp16, output within "
-        f"{tolerance:.0%} of fp32",
+        f"{tolerance:.0%} of fp32"
     )

@@ -9,7 +9,8 @@ import math
 import torch
 
 from .. import _validate
-from ..checks import CheckResult, call_learner, is_placeholder
+from .._exercise import attempt, correct, exercise, not_yet, placeholder, your_turn
+from ..checks import CheckResult
 from ..formats import quantize
 from . import experiments as E
 from .experiments import pairwise_sum, ring_sum
@@ -23,6 +24,7 @@ __all__ = [
 _SEED, _OVERFLOW_RANK, _INIT_SCALE = 0, 1, 2.0**16
 
 
+@exercise
 def check_fsdp_fp16_step(fn, world_size: int = 2) -> CheckResult:
     """Exercise: ``fn(rank, world_size, batches) -> (model, scaler)`` is one fp16 FSDP2 training step of
     ``tiny_mlp()``: ``fully_shard`` with fp16 compute and fp32 gradient reduction, SGD, and a loss scaler whose
@@ -31,40 +33,33 @@ def check_fsdp_fp16_step(fn, world_size: int = 2) -> CheckResult:
     skip and halve its scale); the all-gather and reduce-scatter dtypes are read from what the step dispatched."""
     if not isinstance(world_size, int) or isinstance(world_size, bool) or not 2 <= world_size <= E.MAX_WORLD_SIZE:
         raise ValueError(f"world_size={world_size!r} is not allowed: an integer from 2 to {E.MAX_WORLD_SIZE}")
-    if is_placeholder(fn):
-        return CheckResult(False, "write fsdp_fp16_step(rank, world_size, batches) and pass the function", todo=True)
+    placeholder(fn, "write fsdp_fp16_step(rank, world_size, batches) and pass the function")
     if not callable(fn):
-        return CheckResult(False, f"pass the function itself, not {type(fn).__name__} {fn!r}")
+        return not_yet(f"pass the function itself, not {type(fn).__name__} {fn!r}")
     try:
         rs = E.observe_fp16_fsdp_step(fn, world_size, _SEED, overflow_rank=_OVERFLOW_RANK, timeout=120)
     except E.WorkerError as e:
         last = [ln for ln in e.detail.splitlines() if ln.strip()]
-        return CheckResult(False, f"on rank {e.rank} your step raised {last[-1].strip() if last else 'an error'}")
+        return not_yet(f"on rank {e.rank} your step raised {last[-1].strip() if last else 'an error'}")
     except E.GroupTimeout as e:
-        return CheckResult(
-            False,
+        return not_yet(
             f"the step did not finish in 120 s (rank(s) {e.ranks} still in it): does one rank wait for a collective "
-            "that the others never start?",
+            "that the others never start?"
         )
     except (TypeError, E.GroupUnavailable) as e:
-        return CheckResult(False, f"the check could not start a process group here: {e}")
+        return not_yet(f"the check could not start a process group here: {e}")
     first = rs[0]
     if first.get("placeholder"):
-        return CheckResult(
-            False,
-            "so far fsdp_fp16_step returns ...: shard the model, step through a loss scaler, return (model, scaler)",
-            todo=True,
+        return your_turn(
+            "so far fsdp_fp16_step returns ...: shard the model, step through a loss scaler, return (model, scaler)"
         )
     if "bad_return" in first:
-        return CheckResult(
-            False, f"return (model, scaler): the model you sharded and its scaler; got {first['bad_return']}"
-        )
+        return not_yet(f"return (model, scaler): the model you sharded and its scaler; got {first['bad_return']}")
     fin, ovf = first["finite"], first["overflow"]
     if not fin["sharded"]:
-        return CheckResult(
-            False,
+        return not_yet(
             "the parameters are plain tensors, not sharded: call fully_shard(model, mp_policy=...) before you make "
-            "the optimizer",
+            "the optimizer"
         )
     if fin["gather"] != ["float16"]:
         got = "/".join(fin["gather"]) or "nothing"
@@ -73,61 +68,53 @@ def check_fsdp_fp16_step(fn, world_size: int = 2) -> CheckResult:
             if got == "float32"
             else "param_dtype sets the dtype of the gathered parameters and of the compute, and this step is fp16"
         )
-        return CheckResult(False, f"the parameters were all-gathered in {got}: {why}")
+        return not_yet(f"the parameters were all-gathered in {got}: {why}")
     if fin["scatter"] != ["float32"]:
         got = "/".join(fin["scatter"]) or "nothing"
-        return CheckResult(
-            False,
+        return not_yet(
             f"the gradients were reduce-scattered in {got}: the sum over the ranks then rounds to fp16 at every hop "
-            "and can overflow (section 5). reduce_dtype sets it (left at None, torch before 2.15 reduces in param_dtype)",
+            "and can overflow (section 5). reduce_dtype sets it (left at None, torch before 2.15 reduces in param_dtype)"
         )
     if fin["scale"] is None:
-        return CheckResult(
-            False,
+        return not_yet(
             f"the second value returned is a {fin['scaler']}, not a loss scaler: fp16 gradients need one (the fp16 "
-            "range starts at 6e-8), and one whose decision is the same on every rank",
+            "range starts at 6e-8), and one whose decision is the same on every rank"
         )
     if not fin["has_grads"]:
-        return CheckResult(False, "after your step the parameters have no gradients: call backward on the scaled loss")
+        return not_yet("after your step the parameters have no gradients: call backward on the scaled loss")
     no_step = [r for r, x in enumerate(rs) if not x["finite"]["stepped"]]
     if no_step:
-        return CheckResult(
-            False,
+        return not_yet(
             f"with finite gradients the parameters did not change on rank(s) {no_step}: make the optimizer after "
-            "fully_shard (it must hold the sharded parameters) and call scaler.step(opt)",
+            "fully_shard (it must hold the sharded parameters) and call scaler.step(opt)"
         )
     ratio = fin["ratio"]
     if math.isclose(ratio, 1 / _INIT_SCALE, rel_tol=0.05):
-        return CheckResult(
-            False,
+        return not_yet(
             "the gradients the optimizer used are 2^-16 of the loss's gradients: the scaler unscaled gradients that "
-            "were never scaled. Call backward on scaler.scale(loss)",
+            "were never scaled. Call backward on scaler.scale(loss)"
         )
     if math.isclose(ratio, _INIT_SCALE, rel_tol=0.05):
-        return CheckResult(
-            False,
+        return not_yet(
             "the optimizer stepped with gradients still multiplied by the scale (2^16): call scaler.step(opt), "
-            "which unscales them first, instead of opt.step()",
+            "which unscales them first, instead of opt.step()"
         )
     if not fin["err"] < 0.05:  # fp16 compute of a 16-32-8 MLP: about 1e-3; a wrong loss or lr misses by far more
-        return CheckResult(
-            False,
+        return not_yet(
             f"the gradients differ from those of the starter's loss by {fin['err']:.0%}: keep the loss "
-            "model(batches[rank]).float().square().mean() and call backward once",
+            "model(batches[rank]).float().square().mean() and call backward once"
         )
     stepped = [r for r, x in enumerate(rs) if x["overflow"]["stepped"]]
     if stepped:
-        return CheckResult(
-            False,
+        return not_yet(
             f"rank {_OVERFLOW_RANK}'s fp16 forward overflowed, yet the parameters changed on rank(s) {stepped}: step "
-            "through scaler.step(opt), which skips the update when a gradient holds an inf or a NaN",
+            "through scaler.step(opt), which skips the update when a gradient holds an inf or a NaN"
         )
     scales = [x["overflow"]["scale"] for x in rs]
     if any(s != _INIT_SCALE / 2 for s in scales):
-        return CheckResult(
-            False,
+        return not_yet(
             f"after the skipped step the scales are {scales}: call scaler.update() after scaler.step(opt), which "
-            "halves the scale after a skip",
+            "halves the scale after a skip"
         )
     note = ""
     if ovf["scaler"] != "ShardedGradScaler":
@@ -135,53 +122,47 @@ def check_fsdp_fp16_step(fn, world_size: int = 2) -> CheckResult:
             f" Your {ovf['scaler']} agreed here only because FSDP2's gradients are DTensors, whose inf check is "
             "reduced over the mesh; ShardedGradScaler also agrees where gradients are local tensors"
         )
-    return CheckResult(
-        True,
+    return correct(
         "fp16 all-gather and compute, fp32 reduce-scatter; with finite gradients every rank stepped, and when rank "
-        f"{_OVERFLOW_RANK} overflowed every rank skipped and halved its scale." + note,
+        f"{_OVERFLOW_RANK} overflowed every rank skipped and halved its scale." + note
     )
 
 
+@exercise
 def check_ring_sum_bf16(fn, seed: int = 0) -> CheckResult:
     """Exercise: ``fn(grads)`` (a float32 tensor, one row per rank, bf16-representable values) returns the
     sum of the rows accumulated rank 0, 1, 2, ... with the running sum rounded to bf16 after every add (as
     a bf16 ring reduce-scatter does), as a float32 tensor. Compared bit for bit with
     :func:`amp_lessons.distributed.ring_sum`."""
     seed = _validate.seed(seed)
-    if is_placeholder(fn):
-        return CheckResult(False, "write fn(grads) and pass the function itself", todo=True)
+    placeholder(fn, "write fn(grads) and pass the function itself")
     called = {"ring_sum", "pairwise_sum"} & set(getattr(getattr(fn, "__code__", None), "co_names", ()))
     if called:
-        return CheckResult(False, f"write the loop yourself rather than calling the lesson's {sorted(called)[0]}")
+        return not_yet(f"write the loop yourself rather than calling the lesson's {sorted(called)[0]}")
     gen = torch.Generator().manual_seed(seed)
     for n in (2, 7, 64):
         grads = quantize(torch.randn(n, 32, generator=gen), "bf16")
-        got, err = call_learner(fn, grads.clone())
-        if err:
-            return CheckResult(False, err)
+        got = attempt(fn, grads.clone())
         if not isinstance(got, torch.Tensor):
-            return CheckResult(False, f"return a tensor, got {type(got).__name__}")
+            return not_yet(f"return a tensor, got {type(got).__name__}")
         if got.shape != (32,):
-            return CheckResult(False, f"with {n} ranks of 32 values the sum has shape (32,), got {tuple(got.shape)}")
+            return not_yet(f"with {n} ranks of 32 values the sum has shape (32,), got {tuple(got.shape)}")
         got = got.float()
         want = ring_sum(grads, "bf16")
         if torch.equal(got, want):
             continue
         if torch.equal(got, grads.sum(0)):
-            return CheckResult(
-                False,
-                "so far this sums in fp32, like reduce_dtype=float32. What does a bf16 ring hold after each hop?",
-                todo=True,
+            return your_turn(
+                "so far this sums in fp32, like reduce_dtype=float32. What does a bf16 ring hold after each hop?"
             )
         once = quantize(grads.sum(0), "bf16")
         if torch.equal(got, once):
-            return CheckResult(
-                False,
+            return not_yet(
                 f"with {n} ranks your result equals the sum accumulated in fp32 (rounded once at most): that is "
-                "reduce_dtype=float32. In a bf16 reduction every partial sum is a bf16 value: round after each add",
+                "reduce_dtype=float32. In a bf16 reduction every partial sum is a bf16 value: round after each add"
             )
         if torch.equal(got, pairwise_sum(grads, "bf16")):
-            return CheckResult(False, "that is a tree (pairwise) order; the ring adds rank 0, then 1, then 2, ...")
+            return not_yet("that is a tree (pairwise) order; the ring adds rank 0, then 1, then 2, ...")
         wrong = int((got != want).sum())
-        return CheckResult(False, f"with {n} ranks {wrong} of 32 sums differ from the bf16 ring sum")
-    return CheckResult(True, "bit for bit the bf16 ring sum for 2, 7 and 64 ranks")
+        return not_yet(f"with {n} ranks {wrong} of 32 sums differ from the bf16 ring sum")
+    return correct("bit for bit the bf16 ring sum for 2, 7 and 64 ranks")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..checks import CheckResult, call_learner, is_placeholder
+from .._exercise import correct, exercise, not_yet, placeholder, your_turn
+from ..checks import CheckResult, call_learner
 
 __all__ = [
     "check_accumulated_amp_step",
@@ -73,36 +74,32 @@ def _known_mistake(run, step, variants, got, scales) -> CheckResult | None:
     for kwargs, hint in variants:
         params, sc, _ = run(lambda *a, kw=kwargs: step(*a, **kw))
         if _same_bits(got, params) and scales == sc:
-            return CheckResult(False, f"close, but {hint}")
+            return not_yet(f"close, but {hint}")
     return None
 
 
+@exercise
 def check_clipped_amp_step(fn) -> CheckResult:
     """Exercise: ``fn(model, optimizer, scaler, x, y)`` runs one training step of ``model`` under fp16 autocast
     (``torch.autocast("cpu", dtype=torch.float16)``; MSE loss on the fp32-upcast output) with ``scaler``
     (a ``torch.amp.GradScaler``) and the gradients clipped to a total norm of 1.0 before the optimizer step.
     Six steps of a small seeded model are compared with the recipe's bit for bit (parameters and scales)."""
-    if is_placeholder(fn):
-        return CheckResult(False, "write fn(model, optimizer, scaler, x, y) and pass the function itself", todo=True)
+    placeholder(fn, "write fn(model, optimizer, scaler, x, y) and pass the function itself")
     if not callable(fn):
-        return CheckResult(False, f"expected a function, got {type(fn).__name__} {fn!r:.60}")
+        return not_yet(f"expected a function, got {type(fn).__name__} {fn!r:.60}")
     got, scales, err = _run(fn)
     if err and "unscale_() is being called after step()" in err:  # GradScaler's error when update() is missing
-        return CheckResult(
-            False, f"{err.rstrip('.')}. Hint: call scaler.update() after scaler.step(optimizer), every step"
-        )
+        return not_yet(f"{err.rstrip('.')}. Hint: call scaler.update() after scaler.step(optimizer), every step")
     if err:
-        return CheckResult(False, err)
+        return not_yet(err)
     want, want_scales, _ = _run(_reference)
     if _same_bits(got, want) and scales == want_scales:
-        return CheckResult(True, "autocast forward, scaled backward, unscale_, clip, step, update: the recipe's step")
+        return correct("autocast forward, scaled backward, unscale_, clip, step, update: the recipe's step")
     params, sc, _ = _run(_starter)
     if _same_bits(got, params) and scales == sc:
-        return CheckResult(
-            False,
+        return your_turn(
             "so far this is the starter's plain fp32 step: it uses neither autocast nor the scaler, and nothing "
-            "limits the gradients' norm. The exercise names the pieces; where each goes is yours to work out",
-            todo=True,
+            "limits the gradients' norm. The exercise names the pieces; where each goes is yours to work out"
         )
     variants = (
         (
@@ -121,12 +118,16 @@ def check_clipped_amp_step(fn) -> CheckResult:
     if close is not None:  # a CheckResult is falsy when not ok
         return close
     if scales != want_scales:
-        return CheckResult(False, f"the scaler's scale went {scales}, not as in the recipe: use scaler.scale(loss), "
-                                  "scaler.step(optimizer) and scaler.update()")  # fmt: skip
-    return CheckResult(False, "the scale moved as in the recipe, but the parameters after six steps differ from "
-                              "the recipe's: check that model(x) and the loss (the MSE of model(x).float()) run under "
-                              "torch.autocast('cpu', dtype=torch.float16), that the clip is to a total norm of 1.0, "
-                              "and what the gradients hold at the moment you clip them")  # fmt: skip
+        return not_yet(
+            f"the scaler's scale went {scales}, not as in the recipe: use scaler.scale(loss), "
+            "scaler.step(optimizer) and scaler.update()"
+        )
+    return not_yet(
+        "the scale moved as in the recipe, but the parameters after six steps differ from "
+        "the recipe's: check that model(x) and the loss (the MSE of model(x).float()) run under "
+        "torch.autocast('cpu', dtype=torch.float16), that the clip is to a total norm of 1.0, "
+        "and what the gradients hold at the moment you clip them"
+    )
 
 
 # ---- Exercise 2: gradient accumulation under AMP ----
@@ -191,6 +192,7 @@ def _accumulation_starter(model, optimizer, scaler, micro_batches):
         optimizer.zero_grad()
 
 
+@exercise
 def check_accumulated_amp_step(fn) -> CheckResult:
     """Exercise: ``fn(model, optimizer, scaler, micro_batches)`` makes ONE optimizer step from the list
     ``micro_batches`` of equal-sized ``(x, y)`` batches, as one step on their concatenation would: each
@@ -199,42 +201,34 @@ def check_accumulated_amp_step(fn) -> CheckResult:
     ``scaler.step`` and one ``scaler.update``. The checker makes four such steps of a small seeded model, one of
     them with a micro-batch that overflows fp16, and compares every parameter and the scale, bit for bit, with the
     recipe's (https://docs.pytorch.org/docs/stable/notes/amp_examples.html#gradient-accumulation)."""
-    if is_placeholder(fn):
-        return CheckResult(
-            False, "write fn(model, optimizer, scaler, micro_batches) and pass the function itself", todo=True
-        )
+    placeholder(fn, "write fn(model, optimizer, scaler, micro_batches) and pass the function itself")
     if not callable(fn):
-        return CheckResult(False, f"expected a function, got {type(fn).__name__} {fn!r:.60}")
+        return not_yet(f"expected a function, got {type(fn).__name__} {fn!r:.60}")
     got, scales, err = _run_accumulated(fn)
     if err and "No inf checks were recorded" in err:
-        return CheckResult(
-            False,
+        return not_yet(
             f"{err.rstrip('.')}. Hint: update() reads the inf checks that step() records; call scaler.update() once "
-            "per optimizer step, right after scaler.step(optimizer), not once per micro-batch",
+            "per optimizer step, right after scaler.step(optimizer), not once per micro-batch"
         )
     if err and "unscale_() has already been called" in err:
-        return CheckResult(
-            False,
+        return not_yet(
             f"{err.rstrip('.')}. Hint: unscale_ divides the ACCUMULATED gradients once, just before the step "
-            "(and only if you need them unscaled, e.g. to clip); not after every micro-batch",
+            "(and only if you need them unscaled, e.g. to clip); not after every micro-batch"
         )
     if err:
-        return CheckResult(False, err)
+        return not_yet(err)
     want, want_scales, _ = _run_accumulated(_accumulate)
     if _same_bits(got, want) and scales == want_scales:
-        return CheckResult(
-            True,
+        return correct(
             "one scaled backward per micro-batch, each loss divided by their number, then one step and one update: "
             f"the step whose micro-batch overflowed was skipped whole, and the scale halved once "
-            f"({want_scales[_OVERFLOW_STEP - 1]:g} to {want_scales[_OVERFLOW_STEP]:g})",
+            f"({want_scales[_OVERFLOW_STEP - 1]:g} to {want_scales[_OVERFLOW_STEP]:g})"
         )
     params, sc, _ = _run_accumulated(_accumulation_starter)  # an fp32 run through the overflow ends in NaN
     if _same_bits(got, params) and scales == sc:
-        return CheckResult(
-            False,
+        return your_turn(
             "so far this is the starter: an fp32 optimizer step per micro-batch, with neither autocast nor the scaler. "
-            "The exercise asks for one step per call, as if the micro-batches were one large batch",
-            todo=True,
+            "The exercise asks for one step per call, as if the micro-batches were one large batch"
         )
     variants = (
         (
@@ -260,14 +254,12 @@ def check_accumulated_amp_step(fn) -> CheckResult:
     if close is not None:  # a CheckResult is falsy when not ok
         return close
     if scales != want_scales:
-        return CheckResult(
-            False,
+        return not_yet(
             f"the scaler's scale went {scales} over the four calls, not as in the recipe: one scaler.update() per "
-            "call, after scaler.step(optimizer), and every backward through scaler.scale(...)",
+            "call, after scaler.step(optimizer), and every backward through scaler.scale(...)"
         )
-    return CheckResult(
-        False,
+    return not_yet(
         "the scale moved as in the recipe, but the parameters after four calls differ from the recipe's: check that "
         "every micro-batch's forward and loss run under torch.autocast('cpu', dtype=torch.float16), and what each "
-        "backward adds to the gradients",
+        "backward adds to the gradients"
     )

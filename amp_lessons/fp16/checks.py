@@ -7,8 +7,9 @@ import math
 import torch
 
 from .. import formats
+from .._exercise import attempt, correct, exercise, not_yet, placeholder
 from .._validate import finite
-from ..checks import CheckResult, call_learner, is_placeholder, off_by, same_value
+from ..checks import CheckResult, off_by, same_value
 from ..fp16.experiments import running_sum, update_survives
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
 ]
 
 
+@exercise
 def check_stall_value(answer, v: float = 1.0, fmt: str = "fp16") -> CheckResult:
     """Exercise: the value at which a true ``fmt`` running sum of copies of ``v`` stops growing.
     Checked against a running sum done now with the formats engine."""
@@ -25,8 +27,7 @@ def check_stall_value(answer, v: float = 1.0, fmt: str = "fp16") -> CheckResult:
     v = finite(v, "v")
     if v == 0:
         raise ValueError("v=0 is not allowed: a sum of zeros never grows; v must be a finite non-zero number")
-    if is_placeholder(answer):
-        return CheckResult(False, "replace `...` with the value where the sum gets stuck", todo=True)
+    placeholder(answer, "replace `...` with the value where the sum gets stuck")
     n = 2 ** (f.mantissa_bits + 3)
     sums = running_sum(torch.full((n,), float(v)), f)
     stuck = (sums[1:] == sums[:-1]).nonzero()
@@ -34,10 +35,9 @@ def check_stall_value(answer, v: float = 1.0, fmt: str = "fp16") -> CheckResult:
         raise ValueError(f"a {f.name} running sum of {v} does not stall within {n} terms")
     want = sums[int(stuck[0])].item()
     if same_value(answer, want):
-        return CheckResult(
-            True,
+        return correct(
             f"{want:g}: there the gap between {f.name} neighbours is {2 * v:g}, so adding "
-            f"{v:g} is a tie that rounds back to the even neighbour",
+            f"{v:g} is a tie that rounds back to the even neighbour"
         )
     miss = off_by(answer, want)
     where = (
@@ -47,13 +47,14 @@ def check_stall_value(answer, v: float = 1.0, fmt: str = "fp16") -> CheckResult:
         if miss.startswith("too small")
         else ""
     )
-    return CheckResult(
-        False,
+    return not_yet(
         f"{answer!r} is {miss.split(' by ')[0]}{where}. Hint: find where the gap between neighbours "
         f"(2**(exponent - {f.mantissa_bits})) reaches {2 * v:g}",
+        hide=want,
     )
 
 
+@exercise
 def check_lost_update(fn, fmt: str = "fp16") -> CheckResult:
     """Exercise: ``fn(w)`` returns the threshold below which an update ``u`` to a positive weight
     ``w`` (a normal value of ``fmt``, not a power of two) is lost: ``w - u`` rounds back to ``w``
@@ -64,32 +65,27 @@ def check_lost_update(fn, fmt: str = "fp16") -> CheckResult:
     ws = formats.quantize(torch.tensor([1.5, 3.0, 1000.0, 0.1, 3e-3, 60000.0]), f).tolist()
     ws = [w for w in ws if w <= f.max and w >= f.smallest_normal and math.frexp(w)[0] != 0.5]
     for w in ws:
-        got, err = call_learner(fn, w)
-        if err:
-            return CheckResult(False, err)
-        if is_placeholder(got):
-            return CheckResult(
-                False,
-                f"write smallest_update(w): the threshold below which an update to w is lost in {f.name}; "
-                f"it returns {got!r} so far",
-                todo=True,
-            )
+        got = attempt(fn, w)
+        placeholder(
+            got,
+            f"write smallest_update(w): the threshold below which an update to w is lost in {f.name}; "
+            f"it returns {got!r} so far",
+        )
         try:
             t = float(got)
         except (TypeError, ValueError):
-            return CheckResult(False, f"smallest_update({w!r}) returned {got!r}; expected a number")
+            return not_yet(f"smallest_update({w!r}) returned {got!r}; expected a number")
         if not (t > 0 and math.isfinite(t)):
-            return CheckResult(False, f"smallest_update({w!r}) returned {got!r}; expected a positive number")
+            return not_yet(f"smallest_update({w!r}) returned {got!r}; expected a positive number")
         below, above = t * (1 - 1e-3), t * (1 + 1e-3)
         if update_survives(w, below, f) or not update_survives(w, above, f):
             half_gap = 2.0 ** (math.frexp(w)[1] - 2 - f.mantissa_bits)
-            return CheckResult(
-                False,
+            return not_yet(
                 f"for w = {w!r} your threshold {t:g} is {off_by(t, half_gap)}. Hint: an update u is lost while "
                 f"w - u is nearer to w than to its {f.name} neighbour below",
+                hide=half_gap,
             )
-    return CheckResult(
-        True,
+    return correct(
         f"right for all {len(ws)} weights tried: half the gap between neighbours, "
-        f"(2**(exponent - {f.mantissa_bits})) / 2",
+        f"(2**(exponent - {f.mantissa_bits})) / 2"
     )

@@ -7,6 +7,7 @@ import math
 import torch
 
 from .. import formats
+from .._exercise import attempt, correct, exercise, not_yet, your_turn
 from ..checks import CheckResult, call_learner, is_placeholder, off_by
 from .key_code import Fp8LinearFn, amax_scale, fake_quantize
 
@@ -30,6 +31,7 @@ def _amax_cases():
     ]
 
 
+@exercise
 def check_amax_scale(fn) -> CheckResult:
     """Exercise: ``fn(x, fmt_max)`` returns the per-tensor scale ``fmt_max / amax`` with
     ``amax = max |x|`` (so the largest magnitude lands on the format's max), and 1.0 for an all-zero
@@ -39,30 +41,23 @@ def check_amax_scale(fn) -> CheckResult:
         got, err = call_learner(fn, x.clone(), fmax)
         if err:
             if float(x.abs().max()) == 0:
-                return CheckResult(
-                    False, f"{err}. Hint: for an all-zero tensor amax is 0; return 1.0 instead of dividing"
-                )
-            return CheckResult(False, err)
+                return not_yet(f"{err}. Hint: for an all-zero tensor amax is 0; return 1.0 instead of dividing")
+            return not_yet(err)
         try:
             got = float(got)
         except (TypeError, ValueError, RuntimeError):
-            return CheckResult(
-                False, f"for {what} it returned {got!r}; return a number (a float or a 1-element tensor)"
-            )
+            return not_yet(f"for {what} it returned {got!r}; return a number (a float or a 1-element tensor)")
         amax = float(x.abs().max())
         if got == 1.0 and amax != 0 and fmax / amax != 1.0:
-            return CheckResult(
-                False,
+            return your_turn(
                 "so far it returns 1.0 (no scaling): return the number that, multiplied into x, puts its largest "
-                "magnitude exactly on fmt_max (and 1.0 only for an all-zero x)",
-                todo=True,
+                "magnitude exactly on fmt_max (and 1.0 only for an all-zero x)"
             )
         if amax == 0:
             if got != 1.0:
-                return CheckResult(
-                    False,
+                return not_yet(
                     f"for {what} it returned {got!r}; the scale of an all-zero tensor should be 1.0 "
-                    "(amax is 0: guard against dividing by it)",
+                    "(amax is 0: guard against dividing by it)"
                 )
             continue
         want = fmax / amax
@@ -77,13 +72,11 @@ def check_amax_scale(fn) -> CheckResult:
             and abs(got - fmax / float(x.max())) <= 1e-6 * abs(fmax / float(x.max()))
         ):
             hint = "use the largest MAGNITUDE, x.abs().max(): negative values count too"
-        return CheckResult(
-            False,
+        return not_yet(
             f"for {what} (fmt_max {fmax:g}) it returned {got!r}, {off_by(got, want).split(' by ')[0]}. Hint: {hint}",
+            hide=want,
         )
-    return CheckResult(
-        True, "amax(x * s) lands on the format's max for every tensor, and an all-zero tensor keeps scale 1"
-    )
+    return correct("amax(x * s) lands on the format's max for every tensor, and an all-zero tensor keeps scale 1")
 
 
 _FP8_NAMES = {
@@ -117,12 +110,13 @@ def _fp8_name(v):
     return _FP8_NAMES.get(str(v).strip().lower()) if isinstance(v, (str, torch.dtype)) else None
 
 
+@exercise
 def check_fp8_format_choice(answers: dict) -> CheckResult:
     """Exercise: which fp8 format for ``"weights"``, ``"activations"`` and ``"gradients"`` in the
     usual "hybrid" fp8 training recipe: e4m3 for the forward pass (weights, activations), e5m2 for
     the gradients. Accepts "e4m3"/"fp8_e4m3"/torch.float8_e4m3fn and the e5m2 spellings."""
     if not isinstance(answers, dict):
-        return CheckResult(False, f"expected a dict such as {{'weights': 'e4m3', ...}}, got {type(answers).__name__}")
+        return not_yet(f"expected a dict such as {{'weights': 'e4m3', ...}}, got {type(answers).__name__}")
     todo = []
     for kind, want in _FP8_CHOICE.items():
         if is_placeholder(answers.get(kind)):
@@ -130,16 +124,12 @@ def check_fp8_format_choice(answers: dict) -> CheckResult:
             continue
         got = _fp8_name(answers[kind])
         if got is None:
-            return CheckResult(False, f"{kind}: {answers[kind]!r} is not an fp8 format; answer 'e4m3' or 'e5m2'")
+            return not_yet(f"{kind}: {answers[kind]!r} is not an fp8 format; answer 'e4m3' or 'e5m2'")
         if got != want:
-            return CheckResult(False, f"{kind}: not {got}. Hint: {_FP8_HINT[want]}")
+            return not_yet(f"{kind}: not {got}. Hint: {_FP8_HINT[want]}")
     if todo:
-        return CheckResult(
-            False, f"give an answer for {', '.join(map(repr, todo))}: replace \"...\" with 'e4m3' or 'e5m2'", todo=True
-        )
-    return CheckResult(
-        True, f"weights and activations in e4m3, gradients in e5m2: {_FP8_REASON['e4m3']}; {_FP8_REASON['e5m2']}"
-    )
+        return your_turn(f"give an answer for {', '.join(map(repr, todo))}: replace \"...\" with 'e4m3' or 'e5m2'")
+    return correct(f"weights and activations in e4m3, gradients in e5m2: {_FP8_REASON['e4m3']}; {_FP8_REASON['e5m2']}")
 
 
 def _linear_cases():
@@ -167,6 +157,7 @@ def _linear_cases():
     ]
 
 
+@exercise
 def check_fp8_linear_forward(fn) -> CheckResult:
     """Exercise: ``fn(x, weight, bias)`` returns the forward pass of an fp8 linear layer with per-tensor
     current scales: ``x`` and ``weight`` cast to e4m3 with their own amax scales (``fake_quantize`` and
@@ -174,14 +165,10 @@ def check_fp8_linear_forward(fn) -> CheckResult:
     to 1e-5 of the largest output (the fp8 products are exact in fp32; only the order of the sums may
     differ, a few fp32 ulps)."""
     for what, x, w, b in _linear_cases():
-        got, err = call_learner(fn, x.clone(), w.clone(), b.clone())
-        if err:
-            return CheckResult(False, err)
+        got = attempt(fn, x.clone(), w.clone(), b.clone())
         if not isinstance(got, torch.Tensor) or got.shape != (x.shape[0], w.shape[0]):
             shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
-            return CheckResult(
-                False, f"for {what} it returned {shape}; expected a tensor of shape {(x.shape[0], w.shape[0])}"
-            )
+            return not_yet(f"for {what} it returned {shape}; expected a tensor of shape {(x.shape[0], w.shape[0])}")
         want = Fp8LinearFn.apply(x, w, b, "fp8_e4m3", "fp8_e5m2")
         tol = 1e-5 * max(float(want.abs().max()), 1e-30)
         if torch.isfinite(got).all() and float((got.float() - want).abs().max()) <= tol:
@@ -198,11 +185,9 @@ def check_fp8_linear_forward(fn) -> CheckResult:
             return float((got.float() - a).abs().max()) <= tol
 
         if close(plain):
-            return CheckResult(
-                False,
+            return your_turn(
                 "so far this is the fp32 layer: the inputs never went through fp8. Cast x and weight to e4m3, "
-                "each with its own amax scale, multiply in fp32 and add the bias",
-                todo=True,
+                "each with its own amax scale, multiply in fp32 and add the bias"
             )
         elif close(unscaled):
             hint = "you cast to fp8 without a scale: small values flush and large ones saturate"
@@ -210,9 +195,8 @@ def check_fp8_linear_forward(fn) -> CheckResult:
             hint = "the forward pass of the classic recipe casts to e4m3 (precision), not e5m2"
         else:
             hint = "each of x and weight needs its own per-tensor scale, applied before the cast and undone after it"
-        return CheckResult(False, f"for {what} the output differs from an fp8 linear layer's. Hint: {hint}")
-    return CheckResult(
-        True,
+        return not_yet(f"for {what} the output differs from an fp8 linear layer's. Hint: {hint}")
+    return correct(
         "x and weight cast to e4m3 with their own amax scales, fp32 products, fp32 bias: "
-        "the forward pass of an fp8 training recipe",
+        "the forward pass of an fp8 training recipe"
     )

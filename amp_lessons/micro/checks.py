@@ -8,7 +8,8 @@ from contextlib import contextmanager
 
 import torch
 
-from ..checks import CheckResult, call_learner, is_placeholder
+from .._exercise import attempt, correct, exercise, not_yet, placeholder, your_turn
+from ..checks import CheckResult, call_learner
 from . import experiments
 from .experiments import stochastic_round
 from .key_code import MX_ELEMENTS
@@ -84,6 +85,7 @@ def _as_exponents(got, shape) -> tuple[list[int] | None, str]:
     return [int(k) for k in v.tolist()], ""
 
 
+@exercise
 def check_rceil_shared_exponent(fn) -> CheckResult:
     """Exercise: ``fn(amax, element_format) -> k``, the round-up ("RCEIL") rule of cuBLAS and torchao: the
     smallest k for which each block's largest magnitude ``amax`` (a float32 tensor of shape (blocks, 1), positive
@@ -93,42 +95,35 @@ def check_rceil_shared_exponent(fn) -> CheckResult:
         max_elem = MX_ELEMENTS[fmt][3]
         amax = torch.tensor(_AMAXES, dtype=torch.float32).reshape(-1, 1)
         values = [float(a) for a in amax.flatten()]
-        got, error = call_learner(fn, amax.clone(), fmt)
-        if error:
-            return CheckResult(False, error)
-        if is_placeholder(got):
-            return CheckResult(
-                False,
-                "so far it returns nothing: return k, the exponent of each block's scale, as a tensor shaped like amax",
-                todo=True,
-            )
+        got = attempt(fn, amax.clone(), fmt)
+        placeholder(
+            got, "so far it returns nothing: return k, the exponent of each block's scale, as a tensor shaped like amax"
+        )
         ks, problem = _as_exponents(got, tuple(amax.shape))
         if ks is None:
-            return CheckResult(False, problem)
+            return not_yet(problem)
         want = [_exact_rceil(a, max_elem) for a in values]
         if ks == want:
             continue
         for hint, wrong in _mistakes(values, fmt).items():
             if ks == wrong:
-                return CheckResult(False, f"for {fmt} elements: {hint}")
+                return not_yet(f"for {fmt} elements: {hint}")
         i = next(i for i, (k, w) in enumerate(zip(ks, want)) if k != w)
         a, k = values[i], ks[i]
         where = f"for {fmt} elements (max {max_elem:g}) and amax = {a!r}, it gave k = {k}"
         if not -127 <= k <= 127:
-            return CheckResult(False, f"{where}: e8m0 holds only the scales 2**-127 .. 2**127 (clamp k)")
+            return not_yet(f"{where}: e8m0 holds only the scales 2**-127 .. 2**127 (clamp k)")
         if a > math.ldexp(max_elem, k):
-            return CheckResult(
-                False, f"{where}: amax / 2**k = {math.ldexp(a, -k):.9g} is above {max_elem:g}, so it would saturate"
+            return not_yet(
+                f"{where}: amax / 2**k = {math.ldexp(a, -k):.9g} is above {max_elem:g}, so it would saturate"
             )
-        return CheckResult(
-            False,
+        return not_yet(
             f"{where}: too large, k - 1 fits the block too (amax / 2**(k-1) = {math.ldexp(a, 1 - k):.9g} <= "
-            f"{max_elem:g}), and the smallest k keeps the most precision",
+            f"{max_elem:g}), and the smallest k keeps the most precision"
         )
-    return CheckResult(
-        True,
+    return correct(
         f"the smallest power of two that fits each block under the element max, for {len(_AMAXES)} amaxes "
-        f"(exact fits, the float32 number just above one, and e8m0's lower clamp) and {' and '.join(_FORMATS)}",
+        f"(exact fits, the float32 number just above one, and e8m0's lower clamp) and {' and '.join(_FORMATS)}"
     )
 
 
@@ -223,6 +218,7 @@ def _sr_mistakes(x: torch.Tensor, noise: torch.Tensor) -> list[tuple[str, torch.
     ]
 
 
+@exercise
 def check_stochastic_round(fn) -> CheckResult:
     """Exercise: ``fn(x, noise)`` rounds each float32 value of ``x`` to bf16 stochastically, on the bits: the
     random integer ``noise`` (int32, x's shape, each in [0, 2**16)) is added to the float32 bit pattern and the
@@ -230,76 +226,67 @@ def check_stochastic_round(fn) -> CheckResult:
     bits) / 2**16. Returns the bf16 values as float32. Compared bit for bit (the sign of zero included) with the
     package's :func:`~amp_lessons.micro.stochastic_round` given the same integers, on random values of both signs
     and on values already in bf16, which must come back unchanged. Calling the package's rounding is refused."""
-    if is_placeholder(fn):
-        return CheckResult(False, "write my_stochastic_round(x, noise) and pass the function itself", todo=True)
+    placeholder(fn, "write my_stochastic_round(x, noise) and pass the function itself")
     for what, x, noise in _sr_cases():
         want = stochastic_round(x, noise=noise)
         with _calls_to_rounding() as used:
             got, err = call_learner(fn, x.clone(), noise.clone())
             again, err2 = (None, None) if err else call_learner(fn, x.clone(), noise.clone())
         if used:
-            return CheckResult(
-                False,
+            return not_yet(
                 "it calls the course's micro.stochastic_round (or its helper): write the rounding yourself, on the "
-                "bits of x (x.view(torch.int32)), with the noise given",
+                "bits of x (x.view(torch.int32)), with the noise given"
             )
         if err or err2:
-            return CheckResult(False, err or err2)
+            return not_yet(err or err2)
         if not isinstance(got, torch.Tensor):
-            return CheckResult(False, f"it returned {type(got).__name__}: return a float32 tensor of x's shape")
+            return not_yet(f"it returned {type(got).__name__}: return a float32 tensor of x's shape")
         if got.dtype == torch.float32 and tuple(got.shape) == (*x.shape[:-1], 2 * x.shape[-1]):
-            return CheckResult(
-                False,
+            return not_yet(
                 "it returned twice x's last dimension: the bit patterns became int64 (torch.where with Python ints, "
                 "or an integer constant past int32's range, promotes them), and a view of 64-bit integers as "
-                "float32 splits each in two. Keep the bits int32",
+                "float32 splits each in two. Keep the bits int32"
             )
         if tuple(got.shape) != tuple(x.shape):
-            return CheckResult(
-                False, f"it returned a tensor of shape {tuple(got.shape)}: return one value per value of x, shape "
+            return not_yet(
+                f"it returned a tensor of shape {tuple(got.shape)}: return one value per value of x, shape "
                 f"{tuple(x.shape)}"
-            )  # fmt: skip
+            )
         if got.dtype == torch.int32:
-            return CheckResult(
-                False,
-                "it returned int32 bit patterns: read them back as float32 values (a view, not a conversion)",
+            return not_yet(
+                "it returned int32 bit patterns: read them back as float32 values (a view, not a conversion)"
             )
         if got.dtype not in (torch.float32, torch.bfloat16):
-            return CheckResult(False, f"it returned {got.dtype}: return the bf16 values as float32")
+            return not_yet(f"it returned {got.dtype}: return the bf16 values as float32")
         got = got.detach().float()
         if torch.equal(_bits(got), _bits(x)):
             if what == "exact":
                 continue
-            return CheckResult(
-                False, "so far it returns x unchanged: add the noise to the bits and clear the 16 low bits", todo=True
-            )
+            return your_turn("so far it returns x unchanged: add the noise to the bits and clear the 16 low bits")
         if not isinstance(again, torch.Tensor) or not torch.equal(_bits(again.detach().float()), _bits(got)):
-            return CheckResult(
-                False,
+            return not_yet(
                 "two calls with the same x and noise gave different results: draw no random numbers yourself, "
-                "use the noise given (that makes the rounding repeatable and checkable)",
+                "use the noise given (that makes the rounding repeatable and checkable)"
             )
         gb, wb = _bits(got), _bits(want)
         if torch.equal(gb, wb):
             continue
         if what == "exact":
             i = int((gb != wb).nonzero()[0])
-            return CheckResult(
-                False,
+            return not_yet(
                 f"a value already in bf16 (its 16 low bits are 0) must come back unchanged, whatever the noise: "
                 f"x = {float(x[i])!r} with noise = {int(noise[i])} gave {float(got[i])!r}. Noise below 2**16 "
-                "added to 16 zero bits never carries",
+                "added to 16 zero bits never carries"
             )
         for hint, wrong in _sr_mistakes(x, noise):
             if torch.equal(gb, _bits(wrong.float())):
-                return CheckResult(False, hint)
+                return not_yet(hint)
         n = x.numel()
         low = (gb & _LOW) != 0
         if low.any():
-            return CheckResult(
-                False,
+            return not_yet(
                 f"{int(low.sum())} of {n} results still have some of their 16 low bits set, so they are not bf16 "
-                "values: clear those bits (after adding the noise)",
+                "values: clear those bits (after adding the noise)"
             )
         xb = _bits(x)
         down = xb & ~_LOW  # the neighbour toward zero, and one bf16 step further from zero
@@ -307,29 +294,25 @@ def check_stochastic_round(fn) -> CheckResult:
         off = (gb != down) & (gb != up)
         neg = x < 0
         if not (gb != wb)[~neg].any():
-            return CheckResult(
-                False,
+            return not_yet(
                 f"the positive values are right, but {int((gb != wb)[neg].sum())} of the {int(neg.sum())} negative "
                 "ones are not. A negative float32 is its absolute value's bit pattern with the sign bit set: it "
-                "rounds like its absolute value, away from zero as often, and keeps its sign",
+                "rounds like its absolute value, away from zero as often, and keeps its sign"
             )
         if off.any():
             i = int(off.flatten().nonzero()[0])
             a, b = float(x.flatten()[i]), float(got.flatten()[i])
             lo, hi = sorted((float(_from_bits(down.flatten()[i])), float(_from_bits(up.flatten()[i]))))
-            return CheckResult(
-                False,
+            return not_yet(
                 f"{int(off.sum())} of {n} results are neither bf16 neighbour of their x: x = {a!r} gave {b!r}, "
-                f"but its neighbours are {lo!r} and {hi!r}: stochastic rounding only ever picks one of the two",
+                f"but its neighbours are {lo!r} and {hi!r}: stochastic rounding only ever picks one of the two"
             )
         wrong = int((gb != wb).sum())
-        return CheckResult(
-            False,
+        return not_yet(
             f"{wrong} of {n} values went to the other bf16 neighbour than the noise decides: a value moves one "
-            "step away from zero exactly when its 16 dropped bits plus the noise reach 2**16",
+            "step away from zero exactly when its 16 dropped bits plus the noise reach 2**16"
         )
-    return CheckResult(
-        True,
+    return correct(
         "bit for bit the package's stochastic rounding, for 4096 random values of both signs with their noise, and "
-        "values already in bf16 (zeros of both signs included) come back unchanged",
+        "values already in bf16 (zeros of both signs included) come back unchanged"
     )

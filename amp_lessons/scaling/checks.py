@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
+from .._exercise import attempt, correct, exercise, not_yet, placeholder, your_turn
 from .._validate import real
-from ..checks import CheckResult, call_learner, is_placeholder, off_by, same_value
+from ..checks import CheckResult, call_learner, off_by, same_value
 from ..fp16.experiments import gradient_census
 from ..scaling.experiments import safe_window, scale_sweep, simulate_scaler
 
@@ -27,6 +28,7 @@ def _power_of_two(answer):
     return v if v > 0 and math.isfinite(v) and math.frexp(v)[0] == 0.5 else None
 
 
+@exercise
 def check_smallest_scale(answer, census=None, max_underflow: float = 0.01) -> CheckResult:
     """Exercise: the smallest power-of-two loss scale (1, 2, 4, ...) at which at most
     ``max_underflow`` of the non-zero activation gradients of ``census`` (default: the lesson's
@@ -36,8 +38,7 @@ def check_smallest_scale(answer, census=None, max_underflow: float = 0.01) -> Ch
     max_underflow = real(max_underflow, "max_underflow")
     if not 0 <= max_underflow < 1:
         raise ValueError(f"max_underflow={max_underflow!r} is not allowed: it must be a fraction in [0, 1)")
-    if is_placeholder(answer):
-        return CheckResult(False, "replace `...` with your scale, a power of two written as 2.0 ** k", todo=True)
+    placeholder(answer, "replace `...` with your scale, a power of two written as 2.0 ** k")
     census = gradient_census() if census is None else census
     sweep = scale_sweep(census, range(0, 64), "fp16", "activations")
     window = safe_window(sweep, max_underflow, 0.0)
@@ -46,41 +47,41 @@ def check_smallest_scale(answer, census=None, max_underflow: float = 0.01) -> Ch
     want = window[0]
     v = _power_of_two(answer)
     if v is None:
-        return CheckResult(
-            False,
+        return not_yet(
             f"{answer!r} is not a power of two: loss scales are powers of two, so that "
             "scaling and unscaling are exact. Try 2**k",
+            hide=want,
         )
     k = round(math.log2(v))
     rows = dict(zip(sweep["exponent"], zip(sweep["underflow"], sweep["overflow"])))
     limit = f"{100 * max_underflow:g}%"
     if v == want:
         extra = "" if want > 1 else " (no scaling needed for this census)"
-        return CheckResult(
-            True,
+        return correct(
             f"2^{k}: {100 * rows[k][0]:.3g}% of the non-zero activation gradients still "
-            f"underflow, at most {limit}{extra}; the safe window goes up to 2^{round(math.log2(window[1]))}",
+            f"underflow, at most {limit}{extra}; the safe window goes up to 2^{round(math.log2(window[1]))}"
         )
     if k in rows and rows[k][1] > 0:
-        return CheckResult(
-            False,
+        return not_yet(
             f"at 2^{k}, {100 * rows[k][1]:.3g}% of the non-zero activation gradients overflow to inf. "
             "Hint: a smaller scale",
+            hide=want,
         )
     if v < want:
         under = rows[k][0] if k in rows else 1.0
-        return CheckResult(
-            False,
+        return not_yet(
             f"at 2^{k}, {100 * under:.3g}% of the non-zero activation gradients still round "
             f"to zero (limit {limit}). Hint: a larger scale",
+            hide=want,
         )
-    return CheckResult(
-        False,
+    return not_yet(
         f"2^{k} works, but it is not the smallest: a smaller power of two also keeps underflow at most {limit}. "
         "Hint: use scale_sweep and look for the first scale under the limit",
+        hide=want,
     )
 
 
+@exercise
 def check_scale_prediction(answer, n_steps: int, inf_steps, **params) -> CheckResult:
     """Exercise: the loss scale after ``n_steps`` steps of GradScaler's rule when the gradients
     overflow at ``inf_steps`` (0-based), with ``params`` (init_scale, growth_factor, backoff_factor,
@@ -89,20 +90,18 @@ def check_scale_prediction(answer, n_steps: int, inf_steps, **params) -> CheckRe
 
     history = simulate_scaler(n_steps, inf_steps, **params)
     want = history["scale_after"][-1] if n_steps else simulate_scaler(1, (), **params)["scale"][0]
-    if is_placeholder(answer):
-        return CheckResult(False, "replace `...` with the scale you predict", todo=True)
+    placeholder(answer, "replace `...` with the scale you predict")
     if same_value(answer, want):
-        return CheckResult(
-            True,
+        return correct(
             f"{want:g}: {sum(history['skipped'])} back-off(s) and "
-            f"{sum(b > a for a, b in zip(history['scale'], history['scale_after']))} growth(s)",
+            f"{sum(b > a for a, b in zip(history['scale'], history['scale_after']))} growth(s)"
         )
     backoffs = sum(history["skipped"])
-    return CheckResult(
-        False,
+    return not_yet(
         f"{answer!r} is {off_by(answer, want).split(' by ')[0]}. Hint: each overflow multiplies the scale by the "
         f"backoff factor and restarts the count of good steps; the scale grows only after growth_interval good "
         f"steps in a row ({backoffs} overflow(s) here)",
+        hide=want,
     )
 
 
@@ -137,29 +136,32 @@ def _less(a, b) -> bool:
         return False
 
 
+@exercise
 def check_scaler_update(fn) -> CheckResult:
     """Exercise: ``fn(scale, growth_tracker, found_inf, growth_factor, backoff_factor, growth_interval)``
     returns ``(new_scale, new_growth_tracker)``: GradScaler's update rule. Replayed over 16 steps of four
     scenarios against :func:`amp_lessons.scaling.simulate_scaler` (exactly: the factors are powers of two)."""
-    if is_placeholder(fn):
-        return CheckResult(False, "write fn(scale, growth_tracker, found_inf, growth_factor, backoff_factor, "
-                                  "growth_interval) and pass the function itself", todo=True)  # fmt: skip
+    placeholder(
+        fn,
+        "write fn(scale, growth_tracker, found_inf, growth_factor, backoff_factor, "
+        "growth_interval) and pass the function itself",
+    )
     # the starter returns its inputs: after a clean step the count must move, after an overflow the scale
     probes = [(2.0**10, 1, False, 2.0, 0.5, 3), (2.0**10, 0, True, 2.0, 0.5, 3)]
     if callable(fn) and all(_returns(fn, p, p[:2]) for p in probes):
-        return CheckResult(False, "so far it returns scale and growth_tracker unchanged: back off after an "
-                                  "overflow; grow after growth_interval clean steps in a row", todo=True)  # fmt: skip
+        return your_turn(
+            "so far it returns scale and growth_tracker unchanged: back off after an "
+            "overflow; grow after growth_interval clean steps in a row"
+        )
     for init, growth, backoff, interval, infs in _UPDATE_CASES:
         want = simulate_scaler(16, infs, init_scale=init, growth_factor=growth, backoff_factor=backoff,
                                growth_interval=interval)["scale_after"]  # fmt: skip
         scale, tracker = init, 0
         for step in range(16):
             found = step in infs
-            got, err = call_learner(fn, scale, tracker, found, growth, backoff, interval)
-            if err:
-                return CheckResult(False, err)
+            got = attempt(fn, scale, tracker, found, growth, backoff, interval)
             if not (isinstance(got, tuple) and len(got) == 2):
-                return CheckResult(False, f"return a pair (new_scale, new_growth_tracker), got {got!r:.60}")
+                return not_yet(f"return a pair (new_scale, new_growth_tracker), got {got!r:.60}")
             before, (scale, tracker) = scale, got
             if not same_value(scale, want[step]):
                 case = f"growth_interval {interval}, overflows at steps {list(infs)}"
@@ -176,9 +178,9 @@ def check_scaler_update(fn) -> CheckResult:
                     hint = "the scale grows only after growth_interval clean steps IN A ROW, then the count restarts"
                 else:
                     hint = "count the clean steps; when the count reaches growth_interval, multiply by growth_factor"
-                return CheckResult(
-                    False,
+                return not_yet(
                     f"step {step} ({'overflow' if found else 'clean'}; {case}): your scale {scale!r} is {miss}. "
                     f"Hint: {hint}",
+                    hide=want[step],
                 )
-    return CheckResult(True, "your update rule gives GradScaler's scale at every step of four scenarios")
+    return correct("your update rule gives GradScaler's scale at every step of four scenarios")

@@ -3,7 +3,6 @@
 import math
 
 import pytest
-import torch
 
 from amp_lessons import bits, formats
 from tests.test_checks import assert_not_yet, assert_your_turn, reveals, solution
@@ -26,8 +25,6 @@ def test_max_finite():
     r = bits.check_max_finite(lambda e, m: 3.0)
     assert_not_yet(r)
     assert "largest exponent field that is not all ones" in r.message and "too small" in r.message
-    r = bits.check_max_finite(lambda e, m: 1 / 0)
-    assert not r and "ZeroDivisionError" in r.message
     assert "expected a function" in bits.check_max_finite(3).message
 
 
@@ -68,58 +65,8 @@ def test_format_choice():
         bits.check_format_choice("bf16", 10, 1, 0.1)
 
 
-# The exercises as lesson 01 gives them: (a) the starter gets "your turn", (b) the instructors' solution is
-# correct, (c) a wrong answer gets "Not yet", (d) no message of a starter or a wrong answer states the answer.
-
-
-def test_max_finite_exercise():
-    s = solution("01")
-    fp16_max = formats.FloatFormat("e5m10", 5, 10).max  # the first case the checker tries
-    starter = bits.check_max_finite(lambda exponent_bits, mantissa_bits: None)
-    assert_your_turn(starter)
-    assert bits.check_max_finite(s.max_finite)
-    wrong = [
-        bits.check_max_finite(lambda e, m: s.max_finite(e, m) * 2),
-        bits.check_max_finite(lambda e, m: (2 - 2.0**-m) * 2.0 ** (2 ** (e - 1))),
-        bits.check_max_finite(lambda e, m: 1.0),
-    ]
-    for r in wrong:
-        assert_not_yet(r)
-    for r in [starter, *wrong]:
-        assert not reveals(r.message, fp16_max), r.message
-
-
-def test_ulp_exercise():
-    s = solution("01")
-    f = formats.FORMATS["bf16"]
-    one = formats.from_bits(formats.to_bits(torch.tensor([1.0]), f) + 1, f).item() - 1.0  # ulp(1.0), the first probe
-    starter = bits.check_ulp(lambda x: None, "bf16")
-    assert_your_turn(starter)
-    assert bits.check_ulp(s.ulp_bf16, "bf16")
-    wrong = [
-        bits.check_ulp(lambda x: s.ulp_bf16(x) * 2),
-        bits.check_ulp(lambda x: 2.0 ** (math.floor(math.log2(x)) - 7)),
-    ]
-    for r in wrong:
-        assert_not_yet(r)
-    assert "too large by a factor of 2" in wrong[0].message
-    for r in [starter, *wrong]:
-        assert not reveals(r.message, one), r.message
-
-
-def test_decode_bits_exercise():
-    s = solution("01")
-    code = 0b0_1000_011
-    want = formats.from_bits(torch.tensor([code]), "fp8_e4m3").item()
-    for starter in (..., None, "..."):
-        r = bits.check_decode_bits(starter, code, "fp8_e4m3")
-        assert_your_turn(r)
-        assert not reveals(r.message, want)
-    assert bits.check_decode_bits(s.DECODED_E4M3, code, "fp8_e4m3")
-    for answer in (want * 2, -want, 3.0):
-        r = bits.check_decode_bits(answer, code, "fp8_e4m3")
-        assert_not_yet(r)
-        assert not reveals(r.message, want), r.message
+# Exercise 3 as lesson 01 gives it, both limits (tests/test_checker_contract.py has the first): each has one answer
+# among the formats, and no other format's message names it.
 
 
 def test_format_choice_exercise():

@@ -4,7 +4,7 @@ no answer makes a checker raise."""
 import torch
 
 from amp_lessons import debug
-from tests.test_checks import assert_not_yet, assert_your_turn, reveals, solution
+from tests.test_checks import assert_not_yet, assert_your_turn, reveals
 
 
 def test_first_bad_layer_checker():
@@ -56,16 +56,14 @@ def test_fp16_fix_checker():
     assert "expected a function" in debug.check_fp16_fix("keep").message
 
 
-# The exercises as lesson 08 gives them: (a) the starter gets "your turn", (b) the instructors' solution is
-# correct, (c) a wrong answer gets "Not yet", (d) no message of a starter or a wrong answer states the answer.
+# The exercises as lesson 08 gives them: wrong answers get "Not yet", and no message of a starter or a wrong answer
+# states the answer (the starter's Your turn and the solution's Correct: tests/test_checker_contract.py).
 
 
 def test_first_bad_layer_exercise():
     model, x, _ = debug.broken_training_setup(3)
     want = debug.trace_overflow(model, x, autocast=torch.float16).first_nonfinite().label
     starter = debug.check_first_bad_layer(...)
-    assert_your_turn(starter)
-    assert debug.check_first_bad_layer(solution("08").FIRST_BAD_LAYER)
     names = [n for n, _ in model.named_modules() if n and n != want and not want.startswith(n + ".")]
     results = [starter] + [debug.check_first_bad_layer(n) for n in [want.split(".")[0], "nope", 3, *names[:6]]]
     for r in results[1:]:
@@ -83,12 +81,9 @@ def test_fp16_fix_exercise():
         return model
 
     starter = debug.check_fp16_fix(fix)
-    assert_your_turn(starter)
-    assert debug.check_fp16_fix(solution("08").fix)
     wrong = [
         debug.check_fp16_fix(lambda m: debug.KeepFP32(m), own_wrapper=False),
         debug.check_fp16_fix(lambda m: debug.KeepFP32(m)),
-        debug.check_fp16_fix(lambda m: 1 / 0),
     ]
     for r in wrong:
         assert_not_yet(r)

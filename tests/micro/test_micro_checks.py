@@ -1,6 +1,6 @@
-"""Tests of amp_lessons.micro.checks, on lesson 10's exercises: (a) the starter gets "your turn", (b) the
-instructors' solution is correct, (c) each kind of wrong answer gets "Not yet" with its own hint, (d) no message of a
-starter or a wrong answer states the answer."""
+"""Tests of amp_lessons.micro.checks, on lesson 10's exercises: each kind of wrong answer gets "Not yet" with its
+own hint, and no message of a starter or a wrong answer states the answer (the starter's Your turn and the
+solution's Correct are tests/test_checker_contract.py's)."""
 
 import torch
 
@@ -17,8 +17,6 @@ def _rule(fn):
 def test_rceil_shared_exponent_exercise():
     s = solution("10")
     starter = micro.check_rceil_shared_exponent(lambda amax, element_format="fp8_e4m3": None)
-    assert_your_turn(starter)
-    assert micro.check_rceil_shared_exponent(s.rceil_shared_exponent)
     wrong = {
         _rule(lambda a, m: floor_shared_exponent(a)): "floor rule",
         _rule(lambda a, m: torch.ceil(torch.log2(a / m)).clamp(-127, 127)): "float32's log2 rounds",
@@ -34,7 +32,6 @@ def test_rceil_shared_exponent_exercise():
         _rule(lambda a, m: s.rceil_shared_exponent(a).flatten()): "shape",
         _rule(lambda a, m: 3): "return a tensor",
         (lambda amax: s.rceil_shared_exponent(amax)): "raised TypeError",
-        (lambda a, f: 1 / 0): "ZeroDivisionError",
         "x": "expected a function",
     }
     results = [starter]
@@ -74,9 +71,7 @@ def _cut(bits):
 def test_stochastic_round_exercise():
     s = solution("10")
     starter = micro.check_stochastic_round(lambda x, noise: x.view(I32).view(torch.float32))  # the cell's starter
-    assert_your_turn(starter)
     assert_your_turn(micro.check_stochastic_round(None))
-    assert micro.check_stochastic_round(s.my_stochastic_round)
     # a bf16 result and an answer that rounds x in place are as good
     assert micro.check_stochastic_round(lambda x, noise: s.my_stochastic_round(x, noise).bfloat16())
     assert micro.check_stochastic_round(lambda x, n: x.view(I32).add_(n).bitwise_and_(~0xFFFF).view(torch.float32))

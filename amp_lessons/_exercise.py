@@ -1,0 +1,166 @@
+"""How every exercise checker answers, in one place: the your-turn state of an untouched starter, the learner's
+function called so that its exception becomes feedback, and the no-reveal rule.
+
+A checker is a function decorated with :func:`exercise`. Inside it:
+
+- :func:`placeholder` ends the check with "Your turn" while the answer is still the starter's ``...`` (or None,
+  "...", ""): nothing is red before the learner has tried;
+- :func:`attempt` calls the learner's function and returns what it returned; an exception ends the check with
+  "Not yet: calling it with (...) raised ZeroDivisionError: division by zero", never a traceback, so that a
+  learner's "Run All" goes on;
+- :func:`correct`, :func:`not_yet` and :func:`your_turn` build the result; ``not_yet`` and ``your_turn`` take the
+  answers their message must not state (``hide``) and mask any of them that it does (:func:`reveals`: a number in
+  any of its usual spellings but a lone digit, a string as it is), so no message gives the answer away;
+- :func:`finish` ends the check at once with a result, from a helper of the checker as well.
+
+A checker still raises on a bad exercise parameter (not the answer): that is the notebook's mistake, not the
+learner's."""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+
+from .checks import CheckResult, call_learner, is_placeholder
+
+__all__ = [
+    "MASK",
+    "attempt",
+    "correct",
+    "exercise",
+    "finish",
+    "is_exercise",
+    "not_yet",
+    "placeholder",
+    "reveals",
+    "your_turn",
+]
+
+#: what stands in a message where it would state a hidden answer
+MASK = "(the answer)"
+
+
+class _Verdict(Exception):  # noqa: N818 - not an error: how a checker's helper ends the check with its result
+    def __init__(self, result: CheckResult):
+        super().__init__(result.message)
+        self.result = result
+
+
+def exercise(check):
+    """Decorate a checker: a :func:`finish` (or :func:`attempt`, :func:`placeholder`) inside it ends the check with
+    its result, and whatever the checker returns must be a :class:`CheckResult`."""
+    if not callable(check):
+        raise TypeError(f"exercise decorates a checker function, got {type(check).__name__} {check!r}")
+
+    @functools.wraps(check)
+    def checker(*args, **kwargs):
+        try:
+            result = check(*args, **kwargs)
+        except _Verdict as verdict:
+            result = verdict.result
+        if not isinstance(result, CheckResult):
+            raise TypeError(f"{check.__name__} returned {type(result).__name__}, not a CheckResult")
+        return result
+
+    checker.__exercise__ = True
+    return checker
+
+
+def is_exercise(fn) -> bool:
+    """Whether ``fn`` is a checker made with :func:`exercise`."""
+    return getattr(fn, "__exercise__", False) is True
+
+
+def finish(result: CheckResult):
+    """End the check now with ``result`` (inside a function decorated with :func:`exercise`)."""
+    if not isinstance(result, CheckResult):
+        raise TypeError(f"finish takes a CheckResult, got {type(result).__name__} {result!r}")
+    raise _Verdict(result)
+
+
+def attempt(fn, *args, prefix: str = "", call: str | None = None):
+    """``fn(*args)``, the learner's function called; an exception (or an ``fn`` that is no function) ends the
+    check with "Not yet: <prefix>calling it with (...) raised <type>: <message>", or "<call> raised <type>:
+    <message>" where ``call`` names the call as the exercise writes it (such as "fix(model)")."""
+    if call is None:
+        got, err = call_learner(fn, *args)
+    elif not callable(fn):
+        err = f"expected a function {call}, got {type(fn).__name__}"
+    else:
+        try:
+            got, err = fn(*args), None
+        except Exception as exc:  # noqa: BLE001 - any error in the learner's code is feedback
+            err = f"{call} raised {type(exc).__name__}: {exc}"
+    if err:
+        finish(not_yet(prefix + err))
+    return got
+
+
+def placeholder(answer, message: str, *, hide=()) -> None:
+    """End the check with "Your turn: <message>" if ``answer`` is a starter's placeholder (``...``, None, "..."
+    or "")."""
+    if is_placeholder(answer):
+        finish(your_turn(message, hide=hide))
+
+
+def correct(message: str) -> CheckResult:
+    return CheckResult(True, message)
+
+
+def not_yet(message: str, *, hide=()) -> CheckResult:
+    """A wrong answer: ``message`` says what is wrong, with any of the answers in ``hide`` masked."""
+    return CheckResult(False, _masked(message, hide))
+
+
+def your_turn(message: str, *, hide=()) -> CheckResult:
+    """The starter, untouched (a muted line, not a red one): ``message`` says what to do."""
+    return CheckResult(False, _masked(message, hide), todo=True)
+
+
+def _forms(value) -> set[str]:
+    """The spellings of ``value`` a message could state it in."""
+    if isinstance(value, str):
+        return {value} if value.strip() else set()
+    v = float(value)
+    if not math.isfinite(v):
+        return {repr(v)}
+    forms = {repr(v), f"{v:g}", f"{v:.6g}", f"{v:.4g}", f"{v:.3g}", f"{v:.2g}"}
+    if v.is_integer():
+        forms.add(str(int(v)))
+    mantissa, exponent = math.frexp(abs(v))
+    if v > 0 and mantissa == 0.5:
+        k = exponent - 1
+        forms |= {f"2**{k}", f"2^{k}", f"2 ** {k}", f"2.0**{k}", f"2.0 ** {k}", f"2**({k})"}
+    return forms
+
+
+def _pattern(form: str) -> str:
+    # a whole number: 448 is not found in 4480 or 1.448
+    return rf"(?<![\w.\-]){re.escape(form)}(?!\d)(?!\.\d)"
+
+
+def reveals(message: str, value) -> bool:
+    """Whether ``message`` states ``value``: a number in any of the usual spellings (65504.0, 65504, 6.55e+04,
+    2**15 ...) as a whole number, or a string as it is."""
+    if not isinstance(message, str):
+        raise TypeError(f"message must be a str, got {type(message).__name__} {message!r}")
+    return any(re.search(_pattern(f), message) for f in _forms(_secret(value)))
+
+
+def _secret(value):
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise TypeError(f"a hidden answer must be a number or a str, got {type(value).__name__} {value!r}")
+    return value
+
+
+def _masked(message: str, hide) -> str:
+    if not isinstance(message, str):
+        raise TypeError(f"message must be a str, got {type(message).__name__} {message!r}")
+    hidden = [hide] if isinstance(hide, (int, float, str)) else list(hide)
+    # the longest spellings first, so that 65504.0 goes whole rather than leaving ".0" behind 65504
+    # a single digit is not masked: "1" of "at most 1%" is prose, not the answer 1.0 (its "1.0" and "2**0" are)
+    forms = sorted({f for v in hidden for f in _forms(_secret(v)) if len(f) > 1}, key=len, reverse=True)
+    for form in forms:
+        message = re.sub(_pattern(form), MASK, message)
+    return message
