@@ -204,6 +204,10 @@ def _check_timeout(timeout) -> float:
     return t
 
 
+def _no_cuda() -> bool:
+    return False
+
+
 def _worker(fn, rank: int, world_size: int, args: tuple, workdir: str, timeout: float, ifname: str | None):
     """One rank: log to a file, one thread, join the gloo group, run ``fn``, wait for every rank, leave."""
     log = open(os.path.join(workdir, f"rank{rank}.log"), "w", buffering=1)  # noqa: SIM115 - lives until exit
@@ -213,6 +217,12 @@ def _worker(fn, rank: int, world_size: int, args: tuple, workdir: str, timeout: 
     out = os.path.join(workdir, f"rank{rank}.pkl")
     try:
         torch.set_num_threads(1)  # as DataLoader workers do: OpenMP is not fork-safe, and 2 ranks share the cores
+        if torch.cuda._is_in_bad_fork():
+            # forked from a process that had initialized CUDA: torch refuses CUDA here ("Cannot re-initialize CUDA
+            # in forked subprocess"), yet some CPU code asks it (Adam.step checks for CUDA graph capture whenever
+            # torch.cuda.is_available(): "CUDA error: initialization error", seen on an NVIDIA H200, torch 2.11).
+            # These ranks compute on the CPU: tell such code there is no CUDA
+            torch.cuda.is_available = _no_cuda
         if ifname is not None:
             os.environ["GLOO_SOCKET_IFNAME"] = ifname  # gloo binds to the loopback interface only
         dist.init_process_group(

@@ -167,6 +167,21 @@ def test_where_fork_breaks_autograd_importable_functions_are_spawned(monkeypatch
     assert E.run_group(local, 2, timeout=60) == ["parent", "parent"]  # a notebook's function can only be forked
 
 
+def _sees_cuda(rank, world_size):
+    return torch.cuda.is_available()
+
+
+def test_a_worker_forked_after_cuda_started_sees_no_cuda(monkeypatch):
+    """A worker forked from a process that had initialized CUDA cannot use it, so it reports none (Adam's step asks:
+    seen failing on an NVIDIA H200). Simulated here: the parent says CUDA is available, and then that it has
+    initialized it, as torch's child-side fork flag reads."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert E.run_group(_sees_cuda, 2, timeout=60) == [True, True]  # a clean fork keeps what the parent sees
+    monkeypatch.setattr(torch.cuda, "_is_in_bad_fork", lambda: True)
+    assert E.run_group(_sees_cuda, 2, timeout=60) == [False, False]
+    assert torch.cuda.is_available() is True  # the parent is untouched
+
+
 def test_a_worker_that_torch_refuses_autograd_says_what_to_do():
     """The message torch gives a forked child's backward pass after the parent's autograd threads started (seen on an
     NVIDIA H200, torch 2.11): simulated here by raising it."""

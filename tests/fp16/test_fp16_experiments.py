@@ -390,7 +390,12 @@ def test_master_weights_keep_learning_where_fp16_weights_stall(training):
 
 def test_training_is_seeded_and_shows_progress(training, capsys):
     r = fp16.train_master_weights(20, progress=True)
-    assert r["loss"]["fp16 weights"] == training["loss"]["fp16 weights"][:20]
+    # the same seed gives the same run: bit for bit here; on an NVIDIA H200 machine's host CPU, step 13 of a second
+    # run in the same process differed in the 7th digit (18.802879 vs 18.802877), the last bits of fp32 sums that
+    # the CPU's vectorized kernels may order differently. Another seed is far outside that tolerance
+    assert r["loss"]["fp16 weights"] == pytest.approx(training["loss"]["fp16 weights"][:20], rel=1e-5)
+    other = fp16.train_master_weights(20, progress=False, seed=1)["loss"]["fp16 weights"]
+    assert other != pytest.approx(r["loss"]["fp16 weights"], rel=1e-2)
     assert "training 3 ways" in capsys.readouterr().err
     bf16 = fp16.train_master_weights(20, progress=False, fmt="bf16")
     assert bf16["fmt"] == "bf16"
