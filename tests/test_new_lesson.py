@@ -120,6 +120,10 @@ def test_lesson_12_solutions():
     assert halves.check_half_of_largest(s.half_of_largest)
     assert not halves.check_half_of_largest(65504.0)
 """,
+    "tests/halves/contract.py": """from tests.checker_rows import Row
+
+ROWS = {"check_half_of_largest": Row(lambda s: s.half_of_largest, ..., (65504.0, 16376.0, "x"))}
+""",
     "instructors/solutions_12.py": '''"""Lesson 12's solution."""
 
 half_of_largest = 65504.0 / 2  # halving changes only the exponent: exact
@@ -162,6 +166,18 @@ REGISTRY_TESTS = [
     # processes, which a process that has run autograd for a hundred other tests cannot fork on some torch releases)
     "tests/test_solutions.py::test_every_lesson_with_an_exercise_has_a_solution_file",
     "tests/test_api_contract.py",
+    # the checker contract: that every checker has a row (in its topic's tests/<topic>/contract.py), and the new row
+    "tests/test_checker_contract.py::test_every_checker_has_a_row_and_every_row_a_checker",
+    *(
+        f"tests/test_checker_contract.py::{t}[halves.check_half_of_largest]"
+        for t in (
+            "test_every_checker_is_an_exercise",
+            "test_the_starter_gets_your_turn",
+            "test_a_wrong_answer_fails_without_the_answer",
+            "test_the_instructors_solution_is_correct",
+            "test_a_function_that_raises_gets_not_yet_naming_the_exception",
+        )
+    ),
     "tests/halves",
     "notebooks/00_start_here.ipynb",
     "notebooks/12_halves.ipynb",

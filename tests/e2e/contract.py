@@ -1,0 +1,27 @@
+"""Lesson 06's rows of the exercise-checker contract (tests/test_checker_contract.py): one per checker of
+``amp_lessons.e2e.checks``, keyed by its name."""
+
+from torch import nn
+
+from tests.checker_rows import Row
+
+
+def _clipped_starter(model, optimizer, scaler, x, y):
+    loss = nn.functional.mse_loss(model(x).float(), y)
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad()
+
+
+def _accumulation_starter(model, optimizer, scaler, micro_batches):
+    for x, y in micro_batches:
+        loss = nn.functional.mse_loss(model(x).float(), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+
+ROWS: dict[str, Row] = {
+    "check_clipped_amp_step": Row(lambda s: s.clipped_amp_step, _clipped_starter, lambda *a: None),
+    "check_accumulated_amp_step": Row(lambda s: s.accumulated_amp_step, _accumulation_starter, lambda *a: None),
+}

@@ -1,0 +1,25 @@
+"""Lesson 02's rows of the exercise-checker contract (tests/test_checker_contract.py): one per checker of
+``amp_lessons.tf32.checks``, keyed by its name."""
+
+from tests.checker_rows import Row
+
+
+def _tf32_model(rounding):
+    from amp_lessons.formats import quantize
+
+    return lambda a, b: quantize(a, "tf32", rounding) @ quantize(b, "tf32", rounding)
+
+
+ROWS: dict[str, Row] = {
+    "check_tf32_matmul": Row(
+        lambda s: s.tf32_matmul,
+        lambda a, b: a @ b,
+        (
+            _tf32_model("toward_zero"),
+            _tf32_model("nearest_away"),
+            lambda a, b: _tf32_model("nearest_even")(a, b).double(),
+            lambda a, b: a,
+        ),
+    ),
+    "check_error_ratio": Row(lambda s: s.ERROR_RATIO, ..., (2.0**5, 2.0, -1.0, "x"), lambda: (("bf16", "tf32"), {})),
+}
