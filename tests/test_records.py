@@ -39,7 +39,6 @@ NOT_YET_RECORDS = {
     "fp16.train_master_weights": "loss curves and final weights by run",
     "autocast.cast_cost": "cast timings and sizes for a printed comparison",
     "scaling.gradient_census_of": "census per tensor kind plus the model's loss",
-    "scaling.scale_sweep": "fractions per scale exponent, consumed by the safe-window helpers and plots",
     "scaling.simulate_scaler": "the scaler's history (scale, skipped, scale_after), consumed by ScalerEvents.of",
     "scaling.small_loss_census": "census of a small-loss model",
     "scaling.train_comparison": "runs by recipe, consumed by TrainSummary.of",
@@ -91,6 +90,7 @@ def test_public_functions_return_records_not_prose_keyed_dicts():
         ("fp8.cast_stats", "CastStats"),
         ("micro.recipe_stats", "RecipeStats"),
         ("compiled.precision_errors", "PrecisionErrors"),
+        ("scaling.scale_sweep", "ScaleSweep"),
     ],
 )
 def test_converted_results_are_frozen_records(qualname, record):

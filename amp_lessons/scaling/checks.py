@@ -52,7 +52,7 @@ def check_smallest_scale(answer, census=None, max_underflow: float = 0.01) -> Ch
             "scaling and unscaling are exact. Try 2**k",
         )
     k = round(math.log2(v))
-    rows = dict(zip(sweep["exponent"], zip(sweep["underflow"], sweep["overflow"])))
+    rows = dict(zip(sweep.exponent, zip(sweep.flushed, sweep.overflowed)))
     limit = f"{100 * max_underflow:g}%"
     if v == want:
         extra = "" if want > 1 else " (no scaling needed for this census)"

@@ -44,6 +44,7 @@ __all__ = [
     "DynamicScaler",
     "GradScalerComparison",
     "PitfallTable",
+    "ScaleSweep",
     "ScalerEvents",
     "ScalerState",
     "StaticScaler",
@@ -207,35 +208,63 @@ def scaled_fractions(census: dict, scale: float, fmt="fp16") -> dict[str, dict[s
     return _index(census).fractions(scale, fmt)
 
 
-def scale_sweep(census: dict, exponents=range(0, 33), fmt="fp16", kind: str = "activations") -> dict:
-    """For each scale ``2**e`` of ``exponents``: the fractions of the NON-ZERO gradients of
-    ``kind`` ("activations" or "weights") that round to zero ("underflow": the class "flushed"), are
-    subnormal ("subnormal") and overflow ("overflow": the format's
-    :meth:`~amp_lessons.formats.FloatFormat.overflow_class`, "inf" in fp16) once scaled. Exact zeros
-    are left out: no scale helps them. Returns ``{"exponent": [...], "scale": [...], "underflow": [...], "subnormal": [...],
-    "overflow": [...], "kind", "fmt", "nonzero": count}``."""
+@dataclass(frozen=True, repr=False)
+class ScaleSweep(TableRecord):
+    """Where the NON-ZERO gradients of ``kind`` land in ``fmt`` once multiplied by each scale ``2**e`` of
+    ``exponent`` (:func:`scale_sweep`), as shares of the ``nonzero`` gradients in the classes of
+    :data:`amp_lessons.formats.CLASSES` that a scale moves them into: ``flushed`` (rounds to zero: underflow),
+    ``subnormal``, ``saturated`` (beyond the range, stored as +-max) and ``inf`` (beyond the range, stored as
+    inf); one share per scale in each. :attr:`overflowed` is the share in the format's
+    :meth:`~amp_lessons.formats.FloatFormat.overflow_class` ("inf" in fp16). Shown as a table, one row per
+    scale."""
+
+    kind: str
+    fmt: str
+    nonzero: int
+    exponent: tuple[int, ...]
+    scale: tuple[float, ...]
+    flushed: tuple[float, ...]
+    subnormal: tuple[float, ...]
+    saturated: tuple[float, ...]
+    inf: tuple[float, ...]
+
+    @property
+    def overflowed(self) -> tuple[float, ...]:
+        """The shares beyond the format's range, per scale: ``inf`` in fp16 and bf16, ``saturated`` in e4m3."""
+        return getattr(self, get_format(self.fmt).overflow_class())
+
+    def _table(self):
+        over = get_format(self.fmt).overflow_class()
+        header = ("scale", "flushed (%)", "subnormal (%)", f"{over} (%)")
+        rows = [
+            (f"2^{e}", f"{100 * u:.3g}", f"{100 * s:.3g}", f"{100 * o:.3g}")
+            for e, u, s, o in zip(self.exponent, self.flushed, self.subnormal, self.overflowed)
+        ]
+        title = f"non-zero {self.kind} gradients ({self.nonzero:,}) x scale, rounded to {self.fmt}"
+        return header, rows, title, ()
+
+
+def scale_sweep(census: dict, exponents=range(0, 33), fmt="fp16", kind: str = "activations") -> ScaleSweep:
+    """For each scale ``2**e`` of ``exponents``: the shares of the NON-ZERO gradients of ``kind``
+    ("activations" or "weights") that, once scaled, are "flushed" (round to zero: underflow), "subnormal",
+    "saturated" or "inf" (the classes of :data:`amp_lessons.formats.CLASSES`; of the last two, the format's
+    :meth:`~amp_lessons.formats.FloatFormat.overflow_class` is the one its overflow gives, "inf" in fp16).
+    Exact zeros are left out: no scale helps them. Returns the :class:`ScaleSweep`."""
     index = _index(census)
-    exps = [_int_item(e, "exponents") for e in _int_items(exponents, "exponents")]
+    exps = tuple(_int_item(e, "exponents") for e in _int_items(exponents, "exponents"))
     if not exps:
         raise ValueError("exponents is empty: give at least one exponent, e.g. range(0, 33)")
     f = get_format(fmt)
-    nonzero = index.size[kind] - index.zeros[kind] - index.nans[kind] if kind in index.KINDS else None
-    out = {
-        "exponent": exps,
-        "scale": [],
-        "underflow": [],
-        "subnormal": [],
-        "overflow": [],
-        "kind": kind,
-        "fmt": f.name,
-        "nonzero": nonzero,
-    }
+    if kind not in index.KINDS:
+        raise ValueError(f"kind must be one of {index.KINDS}, got {kind!r}")
+    nonzero = index.size[kind] - index.zeros[kind] - index.nans[kind]
+    shares = {cls: [] for cls in ("flushed", "subnormal", "saturated", "inf")}
     for e in exps:
         c = index.counts(kind, math.ldexp(1.0, e), f)
-        out["scale"].append(math.ldexp(1.0, e))
-        for key, cat in (("underflow", "flushed"), ("subnormal", "subnormal"), ("overflow", f.overflow_class())):
-            out[key].append(c[cat] / nonzero if nonzero else 0.0)
-    return out
+        for cls, share in shares.items():
+            share.append(c[cls] / nonzero if nonzero else 0.0)
+    scales = tuple(math.ldexp(1.0, e) for e in exps)
+    return ScaleSweep(kind, f.name, nonzero, exps, scales, **{cls: tuple(v) for cls, v in shares.items()})
 
 
 def _int_items(values, what: str) -> tuple:
@@ -248,18 +277,21 @@ def _int_item(v, what: str) -> int:
     return _validate.integer(v, f"each of {what}")
 
 
-def safe_window(sweep: dict, max_underflow: float = 0.01, max_overflow: float = 0.0) -> tuple[float, float] | None:
-    """The smallest and the largest scale of a :func:`scale_sweep` whose underflow is at most
-    ``max_underflow`` and whose overflow is at most ``max_overflow``; None if no scale is."""
-    if not isinstance(sweep, dict) or not {"scale", "underflow", "overflow"} <= set(sweep):
-        raise TypeError("sweep must be the dict returned by scale_sweep")
+def safe_window(
+    sweep: ScaleSweep, max_underflow: float = 0.01, max_overflow: float = 0.0
+) -> tuple[float, float] | None:
+    """The smallest and the largest scale of a :class:`ScaleSweep` whose flushed share (underflow) is at most
+    ``max_underflow`` and whose :attr:`~ScaleSweep.overflowed` share is at most ``max_overflow``; None if no
+    scale is."""
+    if not isinstance(sweep, ScaleSweep):
+        raise TypeError(f"sweep must be the ScaleSweep returned by scale_sweep, got {type(sweep).__name__}")
     max_underflow, max_overflow = real(max_underflow, "max_underflow"), real(max_overflow, "max_overflow")
     for v, what in ((max_underflow, "max_underflow"), (max_overflow, "max_overflow")):
         if math.isnan(v):
             raise ValueError(f"{what}=nan is not allowed: it must be a bound on a fraction of the gradients (0 to 1)")
     ok = [
         s
-        for s, u, o in zip(sweep["scale"], sweep["underflow"], sweep["overflow"])
+        for s, u, o in zip(sweep.scale, sweep.flushed, sweep.overflowed)
         if u <= max_underflow and o <= max_overflow
     ]
     return (min(ok), max(ok)) if ok else None

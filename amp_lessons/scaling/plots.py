@@ -25,7 +25,7 @@ from .._validate import int_in, integer, real
 from ..formats import (
     get_format,
 )
-from ..scaling.experiments import safe_window
+from ..scaling.experiments import ScaleSweep, safe_window
 from ..style import format_color
 
 __all__ = [
@@ -45,23 +45,27 @@ _WINDOW_COLOR = "#33A02C"
 
 
 @styled
-def plot_scale_sweep(sweep: dict, ax=None, *, window=None) -> Axes:
+def plot_scale_sweep(sweep: ScaleSweep, ax=None, *, window=None) -> Axes:
     """Fractions of the non-zero gradients that underflow (round to zero), are subnormal and
-    overflow, against the loss scale (a :func:`amp_lessons.scaling.scale_sweep`; x: log2 of the
+    overflow, against the loss scale (the :class:`~amp_lessons.scaling.ScaleSweep` of
+    :func:`amp_lessons.scaling.scale_sweep`: its flushed, subnormal and overflowed shares; x: log2 of the
     scale, log y). ``window`` (a pair of scales, default
     :func:`~amp_lessons.scaling.safe_window` of the sweep; False for none) is shaded. A fraction of
     exactly 0 cannot sit on a log axis: it is drawn on the bottom edge."""
 
-    if not isinstance(sweep, dict) or not {"scale", "underflow", "subnormal", "overflow"} <= set(sweep):
-        raise TypeError("sweep must be the dict returned by amp_lessons.scaling.scale_sweep")
-    scales = np.asarray(sweep["scale"], dtype=float)
+    if not isinstance(sweep, ScaleSweep):
+        raise TypeError(
+            f"sweep must be the ScaleSweep returned by amp_lessons.scaling.scale_sweep, got {type(sweep).__name__}"
+        )
+    scales = np.asarray(sweep.scale, dtype=float)
     if scales.size == 0 or not (scales > 0).all():
         raise ValueError("sweep has no scales, or a scale that is not positive")
     x = np.log2(scales)
     if window is None:
         window = safe_window(sweep)
     ax = axes_for(ax, (9, 4.6))
-    series = {k: np.asarray(sweep[k], dtype=float) for k in _SWEEP_STYLES}
+    shares = {"underflow": sweep.flushed, "subnormal": sweep.subnormal, "overflow": sweep.overflowed}
+    series = {k: np.asarray(shares[k], dtype=float) for k in _SWEEP_STYLES}
     positive = np.concatenate([v[v > 0] for v in series.values()])
     floor = min(1e-4, positive.min() / 3) if positive.size else 1e-4
     for key, y in series.items():
@@ -82,7 +86,7 @@ def plot_scale_sweep(sweep: dict, ax=None, *, window=None) -> Axes:
     pad = 0.5
     ax.set_xlim(x.min() - pad, x.max() + pad)
     pow2_ticks(ax.xaxis, x.min(), x.max())
-    kind, fmt = sweep.get("kind", "activations"), sweep.get("fmt", "fp16")
+    kind, fmt = sweep.kind, sweep.fmt
     ax.set_xlabel("loss scale (log2 axis)")
     noun = {"activations": "activation", "weights": "weight"}.get(kind, kind)
     ax.set_ylabel(f"fraction of non-zero {noun} gradients\n(0 is drawn on the bottom edge)")

@@ -1,6 +1,7 @@
 """Tests of amp_lessons.scaling: the census under a scale, the from-scratch scalers against
 torch.amp.GradScaler, and the story of the training comparison."""
 
+import dataclasses
 import math
 
 import pytest
@@ -95,32 +96,46 @@ def test_scaled_fractions_rejects_bad_input(census):
 def test_sweep_is_monotonic(census, small_census, kind):
     for c in (census, small_census):
         sw = scale_sweep(c, kind=kind)
-        assert sw["scale"] == [2.0**e for e in range(33)]
-        assert all(a >= b for a, b in zip(sw["underflow"], sw["underflow"][1:]))
-        assert all(a <= b for a, b in zip(sw["overflow"], sw["overflow"][1:]))
-        assert all(0 <= v <= 1 for key in ("underflow", "subnormal", "overflow") for v in sw[key])
+        assert sw.scale == tuple(2.0**e for e in range(33)) and sw.exponent == tuple(range(33))
+        assert all(a >= b for a, b in zip(sw.flushed, sw.flushed[1:]))
+        assert all(a <= b for a, b in zip(sw.overflowed, sw.overflowed[1:]))
+        assert all(0 <= v <= 1 for share in (sw.flushed, sw.subnormal, sw.saturated, sw.inf) for v in share)
 
 
 def test_sweep_of_the_default_census(census):
     sw = scale_sweep(census)
-    assert sw["nonzero"] == int((census["activations"] != 0).sum())
-    assert sw["underflow"][0] == pytest.approx(
-        census["fractions"]["activations"]["flushed"] * census["activations"].numel() / sw["nonzero"]
+    assert dataclasses.is_dataclass(sw) and sw.kind == "activations" and sw.fmt == "fp16"
+    assert sw.nonzero == int((census["activations"] != 0).sum())
+    assert sw.flushed[0] == pytest.approx(
+        census["fractions"]["activations"]["flushed"] * census["activations"].numel() / sw.nonzero
     )
-    assert sw["overflow"][32] > 0.5  # 2**32 pushes most activation gradients past 65504
+    assert sw.overflowed is sw.inf and sw.inf[32] > 0.5  # 2**32 pushes most activation gradients past 65504
+    assert not any(sw.saturated)  # fp16 overflows to inf, never to +-max
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        sw.kind = "weights"
+    text = repr(sw)
+    assert "flushed (%)" in text and "inf (%)" in text and "2^32" in text
+
+
+def test_sweep_overflow_follows_the_format(census):
+    sw = scale_sweep(census, range(0, 40), "fp8_e4m3")
+    assert sw.overflowed is sw.saturated and not any(sw.inf)  # e4m3 saturates to +-448
+    assert sw.saturated[-1] > 0.5
+    with pytest.raises(ValueError, match="'gradients'"):
+        scale_sweep(census, kind="gradients")
 
 
 def test_safe_window(census, small_census):
     sw = scale_sweep(census)
     lo, hi = safe_window(sw)
-    assert sw["scale"][0] <= lo <= hi <= sw["scale"][-1]
-    for s, u, o in zip(sw["scale"], sw["underflow"], sw["overflow"]):
+    assert sw.scale[0] <= lo <= hi <= sw.scale[-1]
+    for s, u, o in zip(sw.scale, sw.flushed, sw.overflowed):
         assert (lo <= s <= hi) == (u <= 0.01 and o == 0)  # the window is contiguous here
     lo2, hi2 = safe_window(scale_sweep(small_census))
     assert lo2 > lo  # a small loss needs a larger scale
     assert 2.0**16 >= lo2 and hi2 >= 2.0**16  # GradScaler's default fits it
     assert safe_window(sw, max_underflow=-1) is None
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="ScaleSweep"):
         safe_window({"scale": []})
     with pytest.raises(ValueError, match="empty"):
         scale_sweep(census, [])

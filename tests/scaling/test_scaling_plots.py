@@ -30,7 +30,7 @@ def test_scale_sweep_plot_draws_the_sweep_and_the_window(census05):
     (line,) = by_gid(ax, "underflow")
     assert list(line.get_xdata()) == list(range(33))
     floor = ax.get_ylim()[0]
-    assert [y == floor for y in line.get_ydata()] == [u == 0 for u in sw["underflow"]]
+    assert [y == floor for y in line.get_ydata()] == [u == 0 for u in sw.flushed]
     (span,) = by_gid(ax, "window")
     lo, hi = safe_window(sw)
     assert span.get_x() == math.log2(lo) and span.get_x() + span.get_width() == math.log2(hi)
