@@ -28,12 +28,10 @@ GENUINE_MAPPINGS = {
     "fp8.model_tensors": "tensor name -> tensor",
     "fp8.torch_fp8_overflow": "fp8 dtype name -> probed value -> what the cast gave",
     "compiled.step_times": "setting name -> Timing",
+    "tf32.time_matmuls": "setting name (fp32, and tf32 where it is real) -> Timing",
 }
 
 NOT_YET_RECORDS = {
-    "tf32.error_vs_k": "errors per K and per setting for a plot",
-    "tf32.switches_tour": "the TF32 switches' settings before and after, for a printed tour",
-    "tf32.time_matmuls": "timings by setting plus the matmul's size",
     "fp16.gradient_census": "census per tensor kind plus the model's loss",
     "fp16.gradient_census_of": "census per tensor kind plus the model's loss",
     "fp16.train_master_weights": "loss curves and final weights by run",
@@ -91,6 +89,8 @@ def test_public_functions_return_records_not_prose_keyed_dicts():
         ("micro.recipe_stats", "RecipeStats"),
         ("compiled.precision_errors", "PrecisionErrors"),
         ("scaling.scale_sweep", "ScaleSweep"),
+        ("tf32.error_vs_k", "ErrorVsK"),
+        ("tf32.switches_tour", "SwitchesTour"),
     ],
 )
 def test_converted_results_are_frozen_records(qualname, record):

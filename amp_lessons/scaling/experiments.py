@@ -290,9 +290,7 @@ def safe_window(
         if math.isnan(v):
             raise ValueError(f"{what}=nan is not allowed: it must be a bound on a fraction of the gradients (0 to 1)")
     ok = [
-        s
-        for s, u, o in zip(sweep.scale, sweep.flushed, sweep.overflowed)
-        if u <= max_underflow and o <= max_overflow
+        s for s, u, o in zip(sweep.scale, sweep.flushed, sweep.overflowed) if u <= max_underflow and o <= max_overflow
     ]
     return (min(ok), max(ok)) if ok else None
 
