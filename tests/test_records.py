@@ -34,7 +34,6 @@ GENUINE_MAPPINGS = {
 NOT_YET_RECORDS = {
     "fp16.gradient_census": "census per tensor kind plus the model's loss",
     "fp16.gradient_census_of": "census per tensor kind plus the model's loss",
-    "fp16.train_master_weights": "loss curves and final weights by run",
     "autocast.cast_cost": "cast timings and sizes for a printed comparison",
     "scaling.gradient_census_of": "census per tensor kind plus the model's loss",
     "scaling.simulate_scaler": "the scaler's history (scale, skipped, scale_after), consumed by ScalerEvents.of",
@@ -85,6 +84,7 @@ def test_public_functions_return_records_not_prose_keyed_dicts():
     "qualname, record",
     [
         ("fp16.sum_copies", "SumCopies"),
+        ("fp16.train_master_weights", "MasterWeightRuns"),
         ("fp8.cast_stats", "CastStats"),
         ("micro.recipe_stats", "RecipeStats"),
         ("compiled.precision_errors", "PrecisionErrors"),

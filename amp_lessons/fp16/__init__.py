@@ -8,6 +8,7 @@ from .checks import (
     check_stall_value,
 )
 from .experiments import (
+    MasterWeightRuns,
     SumCopies,
     census_fractions,
     check_copies,
@@ -43,6 +44,7 @@ from .support import runs_where
 __all__ = [
     "MagnitudeExplorer",
     "REGION_FORMATS",
+    "MasterWeightRuns",
     "SumCopies",
     "SumExplorer",
     "census_fractions",

@@ -33,6 +33,7 @@ from ..formats import CLASSES, FloatFormat, check_modes, float32_input, get_form
 from .key_code import sgd_step
 
 __all__ = [
+    "MasterWeightRuns",
     "SumCopies",
     "census_fractions",
     "check_copies",
@@ -370,9 +371,32 @@ def _regression(seed: int, n: int = 256, d: int = 64, noise: float = 0.01):
     return x, y
 
 
+@dataclass(frozen=True, repr=False)
+class MasterWeightRuns(TableRecord):
+    """The three training runs of :func:`train_master_weights`, by run name ("fp32", "fp16 weights", "fp32 master
+    weights"): ``loss`` the loss of each step, ``lost_fraction`` the mean over steps of the fraction of weight
+    updates lost in the run's own weight storage, ``lost_if_fmt`` the same fraction had the run's weights been
+    stored in ``fmt``; ``steps`` and ``lr`` as trained. Shown as a table of each run's final loss and shares."""
+
+    fmt: str
+    steps: int
+    lr: float
+    loss: dict[str, tuple[float, ...]]
+    lost_fraction: dict[str, float]
+    lost_if_fmt: dict[str, float]
+
+    def _table(self):
+        header = ("run", "final loss", "updates lost", f"lost if stored in {self.fmt}")
+        rows = [
+            (run, f"{losses[-1]:.3g}", f"{self.lost_fraction[run]:.2%}", f"{self.lost_if_fmt[run]:.2%}")
+            for run, losses in self.loss.items()
+        ]
+        return header, rows, f"{self.steps} SGD steps (lr {self.lr:g}), weights in fp32 and in {self.fmt}", ()
+
+
 def train_master_weights(
     steps: int = 300, *, lr: float = 0.1, seed: int = 0, progress: bool = True, fmt="fp16"
-) -> dict:
+) -> MasterWeightRuns:
     """Train one linear regression (64 weights of magnitude 1..4, 256 generated samples, loss
     ``mean((x @ w - y)**2) / 2``, plain SGD from zero) three ways, same data, same start:
 
@@ -385,10 +409,8 @@ def train_master_weights(
     rounded values (``formats.quantize``, no real fp16 matmuls, which would be slow on a CPU) - as
     on a GPU, where fp16 tensor cores multiply fp16 values and accumulate in fp32.
 
-    Returns ``{"loss": {run: [loss per step]}, "lost_fraction": {run: mean over steps of the
-    fraction of weight updates lost in the run's own weight storage}, "lost_if_fmt": {run: the
-    same fraction if the run's weights were stored in fmt}, "steps": steps, "lr": lr,
-    "fmt": name}``. The loss of step ``i`` is that of the weights the forward pass used.
+    Returns the :class:`MasterWeightRuns`: each run's loss per step, and the shares of its weight updates
+    lost. The loss of step ``i`` is that of the weights the forward pass used.
     """
     # each step of each run: forward, backward and update of 256 x 64 products, about 6 * 256 * 64 FLOPs
     steps = count(steps, "steps", 1, 100_000, "training steps of three runs", flops_each=3 * 6 * 256 * 64)
@@ -416,14 +438,14 @@ def train_master_weights(
                 storage = f if run == "fp16 weights" else _FP32
                 lost[run] += lost_update_fraction(w, update, storage)
                 lost_fmt[run] += lost_update_fraction(w, update, f)
-    return {
-        "loss": loss,
-        "lost_fraction": {r: v / steps for r, v in lost.items()},
-        "lost_if_fmt": {r: v / steps for r, v in lost_fmt.items()},
-        "steps": int(steps),
-        "lr": lr,
-        "fmt": f.name,
-    }
+    return MasterWeightRuns(
+        fmt=f.name,
+        steps=int(steps),
+        lr=lr,
+        loss={r: tuple(v) for r, v in loss.items()},
+        lost_fraction={r: v / steps for r, v in lost.items()},
+        lost_if_fmt={r: v / steps for r, v in lost_fmt.items()},
+    )
 
 
 # --- gradient census -------------------------------------------------------------------------------

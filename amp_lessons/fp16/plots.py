@@ -30,7 +30,7 @@ from .._validate import real
 from ..formats import (
     get_format,
 )
-from ..fp16.experiments import census_fractions
+from ..fp16.experiments import MasterWeightRuns, census_fractions
 from ..style import format_color
 
 __all__ = [
@@ -194,12 +194,17 @@ _RUN_STYLES = {
 
 
 @styled
-def plot_loss_curves(result: dict, ax=None) -> Axes:
-    """Training loss against step (log y) of each run of
+def plot_loss_curves(result: MasterWeightRuns, ax=None) -> Axes:
+    """Training loss against step (log y) of each run of the :class:`~amp_lessons.fp16.MasterWeightRuns` of
     :func:`amp_lessons.fp16.train_master_weights`; the legend gives each run's final loss and the
     share of its weight updates that were lost to rounding."""
+    if not isinstance(result, MasterWeightRuns):
+        raise TypeError(
+            "result must be the MasterWeightRuns returned by amp_lessons.fp16.train_master_weights, "
+            f"got {type(result).__name__}"
+        )
     ax = plot_runs(
-        result,
+        {"loss": result.loss, "lost_fraction": result.lost_fraction},
         ax,
         source="amp_lessons.fp16.train_master_weights",
         note_key="lost_fraction",
@@ -210,8 +215,7 @@ def plot_loss_curves(result: dict, ax=None) -> Axes:
     ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss")
-    fmt = result.get("fmt", "fp16")
-    ax.set_title(f"Weights stored in {fmt} stall; fp32 master weights keep learning", loc="left")
+    ax.set_title(f"Weights stored in {result.fmt} stall; fp32 master weights keep learning", loc="left")
     legend_outside(ax)
     return ax
 

@@ -376,24 +376,26 @@ def training():
 
 def test_master_weights_keep_learning_where_fp16_weights_stall(training):
     r = training
-    assert r["steps"] == 300 and set(r["loss"]) == {"fp32", "fp16 weights", "fp32 master weights"}
-    final = {k: v[-1] for k, v in r["loss"].items()}
-    assert all(len(v) == 300 for v in r["loss"].values())
+    assert r.steps == 300 and set(r.loss) == {"fp32", "fp16 weights", "fp32 master weights"}
+    final = {k: v[-1] for k, v in r.loss.items()}
+    assert all(len(v) == 300 for v in r.loss.values())
     assert final["fp16 weights"] > 20 * final["fp32 master weights"]
     assert final["fp32 master weights"] < 2.5 * final["fp32"]
-    fp16_run = r["loss"]["fp16 weights"]
+    fp16_run = r.loss["fp16 weights"]
     assert fp16_run[-1] == pytest.approx(fp16_run[200], rel=0.05)  # stalled
-    assert r["lost_fraction"]["fp16 weights"] > 0.5
-    assert r["lost_fraction"]["fp32 master weights"] < 0.05
-    assert r["lost_if_fmt"]["fp32 master weights"] > 0.3  # these updates only survive in fp32
+    assert r.lost_fraction["fp16 weights"] > 0.5
+    assert r.lost_fraction["fp32 master weights"] < 0.05
+    assert r.lost_if_fmt["fp32 master weights"] > 0.3  # these updates only survive in fp32
+    assert isinstance(r, fp16.MasterWeightRuns) and r.__dataclass_params__.frozen
+    assert repr(r).splitlines()[0] == "300 SGD steps (lr 0.1), weights in fp32 and in fp16"
 
 
 def test_training_is_seeded_and_shows_progress(training, capsys):
     r = fp16.train_master_weights(20, progress=True)
-    assert r["loss"]["fp16 weights"] == training["loss"]["fp16 weights"][:20]
+    assert r.loss["fp16 weights"] == training.loss["fp16 weights"][:20]
     assert "training 3 ways" in capsys.readouterr().err
     bf16 = fp16.train_master_weights(20, progress=False, fmt="bf16")
-    assert bf16["fmt"] == "bf16"
+    assert bf16.fmt == "bf16" and "lost if stored in bf16" in repr(bf16)
 
 
 @pytest.mark.parametrize(
