@@ -29,6 +29,8 @@ GENUINE_MAPPINGS = {
     "fp8.torch_fp8_overflow": "fp8 dtype name -> probed value -> what the cast gave",
     "compiled.step_times": "setting name -> Timing",
     "tf32.time_matmuls": "setting name (fp32, and tf32 where it is real) -> Timing",
+    "micro.scale_rule_clipping": "scale rule -> RuleClipping",
+    "micro.train_low_precision": "update method -> LowPrecisionRun",
 }
 
 NOT_YET_RECORDS = {
@@ -45,9 +47,6 @@ NOT_YET_RECORDS = {
     "e2e.training_plan": "the settings the training cells run",
     "fp8.fp8_linear_check": "gradient errors and dtypes of the fp8 linear layer",
     "distributed.gloo_allreduce_check": "what the gloo all-reduce gave on each rank",
-    "micro.scale_rule_clipping": "scale rule -> clipping shares and SNR (the inner dict is prose-keyed)",
-    "micro.tiny_updates": "trajectories by update method plus the exact sum",
-    "micro.train_low_precision": "update method -> loss curve and shares (the inner dict is prose-keyed)",
     "compiled.fp8_saturation": "the probed values and what eager and compiled casts gave",
 }
 
@@ -87,6 +86,7 @@ def test_public_functions_return_records_not_prose_keyed_dicts():
         ("fp16.train_master_weights", "MasterWeightRuns"),
         ("fp8.cast_stats", "CastStats"),
         ("micro.recipe_stats", "RecipeStats"),
+        ("micro.tiny_updates", "TinyUpdates"),
         ("compiled.precision_errors", "PrecisionErrors"),
         ("scaling.scale_sweep", "ScaleSweep"),
         ("tf32.error_vs_k", "ErrorVsK"),
