@@ -44,9 +44,8 @@ NOT_YET_RECORDS = {
     "e2e.overflow_demo": "what fp16 and bf16 did with an overflowing step",
     "e2e.train": "one training run, consumed by TrainingTable.of",
     "e2e.training_plan": "the settings the training cells run",
-    "fp8.fp8_linear_check": "gradient errors and dtypes of the fp8 linear layer",
-    "distributed.gloo_allreduce_check": "what the gloo all-reduce gave on each rank",
     "compiled.fp8_saturation": "the probed values and what eager and compiled casts gave",
+    "distributed.gloo_allreduce_check": "what the gloo all-reduce gave on each rank",
 }
 
 
@@ -85,6 +84,7 @@ def test_public_functions_return_records_not_prose_keyed_dicts():
         ("fp16.sum_copies", "SumCopies"),
         ("fp16.train_master_weights", "MasterWeightRuns"),
         ("fp8.cast_stats", "CastStats"),
+        ("fp8.fp8_linear_check", "Fp8LinearErrors"),
         ("micro.recipe_stats", "RecipeStats"),
         ("micro.tiny_updates", "TinyUpdates"),
         ("compiled.precision_errors", "PrecisionErrors"),
