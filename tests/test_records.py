@@ -44,7 +44,6 @@ NOT_YET_RECORDS = {
     "e2e.overflow_demo": "what fp16 and bf16 did with an overflowing step",
     "e2e.train": "one training run, consumed by TrainingTable.of",
     "e2e.training_plan": "the settings the training cells run",
-    "compiled.fp8_saturation": "the probed values and what eager and compiled casts gave",
     "distributed.gloo_allreduce_check": "what the gloo all-reduce gave on each rank",
 }
 
@@ -88,6 +87,7 @@ def test_public_functions_return_records_not_prose_keyed_dicts():
         ("micro.recipe_stats", "RecipeStats"),
         ("micro.tiny_updates", "TinyUpdates"),
         ("compiled.precision_errors", "PrecisionErrors"),
+        ("compiled.fp8_saturation", "Fp8Saturation"),
         ("scaling.scale_sweep", "ScaleSweep"),
         ("tf32.error_vs_k", "ErrorVsK"),
         ("tf32.switches_tour", "SwitchesTour"),
