@@ -34,6 +34,7 @@ GENUINE_MAPPINGS = {
 }
 
 NOT_YET_RECORDS = {
+    "distributed.gloo_allreduce_check": "what the gloo all-reduce gave on each rank",
     "fp16.gradient_census": "census per tensor kind plus the model's loss",
     "fp16.gradient_census_of": "census per tensor kind plus the model's loss",
     "scaling.gradient_census_of": "census per tensor kind plus the model's loss",
@@ -41,10 +42,7 @@ NOT_YET_RECORDS = {
     "scaling.small_loss_census": "census of a small-loss model",
     "scaling.train_comparison": "runs by recipe, consumed by TrainSummary.of",
     "e2e.launch_bound_demo": "timings of a launch-bound step, consumed by LaunchTable.of",
-    "e2e.overflow_demo": "what fp16 and bf16 did with an overflowing step",
     "e2e.train": "one training run, consumed by TrainingTable.of",
-    "e2e.training_plan": "the settings the training cells run",
-    "distributed.gloo_allreduce_check": "what the gloo all-reduce gave on each rank",
 }
 
 
@@ -80,6 +78,8 @@ def test_public_functions_return_records_not_prose_keyed_dicts():
     "qualname, record",
     [
         ("autocast.cast_cost", "CastCost"),
+        ("e2e.overflow_demo", "OverflowDemo"),
+        ("e2e.training_plan", "TrainingPlan"),
         ("fp16.sum_copies", "SumCopies"),
         ("fp16.train_master_weights", "MasterWeightRuns"),
         ("fp8.cast_stats", "CastStats"),

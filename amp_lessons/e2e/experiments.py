@@ -42,6 +42,7 @@ __all__ = [
     "LaunchTable",
     "MIN_TRAIN_STEPS",
     "NOISY_RANGE",
+    "OverflowDemo",
     "RATE_PROBE_SIZE",
     "RateTable",
     "SLOW_FP16_RATIO",
@@ -50,6 +51,7 @@ __all__ = [
     "TensorCoreTable",
     "ThroughputTable",
     "TinyTransformer",
+    "TrainingPlan",
     "TrainingTable",
     "amp_step",
     "first_rates",
@@ -711,7 +713,34 @@ def _step_flops(mk: dict, batch: int) -> float:
     return 3.0 * forward
 
 
-def training_plan(*, device="cpu", budget_s: float = 8.0, allow_slow_fp16: bool = False) -> dict:
+@dataclass(frozen=True, repr=False)
+class TrainingPlan(TableRecord):
+    """What :func:`training_plan` chose: ``model`` the :class:`TinyTransformer` keyword arguments, ``batch``,
+    ``steps``, ``configs`` the configurations of :data:`CONFIGS` that run here, ``predicted_s`` configuration ->
+    predicted seconds (CPU only, else None), ``scaled_down`` whether the model is smaller than the full size,
+    ``note`` a sentence saying what was chosen and why. Shown as a small table."""
+
+    model: dict
+    batch: int
+    steps: int
+    configs: tuple[str, ...]
+    predicted_s: dict[str, float] | None
+    scaled_down: bool
+    note: str
+
+    def _table(self):
+        model = ", ".join(f"{k} {v}" for k, v in self.model.items())
+        rows = [
+            ("model", model),
+            ("batch", str(self.batch)),
+            ("steps", str(self.steps)),
+            ("configurations", ", ".join(self.configs)),
+            ("scaled down", str(self.scaled_down)),
+        ]
+        return None, rows, "the training runs' plan", (self.note,)
+
+
+def training_plan(*, device="cpu", budget_s: float = 8.0, allow_slow_fp16: bool = False) -> TrainingPlan:
     """The model and batch that :func:`train` uses by default on ``device``, chosen from a measurement.
 
     On a GPU: d_model 768, 6 layers, 256 tokens, batch 32, 100 steps. On a CPU: the first of four
@@ -722,9 +751,9 @@ def training_plan(*, device="cpu", budget_s: float = 8.0, allow_slow_fp16: bool 
     (most laptops), bf16 matmuls run tens of times slower than fp32 and the model is scaled down for every
     configuration alike, so that the runs stay comparable. The smallest size is used if none fits.
 
-    Returns ``{"model": TinyTransformer kwargs, "batch", "steps", "configs": those that run here,
-    "predicted_s": {config: seconds} (CPU only, else None), "scaled_down": bool, "note": a sentence
-    saying what was chosen and why}``."""
+    Returns the :class:`TrainingPlan`: the model's keyword arguments, the batch, the steps, the configurations
+    that run here, the predicted seconds (CPU only), whether the model was scaled down and a sentence saying what
+    was chosen and why."""
     d = parse_device(device)
     budget_s = _positive(budget_s, "budget_s")
     if not isinstance(allow_slow_fp16, bool):
@@ -732,15 +761,15 @@ def training_plan(*, device="cpu", budget_s: float = 8.0, allow_slow_fp16: bool 
     report = device_report()
     configs = [c for c in CONFIGS if _not_run_reason(c, d, report, allow_slow_fp16) is None]
     if d.type != "cpu":
-        return {
-            "model": dict(_GPU_MODEL),
-            "batch": _GPU_RUN["batch"],
-            "steps": _GPU_RUN["steps"],
-            "configs": configs,
-            "predicted_s": None,
-            "scaled_down": False,
-            "note": "GPU: the full-size model (d_model 768, 6 layers, 256 tokens, batch 32, 100 steps)",
-        }
+        return TrainingPlan(
+            model=dict(_GPU_MODEL),
+            batch=_GPU_RUN["batch"],
+            steps=_GPU_RUN["steps"],
+            configs=tuple(configs),
+            predicted_s=None,
+            scaled_down=False,
+            note="GPU: the full-size model (d_model 768, 6 layers, 256 tokens, batch 32, 100 steps)",
+        )
     rates = matmul_rates(d)
     steps = _CPU_RUN["steps"]
 
@@ -764,15 +793,15 @@ def training_plan(*, device="cpu", budget_s: float = 8.0, allow_slow_fp16: bool 
         )
     else:
         note = f"full size: {size} (about {sum(pred.values()):.1f} s predicted for {len(configs)} runs)"
-    return {
-        "model": dict(mk),
-        "batch": batch,
-        "steps": steps,
-        "configs": configs,
-        "predicted_s": pred,
-        "scaled_down": scaled,
-        "note": note,
-    }
+    return TrainingPlan(
+        model=dict(mk),
+        batch=batch,
+        steps=steps,
+        configs=tuple(configs),
+        predicted_s=pred,
+        scaled_down=scaled,
+        note=note,
+    )
 
 
 def amp_step(model: nn.Module, optimizer, config: str, device_type: str, max_norm: float | None = 1.0):
@@ -858,11 +887,11 @@ def train(
     if reason:
         return {"config": config, "ran": False, "reason": reason}
     plan = training_plan(device=d, allow_slow_fp16=allow_slow_fp16)
-    steps = _int(steps if steps is not None else plan["steps"], "steps", 2)
-    batch = _int(batch if batch is not None else plan["batch"], "batch")
+    steps = _int(steps if steps is not None else plan.steps, "steps", 2)
+    batch = _int(batch if batch is not None else plan.batch, "batch")
     seed, progress = _validate.seed(seed), flag(progress, "progress")
     budget_s = _positive(budget_s, "budget_s")
-    mk = plan["model"]
+    mk = plan.model
     if model_kwargs is not None:
         if not isinstance(model_kwargs, dict):
             raise TypeError(f"model_kwargs must be a dict of TinyTransformer arguments, got {model_kwargs!r}")
@@ -1009,15 +1038,38 @@ def inference_compare(
     return rows
 
 
-def overflow_demo() -> dict:
+@dataclass(frozen=True, repr=False)
+class OverflowDemo(TableRecord):
+    """What :func:`overflow_demo`'s layer did in each dtype: ``max_activation`` its largest activation (in fp32),
+    ``fp16_max`` fp16's largest value, ``outputs`` dtype name ("fp32", "fp16", "bf16") -> the outputs,
+    ``fp16_finite`` and ``bf16_finite`` whether those outputs are all finite, ``bf16_max_abs_error`` the largest
+    difference of the bf16 outputs from fp32's. Shown as a small table."""
+
+    max_activation: float
+    fp16_max: float
+    outputs: dict[str, tuple[float, ...]]
+    fp16_finite: bool
+    bf16_finite: bool
+    bf16_max_abs_error: float
+
+    def _table(self):
+        rows = [
+            ("largest activation", f"{self.max_activation:.0f}"),
+            ("fp16's largest value", f"{self.fp16_max:.0f}"),
+            ("fp16 outputs finite", str(self.fp16_finite)),
+            ("bf16 outputs finite", str(self.bf16_finite)),
+            ("bf16 outputs' largest error against fp32", f"{self.bf16_max_abs_error:.1g}"),
+        ]
+        return None, rows, "an overflowing layer in fp32, fp16 and bf16", ()
+
+
+def overflow_demo() -> OverflowDemo:
     """A tiny layer whose activations exceed fp16's largest value (65504): Linear(8, 8) with
     weights 100 x identity on inputs up to 2000 (activations up to 2e5), then LayerNorm and a
     Linear(8, 4) head, in fp32, ``.half()`` and ``.to(torch.bfloat16)`` (CPU, a few µs).
 
     fp16 stores the big activations as inf, LayerNorm turns inf - inf into NaN; bf16 has fp32's
-    range and stays finite (with bf16's ~3-digit precision). Returns ``{"max_activation",
-    "fp16_max", "outputs": {name: list of floats}, "fp16_finite", "bf16_finite",
-    "bf16_max_abs_error"}``."""
+    range and stays finite (with bf16's ~3-digit precision). Returns the :class:`OverflowDemo`."""
     g = torch.Generator().manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8), nn.Linear(8, 4))
     with torch.no_grad():
@@ -1031,14 +1083,14 @@ def overflow_demo() -> dict:
         act = model[0](x).abs().max().item()
         for name, dtype in (("fp32", torch.float32), ("fp16", torch.float16), ("bf16", torch.bfloat16)):
             outs[name] = copy.deepcopy(model).to(dtype)(x.to(dtype)).float()
-    return {
-        "max_activation": act,
-        "fp16_max": torch.finfo(torch.float16).max,
-        "outputs": {k: v.reshape(-1).tolist() for k, v in outs.items()},
-        "fp16_finite": bool(torch.isfinite(outs["fp16"]).all()),
-        "bf16_finite": bool(torch.isfinite(outs["bf16"]).all()),
-        "bf16_max_abs_error": (outs["bf16"] - outs["fp32"]).abs().max().item(),
-    }
+    return OverflowDemo(
+        max_activation=act,
+        fp16_max=torch.finfo(torch.float16).max,
+        outputs={k: tuple(v.reshape(-1).tolist()) for k, v in outs.items()},
+        fp16_finite=bool(torch.isfinite(outs["fp16"]).all()),
+        bf16_finite=bool(torch.isfinite(outs["bf16"]).all()),
+        bf16_max_abs_error=(outs["bf16"] - outs["fp32"]).abs().max().item(),
+    )
 
 
 # --------------------------------------------------------------------------------------------

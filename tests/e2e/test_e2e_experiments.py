@@ -302,10 +302,13 @@ def test_inference_errors_are_ordered():
 
 def test_overflow_demo_breaks_fp16_not_bf16():
     out = e2e.overflow_demo()
-    assert out["max_activation"] > out["fp16_max"] == 65504
-    assert not out["fp16_finite"] and any(math.isnan(v) or math.isinf(v) for v in out["outputs"]["fp16"])
-    assert out["bf16_finite"] and 0 < out["bf16_max_abs_error"] < 0.05
-    assert all(math.isfinite(v) for v in out["outputs"]["fp32"])
+    assert isinstance(out, e2e.OverflowDemo) and out.__dataclass_params__.frozen
+    assert out.max_activation > out.fp16_max == 65504
+    assert not out.fp16_finite and any(math.isnan(v) or math.isinf(v) for v in out.outputs["fp16"])
+    assert out.bf16_finite and 0 < out.bf16_max_abs_error < 0.05
+    assert all(math.isfinite(v) for v in out.outputs["fp32"])
+    rows = {line.rsplit(None, 1)[0]: line.rsplit(None, 1)[1] for line in repr(out).splitlines()[1:]}
+    assert rows["fp16 outputs finite"] == "False" and rows["bf16 outputs finite"] == "True"
 
 
 # --- reference experiments ------------------------------------------------------------------------
@@ -352,43 +355,45 @@ def test_training_plan_keeps_the_full_model_where_bf16_is_fast(fake_cpu, fake_ra
     fake_cpu(NO_FP16_CPU)
     fake_rates(FAST_BF16)
     plan = e2e.training_plan()
-    assert plan["model"] == e2e._CPU_MODEL and plan["batch"] == 16 and plan["steps"] == 40
-    assert plan["configs"] == ["fp32", "bf16 autocast"] and not plan["scaled_down"]
-    assert plan["note"].startswith("full size: d_model 256")
+    assert plan.model == e2e._CPU_MODEL and plan.batch == 16 and plan.steps == 40
+    assert plan.configs == ("fp32", "bf16 autocast") and not plan.scaled_down
+    assert isinstance(plan, e2e.TrainingPlan) and plan.__dataclass_params__.frozen
+    assert "bf16 autocast" in repr(plan) and plan.note in repr(plan)
+    assert plan.note.startswith("full size: d_model 256")
     # predicted time = steps x step FLOPs / rate, per config
-    assert plan["predicted_s"]["bf16 autocast"] == pytest.approx(40 * e2e._step_flops(e2e._CPU_MODEL, 16) / 2e11)
+    assert plan.predicted_s["bf16 autocast"] == pytest.approx(40 * e2e._step_flops(e2e._CPU_MODEL, 16) / 2e11)
 
 
 def test_training_plan_scales_every_config_down_where_bf16_is_slow(fake_cpu, fake_rates):
     fake_cpu(NO_FP16_CPU)
     fake_rates(NO_BF16)
     plan = e2e.training_plan()
-    assert plan["scaled_down"] and plan["model"]["d_model"] < 256
-    assert sum(plan["predicted_s"].values()) <= 8.0
-    assert "bf16 matmuls run at 1.5 GFLOP/s here against 50 for fp32" in plan["note"]
+    assert plan.scaled_down and plan.model["d_model"] < 256
+    assert sum(plan.predicted_s.values()) <= 8.0
+    assert "bf16 matmuls run at 1.5 GFLOP/s here against 50 for fp32" in plan.note
     # train() uses the plan for every config alike
     seen = []
     real_model = e2e.TinyTransformer
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(e2e, "TinyTransformer", lambda **kw: seen.append(kw) or real_model(**kw))
         for config in ("fp32", "bf16 autocast"):
-            assert e2e.train(config, steps=2, progress=False)["model"] == dict(plan["model"], batch=plan["batch"])
-    assert seen == [plan["model"]] * 2
+            assert e2e.train(config, steps=2, progress=False)["model"] == dict(plan.model, batch=plan.batch)
+    assert seen == [plan.model] * 2
     # a bigger budget allows a bigger model; nothing fits -> the smallest size
-    assert e2e.training_plan(budget_s=1e6)["model"] == e2e._CPU_MODEL
+    assert e2e.training_plan(budget_s=1e6).model == e2e._CPU_MODEL
     fake_rates(CRAWL)
-    assert e2e.training_plan()["model"] == e2e._CPU_LADDER[-1][0] and e2e.training_plan()["batch"] == 8
+    assert e2e.training_plan().model == e2e._CPU_LADDER[-1][0] and e2e.training_plan().batch == 8
 
 
 def test_training_plan_counts_fp16_only_where_it_runs(fake_cpu, fake_rates):
     fake_cpu(NO_FP16_CPU)
     fake_rates({"fp32": 5e10, "bf16": 1e11, "fp16": 2e10})  # fp16 at 0.4x fp32: fast enough to run
-    assert "fp16 autocast + GradScaler" in e2e.training_plan()["configs"]
-    assert "fp16 matmuls run at 20 GFLOP/s" in e2e.training_plan()["note"]  # the slowest config sizes the model
+    assert "fp16 autocast + GradScaler" in e2e.training_plan().configs
+    assert "fp16 matmuls run at 20 GFLOP/s" in e2e.training_plan().note  # the slowest config sizes the model
     fake_cpu(FP16_CPU)
     fake_rates({"fp32": 5e10, "bf16": 1e11, "fp16": 1e9})  # fp16 at 0.02x fp32
-    assert "fp16 autocast + GradScaler" not in e2e.training_plan()["configs"]
-    assert e2e.training_plan(allow_slow_fp16=True)["scaled_down"]
+    assert "fp16 autocast + GradScaler" not in e2e.training_plan().configs
+    assert e2e.training_plan(allow_slow_fp16=True).scaled_down
 
 
 @pytest.mark.parametrize(
