@@ -31,10 +31,10 @@ GENUINE_MAPPINGS = {
     "tf32.time_matmuls": "setting name (fp32, and tf32 where it is real) -> Timing",
     "micro.scale_rule_clipping": "scale rule -> RuleClipping",
     "micro.train_low_precision": "update method -> LowPrecisionRun",
+    "distributed.gloo_allreduce_check": "format name -> AllreduceCheck",
 }
 
 NOT_YET_RECORDS = {
-    "distributed.gloo_allreduce_check": "what the gloo all-reduce gave on each rank",
     "fp16.gradient_census": "census per tensor kind plus the model's loss",
     "fp16.gradient_census_of": "census per tensor kind plus the model's loss",
     "scaling.gradient_census_of": "census per tensor kind plus the model's loss",
