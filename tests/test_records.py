@@ -40,7 +40,6 @@ NOT_YET_RECORDS = {
     "scaling.gradient_census_of": "census per tensor kind plus the model's loss",
     "scaling.simulate_scaler": "the scaler's history (scale, skipped, scale_after), consumed by ScalerEvents.of",
     "scaling.small_loss_census": "census of a small-loss model",
-    "scaling.train_comparison": "runs by recipe, consumed by TrainSummary.of",
     "e2e.launch_bound_demo": "timings of a launch-bound step, consumed by LaunchTable.of",
     "e2e.train": "one training run, consumed by TrainingTable.of",
 }
@@ -89,6 +88,7 @@ def test_public_functions_return_records_not_prose_keyed_dicts():
         ("compiled.precision_errors", "PrecisionErrors"),
         ("compiled.fp8_saturation", "Fp8Saturation"),
         ("scaling.scale_sweep", "ScaleSweep"),
+        ("scaling.train_comparison", "TrainComparison"),
         ("tf32.error_vs_k", "ErrorVsK"),
         ("tf32.switches_tour", "SwitchesTour"),
     ],

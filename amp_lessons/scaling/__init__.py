@@ -18,6 +18,7 @@ from .experiments import (
     ScalerState,
     ScaleSweep,
     StaticScaler,
+    TrainComparison,
     TrainSummary,
     compare_with_gradscaler,
     gradient_census_of,
@@ -75,5 +76,6 @@ __all__ = [
     "StaticScaler",
     "train_comparison",
     "TRAIN_RUNS",
+    "TrainComparison",
     "TrainSummary",
 ]

@@ -49,6 +49,7 @@ __all__ = [
     "ScalerState",
     "StaticScaler",
     "TRAIN_RUNS",
+    "TrainComparison",
     "TrainSummary",
     "compare_with_gradscaler",
     "gradient_census_of",
@@ -428,9 +429,28 @@ class _Scale(torch.nn.Module):
         return x * self.factor
 
 
+@dataclass(frozen=True, repr=False)
+class TrainComparison(TableRecord):
+    """The four runs of :func:`train_comparison` (:data:`TRAIN_RUNS`), by run name: ``loss`` the loss of each
+    step, ``zero_grad_fraction`` the fraction of the parameter-gradient elements that were exactly zero after
+    backward (averaged over steps), ``seconds`` the wall time; ``scale`` GradScaler's scale at each step of the
+    run with a scaler and ``skipped`` whether it skipped that step; ``steps`` the steps of each run. Shown as
+    its :class:`TrainSummary`."""
+
+    steps: int
+    loss: dict[str, tuple[float, ...]]
+    zero_grad_fraction: dict[str, float]
+    scale: tuple[float, ...]
+    skipped: tuple[bool, ...]
+    seconds: dict[str, float]
+
+    def _table(self):
+        return TrainSummary.of(self)._table()
+
+
 def train_comparison(
     steps: int = 60, *, seed: int = 0, progress: bool = True, lr: float = 1e-2, target_scale: float = 1e-3
-) -> dict:
+) -> TrainComparison:
     """Train one tiny model four ways on the CPU (:data:`TRAIN_RUNS`), same start, same data:
     fp32; fp16 autocast without loss scaling; fp16 autocast with ``torch.amp.GradScaler("cpu")``;
     bf16 autocast without a scaler. Adam (``lr``), MSE loss, a fresh batch of 64 each step.
@@ -439,10 +459,8 @@ def train_comparison(
     its gradients: at the model's output they are around 1e-8, below fp16's smallest subnormal
     (6e-8). All four runs are the same loop, switched with ``enabled=``, as in PyTorch's AMP recipe.
 
-    Returns ``{"loss": {run: [loss per step]}, "zero_grad_fraction": {run: fraction of the
-    parameter-gradient elements that were exactly zero after backward, averaged over steps},
-    "scale": [GradScaler's scale per step], "skipped": [whether GradScaler skipped the step],
-    "steps", "seconds": {run: wall time}}``.
+    Returns the :class:`TrainComparison`: each run's loss per step, share of exactly-zero gradient elements
+    and wall time, and GradScaler's scale and skipped steps.
     """
     import time
 
@@ -451,7 +469,7 @@ def train_comparison(
     lr = _validate.positive(lr, "lr")
     target_scale = _validate.positive(target_scale, "target_scale")
     x, y, start = _comparison_setup(seed, steps, target_scale)
-    out = {"loss": {}, "zero_grad_fraction": {}, "scale": [], "skipped": [], "steps": steps, "seconds": {}}
+    out = {"loss": {}, "zero_grad_fraction": {}, "scale": [], "skipped": [], "seconds": {}}
     bar = Progress(total=len(TRAIN_RUNS) * steps, desc="training 4 ways", disable=not progress)
     with one_thread(), bar:
         for name, (use_amp, dtype, use_scaler) in TRAIN_RUNS.items():
@@ -476,10 +494,17 @@ def train_comparison(
                 opt.zero_grad(set_to_none=True)
                 losses.append(loss.item())
                 bar.update()
-            out["loss"][name] = losses
+            out["loss"][name] = tuple(losses)
             out["zero_grad_fraction"][name] = sum(zeros) / steps
             out["seconds"][name] = time.perf_counter() - t0
-    return out
+    return TrainComparison(
+        steps=int(steps),
+        loss=out["loss"],
+        zero_grad_fraction=out["zero_grad_fraction"],
+        scale=tuple(out["scale"]),
+        skipped=tuple(out["skipped"]),
+        seconds=out["seconds"],
+    )
 
 
 def _copy(module: torch.nn.Module) -> torch.nn.Module:
@@ -705,11 +730,9 @@ class TrainSummary(TableRecord):
 
     @classmethod
     def of(cls, runs) -> TrainSummary:
-        if not isinstance(runs, dict) or not {"loss", "zero_grad_fraction"} <= set(runs):
-            _need(runs, "runs", "the dict returned by scaling.train_comparison")
-        return cls(
-            tuple((n, losses[0], losses[-1], runs["zero_grad_fraction"][n]) for n, losses in runs["loss"].items())
-        )
+        if not isinstance(runs, TrainComparison):
+            _need(runs, "runs", "the TrainComparison returned by scaling.train_comparison")
+        return cls(tuple((n, losses[0], losses[-1], runs.zero_grad_fraction[n]) for n, losses in runs.loss.items()))
 
     @property
     def final(self) -> dict:

@@ -25,7 +25,7 @@ from .._validate import int_in, integer, real
 from ..formats import (
     get_format,
 )
-from ..scaling.experiments import ScaleSweep, safe_window
+from ..scaling.experiments import ScaleSweep, TrainComparison, safe_window
 from ..style import format_color
 
 __all__ = [
@@ -243,11 +243,17 @@ _TRAIN_STYLES = {
 
 
 @styled
-def plot_train_comparison(result: dict, ax=None) -> Axes:
-    """Loss against step (log y) of each run of :func:`amp_lessons.scaling.train_comparison`; the
-    legend gives each run's final loss and its share of exactly-zero gradient elements."""
+def plot_train_comparison(result: TrainComparison, ax=None) -> Axes:
+    """Loss against step (log y) of each run of the :class:`~amp_lessons.scaling.TrainComparison` of
+    :func:`amp_lessons.scaling.train_comparison`; the legend gives each run's final loss and its share of
+    exactly-zero gradient elements."""
+    if not isinstance(result, TrainComparison):
+        raise TypeError(
+            "result must be the TrainComparison returned by amp_lessons.scaling.train_comparison, "
+            f"got {type(result).__name__}"
+        )
     ax = plot_runs(
-        result,
+        {"loss": result.loss, "zero_grad_fraction": result.zero_grad_fraction},
         ax,
         source="amp_lessons.scaling.train_comparison",
         note_key="zero_grad_fraction",

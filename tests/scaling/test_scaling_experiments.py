@@ -324,7 +324,8 @@ def test_gradient_census_of_any_module_and_loss():
 
 
 def test_training_comparison_tells_the_story(comparison):
-    loss, zeros = comparison["loss"], comparison["zero_grad_fraction"]
+    assert isinstance(comparison, scaling.TrainComparison) and comparison.steps == 60
+    loss, zeros = comparison.loss, comparison.zero_grad_fraction
     assert list(loss) == list(scaling.TRAIN_RUNS)
     final = {k: sum(v[-5:]) / 5 for k, v in loss.items()}
     start = loss["fp32"][0]
@@ -337,7 +338,9 @@ def test_training_comparison_tells_the_story(comparison):
     assert (
         zeros["fp32"] < 0.01 and zeros["fp16 autocast + GradScaler"] < 0.01 and zeros["bf16 autocast, no scaler"] < 0.01
     )
-    assert comparison["scale"] == [2.0**16] * 60 and not any(comparison["skipped"])
+    assert comparison.scale == (2.0**16,) * 60 and not any(comparison.skipped)
+    assert set(comparison.seconds) == set(scaling.TRAIN_RUNS)
+    assert repr(comparison) == repr(TrainSummary.of(comparison))  # shown as its summary
 
 
 def test_small_loss_census_underflows(small_census):
@@ -449,14 +452,20 @@ def test_scaler_events_list_skips_and_growths_only():
 
 
 def test_train_summary_rounds_losses_and_gives_percentages():
-    runs = {"loss": {"fp32": [1.2345e-5, 1.5678e-6], "fp16 autocast, no scaling": [1.2e-5, 1.2e-5]},
-            "zero_grad_fraction": {"fp32": 0.0, "fp16 autocast, no scaling": 1.0}}  # fmt: skip
+    runs = scaling.TrainComparison(
+        steps=2,
+        loss={"fp32": (1.2345e-5, 1.5678e-6), "fp16 autocast, no scaling": (1.2e-5, 1.2e-5)},
+        zero_grad_fraction={"fp32": 0.0, "fp16 autocast, no scaling": 1.0},
+        scale=(),
+        skipped=(),
+        seconds={"fp32": 0.1, "fp16 autocast, no scaling": 0.1},
+    )
     s = TrainSummary.of(runs)
     assert s.final == {"fp32": 1.5678e-6, "fp16 autocast, no scaling": 1.2e-5} and s.zero["fp32"] == 0.0
     for out in both(s):
         assert "final loss" in out and "1.57e-06" in out and "1.23e-05" in out and "exactly 0 (%)" in out
         assert "100" in out
-    with pytest.raises(TypeError, match="runs must be the dict returned by scaling.train_comparison"):
+    with pytest.raises(TypeError, match="runs must be the TrainComparison returned by scaling.train_comparison"):
         TrainSummary.of({"loss": {}})
 
 

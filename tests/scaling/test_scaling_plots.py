@@ -78,12 +78,16 @@ def test_scaler_history_from_simulation_and_comparison():
 
 
 def test_train_comparison_plot():
-    from amp_lessons.scaling import plot_train_comparison
+    from amp_lessons.scaling import TrainComparison, plot_train_comparison
 
-    result = {
-        "loss": {"fp32": [1.0, 0.5], "fp16 autocast, no scaling": [1.0, 1.0]},
-        "zero_grad_fraction": {"fp32": 0.0, "fp16 autocast, no scaling": 1.0},
-    }
+    result = TrainComparison(
+        steps=2,
+        loss={"fp32": (1.0, 0.5), "fp16 autocast, no scaling": (1.0, 1.0)},
+        zero_grad_fraction={"fp32": 0.0, "fp16 autocast, no scaling": 1.0},
+        scale=(),
+        skipped=(),
+        seconds={"fp32": 0.1, "fp16 autocast, no scaling": 0.1},
+    )
     ax = plot_train_comparison(result)
     assert ax.get_yscale() == "log"
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
@@ -91,8 +95,8 @@ def test_train_comparison_plot():
         "fp32: final loss 0.5, 0% of gradients exactly 0",
         "fp16 autocast, no scaling: final loss 1, 100% of gradients exactly 0",
     ]
-    with pytest.raises(TypeError):
-        plot_train_comparison({})
+    with pytest.raises(TypeError, match="TrainComparison returned by amp_lessons.scaling.train_comparison, got dict"):
+        plot_train_comparison({"loss": {}})
 
 
 def test_legends_sit_outside_the_data(census05):
