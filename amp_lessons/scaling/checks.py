@@ -88,16 +88,16 @@ def check_scale_prediction(answer, n_steps: int, inf_steps, **params) -> CheckRe
     :func:`amp_lessons.scaling.simulate_scaler`."""
 
     history = simulate_scaler(n_steps, inf_steps, **params)
-    want = history["scale_after"][-1] if n_steps else simulate_scaler(1, (), **params)["scale"][0]
+    want = history.scale_after[-1] if n_steps else simulate_scaler(1, (), **params).scale[0]
     if is_placeholder(answer):
         return CheckResult(False, "replace `...` with the scale you predict", todo=True)
     if same_value(answer, want):
         return CheckResult(
             True,
-            f"{want:g}: {sum(history['skipped'])} back-off(s) and "
-            f"{sum(b > a for a, b in zip(history['scale'], history['scale_after']))} growth(s)",
+            f"{want:g}: {sum(history.skipped)} back-off(s) and "
+            f"{sum(b > a for a, b in zip(history.scale, history.scale_after))} growth(s)",
         )
-    backoffs = sum(history["skipped"])
+    backoffs = sum(history.skipped)
     return CheckResult(
         False,
         f"{answer!r} is {off_by(answer, want).split(' by ')[0]}. Hint: each overflow multiplies the scale by the "
@@ -151,7 +151,7 @@ def check_scaler_update(fn) -> CheckResult:
                                   "overflow; grow after growth_interval clean steps in a row", todo=True)  # fmt: skip
     for init, growth, backoff, interval, infs in _UPDATE_CASES:
         want = simulate_scaler(16, infs, init_scale=init, growth_factor=growth, backoff_factor=backoff,
-                               growth_interval=interval)["scale_after"]  # fmt: skip
+                               growth_interval=interval).scale_after  # fmt: skip
         scale, tracker = init, 0
         for step in range(16):
             found = step in infs

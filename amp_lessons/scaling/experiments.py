@@ -46,6 +46,7 @@ __all__ = [
     "PitfallTable",
     "ScaleSweep",
     "ScalerEvents",
+    "ScalerHistory",
     "ScalerState",
     "StaticScaler",
     "TRAIN_RUNS",
@@ -296,6 +297,20 @@ def safe_window(
     return (min(ok), max(ok)) if ok else None
 
 
+@dataclass(frozen=True, repr=False)
+class ScalerHistory(TableRecord):
+    """GradScaler's scale step by step (:func:`simulate_scaler`): ``scale`` the scale each step used, ``skipped``
+    whether the step was skipped (an inf/NaN gradient), ``scale_after`` the scale after each step's update. Shown
+    as its :class:`ScalerEvents` (the steps where something happened)."""
+
+    scale: tuple[float, ...]
+    skipped: tuple[bool, ...]
+    scale_after: tuple[float, ...]
+
+    def _table(self):
+        return ScalerEvents.of(self)._table()
+
+
 def simulate_scaler(
     n_steps: int,
     inf_steps=(),
@@ -304,10 +319,10 @@ def simulate_scaler(
     growth_factor: float = 2.0,
     backoff_factor: float = 0.5,
     growth_interval: int = 2000,
-) -> dict:
+) -> ScalerHistory:
     """GradScaler's scale over ``n_steps`` steps when the gradients overflow exactly at
-    ``inf_steps`` (0-based), without any model: ``{"scale": scale used at each step, "skipped":
-    whether the step was skipped, "scale_after": the scale after each step's update}``."""
+    ``inf_steps`` (0-based), without any model: the :class:`ScalerHistory` (the scale used at each step,
+    whether the step was skipped, the scale after each step's update)."""
     n_steps = count(n_steps, "n_steps", 0, 10_000_000, "simulated steps")
     scale, growth, backoff, interval = scaler_params(init_scale, growth_factor, backoff_factor, growth_interval)
     if isinstance(inf_steps, (str, bytes)) or not hasattr(inf_steps, "__iter__"):
@@ -324,7 +339,7 @@ def simulate_scaler(
         skipped.append(step in bad)
         scale, tracker = update_scale(scale, tracker, step in bad, growth, backoff, interval)
         after.append(scale)
-    return {"scale": used, "skipped": skipped, "scale_after": after}
+    return ScalerHistory(tuple(used), tuple(skipped), tuple(after))
 
 
 # --- the from-scratch scaler against GradScaler --------------------------------------------------------
@@ -683,7 +698,7 @@ class GradScalerComparison(TableRecord):
 
 @dataclass(frozen=True, repr=False)
 class ScalerEvents(TableRecord):
-    """The steps of a ``scaling.simulate_scaler`` history where the scale changed or the step was skipped:
+    """The steps of a :class:`ScalerHistory` (``scaling.simulate_scaler``) where the scale changed or the step was skipped:
     ``events`` of (step, scale used, what happened, scale after); ``n_steps`` simulated in all."""
 
     events: tuple
@@ -692,16 +707,16 @@ class ScalerEvents(TableRecord):
 
     @classmethod
     def of(cls, history, *, limit: int = 20) -> ScalerEvents:
-        if not isinstance(history, dict) or not {"scale", "skipped", "scale_after"} <= set(history):
-            _need(history, "history", "the dict returned by scaling.simulate_scaler")
+        if not isinstance(history, ScalerHistory):
+            _need(history, "history", "the ScalerHistory returned by scaling.simulate_scaler")
         limit = count(limit, "limit", 1, None, "rows shown")
         events = []
-        for i, (used, skipped, after) in enumerate(zip(history["scale"], history["skipped"], history["scale_after"])):
+        for i, (used, skipped, after) in enumerate(zip(history.scale, history.skipped, history.scale_after)):
             if skipped:
                 events.append((i, used, "inf/NaN gradient: step skipped, scale backs off", after))
             elif after != used:
                 events.append((i, used, "clean steps in a row reached growth_interval: scale grows", after))
-        return cls(tuple(events), len(history["scale"]), limit)
+        return cls(tuple(events), len(history.scale), limit)
 
     @property
     def skipped_steps(self) -> list[int]:

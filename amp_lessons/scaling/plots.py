@@ -25,7 +25,7 @@ from .._validate import int_in, integer, real
 from ..formats import (
     get_format,
 )
-from ..scaling.experiments import ScaleSweep, TrainComparison, safe_window
+from ..scaling.experiments import ScalerHistory, ScaleSweep, TrainComparison, safe_window
 from ..style import format_color
 
 __all__ = [
@@ -160,16 +160,17 @@ def _census_bins(census: dict) -> tuple[np.ndarray, dict]:
 
 
 def _history_series(history):
-    """(label -> (scales, skipped)) from simulate_scaler's dict or compare_with_gradscaler's rows."""
-    if isinstance(history, dict) and {"scale", "skipped"} <= set(history):
-        return {"scale": (history["scale"], history["skipped"])}
+    """(label -> (scales, skipped)) from simulate_scaler's ScalerHistory or compare_with_gradscaler's rows."""
+    if isinstance(history, ScalerHistory):
+        return {"scale": (history.scale, history.skipped)}
     if isinstance(history, list) and history and isinstance(history[0], dict) and "ours_scale" in history[0]:
         return {
             "DynamicScaler (ours)": ([r["ours_scale"] for r in history], [r["ours_skipped"] for r in history]),
             "torch.amp.GradScaler": ([r["torch_scale"] for r in history], [r["torch_skipped"] for r in history]),
         }
     raise TypeError(
-        "history must be the dict of amp_lessons.scaling.simulate_scaler or the rows of compare_with_gradscaler"
+        "history must be the ScalerHistory of amp_lessons.scaling.simulate_scaler or the rows of "
+        f"compare_with_gradscaler, got {type(history).__name__}"
     )
 
 

@@ -181,8 +181,8 @@ def test_dynamic_scaler_agrees_with_gradscaler(params):
         **{k: v for k, v in params.items() if k != "inf_steps"},
         **({} if "growth_interval" in params else {"growth_interval": 5}),
     )
-    assert sim["scale"] == [r["torch_scale"] for r in rows]
-    assert sim["skipped"] == [r["torch_skipped"] for r in rows]
+    assert list(sim.scale) == [r["torch_scale"] for r in rows]
+    assert list(sim.skipped) == [r["torch_skipped"] for r in rows]
 
 
 def test_simulate_scaler_against_gradscaler_without_a_model():
@@ -211,15 +211,16 @@ def test_simulate_scaler_against_gradscaler_without_a_model():
             backoff_factor=backoff_factor,
             growth_interval=interval,
         )
-        assert sim["scale"] == torch_scales
-        assert sim["scale_after"][:-1] == torch_scales[1:]
-        assert [k for k, s in enumerate(sim["skipped"]) if s] == pattern
+        assert list(sim.scale) == torch_scales
+        assert list(sim.scale_after[:-1]) == torch_scales[1:]
+        assert [k for k, s in enumerate(sim.skipped) if s] == pattern
 
 
 def test_simulate_scaler_rule_and_speed():
     h = simulate_scaler(10, (0, 3), growth_interval=4)
-    assert h["scale"] == [2.0**16, 2.0**15, 2.0**15, 2.0**15, 2.0**14, 2.0**14, 2.0**14, 2.0**14, 2.0**15, 2.0**15]
-    assert h["scale_after"] == [
+    assert isinstance(h, scaling.ScalerHistory) and h.__dataclass_params__.frozen
+    assert list(h.scale) == [2.0**16, 2.0**15, 2.0**15, 2.0**15, 2.0**14, 2.0**14, 2.0**14, 2.0**14, 2.0**15, 2.0**15]
+    assert list(h.scale_after) == [
         2.0**15,
         2.0**15,
         2.0**15,
@@ -231,10 +232,11 @@ def test_simulate_scaler_rule_and_speed():
         2.0**15,
         2.0**15,
     ]
-    assert h["skipped"] == [k in (0, 3) for k in range(10)]
-    assert simulate_scaler(0) == {"scale": [], "skipped": [], "scale_after": []}
+    assert list(h.skipped) == [k in (0, 3) for k in range(10)]
+    assert simulate_scaler(0) == scaling.ScalerHistory((), (), ())
+    assert repr(h) == repr(ScalerEvents.of(h))  # shown as its events
     long = simulate_scaler(10000, range(0, 10000, 7), growth_interval=1)
-    assert len(long["scale"]) == 10000 and sum(long["skipped"]) == len(range(0, 10000, 7))
+    assert len(long.scale) == 10000 and sum(long.skipped) == len(range(0, 10000, 7))
 
 
 @pytest.mark.parametrize(
@@ -447,7 +449,7 @@ def test_scaler_events_list_skips_and_growths_only():
     assert "the scaler over 12 steps: 2 skipped, 3 growths" in text and "scale after" in html
     assert "65536 = 2^16" in text and "32768 = 2^15" in text
     assert "... and 3 more events" in str(ScalerEvents.of(history, limit=2))
-    with pytest.raises(TypeError, match="history must be the dict returned by scaling.simulate_scaler"):
+    with pytest.raises(TypeError, match="history must be the ScalerHistory returned by scaling.simulate_scaler"):
         ScalerEvents.of([1])
 
 

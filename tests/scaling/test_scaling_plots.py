@@ -62,7 +62,7 @@ def test_scaler_history_from_simulation_and_comparison():
     h = simulate_scaler(50, (5, 6), growth_interval=10)
     ax = plot_scaler_history(h)
     (line,) = by_gid(ax, "scale")
-    assert list(line.get_ydata()) == [math.log2(s) for s in h["scale"]]
+    assert list(line.get_ydata()) == [math.log2(s) for s in h.scale]
     (marks,) = by_gid(ax, "scale skipped")
     assert list(marks.get_xdata()) == [5, 6]
     assert ax.get_yticklabels()[0].get_text().startswith("2^")
