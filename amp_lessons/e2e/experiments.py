@@ -39,6 +39,7 @@ from . import key_code
 __all__ = [
     "CONFIGS",
     "InferenceTable",
+    "LaunchBoundDemo",
     "LaunchTable",
     "MIN_TRAIN_STEPS",
     "NOISY_RANGE",
@@ -47,6 +48,7 @@ __all__ = [
     "RateTable",
     "SLOW_FP16_RATIO",
     "SpecRatioTable",
+    "StepTimes",
     "TENSOR_CORE_GENERATIONS",
     "TensorCoreTable",
     "ThroughputTable",
@@ -464,9 +466,48 @@ def odd_size_effect(
 # --------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class StepTimes:
+    """One model's training steps in :func:`launch_bound_demo`: ``model`` its description, ``flops_per_step`` the
+    matmul FLOPs of a step, ``fp32_step_s`` and ``bf16_autocast_step_s`` the medians, ``speedup`` = fp32 median /
+    bf16 median, ``fp32_times_s`` and ``bf16_autocast_times_s`` every timed step (for the spread), ``cut_short``
+    a sentence when fewer steps than asked were timed (the time budget was spent), else None."""
+
+    model: str
+    flops_per_step: float
+    fp32_step_s: float
+    bf16_autocast_step_s: float
+    speedup: float
+    fp32_times_s: tuple[float, ...]
+    bf16_autocast_times_s: tuple[float, ...]
+    cut_short: str | None = None
+
+
+@dataclass(frozen=True, repr=False)
+class LaunchBoundDemo(TableRecord):
+    """What :func:`launch_bound_demo` timed: the :class:`StepTimes` of the ``tiny`` and the ``large`` model, and
+    ``width_chosen``, a sentence saying which width the large one has and why. Shown as its
+    :class:`LaunchTable`."""
+
+    tiny: StepTimes
+    large: StepTimes
+    width_chosen: str
+
+    @property
+    def runs(self) -> dict[str, StepTimes]:
+        """The two models' step times by name: "tiny" and "large"."""
+        return {"tiny": self.tiny, "large": self.large}
+
+    def _table(self):
+        return LaunchTable.of(self)._table()
+
+    def _marked(self):
+        return LaunchTable.of(self)._marked()
+
+
 def _mlp_step_times(
     width: int, batch: int, d: torch.device, repeats: int, deadline: float = math.inf, bar=None
-) -> dict:
+) -> StepTimes:
     g = torch.Generator().manual_seed(0)
     model = nn.Sequential(*[nn.Linear(width, width) for _ in range(3)]).to(d)
     x = torch.randn(batch, width, generator=g).to(d)
@@ -487,23 +528,22 @@ def _mlp_step_times(
         t16, cut16 = _time_until(step(True), d, 2, repeats, deadline)
         if bar is not None:
             bar.update()
-    out = {
-        "model": f"3 x Linear({width}, {width}), batch {batch}",
-        "flops_per_step": 3 * 3 * 2.0 * batch * width * width,  # forward + 2 backward matmuls per layer
-        "fp32_step_s": statistics.median(t32),
-        "bf16_autocast_step_s": statistics.median(t16),
-        "speedup": statistics.median(t32) / statistics.median(t16),
-        "fp32_times_s": t32,
-        "bf16_autocast_times_s": t16,
-    }
-    if cut32 or cut16:
-        out["cut_short"] = f"timed {len(t32)} and {len(t16)} steps, not {repeats}: the time budget was spent"
-    return out
+    cut = f"timed {len(t32)} and {len(t16)} steps, not {repeats}: the time budget was spent"
+    return StepTimes(
+        model=f"3 x Linear({width}, {width}), batch {batch}",
+        flops_per_step=3 * 3 * 2.0 * batch * width * width,  # forward + 2 backward matmuls per layer
+        fp32_step_s=statistics.median(t32),
+        bf16_autocast_step_s=statistics.median(t16),
+        speedup=statistics.median(t32) / statistics.median(t16),
+        fp32_times_s=tuple(t32),
+        bf16_autocast_times_s=tuple(t16),
+        cut_short=cut if cut32 or cut16 else None,
+    )
 
 
 def launch_bound_demo(
     *, device="cpu", repeats: int = 20, large_width: int | None = None, budget_s: float = 2.0, progress: bool = True
-) -> dict:
+) -> LaunchBoundDemo:
     """One training step (forward, backward) of a tiny MLP (3 x Linear(64, 64), batch 8) in fp32
     and under bf16 autocast, measured: with so little work per op the time is per-op overhead
     (Python, dispatch, autocast's casts, kernel launches), so bf16 buys nothing. The same step of a
@@ -511,12 +551,11 @@ def launch_bound_demo(
     GPU, halved (down to 64) until its bf16 steps are predicted by :func:`matmul_rates` to take at
     most ``budget_s`` seconds (a CPU without bf16 instructions runs them tens of times slower than fp32).
 
-    Returns ``{"tiny": {...}, "large": {...}}``, each ``{"model", "flops_per_step", "fp32_step_s",
-    "bf16_autocast_step_s", "speedup", "fp32_times_s", "bf16_autocast_times_s"}`` (speedup = fp32 median / bf16
-    median; the ``*_times_s`` are every timed step, for the spread: ``e2e.LaunchTable.of(result)``); "large" also has
-    ``"width_chosen"``, a sentence saying which width was used and why. The timing stops adding repeats once
-    twice ``budget_s`` has been spent (a machine busy with other work); a model timed fewer times than asked has
-    ``"cut_short"``, a sentence saying so. ``progress``: a progress bar over the four timings."""
+    Returns the :class:`LaunchBoundDemo`: the :class:`StepTimes` of the tiny and the large model (speedup = fp32
+    median / bf16 median; every timed step, for the spread: ``e2e.LaunchTable.of(result)``) and ``width_chosen``, a
+    sentence saying which width the large one has and why. The timing stops adding repeats once twice
+    ``budget_s`` has been spent (a machine busy with other work); a model timed fewer times than asked has a
+    ``cut_short`` sentence saying so. ``progress``: a progress bar over the four timings."""
     d = parse_device(device)
     repeats = _int(repeats, "repeats")
     budget_s = _positive(budget_s, "budget_s")
@@ -536,8 +575,7 @@ def launch_bound_demo(
     with Progress(total=4, desc="timing steps", disable=not progress) as bar:
         tiny = _mlp_step_times(64, 8, d, repeats, deadline, bar)
         large = _mlp_step_times(width, width, d, large_repeats, deadline, bar)
-    large["width_chosen"] = why
-    return {"tiny": tiny, "large": large}
+    return LaunchBoundDemo(tiny, large, why)
 
 
 # --------------------------------------------------------------------------------------------
@@ -1372,19 +1410,17 @@ class LaunchTable(TableRecord):
 
     @classmethod
     def of(cls, launch) -> LaunchTable:
-        keys = {"model", "fp32_times_s", "bf16_autocast_times_s"}
-        if not isinstance(launch, dict) or not all(isinstance(v, dict) and keys <= set(v) for v in launch.values()):
-            _need(launch, "launch", "the dict returned by e2e.launch_bound_demo")
+        if not isinstance(launch, LaunchBoundDemo):
+            _need(launch, "launch", "the LaunchBoundDemo returned by e2e.launch_bound_demo")
         comparisons = {
             name: timing.TimingComparison.of(
-                r["fp32_times_s"], r["bf16_autocast_times_s"], labels=("fp32", "bf16 autocast"), what="training step"
+                r.fp32_times_s, r.bf16_autocast_times_s, labels=("fp32", "bf16 autocast"), what="training step"
             )
-            for name, r in launch.items()
+            for name, r in launch.runs.items()
         }
-        models = {name: r["model"] for name, r in launch.items()}
-        note = next((r["width_chosen"] for r in launch.values() if "width_chosen" in r), "")
-        cut = tuple(f"{name}: {r['cut_short']}" for name, r in launch.items() if r.get("cut_short"))
-        return cls(comparisons, models, note, cut)
+        models = {name: r.model for name, r in launch.runs.items()}
+        cut = tuple(f"{name}: {r.cut_short}" for name, r in launch.runs.items() if r.cut_short)
+        return cls(comparisons, models, launch.width_chosen, cut)
 
     def _table(self) -> tuple:
         unit, size = max(

@@ -153,10 +153,12 @@ def test_odd_size_effect_rows():
 
 def test_launch_bound_demo_reports_both_models():
     out = e2e.launch_bound_demo(repeats=2, large_width=64)
-    assert set(out) == {"tiny", "large"} and out["tiny"]["model"] == "3 x Linear(64, 64), batch 8"
-    for r in out.values():
-        assert r["fp32_step_s"] > 0 and r["bf16_autocast_step_s"] > 0
-        assert r["speedup"] == pytest.approx(r["fp32_step_s"] / r["bf16_autocast_step_s"])
+    assert isinstance(out, e2e.LaunchBoundDemo) and out.__dataclass_params__.frozen
+    assert set(out.runs) == {"tiny", "large"} and out.tiny.model == "3 x Linear(64, 64), batch 8"
+    for r in out.runs.values():
+        assert r.fp32_step_s > 0 and r.bf16_autocast_step_s > 0
+        assert r.speedup == pytest.approx(r.fp32_step_s / r.bf16_autocast_step_s)
+    assert repr(out) == repr(LaunchTable.of(out))  # shown as its table
 
 
 # --- peak memory ----------------------------------------------------------------------------------
@@ -431,10 +433,10 @@ def test_odd_size_and_launch_bound_demo_shrink_to_the_budget(fake_rates):
     assert [r["size"] for r in rows] == [64, 72] and all(r["tflops"] > 0 for r in rows)
     assert rows[0]["base_chosen"].startswith("base 64, not 1024: bf16 matmuls run at 0.001 GFLOP/s")
     out = e2e.launch_bound_demo(repeats=2)
-    assert out["large"]["model"] == "3 x Linear(64, 64), batch 64"
-    assert out["large"]["width_chosen"].startswith("width 64, not 512:")
+    assert out.large.model == "3 x Linear(64, 64), batch 64"
+    assert out.width_chosen.startswith("width 64, not 512:")
     fake_rates(FAST)
-    assert e2e.launch_bound_demo(repeats=2, large_width=32)["large"]["width_chosen"] == "width 32, as asked"
+    assert e2e.launch_bound_demo(repeats=2, large_width=32).width_chosen == "width 32, as asked"
 
 
 # --- results as tables (the records' HTML and text renderings) ---------------------------------------------
@@ -507,12 +509,14 @@ def test_throughput_table_of_a_cpu_run_is_in_gflops():
 
 
 def test_launch_table_says_which_comparisons_are_within_the_spread():
-    launch = {
-        "tiny": {"model": "3 x Linear(64, 64), batch 8", "fp32_times_s": (3e-4, 3.2e-4, 3.4e-4),
-                 "bf16_autocast_times_s": (3.1e-4, 3.3e-4, 3.5e-4)},
-        "large": {"model": "3 x Linear(512, 512), batch 512", "fp32_times_s": (0.020, 0.021, 0.022),
-                  "bf16_autocast_times_s": (0.010, 0.011, 0.012), "width_chosen": "width 512, as asked"},
-    }  # fmt: skip
+    def steps(model, t32, t16):
+        return e2e.StepTimes(model, 1.0, t32[1], t16[1], t32[1] / t16[1], t32, t16)
+
+    launch = e2e.LaunchBoundDemo(
+        tiny=steps("3 x Linear(64, 64), batch 8", (3e-4, 3.2e-4, 3.4e-4), (3.1e-4, 3.3e-4, 3.5e-4)),
+        large=steps("3 x Linear(512, 512), batch 512", (0.020, 0.021, 0.022), (0.010, 0.011, 0.012)),
+        width_chosen="width 512, as asked",
+    )
     t = LaunchTable.of(launch)
     assert t.comparisons["tiny"].overlap and not t.comparisons["large"].overlap
     assert t.comparisons["large"].speedup == pytest.approx(0.021 / 0.011)
@@ -521,7 +525,7 @@ def test_launch_table_says_which_comparisons_are_within_the_spread():
     assert "fp32 step (ms)" in text and "0.320 (0.310 to 0.330)" in text and "21.0 (20.5 to 21.5)" in text
     assert "1.91x" in text and "within the run-to-run spread" in html and "faster" in html
     assert "large model: width 512, as asked" in text
-    with pytest.raises(TypeError, match="launch must be the dict returned by e2e.launch_bound_demo"):
+    with pytest.raises(TypeError, match="launch must be the LaunchBoundDemo returned by e2e.launch_bound_demo"):
         LaunchTable.of({"tiny": {"model": "x"}})
 
 
