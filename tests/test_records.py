@@ -39,7 +39,6 @@ NOT_YET_RECORDS = {
     "fp16.gradient_census_of": "census per tensor kind plus the model's loss",
     "scaling.gradient_census_of": "census per tensor kind plus the model's loss",
     "scaling.small_loss_census": "census of a small-loss model",
-    "e2e.train": "one training run, consumed by TrainingTable.of",
 }
 
 
@@ -77,6 +76,7 @@ def test_public_functions_return_records_not_prose_keyed_dicts():
         ("autocast.cast_cost", "CastCost"),
         ("e2e.launch_bound_demo", "LaunchBoundDemo"),
         ("e2e.overflow_demo", "OverflowDemo"),
+        ("e2e.train", "TrainRun"),
         ("e2e.training_plan", "TrainingPlan"),
         ("fp16.sum_copies", "SumCopies"),
         ("fp16.train_master_weights", "MasterWeightRuns"),

@@ -25,6 +25,7 @@ from .experiments import (
     TinyTransformer,
     TrainingPlan,
     TrainingTable,
+    TrainRun,
     amp_step,
     first_rates,
     inference_compare,
@@ -86,4 +87,5 @@ __all__ = [
     "training_plan",
     "TrainingPlan",
     "TrainingTable",
+    "TrainRun",
 ]

@@ -53,6 +53,7 @@ __all__ = [
     "TensorCoreTable",
     "ThroughputTable",
     "TinyTransformer",
+    "TrainRun",
     "TrainingPlan",
     "TrainingTable",
     "amp_step",
@@ -872,6 +873,34 @@ MIN_TRAIN_STEPS = 6
 still shows the model learning."""
 
 
+@dataclass(frozen=True, repr=False)
+class TrainRun(TableRecord):
+    """One run of :func:`train`: ``config`` (one of :data:`CONFIGS`) and ``ran``. A run that did not run has only
+    ``reason``, a sentence saying why. A run that ran has ``loss`` (per step), ``final_loss``, ``step_time_s`` (the
+    median step time, synchronised on a GPU), ``step_times_s`` (every timed step, the first, a warm-up, left out),
+    ``peak_memory_bytes`` (:func:`peak_memory` of the last step: activations, gradients, optimizer temporaries;
+    not the parameters and optimizer state that already existed), ``device``, ``steps`` (run), ``planned_steps``,
+    ``stopped_early`` (None, or a sentence saying after how many steps and seconds the budget stopped the run) and
+    ``model`` (the :class:`TinyTransformer` arguments and the batch). Shown as its :class:`TrainingTable`."""
+
+    config: str
+    ran: bool
+    reason: str | None = None
+    loss: tuple[float, ...] = ()
+    final_loss: float | None = None
+    step_time_s: float | None = None
+    step_times_s: tuple[float, ...] = ()
+    peak_memory_bytes: int | None = None
+    device: str | None = None
+    steps: int = 0
+    planned_steps: int = 0
+    stopped_early: str | None = None
+    model: dict | None = None
+
+    def _table(self):
+        return TrainingTable.of([self])._table()
+
+
 def train(
     config: str,
     *,
@@ -885,7 +914,7 @@ def train(
     allow_slow_fp16: bool = False,
     make_step=None,
     budget_s: float = math.inf,
-) -> dict:
+) -> TrainRun:
     """Train a :class:`TinyTransformer` on :func:`make_batches` data in one of :data:`CONFIGS`.
 
     One loop for all four: each step is ``make_step(model, optimizer, config, device_type)(x, y)``,
@@ -905,13 +934,9 @@ def train(
     steps), so that a machine busy with other work does not turn a predicted few seconds into minutes; the data of
     each step stays that of the planned run, so runs stopped at different steps compare step by step.
 
-    Returns ``{"config", "ran": True, "loss": [per step], "final_loss", "step_time_s": median
-    step time (synchronised on a GPU), "step_times_s": every timed step (the first, a warm-up, left out),
-    "peak_memory_bytes": :func:`peak_memory` of the last step
-    (activations, gradients, optimizer temporaries; not the parameters and optimizer state that
-    already existed), "device", "steps" (run), "planned_steps", "stopped_early" (None, or a sentence saying
-    after how many steps and seconds the budget stopped the run), "model"}``; or ``{"config", "ran": False, "reason"}``
-    where the config cannot be run meaningfully here (TF32 without an Ampere+ GPU; fp16 where its
+    Returns the :class:`TrainRun`: its losses, median and every step time, the peak memory of a step, the steps
+    run and planned, and whether the budget stopped it early; or, with ``ran`` False and its ``reason``, where the
+    config cannot be run meaningfully here (TF32 without an Ampere+ GPU; fp16 where its
     measured matmul rate is under a quarter of fp32's, unless ``allow_slow_fp16``)."""
     if config not in CONFIGS:
         raise ValueError(f"unknown config {config!r}: use one of {', '.join(map(repr, CONFIGS))}")
@@ -923,7 +948,7 @@ def train(
     d = parse_device(device)
     reason = _not_run_reason(config, d, device_report(), allow_slow_fp16)
     if reason:
-        return {"config": config, "ran": False, "reason": reason}
+        return TrainRun(config, False, reason)
     plan = training_plan(device=d, allow_slow_fp16=allow_slow_fp16)
     steps = _int(steps if steps is not None else plan.steps, "steps", 2)
     batch = _int(batch if batch is not None else plan.batch, "batch")
@@ -976,20 +1001,20 @@ def train(
         box = []
         peak = peak_memory(lambda: box.append(step(len(losses))), device=d)
         losses.append(box[0])
-    return {
-        "config": config,
-        "ran": True,
-        "loss": losses,
-        "final_loss": losses[-1],
-        "step_time_s": statistics.median(times[1:] if len(times) > 1 else times),
-        "step_times_s": tuple(times[1:] if len(times) > 1 else times),
-        "peak_memory_bytes": peak,
-        "device": str(d) if d.type == "cpu" else torch.cuda.get_device_name(d),
-        "steps": len(losses),
-        "planned_steps": steps,
-        "stopped_early": stopped,
-        "model": dict(mk, batch=batch),
-    }
+    return TrainRun(
+        config=config,
+        ran=True,
+        loss=tuple(losses),
+        final_loss=losses[-1],
+        step_time_s=statistics.median(times[1:] if len(times) > 1 else times),
+        step_times_s=tuple(times[1:] if len(times) > 1 else times),
+        peak_memory_bytes=peak,
+        device=str(d) if d.type == "cpu" else torch.cuda.get_device_name(d),
+        steps=len(losses),
+        planned_steps=steps,
+        stopped_early=stopped,
+        model=dict(mk, batch=batch),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -1175,13 +1200,13 @@ def record_training(
     for cfg in CONFIGS:
         r = train(cfg, steps=steps, device=d, progress=False, model_kwargs=model_kwargs, batch=batch)
         key = cfg.split()[0]
-        if not r["ran"]:
-            out[f"{key}_not_run"] = r["reason"]
+        if not r.ran:
+            out[f"{key}_not_run"] = r.reason
             continue
-        out[f"{key}_step_time_s"] = r["step_time_s"]
-        out[f"{key}_peak_memory_bytes"] = r["peak_memory_bytes"]
-        out[f"{key}_final_loss"] = r["final_loss"]
-        out["model"] = ", ".join(f"{k}={v}" for k, v in r["model"].items())
+        out[f"{key}_step_time_s"] = r.step_time_s
+        out[f"{key}_peak_memory_bytes"] = r.peak_memory_bytes
+        out[f"{key}_final_loss"] = r.final_loss
+        out["model"] = ", ".join(f"{k}={v}" for k, v in r.model.items())
     return out
 
 
@@ -1484,15 +1509,16 @@ class TrainingTable(TableRecord):
 
     @classmethod
     def of(cls, runs) -> TrainingTable:
-        runs = _rows_of(runs, {"config", "ran"}, "runs", "a list of results of e2e.train")
+        if not isinstance(runs, (list, tuple)) or not runs or not all(isinstance(r, TrainRun) for r in runs):
+            _need(runs, "runs", "a list of the TrainRuns of e2e.train")
         ran, not_run, stopped = [], [], []
         for r in runs:
-            if r["ran"]:
-                ran.append((r["config"], timing.Spread.of(r["step_times_s"]), r["peak_memory_bytes"], r["final_loss"]))
-                if r.get("stopped_early"):
-                    stopped.append((r["config"], r["stopped_early"]))
+            if r.ran:
+                ran.append((r.config, timing.Spread.of(r.step_times_s), r.peak_memory_bytes, r.final_loss))
+                if r.stopped_early:
+                    stopped.append((r.config, r.stopped_early))
             else:
-                not_run.append((r["config"], r["reason"]))
+                not_run.append((r.config, r.reason))
         return cls(tuple(ran), tuple(not_run), tuple(stopped))
 
     def step_times(self, config: str) -> timing.Spread:

@@ -34,9 +34,9 @@ def test_the_package_runs_the_notebooks_step():
         r = e2e.train("bf16 autocast", steps=3, progress=False, model_kwargs=TINY, batch=2)
     finally:
         mp.undo()
-    assert r["ran"] and calls == [("bf16 autocast", "cpu", 1.0)]
+    assert r.ran and calls == [("bf16 autocast", "cpu", 1.0)]
     mine = e2e.train("bf16 autocast", steps=3, progress=False, model_kwargs=TINY, batch=2, make_step=key_code.make_step)
-    assert mine["loss"] == r["loss"]  # same seed and data, the same function: the same losses
+    assert mine.loss == r.loss  # same seed and data, the same function: the same losses
 
 
 class _Spy(torch.optim.SGD):
@@ -100,13 +100,13 @@ def test_amp_step_bad_inputs(kwargs, err, match):
 def test_train_stops_adding_steps_when_its_budget_is_spent():
     full = e2e.train("fp32", steps=12, progress=False, model_kwargs=TINY, batch=2)
     cut = e2e.train("fp32", steps=12, progress=False, model_kwargs=TINY, batch=2, budget_s=1e-9)
-    assert full["stopped_early"] is None and full["steps"] == full["planned_steps"] == 12 == len(full["loss"])
-    assert cut["steps"] == e2e.MIN_TRAIN_STEPS == len(cut["loss"]) and cut["planned_steps"] == 12
-    assert cut["stopped_early"].startswith(f"stopped after {e2e.MIN_TRAIN_STEPS} of 12 steps: the run's time budget")
-    assert cut["loss"] == full["loss"][: e2e.MIN_TRAIN_STEPS]  # each step's data is the planned run's
-    assert cut["loss"][-1] < 0.8 * cut["loss"][0]  # MIN_TRAIN_STEPS is enough to see it learn
+    assert full.stopped_early is None and full.steps == full.planned_steps == 12 == len(full.loss)
+    assert cut.steps == e2e.MIN_TRAIN_STEPS == len(cut.loss) and cut.planned_steps == 12
+    assert cut.stopped_early.startswith(f"stopped after {e2e.MIN_TRAIN_STEPS} of 12 steps: the run's time budget")
+    assert cut.loss == full.loss[: e2e.MIN_TRAIN_STEPS]  # each step's data is the planned run's
+    assert cut.loss[-1] < 0.8 * cut.loss[0]  # MIN_TRAIN_STEPS is enough to see it learn
     short = e2e.train("fp32", steps=4, progress=False, model_kwargs=TINY, batch=2, budget_s=1e-9)
-    assert short["steps"] == 4 and short["stopped_early"] is None  # fewer steps than the floor: all of them
+    assert short.steps == 4 and short.stopped_early is None  # fewer steps than the floor: all of them
     t = TrainingTable.of([full, cut])
     assert f"fp32: stopped after {e2e.MIN_TRAIN_STEPS} of 12 steps" in str(t)
     for bad in (-1, 0, math.nan, "1", True):
@@ -165,10 +165,9 @@ def test_a_wide_spread_is_too_noisy_to_conclude():
     assert "too noisy to conclude" in tiny_row and "within the run-to-run spread" not in tiny_row
     assert "more than 1.5x apart" in text
     runs = [
-        {"config": "fp32", "ran": True, "step_times_s": (0.03, 0.04, 0.5), "peak_memory_bytes": 1, "final_loss": 1.0},
-        {"config": "bf16 autocast", "ran": True, "step_times_s": (0.03, 0.035, 0.4), "peak_memory_bytes": 1,
-         "final_loss": 1.0},
-    ]  # fmt: skip
+        e2e.TrainRun("fp32", True, step_times_s=(0.03, 0.04, 0.5), peak_memory_bytes=1, final_loss=1.0),
+        e2e.TrainRun("bf16 autocast", True, step_times_s=(0.03, 0.035, 0.4), peak_memory_bytes=1, final_loss=1.0),
+    ]
     text = str(TrainingTable.of(runs))
     assert "bf16 autocast: step times too noisy to compare with fp32's" in text and "within" not in text
 

@@ -215,12 +215,12 @@ def test_tiny_transformer_shapes_and_causality():
 def test_train_fp32_and_bf16_learn_and_agree():
     runs = {c: e2e.train(c, steps=30, progress=False, model_kwargs=TINY, batch=8) for c in ("fp32", "bf16 autocast")}
     for r in runs.values():
-        assert r["ran"] and len(r["loss"]) == 30 and r["final_loss"] == r["loss"][-1]
-        assert r["final_loss"] < 0.5 * r["loss"][0]
-        assert r["step_time_s"] > 0 and r["peak_memory_bytes"] > 0
-        assert all(math.isfinite(v) for v in r["loss"])
-    assert runs["fp32"]["loss"][0] == pytest.approx(runs["bf16 autocast"]["loss"][0], rel=0.01)
-    assert runs["fp32"]["final_loss"] == pytest.approx(runs["bf16 autocast"]["final_loss"], rel=0.15)
+        assert r.ran and len(r.loss) == 30 and r.final_loss == r.loss[-1]
+        assert r.final_loss < 0.5 * r.loss[0]
+        assert r.step_time_s > 0 and r.peak_memory_bytes > 0
+        assert all(math.isfinite(v) for v in r.loss)
+    assert runs["fp32"].loss[0] == pytest.approx(runs["bf16 autocast"].loss[0], rel=0.01)
+    assert runs["fp32"].final_loss == pytest.approx(runs["bf16 autocast"].final_loss, rel=0.15)
 
 
 def test_train_runs_the_step_the_caller_writes():
@@ -238,7 +238,7 @@ def test_train_runs_the_step_the_caller_writes():
     mine = e2e.train("bf16 autocast", steps=3, progress=False, model_kwargs=TINY, batch=2, make_step=make_step)
     default = e2e.train("bf16 autocast", steps=3, progress=False, model_kwargs=TINY, batch=2)
     assert calls == [((2, 16), (2, 16), "bf16 autocast", "cpu")] * 3
-    assert mine["loss"] == default["loss"]  # same seed, same data, same recipe: the same losses
+    assert mine.loss == default.loss  # same seed, same data, same recipe: the same losses
     with pytest.raises(TypeError, match="make_step must be a function"):
         e2e.train("fp32", steps=2, progress=False, model_kwargs=TINY, make_step="amp")
     with pytest.raises(TypeError, match="must return a callable step"):
@@ -251,21 +251,21 @@ def test_train_does_not_run_fp16_or_tf32_where_they_mean_nothing(fake_cpu, fake_
     fake_cpu(NO_FP16_CPU)
     fake_rates(NO_BF16)
     r = e2e.train("fp16 autocast + GradScaler", progress=False)
-    assert r["ran"] is False and "loss" not in r
-    assert r["reason"].startswith("not run: fp16 matmuls run at 0.03x the fp32 rate here (measured at 256^3)")
+    assert isinstance(r, e2e.TrainRun) and r.ran is False and r.loss == () and r.final_loss is None
+    assert r.reason.startswith("not run: fp16 matmuls run at 0.03x the fp32 rate here (measured at 256^3)")
     t = e2e.train("tf32", progress=False)
-    assert t["ran"] is False and "TF32" in t["reason"]
+    assert t.ran is False and "TF32" in t.reason
     forced = e2e.train(
         "fp16 autocast + GradScaler", steps=4, progress=False, model_kwargs=TINY, batch=2, allow_slow_fp16=True
     )
-    assert forced["ran"] and len(forced["loss"]) == 4 and all(math.isfinite(v) for v in forced["loss"])
+    assert forced.ran and len(forced.loss) == 4 and all(math.isfinite(v) for v in forced.loss)
 
 
 def test_train_runs_fp16_where_fp16_is_measured_fast(fake_cpu, fake_rates):
     fake_cpu(FP16_CPU)
     fake_rates(FAST)
     r = e2e.train("fp16 autocast + GradScaler", steps=3, progress=False, model_kwargs=TINY, batch=2)
-    assert r["ran"] and len(r["loss"]) == 3
+    assert r.ran and len(r.loss) == 3
 
 
 @pytest.mark.parametrize(
@@ -379,7 +379,7 @@ def test_training_plan_scales_every_config_down_where_bf16_is_slow(fake_cpu, fak
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(e2e, "TinyTransformer", lambda **kw: seen.append(kw) or real_model(**kw))
         for config in ("fp32", "bf16 autocast"):
-            assert e2e.train(config, steps=2, progress=False)["model"] == dict(plan.model, batch=plan.batch)
+            assert e2e.train(config, steps=2, progress=False).model == dict(plan.model, batch=plan.batch)
     assert seen == [plan.model] * 2
     # a bigger budget allows a bigger model; nothing fits -> the smallest size
     assert e2e.training_plan(budget_s=1e6).model == e2e._CPU_MODEL
@@ -531,11 +531,11 @@ def test_launch_table_says_which_comparisons_are_within_the_spread():
 
 def test_training_table_shows_step_spread_memory_and_loss():
     runs = [
-        {"config": "fp32", "ran": True, "step_times_s": (0.030, 0.0375, 0.050), "peak_memory_bytes": 2.25 * 2**20,
-         "final_loss": 0.83512},
-        {"config": "bf16 autocast", "ran": True, "step_times_s": (0.036, 0.04, 0.045), "peak_memory_bytes": 1.5 * 2**20,
-         "final_loss": 0.8341},
-        {"config": "tf32", "ran": False, "reason": "not run: no GPU"},
+        e2e.TrainRun("fp32", True, step_times_s=(0.030, 0.0375, 0.050), peak_memory_bytes=2.25 * 2**20,
+                     final_loss=0.83512),
+        e2e.TrainRun("bf16 autocast", True, step_times_s=(0.036, 0.04, 0.045), peak_memory_bytes=1.5 * 2**20,
+                     final_loss=0.8341),
+        e2e.TrainRun("tf32", False, "not run: no GPU"),
     ]  # fmt: skip
     t = TrainingTable.of(runs)
     assert t.step_times("fp32").median == 0.0375 and t.not_run == (("tf32", "not run: no GPU"),)
@@ -550,11 +550,14 @@ def test_training_table_shows_step_spread_memory_and_loss():
 def test_training_table_of_a_real_run():
     r = e2e.train("fp32", steps=4, batch=2, progress=False,
                   model_kwargs=dict(vocab=16, d_model=32, n_heads=2, n_layers=1, seq_len=16))  # fmt: skip
-    assert len(r["step_times_s"]) == 2  # 3 timed steps, the first one a warm-up
+    assert len(r.step_times_s) == 2  # 3 timed steps, the first one a warm-up
     t = TrainingTable.of([r])
     assert t.ran[0][1].n == 2 and "final loss" in str(t)
-    with pytest.raises(TypeError, match="runs must be a list of results of e2e.train"):
+    assert repr(r) == repr(t)  # a run is shown as its one-row table
+    with pytest.raises(TypeError, match="runs must be a list of the TrainRuns of e2e.train"):
         TrainingTable.of([])
+    with pytest.raises(TypeError, match="runs must be a list of the TrainRuns of e2e.train"):
+        TrainingTable.of([{"config": "fp32", "ran": False, "reason": "x"}])
 
 
 def test_inference_table():
