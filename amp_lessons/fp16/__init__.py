@@ -8,6 +8,7 @@ from .checks import (
     check_stall_value,
 )
 from .experiments import (
+    GradientCensus,
     MasterWeightRuns,
     SumCopies,
     census_fractions,
@@ -44,6 +45,7 @@ from .support import runs_where
 __all__ = [
     "MagnitudeExplorer",
     "REGION_FORMATS",
+    "GradientCensus",
     "MasterWeightRuns",
     "SumCopies",
     "SumExplorer",

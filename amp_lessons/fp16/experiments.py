@@ -34,6 +34,7 @@ from .key_code import sgd_step
 
 __all__ = [
     "MasterWeightRuns",
+    "GradientCensus",
     "SumCopies",
     "census_fractions",
     "check_copies",
@@ -511,7 +512,37 @@ def census_fractions(values: torch.Tensor, fmt="fp16") -> dict[str, float]:
     return {c: census.fraction(c) for c in CLASSES}
 
 
-def gradient_census(model=None, *, batch=None, fmt="fp16", seed: int = 0) -> dict:
+@dataclass(frozen=True, eq=False, repr=False)
+class GradientCensus(TableRecord):
+    """Where one fp32 forward and backward pass's gradients would land in ``fmt`` (:func:`gradient_census`,
+    :func:`gradient_census_of`): ``weights`` a 1-D tensor of all parameter-gradient values, ``activations`` a
+    1-D tensor of all activation-gradient values, ``fractions`` the kind ("weights", "activations") ->
+    :func:`census_fractions` of its values (keyed by the classes of :data:`amp_lessons.formats.CLASSES`, summing
+    to 1: ``"zero"`` exactly zero in fp32, ``"flushed"`` non-zero but rounds to zero in ``fmt``), ``loss`` the
+    loss whose gradients were counted. Shown as a table of the classes a finite gradient can land in (the format's
+    :meth:`~amp_lessons.formats.FloatFormat.finite_input_classes`), as lesson 05's
+    :class:`~amp_lessons.scaling.CensusTable` shows them."""
+
+    weights: torch.Tensor
+    activations: torch.Tensor
+    fractions: dict[str, dict[str, float]]
+    loss: float
+    fmt: str
+
+    @property
+    def tensors(self) -> dict[str, torch.Tensor]:
+        """The gradient tensors by kind: "weights" and "activations"."""
+        return {"weights": self.weights, "activations": self.activations}
+
+    def _table(self):
+        shown = get_format(self.fmt).finite_input_classes()
+        header = ("gradients of", *(f"{c} (%)" for c in shown))
+        rows = [[kind, *(f"{100 * fr[c]:.2f}" for c in shown)] for kind, fr in self.fractions.items()]
+        title = f"where the gradient values fall in {self.fmt} (loss {self.loss:.1g})"
+        return header, rows, title, ["each row sums to 100%"]
+
+
+def gradient_census(model=None, *, batch=None, fmt="fp16", seed: int = 0) -> GradientCensus:
     """One forward and backward pass in fp32, then where every gradient would land in ``fmt``.
 
     ``model`` defaults to :func:`small_model` (seed ``seed``) and ``batch`` (inputs, targets) to
@@ -521,11 +552,9 @@ def gradient_census(model=None, *, batch=None, fmt="fp16", seed: int = 0) -> dic
     module's output (collected with tensor hooks on those outputs); weight gradients those of all
     parameters (weights and biases).
 
-    Returns ``{"weights": 1-D tensor of all parameter-gradient values, "activations": 1-D tensor
-    of all activation-gradient values, "fractions": {"weights": {...}, "activations": {...}},
-    "loss": float, "fmt": name}``; each fractions dict is :func:`census_fractions`'s: keyed by the
-    classes of :data:`amp_lessons.formats.CLASSES`, summing to 1 (``"zero"``: exactly zero in fp32;
-    ``"flushed"``: non-zero but rounds to zero in ``fmt``).
+    Returns the :class:`GradientCensus`: the gradient values of the parameters and of the activations, and
+    the :func:`census_fractions` of each (keyed by the classes of :data:`amp_lessons.formats.CLASSES`, summing to
+    1; ``"zero"``: exactly zero in fp32; ``"flushed"``: non-zero but rounds to zero in ``fmt``).
     """
     seed = _validate.seed(seed)
     if model is None:
@@ -543,13 +572,13 @@ def gradient_census(model=None, *, batch=None, fmt="fp16", seed: int = 0) -> dic
     return gradient_census_of(model, loss_fn, batch, fmt)
 
 
-def gradient_census_of(model: torch.nn.Module, loss_fn, batch, fmt="fp16") -> dict:
+def gradient_census_of(model: torch.nn.Module, loss_fn, batch, fmt="fp16") -> GradientCensus:
     """:func:`gradient_census` for any module and loss: one fp32 forward and
     backward pass of ``loss_fn(model(inputs), targets)`` (``batch`` = ``(inputs, targets)``; a
     single tensor is the inputs, and the loss is ``loss_fn(model(batch))``), activation gradients
     from hooks on every leaf module's output, weight gradients from every parameter.
 
-    Returns the same dict as ``gradient_census``; raises ValueError ("no gradients") when the loss
+    Returns the :class:`GradientCensus`, as ``gradient_census`` does; raises ValueError ("no gradients") when the loss
     reaches no parameter and no module output (everything frozen)."""
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -589,13 +618,13 @@ def gradient_census_of(model: torch.nn.Module, loss_fn, batch, fmt="fp16") -> di
     if not params or not grads:
         raise ValueError("no gradients: no parameter of the model received a gradient")
     weights, activations = torch.cat(params), torch.cat(grads)
-    return {
-        "weights": weights,
-        "activations": activations,
-        "fractions": {"weights": census_fractions(weights, f), "activations": census_fractions(activations, f)},
-        "loss": loss.item(),
-        "fmt": f.name,
-    }
+    return GradientCensus(
+        weights=weights,
+        activations=activations,
+        fractions={"weights": census_fractions(weights, f), "activations": census_fractions(activations, f)},
+        loss=loss.item(),
+        fmt=f.name,
+    )
 
 
 def checked_sgd_step(weights, inputs, y, lr, *, fmt=None, master=True):

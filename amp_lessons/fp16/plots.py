@@ -30,7 +30,7 @@ from .._validate import real
 from ..formats import (
     get_format,
 )
-from ..fp16.experiments import MasterWeightRuns, census_fractions
+from ..fp16.experiments import GradientCensus, MasterWeightRuns, census_fractions
 from ..style import format_color
 
 __all__ = [
@@ -142,9 +142,11 @@ def plot_gradient_histogram(census: dict, fmt="fp16", ax=None, *, scale=1.0) -> 
     each kind's fractions to two decimals, as lessons 03 and 05 print them (exact zeros, which a log axis
     cannot show, included). ``scale``
     multiplies the gradients first (in float32), as loss scaling does."""
+    census = census.tensors if isinstance(census, GradientCensus) else census
     if not isinstance(census, dict) or not {"weights", "activations"} <= set(census):
         raise TypeError(
-            "census must be the dict returned by amp_lessons.fp16.gradient_census (keys 'weights' and 'activations')"
+            "census must be the GradientCensus of amp_lessons.fp16.gradient_census (or a dict of 'weights' and "
+            f"'activations' gradient tensors), got {type(census).__name__}"
         )
 
     f = get_format(fmt)

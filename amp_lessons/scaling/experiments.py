@@ -35,7 +35,7 @@ from .._validate import (
     real,
 )
 from ..formats import CLASSES, Census, FloatFormat, get_format
-from ..fp16.experiments import gradient_census_of
+from ..fp16.experiments import GradientCensus, gradient_census_of
 from .key_code import DynamicScaler, StaticScaler, scaler_params, update_scale
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "CensusTable",
     "DynamicScaler",
     "GradScalerComparison",
+    "GradientCensus",
     "PitfallTable",
     "ScaleSweep",
     "ScalerEvents",
@@ -126,11 +127,12 @@ class CensusIndex:
 
     KINDS = ("weights", "activations")
 
-    def __init__(self, census: dict):
+    def __init__(self, census: GradientCensus | dict):
+        census = census.tensors if isinstance(census, GradientCensus) else census
         if not isinstance(census, dict) or not set(self.KINDS) <= set(census):
             raise TypeError(
-                "census must be a dict with 'weights' and 'activations' gradient tensors "
-                "(from amp_lessons.fp16.gradient_census or scaling.gradient_census_of)"
+                "census must be a GradientCensus (from amp_lessons.fp16.gradient_census or "
+                "scaling.gradient_census_of) or a dict with 'weights' and 'activations' gradient tensors"
             )
         self.sorted, self.zeros, self.nans, self.size = {}, {}, {}, {}
         for kind in self.KINDS:
@@ -186,8 +188,9 @@ def _index(census) -> CensusIndex:
     tensors compare elementwise, so the cache is keyed by identity)."""
     if isinstance(census, CensusIndex):
         return census
-    acts = census.get("activations") if isinstance(census, dict) else None
-    weights = census.get("weights") if isinstance(census, dict) else None
+    tensors = census.tensors if isinstance(census, GradientCensus) else census
+    acts = tensors.get("activations") if isinstance(tensors, dict) else None
+    weights = tensors.get("weights") if isinstance(tensors, dict) else None
     if not (isinstance(acts, torch.Tensor) and isinstance(weights, torch.Tensor)):
         return CensusIndex(census)  # raises the TypeError that says what is expected
     cached = _INDEXES.get(id(acts))
@@ -427,7 +430,7 @@ def _comparison_setup(seed: int, steps: int, target_scale: float, batch: int = 6
     return x, y, net
 
 
-def small_loss_census(seed: int = 0, *, target_scale: float = 1e-3, fmt="fp16") -> dict:
+def small_loss_census(seed: int = 0, *, target_scale: float = 1e-3, fmt="fp16") -> GradientCensus:
     """The gradient census (:func:`gradient_census_of`, fp32) of :func:`train_comparison`'s model
     on its first batch, before training: a small loss, so many gradients fall below fp16's range."""
     x, y, net = _comparison_setup(seed, 1, _validate.positive(target_scale, "target_scale"))
@@ -584,17 +587,13 @@ class CensusTable(TableRecord):
 
     @classmethod
     def of(cls, census) -> CensusTable:
-        if not isinstance(census, dict) or not {"fractions", "loss", "fmt"} <= set(census):
-            _need(census, "census", "the dict of fp16.gradient_census or scaling.small_loss_census")
-        fr = {k: dict(v) for k, v in census["fractions"].items()}
-        return cls(fr, float(census["loss"]), str(census["fmt"]))
+        if not isinstance(census, GradientCensus):
+            _need(census, "census", "the GradientCensus of fp16.gradient_census or scaling.small_loss_census")
+        fr = {k: dict(v) for k, v in census.fractions.items()}
+        return cls(fr, float(census.loss), str(census.fmt))
 
     def _table(self) -> tuple:
-        shown = get_format(self.fmt).finite_input_classes()
-        header = ("gradients of", *(f"{c} (%)" for c in shown))
-        rows = [[kind, *(f"{100 * fr[c]:.2f}" for c in shown)] for kind, fr in self.fractions.items()]
-        title = f"where the gradient values fall in {self.fmt} (loss {self.loss:.1g})"
-        return header, rows, title, ["each row sums to 100%"]
+        return GradientCensus._table(self)  # a census's own table: it reads only fractions, loss and fmt
 
 
 # --------------------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from .._validate import int_in, integer, real
 from ..formats import (
     get_format,
 )
+from ..fp16.experiments import GradientCensus
 from ..scaling.experiments import ScalerHistory, ScaleSweep, TrainComparison, safe_window
 from ..style import format_color
 
@@ -105,14 +106,18 @@ _HIST_STYLES = {"weights": dict(color="#1F78B4"), "activations": dict(color="#E6
 
 
 @styled
-def plot_scaled_histogram(census: dict, exponent: int = 0, fmt="fp16", ax=None, *, max_exponent: int = 32) -> Axes:
+def plot_scaled_histogram(
+    census: GradientCensus | dict, exponent: int = 0, fmt="fp16", ax=None, *, max_exponent: int = 32
+) -> Axes:
     """The census's gradients multiplied by ``2**exponent``: histogram of log2 |g x scale| (one bar
     per binade) over ``fmt``'s regions, on an x axis wide enough for every exponent up to
     ``max_exponent`` (so pictures for different scales line up). Multiplying by a power of two
     shifts log2 |g| exactly, so the bars just move right."""
+    census = census.tensors if isinstance(census, GradientCensus) else census
     if not isinstance(census, dict) or not {"weights", "activations"} <= set(census):
         raise TypeError(
-            "census must be the dict returned by amp_lessons.fp16.gradient_census (keys 'weights' and 'activations')"
+            "census must be the GradientCensus of amp_lessons.fp16.gradient_census (or a dict of 'weights' and "
+            f"'activations' gradient tensors), got {type(census).__name__}"
         )
     f = get_format(fmt)
     integer(exponent, "exponent", "an int (the scale is 2**exponent)")

@@ -318,8 +318,8 @@ def census():
 def test_census_fractions_sum_to_one_and_match_quantize(census):
     f = FORMATS["fp16"]
     for kind in ("weights", "activations"):
-        g = census[kind]
-        fr = census["fractions"][kind]
+        g = census.tensors[kind]
+        fr = census.fractions[kind]
         assert tuple(fr) == CLASSES
         assert sum(fr.values()) == pytest.approx(1.0, abs=1e-12)
         q = quantize(g, "fp16")
@@ -332,22 +332,22 @@ def test_census_fractions_sum_to_one_and_match_quantize(census):
 
 def test_census_default_model_has_realistic_small_gradients(census):
     params = sum(p.numel() for p in fp16.small_model().parameters())
-    assert census["weights"].numel() == params
-    act = census["fractions"]["activations"]
+    assert census.weights.numel() == params
+    act = census.fractions["activations"]
     assert act["subnormal"] + act["flushed"] > 0.05  # fp16 loses precision or values here
     assert act["zero"] > 0.1  # ReLU zeros
-    assert census["fractions"]["weights"]["normal"] > 0.5
+    assert census.fractions["weights"]["normal"] > 0.5
     again = fp16.gradient_census()
-    assert torch.equal(again["activations"], census["activations"])  # seeded
+    assert torch.equal(again.activations, census.activations)  # seeded
 
 
 def test_census_of_a_custom_model_and_other_format():
     model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh(), torch.nn.Linear(3, 2))
     x, y = torch.randn(8, 4), torch.randn(8, 2)
     c = fp16.gradient_census(model, batch=(x, y), fmt="fp8_e4m3")
-    assert c["fmt"] == "fp8_e4m3" and c["weights"].numel() == 4 * 3 + 3 + 3 * 2 + 2
-    assert c["activations"].numel() == 8 * (3 + 3 + 2)
-    assert sum(c["fractions"]["activations"].values()) == pytest.approx(1.0)
+    assert c.fmt == "fp8_e4m3" and c.weights.numel() == 4 * 3 + 3 + 3 * 2 + 2
+    assert c.activations.numel() == 8 * (3 + 3 + 2)
+    assert sum(c.fractions["activations"].values()) == pytest.approx(1.0)
     with pytest.raises(ValueError, match="batch"):
         fp16.gradient_census(model)
     with pytest.raises(TypeError, match="Module"):

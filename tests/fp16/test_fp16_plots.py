@@ -76,7 +76,7 @@ def test_gradient_histogram_regions_and_fractions(census):
     assert zero.get_x() < -25
     acts = by_gid(ax, "activation gradients")[0]
     counts = acts.get_data().values
-    fr = census["fractions"]["activations"]
+    fr = census.fractions["activations"]
     assert counts.sum() == pytest.approx(1 - fr["zero"])  # per binade, of all values: zeros are off the log axis
     assert _pct_in_legend(ax, fr["subnormal"]) and _pct_in_legend(ax, fr["zero"])
     assert ax.get_xlabel() == "log2 |gradient|" and "fp16" in ax.get_title(loc="left")
@@ -86,8 +86,8 @@ def test_gradient_histogram_scale_moves_values_out_of_subnormals(census):
     from amp_lessons.fp16 import census_fractions, plot_gradient_histogram
 
     ax = plot_gradient_histogram(census, scale=1024.0)
-    scaled = census_fractions(census["activations"] * 1024.0)
-    assert scaled["subnormal"] < census["fractions"]["activations"]["subnormal"] / 10
+    scaled = census_fractions(census.activations * 1024.0)
+    assert scaled["subnormal"] < census.fractions["activations"]["subnormal"] / 10
     assert _pct_in_legend(ax, scaled["normal"])
     assert "1024" in ax.get_xlabel() and "scaled by 1024" in ax.get_title(loc="left")
     ax = plot_gradient_histogram(census, "bf16", scale=2.0**120)  # most overflow in bf16
@@ -201,5 +201,5 @@ def test_gradient_histogram_legend_numbers_match_the_lesson_print(census):
     ax = plot_gradient_histogram(census, "fp16")
     text = " ".join(t.get_text() for t in ax.get_legend().get_texts())
     for kind in ("weights", "activations"):
-        fr = census_fractions(census[kind].float().reshape(-1), FORMATS["fp16"])
+        fr = census_fractions(census.tensors[kind].float().reshape(-1), FORMATS["fp16"])
         assert f"{fr['subnormal']:.2%} subnormal" in text and f"{fr['normal']:.2%} normal" in text

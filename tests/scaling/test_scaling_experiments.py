@@ -53,7 +53,7 @@ def comparison():
 def test_scaled_fractions_equal_rounding_the_scaled_gradients(census, scale, fmt):
     got = scaled_fractions(census, scale, fmt)
     for kind in ("weights", "activations"):
-        assert got[kind] == census_fractions(census[kind] * scale, fmt)
+        assert got[kind] == census_fractions(census.tensors[kind] * scale, fmt)
 
 
 def test_scaled_fractions_of_a_hand_made_census():
@@ -76,9 +76,9 @@ def test_scaled_fractions_reuses_its_index(census):  # speed: benchmarks/bench_e
 
 
 def test_the_index_follows_the_census(census):
-    other = {"weights": census["weights"], "activations": census["activations"] * 0 + 1.0}
+    other = {"weights": census.weights, "activations": census.activations * 0 + 1.0}
     assert scaled_fractions(other, 1.0)["activations"]["normal"] == 1.0
-    assert scaled_fractions(census, 1.0)["activations"] == census["fractions"]["activations"]
+    assert scaled_fractions(census, 1.0)["activations"] == census.fractions["activations"]
     assert scaled_fractions(CensusIndex(census), 1.0) == scaled_fractions(census, 1.0)
 
 
@@ -105,9 +105,9 @@ def test_sweep_is_monotonic(census, small_census, kind):
 def test_sweep_of_the_default_census(census):
     sw = scale_sweep(census)
     assert dataclasses.is_dataclass(sw) and sw.kind == "activations" and sw.fmt == "fp16"
-    assert sw.nonzero == int((census["activations"] != 0).sum())
+    assert sw.nonzero == int((census.activations != 0).sum())
     assert sw.flushed[0] == pytest.approx(
-        census["fractions"]["activations"]["flushed"] * census["activations"].numel() / sw.nonzero
+        census.fractions["activations"]["flushed"] * census.activations.numel() / sw.nonzero
     )
     assert sw.overflowed is sw.inf and sw.inf[32] > 0.5  # 2**32 pushes most activation gradients past 65504
     assert not any(sw.saturated)  # fp16 overflows to inf, never to +-max
@@ -303,17 +303,17 @@ def test_gradient_census_of_matches_gradient_census():
 
     mine = gradient_census_of(small_model(), torch.nn.functional.cross_entropy, small_batch())
     theirs = gradient_census()
-    assert torch.equal(mine["weights"], theirs["weights"])
-    assert torch.equal(mine["activations"], theirs["activations"])
-    assert mine["fractions"] == theirs["fractions"]
+    assert torch.equal(mine.weights, theirs.weights)
+    assert torch.equal(mine.activations, theirs.activations)
+    assert mine.fractions == theirs.fractions
 
 
 def test_gradient_census_of_any_module_and_loss():
     model = torch.nn.Sequential(torch.nn.Conv1d(2, 4, 3), torch.nn.Tanh(), torch.nn.Flatten(), torch.nn.Linear(24, 1))
     x = torch.randn(5, 2, 8)
     c = gradient_census_of(model, lambda out: out.pow(2).mean(), x, fmt="bf16")
-    assert c["fmt"] == "bf16" and c["weights"].numel() == sum(p.numel() for p in model.parameters())
-    assert tuple(c["fractions"]["activations"]) == CLASSES
+    assert c.fmt == "bf16" and c.weights.numel() == sum(p.numel() for p in model.parameters())
+    assert tuple(c.fractions["activations"]) == CLASSES
     for p in model.parameters():
         p.requires_grad_(False)
     with pytest.raises(ValueError, match="no gradients"):
@@ -346,7 +346,7 @@ def test_training_comparison_tells_the_story(comparison):
 
 
 def test_small_loss_census_underflows(small_census):
-    fr = small_census["fractions"]["activations"]
+    fr = small_census.fractions["activations"]
     assert fr["flushed"] > 0.5 and fr["normal"] == 0.0
     assert scaled_fractions(small_census, 2.0**16)["activations"]["flushed"] < 1e-3
 
@@ -373,8 +373,10 @@ def both(record) -> tuple[str, str]:
 
 
 def test_census_table_shows_percentages_to_two_decimals():
-    census = {
-        "fractions": {
+    census = scaling.GradientCensus(
+        weights=torch.zeros(0),
+        activations=torch.zeros(0),
+        fractions={
             "weights": {
                 "zero": 0.0047,
                 "flushed": 0.0,
@@ -394,15 +396,16 @@ def test_census_table_shows_percentages_to_two_decimals():
                 "nan": 0.0,
             },
         },
-        "loss": 2.31,
-        "fmt": "fp16",
-    }
+        loss=2.31,
+        fmt="fp16",
+    )
     t = CensusTable.of(census)
     assert t.fractions["activations"]["subnormal"] == 0.3794 and t.loss == 2.31
     for out in both(t):
         assert "flushed (%)" in out and "inf (%)" in out and "saturated" not in out  # fp16's classes of finite values
         assert "subnormal (%)" in out and "91.35" in out and "37.94" in out and "0.03" in out and "loss 2" in out
-    with pytest.raises(TypeError, match="census must be the dict of fp16.gradient_census"):
+    assert repr(census) == repr(t)  # a census is shown as its table
+    with pytest.raises(TypeError, match="census must be the GradientCensus of fp16.gradient_census"):
         CensusTable.of({"loss": 1.0})
 
 

@@ -51,7 +51,7 @@ def test_scaled_histogram_moves_with_the_exponent(census05):
     assert a.get_xlim() == b.get_xlim() and eb[-1] <= b.get_xlim()[1]
     assert by_gid(a, "region overflow") and by_gid(a, "region zero")
     h = by_gid(a, "activations fill")[0].get_data().values
-    assert h.sum() == pytest.approx(1 - float((census05["activations"] == 0).float().mean()))
+    assert h.sum() == pytest.approx(1 - float((census05.activations == 0).float().mean()))
     with pytest.raises(TypeError):
         plot_scaled_histogram(census05, 1.5)
 
