@@ -34,28 +34,28 @@ def main() -> int:
         print(f"  {r['size']:>5} {r['dtype']:<5} {rate}")
     for r in timed("odd_size_effect", lambda: e2e.odd_size_effect(device=device)):
         print(f"  {r['size']:>5} {r['tflops']:.3f} TFLOP/s ({r['relative_to_first']:.2f} of the first)")
-    for k, r in timed("launch_bound_demo", lambda: e2e.launch_bound_demo(device=device)).items():
+    for k, r in timed("launch_bound_demo", lambda: e2e.launch_bound_demo(device=device)).runs.items():
         print(
-            f"  {k}: {r['model']}: fp32 {r['fp32_step_s'] * 1e3:.3f} ms, bf16 autocast "
-            f"{r['bf16_autocast_step_s'] * 1e3:.3f} ms, speed-up {r['speedup']:.2f}x"
+            f"  {k}: {r.model}: fp32 {r.fp32_step_s * 1e3:.3f} ms, bf16 autocast "
+            f"{r.bf16_autocast_step_s * 1e3:.3f} ms, speed-up {r.speedup:.2f}x"
         )
     total = 0.0
     for cfg in e2e.CONFIGS:
         t0 = time.perf_counter()
         r = e2e.train(cfg, device=device, progress=False)
         dt = time.perf_counter() - t0
-        total += dt if r["ran"] else 0
-        if r["ran"]:
+        total += dt if r.ran else 0
+        if r.ran:
             print(
-                f"  train {cfg}: {dt:.2f} s; {r['step_time_s'] * 1e3:.1f} ms/step, peak "
-                f"{r['peak_memory_bytes'] / 2**20:.1f} MiB, loss {r['loss'][0]:.3f} -> {r['final_loss']:.3f}"
+                f"  train {cfg}: {dt:.2f} s; {r.step_time_s * 1e3:.1f} ms/step, peak "
+                f"{r.peak_memory_bytes / 2**20:.1f} MiB, loss {r.loss[0]:.3f} -> {r.final_loss:.3f}"
             )
         else:
-            print(f"  train {cfg}: {r['reason']}")
+            print(f"  train {cfg}: {r.reason}")
     print(f"== train, the runs that ran: {total:.2f} s")
     # the lesson's step clips (unscale_ + clip_grad_norm_); the same fp32 run without, for the cost of the clipping
     r = e2e.train("fp32", device=device, progress=False, make_step=lambda m, o, c, d: e2e.amp_step(m, o, c, d, None))
-    print(f"  train fp32 without clipping (max_norm=None): {r['step_time_s'] * 1e3:.1f} ms/step")
+    print(f"  train fp32 without clipping (max_norm=None): {r.step_time_s * 1e3:.1f} ms/step")
     for r in timed("inference_compare", lambda: e2e.inference_compare(device=device)):
         print(
             f"  {r['variant']:<14} max err {r['max_abs_error']:.3g}, {r['time_s'] * 1e3:.2f} ms, "
@@ -63,8 +63,8 @@ def main() -> int:
         )
     o = timed("overflow_demo", e2e.overflow_demo)
     print(
-        f"  max activation {o['max_activation']:.0f} (fp16 max {o['fp16_max']:.0f}); fp16 {o['outputs']['fp16']}; "
-        f"bf16 finite {o['bf16_finite']}, max err {o['bf16_max_abs_error']:.3g}"
+        f"  max activation {o.max_activation:.0f} (fp16 max {o.fp16_max:.0f}); fp16 {o.outputs['fp16']}; "
+        f"bf16 finite {o.bf16_finite}, max err {o.bf16_max_abs_error:.3g}"
     )
     return 0
 

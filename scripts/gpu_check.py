@@ -950,9 +950,9 @@ def check_amp_step(
                 batch=batch,
                 make_step=make,
             )
-            times[name] += list(r["step_times_s"])
-            final[name].append(r["final_loss"])
-            model = r["model"]
+            times[name] += list(r.step_times_s)
+            final[name].append(r.final_loss)
+            model = r.model
     med = {k: sorted(v)[len(v) // 2] * 1e3 for k, v in times.items()}
     out = {
         "model": model,

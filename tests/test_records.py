@@ -28,32 +28,13 @@ GENUINE_MAPPINGS = {
     "fp8.model_tensors": "tensor name -> tensor",
     "fp8.torch_fp8_overflow": "fp8 dtype name -> probed value -> what the cast gave",
     "compiled.step_times": "setting name -> Timing",
+    "tf32.time_matmuls": "setting name (fp32, and tf32 where it is real) -> Timing",
+    "micro.scale_rule_clipping": "scale rule -> RuleClipping",
+    "micro.train_low_precision": "update method -> LowPrecisionRun",
+    "distributed.gloo_allreduce_check": "format name -> AllreduceCheck",
 }
 
-NOT_YET_RECORDS = {
-    "tf32.error_vs_k": "errors per K and per setting for a plot",
-    "tf32.switches_tour": "the TF32 switches' settings before and after, for a printed tour",
-    "tf32.time_matmuls": "timings by setting plus the matmul's size",
-    "fp16.gradient_census": "census per tensor kind plus the model's loss",
-    "fp16.gradient_census_of": "census per tensor kind plus the model's loss",
-    "fp16.train_master_weights": "loss curves and final weights by run",
-    "autocast.cast_cost": "cast timings and sizes for a printed comparison",
-    "scaling.gradient_census_of": "census per tensor kind plus the model's loss",
-    "scaling.scale_sweep": "fractions per scale exponent, consumed by the safe-window helpers and plots",
-    "scaling.simulate_scaler": "the scaler's history (scale, skipped, scale_after), consumed by ScalerEvents.of",
-    "scaling.small_loss_census": "census of a small-loss model",
-    "scaling.train_comparison": "runs by recipe, consumed by TrainSummary.of",
-    "e2e.launch_bound_demo": "timings of a launch-bound step, consumed by LaunchTable.of",
-    "e2e.overflow_demo": "what fp16 and bf16 did with an overflowing step",
-    "e2e.train": "one training run, consumed by TrainingTable.of",
-    "e2e.training_plan": "the settings the training cells run",
-    "fp8.fp8_linear_check": "gradient errors and dtypes of the fp8 linear layer",
-    "distributed.gloo_allreduce_check": "what the gloo all-reduce gave on each rank",
-    "micro.scale_rule_clipping": "scale rule -> clipping shares and SNR (the inner dict is prose-keyed)",
-    "micro.tiny_updates": "trajectories by update method plus the exact sum",
-    "micro.train_low_precision": "update method -> loss curve and shares (the inner dict is prose-keyed)",
-    "compiled.fp8_saturation": "the probed values and what eager and compiled casts gave",
-}
+NOT_YET_RECORDS = {}
 
 
 def _returns_dict(fn) -> bool:
@@ -87,10 +68,27 @@ def test_public_functions_return_records_not_prose_keyed_dicts():
 @pytest.mark.parametrize(
     "qualname, record",
     [
+        ("autocast.cast_cost", "CastCost"),
+        ("e2e.launch_bound_demo", "LaunchBoundDemo"),
+        ("e2e.overflow_demo", "OverflowDemo"),
+        ("e2e.train", "TrainRun"),
+        ("e2e.training_plan", "TrainingPlan"),
+        ("fp16.gradient_census", "GradientCensus"),
+        ("fp16.gradient_census_of", "GradientCensus"),
         ("fp16.sum_copies", "SumCopies"),
+        ("fp16.train_master_weights", "MasterWeightRuns"),
         ("fp8.cast_stats", "CastStats"),
+        ("fp8.fp8_linear_check", "Fp8LinearErrors"),
         ("micro.recipe_stats", "RecipeStats"),
+        ("micro.tiny_updates", "TinyUpdates"),
         ("compiled.precision_errors", "PrecisionErrors"),
+        ("compiled.fp8_saturation", "Fp8Saturation"),
+        ("scaling.scale_sweep", "ScaleSweep"),
+        ("scaling.small_loss_census", "GradientCensus"),
+        ("scaling.simulate_scaler", "ScalerHistory"),
+        ("scaling.train_comparison", "TrainComparison"),
+        ("tf32.error_vs_k", "ErrorVsK"),
+        ("tf32.switches_tour", "SwitchesTour"),
     ],
 )
 def test_converted_results_are_frozen_records(qualname, record):

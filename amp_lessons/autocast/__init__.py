@@ -11,6 +11,7 @@ from .experiments import (
     DEVICE_TYPES,
     POLICIES,
     SOURCES,
+    CastCost,
     OpRecord,
     ProfileNode,
     ProfileTree,
@@ -29,6 +30,7 @@ from .plots import plot_output_dtypes
 from .support import runs_where
 
 __all__ = [
+    "CastCost",
     "DEVICE_TYPES",
     "OpRecord",
     "POLICIES",

@@ -48,11 +48,12 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 from .._runtime import quiet_fd2
-from .._table import Cell, html_table
+from .._table import Cell, TableRecord, html_table
 from .._validate import count, int_in, is_int, path_or_none, sequence
 from ..timing import time_fn
 
 __all__ = [
+    "CastCost",
     "DEVICE_TYPES",
     "OpRecord",
     "POLICIES",
@@ -1248,7 +1249,44 @@ def _check_size(size) -> tuple[int, int]:
     return rows, features
 
 
-def cast_cost(size=(4096, 1024), repeats: int = 20, *, device: str = "cpu") -> dict:
+@dataclass(frozen=True, repr=False)
+class CastCost(TableRecord):
+    """The timings of :func:`cast_cost` (medians, in seconds): ``autocast_layer_norm_s``,
+    ``upcast_then_layer_norm_s``, ``upcast_into_buffer_then_layer_norm_s``, ``cast_s`` and
+    ``layer_norm_fp32_s``; ``cast_over_layer_norm`` = ``cast_s / layer_norm_fp32_s``;
+    ``autocast_inserts_upcast`` whether autocast inserted the bf16 -> fp32 cast (traced); ``size`` (rows,
+    features), ``repeats`` and ``device`` (``"cpu"`` or the GPU's name) as measured. Shown as a table of the
+    timings in ms."""
+
+    autocast_layer_norm_s: float
+    upcast_then_layer_norm_s: float
+    upcast_into_buffer_then_layer_norm_s: float
+    cast_s: float
+    layer_norm_fp32_s: float
+    cast_over_layer_norm: float
+    autocast_inserts_upcast: bool
+    size: tuple[int, int]
+    repeats: int
+    device: str
+
+    LABELS = {
+        "autocast_layer_norm_s": "ln(x) under autocast",
+        "upcast_then_layer_norm_s": "ln(x.float())",
+        "upcast_into_buffer_then_layer_norm_s": "ln(buf.copy_(x))",
+        "cast_s": "x.float()",
+        "layer_norm_fp32_s": "ln(x32), no cast",
+    }
+
+    def _table(self):
+        rows = [(label, f"{getattr(self, f) * 1e3:.3f} ms") for f, label in self.LABELS.items()]
+        rows.append(("cast / fp32 layer norm", f"{self.cast_over_layer_norm:.2f}x"))
+        rows.append(("autocast inserts the upcast", str(self.autocast_inserts_upcast)))
+        rows_n, features = self.size
+        title = f"bf16 x ({rows_n} x {features}) into an fp32 LayerNorm on {self.device}, median of {self.repeats}"
+        return None, rows, title, ()
+
+
+def cast_cost(size=(4096, 1024), repeats: int = 20, *, device: str = "cpu") -> CastCost:
     """Time an fp32 layer norm fed a low-precision activation, and the cast it needs.
 
     ``x`` is a bfloat16 ``(rows, features)`` tensor (``size``; an int means square) and
@@ -1272,8 +1310,8 @@ def cast_cost(size=(4096, 1024), repeats: int = 20, *, device: str = "cpu") -> d
     - ``"layer_norm_fp32_s"``: ``ln(x32)`` on an fp32 copy of ``x``, no cast.
     - ``"cast_over_layer_norm"``: ``cast_s / layer_norm_fp32_s``.
 
-    Also ``"size"``, ``"repeats"``, ``"device"`` (``"cpu"`` or the GPU's name). CPU times
-    are noisy: the first large allocations of a process can add page-fault time, so run it
+    Returned as the :class:`CastCost`, with the ``size``, ``repeats`` and ``device`` (``"cpu"`` or the GPU's
+    name) measured. CPU times are noisy: the first large allocations of a process can add page-fault time, so run it
     twice before reading much into one result.
     """
     rows, features = _check_size(size)
@@ -1306,14 +1344,14 @@ def cast_cost(size=(4096, 1024), repeats: int = 20, *, device: str = "cpu") -> d
             "cast_s": time_fn(lambda: x.float(), device=device, repeats=int(repeats)).median_s,
             "layer_norm_fp32_s": time_fn(lambda: ln(x32), device=device, repeats=int(repeats)).median_s,
         }
-    times["cast_over_layer_norm"] = times["cast_s"] / times["layer_norm_fp32_s"]
-    times.update(
+    return CastCost(
+        **times,
+        cast_over_layer_norm=times["cast_s"] / times["layer_norm_fp32_s"],
         autocast_inserts_upcast=inserts,
         size=(rows, features),
         repeats=int(repeats),
         device=torch.cuda.get_device_name() if device == "cuda" else "cpu",
     )
-    return times
 
 
 def output_dtypes(exprs: dict, *args, device_types=DEVICE_TYPES) -> dict:

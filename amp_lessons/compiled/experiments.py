@@ -45,6 +45,7 @@ __all__ = [
     "CodeSummary",
     "CompiledWorkload",
     "EagerCasts",
+    "Fp8Saturation",
     "InductorUnavailable",
     "PrecisionErrors",
     "RunErrors",
@@ -610,12 +611,34 @@ def _to_e4m3(x):
     return x.to(torch.float8_e4m3fn).float()
 
 
-def fp8_saturation(values=(448.0, 500.0, 1e5, float("inf"))) -> dict:
+@dataclass(frozen=True, repr=False)
+class Fp8Saturation(TableRecord):
+    """What :func:`fp8_saturation`'s casts to ``float8_e4m3fn`` gave: ``values`` the fp32 values cast, ``eager`` and
+    ``compiled`` what each cast gave back (448 where it saturates, NaN where it does not), ``compile_seconds`` the
+    time of the first compiled call (compilation included). :attr:`agree`: whether the two casts gave the same
+    value (NaN and NaN agree) for every value. Shown as a table, one row per value."""
+
+    values: tuple[float, ...]
+    eager: tuple[float, ...]
+    compiled: tuple[float, ...]
+    compile_seconds: float
+
+    @property
+    def agree(self) -> bool:
+        """Whether eager and compiled casts agree on every value (NaN and NaN agree)."""
+        return all(e == c or (math.isnan(e) and math.isnan(c)) for e, c in zip(self.eager, self.compiled))
+
+    def _table(self):
+        rows = [(f"{v:g}", f"{e:g}", f"{c:g}") for v, e, c in zip(self.values, self.eager, self.compiled)]
+        title = f"fp32 -> float8_e4m3fn on torch {torch.__version__.split('+')[0]}"
+        return ("value", "eager cast", "compiled cast"), rows, title, ()
+
+
+def fp8_saturation(values=(448.0, 500.0, 1e5, float("inf"))) -> Fp8Saturation:
     """Cast ``values`` (fp32) to ``float8_e4m3fn`` eagerly and in a compiled function, on this torch and CPU.
 
-    Returns ``{"values": [...], "eager": [...], "compiled": [...], "compile_seconds": float}``: what each cast
-    gives back (448 where it saturates, NaN where it does not). Raises :class:`InductorUnavailable` when no C++
-    compiler is installed."""
+    Returns the :class:`Fp8Saturation`: what each cast gives back (448 where it saturates, NaN where it does not)
+    and the compile time. Raises :class:`InductorUnavailable` when no C++ compiler is installed."""
     if isinstance(values, torch.Tensor):
         values = values.tolist()
     if not isinstance(values, (tuple, list)) or not values or not all(isinstance(v, (int, float)) for v in values):
@@ -629,4 +652,4 @@ def fp8_saturation(values=(448.0, 500.0, 1e5, float("inf"))) -> dict:
         t0 = time.perf_counter()
         compiled = fn(x)
         seconds = time.perf_counter() - t0
-    return {"values": x.tolist(), "eager": eager.tolist(), "compiled": compiled.tolist(), "compile_seconds": seconds}
+    return Fp8Saturation(tuple(x.tolist()), tuple(eager.tolist()), tuple(compiled.tolist()), seconds)

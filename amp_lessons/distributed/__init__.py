@@ -15,6 +15,7 @@ from .experiments import (
     REDUCTION_FORMATS,
     REDUCTION_METHODS,
     REDUCTION_ORDERS,
+    AllreduceCheck,
     BuildCheck,
     DdpStep,
     ForkUnsafe,
@@ -52,6 +53,7 @@ from .plots import (
 from .support import runs_where
 
 __all__ = [
+    "AllreduceCheck",
     "BuildCheck",
     "DdpStep",
     "ForkUnsafe",

@@ -64,6 +64,7 @@ from ..formats import quantize
 from .key_code import tiny_mlp
 
 __all__ = [
+    "AllreduceCheck",
     "BuildCheck",
     "MAX_EMULATED_WORLD_SIZE",
     "MAX_WORLD_SIZE",
@@ -1206,12 +1207,28 @@ def _allreduce_rank(rank: int, world_size: int, elements: int, seed: int) -> dic
     return {"grads": grads, **out}
 
 
-def gloo_allreduce_check(world_size: int = 2, elements: int = 256, seed: int = 0, *, timeout: float = 60.0) -> dict:
+@dataclass(frozen=True)
+class AllreduceCheck:
+    """What the real gloo ``all_reduce`` of :func:`gloo_allreduce_check` gave in one format ``fmt``:
+    ``ranks_agree`` whether all ranks got the same result, ``matching_some_ring_order`` the fraction of elements
+    equal bit for bit to :func:`ring_sum` from some starting rank in some direction, ``gloo_error`` and
+    ``emulated_error`` the normwise errors of gloo and of the emulated ring from rank 0 against the exact sum."""
+
+    fmt: str
+    ranks_agree: bool
+    matching_some_ring_order: float
+    gloo_error: float
+    emulated_error: float
+
+
+def gloo_allreduce_check(
+    world_size: int = 2, elements: int = 256, seed: int = 0, *, timeout: float = 60.0
+) -> dict[str, AllreduceCheck]:
     """The real gloo ``all_reduce`` (bf16 and fp32) of ``world_size`` ranks' bf16-representable gradients,
     against the emulation: per format, the fraction of elements equal bit for bit to :func:`ring_sum` from
     some starting rank in some direction (gloo splits the tensor in chunks, each reduced along the ring from a
     different rank), whether all ranks got the same result, and the normwise errors of gloo and of the
-    emulated ring from rank 0 against the exact sum."""
+    emulated ring from rank 0 against the exact sum: format name ("bf16", "fp32") -> its :class:`AllreduceCheck`."""
     world_size = _check_world_size(world_size)
     if world_size < 2:
         raise ValueError(f"world_size={world_size!r} is not allowed: a reduction needs at least 2 ranks")
@@ -1232,10 +1249,11 @@ def gloo_allreduce_check(world_size: int = 2, elements: int = 256, seed: int = 0
         match = torch.zeros(elements, dtype=torch.bool)
         for o in orders:
             match |= o == got
-        report[fmt] = {
-            "ranks_agree": all(torch.equal(r[fmt], got) for r in rs),
-            "matching_some_ring_order": float(match.float().mean()),
-            "gloo_error": float((got.double() - exact).norm() / exact.norm()),
-            "emulated_error": float((orders[0].double() - exact).norm() / exact.norm()),
-        }
+        report[fmt] = AllreduceCheck(
+            fmt=fmt,
+            ranks_agree=all(torch.equal(r[fmt], got) for r in rs),
+            matching_some_ring_order=float(match.float().mean()),
+            gloo_error=float((got.double() - exact).norm() / exact.norm()),
+            emulated_error=float((orders[0].double() - exact).norm() / exact.norm()),
+        )
     return report

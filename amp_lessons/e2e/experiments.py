@@ -39,17 +39,22 @@ from . import key_code
 __all__ = [
     "CONFIGS",
     "InferenceTable",
+    "LaunchBoundDemo",
     "LaunchTable",
     "MIN_TRAIN_STEPS",
     "NOISY_RANGE",
+    "OverflowDemo",
     "RATE_PROBE_SIZE",
     "RateTable",
     "SLOW_FP16_RATIO",
     "SpecRatioTable",
+    "StepTimes",
     "TENSOR_CORE_GENERATIONS",
     "TensorCoreTable",
     "ThroughputTable",
     "TinyTransformer",
+    "TrainRun",
+    "TrainingPlan",
     "TrainingTable",
     "amp_step",
     "first_rates",
@@ -462,9 +467,48 @@ def odd_size_effect(
 # --------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class StepTimes:
+    """One model's training steps in :func:`launch_bound_demo`: ``model`` its description, ``flops_per_step`` the
+    matmul FLOPs of a step, ``fp32_step_s`` and ``bf16_autocast_step_s`` the medians, ``speedup`` = fp32 median /
+    bf16 median, ``fp32_times_s`` and ``bf16_autocast_times_s`` every timed step (for the spread), ``cut_short``
+    a sentence when fewer steps than asked were timed (the time budget was spent), else None."""
+
+    model: str
+    flops_per_step: float
+    fp32_step_s: float
+    bf16_autocast_step_s: float
+    speedup: float
+    fp32_times_s: tuple[float, ...]
+    bf16_autocast_times_s: tuple[float, ...]
+    cut_short: str | None = None
+
+
+@dataclass(frozen=True, repr=False)
+class LaunchBoundDemo(TableRecord):
+    """What :func:`launch_bound_demo` timed: the :class:`StepTimes` of the ``tiny`` and the ``large`` model, and
+    ``width_chosen``, a sentence saying which width the large one has and why. Shown as its
+    :class:`LaunchTable`."""
+
+    tiny: StepTimes
+    large: StepTimes
+    width_chosen: str
+
+    @property
+    def runs(self) -> dict[str, StepTimes]:
+        """The two models' step times by name: "tiny" and "large"."""
+        return {"tiny": self.tiny, "large": self.large}
+
+    def _table(self):
+        return LaunchTable.of(self)._table()
+
+    def _marked(self):
+        return LaunchTable.of(self)._marked()
+
+
 def _mlp_step_times(
     width: int, batch: int, d: torch.device, repeats: int, deadline: float = math.inf, bar=None
-) -> dict:
+) -> StepTimes:
     g = torch.Generator().manual_seed(0)
     model = nn.Sequential(*[nn.Linear(width, width) for _ in range(3)]).to(d)
     x = torch.randn(batch, width, generator=g).to(d)
@@ -485,23 +529,22 @@ def _mlp_step_times(
         t16, cut16 = _time_until(step(True), d, 2, repeats, deadline)
         if bar is not None:
             bar.update()
-    out = {
-        "model": f"3 x Linear({width}, {width}), batch {batch}",
-        "flops_per_step": 3 * 3 * 2.0 * batch * width * width,  # forward + 2 backward matmuls per layer
-        "fp32_step_s": statistics.median(t32),
-        "bf16_autocast_step_s": statistics.median(t16),
-        "speedup": statistics.median(t32) / statistics.median(t16),
-        "fp32_times_s": t32,
-        "bf16_autocast_times_s": t16,
-    }
-    if cut32 or cut16:
-        out["cut_short"] = f"timed {len(t32)} and {len(t16)} steps, not {repeats}: the time budget was spent"
-    return out
+    cut = f"timed {len(t32)} and {len(t16)} steps, not {repeats}: the time budget was spent"
+    return StepTimes(
+        model=f"3 x Linear({width}, {width}), batch {batch}",
+        flops_per_step=3 * 3 * 2.0 * batch * width * width,  # forward + 2 backward matmuls per layer
+        fp32_step_s=statistics.median(t32),
+        bf16_autocast_step_s=statistics.median(t16),
+        speedup=statistics.median(t32) / statistics.median(t16),
+        fp32_times_s=tuple(t32),
+        bf16_autocast_times_s=tuple(t16),
+        cut_short=cut if cut32 or cut16 else None,
+    )
 
 
 def launch_bound_demo(
     *, device="cpu", repeats: int = 20, large_width: int | None = None, budget_s: float = 2.0, progress: bool = True
-) -> dict:
+) -> LaunchBoundDemo:
     """One training step (forward, backward) of a tiny MLP (3 x Linear(64, 64), batch 8) in fp32
     and under bf16 autocast, measured: with so little work per op the time is per-op overhead
     (Python, dispatch, autocast's casts, kernel launches), so bf16 buys nothing. The same step of a
@@ -509,12 +552,11 @@ def launch_bound_demo(
     GPU, halved (down to 64) until its bf16 steps are predicted by :func:`matmul_rates` to take at
     most ``budget_s`` seconds (a CPU without bf16 instructions runs them tens of times slower than fp32).
 
-    Returns ``{"tiny": {...}, "large": {...}}``, each ``{"model", "flops_per_step", "fp32_step_s",
-    "bf16_autocast_step_s", "speedup", "fp32_times_s", "bf16_autocast_times_s"}`` (speedup = fp32 median / bf16
-    median; the ``*_times_s`` are every timed step, for the spread: ``e2e.LaunchTable.of(result)``); "large" also has
-    ``"width_chosen"``, a sentence saying which width was used and why. The timing stops adding repeats once
-    twice ``budget_s`` has been spent (a machine busy with other work); a model timed fewer times than asked has
-    ``"cut_short"``, a sentence saying so. ``progress``: a progress bar over the four timings."""
+    Returns the :class:`LaunchBoundDemo`: the :class:`StepTimes` of the tiny and the large model (speedup = fp32
+    median / bf16 median; every timed step, for the spread: ``e2e.LaunchTable.of(result)``) and ``width_chosen``, a
+    sentence saying which width the large one has and why. The timing stops adding repeats once twice
+    ``budget_s`` has been spent (a machine busy with other work); a model timed fewer times than asked has a
+    ``cut_short`` sentence saying so. ``progress``: a progress bar over the four timings."""
     d = parse_device(device)
     repeats = _int(repeats, "repeats")
     budget_s = _positive(budget_s, "budget_s")
@@ -534,8 +576,7 @@ def launch_bound_demo(
     with Progress(total=4, desc="timing steps", disable=not progress) as bar:
         tiny = _mlp_step_times(64, 8, d, repeats, deadline, bar)
         large = _mlp_step_times(width, width, d, large_repeats, deadline, bar)
-    large["width_chosen"] = why
-    return {"tiny": tiny, "large": large}
+    return LaunchBoundDemo(tiny, large, why)
 
 
 # --------------------------------------------------------------------------------------------
@@ -711,7 +752,34 @@ def _step_flops(mk: dict, batch: int) -> float:
     return 3.0 * forward
 
 
-def training_plan(*, device="cpu", budget_s: float = 8.0, allow_slow_fp16: bool = False) -> dict:
+@dataclass(frozen=True, repr=False)
+class TrainingPlan(TableRecord):
+    """What :func:`training_plan` chose: ``model`` the :class:`TinyTransformer` keyword arguments, ``batch``,
+    ``steps``, ``configs`` the configurations of :data:`CONFIGS` that run here, ``predicted_s`` configuration ->
+    predicted seconds (CPU only, else None), ``scaled_down`` whether the model is smaller than the full size,
+    ``note`` a sentence saying what was chosen and why. Shown as a small table."""
+
+    model: dict
+    batch: int
+    steps: int
+    configs: tuple[str, ...]
+    predicted_s: dict[str, float] | None
+    scaled_down: bool
+    note: str
+
+    def _table(self):
+        model = ", ".join(f"{k} {v}" for k, v in self.model.items())
+        rows = [
+            ("model", model),
+            ("batch", str(self.batch)),
+            ("steps", str(self.steps)),
+            ("configurations", ", ".join(self.configs)),
+            ("scaled down", str(self.scaled_down)),
+        ]
+        return None, rows, "the training runs' plan", (self.note,)
+
+
+def training_plan(*, device="cpu", budget_s: float = 8.0, allow_slow_fp16: bool = False) -> TrainingPlan:
     """The model and batch that :func:`train` uses by default on ``device``, chosen from a measurement.
 
     On a GPU: d_model 768, 6 layers, 256 tokens, batch 32, 100 steps. On a CPU: the first of four
@@ -722,9 +790,9 @@ def training_plan(*, device="cpu", budget_s: float = 8.0, allow_slow_fp16: bool 
     (most laptops), bf16 matmuls run tens of times slower than fp32 and the model is scaled down for every
     configuration alike, so that the runs stay comparable. The smallest size is used if none fits.
 
-    Returns ``{"model": TinyTransformer kwargs, "batch", "steps", "configs": those that run here,
-    "predicted_s": {config: seconds} (CPU only, else None), "scaled_down": bool, "note": a sentence
-    saying what was chosen and why}``."""
+    Returns the :class:`TrainingPlan`: the model's keyword arguments, the batch, the steps, the configurations
+    that run here, the predicted seconds (CPU only), whether the model was scaled down and a sentence saying what
+    was chosen and why."""
     d = parse_device(device)
     budget_s = _positive(budget_s, "budget_s")
     if not isinstance(allow_slow_fp16, bool):
@@ -732,15 +800,15 @@ def training_plan(*, device="cpu", budget_s: float = 8.0, allow_slow_fp16: bool 
     report = device_report()
     configs = [c for c in CONFIGS if _not_run_reason(c, d, report, allow_slow_fp16) is None]
     if d.type != "cpu":
-        return {
-            "model": dict(_GPU_MODEL),
-            "batch": _GPU_RUN["batch"],
-            "steps": _GPU_RUN["steps"],
-            "configs": configs,
-            "predicted_s": None,
-            "scaled_down": False,
-            "note": "GPU: the full-size model (d_model 768, 6 layers, 256 tokens, batch 32, 100 steps)",
-        }
+        return TrainingPlan(
+            model=dict(_GPU_MODEL),
+            batch=_GPU_RUN["batch"],
+            steps=_GPU_RUN["steps"],
+            configs=tuple(configs),
+            predicted_s=None,
+            scaled_down=False,
+            note="GPU: the full-size model (d_model 768, 6 layers, 256 tokens, batch 32, 100 steps)",
+        )
     rates = matmul_rates(d)
     steps = _CPU_RUN["steps"]
 
@@ -764,15 +832,15 @@ def training_plan(*, device="cpu", budget_s: float = 8.0, allow_slow_fp16: bool 
         )
     else:
         note = f"full size: {size} (about {sum(pred.values()):.1f} s predicted for {len(configs)} runs)"
-    return {
-        "model": dict(mk),
-        "batch": batch,
-        "steps": steps,
-        "configs": configs,
-        "predicted_s": pred,
-        "scaled_down": scaled,
-        "note": note,
-    }
+    return TrainingPlan(
+        model=dict(mk),
+        batch=batch,
+        steps=steps,
+        configs=tuple(configs),
+        predicted_s=pred,
+        scaled_down=scaled,
+        note=note,
+    )
 
 
 def amp_step(model: nn.Module, optimizer, config: str, device_type: str, max_norm: float | None = 1.0):
@@ -805,6 +873,34 @@ MIN_TRAIN_STEPS = 6
 still shows the model learning."""
 
 
+@dataclass(frozen=True, repr=False)
+class TrainRun(TableRecord):
+    """One run of :func:`train`: ``config`` (one of :data:`CONFIGS`) and ``ran``. A run that did not run has only
+    ``reason``, a sentence saying why. A run that ran has ``loss`` (per step), ``final_loss``, ``step_time_s`` (the
+    median step time, synchronised on a GPU), ``step_times_s`` (every timed step, the first, a warm-up, left out),
+    ``peak_memory_bytes`` (:func:`peak_memory` of the last step: activations, gradients, optimizer temporaries;
+    not the parameters and optimizer state that already existed), ``device``, ``steps`` (run), ``planned_steps``,
+    ``stopped_early`` (None, or a sentence saying after how many steps and seconds the budget stopped the run) and
+    ``model`` (the :class:`TinyTransformer` arguments and the batch). Shown as its :class:`TrainingTable`."""
+
+    config: str
+    ran: bool
+    reason: str | None = None
+    loss: tuple[float, ...] = ()
+    final_loss: float | None = None
+    step_time_s: float | None = None
+    step_times_s: tuple[float, ...] = ()
+    peak_memory_bytes: int | None = None
+    device: str | None = None
+    steps: int = 0
+    planned_steps: int = 0
+    stopped_early: str | None = None
+    model: dict | None = None
+
+    def _table(self):
+        return TrainingTable.of([self])._table()
+
+
 def train(
     config: str,
     *,
@@ -818,7 +914,7 @@ def train(
     allow_slow_fp16: bool = False,
     make_step=None,
     budget_s: float = math.inf,
-) -> dict:
+) -> TrainRun:
     """Train a :class:`TinyTransformer` on :func:`make_batches` data in one of :data:`CONFIGS`.
 
     One loop for all four: each step is ``make_step(model, optimizer, config, device_type)(x, y)``,
@@ -838,13 +934,9 @@ def train(
     steps), so that a machine busy with other work does not turn a predicted few seconds into minutes; the data of
     each step stays that of the planned run, so runs stopped at different steps compare step by step.
 
-    Returns ``{"config", "ran": True, "loss": [per step], "final_loss", "step_time_s": median
-    step time (synchronised on a GPU), "step_times_s": every timed step (the first, a warm-up, left out),
-    "peak_memory_bytes": :func:`peak_memory` of the last step
-    (activations, gradients, optimizer temporaries; not the parameters and optimizer state that
-    already existed), "device", "steps" (run), "planned_steps", "stopped_early" (None, or a sentence saying
-    after how many steps and seconds the budget stopped the run), "model"}``; or ``{"config", "ran": False, "reason"}``
-    where the config cannot be run meaningfully here (TF32 without an Ampere+ GPU; fp16 where its
+    Returns the :class:`TrainRun`: its losses, median and every step time, the peak memory of a step, the steps
+    run and planned, and whether the budget stopped it early; or, with ``ran`` False and its ``reason``, where the
+    config cannot be run meaningfully here (TF32 without an Ampere+ GPU; fp16 where its
     measured matmul rate is under a quarter of fp32's, unless ``allow_slow_fp16``)."""
     if config not in CONFIGS:
         raise ValueError(f"unknown config {config!r}: use one of {', '.join(map(repr, CONFIGS))}")
@@ -856,13 +948,13 @@ def train(
     d = parse_device(device)
     reason = _not_run_reason(config, d, device_report(), allow_slow_fp16)
     if reason:
-        return {"config": config, "ran": False, "reason": reason}
+        return TrainRun(config, False, reason)
     plan = training_plan(device=d, allow_slow_fp16=allow_slow_fp16)
-    steps = _int(steps if steps is not None else plan["steps"], "steps", 2)
-    batch = _int(batch if batch is not None else plan["batch"], "batch")
+    steps = _int(steps if steps is not None else plan.steps, "steps", 2)
+    batch = _int(batch if batch is not None else plan.batch, "batch")
     seed, progress = _validate.seed(seed), flag(progress, "progress")
     budget_s = _positive(budget_s, "budget_s")
-    mk = plan["model"]
+    mk = plan.model
     if model_kwargs is not None:
         if not isinstance(model_kwargs, dict):
             raise TypeError(f"model_kwargs must be a dict of TinyTransformer arguments, got {model_kwargs!r}")
@@ -909,20 +1001,20 @@ def train(
         box = []
         peak = peak_memory(lambda: box.append(step(len(losses))), device=d)
         losses.append(box[0])
-    return {
-        "config": config,
-        "ran": True,
-        "loss": losses,
-        "final_loss": losses[-1],
-        "step_time_s": statistics.median(times[1:] if len(times) > 1 else times),
-        "step_times_s": tuple(times[1:] if len(times) > 1 else times),
-        "peak_memory_bytes": peak,
-        "device": str(d) if d.type == "cpu" else torch.cuda.get_device_name(d),
-        "steps": len(losses),
-        "planned_steps": steps,
-        "stopped_early": stopped,
-        "model": dict(mk, batch=batch),
-    }
+    return TrainRun(
+        config=config,
+        ran=True,
+        loss=tuple(losses),
+        final_loss=losses[-1],
+        step_time_s=statistics.median(times[1:] if len(times) > 1 else times),
+        step_times_s=tuple(times[1:] if len(times) > 1 else times),
+        peak_memory_bytes=peak,
+        device=str(d) if d.type == "cpu" else torch.cuda.get_device_name(d),
+        steps=len(losses),
+        planned_steps=steps,
+        stopped_early=stopped,
+        model=dict(mk, batch=batch),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -1009,15 +1101,38 @@ def inference_compare(
     return rows
 
 
-def overflow_demo() -> dict:
+@dataclass(frozen=True, repr=False)
+class OverflowDemo(TableRecord):
+    """What :func:`overflow_demo`'s layer did in each dtype: ``max_activation`` its largest activation (in fp32),
+    ``fp16_max`` fp16's largest value, ``outputs`` dtype name ("fp32", "fp16", "bf16") -> the outputs,
+    ``fp16_finite`` and ``bf16_finite`` whether those outputs are all finite, ``bf16_max_abs_error`` the largest
+    difference of the bf16 outputs from fp32's. Shown as a small table."""
+
+    max_activation: float
+    fp16_max: float
+    outputs: dict[str, tuple[float, ...]]
+    fp16_finite: bool
+    bf16_finite: bool
+    bf16_max_abs_error: float
+
+    def _table(self):
+        rows = [
+            ("largest activation", f"{self.max_activation:.0f}"),
+            ("fp16's largest value", f"{self.fp16_max:.0f}"),
+            ("fp16 outputs finite", str(self.fp16_finite)),
+            ("bf16 outputs finite", str(self.bf16_finite)),
+            ("bf16 outputs' largest error against fp32", f"{self.bf16_max_abs_error:.1g}"),
+        ]
+        return None, rows, "an overflowing layer in fp32, fp16 and bf16", ()
+
+
+def overflow_demo() -> OverflowDemo:
     """A tiny layer whose activations exceed fp16's largest value (65504): Linear(8, 8) with
     weights 100 x identity on inputs up to 2000 (activations up to 2e5), then LayerNorm and a
     Linear(8, 4) head, in fp32, ``.half()`` and ``.to(torch.bfloat16)`` (CPU, a few µs).
 
     fp16 stores the big activations as inf, LayerNorm turns inf - inf into NaN; bf16 has fp32's
-    range and stays finite (with bf16's ~3-digit precision). Returns ``{"max_activation",
-    "fp16_max", "outputs": {name: list of floats}, "fp16_finite", "bf16_finite",
-    "bf16_max_abs_error"}``."""
+    range and stays finite (with bf16's ~3-digit precision). Returns the :class:`OverflowDemo`."""
     g = torch.Generator().manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8), nn.Linear(8, 4))
     with torch.no_grad():
@@ -1031,14 +1146,14 @@ def overflow_demo() -> dict:
         act = model[0](x).abs().max().item()
         for name, dtype in (("fp32", torch.float32), ("fp16", torch.float16), ("bf16", torch.bfloat16)):
             outs[name] = copy.deepcopy(model).to(dtype)(x.to(dtype)).float()
-    return {
-        "max_activation": act,
-        "fp16_max": torch.finfo(torch.float16).max,
-        "outputs": {k: v.reshape(-1).tolist() for k, v in outs.items()},
-        "fp16_finite": bool(torch.isfinite(outs["fp16"]).all()),
-        "bf16_finite": bool(torch.isfinite(outs["bf16"]).all()),
-        "bf16_max_abs_error": (outs["bf16"] - outs["fp32"]).abs().max().item(),
-    }
+    return OverflowDemo(
+        max_activation=act,
+        fp16_max=torch.finfo(torch.float16).max,
+        outputs={k: tuple(v.reshape(-1).tolist()) for k, v in outs.items()},
+        fp16_finite=bool(torch.isfinite(outs["fp16"]).all()),
+        bf16_finite=bool(torch.isfinite(outs["bf16"]).all()),
+        bf16_max_abs_error=(outs["bf16"] - outs["fp32"]).abs().max().item(),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -1085,13 +1200,13 @@ def record_training(
     for cfg in CONFIGS:
         r = train(cfg, steps=steps, device=d, progress=False, model_kwargs=model_kwargs, batch=batch)
         key = cfg.split()[0]
-        if not r["ran"]:
-            out[f"{key}_not_run"] = r["reason"]
+        if not r.ran:
+            out[f"{key}_not_run"] = r.reason
             continue
-        out[f"{key}_step_time_s"] = r["step_time_s"]
-        out[f"{key}_peak_memory_bytes"] = r["peak_memory_bytes"]
-        out[f"{key}_final_loss"] = r["final_loss"]
-        out["model"] = ", ".join(f"{k}={v}" for k, v in r["model"].items())
+        out[f"{key}_step_time_s"] = r.step_time_s
+        out[f"{key}_peak_memory_bytes"] = r.peak_memory_bytes
+        out[f"{key}_final_loss"] = r.final_loss
+        out["model"] = ", ".join(f"{k}={v}" for k, v in r.model.items())
     return out
 
 
@@ -1320,19 +1435,17 @@ class LaunchTable(TableRecord):
 
     @classmethod
     def of(cls, launch) -> LaunchTable:
-        keys = {"model", "fp32_times_s", "bf16_autocast_times_s"}
-        if not isinstance(launch, dict) or not all(isinstance(v, dict) and keys <= set(v) for v in launch.values()):
-            _need(launch, "launch", "the dict returned by e2e.launch_bound_demo")
+        if not isinstance(launch, LaunchBoundDemo):
+            _need(launch, "launch", "the LaunchBoundDemo returned by e2e.launch_bound_demo")
         comparisons = {
             name: timing.TimingComparison.of(
-                r["fp32_times_s"], r["bf16_autocast_times_s"], labels=("fp32", "bf16 autocast"), what="training step"
+                r.fp32_times_s, r.bf16_autocast_times_s, labels=("fp32", "bf16 autocast"), what="training step"
             )
-            for name, r in launch.items()
+            for name, r in launch.runs.items()
         }
-        models = {name: r["model"] for name, r in launch.items()}
-        note = next((r["width_chosen"] for r in launch.values() if "width_chosen" in r), "")
-        cut = tuple(f"{name}: {r['cut_short']}" for name, r in launch.items() if r.get("cut_short"))
-        return cls(comparisons, models, note, cut)
+        models = {name: r.model for name, r in launch.runs.items()}
+        cut = tuple(f"{name}: {r.cut_short}" for name, r in launch.runs.items() if r.cut_short)
+        return cls(comparisons, models, launch.width_chosen, cut)
 
     def _table(self) -> tuple:
         unit, size = max(
@@ -1396,15 +1509,16 @@ class TrainingTable(TableRecord):
 
     @classmethod
     def of(cls, runs) -> TrainingTable:
-        runs = _rows_of(runs, {"config", "ran"}, "runs", "a list of results of e2e.train")
+        if not isinstance(runs, (list, tuple)) or not runs or not all(isinstance(r, TrainRun) for r in runs):
+            _need(runs, "runs", "a list of the TrainRuns of e2e.train")
         ran, not_run, stopped = [], [], []
         for r in runs:
-            if r["ran"]:
-                ran.append((r["config"], timing.Spread.of(r["step_times_s"]), r["peak_memory_bytes"], r["final_loss"]))
-                if r.get("stopped_early"):
-                    stopped.append((r["config"], r["stopped_early"]))
+            if r.ran:
+                ran.append((r.config, timing.Spread.of(r.step_times_s), r.peak_memory_bytes, r.final_loss))
+                if r.stopped_early:
+                    stopped.append((r.config, r.stopped_early))
             else:
-                not_run.append((r["config"], r["reason"]))
+                not_run.append((r.config, r.reason))
         return cls(tuple(ran), tuple(not_run), tuple(stopped))
 
     def step_times(self, config: str) -> timing.Spread:

@@ -15,6 +15,7 @@ from .._draw import (
     series,
     styled,
 )
+from ..e2e.experiments import TrainRun
 from ..style import format_color
 
 __all__ = [
@@ -77,8 +78,8 @@ def plot_training_runs(results, ax=None) -> Axes:
     the plot with the first part of their reason.
     Named artists (:func:`amp_lessons._draw.named_artists`): each run's curve by its config."""
     results = list(results.values()) if isinstance(results, dict) else list(results)
-    if not results or not all(isinstance(r, dict) and "config" in r and "ran" in r for r in results):
-        raise TypeError("results must be a non-empty list of dicts returned by amp_lessons.e2e.train")
+    if not results or not all(isinstance(r, TrainRun) for r in results):
+        raise TypeError("results must be a non-empty list of the TrainRuns returned by amp_lessons.e2e.train")
     ax = axes_for(ax, (9, 4.8))
     styles = {
         "fp32": dict(color=format_color("fp32"), lw=2.4),
@@ -88,18 +89,18 @@ def plot_training_runs(results, ax=None) -> Axes:
     }
     skipped = []
     for r in results:
-        if not r["ran"]:
-            skipped.append(f"{r['config']}: {r['reason'].split(':', 1)[-1].split(',')[0].strip()}")
+        if not r.ran:
+            skipped.append(f"{r.config}: {r.reason.split(':', 1)[-1].split(',')[0].strip()}")
             continue
-        y = series(r["loss"], r["config"])
-        label = f"{r['config']}: {r['step_time_s'] * 1e3:.1f} ms/step, peak {_mib(r['peak_memory_bytes'])}"
+        y = series(r.loss, r.config)
+        label = f"{r.config}: {r.step_time_s * 1e3:.1f} ms/step, peak {_mib(r.peak_memory_bytes)}"
         (line,) = ax.plot(
             np.arange(1, y.size + 1),
             y,
             label=label,
-            **styles.get(r["config"], dict(color=format_color(r["config"]))),
+            **styles.get(r.config, dict(color=format_color(r.config))),
         )
-        name_artist(ax, r["config"], line)
+        name_artist(ax, r.config, line)
     ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss (cross-entropy)")

@@ -8,6 +8,8 @@ from .checks import (
     check_stall_value,
 )
 from .experiments import (
+    GradientCensus,
+    MasterWeightRuns,
     SumCopies,
     census_fractions,
     check_copies,
@@ -43,6 +45,8 @@ from .support import runs_where
 __all__ = [
     "MagnitudeExplorer",
     "REGION_FORMATS",
+    "GradientCensus",
+    "MasterWeightRuns",
     "SumCopies",
     "SumExplorer",
     "census_fractions",

@@ -33,6 +33,8 @@ from ..formats import CLASSES, FloatFormat, check_modes, float32_input, get_form
 from .key_code import sgd_step
 
 __all__ = [
+    "MasterWeightRuns",
+    "GradientCensus",
     "SumCopies",
     "census_fractions",
     "check_copies",
@@ -370,9 +372,32 @@ def _regression(seed: int, n: int = 256, d: int = 64, noise: float = 0.01):
     return x, y
 
 
+@dataclass(frozen=True, repr=False)
+class MasterWeightRuns(TableRecord):
+    """The three training runs of :func:`train_master_weights`, by run name ("fp32", "fp16 weights", "fp32 master
+    weights"): ``loss`` the loss of each step, ``lost_fraction`` the mean over steps of the fraction of weight
+    updates lost in the run's own weight storage, ``lost_if_fmt`` the same fraction had the run's weights been
+    stored in ``fmt``; ``steps`` and ``lr`` as trained. Shown as a table of each run's final loss and shares."""
+
+    fmt: str
+    steps: int
+    lr: float
+    loss: dict[str, tuple[float, ...]]
+    lost_fraction: dict[str, float]
+    lost_if_fmt: dict[str, float]
+
+    def _table(self):
+        header = ("run", "final loss", "updates lost", f"lost if stored in {self.fmt}")
+        rows = [
+            (run, f"{losses[-1]:.3g}", f"{self.lost_fraction[run]:.2%}", f"{self.lost_if_fmt[run]:.2%}")
+            for run, losses in self.loss.items()
+        ]
+        return header, rows, f"{self.steps} SGD steps (lr {self.lr:g}), weights in fp32 and in {self.fmt}", ()
+
+
 def train_master_weights(
     steps: int = 300, *, lr: float = 0.1, seed: int = 0, progress: bool = True, fmt="fp16"
-) -> dict:
+) -> MasterWeightRuns:
     """Train one linear regression (64 weights of magnitude 1..4, 256 generated samples, loss
     ``mean((x @ w - y)**2) / 2``, plain SGD from zero) three ways, same data, same start:
 
@@ -385,10 +410,8 @@ def train_master_weights(
     rounded values (``formats.quantize``, no real fp16 matmuls, which would be slow on a CPU) - as
     on a GPU, where fp16 tensor cores multiply fp16 values and accumulate in fp32.
 
-    Returns ``{"loss": {run: [loss per step]}, "lost_fraction": {run: mean over steps of the
-    fraction of weight updates lost in the run's own weight storage}, "lost_if_fmt": {run: the
-    same fraction if the run's weights were stored in fmt}, "steps": steps, "lr": lr,
-    "fmt": name}``. The loss of step ``i`` is that of the weights the forward pass used.
+    Returns the :class:`MasterWeightRuns`: each run's loss per step, and the shares of its weight updates
+    lost. The loss of step ``i`` is that of the weights the forward pass used.
     """
     # each step of each run: forward, backward and update of 256 x 64 products, about 6 * 256 * 64 FLOPs
     steps = count(steps, "steps", 1, 100_000, "training steps of three runs", flops_each=3 * 6 * 256 * 64)
@@ -416,14 +439,14 @@ def train_master_weights(
                 storage = f if run == "fp16 weights" else _FP32
                 lost[run] += lost_update_fraction(w, update, storage)
                 lost_fmt[run] += lost_update_fraction(w, update, f)
-    return {
-        "loss": loss,
-        "lost_fraction": {r: v / steps for r, v in lost.items()},
-        "lost_if_fmt": {r: v / steps for r, v in lost_fmt.items()},
-        "steps": int(steps),
-        "lr": lr,
-        "fmt": f.name,
-    }
+    return MasterWeightRuns(
+        fmt=f.name,
+        steps=int(steps),
+        lr=lr,
+        loss={r: tuple(v) for r, v in loss.items()},
+        lost_fraction={r: v / steps for r, v in lost.items()},
+        lost_if_fmt={r: v / steps for r, v in lost_fmt.items()},
+    )
 
 
 # --- gradient census -------------------------------------------------------------------------------
@@ -489,7 +512,37 @@ def census_fractions(values: torch.Tensor, fmt="fp16") -> dict[str, float]:
     return {c: census.fraction(c) for c in CLASSES}
 
 
-def gradient_census(model=None, *, batch=None, fmt="fp16", seed: int = 0) -> dict:
+@dataclass(frozen=True, eq=False, repr=False)
+class GradientCensus(TableRecord):
+    """Where one fp32 forward and backward pass's gradients would land in ``fmt`` (:func:`gradient_census`,
+    :func:`gradient_census_of`): ``weights`` a 1-D tensor of all parameter-gradient values, ``activations`` a
+    1-D tensor of all activation-gradient values, ``fractions`` the kind ("weights", "activations") ->
+    :func:`census_fractions` of its values (keyed by the classes of :data:`amp_lessons.formats.CLASSES`, summing
+    to 1: ``"zero"`` exactly zero in fp32, ``"flushed"`` non-zero but rounds to zero in ``fmt``), ``loss`` the
+    loss whose gradients were counted. Shown as a table of the classes a finite gradient can land in (the format's
+    :meth:`~amp_lessons.formats.FloatFormat.finite_input_classes`), as lesson 05's
+    :class:`~amp_lessons.scaling.CensusTable` shows them."""
+
+    weights: torch.Tensor
+    activations: torch.Tensor
+    fractions: dict[str, dict[str, float]]
+    loss: float
+    fmt: str
+
+    @property
+    def tensors(self) -> dict[str, torch.Tensor]:
+        """The gradient tensors by kind: "weights" and "activations"."""
+        return {"weights": self.weights, "activations": self.activations}
+
+    def _table(self):
+        shown = get_format(self.fmt).finite_input_classes()
+        header = ("gradients of", *(f"{c} (%)" for c in shown))
+        rows = [[kind, *(f"{100 * fr[c]:.2f}" for c in shown)] for kind, fr in self.fractions.items()]
+        title = f"where the gradient values fall in {self.fmt} (loss {self.loss:.1g})"
+        return header, rows, title, ["each row sums to 100%"]
+
+
+def gradient_census(model=None, *, batch=None, fmt="fp16", seed: int = 0) -> GradientCensus:
     """One forward and backward pass in fp32, then where every gradient would land in ``fmt``.
 
     ``model`` defaults to :func:`small_model` (seed ``seed``) and ``batch`` (inputs, targets) to
@@ -499,11 +552,9 @@ def gradient_census(model=None, *, batch=None, fmt="fp16", seed: int = 0) -> dic
     module's output (collected with tensor hooks on those outputs); weight gradients those of all
     parameters (weights and biases).
 
-    Returns ``{"weights": 1-D tensor of all parameter-gradient values, "activations": 1-D tensor
-    of all activation-gradient values, "fractions": {"weights": {...}, "activations": {...}},
-    "loss": float, "fmt": name}``; each fractions dict is :func:`census_fractions`'s: keyed by the
-    classes of :data:`amp_lessons.formats.CLASSES`, summing to 1 (``"zero"``: exactly zero in fp32;
-    ``"flushed"``: non-zero but rounds to zero in ``fmt``).
+    Returns the :class:`GradientCensus`: the gradient values of the parameters and of the activations, and
+    the :func:`census_fractions` of each (keyed by the classes of :data:`amp_lessons.formats.CLASSES`, summing to
+    1; ``"zero"``: exactly zero in fp32; ``"flushed"``: non-zero but rounds to zero in ``fmt``).
     """
     seed = _validate.seed(seed)
     if model is None:
@@ -521,13 +572,13 @@ def gradient_census(model=None, *, batch=None, fmt="fp16", seed: int = 0) -> dic
     return gradient_census_of(model, loss_fn, batch, fmt)
 
 
-def gradient_census_of(model: torch.nn.Module, loss_fn, batch, fmt="fp16") -> dict:
+def gradient_census_of(model: torch.nn.Module, loss_fn, batch, fmt="fp16") -> GradientCensus:
     """:func:`gradient_census` for any module and loss: one fp32 forward and
     backward pass of ``loss_fn(model(inputs), targets)`` (``batch`` = ``(inputs, targets)``; a
     single tensor is the inputs, and the loss is ``loss_fn(model(batch))``), activation gradients
     from hooks on every leaf module's output, weight gradients from every parameter.
 
-    Returns the same dict as ``gradient_census``; raises ValueError ("no gradients") when the loss
+    Returns the :class:`GradientCensus`, as ``gradient_census`` does; raises ValueError ("no gradients") when the loss
     reaches no parameter and no module output (everything frozen)."""
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -567,13 +618,13 @@ def gradient_census_of(model: torch.nn.Module, loss_fn, batch, fmt="fp16") -> di
     if not params or not grads:
         raise ValueError("no gradients: no parameter of the model received a gradient")
     weights, activations = torch.cat(params), torch.cat(grads)
-    return {
-        "weights": weights,
-        "activations": activations,
-        "fractions": {"weights": census_fractions(weights, f), "activations": census_fractions(activations, f)},
-        "loss": loss.item(),
-        "fmt": f.name,
-    }
+    return GradientCensus(
+        weights=weights,
+        activations=activations,
+        fractions={"weights": census_fractions(weights, f), "activations": census_fractions(activations, f)},
+        loss=loss.item(),
+        fmt=f.name,
+    )
 
 
 def checked_sgd_step(weights, inputs, y, lr, *, fmt=None, master=True):

@@ -31,7 +31,7 @@ from .._validate import real
 from ..formats import (
     get_format,
 )
-from ..fp16.experiments import census_fractions
+from ..fp16.experiments import GradientCensus, MasterWeightRuns, census_fractions
 from ..style import format_color
 
 __all__ = [
@@ -147,9 +147,11 @@ def plot_gradient_histogram(census: dict, fmt="fp16", ax=None, *, scale=1.0) -> 
     multiplies the gradients first (in float32), as loss scaling does.
     Named artists (:func:`amp_lessons._draw.named_artists`): the histograms "weight gradients" and "activation
     gradients", the regions "region <region>"."""
+    census = census.tensors if isinstance(census, GradientCensus) else census
     if not isinstance(census, dict) or not {"weights", "activations"} <= set(census):
         raise TypeError(
-            "census must be the dict returned by amp_lessons.fp16.gradient_census (keys 'weights' and 'activations')"
+            "census must be the GradientCensus of amp_lessons.fp16.gradient_census (or a dict of 'weights' and "
+            f"'activations' gradient tensors), got {type(census).__name__}"
         )
 
     f = get_format(fmt)
@@ -199,13 +201,18 @@ _RUN_STYLES = {
 
 
 @styled
-def plot_loss_curves(result: dict, ax=None) -> Axes:
-    """Training loss against step (log y) of each run of
+def plot_loss_curves(result: MasterWeightRuns, ax=None) -> Axes:
+    """Training loss against step (log y) of each run of the :class:`~amp_lessons.fp16.MasterWeightRuns` of
     :func:`amp_lessons.fp16.train_master_weights`; the legend gives each run's final loss and the
     share of its weight updates that were lost to rounding.
     Named artists (:func:`amp_lessons._draw.named_artists`): each run's curve by its name."""
+    if not isinstance(result, MasterWeightRuns):
+        raise TypeError(
+            "result must be the MasterWeightRuns returned by amp_lessons.fp16.train_master_weights, "
+            f"got {type(result).__name__}"
+        )
     ax = plot_runs(
-        result,
+        {"loss": result.loss, "lost_fraction": result.lost_fraction},
         ax,
         source="amp_lessons.fp16.train_master_weights",
         note_key="lost_fraction",
@@ -216,8 +223,7 @@ def plot_loss_curves(result: dict, ax=None) -> Axes:
     ax.set_yscale("log")
     ax.set_xlabel("step")
     ax.set_ylabel("training loss")
-    fmt = result.get("fmt", "fp16")
-    ax.set_title(f"Weights stored in {fmt} stall; fp32 master weights keep learning", loc="left")
+    ax.set_title(f"Weights stored in {result.fmt} stall; fp32 master weights keep learning", loc="left")
     legend_outside(ax)
     return ax
 

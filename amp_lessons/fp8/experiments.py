@@ -58,6 +58,7 @@ __all__ = [
     "ScalingMethod",
     "DelayedScaler",
     "Fp8Linear",
+    "Fp8LinearErrors",
     "Fp8LinearFn",
     "SCALING_METHODS",
     "amax_scale",
@@ -699,14 +700,38 @@ class Fp8Linear(torch.nn.Module):
         )
 
 
+@dataclass(frozen=True, repr=False)
+class Fp8LinearErrors(TableRecord):
+    """The relative errors (``||fp8 - fp32|| / ||fp32||``) of :func:`fp8_linear_check`'s :class:`Fp8Linear` against
+    the fp32 layer: ``output_error`` (e4m3 inputs), ``input_grad_error`` and ``weight_grad_error`` (e5m2 output
+    gradients), ``bias_grad_error`` (a sum of the unquantized output gradient: 0 or nearly). Shown as a small
+    table."""
+
+    output_error: float
+    input_grad_error: float
+    weight_grad_error: float
+    bias_grad_error: float
+
+    LABELS = {
+        "output_error": "output",
+        "input_grad_error": "input gradient",
+        "weight_grad_error": "weight gradient",
+        "bias_grad_error": "bias gradient",
+    }
+
+    def _table(self):
+        rows = [(label, f"{getattr(self, f):.3g}") for f, label in self.LABELS.items()]
+        return ("of the fp8 layer", "relative error"), rows, "Fp8Linear against fp32 nn.Linear", ()
+
+
 def fp8_linear_check(
     seed: int = 0, *, batch: int = 64, in_features: int = 256, out_features: int = 128, grad_scale: float = 1e-4
-) -> dict:
+) -> Fp8LinearErrors:
     """One forward and backward of :class:`Fp8Linear` against an fp32 ``nn.Linear`` with the same
     weights, on the same random input and output gradient (random normal times ``grad_scale``: small,
     as real gradients are). Relative errors (``||fp8 - fp32|| / ||fp32||``) of the output, the input
     gradient, the weight gradient and the bias gradient (exact: computed in fp32 from the unquantized
-    output gradient)."""
+    output gradient), as the :class:`Fp8LinearErrors`."""
 
     g = torch.Generator().manual_seed(_validate.seed(seed))
     in_features = count(in_features, "in_features", 1, MAX_DIM)
@@ -726,5 +751,4 @@ def fp8_linear_check(
             y = mod(xi)
             y.backward(dy)
             results[name] = (y.detach(), xi.grad, mod.weight.grad, mod.bias.grad)
-    names = ("output", "input grad", "weight grad", "bias grad")
-    return {f"{k} relative error": _rel(b, a.double()) for k, a, b in zip(names, results["fp32"], results["fp8"])}
+    return Fp8LinearErrors(*(_rel(b, a.double()) for a, b in zip(results["fp32"], results["fp8"])))

@@ -44,8 +44,11 @@ __all__ = [
     "TENSOR_KINDS",
     "UPDATE_METHODS",
     "BlockQuantized",
+    "LowPrecisionRun",
     "Recipe",
     "RecipeStats",
+    "RuleClipping",
+    "TinyUpdates",
     "e8m0_round_up",
     "get_recipe",
     "kahan_add",
@@ -226,20 +229,34 @@ def nvfp4_quantize(x, global_amax: float | None = None, block: int = 16) -> Bloc
     )
 
 
-def scale_rule_clipping(x, element_format="fp8_e4m3", block: int = 32) -> dict:
-    """How often each scale rule clips: for ``"floor"`` and ``"rceil"``, the fraction of blocks with a value that
-    saturates (:attr:`BlockQuantized.clipped`), the fraction of all values that do, and the signal-to-noise ratio
-    (dB) of the result."""
+@dataclass(frozen=True)
+class RuleClipping:
+    """What one e8m0 scale rule did to a tensor (:func:`scale_rule_clipping`): ``rule`` one of
+    :data:`SCALE_RULES`, ``blocks_clipped`` the fraction of blocks with a value that saturates
+    (:attr:`BlockQuantized.clipped`), ``values_clipped`` the fraction of all values that do, ``snr_db`` the
+    signal-to-noise ratio (dB) of the result."""
+
+    rule: str
+    blocks_clipped: float
+    values_clipped: float
+    snr_db: float
+
+
+def scale_rule_clipping(x, element_format="fp8_e4m3", block: int = 32) -> dict[str, RuleClipping]:
+    """How often each scale rule clips: scale rule (``"floor"``, ``"rceil"``) -> its :class:`RuleClipping` (the
+    fraction of blocks with a value that saturates, the fraction of all values that do, and the signal-to-noise
+    ratio (dB) of the result)."""
     x = _tensor(x)
     out = {}
     for rule in SCALE_RULES:
         q = mx_quantize(x, element_format, rule, block)
         clipped_blocks = _blocks(q.clipped, block).any(-1)
-        out[rule] = {
-            "blocks clipped": float(clipped_blocks.double().mean()),
-            "values clipped": float(q.clipped.double().mean()),
-            "SNR dB": _snr_db(x, q.values),
-        }
+        out[rule] = RuleClipping(
+            rule=rule,
+            blocks_clipped=float(clipped_blocks.double().mean()),
+            values_clipped=float(q.clipped.double().mean()),
+            snr_db=_snr_db(x, q.values),
+        )
     return out
 
 
@@ -591,10 +608,30 @@ def kahan_add(w: torch.Tensor, c: torch.Tensor, update: torch.Tensor, fmt="bf16"
     return t, c
 
 
-def tiny_updates(steps: int = 10_000, update: float = 1e-4, start: float = 1.0, fmt="bf16", seed: int = 0) -> dict:
+@dataclass(frozen=True, eq=False, repr=False)
+class TinyUpdates(TableRecord):
+    """The weights of :func:`tiny_updates`: ``trajectories`` update method (:data:`UPDATE_METHODS`) -> the weight
+    after each of the ``steps`` updates (a float32 tensor), ``exact`` the exact sums (start + k * update, float64),
+    ``fmt`` the format the weight is held in. Shown as a table of each method's last weight against the exact
+    sum."""
+
+    fmt: str
+    steps: int
+    exact: torch.Tensor
+    trajectories: dict[str, torch.Tensor]
+
+    def _table(self):
+        rows = [(m, f"{float(t[-1]):.6g}") for m, t in self.trajectories.items()]
+        rows.append(("exact", f"{float(self.exact[-1]):.6g}"))
+        return ("method", "weight at the end"), rows, f"{self.steps:,} tiny updates to a {self.fmt} weight", ()
+
+
+def tiny_updates(
+    steps: int = 10_000, update: float = 1e-4, start: float = 1.0, fmt="bf16", seed: int = 0
+) -> TinyUpdates:
     """Add ``update`` ``steps`` times to a weight at ``start`` held in ``fmt``: with round to nearest,
-    stochastic rounding, Kahan compensation and an fp32 master copy. Returns ``{"steps", "exact", method:
-    trajectory}`` (float32 values after each step; ``exact`` is start + k * update in float64)."""
+    stochastic rounding, Kahan compensation and an fp32 master copy. Returns the :class:`TinyUpdates`: each
+    method's trajectory (float32 values after each step) and the exact sums (start + k * update in float64)."""
     steps = _validate.count(steps, "steps", 1, 100_000)
     update = _validate.finite(update, "update")
     start = _validate.finite(start, "start")
@@ -615,7 +652,7 @@ def tiny_updates(steps: int = 10_000, update: float = 1e-4, start: float = 1.0, 
         for m in UPDATE_METHODS:
             out[m][i] = w[m][0]
     exact = start + update * torch.arange(1, steps + 1, dtype=torch.float64)
-    return {"steps": steps, "exact": exact, **out}
+    return TinyUpdates(f.name, steps, exact, out)
 
 
 # --- a small model trained with bf16 weights ---------------------------------------------------------
@@ -631,15 +668,27 @@ def _teacher_data(seed: int, n: int = 512, d: int = 16):
     return x.float(), y.float()
 
 
+@dataclass(frozen=True)
+class LowPrecisionRun:
+    """One run of :func:`train_low_precision`: ``method`` the update method (:data:`UPDATE_METHODS`), ``loss`` the
+    loss of each step, ``never_moved`` the fraction of weights equal to their initial value at the end,
+    ``bytes_per_parameter`` the weight storage (+ compensation or master copy, :data:`BYTES_PER_PARAMETER`)."""
+
+    method: str
+    loss: tuple[float, ...]
+    never_moved: float
+    bytes_per_parameter: int
+
+
 def train_low_precision(
     methods=UPDATE_METHODS, steps: int = 300, lr: float = 1e-3, hidden: int = 64, seed: int = 0, progress: bool = True
-) -> dict:
+) -> dict[str, LowPrecisionRun]:
     """Train a 16 -> hidden -> hidden -> 1 tanh MLP on a fixed regression task with Adam (moments in fp32),
     the weights stored in bf16 and updated by each method of :data:`UPDATE_METHODS` ("fp32 master" is AMP:
     fp32 weights, cast to bf16 for the forward). Emulated: the matmul inputs are bf16 values, products are
     summed in fp32 (a model of bf16 hardware), gradients are rounded to bf16. The same initial weights and
-    data for every method. Returns per method ``{"loss": [...], "never moved": fraction of weights equal to
-    their initial value at the end, "bytes per parameter": weight storage (+ compensation or master)}``.
+    data for every method. Returns update method -> its :class:`LowPrecisionRun` (the loss per step, the
+    fraction of weights that never moved, the bytes per parameter).
     ``progress``: a progress bar per method (in a notebook a line that stays, saying how many steps ran in how long)."""
     for m in _validate.sequence(methods, "methods", "method names"):
         _choice(m, UPDATE_METHODS, "method")
@@ -698,9 +747,5 @@ def train_low_precision(
                     p.copy_(new)
         moved = sum(int((p.detach() != p0).sum()) for p, p0 in zip(ws, init))
         total = sum(p.numel() for p in init)
-        results[m] = {
-            "loss": losses,
-            "never moved": 1 - moved / total,
-            "bytes per parameter": BYTES_PER_PARAMETER[m],
-        }
+        results[m] = LowPrecisionRun(m, tuple(losses), 1 - moved / total, BYTES_PER_PARAMETER[m])
     return results

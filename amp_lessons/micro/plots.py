@@ -6,7 +6,7 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from .._draw import axes_for, legend_outside, name_artist, styled
-from .experiments import UPDATE_METHODS
+from .experiments import LowPrecisionRun, TinyUpdates
 
 __all__ = ["plot_recipe_snr", "plot_tiny_updates", "plot_training"]
 
@@ -32,14 +32,18 @@ def plot_recipe_snr(tables: dict, ax=None) -> Axes:
 
 
 @styled
-def plot_tiny_updates(result: dict, ax=None) -> Axes:
+def plot_tiny_updates(result: TinyUpdates, ax=None) -> Axes:
     """The weight after each of :func:`amp_lessons.micro.tiny_updates`' steps, per method, against the exact sum
     (lines named by the method, and "exact")."""
+    if not isinstance(result, TinyUpdates):
+        raise TypeError(
+            f"result must be the TinyUpdates of amp_lessons.micro.tiny_updates, got {type(result).__name__}"
+        )
     ax = axes_for(ax, (10, 4.5))
-    steps = np.arange(1, result["steps"] + 1)
-    name_artist(ax, "exact", ax.plot(steps, result["exact"].numpy(), color="k", lw=1, ls="--", label="exact")[0])
-    for m in UPDATE_METHODS:
-        name_artist(ax, m, ax.plot(steps, result[m].numpy(), lw=1.5, label=m)[0])
+    steps = np.arange(1, result.steps + 1)
+    name_artist(ax, "exact", ax.plot(steps, result.exact.numpy(), color="k", lw=1, ls="--", label="exact")[0])
+    for m, trajectory in result.trajectories.items():
+        name_artist(ax, m, ax.plot(steps, trajectory.numpy(), lw=1.5, label=m)[0])
     ax.set_xlabel("update")
     ax.set_ylabel("weight")
     legend_outside(ax)
@@ -48,18 +52,23 @@ def plot_tiny_updates(result: dict, ax=None) -> Axes:
 
 
 @styled
-def plot_training(results: dict, ax=None) -> Axes:
+def plot_training(results: dict[str, LowPrecisionRun], ax=None) -> Axes:
     """Loss curves of :func:`amp_lessons.micro.train_low_precision` (log scale); each legend entry gives the
     run's final loss and share of weights that never moved, written as lesson 10 prints them. The legend sits
     below the axes, which keep the figure's full width.
     Named artists (:func:`amp_lessons._draw.named_artists`): each run's curve by its name."""
     ax = axes_for(ax, (10, 4.5))
     for m, r in results.items():
+        if not isinstance(r, LowPrecisionRun):
+            raise TypeError(
+                f"results[{m!r}] must be a LowPrecisionRun of amp_lessons.micro.train_low_precision, "
+                f"got {type(r).__name__}"
+            )
         (line,) = ax.plot(
-            np.arange(1, len(r["loss"]) + 1),
-            r["loss"],
+            np.arange(1, len(r.loss) + 1),
+            r.loss,
             lw=1.5,
-            label=f"{m}: final loss {r['loss'][-1]:.4f}, {100 * r['never moved']:.1f}% of weights never moved",
+            label=f"{m}: final loss {r.loss[-1]:.4f}, {100 * r.never_moved:.1f}% of weights never moved",
         )
         name_artist(ax, m, line)
     ax.set_yscale("log")

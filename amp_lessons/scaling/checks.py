@@ -53,7 +53,7 @@ def check_smallest_scale(answer, census=None, max_underflow: float = 0.01) -> Ch
             hide=want,
         )
     k = round(math.log2(v))
-    rows = dict(zip(sweep["exponent"], zip(sweep["underflow"], sweep["overflow"])))
+    rows = dict(zip(sweep.exponent, zip(sweep.flushed, sweep.overflowed)))
     limit = f"{100 * max_underflow:g}%"
     if v == want:
         extra = "" if want > 1 else " (no scaling needed for this census)"
@@ -89,14 +89,14 @@ def check_scale_prediction(answer, n_steps: int, inf_steps, **params) -> CheckRe
     :func:`amp_lessons.scaling.simulate_scaler`."""
 
     history = simulate_scaler(n_steps, inf_steps, **params)
-    want = history["scale_after"][-1] if n_steps else simulate_scaler(1, (), **params)["scale"][0]
+    want = history.scale_after[-1] if n_steps else simulate_scaler(1, (), **params).scale[0]
     placeholder(answer, "replace `...` with the scale you predict")
     if same_value(answer, want):
         return correct(
-            f"{want:g}: {sum(history['skipped'])} back-off(s) and "
-            f"{sum(b > a for a, b in zip(history['scale'], history['scale_after']))} growth(s)"
+            f"{want:g}: {sum(history.skipped)} back-off(s) and "
+            f"{sum(b > a for a, b in zip(history.scale, history.scale_after))} growth(s)"
         )
-    backoffs = sum(history["skipped"])
+    backoffs = sum(history.skipped)
     return not_yet(
         f"{answer!r} is {off_by(answer, want).split(' by ')[0]}. Hint: each overflow multiplies the scale by the "
         f"backoff factor and restarts the count of good steps; the scale grows only after growth_interval good "
@@ -155,7 +155,7 @@ def check_scaler_update(fn) -> CheckResult:
         )
     for init, growth, backoff, interval, infs in _UPDATE_CASES:
         want = simulate_scaler(16, infs, init_scale=init, growth_factor=growth, backoff_factor=backoff,
-                               growth_interval=interval)["scale_after"]  # fmt: skip
+                               growth_interval=interval).scale_after  # fmt: skip
         scale, tracker = init, 0
         for step in range(16):
             found = step in infs

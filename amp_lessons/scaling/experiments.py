@@ -35,7 +35,7 @@ from .._validate import (
     real,
 )
 from ..formats import CLASSES, Census, FloatFormat, get_format
-from ..fp16.experiments import gradient_census_of
+from ..fp16.experiments import GradientCensus, gradient_census_of
 from .key_code import DynamicScaler, StaticScaler, scaler_params, update_scale
 
 __all__ = [
@@ -43,11 +43,15 @@ __all__ = [
     "CensusTable",
     "DynamicScaler",
     "GradScalerComparison",
+    "GradientCensus",
     "PitfallTable",
+    "ScaleSweep",
     "ScalerEvents",
+    "ScalerHistory",
     "ScalerState",
     "StaticScaler",
     "TRAIN_RUNS",
+    "TrainComparison",
     "TrainSummary",
     "compare_with_gradscaler",
     "gradient_census_of",
@@ -123,11 +127,12 @@ class CensusIndex:
 
     KINDS = ("weights", "activations")
 
-    def __init__(self, census: dict):
+    def __init__(self, census: GradientCensus | dict):
+        census = census.tensors if isinstance(census, GradientCensus) else census
         if not isinstance(census, dict) or not set(self.KINDS) <= set(census):
             raise TypeError(
-                "census must be a dict with 'weights' and 'activations' gradient tensors "
-                "(from amp_lessons.fp16.gradient_census or scaling.gradient_census_of)"
+                "census must be a GradientCensus (from amp_lessons.fp16.gradient_census or "
+                "scaling.gradient_census_of) or a dict with 'weights' and 'activations' gradient tensors"
             )
         self.sorted, self.zeros, self.nans, self.size = {}, {}, {}, {}
         for kind in self.KINDS:
@@ -183,8 +188,9 @@ def _index(census) -> CensusIndex:
     tensors compare elementwise, so the cache is keyed by identity)."""
     if isinstance(census, CensusIndex):
         return census
-    acts = census.get("activations") if isinstance(census, dict) else None
-    weights = census.get("weights") if isinstance(census, dict) else None
+    tensors = census.tensors if isinstance(census, GradientCensus) else census
+    acts = tensors.get("activations") if isinstance(tensors, dict) else None
+    weights = tensors.get("weights") if isinstance(tensors, dict) else None
     if not (isinstance(acts, torch.Tensor) and isinstance(weights, torch.Tensor)):
         return CensusIndex(census)  # raises the TypeError that says what is expected
     cached = _INDEXES.get(id(acts))
@@ -207,35 +213,63 @@ def scaled_fractions(census: dict, scale: float, fmt="fp16") -> dict[str, dict[s
     return _index(census).fractions(scale, fmt)
 
 
-def scale_sweep(census: dict, exponents=range(0, 33), fmt="fp16", kind: str = "activations") -> dict:
-    """For each scale ``2**e`` of ``exponents``: the fractions of the NON-ZERO gradients of
-    ``kind`` ("activations" or "weights") that round to zero ("underflow": the class "flushed"), are
-    subnormal ("subnormal") and overflow ("overflow": the format's
-    :meth:`~amp_lessons.formats.FloatFormat.overflow_class`, "inf" in fp16) once scaled. Exact zeros
-    are left out: no scale helps them. Returns ``{"exponent": [...], "scale": [...], "underflow": [...], "subnormal": [...],
-    "overflow": [...], "kind", "fmt", "nonzero": count}``."""
+@dataclass(frozen=True, repr=False)
+class ScaleSweep(TableRecord):
+    """Where the NON-ZERO gradients of ``kind`` land in ``fmt`` once multiplied by each scale ``2**e`` of
+    ``exponent`` (:func:`scale_sweep`), as shares of the ``nonzero`` gradients in the classes of
+    :data:`amp_lessons.formats.CLASSES` that a scale moves them into: ``flushed`` (rounds to zero: underflow),
+    ``subnormal``, ``saturated`` (beyond the range, stored as +-max) and ``inf`` (beyond the range, stored as
+    inf); one share per scale in each. :attr:`overflowed` is the share in the format's
+    :meth:`~amp_lessons.formats.FloatFormat.overflow_class` ("inf" in fp16). Shown as a table, one row per
+    scale."""
+
+    kind: str
+    fmt: str
+    nonzero: int
+    exponent: tuple[int, ...]
+    scale: tuple[float, ...]
+    flushed: tuple[float, ...]
+    subnormal: tuple[float, ...]
+    saturated: tuple[float, ...]
+    inf: tuple[float, ...]
+
+    @property
+    def overflowed(self) -> tuple[float, ...]:
+        """The shares beyond the format's range, per scale: ``inf`` in fp16 and bf16, ``saturated`` in e4m3."""
+        return getattr(self, get_format(self.fmt).overflow_class())
+
+    def _table(self):
+        over = get_format(self.fmt).overflow_class()
+        header = ("scale", "flushed (%)", "subnormal (%)", f"{over} (%)")
+        rows = [
+            (f"2^{e}", f"{100 * u:.3g}", f"{100 * s:.3g}", f"{100 * o:.3g}")
+            for e, u, s, o in zip(self.exponent, self.flushed, self.subnormal, self.overflowed)
+        ]
+        title = f"non-zero {self.kind} gradients ({self.nonzero:,}) x scale, rounded to {self.fmt}"
+        return header, rows, title, ()
+
+
+def scale_sweep(census: dict, exponents=range(0, 33), fmt="fp16", kind: str = "activations") -> ScaleSweep:
+    """For each scale ``2**e`` of ``exponents``: the shares of the NON-ZERO gradients of ``kind``
+    ("activations" or "weights") that, once scaled, are "flushed" (round to zero: underflow), "subnormal",
+    "saturated" or "inf" (the classes of :data:`amp_lessons.formats.CLASSES`; of the last two, the format's
+    :meth:`~amp_lessons.formats.FloatFormat.overflow_class` is the one its overflow gives, "inf" in fp16).
+    Exact zeros are left out: no scale helps them. Returns the :class:`ScaleSweep`."""
     index = _index(census)
-    exps = [_int_item(e, "exponents") for e in _int_items(exponents, "exponents")]
+    exps = tuple(_int_item(e, "exponents") for e in _int_items(exponents, "exponents"))
     if not exps:
         raise ValueError("exponents is empty: give at least one exponent, e.g. range(0, 33)")
     f = get_format(fmt)
-    nonzero = index.size[kind] - index.zeros[kind] - index.nans[kind] if kind in index.KINDS else None
-    out = {
-        "exponent": exps,
-        "scale": [],
-        "underflow": [],
-        "subnormal": [],
-        "overflow": [],
-        "kind": kind,
-        "fmt": f.name,
-        "nonzero": nonzero,
-    }
+    if kind not in index.KINDS:
+        raise ValueError(f"kind must be one of {index.KINDS}, got {kind!r}")
+    nonzero = index.size[kind] - index.zeros[kind] - index.nans[kind]
+    shares = {cls: [] for cls in ("flushed", "subnormal", "saturated", "inf")}
     for e in exps:
         c = index.counts(kind, math.ldexp(1.0, e), f)
-        out["scale"].append(math.ldexp(1.0, e))
-        for key, cat in (("underflow", "flushed"), ("subnormal", "subnormal"), ("overflow", f.overflow_class())):
-            out[key].append(c[cat] / nonzero if nonzero else 0.0)
-    return out
+        for cls, share in shares.items():
+            share.append(c[cls] / nonzero if nonzero else 0.0)
+    scales = tuple(math.ldexp(1.0, e) for e in exps)
+    return ScaleSweep(kind, f.name, nonzero, exps, scales, **{cls: tuple(v) for cls, v in shares.items()})
 
 
 def _int_items(values, what: str) -> tuple:
@@ -248,21 +282,36 @@ def _int_item(v, what: str) -> int:
     return _validate.integer(v, f"each of {what}")
 
 
-def safe_window(sweep: dict, max_underflow: float = 0.01, max_overflow: float = 0.0) -> tuple[float, float] | None:
-    """The smallest and the largest scale of a :func:`scale_sweep` whose underflow is at most
-    ``max_underflow`` and whose overflow is at most ``max_overflow``; None if no scale is."""
-    if not isinstance(sweep, dict) or not {"scale", "underflow", "overflow"} <= set(sweep):
-        raise TypeError("sweep must be the dict returned by scale_sweep")
+def safe_window(
+    sweep: ScaleSweep, max_underflow: float = 0.01, max_overflow: float = 0.0
+) -> tuple[float, float] | None:
+    """The smallest and the largest scale of a :class:`ScaleSweep` whose flushed share (underflow) is at most
+    ``max_underflow`` and whose :attr:`~ScaleSweep.overflowed` share is at most ``max_overflow``; None if no
+    scale is."""
+    if not isinstance(sweep, ScaleSweep):
+        raise TypeError(f"sweep must be the ScaleSweep returned by scale_sweep, got {type(sweep).__name__}")
     max_underflow, max_overflow = real(max_underflow, "max_underflow"), real(max_overflow, "max_overflow")
     for v, what in ((max_underflow, "max_underflow"), (max_overflow, "max_overflow")):
         if math.isnan(v):
             raise ValueError(f"{what}=nan is not allowed: it must be a bound on a fraction of the gradients (0 to 1)")
     ok = [
-        s
-        for s, u, o in zip(sweep["scale"], sweep["underflow"], sweep["overflow"])
-        if u <= max_underflow and o <= max_overflow
+        s for s, u, o in zip(sweep.scale, sweep.flushed, sweep.overflowed) if u <= max_underflow and o <= max_overflow
     ]
     return (min(ok), max(ok)) if ok else None
+
+
+@dataclass(frozen=True, repr=False)
+class ScalerHistory(TableRecord):
+    """GradScaler's scale step by step (:func:`simulate_scaler`): ``scale`` the scale each step used, ``skipped``
+    whether the step was skipped (an inf/NaN gradient), ``scale_after`` the scale after each step's update. Shown
+    as its :class:`ScalerEvents` (the steps where something happened)."""
+
+    scale: tuple[float, ...]
+    skipped: tuple[bool, ...]
+    scale_after: tuple[float, ...]
+
+    def _table(self):
+        return ScalerEvents.of(self)._table()
 
 
 def simulate_scaler(
@@ -273,10 +322,10 @@ def simulate_scaler(
     growth_factor: float = 2.0,
     backoff_factor: float = 0.5,
     growth_interval: int = 2000,
-) -> dict:
+) -> ScalerHistory:
     """GradScaler's scale over ``n_steps`` steps when the gradients overflow exactly at
-    ``inf_steps`` (0-based), without any model: ``{"scale": scale used at each step, "skipped":
-    whether the step was skipped, "scale_after": the scale after each step's update}``."""
+    ``inf_steps`` (0-based), without any model: the :class:`ScalerHistory` (the scale used at each step,
+    whether the step was skipped, the scale after each step's update)."""
     n_steps = count(n_steps, "n_steps", 0, 10_000_000, "simulated steps")
     scale, growth, backoff, interval = scaler_params(init_scale, growth_factor, backoff_factor, growth_interval)
     if isinstance(inf_steps, (str, bytes)) or not hasattr(inf_steps, "__iter__"):
@@ -293,7 +342,7 @@ def simulate_scaler(
         skipped.append(step in bad)
         scale, tracker = update_scale(scale, tracker, step in bad, growth, backoff, interval)
         after.append(scale)
-    return {"scale": used, "skipped": skipped, "scale_after": after}
+    return ScalerHistory(tuple(used), tuple(skipped), tuple(after))
 
 
 # --- the from-scratch scaler against GradScaler --------------------------------------------------------
@@ -381,7 +430,7 @@ def _comparison_setup(seed: int, steps: int, target_scale: float, batch: int = 6
     return x, y, net
 
 
-def small_loss_census(seed: int = 0, *, target_scale: float = 1e-3, fmt="fp16") -> dict:
+def small_loss_census(seed: int = 0, *, target_scale: float = 1e-3, fmt="fp16") -> GradientCensus:
     """The gradient census (:func:`gradient_census_of`, fp32) of :func:`train_comparison`'s model
     on its first batch, before training: a small loss, so many gradients fall below fp16's range."""
     x, y, net = _comparison_setup(seed, 1, _validate.positive(target_scale, "target_scale"))
@@ -398,9 +447,28 @@ class _Scale(torch.nn.Module):
         return x * self.factor
 
 
+@dataclass(frozen=True, repr=False)
+class TrainComparison(TableRecord):
+    """The four runs of :func:`train_comparison` (:data:`TRAIN_RUNS`), by run name: ``loss`` the loss of each
+    step, ``zero_grad_fraction`` the fraction of the parameter-gradient elements that were exactly zero after
+    backward (averaged over steps), ``seconds`` the wall time; ``scale`` GradScaler's scale at each step of the
+    run with a scaler and ``skipped`` whether it skipped that step; ``steps`` the steps of each run. Shown as
+    its :class:`TrainSummary`."""
+
+    steps: int
+    loss: dict[str, tuple[float, ...]]
+    zero_grad_fraction: dict[str, float]
+    scale: tuple[float, ...]
+    skipped: tuple[bool, ...]
+    seconds: dict[str, float]
+
+    def _table(self):
+        return TrainSummary.of(self)._table()
+
+
 def train_comparison(
     steps: int = 60, *, seed: int = 0, progress: bool = True, lr: float = 1e-2, target_scale: float = 1e-3
-) -> dict:
+) -> TrainComparison:
     """Train one tiny model four ways on the CPU (:data:`TRAIN_RUNS`), same start, same data:
     fp32; fp16 autocast without loss scaling; fp16 autocast with ``torch.amp.GradScaler("cpu")``;
     bf16 autocast without a scaler. Adam (``lr``), MSE loss, a fresh batch of 64 each step.
@@ -409,10 +477,8 @@ def train_comparison(
     its gradients: at the model's output they are around 1e-8, below fp16's smallest subnormal
     (6e-8). All four runs are the same loop, switched with ``enabled=``, as in PyTorch's AMP recipe.
 
-    Returns ``{"loss": {run: [loss per step]}, "zero_grad_fraction": {run: fraction of the
-    parameter-gradient elements that were exactly zero after backward, averaged over steps},
-    "scale": [GradScaler's scale per step], "skipped": [whether GradScaler skipped the step],
-    "steps", "seconds": {run: wall time}}``.
+    Returns the :class:`TrainComparison`: each run's loss per step, share of exactly-zero gradient elements
+    and wall time, and GradScaler's scale and skipped steps.
     """
     import time
 
@@ -421,7 +487,7 @@ def train_comparison(
     lr = _validate.positive(lr, "lr")
     target_scale = _validate.positive(target_scale, "target_scale")
     x, y, start = _comparison_setup(seed, steps, target_scale)
-    out = {"loss": {}, "zero_grad_fraction": {}, "scale": [], "skipped": [], "steps": steps, "seconds": {}}
+    out = {"loss": {}, "zero_grad_fraction": {}, "scale": [], "skipped": [], "seconds": {}}
     bar = Progress(total=len(TRAIN_RUNS) * steps, desc="training 4 ways", disable=not progress)
     with one_thread(), bar:
         for name, (use_amp, dtype, use_scaler) in TRAIN_RUNS.items():
@@ -446,10 +512,17 @@ def train_comparison(
                 opt.zero_grad(set_to_none=True)
                 losses.append(loss.item())
                 bar.update()
-            out["loss"][name] = losses
+            out["loss"][name] = tuple(losses)
             out["zero_grad_fraction"][name] = sum(zeros) / steps
             out["seconds"][name] = time.perf_counter() - t0
-    return out
+    return TrainComparison(
+        steps=int(steps),
+        loss=out["loss"],
+        zero_grad_fraction=out["zero_grad_fraction"],
+        scale=tuple(out["scale"]),
+        skipped=tuple(out["skipped"]),
+        seconds=out["seconds"],
+    )
 
 
 def _copy(module: torch.nn.Module) -> torch.nn.Module:
@@ -514,17 +587,13 @@ class CensusTable(TableRecord):
 
     @classmethod
     def of(cls, census) -> CensusTable:
-        if not isinstance(census, dict) or not {"fractions", "loss", "fmt"} <= set(census):
-            _need(census, "census", "the dict of fp16.gradient_census or scaling.small_loss_census")
-        fr = {k: dict(v) for k, v in census["fractions"].items()}
-        return cls(fr, float(census["loss"]), str(census["fmt"]))
+        if not isinstance(census, GradientCensus):
+            _need(census, "census", "the GradientCensus of fp16.gradient_census or scaling.small_loss_census")
+        fr = {k: dict(v) for k, v in census.fractions.items()}
+        return cls(fr, float(census.loss), str(census.fmt))
 
     def _table(self) -> tuple:
-        shown = get_format(self.fmt).finite_input_classes()
-        header = ("gradients of", *(f"{c} (%)" for c in shown))
-        rows = [[kind, *(f"{100 * fr[c]:.2f}" for c in shown)] for kind, fr in self.fractions.items()]
-        title = f"where the gradient values fall in {self.fmt} (loss {self.loss:.1g})"
-        return header, rows, title, ["each row sums to 100%"]
+        return GradientCensus._table(self)  # a census's own table: it reads only fractions, loss and fmt
 
 
 # --------------------------------------------------------------------------------------------
@@ -628,7 +697,7 @@ class GradScalerComparison(TableRecord):
 
 @dataclass(frozen=True, repr=False)
 class ScalerEvents(TableRecord):
-    """The steps of a ``scaling.simulate_scaler`` history where the scale changed or the step was skipped:
+    """The steps of a :class:`ScalerHistory` (``scaling.simulate_scaler``) where the scale changed or the step was skipped:
     ``events`` of (step, scale used, what happened, scale after); ``n_steps`` simulated in all."""
 
     events: tuple
@@ -637,16 +706,16 @@ class ScalerEvents(TableRecord):
 
     @classmethod
     def of(cls, history, *, limit: int = 20) -> ScalerEvents:
-        if not isinstance(history, dict) or not {"scale", "skipped", "scale_after"} <= set(history):
-            _need(history, "history", "the dict returned by scaling.simulate_scaler")
+        if not isinstance(history, ScalerHistory):
+            _need(history, "history", "the ScalerHistory returned by scaling.simulate_scaler")
         limit = count(limit, "limit", 1, None, "rows shown")
         events = []
-        for i, (used, skipped, after) in enumerate(zip(history["scale"], history["skipped"], history["scale_after"])):
+        for i, (used, skipped, after) in enumerate(zip(history.scale, history.skipped, history.scale_after)):
             if skipped:
                 events.append((i, used, "inf/NaN gradient: step skipped, scale backs off", after))
             elif after != used:
                 events.append((i, used, "clean steps in a row reached growth_interval: scale grows", after))
-        return cls(tuple(events), len(history["scale"]), limit)
+        return cls(tuple(events), len(history.scale), limit)
 
     @property
     def skipped_steps(self) -> list[int]:
@@ -675,11 +744,9 @@ class TrainSummary(TableRecord):
 
     @classmethod
     def of(cls, runs) -> TrainSummary:
-        if not isinstance(runs, dict) or not {"loss", "zero_grad_fraction"} <= set(runs):
-            _need(runs, "runs", "the dict returned by scaling.train_comparison")
-        return cls(
-            tuple((n, losses[0], losses[-1], runs["zero_grad_fraction"][n]) for n, losses in runs["loss"].items())
-        )
+        if not isinstance(runs, TrainComparison):
+            _need(runs, "runs", "the TrainComparison returned by scaling.train_comparison")
+        return cls(tuple((n, losses[0], losses[-1], runs.zero_grad_fraction[n]) for n, losses in runs.loss.items()))
 
     @property
     def final(self) -> dict:

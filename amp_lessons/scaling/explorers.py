@@ -269,7 +269,7 @@ class ScalerStateExplorer(Explorer):
         pic.parts = dict(ax=ax, line=named["scale"], skipped=named["scale skipped"])
         return pic
 
-    def _simulate(self, p: dict) -> dict:
+    def _simulate(self, p: dict) -> scaling.ScalerHistory:
         """simulate_scaler with the injected overflows plus every step whose scaled largest gradient
         rounds to inf in fp16, found in step order (an overflow changes only the scales after it).
         ``scale x 2**g`` is exact (a float32 times a power of two), and fp16 rounds it to inf from
@@ -281,7 +281,7 @@ class ScalerStateExplorer(Explorer):
         start = 0
         while True:
             h = self._scaling.simulate_scaler(self.N_STEPS, sorted(bad), **p)
-            over = np.flatnonzero(np.asarray(h["scale"][start:], dtype=float) * g >= limit) + start
+            over = np.flatnonzero(np.asarray(h.scale[start:], dtype=float) * g >= limit) + start
             new = [int(k) for k in over if k not in bad]
             if not new:
                 return h
@@ -293,11 +293,11 @@ class ScalerStateExplorer(Explorer):
         p = self.params()
         self.history = h = self._simulate(p)
         parts = self._pic.parts
-        s = np.asarray(h["scale"], dtype=float)
+        s = np.asarray(h.scale, dtype=float)
         with np.errstate(divide="ignore"):
             y = np.where(s > 0, np.log2(np.where(s > 0, s, 1.0)), np.nan)
         steps = np.arange(s.size)
-        bad = np.asarray(h["skipped"], dtype=bool)
+        bad = np.asarray(h.skipped, dtype=bool)
         parts["line"].set_data(steps, y)
         parts["skipped"].set_data(steps[bad], y[bad])
         parts["skipped"].set_label(f"skipped step (inf/NaN gradient): {int(bad.sum())}")
@@ -315,23 +315,23 @@ class ScalerStateExplorer(Explorer):
         """The skipped steps (injected or overflowing by themselves) and a scale that underflowed
         to 0 ("" if neither)."""
         parts = []
-        skipped = sum(h["skipped"])
+        skipped = sum(h.skipped)
         if skipped:
             own = self.overflow_steps
             text = f"{skipped} of {self.N_STEPS} steps skipped (inf gradients): {len(self.inf_steps)} injected"
             if own:
                 text += (
                     f", {len(own)} where scale x 2^{int(self.grad_slider.value)} passed fp16's max 65504 "
-                    f"(first at step {own[0]}, scale {num(h['scale'][own[0]])})"
+                    f"(first at step {own[0]}, scale {num(h.scale[own[0]])})"
                 )
             parts.append(text)
-        if h["scale_after"][-1] == 0:
+        if h.scale_after[-1] == 0:
             parts.append("the scale underflowed to 0 in float32: every gradient is now scaled to 0")
         return "; ".join(parts)
 
     def _readout(self, p: dict, h: dict) -> str:
-        final = h["scale_after"][-1]
-        grows = sum(b > a for a, b in zip(h["scale"], h["scale_after"]))
+        final = h.scale_after[-1]
+        grows = sum(b > a for a, b in zip(h.scale, h.scale_after))
         d = self.DEFAULTS
         rows = [
             ("injected overflows at steps", ", ".join(map(str, sorted(self.inf_steps))) or "none"),
@@ -339,7 +339,7 @@ class ScalerStateExplorer(Explorer):
                 f"scale x 2^{int(self.grad_slider.value)} overflows fp16 at steps",
                 ", ".join(map(str, self.overflow_steps)) or "none",
             ),
-            ("steps skipped", f"{sum(h['skipped'])} of {self.N_STEPS}"),
+            ("steps skipped", f"{sum(h.skipped)} of {self.N_STEPS}"),
             ("times the scale grew", str(grows)),
             ("scale after the last step", num(final) if final > 0 else "0 (underflowed in float32)"),
             (

@@ -26,7 +26,8 @@ from .._validate import int_in, integer, real
 from ..formats import (
     get_format,
 )
-from ..scaling.experiments import safe_window
+from ..fp16.experiments import GradientCensus
+from ..scaling.experiments import ScalerHistory, ScaleSweep, TrainComparison, safe_window
 from ..style import format_color
 
 __all__ = [
@@ -46,25 +47,29 @@ _WINDOW_COLOR = "#33A02C"
 
 
 @styled
-def plot_scale_sweep(sweep: dict, ax=None, *, window=None) -> Axes:
+def plot_scale_sweep(sweep: ScaleSweep, ax=None, *, window=None) -> Axes:
     """Fractions of the non-zero gradients that underflow (round to zero), are subnormal and
-    overflow, against the loss scale (a :func:`amp_lessons.scaling.scale_sweep`; x: log2 of the
+    overflow, against the loss scale (the :class:`~amp_lessons.scaling.ScaleSweep` of
+    :func:`amp_lessons.scaling.scale_sweep`: its flushed, subnormal and overflowed shares; x: log2 of the
     scale, log y). ``window`` (a pair of scales, default
     :func:`~amp_lessons.scaling.safe_window` of the sweep; False for none) is shaded. A fraction of
     exactly 0 cannot sit on a log axis: it is drawn on the bottom edge.
     Named artists (:func:`amp_lessons._draw.named_artists`): each curve by its key in ``sweep``, the span
     "window"."""
 
-    if not isinstance(sweep, dict) or not {"scale", "underflow", "subnormal", "overflow"} <= set(sweep):
-        raise TypeError("sweep must be the dict returned by amp_lessons.scaling.scale_sweep")
-    scales = np.asarray(sweep["scale"], dtype=float)
+    if not isinstance(sweep, ScaleSweep):
+        raise TypeError(
+            f"sweep must be the ScaleSweep returned by amp_lessons.scaling.scale_sweep, got {type(sweep).__name__}"
+        )
+    scales = np.asarray(sweep.scale, dtype=float)
     if scales.size == 0 or not (scales > 0).all():
         raise ValueError("sweep has no scales, or a scale that is not positive")
     x = np.log2(scales)
     if window is None:
         window = safe_window(sweep)
     ax = axes_for(ax, (9, 4.6))
-    series = {k: np.asarray(sweep[k], dtype=float) for k in _SWEEP_STYLES}
+    shares = {"underflow": sweep.flushed, "subnormal": sweep.subnormal, "overflow": sweep.overflowed}
+    series = {k: np.asarray(shares[k], dtype=float) for k in _SWEEP_STYLES}
     positive = np.concatenate([v[v > 0] for v in series.values()])
     floor = min(1e-4, positive.min() / 3) if positive.size else 1e-4
     for key, y in series.items():
@@ -85,7 +90,7 @@ def plot_scale_sweep(sweep: dict, ax=None, *, window=None) -> Axes:
     pad = 0.5
     ax.set_xlim(x.min() - pad, x.max() + pad)
     pow2_ticks(ax.xaxis, x.min(), x.max())
-    kind, fmt = sweep.get("kind", "activations"), sweep.get("fmt", "fp16")
+    kind, fmt = sweep.kind, sweep.fmt
     ax.set_xlabel("loss scale (log2 axis)")
     noun = {"activations": "activation", "weights": "weight"}.get(kind, kind)
     ax.set_ylabel(f"fraction of non-zero {noun} gradients\n(0 is drawn on the bottom edge)")
@@ -104,16 +109,20 @@ _HIST_STYLES = {"weights": dict(color="#1F78B4"), "activations": dict(color="#E6
 
 
 @styled
-def plot_scaled_histogram(census: dict, exponent: int = 0, fmt="fp16", ax=None, *, max_exponent: int = 32) -> Axes:
+def plot_scaled_histogram(
+    census: GradientCensus | dict, exponent: int = 0, fmt="fp16", ax=None, *, max_exponent: int = 32
+) -> Axes:
     """The census's gradients multiplied by ``2**exponent``: histogram of log2 |g x scale| (one bar
     per binade) over ``fmt``'s regions, on an x axis wide enough for every exponent up to
     ``max_exponent`` (so pictures for different scales line up). Multiplying by a power of two
     shifts log2 |g| exactly, so the bars just move right.
     Named artists (:func:`amp_lessons._draw.named_artists`): the histograms "<kind> fill" and "<kind> edge",
     the regions "region <region>"."""
+    census = census.tensors if isinstance(census, GradientCensus) else census
     if not isinstance(census, dict) or not {"weights", "activations"} <= set(census):
         raise TypeError(
-            "census must be the dict returned by amp_lessons.fp16.gradient_census (keys 'weights' and 'activations')"
+            "census must be the GradientCensus of amp_lessons.fp16.gradient_census (or a dict of 'weights' and "
+            f"'activations' gradient tensors), got {type(census).__name__}"
         )
     f = get_format(fmt)
     integer(exponent, "exponent", "an int (the scale is 2**exponent)")
@@ -161,16 +170,17 @@ def _census_bins(census: dict) -> tuple[np.ndarray, dict]:
 
 
 def _history_series(history):
-    """(label -> (scales, skipped)) from simulate_scaler's dict or compare_with_gradscaler's rows."""
-    if isinstance(history, dict) and {"scale", "skipped"} <= set(history):
-        return {"scale": (history["scale"], history["skipped"])}
+    """(label -> (scales, skipped)) from simulate_scaler's ScalerHistory or compare_with_gradscaler's rows."""
+    if isinstance(history, ScalerHistory):
+        return {"scale": (history.scale, history.skipped)}
     if isinstance(history, list) and history and isinstance(history[0], dict) and "ours_scale" in history[0]:
         return {
             "DynamicScaler (ours)": ([r["ours_scale"] for r in history], [r["ours_skipped"] for r in history]),
             "torch.amp.GradScaler": ([r["torch_scale"] for r in history], [r["torch_skipped"] for r in history]),
         }
     raise TypeError(
-        "history must be the dict of amp_lessons.scaling.simulate_scaler or the rows of compare_with_gradscaler"
+        "history must be the ScalerHistory of amp_lessons.scaling.simulate_scaler or the rows of "
+        f"compare_with_gradscaler, got {type(history).__name__}"
     )
 
 
@@ -246,12 +256,18 @@ _TRAIN_STYLES = {
 
 
 @styled
-def plot_train_comparison(result: dict, ax=None) -> Axes:
-    """Loss against step (log y) of each run of :func:`amp_lessons.scaling.train_comparison`; the
-    legend gives each run's final loss and its share of exactly-zero gradient elements.
+def plot_train_comparison(result: TrainComparison, ax=None) -> Axes:
+    """Loss against step (log y) of each run of the :class:`~amp_lessons.scaling.TrainComparison` of
+    :func:`amp_lessons.scaling.train_comparison`; the legend gives each run's final loss and its share of
+    exactly-zero gradient elements.
     Named artists (:func:`amp_lessons._draw.named_artists`): each run's curve by its name."""
+    if not isinstance(result, TrainComparison):
+        raise TypeError(
+            "result must be the TrainComparison returned by amp_lessons.scaling.train_comparison, "
+            f"got {type(result).__name__}"
+        )
     ax = plot_runs(
-        result,
+        {"loss": result.loss, "zero_grad_fraction": result.zero_grad_fraction},
         ax,
         source="amp_lessons.scaling.train_comparison",
         note_key="zero_grad_fraction",

@@ -9,7 +9,9 @@ from .checks import (
 from .experiments import (
     MODELLED,
     VARIANTS,
+    ErrorVsK,
     MatmulError,
+    SwitchesTour,
     conv_errors,
     emulated_matmul,
     error_vs_k,
@@ -33,8 +35,10 @@ from .support import runs_where
 
 __all__ = [
     "MODELLED",
+    "ErrorVsK",
     "MatmulError",
     "MatmulPrecisionExplorer",
+    "SwitchesTour",
     "VARIANTS",
     "check_error_ratio",
     "check_tf32_matmul",

@@ -195,7 +195,7 @@ def check_error_ratio(answer, low: str = "bf16", high: str = "tf32") -> CheckRes
     except (TypeError, ValueError):
         return not_yet(f"the answer must be a number, got {answer!r}")
     data = error_vs_k([256, 1024], (fl, fh), m=96, n=96, seed=3)
-    measured = sum(data["rms"][fl.name]) / sum(data["rms"][fh.name])
+    measured = sum(data.rms[fl.name]) / sum(data.rms[fh.name])
     hint = (
         f"each input's relative rounding error is about eps/2, so the error scales with eps: "
         f"{fl.name} eps = 2**-{fl.mantissa_bits}, {fh.name} eps = 2**-{fh.mantissa_bits}"

@@ -22,12 +22,15 @@ import torch
 
 from .. import _validate, formats, timing
 from .._runtime import exact_fp32, fp32_precision, parse_device
+from .._table import TableRecord
 from .._validate import allocation, count, positive, sequence
 from ..device import gpu_info
 
 __all__ = [
     "MODELLED",
+    "ErrorVsK",
     "MatmulError",
+    "SwitchesTour",
     "VARIANTS",
     "conv_errors",
     "emulated_matmul",
@@ -138,6 +141,25 @@ def matmul_errors(m: int, k: int, n: int, *, device="cpu", seed: int = 0, varian
     return out
 
 
+@dataclass(frozen=True, repr=False)
+class ErrorVsK(TableRecord):
+    """The RMS errors of :func:`error_vs_k`: ``k`` the inner dimensions, ``rms`` input format name -> the RMS
+    error against fp64 at each K (one curve per format for the plot), ``ref_rms`` the RMS of the exact product at
+    each K. Shown as a table, one row per K, the errors to 3 digits."""
+
+    k: tuple[int, ...]
+    rms: dict[str, tuple[float, ...]]
+    ref_rms: tuple[float, ...]
+
+    def _table(self):
+        header = ("K", *(f"{f} inputs" for f in self.rms), "RMS of the exact result")
+        rows = [
+            (str(k), *(f"{line[i]:.3g}" for line in self.rms.values()), f"{self.ref_rms[i]:.3g}")
+            for i, k in enumerate(self.k)
+        ]
+        return header, rows, "RMS error of a matmul against fp64, by inner dimension K (fp32 accumulation)", ()
+
+
 def error_vs_k(
     ks,
     fmts=("fp32", "tf32", "bf16", "fp16"),
@@ -147,12 +169,12 @@ def error_vs_k(
     seed: int = 0,
     rounding: str = "nearest_even",
     device="cpu",
-) -> dict:
+) -> ErrorVsK:
     """RMS error of (m x K) @ (K x n) products against fp64, for each K and each input format
     (inputs rounded by the formats engine, products accumulated in fp32).
 
-    Returns ``{"k": [...], "rms": {fmt_name: [...]}, "ref_rms": [...]}``; ``ref_rms`` is the RMS of
-    the exact products (it grows like sqrt(K) too)."""
+    Returns the :class:`ErrorVsK`: the RMS errors per format name, and the RMS of the exact products
+    (it grows like sqrt(K) too)."""
     if isinstance(ks, (str, bytes)) or not hasattr(ks, "__iter__"):
         raise TypeError(f"ks must be a sequence of increasing positive ints, got {ks!r}")
     ks = [count(k, "each k", 1, MAX_DIM) for k in ks]
@@ -163,15 +185,15 @@ def error_vs_k(
     fmts = [formats.get_format(f) for f in sequence(fmts, "fmts", "format names")]
     names = [f.name for f in fmts]
     quantized = {f.name: (formats.quantize(a, f, rounding), formats.quantize(b, f, rounding)) for f in fmts}
-    out = {"k": ks, "rms": {f: [] for f in names}, "ref_rms": []}
+    rms, ref_rms = {f: [] for f in names}, []
     with exact_fp32(d):
         for k in ks:
             ref = a[:, :k].double() @ b[:k].double()
-            out["ref_rms"].append(ref.pow(2).mean().sqrt().item())
+            ref_rms.append(ref.pow(2).mean().sqrt().item())
             for f in names:
                 qa, qb = quantized[f]
-                out["rms"][f].append(_errors(qa[:, :k] @ qb[:k], ref)[2])
-    return out
+                rms[f].append(_errors(qa[:, :k] @ qb[:k], ref)[2])
+    return ErrorVsK(tuple(ks), {f: tuple(v) for f, v in rms.items()}, tuple(ref_rms))
 
 
 def pick_size(device="cpu", *, budget_s: float | None = None) -> int:
@@ -191,7 +213,8 @@ def pick_size(device="cpu", *, budget_s: float | None = None) -> int:
 
 
 def time_matmuls(size: int, *, device="cpu", repeats: int = 5) -> dict:
-    """Times of a size^3 fp32 matmul with full fp32 math and (on a TF32 GPU) with TF32.
+    """Times of a size^3 fp32 matmul with full fp32 math and (on a TF32 GPU) with TF32: setting name
+    ("fp32", "tf32") -> its :class:`~amp_lessons.timing.Timing`.
 
     On a CPU only the fp32 time is measured: an emulated TF32 matmul says nothing about speed."""
     d = parse_device(device)
@@ -286,13 +309,55 @@ print(json.dumps(out))
 """
 
 
-def switches_tour() -> dict:
+@dataclass(frozen=True, repr=False)
+class SwitchesTour(TableRecord):
+    """The TF32 switches of :func:`switches_tour`, each a mapping of the switch (as written in Python) to its
+    value: ``legacy_defaults`` (``allow_tf32`` and ``get_float32_matmul_precision()``), ``new_api_defaults``
+    (the ``fp32_precision`` switches), and the new switches ``after_high`` and ``after_medium``
+    (``torch.set_float32_matmul_precision("high")`` / ``("medium")``); ``cuda_matmul_bf16`` what setting
+    ``torch.backends.cuda.matmul.fp32_precision = "bf16"`` raised (None if it was accepted), ``mixed_read``
+    what reading ``allow_tf32`` gave after setting ``fp32_precision`` ("no error", or the error). Shown as a
+    table, one row per switch and step."""
+
+    legacy_defaults: dict[str, object]
+    new_api_defaults: dict[str, object]
+    after_high: dict[str, object]
+    after_medium: dict[str, object]
+    cuda_matmul_bf16: str | None
+    mixed_read: str
+
+    STEPS = {
+        "legacy_defaults": "legacy defaults",
+        "new_api_defaults": "new API defaults",
+        "after_high": 'after set_float32_matmul_precision("high")',
+        "after_medium": 'after set_float32_matmul_precision("medium")',
+    }
+
+    def _table(self):
+        rows = [
+            (label, switch, repr(value))
+            for field, label in self.STEPS.items()
+            for switch, value in getattr(self, field).items()
+        ]
+        bf16 = "accepted" if self.cuda_matmul_bf16 is None else self.cuda_matmul_bf16
+        rows.append(('cuda.matmul.fp32_precision = "bf16"', "", bf16))
+        rows.append(("reading allow_tf32 after setting fp32_precision", "", self.mixed_read))
+        return ("step", "switch", "value"), rows, "TF32 switches, old and new, in a fresh process", ()
+
+
+def switches_tour() -> SwitchesTour:
     """The TF32 switches of this torch, old and new, read in a fresh Python process (so that
-    mixing the two APIs, which makes torch raise, does not leave this process in that state)."""
+    mixing the two APIs, which makes torch raise, does not leave this process in that state): the
+    :class:`SwitchesTour`."""
     proc = subprocess.run([sys.executable, "-c", _TOUR], capture_output=True, text=True, timeout=120, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"the switches tour failed: {proc.stderr.strip()[-500:]}")
-    return json.loads(proc.stdout)
+    out = json.loads(proc.stdout)
+    return SwitchesTour(
+        **{field: out[label] for field, label in SwitchesTour.STEPS.items()},
+        cuda_matmul_bf16=out.get('cuda.matmul.fp32_precision = "bf16"'),
+        mixed_read=out["reading allow_tf32 after setting fp32_precision"],
+    )
 
 
 def record_tf32_matmul(device: str = "cuda", size: int | None = None, speed_size: int = 8192) -> dict:

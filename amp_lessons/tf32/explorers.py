@@ -55,7 +55,7 @@ class MatmulPrecisionExplorer(Explorer):
         )
         self.rounding_menu = widgets.Dropdown(options=list(ROUNDING_MODES), value=rounding, description="rounding")
         self._pic = self._background_picture()
-        self.rms: list[float] = []
+        self.rms: tuple[float, ...] = ()
         super().__init__({"mantissa_bits": self.mantissa_slider, "rounding": self.rounding_menu})
 
     def _background_picture(self) -> Picture:
@@ -63,9 +63,9 @@ class MatmulPrecisionExplorer(Explorer):
         with style_context():
             ax = pic.fig.add_subplot()
             pic.fig.subplots_adjust(left=0.11, right=0.98, bottom=0.12, top=0.92)
-            plot_error_vs_k(self.data, ax=ax, extra={"your inputs": self.data["rms"]["tf32"]})
-            all_rms = [v for line in self.data["rms"].values() for v in line if v > 0]
-            ax.set_ylim(min(all_rms) / 30, 10 * max(self.data["ref_rms"]))
+            plot_error_vs_k(self.data, ax=ax, extra={"your inputs": self.data.rms["tf32"]})
+            all_rms = [v for line in self.data.rms.values() for v in line if v > 0]
+            ax.set_ylim(min(all_rms) / 30, 10 * max(self.data.ref_rms))
         line = named_artists(ax)["your inputs"]
         line.set(lw=3, zorder=3)
         pic.freeze({"line": line})
@@ -74,10 +74,10 @@ class MatmulPrecisionExplorer(Explorer):
     def draw(self):
         m, rounding = self.mantissa_slider.value, self.rounding_menu.value
         f = FloatFormat(f"e8m{m}", 8, m)
-        self.rms = self._tf32.error_vs_k(self.ks, (f,), rounding=rounding, **self._shape)["rms"][f.name]
+        self.rms = self._tf32.error_vs_k(self.ks, (f,), rounding=rounding, **self._shape).rms[f.name]
         same = [n for n, g in FORMATS.items() if (g.exponent_bits, g.mantissa_bits, g.encoding) == (8, m, "ieee")]
         name = f"e8m{m}" + (f" = {same[0]}" if same else "")
-        ratio = self.rms[-1] / self.data["ref_rms"][-1]
+        ratio = self.rms[-1] / self.data.ref_rms[-1]
         failure = ""
         if ratio >= self.FAILURE_RATIO:
             failure = failure_html(
@@ -89,7 +89,7 @@ class MatmulPrecisionExplorer(Explorer):
             [
                 ("your inputs", f"{name}, rounded {rounding}, fp32 accumulation"),
                 (f"RMS error at K={self.ks[-1]}", f"{self.rms[-1]:.3g}"),
-                ("RMS of the exact result", f"{self.data['ref_rms'][-1]:.3g}"),
+                ("RMS of the exact result", f"{self.data.ref_rms[-1]:.3g}"),
                 ("error / result", f"{ratio:.3g}"),
             ]
         ), self._pic

@@ -18,6 +18,7 @@ from ..formats import (
     FORMATS,
 )
 from ..style import format_color
+from ..tf32.experiments import ErrorVsK
 
 __all__ = [
     "plot_error_vs_k",
@@ -36,19 +37,19 @@ def _variant_color(variant: str) -> str:
 
 
 @styled
-def plot_error_vs_k(data: dict, ax=None, *, extra: dict | None = None) -> Axes:
+def plot_error_vs_k(data: ErrorVsK, ax=None, *, extra: dict | None = None) -> Axes:
     """RMS error of a matmul against its inner dimension K, log-log, one line per input format
-    (from :func:`amp_lessons.tf32.error_vs_k`), and one dashed black guide line proportional to
+    (the :class:`~amp_lessons.tf32.ErrorVsK` of :func:`amp_lessons.tf32.error_vs_k`), and one dashed black guide line proportional to
     sqrt(K) (slope 1/2 on these axes), a third of the way below the first point of the lowest line
     whose inputs are rounded (tf32, bf16, fp16, or any other but fp32), so that it stays visible
     next to the lines it is compared with. ``extra`` ({label: [rms per K]}) adds more lines (e.g. a
     designed format), labelled as given.
-    Named artists (:func:`amp_lessons._draw.named_artists`): each line by its key in ``data["rms"]`` or
+    Named artists (:func:`amp_lessons._draw.named_artists`): each line by its key in ``data.rms`` or
     ``extra``, and the guide "sqrt K guide"."""
-    if not isinstance(data, dict) or not {"k", "rms"} <= set(data):
-        raise TypeError("data must be the dict returned by amp_lessons.tf32.error_vs_k (keys 'k', 'rms')")
-    ks = np.asarray(data["k"], dtype=float)
-    lines = dict(data["rms"])
+    if not isinstance(data, ErrorVsK):
+        raise TypeError(f"data must be the ErrorVsK returned by amp_lessons.tf32.error_vs_k, got {type(data).__name__}")
+    ks = np.asarray(data.k, dtype=float)
+    lines = dict(data.rms)
     lines.update(extra or {})
     ax = axes_for(ax, (9, 5))
     firsts = {}

@@ -421,18 +421,21 @@ def test_profile_tree_errors():
 
 def test_cast_cost():
     r = A.cast_cost((64, 128), repeats=3)
-    for key in (
-        "autocast_layer_norm_s",
-        "upcast_then_layer_norm_s",
-        "upcast_into_buffer_then_layer_norm_s",
-        "cast_s",
-        "layer_norm_fp32_s",
+    assert isinstance(r, A.CastCost) and r.__dataclass_params__.frozen
+    for t in (
+        r.autocast_layer_norm_s,
+        r.upcast_then_layer_norm_s,
+        r.upcast_into_buffer_then_layer_norm_s,
+        r.cast_s,
+        r.layer_norm_fp32_s,
     ):
-        assert isinstance(r[key], float) and r[key] > 0
-    assert r["cast_over_layer_norm"] == pytest.approx(r["cast_s"] / r["layer_norm_fp32_s"])
-    assert r["autocast_inserts_upcast"] is False  # layer_norm is on no CPU autocast list
-    assert r["size"] == (64, 128) and r["repeats"] == 3 and r["device"] == "cpu"
-    assert A.cast_cost(32, repeats=1)["size"] == (32, 32)
+        assert isinstance(t, float) and t > 0
+    assert r.cast_over_layer_norm == pytest.approx(r.cast_s / r.layer_norm_fp32_s)
+    assert r.autocast_inserts_upcast is False  # layer_norm is on no CPU autocast list
+    assert r.size == (64, 128) and r.repeats == 3 and r.device == "cpu"
+    assert A.cast_cost(32, repeats=1).size == (32, 32)
+    text = repr(r)
+    assert "x.float()" in text and "autocast inserts the upcast  False" in text and "(64 x 128)" in text
 
 
 @pytest.mark.parametrize(

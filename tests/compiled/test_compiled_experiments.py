@@ -1,6 +1,7 @@
 """Tests of amp_lessons.compiled.experiments. Compiling is slow on a small CPU: the compiled workloads are made
 once per module (three graphs) and shared."""
 
+import dataclasses
 import math
 
 import pytest
@@ -140,8 +141,14 @@ def test_step_times_times_four_settings(mlp):
 
 def test_fp8_saturation_eager_and_compiled_agree_on_this_torch():
     r = compiled.fp8_saturation((448.0, 500.0, float("inf")))
-    assert r["eager"][0] == r["compiled"][0] == 448.0
-    assert all(v == 448.0 or math.isnan(v) for v in r["eager"] + r["compiled"])
+    assert isinstance(r, compiled.Fp8Saturation) and r.__dataclass_params__.frozen
+    assert r.values == (448.0, 500.0, math.inf) and r.compile_seconds > 0
+    assert r.eager[0] == r.compiled[0] == 448.0
+    assert all(v == 448.0 or math.isnan(v) for v in r.eager + r.compiled)
+    assert r.agree  # eager and generated code agree in every release measured
+    assert not dataclasses.replace(r, compiled=(448.0, 448.0, 448.0), eager=(448.0, math.nan, 448.0)).agree
+    rows = repr(r).splitlines()
+    assert rows[1].split() == ["value", "eager", "cast", "compiled", "cast"] and rows[-1].split()[0] == "inf"
     with pytest.raises(TypeError):
         compiled.fp8_saturation("inf")
 

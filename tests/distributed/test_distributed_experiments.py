@@ -272,9 +272,11 @@ def test_bytes_per_parameter_match_the_arithmetic():
 
 def test_the_emulation_is_what_gloo_computes():
     report = E.gloo_allreduce_check(2, elements=128)
-    for fmt in ("bf16", "fp32"):
-        assert report[fmt]["ranks_agree"] and report[fmt]["matching_some_ring_order"] == 1.0
-    assert report["bf16"]["gloo_error"] == report["bf16"]["emulated_error"] > 0  # 2 ranks: one order only
+    assert list(report) == ["bf16", "fp32"]
+    for fmt, c in report.items():
+        assert isinstance(c, E.AllreduceCheck) and c.fmt == fmt
+        assert c.ranks_agree and c.matching_some_ring_order == 1.0
+    assert report["bf16"].gloo_error == report["bf16"].emulated_error > 0  # 2 ranks: one order only
 
 
 def test_ring_and_pairwise_sums():

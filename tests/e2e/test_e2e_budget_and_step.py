@@ -34,9 +34,9 @@ def test_the_package_runs_the_notebooks_step():
         r = e2e.train("bf16 autocast", steps=3, progress=False, model_kwargs=TINY, batch=2)
     finally:
         mp.undo()
-    assert r["ran"] and calls == [("bf16 autocast", "cpu", 1.0)]
+    assert r.ran and calls == [("bf16 autocast", "cpu", 1.0)]
     mine = e2e.train("bf16 autocast", steps=3, progress=False, model_kwargs=TINY, batch=2, make_step=key_code.make_step)
-    assert mine["loss"] == r["loss"]  # same seed and data, the same function: the same losses
+    assert mine.loss == r.loss  # same seed and data, the same function: the same losses
 
 
 class _Spy(torch.optim.SGD):
@@ -100,13 +100,13 @@ def test_amp_step_bad_inputs(kwargs, err, match):
 def test_train_stops_adding_steps_when_its_budget_is_spent():
     full = e2e.train("fp32", steps=12, progress=False, model_kwargs=TINY, batch=2)
     cut = e2e.train("fp32", steps=12, progress=False, model_kwargs=TINY, batch=2, budget_s=1e-9)
-    assert full["stopped_early"] is None and full["steps"] == full["planned_steps"] == 12 == len(full["loss"])
-    assert cut["steps"] == e2e.MIN_TRAIN_STEPS == len(cut["loss"]) and cut["planned_steps"] == 12
-    assert cut["stopped_early"].startswith(f"stopped after {e2e.MIN_TRAIN_STEPS} of 12 steps: the run's time budget")
-    assert cut["loss"] == full["loss"][: e2e.MIN_TRAIN_STEPS]  # each step's data is the planned run's
-    assert cut["loss"][-1] < 0.8 * cut["loss"][0]  # MIN_TRAIN_STEPS is enough to see it learn
+    assert full.stopped_early is None and full.steps == full.planned_steps == 12 == len(full.loss)
+    assert cut.steps == e2e.MIN_TRAIN_STEPS == len(cut.loss) and cut.planned_steps == 12
+    assert cut.stopped_early.startswith(f"stopped after {e2e.MIN_TRAIN_STEPS} of 12 steps: the run's time budget")
+    assert cut.loss == full.loss[: e2e.MIN_TRAIN_STEPS]  # each step's data is the planned run's
+    assert cut.loss[-1] < 0.8 * cut.loss[0]  # MIN_TRAIN_STEPS is enough to see it learn
     short = e2e.train("fp32", steps=4, progress=False, model_kwargs=TINY, batch=2, budget_s=1e-9)
-    assert short["steps"] == 4 and short["stopped_early"] is None  # fewer steps than the floor: all of them
+    assert short.steps == 4 and short.stopped_early is None  # fewer steps than the floor: all of them
     t = TrainingTable.of([full, cut])
     assert f"fp32: stopped after {e2e.MIN_TRAIN_STEPS} of 12 steps" in str(t)
     for bad in (-1, 0, math.nan, "1", True):
@@ -126,13 +126,13 @@ def test_throughput_skips_the_rest_once_its_total_budget_is_spent():
 
 def test_launch_demo_and_inference_time_fewer_runs_once_the_budget_is_spent():
     out = e2e.launch_bound_demo(repeats=8, large_width=32, budget_s=1e-9, progress=False)
-    for r in out.values():
-        assert len(r["fp32_times_s"]) == len(r["bf16_autocast_times_s"]) == 3  # the fewest a spread needs
-    assert out["tiny"]["cut_short"] == "timed 3 and 3 steps, not 8: the time budget was spent"
-    assert "cut_short" not in out["large"]  # it asked for max(3, 8 // 4) = 3: none were left out
+    for r in out.runs.values():
+        assert len(r.fp32_times_s) == len(r.bf16_autocast_times_s) == 3  # the fewest a spread needs
+    assert out.tiny.cut_short == "timed 3 and 3 steps, not 8: the time budget was spent"
+    assert out.large.cut_short is None  # it asked for max(3, 8 // 4) = 3: none were left out
     assert "tiny: timed 3 and 3 steps, not 8" in str(LaunchTable.of(out))
     whole = e2e.launch_bound_demo(repeats=4, large_width=32, progress=False)
-    assert len(whole["tiny"]["fp32_times_s"]) == 4 and "cut_short" not in whole["tiny"]
+    assert len(whole.tiny.fp32_times_s) == 4 and whole.tiny.cut_short is None
     with pytest.raises(TypeError, match="progress"):
         e2e.launch_bound_demo(progress="yes")
     rows = e2e.inference_compare(repeats=5, budget_s=1e-9)
@@ -150,24 +150,24 @@ def test_launch_demo_and_inference_time_fewer_runs_once_the_budget_is_spent():
 
 def test_a_wide_spread_is_too_noisy_to_conclude():
     """The runs of a busy machine (a speed-up anywhere from 0.00x to 400x) get no verdict, not "within the spread"."""
-    launch = {
-        "tiny": {"model": "3 x Linear(64, 64), batch 8", "fp32_times_s": (1e-4, 2e-4, 4e-2),
-                 "bf16_autocast_times_s": (1e-4, 3e-4, 5e-2)},
-        "large": {"model": "3 x Linear(512, 512), batch 512", "fp32_times_s": (0.020, 0.021, 0.022),
-                  "bf16_autocast_times_s": (0.010, 0.011, 0.012)},
-        "same": {"model": "m", "fp32_times_s": (0.020, 0.021, 0.022), "bf16_autocast_times_s": (0.021, 0.0215, 0.023)},
-    }  # fmt: skip
-    t = LaunchTable.of(launch)
-    assert t.verdicts == {"tiny": "too noisy to conclude", "large": "faster", "same": "within the run-to-run spread"}
+
+    def steps(model, t32, t16):
+        return e2e.StepTimes(model, 1.0, t32[1], t16[1], t32[1] / t16[1], t32, t16)
+
+    large = steps("3 x Linear(512, 512), batch 512", (0.020, 0.021, 0.022), (0.010, 0.011, 0.012))
+    noisy = steps("3 x Linear(64, 64), batch 8", (1e-4, 2e-4, 4e-2), (1e-4, 3e-4, 5e-2))
+    same = steps("m", (0.020, 0.021, 0.022), (0.021, 0.0215, 0.023))
+    t = LaunchTable.of(e2e.LaunchBoundDemo(noisy, large, "width 512, as asked"))
+    assert t.verdicts == {"tiny": "too noisy to conclude", "large": "faster"}
+    assert LaunchTable.of(e2e.LaunchBoundDemo(same, large, "")).verdicts["tiny"] == "within the run-to-run spread"
     text = str(t)
     tiny_row = next(line for line in text.splitlines() if line.startswith("tiny"))
     assert "too noisy to conclude" in tiny_row and "within the run-to-run spread" not in tiny_row
     assert "more than 1.5x apart" in text
     runs = [
-        {"config": "fp32", "ran": True, "step_times_s": (0.03, 0.04, 0.5), "peak_memory_bytes": 1, "final_loss": 1.0},
-        {"config": "bf16 autocast", "ran": True, "step_times_s": (0.03, 0.035, 0.4), "peak_memory_bytes": 1,
-         "final_loss": 1.0},
-    ]  # fmt: skip
+        e2e.TrainRun("fp32", True, step_times_s=(0.03, 0.04, 0.5), peak_memory_bytes=1, final_loss=1.0),
+        e2e.TrainRun("bf16 autocast", True, step_times_s=(0.03, 0.035, 0.4), peak_memory_bytes=1, final_loss=1.0),
+    ]
     text = str(TrainingTable.of(runs))
     assert "bf16 autocast: step times too noisy to compare with fp32's" in text and "within" not in text
 

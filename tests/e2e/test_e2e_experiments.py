@@ -153,10 +153,12 @@ def test_odd_size_effect_rows():
 
 def test_launch_bound_demo_reports_both_models():
     out = e2e.launch_bound_demo(repeats=2, large_width=64)
-    assert set(out) == {"tiny", "large"} and out["tiny"]["model"] == "3 x Linear(64, 64), batch 8"
-    for r in out.values():
-        assert r["fp32_step_s"] > 0 and r["bf16_autocast_step_s"] > 0
-        assert r["speedup"] == pytest.approx(r["fp32_step_s"] / r["bf16_autocast_step_s"])
+    assert isinstance(out, e2e.LaunchBoundDemo) and out.__dataclass_params__.frozen
+    assert set(out.runs) == {"tiny", "large"} and out.tiny.model == "3 x Linear(64, 64), batch 8"
+    for r in out.runs.values():
+        assert r.fp32_step_s > 0 and r.bf16_autocast_step_s > 0
+        assert r.speedup == pytest.approx(r.fp32_step_s / r.bf16_autocast_step_s)
+    assert repr(out) == repr(LaunchTable.of(out))  # shown as its table
 
 
 # --- peak memory ----------------------------------------------------------------------------------
@@ -213,12 +215,12 @@ def test_tiny_transformer_shapes_and_causality():
 def test_train_fp32_and_bf16_learn_and_agree():
     runs = {c: e2e.train(c, steps=30, progress=False, model_kwargs=TINY, batch=8) for c in ("fp32", "bf16 autocast")}
     for r in runs.values():
-        assert r["ran"] and len(r["loss"]) == 30 and r["final_loss"] == r["loss"][-1]
-        assert r["final_loss"] < 0.5 * r["loss"][0]
-        assert r["step_time_s"] > 0 and r["peak_memory_bytes"] > 0
-        assert all(math.isfinite(v) for v in r["loss"])
-    assert runs["fp32"]["loss"][0] == pytest.approx(runs["bf16 autocast"]["loss"][0], rel=0.01)
-    assert runs["fp32"]["final_loss"] == pytest.approx(runs["bf16 autocast"]["final_loss"], rel=0.15)
+        assert r.ran and len(r.loss) == 30 and r.final_loss == r.loss[-1]
+        assert r.final_loss < 0.5 * r.loss[0]
+        assert r.step_time_s > 0 and r.peak_memory_bytes > 0
+        assert all(math.isfinite(v) for v in r.loss)
+    assert runs["fp32"].loss[0] == pytest.approx(runs["bf16 autocast"].loss[0], rel=0.01)
+    assert runs["fp32"].final_loss == pytest.approx(runs["bf16 autocast"].final_loss, rel=0.15)
 
 
 def test_train_runs_the_step_the_caller_writes():
@@ -236,7 +238,7 @@ def test_train_runs_the_step_the_caller_writes():
     mine = e2e.train("bf16 autocast", steps=3, progress=False, model_kwargs=TINY, batch=2, make_step=make_step)
     default = e2e.train("bf16 autocast", steps=3, progress=False, model_kwargs=TINY, batch=2)
     assert calls == [((2, 16), (2, 16), "bf16 autocast", "cpu")] * 3
-    assert mine["loss"] == default["loss"]  # same seed, same data, same recipe: the same losses
+    assert mine.loss == default.loss  # same seed, same data, same recipe: the same losses
     with pytest.raises(TypeError, match="make_step must be a function"):
         e2e.train("fp32", steps=2, progress=False, model_kwargs=TINY, make_step="amp")
     with pytest.raises(TypeError, match="must return a callable step"):
@@ -249,21 +251,21 @@ def test_train_does_not_run_fp16_or_tf32_where_they_mean_nothing(fake_cpu, fake_
     fake_cpu(NO_FP16_CPU)
     fake_rates(NO_BF16)
     r = e2e.train("fp16 autocast + GradScaler", progress=False)
-    assert r["ran"] is False and "loss" not in r
-    assert r["reason"].startswith("not run: fp16 matmuls run at 0.03x the fp32 rate here (measured at 256^3)")
+    assert isinstance(r, e2e.TrainRun) and r.ran is False and r.loss == () and r.final_loss is None
+    assert r.reason.startswith("not run: fp16 matmuls run at 0.03x the fp32 rate here (measured at 256^3)")
     t = e2e.train("tf32", progress=False)
-    assert t["ran"] is False and "TF32" in t["reason"]
+    assert t.ran is False and "TF32" in t.reason
     forced = e2e.train(
         "fp16 autocast + GradScaler", steps=4, progress=False, model_kwargs=TINY, batch=2, allow_slow_fp16=True
     )
-    assert forced["ran"] and len(forced["loss"]) == 4 and all(math.isfinite(v) for v in forced["loss"])
+    assert forced.ran and len(forced.loss) == 4 and all(math.isfinite(v) for v in forced.loss)
 
 
 def test_train_runs_fp16_where_fp16_is_measured_fast(fake_cpu, fake_rates):
     fake_cpu(FP16_CPU)
     fake_rates(FAST)
     r = e2e.train("fp16 autocast + GradScaler", steps=3, progress=False, model_kwargs=TINY, batch=2)
-    assert r["ran"] and len(r["loss"]) == 3
+    assert r.ran and len(r.loss) == 3
 
 
 @pytest.mark.parametrize(
@@ -302,10 +304,13 @@ def test_inference_errors_are_ordered():
 
 def test_overflow_demo_breaks_fp16_not_bf16():
     out = e2e.overflow_demo()
-    assert out["max_activation"] > out["fp16_max"] == 65504
-    assert not out["fp16_finite"] and any(math.isnan(v) or math.isinf(v) for v in out["outputs"]["fp16"])
-    assert out["bf16_finite"] and 0 < out["bf16_max_abs_error"] < 0.05
-    assert all(math.isfinite(v) for v in out["outputs"]["fp32"])
+    assert isinstance(out, e2e.OverflowDemo) and out.__dataclass_params__.frozen
+    assert out.max_activation > out.fp16_max == 65504
+    assert not out.fp16_finite and any(math.isnan(v) or math.isinf(v) for v in out.outputs["fp16"])
+    assert out.bf16_finite and 0 < out.bf16_max_abs_error < 0.05
+    assert all(math.isfinite(v) for v in out.outputs["fp32"])
+    rows = {line.rsplit(None, 1)[0]: line.rsplit(None, 1)[1] for line in repr(out).splitlines()[1:]}
+    assert rows["fp16 outputs finite"] == "False" and rows["bf16 outputs finite"] == "True"
 
 
 # --- reference experiments ------------------------------------------------------------------------
@@ -352,43 +357,45 @@ def test_training_plan_keeps_the_full_model_where_bf16_is_fast(fake_cpu, fake_ra
     fake_cpu(NO_FP16_CPU)
     fake_rates(FAST_BF16)
     plan = e2e.training_plan()
-    assert plan["model"] == e2e._CPU_MODEL and plan["batch"] == 16 and plan["steps"] == 40
-    assert plan["configs"] == ["fp32", "bf16 autocast"] and not plan["scaled_down"]
-    assert plan["note"].startswith("full size: d_model 256")
+    assert plan.model == e2e._CPU_MODEL and plan.batch == 16 and plan.steps == 40
+    assert plan.configs == ("fp32", "bf16 autocast") and not plan.scaled_down
+    assert isinstance(plan, e2e.TrainingPlan) and plan.__dataclass_params__.frozen
+    assert "bf16 autocast" in repr(plan) and plan.note in repr(plan)
+    assert plan.note.startswith("full size: d_model 256")
     # predicted time = steps x step FLOPs / rate, per config
-    assert plan["predicted_s"]["bf16 autocast"] == pytest.approx(40 * e2e._step_flops(e2e._CPU_MODEL, 16) / 2e11)
+    assert plan.predicted_s["bf16 autocast"] == pytest.approx(40 * e2e._step_flops(e2e._CPU_MODEL, 16) / 2e11)
 
 
 def test_training_plan_scales_every_config_down_where_bf16_is_slow(fake_cpu, fake_rates):
     fake_cpu(NO_FP16_CPU)
     fake_rates(NO_BF16)
     plan = e2e.training_plan()
-    assert plan["scaled_down"] and plan["model"]["d_model"] < 256
-    assert sum(plan["predicted_s"].values()) <= 8.0
-    assert "bf16 matmuls run at 1.5 GFLOP/s here against 50 for fp32" in plan["note"]
+    assert plan.scaled_down and plan.model["d_model"] < 256
+    assert sum(plan.predicted_s.values()) <= 8.0
+    assert "bf16 matmuls run at 1.5 GFLOP/s here against 50 for fp32" in plan.note
     # train() uses the plan for every config alike
     seen = []
     real_model = e2e.TinyTransformer
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(e2e, "TinyTransformer", lambda **kw: seen.append(kw) or real_model(**kw))
         for config in ("fp32", "bf16 autocast"):
-            assert e2e.train(config, steps=2, progress=False)["model"] == dict(plan["model"], batch=plan["batch"])
-    assert seen == [plan["model"]] * 2
+            assert e2e.train(config, steps=2, progress=False).model == dict(plan.model, batch=plan.batch)
+    assert seen == [plan.model] * 2
     # a bigger budget allows a bigger model; nothing fits -> the smallest size
-    assert e2e.training_plan(budget_s=1e6)["model"] == e2e._CPU_MODEL
+    assert e2e.training_plan(budget_s=1e6).model == e2e._CPU_MODEL
     fake_rates(CRAWL)
-    assert e2e.training_plan()["model"] == e2e._CPU_LADDER[-1][0] and e2e.training_plan()["batch"] == 8
+    assert e2e.training_plan().model == e2e._CPU_LADDER[-1][0] and e2e.training_plan().batch == 8
 
 
 def test_training_plan_counts_fp16_only_where_it_runs(fake_cpu, fake_rates):
     fake_cpu(NO_FP16_CPU)
     fake_rates({"fp32": 5e10, "bf16": 1e11, "fp16": 2e10})  # fp16 at 0.4x fp32: fast enough to run
-    assert "fp16 autocast + GradScaler" in e2e.training_plan()["configs"]
-    assert "fp16 matmuls run at 20 GFLOP/s" in e2e.training_plan()["note"]  # the slowest config sizes the model
+    assert "fp16 autocast + GradScaler" in e2e.training_plan().configs
+    assert "fp16 matmuls run at 20 GFLOP/s" in e2e.training_plan().note  # the slowest config sizes the model
     fake_cpu(FP16_CPU)
     fake_rates({"fp32": 5e10, "bf16": 1e11, "fp16": 1e9})  # fp16 at 0.02x fp32
-    assert "fp16 autocast + GradScaler" not in e2e.training_plan()["configs"]
-    assert e2e.training_plan(allow_slow_fp16=True)["scaled_down"]
+    assert "fp16 autocast + GradScaler" not in e2e.training_plan().configs
+    assert e2e.training_plan(allow_slow_fp16=True).scaled_down
 
 
 @pytest.mark.parametrize(
@@ -426,10 +433,10 @@ def test_odd_size_and_launch_bound_demo_shrink_to_the_budget(fake_rates):
     assert [r["size"] for r in rows] == [64, 72] and all(r["tflops"] > 0 for r in rows)
     assert rows[0]["base_chosen"].startswith("base 64, not 1024: bf16 matmuls run at 0.001 GFLOP/s")
     out = e2e.launch_bound_demo(repeats=2)
-    assert out["large"]["model"] == "3 x Linear(64, 64), batch 64"
-    assert out["large"]["width_chosen"].startswith("width 64, not 512:")
+    assert out.large.model == "3 x Linear(64, 64), batch 64"
+    assert out.width_chosen.startswith("width 64, not 512:")
     fake_rates(FAST)
-    assert e2e.launch_bound_demo(repeats=2, large_width=32)["large"]["width_chosen"] == "width 32, as asked"
+    assert e2e.launch_bound_demo(repeats=2, large_width=32).width_chosen == "width 32, as asked"
 
 
 # --- results as tables (the records' HTML and text renderings) ---------------------------------------------
@@ -502,12 +509,14 @@ def test_throughput_table_of_a_cpu_run_is_in_gflops():
 
 
 def test_launch_table_says_which_comparisons_are_within_the_spread():
-    launch = {
-        "tiny": {"model": "3 x Linear(64, 64), batch 8", "fp32_times_s": (3e-4, 3.2e-4, 3.4e-4),
-                 "bf16_autocast_times_s": (3.1e-4, 3.3e-4, 3.5e-4)},
-        "large": {"model": "3 x Linear(512, 512), batch 512", "fp32_times_s": (0.020, 0.021, 0.022),
-                  "bf16_autocast_times_s": (0.010, 0.011, 0.012), "width_chosen": "width 512, as asked"},
-    }  # fmt: skip
+    def steps(model, t32, t16):
+        return e2e.StepTimes(model, 1.0, t32[1], t16[1], t32[1] / t16[1], t32, t16)
+
+    launch = e2e.LaunchBoundDemo(
+        tiny=steps("3 x Linear(64, 64), batch 8", (3e-4, 3.2e-4, 3.4e-4), (3.1e-4, 3.3e-4, 3.5e-4)),
+        large=steps("3 x Linear(512, 512), batch 512", (0.020, 0.021, 0.022), (0.010, 0.011, 0.012)),
+        width_chosen="width 512, as asked",
+    )
     t = LaunchTable.of(launch)
     assert t.comparisons["tiny"].overlap and not t.comparisons["large"].overlap
     assert t.comparisons["large"].speedup == pytest.approx(0.021 / 0.011)
@@ -516,17 +525,17 @@ def test_launch_table_says_which_comparisons_are_within_the_spread():
     assert "fp32 step (ms)" in text and "0.320 (0.310 to 0.330)" in text and "21.0 (20.5 to 21.5)" in text
     assert "1.91x" in text and "within the run-to-run spread" in html and "faster" in html
     assert "large model: width 512, as asked" in text
-    with pytest.raises(TypeError, match="launch must be the dict returned by e2e.launch_bound_demo"):
+    with pytest.raises(TypeError, match="launch must be the LaunchBoundDemo returned by e2e.launch_bound_demo"):
         LaunchTable.of({"tiny": {"model": "x"}})
 
 
 def test_training_table_shows_step_spread_memory_and_loss():
     runs = [
-        {"config": "fp32", "ran": True, "step_times_s": (0.030, 0.0375, 0.050), "peak_memory_bytes": 2.25 * 2**20,
-         "final_loss": 0.83512},
-        {"config": "bf16 autocast", "ran": True, "step_times_s": (0.036, 0.04, 0.045), "peak_memory_bytes": 1.5 * 2**20,
-         "final_loss": 0.8341},
-        {"config": "tf32", "ran": False, "reason": "not run: no GPU"},
+        e2e.TrainRun("fp32", True, step_times_s=(0.030, 0.0375, 0.050), peak_memory_bytes=2.25 * 2**20,
+                     final_loss=0.83512),
+        e2e.TrainRun("bf16 autocast", True, step_times_s=(0.036, 0.04, 0.045), peak_memory_bytes=1.5 * 2**20,
+                     final_loss=0.8341),
+        e2e.TrainRun("tf32", False, "not run: no GPU"),
     ]  # fmt: skip
     t = TrainingTable.of(runs)
     assert t.step_times("fp32").median == 0.0375 and t.not_run == (("tf32", "not run: no GPU"),)
@@ -541,11 +550,14 @@ def test_training_table_shows_step_spread_memory_and_loss():
 def test_training_table_of_a_real_run():
     r = e2e.train("fp32", steps=4, batch=2, progress=False,
                   model_kwargs=dict(vocab=16, d_model=32, n_heads=2, n_layers=1, seq_len=16))  # fmt: skip
-    assert len(r["step_times_s"]) == 2  # 3 timed steps, the first one a warm-up
+    assert len(r.step_times_s) == 2  # 3 timed steps, the first one a warm-up
     t = TrainingTable.of([r])
     assert t.ran[0][1].n == 2 and "final loss" in str(t)
-    with pytest.raises(TypeError, match="runs must be a list of results of e2e.train"):
+    assert repr(r) == repr(t)  # a run is shown as its one-row table
+    with pytest.raises(TypeError, match="runs must be a list of the TrainRuns of e2e.train"):
         TrainingTable.of([])
+    with pytest.raises(TypeError, match="runs must be a list of the TrainRuns of e2e.train"):
+        TrainingTable.of([{"config": "fp32", "ran": False, "reason": "x"}])
 
 
 def test_inference_table():

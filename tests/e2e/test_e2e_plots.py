@@ -36,18 +36,12 @@ def test_plot_throughput_draws_only_measured_points():
 
 
 def test_plot_training_runs_legend_and_skipped_runs():
-    from amp_lessons.e2e import plot_training_runs
+    from amp_lessons.e2e import TrainRun, plot_training_runs
 
     runs = [
-        {"config": "fp32", "ran": True, "loss": [4.0, 2.0, 1.0], "step_time_s": 0.05, "peak_memory_bytes": 3 * 2**20},
-        {
-            "config": "bf16 autocast",
-            "ran": True,
-            "loss": [4.0, 2.1, 1.1],
-            "step_time_s": 0.03,
-            "peak_memory_bytes": 2 * 2**20,
-        },
-        {"config": "tf32", "ran": False, "reason": "not run: no TF32 here"},
+        TrainRun("fp32", True, loss=(4.0, 2.0, 1.0), step_time_s=0.05, peak_memory_bytes=3 * 2**20),
+        TrainRun("bf16 autocast", True, loss=(4.0, 2.1, 1.1), step_time_s=0.03, peak_memory_bytes=2 * 2**20),
+        TrainRun("tf32", False, "not run: no TF32 here"),
     ]
     ax = plot_training_runs(runs)
     named = named_artists(ax)

@@ -318,8 +318,8 @@ def census():
 def test_census_fractions_sum_to_one_and_match_quantize(census):
     f = FORMATS["fp16"]
     for kind in ("weights", "activations"):
-        g = census[kind]
-        fr = census["fractions"][kind]
+        g = census.tensors[kind]
+        fr = census.fractions[kind]
         assert tuple(fr) == CLASSES
         assert sum(fr.values()) == pytest.approx(1.0, abs=1e-12)
         q = quantize(g, "fp16")
@@ -332,22 +332,22 @@ def test_census_fractions_sum_to_one_and_match_quantize(census):
 
 def test_census_default_model_has_realistic_small_gradients(census):
     params = sum(p.numel() for p in fp16.small_model().parameters())
-    assert census["weights"].numel() == params
-    act = census["fractions"]["activations"]
+    assert census.weights.numel() == params
+    act = census.fractions["activations"]
     assert act["subnormal"] + act["flushed"] > 0.05  # fp16 loses precision or values here
     assert act["zero"] > 0.1  # ReLU zeros
-    assert census["fractions"]["weights"]["normal"] > 0.5
+    assert census.fractions["weights"]["normal"] > 0.5
     again = fp16.gradient_census()
-    assert torch.equal(again["activations"], census["activations"])  # seeded
+    assert torch.equal(again.activations, census.activations)  # seeded
 
 
 def test_census_of_a_custom_model_and_other_format():
     model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh(), torch.nn.Linear(3, 2))
     x, y = torch.randn(8, 4), torch.randn(8, 2)
     c = fp16.gradient_census(model, batch=(x, y), fmt="fp8_e4m3")
-    assert c["fmt"] == "fp8_e4m3" and c["weights"].numel() == 4 * 3 + 3 + 3 * 2 + 2
-    assert c["activations"].numel() == 8 * (3 + 3 + 2)
-    assert sum(c["fractions"]["activations"].values()) == pytest.approx(1.0)
+    assert c.fmt == "fp8_e4m3" and c.weights.numel() == 4 * 3 + 3 + 3 * 2 + 2
+    assert c.activations.numel() == 8 * (3 + 3 + 2)
+    assert sum(c.fractions["activations"].values()) == pytest.approx(1.0)
     with pytest.raises(ValueError, match="batch"):
         fp16.gradient_census(model)
     with pytest.raises(TypeError, match="Module"):
@@ -376,16 +376,18 @@ def training():
 
 def test_master_weights_keep_learning_where_fp16_weights_stall(training):
     r = training
-    assert r["steps"] == 300 and set(r["loss"]) == {"fp32", "fp16 weights", "fp32 master weights"}
-    final = {k: v[-1] for k, v in r["loss"].items()}
-    assert all(len(v) == 300 for v in r["loss"].values())
+    assert r.steps == 300 and set(r.loss) == {"fp32", "fp16 weights", "fp32 master weights"}
+    final = {k: v[-1] for k, v in r.loss.items()}
+    assert all(len(v) == 300 for v in r.loss.values())
     assert final["fp16 weights"] > 20 * final["fp32 master weights"]
     assert final["fp32 master weights"] < 2.5 * final["fp32"]
-    fp16_run = r["loss"]["fp16 weights"]
+    fp16_run = r.loss["fp16 weights"]
     assert fp16_run[-1] == pytest.approx(fp16_run[200], rel=0.05)  # stalled
-    assert r["lost_fraction"]["fp16 weights"] > 0.5
-    assert r["lost_fraction"]["fp32 master weights"] < 0.05
-    assert r["lost_if_fmt"]["fp32 master weights"] > 0.3  # these updates only survive in fp32
+    assert r.lost_fraction["fp16 weights"] > 0.5
+    assert r.lost_fraction["fp32 master weights"] < 0.05
+    assert r.lost_if_fmt["fp32 master weights"] > 0.3  # these updates only survive in fp32
+    assert isinstance(r, fp16.MasterWeightRuns) and r.__dataclass_params__.frozen
+    assert repr(r).splitlines()[0] == "300 SGD steps (lr 0.1), weights in fp32 and in fp16"
 
 
 def test_training_is_seeded_and_shows_progress(training, capsys):
@@ -393,12 +395,12 @@ def test_training_is_seeded_and_shows_progress(training, capsys):
     # the same seed gives the same run: bit for bit here; on an NVIDIA H200 machine's host CPU, step 13 of a second
     # run in the same process differed in the 7th digit (18.802879 vs 18.802877), the last bits of fp32 sums that
     # the CPU's vectorized kernels may order differently. Another seed is far outside that tolerance
-    assert r["loss"]["fp16 weights"] == pytest.approx(training["loss"]["fp16 weights"][:20], rel=1e-5)
-    other = fp16.train_master_weights(20, progress=False, seed=1)["loss"]["fp16 weights"]
-    assert other != pytest.approx(r["loss"]["fp16 weights"], rel=1e-2)
+    assert r.loss["fp16 weights"] == pytest.approx(training.loss["fp16 weights"][:20], rel=1e-5)
+    other = fp16.train_master_weights(20, progress=False, seed=1).loss["fp16 weights"]
+    assert other != pytest.approx(r.loss["fp16 weights"], rel=1e-2)
     assert "training 3 ways" in capsys.readouterr().err
     bf16 = fp16.train_master_weights(20, progress=False, fmt="bf16")
-    assert bf16["fmt"] == "bf16"
+    assert bf16.fmt == "bf16" and "lost if stored in bf16" in repr(bf16)
 
 
 @pytest.mark.parametrize(

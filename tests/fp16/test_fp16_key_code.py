@@ -46,4 +46,4 @@ def test_train_master_weights_runs_the_key_code_step():
     for _ in range(3):
         w, _, loss = fp16.sgd_step(w, x.half().float(), y, 0.1, fmt="fp16", master=True)
         losses.append(loss)
-    assert runs["loss"]["fp32 master weights"] == losses
+    assert runs.loss["fp32 master weights"] == tuple(losses)

@@ -76,7 +76,7 @@ def test_gradient_histogram_regions_and_fractions(census):
     assert zero.get_x() < -25
     acts = named_artists(ax)["activation gradients"]
     counts = acts.get_data().values
-    fr = census["fractions"]["activations"]
+    fr = census.fractions["activations"]
     assert counts.sum() == pytest.approx(1 - fr["zero"])  # per binade, of all values: zeros are off the log axis
     assert _pct_in_legend(ax, fr["subnormal"]) and _pct_in_legend(ax, fr["zero"])
     assert ax.get_xlabel() == "log2 |gradient|" and "fp16" in ax.get_title(loc="left")
@@ -86,8 +86,8 @@ def test_gradient_histogram_scale_moves_values_out_of_subnormals(census):
     from amp_lessons.fp16 import census_fractions, plot_gradient_histogram
 
     ax = plot_gradient_histogram(census, scale=1024.0)
-    scaled = census_fractions(census["activations"] * 1024.0)
-    assert scaled["subnormal"] < census["fractions"]["activations"]["subnormal"] / 10
+    scaled = census_fractions(census.activations * 1024.0)
+    assert scaled["subnormal"] < census.fractions["activations"]["subnormal"] / 10
     assert _pct_in_legend(ax, scaled["normal"])
     assert "1024" in ax.get_xlabel() and "scaled by 1024" in ax.get_title(loc="left")
     ax = plot_gradient_histogram(census, "bf16", scale=2.0**120)  # most overflow in bf16
@@ -99,13 +99,16 @@ def test_gradient_histogram_scale_moves_values_out_of_subnormals(census):
 
 
 def test_loss_curves_plot():
-    from amp_lessons.fp16 import plot_loss_curves
+    from amp_lessons.fp16 import MasterWeightRuns, plot_loss_curves
 
-    result = {
-        "loss": {"fp32": [1.0, 0.1, 0.01], "fp16 weights": [1.0, 0.2, 0.2], "fp32 master weights": [1, 0.1, 0.01]},
-        "lost_fraction": {"fp32": 0.0, "fp16 weights": 0.5, "fp32 master weights": 0.0},
-        "steps": 3,
-    }
+    result = MasterWeightRuns(
+        fmt="fp16",
+        steps=3,
+        lr=0.1,
+        loss={"fp32": (1.0, 0.1, 0.01), "fp16 weights": (1.0, 0.2, 0.2), "fp32 master weights": (1, 0.1, 0.01)},
+        lost_fraction={"fp32": 0.0, "fp16 weights": 0.5, "fp32 master weights": 0.0},
+        lost_if_fmt={"fp32": 0.0, "fp16 weights": 0.5, "fp32 master weights": 0.4},
+    )
     ax = plot_loss_curves(result)
     assert ax.get_yscale() == "log"
     named = named_artists(ax)
@@ -113,8 +116,8 @@ def test_loss_curves_plot():
     assert [named[k] for k in named] == ax.get_lines()
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert labels[1] == "fp16 weights: final loss 0.2, 50% of updates lost"
-    with pytest.raises(TypeError, match="train_master_weights"):
-        plot_loss_curves({"fp32": [1.0]})
+    with pytest.raises(TypeError, match="MasterWeightRuns returned by amp_lessons.fp16.train_master_weights, got dict"):
+        plot_loss_curves({"loss": {"fp32": [1.0]}})
 
 
 def test_format_regions_from_the_constants():
@@ -160,9 +163,10 @@ def test_lesson_03_plots_draw_without_warnings(tmp_path, census):
         plot_loss_curves,
         plot_running_sums,
         running_sums_of_copies,
+        train_master_weights,
     )
 
-    result = {"loss": {"fp32": [1.0, 0.5]}, "lost_fraction": {}, "steps": 2}
+    result = train_master_weights(2, progress=False)
     for ax in (
         plot_running_sums(running_sums_of_copies(16.0, 4096), limit=65504.0),
         plot_gradient_histogram(census),
@@ -184,10 +188,10 @@ def test_running_sums_minus_shows_the_error():
 
 
 def test_line_plots_keep_their_legends_outside_the_data():
-    from amp_lessons.fp16 import plot_loss_curves, plot_running_sums, running_sums_of_copies
+    from amp_lessons.fp16 import plot_loss_curves, plot_running_sums, running_sums_of_copies, train_master_weights
 
     assert legend_outside(plot_running_sums(running_sums_of_copies(16.0, 200), limit=1000.0))
-    result = {"loss": {"fp32": [1.0, 0.1, 0.01], "fp16 weights": [1.0, 0.2, 0.2]}, "lost_fraction": {}, "steps": 3}
+    result = train_master_weights(3, progress=False)
     assert legend_outside(plot_loss_curves(result))
 
 
@@ -199,5 +203,5 @@ def test_gradient_histogram_legend_numbers_match_the_lesson_print(census):
     ax = plot_gradient_histogram(census, "fp16")
     text = " ".join(t.get_text() for t in ax.get_legend().get_texts())
     for kind in ("weights", "activations"):
-        fr = census_fractions(census[kind].float().reshape(-1), FORMATS["fp16"])
+        fr = census_fractions(census.tensors[kind].float().reshape(-1), FORMATS["fp16"])
         assert f"{fr['subnormal']:.2%} subnormal" in text and f"{fr['normal']:.2%} normal" in text

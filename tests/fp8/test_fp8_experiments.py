@@ -274,10 +274,12 @@ def test_reference_experiment_runs_small_on_cpu():
 
 def test_fp8_linear_check_errors_small_but_not_zero():
     r = fp8.fp8_linear_check()
-    for k in ("output", "input grad", "weight grad"):
-        assert 1e-3 < r[f"{k} relative error"] < 0.1, (k, r)
-    assert r["output relative error"] < r["input grad relative error"]  # e4m3 forward, e5m2 backward
-    assert r["bias grad relative error"] == 0.0
+    assert isinstance(r, fp8.Fp8LinearErrors) and r.__dataclass_params__.frozen
+    for e in (r.output_error, r.input_grad_error, r.weight_grad_error):
+        assert 1e-3 < e < 0.1, r
+    assert r.output_error < r.input_grad_error  # e4m3 forward, e5m2 backward
+    assert r.bias_grad_error == 0.0
+    assert "weight gradient" in repr(r) and f"{r.output_error:.3g}" in repr(r)
 
 
 def test_fp8_linear_module():

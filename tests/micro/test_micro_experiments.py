@@ -94,7 +94,9 @@ def test_rceil_never_clips_floor_does():
         assert bool((over <= get_format(fmt).max * (1 + 2**-20)).all())
         assert micro.mx_quantize(x, fmt, "floor").clipped.any()
         stats = micro.scale_rule_clipping(x, fmt)
-        assert stats["rceil"]["blocks clipped"] < stats["floor"]["blocks clipped"] / 10
+        assert stats["rceil"].blocks_clipped < stats["floor"].blocks_clipped / 10
+        assert [(r, c.rule) for r, c in stats.items()] == [("floor", "floor"), ("rceil", "rceil")]
+        assert stats["floor"].values_clipped <= stats["floor"].blocks_clipped  # a clipped block has 1 to 32 values
     # floor puts amax in [2**emax, 2**(emax+1)): an e4m3 block saturates iff amax / 2**k rounds above 448, that is
     # lies above 464 (the midpoint of 448 and 480, whose tie goes to 448's even mantissa): a mantissa above 1.8125.
     # 1.75 and the float32 number just above it round to 448 itself: rounded down, not saturated
@@ -374,14 +376,20 @@ def test_kahan_add_recovers_what_rounding_drops():
 
 def test_tiny_updates():
     r = micro.tiny_updates(steps=10_000, update=1e-4, start=1.0)
-    assert r["steps"] == 10_000 and len(r["Kahan"]) == 10_000
-    assert bool((r["round to nearest"] == 1.0).all())  # 1 + 1e-4 rounds back to 1 in bf16, every time
-    assert abs(float(r["fp32 master"][-1]) - 2.0) < 1e-3  # fp32's own rounding over 10^4 adds: ~2e-4
+    assert isinstance(r, micro.TinyUpdates) and r.__dataclass_params__.frozen
+    assert r.steps == 10_000 and r.fmt == "bf16" and len(r.trajectories["Kahan"]) == 10_000
+    assert tuple(r.trajectories) == micro.UPDATE_METHODS
+    assert bool((r.trajectories["round to nearest"] == 1.0).all())  # 1 + 1e-4 rounds back to 1 in bf16, every time
+    assert abs(float(r.trajectories["fp32 master"][-1]) - 2.0) < 1e-3  # fp32's own rounding over 10^4 adds: ~2e-4
     # deterministic elementwise bf16 arithmetic: Kahan ends 2 bf16 steps (2**-6 each) above 2, because its
     # compensation is itself a bf16 number (what it holds is rounded each step)
-    assert float(r["Kahan"][-1]) == 2.03125
+    assert float(r.trajectories["Kahan"][-1]) == 2.03125
     # SR: a sum of 10^4 independent roundings of spacing 2**-7 (then 2**-6), p = 0.0128: std ~ 0.1
-    assert abs(float(r["stochastic rounding"][-1]) - 2.0) < 0.5
+    assert abs(float(r.trajectories["stochastic rounding"][-1]) - 2.0) < 0.5
+    assert float(r.exact[-1]) == pytest.approx(2.0)
+    rows = repr(r).splitlines()
+    assert rows[0] == "10,000 tiny updates to a bf16 weight" and rows[-1].split() == ["exact", "2"]
+    assert "Kahan" in repr(r) and "2.03125" in repr(r)
     with pytest.raises(ValueError, match="at most"):
         micro.tiny_updates(steps=10**6)
 
@@ -389,10 +397,11 @@ def test_tiny_updates():
 def test_train_low_precision_small():
     res = micro.train_low_precision(steps=60, lr=3e-4, hidden=16)
     assert set(res) == set(micro.UPDATE_METHODS)
-    for v in res.values():
-        assert len(v["loss"]) == 60 and v["loss"][-1] < v["loss"][0]
-    assert res["round to nearest"]["never moved"] > 0.2 > res["stochastic rounding"]["never moved"]
-    assert res["Kahan"]["bytes per parameter"] == res["fp32 master"]["bytes per parameter"] == 4
+    for m, v in res.items():
+        assert isinstance(v, micro.LowPrecisionRun) and v.method == m
+        assert len(v.loss) == 60 and v.loss[-1] < v.loss[0]
+    assert res["round to nearest"].never_moved > 0.2 > res["stochastic rounding"].never_moved
+    assert res["Kahan"].bytes_per_parameter == res["fp32 master"].bytes_per_parameter == 4
     with pytest.raises(ValueError, match="'sgd'"):
         micro.train_low_precision(methods=("sgd",))
 

@@ -4,9 +4,17 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import pytest
 import torch
 
-from amp_lessons.micro import UPDATE_METHODS, plot_recipe_snr, plot_tiny_updates, plot_training
+from amp_lessons.micro import (
+    UPDATE_METHODS,
+    LowPrecisionRun,
+    TinyUpdates,
+    plot_recipe_snr,
+    plot_tiny_updates,
+    plot_training,
+)
 from tests.pictures import legend_outside
 
 
@@ -19,8 +27,8 @@ def _legend_below_full_width_axes(ax) -> bool:
 
 def test_training_legend_writes_the_numbers_as_the_lesson_prints_them():
     runs = {
-        "round to nearest": {"loss": [1.0, 0.5, 0.365], "never moved": 0.497},
-        "Kahan": {"loss": [1.0, 0.3, 0.1477], "never moved": 0.002},
+        "round to nearest": LowPrecisionRun("round to nearest", (1.0, 0.5, 0.365), 0.497, 2),
+        "Kahan": LowPrecisionRun("Kahan", (1.0, 0.3, 0.1477), 0.002, 4),
     }
     ax = plot_training(runs)
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
@@ -30,12 +38,17 @@ def test_training_legend_writes_the_numbers_as_the_lesson_prints_them():
         "Kahan: final loss 0.1477, 0.2% of weights never moved",
     ]
     assert ax.get_yscale() == "log" and _legend_below_full_width_axes(ax) and not legend_outside(ax)
+    with pytest.raises(TypeError, match=r"results\['Kahan'\] must be a LowPrecisionRun"):
+        plot_training({"Kahan": {"loss": [1.0], "never moved": 0.0}})
 
 
 def test_tiny_updates_and_recipe_legends_sit_outside_the_data():
     steps = 5
-    result = {"steps": steps, "exact": torch.linspace(1.0, 1.0005, steps)}
-    result.update({m: torch.ones(steps) for m in UPDATE_METHODS})
+    result = TinyUpdates(
+        "bf16", steps, torch.linspace(1.0, 1.0005, steps), {m: torch.ones(steps) for m in UPDATE_METHODS}
+    )
     assert legend_outside(plot_tiny_updates(result))
+    with pytest.raises(TypeError, match="TinyUpdates"):
+        plot_tiny_updates({"steps": steps})
     tables = {k: [{"recipe": "a", "SNR dB": 20.0}, {"recipe": "b", "SNR dB": 30.0}] for k in ("weight", "gradient")}
     assert legend_outside(plot_recipe_snr(tables))

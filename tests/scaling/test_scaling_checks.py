@@ -29,7 +29,7 @@ EXERCISE = dict(init_scale=2.0**10, growth_factor=2.0, backoff_factor=0.5, growt
 
 def test_scale_prediction_exercise():
     s = solution("05")
-    want = scaling.simulate_scaler(10, (0, 4), **EXERCISE)["scale_after"][-1]
+    want = scaling.simulate_scaler(10, (0, 4), **EXERCISE).scale_after[-1]
     assert s.SCALE_PREDICTION == want and dict(s.SCALE_PREDICTION_EXERCISE, n_steps=10) == dict(
         n_steps=10, inf_steps=(0, 4), **EXERCISE
     )

@@ -1,6 +1,7 @@
 """Tests of amp_lessons.scaling: the census under a scale, the from-scratch scalers against
 torch.amp.GradScaler, and the story of the training comparison."""
 
+import dataclasses
 import math
 
 import pytest
@@ -52,7 +53,7 @@ def comparison():
 def test_scaled_fractions_equal_rounding_the_scaled_gradients(census, scale, fmt):
     got = scaled_fractions(census, scale, fmt)
     for kind in ("weights", "activations"):
-        assert got[kind] == census_fractions(census[kind] * scale, fmt)
+        assert got[kind] == census_fractions(census.tensors[kind] * scale, fmt)
 
 
 def test_scaled_fractions_of_a_hand_made_census():
@@ -75,9 +76,9 @@ def test_scaled_fractions_reuses_its_index(census):  # speed: benchmarks/bench_e
 
 
 def test_the_index_follows_the_census(census):
-    other = {"weights": census["weights"], "activations": census["activations"] * 0 + 1.0}
+    other = {"weights": census.weights, "activations": census.activations * 0 + 1.0}
     assert scaled_fractions(other, 1.0)["activations"]["normal"] == 1.0
-    assert scaled_fractions(census, 1.0)["activations"] == census["fractions"]["activations"]
+    assert scaled_fractions(census, 1.0)["activations"] == census.fractions["activations"]
     assert scaled_fractions(CensusIndex(census), 1.0) == scaled_fractions(census, 1.0)
 
 
@@ -95,32 +96,46 @@ def test_scaled_fractions_rejects_bad_input(census):
 def test_sweep_is_monotonic(census, small_census, kind):
     for c in (census, small_census):
         sw = scale_sweep(c, kind=kind)
-        assert sw["scale"] == [2.0**e for e in range(33)]
-        assert all(a >= b for a, b in zip(sw["underflow"], sw["underflow"][1:]))
-        assert all(a <= b for a, b in zip(sw["overflow"], sw["overflow"][1:]))
-        assert all(0 <= v <= 1 for key in ("underflow", "subnormal", "overflow") for v in sw[key])
+        assert sw.scale == tuple(2.0**e for e in range(33)) and sw.exponent == tuple(range(33))
+        assert all(a >= b for a, b in zip(sw.flushed, sw.flushed[1:]))
+        assert all(a <= b for a, b in zip(sw.overflowed, sw.overflowed[1:]))
+        assert all(0 <= v <= 1 for share in (sw.flushed, sw.subnormal, sw.saturated, sw.inf) for v in share)
 
 
 def test_sweep_of_the_default_census(census):
     sw = scale_sweep(census)
-    assert sw["nonzero"] == int((census["activations"] != 0).sum())
-    assert sw["underflow"][0] == pytest.approx(
-        census["fractions"]["activations"]["flushed"] * census["activations"].numel() / sw["nonzero"]
+    assert dataclasses.is_dataclass(sw) and sw.kind == "activations" and sw.fmt == "fp16"
+    assert sw.nonzero == int((census.activations != 0).sum())
+    assert sw.flushed[0] == pytest.approx(
+        census.fractions["activations"]["flushed"] * census.activations.numel() / sw.nonzero
     )
-    assert sw["overflow"][32] > 0.5  # 2**32 pushes most activation gradients past 65504
+    assert sw.overflowed is sw.inf and sw.inf[32] > 0.5  # 2**32 pushes most activation gradients past 65504
+    assert not any(sw.saturated)  # fp16 overflows to inf, never to +-max
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        sw.kind = "weights"
+    text = repr(sw)
+    assert "flushed (%)" in text and "inf (%)" in text and "2^32" in text
+
+
+def test_sweep_overflow_follows_the_format(census):
+    sw = scale_sweep(census, range(0, 40), "fp8_e4m3")
+    assert sw.overflowed is sw.saturated and not any(sw.inf)  # e4m3 saturates to +-448
+    assert sw.saturated[-1] > 0.5
+    with pytest.raises(ValueError, match="'gradients'"):
+        scale_sweep(census, kind="gradients")
 
 
 def test_safe_window(census, small_census):
     sw = scale_sweep(census)
     lo, hi = safe_window(sw)
-    assert sw["scale"][0] <= lo <= hi <= sw["scale"][-1]
-    for s, u, o in zip(sw["scale"], sw["underflow"], sw["overflow"]):
+    assert sw.scale[0] <= lo <= hi <= sw.scale[-1]
+    for s, u, o in zip(sw.scale, sw.flushed, sw.overflowed):
         assert (lo <= s <= hi) == (u <= 0.01 and o == 0)  # the window is contiguous here
     lo2, hi2 = safe_window(scale_sweep(small_census))
     assert lo2 > lo  # a small loss needs a larger scale
     assert 2.0**16 >= lo2 and hi2 >= 2.0**16  # GradScaler's default fits it
     assert safe_window(sw, max_underflow=-1) is None
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="ScaleSweep"):
         safe_window({"scale": []})
     with pytest.raises(ValueError, match="empty"):
         scale_sweep(census, [])
@@ -166,8 +181,8 @@ def test_dynamic_scaler_agrees_with_gradscaler(params):
         **{k: v for k, v in params.items() if k != "inf_steps"},
         **({} if "growth_interval" in params else {"growth_interval": 5}),
     )
-    assert sim["scale"] == [r["torch_scale"] for r in rows]
-    assert sim["skipped"] == [r["torch_skipped"] for r in rows]
+    assert list(sim.scale) == [r["torch_scale"] for r in rows]
+    assert list(sim.skipped) == [r["torch_skipped"] for r in rows]
 
 
 def test_simulate_scaler_against_gradscaler_without_a_model():
@@ -196,15 +211,16 @@ def test_simulate_scaler_against_gradscaler_without_a_model():
             backoff_factor=backoff_factor,
             growth_interval=interval,
         )
-        assert sim["scale"] == torch_scales
-        assert sim["scale_after"][:-1] == torch_scales[1:]
-        assert [k for k, s in enumerate(sim["skipped"]) if s] == pattern
+        assert list(sim.scale) == torch_scales
+        assert list(sim.scale_after[:-1]) == torch_scales[1:]
+        assert [k for k, s in enumerate(sim.skipped) if s] == pattern
 
 
 def test_simulate_scaler_rule_and_speed():
     h = simulate_scaler(10, (0, 3), growth_interval=4)
-    assert h["scale"] == [2.0**16, 2.0**15, 2.0**15, 2.0**15, 2.0**14, 2.0**14, 2.0**14, 2.0**14, 2.0**15, 2.0**15]
-    assert h["scale_after"] == [
+    assert isinstance(h, scaling.ScalerHistory) and h.__dataclass_params__.frozen
+    assert list(h.scale) == [2.0**16, 2.0**15, 2.0**15, 2.0**15, 2.0**14, 2.0**14, 2.0**14, 2.0**14, 2.0**15, 2.0**15]
+    assert list(h.scale_after) == [
         2.0**15,
         2.0**15,
         2.0**15,
@@ -216,10 +232,11 @@ def test_simulate_scaler_rule_and_speed():
         2.0**15,
         2.0**15,
     ]
-    assert h["skipped"] == [k in (0, 3) for k in range(10)]
-    assert simulate_scaler(0) == {"scale": [], "skipped": [], "scale_after": []}
+    assert list(h.skipped) == [k in (0, 3) for k in range(10)]
+    assert simulate_scaler(0) == scaling.ScalerHistory((), (), ())
+    assert repr(h) == repr(ScalerEvents.of(h))  # shown as its events
     long = simulate_scaler(10000, range(0, 10000, 7), growth_interval=1)
-    assert len(long["scale"]) == 10000 and sum(long["skipped"]) == len(range(0, 10000, 7))
+    assert len(long.scale) == 10000 and sum(long.skipped) == len(range(0, 10000, 7))
 
 
 @pytest.mark.parametrize(
@@ -286,17 +303,17 @@ def test_gradient_census_of_matches_gradient_census():
 
     mine = gradient_census_of(small_model(), torch.nn.functional.cross_entropy, small_batch())
     theirs = gradient_census()
-    assert torch.equal(mine["weights"], theirs["weights"])
-    assert torch.equal(mine["activations"], theirs["activations"])
-    assert mine["fractions"] == theirs["fractions"]
+    assert torch.equal(mine.weights, theirs.weights)
+    assert torch.equal(mine.activations, theirs.activations)
+    assert mine.fractions == theirs.fractions
 
 
 def test_gradient_census_of_any_module_and_loss():
     model = torch.nn.Sequential(torch.nn.Conv1d(2, 4, 3), torch.nn.Tanh(), torch.nn.Flatten(), torch.nn.Linear(24, 1))
     x = torch.randn(5, 2, 8)
     c = gradient_census_of(model, lambda out: out.pow(2).mean(), x, fmt="bf16")
-    assert c["fmt"] == "bf16" and c["weights"].numel() == sum(p.numel() for p in model.parameters())
-    assert tuple(c["fractions"]["activations"]) == CLASSES
+    assert c.fmt == "bf16" and c.weights.numel() == sum(p.numel() for p in model.parameters())
+    assert tuple(c.fractions["activations"]) == CLASSES
     for p in model.parameters():
         p.requires_grad_(False)
     with pytest.raises(ValueError, match="no gradients"):
@@ -309,7 +326,8 @@ def test_gradient_census_of_any_module_and_loss():
 
 
 def test_training_comparison_tells_the_story(comparison):
-    loss, zeros = comparison["loss"], comparison["zero_grad_fraction"]
+    assert isinstance(comparison, scaling.TrainComparison) and comparison.steps == 60
+    loss, zeros = comparison.loss, comparison.zero_grad_fraction
     assert list(loss) == list(scaling.TRAIN_RUNS)
     final = {k: sum(v[-5:]) / 5 for k, v in loss.items()}
     start = loss["fp32"][0]
@@ -322,11 +340,13 @@ def test_training_comparison_tells_the_story(comparison):
     assert (
         zeros["fp32"] < 0.01 and zeros["fp16 autocast + GradScaler"] < 0.01 and zeros["bf16 autocast, no scaler"] < 0.01
     )
-    assert comparison["scale"] == [2.0**16] * 60 and not any(comparison["skipped"])
+    assert comparison.scale == (2.0**16,) * 60 and not any(comparison.skipped)
+    assert set(comparison.seconds) == set(scaling.TRAIN_RUNS)
+    assert repr(comparison) == repr(TrainSummary.of(comparison))  # shown as its summary
 
 
 def test_small_loss_census_underflows(small_census):
-    fr = small_census["fractions"]["activations"]
+    fr = small_census.fractions["activations"]
     assert fr["flushed"] > 0.5 and fr["normal"] == 0.0
     assert scaled_fractions(small_census, 2.0**16)["activations"]["flushed"] < 1e-3
 
@@ -353,8 +373,10 @@ def both(record) -> tuple[str, str]:
 
 
 def test_census_table_shows_percentages_to_two_decimals():
-    census = {
-        "fractions": {
+    census = scaling.GradientCensus(
+        weights=torch.zeros(0),
+        activations=torch.zeros(0),
+        fractions={
             "weights": {
                 "zero": 0.0047,
                 "flushed": 0.0,
@@ -374,15 +396,16 @@ def test_census_table_shows_percentages_to_two_decimals():
                 "nan": 0.0,
             },
         },
-        "loss": 2.31,
-        "fmt": "fp16",
-    }
+        loss=2.31,
+        fmt="fp16",
+    )
     t = CensusTable.of(census)
     assert t.fractions["activations"]["subnormal"] == 0.3794 and t.loss == 2.31
     for out in both(t):
         assert "flushed (%)" in out and "inf (%)" in out and "saturated" not in out  # fp16's classes of finite values
         assert "subnormal (%)" in out and "91.35" in out and "37.94" in out and "0.03" in out and "loss 2" in out
-    with pytest.raises(TypeError, match="census must be the dict of fp16.gradient_census"):
+    assert repr(census) == repr(t)  # a census is shown as its table
+    with pytest.raises(TypeError, match="census must be the GradientCensus of fp16.gradient_census"):
         CensusTable.of({"loss": 1.0})
 
 
@@ -429,19 +452,25 @@ def test_scaler_events_list_skips_and_growths_only():
     assert "the scaler over 12 steps: 2 skipped, 3 growths" in text and "scale after" in html
     assert "65536 = 2^16" in text and "32768 = 2^15" in text
     assert "... and 3 more events" in str(ScalerEvents.of(history, limit=2))
-    with pytest.raises(TypeError, match="history must be the dict returned by scaling.simulate_scaler"):
+    with pytest.raises(TypeError, match="history must be the ScalerHistory returned by scaling.simulate_scaler"):
         ScalerEvents.of([1])
 
 
 def test_train_summary_rounds_losses_and_gives_percentages():
-    runs = {"loss": {"fp32": [1.2345e-5, 1.5678e-6], "fp16 autocast, no scaling": [1.2e-5, 1.2e-5]},
-            "zero_grad_fraction": {"fp32": 0.0, "fp16 autocast, no scaling": 1.0}}  # fmt: skip
+    runs = scaling.TrainComparison(
+        steps=2,
+        loss={"fp32": (1.2345e-5, 1.5678e-6), "fp16 autocast, no scaling": (1.2e-5, 1.2e-5)},
+        zero_grad_fraction={"fp32": 0.0, "fp16 autocast, no scaling": 1.0},
+        scale=(),
+        skipped=(),
+        seconds={"fp32": 0.1, "fp16 autocast, no scaling": 0.1},
+    )
     s = TrainSummary.of(runs)
     assert s.final == {"fp32": 1.5678e-6, "fp16 autocast, no scaling": 1.2e-5} and s.zero["fp32"] == 0.0
     for out in both(s):
         assert "final loss" in out and "1.57e-06" in out and "1.23e-05" in out and "exactly 0 (%)" in out
         assert "100" in out
-    with pytest.raises(TypeError, match="runs must be the dict returned by scaling.train_comparison"):
+    with pytest.raises(TypeError, match="runs must be the TrainComparison returned by scaling.train_comparison"):
         TrainSummary.of({"loss": {}})
 
 

@@ -71,11 +71,11 @@ def test_scaler_state_explorer_is_simulate_scaler(scaler_states):
     want = simulate_scaler(ex.N_STEPS, (30, 31), init_scale=2.0**10, growth_interval=20)
     assert ex.history == want
     line = ex._pic.parts["line"]
-    assert list(line.get_ydata()) == [math.log2(s) for s in want["scale"]]
+    assert list(line.get_ydata()) == [math.log2(s) for s in want.scale]
     assert list(ex._pic.parts["skipped"].get_xdata()) == [30, 31]
     assert "2000" in ex.readout.value and "30, 31" in ex.readout.value
     ex.clear_button.click()
-    assert ex.inf_steps == set() and not any(ex.history["skipped"])
+    assert ex.inf_steps == set() and not any(ex.history.skipped)
     assert is_png(ex.image)
 
 
@@ -97,9 +97,9 @@ def test_scaler_state_explorer_slider_extremes(scaler_states, settings):
     assert is_png(ex.image)
     lo, hi = ex._pic.parts["ax"].get_ylim()
     assert math.isfinite(lo) and math.isfinite(hi) and lo < hi
-    assert all(math.isfinite(s) for s in ex.history["scale"])
+    assert all(math.isfinite(s) for s in ex.history.scale)
     ex.clear()
-    assert all(math.isfinite(s) and s > 0 for s in ex.history["scale"])
+    assert all(math.isfinite(s) and s > 0 for s in ex.history.scale)
 
 
 def test_scaler_state_explorer_bad_input(scaler_states):
@@ -148,10 +148,10 @@ def fp16_overflows(x: float) -> bool:
 
 def test_scaler_state_explorer_opening_and_cleared():
     ex = scaling.ScalerStateExplorer()
-    assert sum(ex.history["skipped"]) == 3 and ex.overflow_steps == []  # only the injected ones
+    assert sum(ex.history.skipped) == 3 and ex.overflow_steps == []  # only the injected ones
     assert "amp-failure" in ex.readout.value and "3 of 200 steps skipped" in ex.readout.value
     ex.clear()
-    assert sum(ex.history["skipped"]) == 0 and "amp-failure" not in ex.readout.value
+    assert sum(ex.history.skipped) == 0 and "amp-failure" not in ex.readout.value
 
 
 @pytest.mark.parametrize(
@@ -164,13 +164,13 @@ def test_scaler_state_explorer_opening_and_cleared():
 )
 def test_scaler_state_explorer_overflows_by_itself(settings):
     ex = scaling.ScalerStateExplorer(inf_steps=())
-    assert sum(ex.history["skipped"]) == 0 and "amp-failure" not in ex.readout.value
+    assert sum(ex.history.skipped) == 0 and "amp-failure" not in ex.readout.value
     ex.set(**settings)
     h, g = ex.history, 2.0**ex.grad_slider.value
-    skipped = [k for k, s in enumerate(h["skipped"]) if s]
+    skipped = [k for k, s in enumerate(h.skipped) if s]
     assert skipped and skipped == ex.overflow_steps
     # a step is skipped exactly when its scaled largest gradient rounds to inf in fp16
-    assert all(fp16_overflows(s * g) == bad for s, bad in zip(h["scale"], h["skipped"]))
+    assert all(fp16_overflows(s * g) == bad for s, bad in zip(h.scale, h.skipped))
     assert h == scaling.simulate_scaler(ex.N_STEPS, skipped, **ex.params())
     assert "amp-failure" in ex.readout.value and f"{len(skipped)} of 200 steps skipped" in ex.readout.value
     assert is_png(ex.image)
@@ -180,9 +180,9 @@ def test_scaler_state_explorer_gradient_slider_extremes_and_bad_input():
     ex = scaling.ScalerStateExplorer()
     lo, hi = ex.GRAD_RANGE
     ex.set(log2_max_gradient=lo)
-    assert ex.overflow_steps == [] and sum(ex.history["skipped"]) == 3
+    assert ex.overflow_steps == [] and sum(ex.history.skipped) == 3
     ex.set(log2_max_gradient=hi)
-    assert ex.overflow_steps[0] == 0 and ex.history["skipped"][0]
+    assert ex.overflow_steps[0] == 0 and ex.history.skipped[0]
     for bad in (hi + 1, lo - 1, 1.5, True):
         with pytest.raises((ValueError, TypeError), match="log2_max_gradient"):
             ex.set(log2_max_gradient=bad)

@@ -30,7 +30,7 @@ def test_scale_sweep_plot_draws_the_sweep_and_the_window(census05):
     line = named_artists(ax)["underflow"]
     assert list(line.get_xdata()) == list(range(33))
     floor = ax.get_ylim()[0]
-    assert [y == floor for y in line.get_ydata()] == [u == 0 for u in sw["underflow"]]
+    assert [y == floor for y in line.get_ydata()] == [u == 0 for u in sw.flushed]
     span = named_artists(ax)["window"]
     lo, hi = safe_window(sw)
     assert span.get_x() == math.log2(lo) and span.get_x() + span.get_width() == math.log2(hi)
@@ -51,7 +51,7 @@ def test_scaled_histogram_moves_with_the_exponent(census05):
     assert a.get_xlim() == b.get_xlim() and eb[-1] <= b.get_xlim()[1]
     assert {"region overflow", "region zero"} <= set(named_artists(a))
     h = named_artists(a)["activations fill"].get_data().values
-    assert h.sum() == pytest.approx(1 - float((census05["activations"] == 0).float().mean()))
+    assert h.sum() == pytest.approx(1 - float((census05.activations == 0).float().mean()))
     with pytest.raises(TypeError):
         plot_scaled_histogram(census05, 1.5)
 
@@ -62,7 +62,7 @@ def test_scaler_history_from_simulation_and_comparison():
     h = simulate_scaler(50, (5, 6), growth_interval=10)
     ax = plot_scaler_history(h)
     line = named_artists(ax)["scale"]
-    assert list(line.get_ydata()) == [math.log2(s) for s in h["scale"]]
+    assert list(line.get_ydata()) == [math.log2(s) for s in h.scale]
     marks = named_artists(ax)["scale skipped"]
     assert list(marks.get_xdata()) == [5, 6]
     assert ax.get_yticklabels()[0].get_text().startswith("2^")
@@ -78,12 +78,16 @@ def test_scaler_history_from_simulation_and_comparison():
 
 
 def test_train_comparison_plot():
-    from amp_lessons.scaling import plot_train_comparison
+    from amp_lessons.scaling import TrainComparison, plot_train_comparison
 
-    result = {
-        "loss": {"fp32": [1.0, 0.5], "fp16 autocast, no scaling": [1.0, 1.0]},
-        "zero_grad_fraction": {"fp32": 0.0, "fp16 autocast, no scaling": 1.0},
-    }
+    result = TrainComparison(
+        steps=2,
+        loss={"fp32": (1.0, 0.5), "fp16 autocast, no scaling": (1.0, 1.0)},
+        zero_grad_fraction={"fp32": 0.0, "fp16 autocast, no scaling": 1.0},
+        scale=(),
+        skipped=(),
+        seconds={"fp32": 0.1, "fp16 autocast, no scaling": 0.1},
+    )
     ax = plot_train_comparison(result)
     assert ax.get_yscale() == "log"
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
@@ -91,8 +95,8 @@ def test_train_comparison_plot():
         "fp32: final loss 0.5, 0% of gradients exactly 0",
         "fp16 autocast, no scaling: final loss 1, 100% of gradients exactly 0",
     ]
-    with pytest.raises(TypeError):
-        plot_train_comparison({})
+    with pytest.raises(TypeError, match="TrainComparison returned by amp_lessons.scaling.train_comparison, got dict"):
+        plot_train_comparison({"loss": {}})
 
 
 def test_legends_sit_outside_the_data(census05):

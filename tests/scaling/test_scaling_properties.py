@@ -54,7 +54,7 @@ def test_simulate_scaler_is_gradscaler(init, growth, backoff, interval, infs):
     want = _gradscaler_scales(25, infs, init, growth, backoff, interval)
     got = scaling.simulate_scaler(
         25, sorted(infs), init_scale=init, growth_factor=growth, backoff_factor=backoff, growth_interval=interval
-    )["scale_after"]
+    ).scale_after
     assert [float(x) for x in got] == [float(x) for x in want]
 
 

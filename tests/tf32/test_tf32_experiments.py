@@ -1,5 +1,6 @@
 """Lesson 02's experiments: emulated TF32 against the hardware rule, errors, switches, sizes."""
 
+import dataclasses
 import math
 
 import pytest
@@ -63,15 +64,17 @@ def test_error_measures():
 def test_error_vs_k_grows_like_sqrt_k():
     ks = [16, 64, 256, 1024]
     d = tf32.error_vs_k(ks, ("tf32", "bf16"), m=32, n=32, seed=2)
-    assert d["k"] == ks and set(d["rms"]) == {"tf32", "bf16"}
+    assert d.k == tuple(ks) and set(d.rms) == {"tf32", "bf16"}
+    assert dataclasses.is_dataclass(d) and d.__dataclass_params__.frozen
+    assert "tf32 inputs" in repr(d) and "1024" in repr(d)  # a table: one row per K
     for f in ("tf32", "bf16"):
-        slope = math.log(d["rms"][f][-1] / d["rms"][f][0]) / math.log(ks[-1] / ks[0])
+        slope = math.log(d.rms[f][-1] / d.rms[f][0]) / math.log(ks[-1] / ks[0])
         assert 0.4 < slope < 0.6
-    ref_slope = math.log(d["ref_rms"][-1] / d["ref_rms"][0]) / math.log(ks[-1] / ks[0])
+    ref_slope = math.log(d.ref_rms[-1] / d.ref_rms[0]) / math.log(ks[-1] / ks[0])
     assert 0.4 < ref_slope < 0.6
     custom = formats.FloatFormat("e8m3", 8, 3)
     d2 = tf32.error_vs_k(ks, (custom,), m=8, n=8)
-    assert set(d2["rms"]) == {"e8m3"}
+    assert set(d2.rms) == {"e8m3"}
     with pytest.raises(ValueError, match="increasing"):
         tf32.error_vs_k([64, 16])
 
@@ -93,14 +96,17 @@ def test_fp32_precision_context_restores_and_validates():
 
 def test_switches_tour_reads_the_defaults_and_the_mixing_error():
     tour = tf32.switches_tour()
-    assert tour["legacy defaults"]["torch.backends.cuda.matmul.allow_tf32"] is False
-    assert tour["legacy defaults"]["torch.backends.cudnn.allow_tf32"] is True
-    assert tour["new API defaults"]["torch.backends.cudnn.conv.fp32_precision"] == "tf32"
-    assert tour["new API defaults"]["torch.backends.cudnn.rnn.fp32_precision"] == "tf32"
-    assert tour["new API defaults"]["torch.backends.cuda.matmul.fp32_precision"] == "none"
-    assert tour['after set_float32_matmul_precision("high")']["torch.backends.cuda.matmul.fp32_precision"] == "tf32"
-    assert "RuntimeError" in tour['cuda.matmul.fp32_precision = "bf16"']
-    assert "mix of the legacy and new APIs" in tour["reading allow_tf32 after setting fp32_precision"]
+    assert isinstance(tour, tf32.SwitchesTour) and tour.__dataclass_params__.frozen
+    assert tour.legacy_defaults["torch.backends.cuda.matmul.allow_tf32"] is False
+    assert tour.legacy_defaults["torch.backends.cudnn.allow_tf32"] is True
+    assert tour.new_api_defaults["torch.backends.cudnn.conv.fp32_precision"] == "tf32"
+    assert tour.new_api_defaults["torch.backends.cudnn.rnn.fp32_precision"] == "tf32"
+    assert tour.new_api_defaults["torch.backends.cuda.matmul.fp32_precision"] == "none"
+    assert tour.after_high["torch.backends.cuda.matmul.fp32_precision"] == "tf32"
+    assert "RuntimeError" in tour.cuda_matmul_bf16
+    assert "mix of the legacy and new APIs" in tour.mixed_read
+    text = repr(tour)
+    assert 'after set_float32_matmul_precision("medium")' in text and "torch.backends.cudnn.allow_tf32" in text
 
 
 def test_conv_and_mkldnn_and_sizes():

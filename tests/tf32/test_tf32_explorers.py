@@ -21,11 +21,11 @@ def matmul_explorer():
 def test_matmul_explorer_matches_tf32_and_bf16_lines(matmul_explorer):
     ex = matmul_explorer
     assert ex.ks == [16, 32, 64, 128, 256]
-    assert ex.rms == pytest.approx(ex.data["rms"]["tf32"])  # 10 mantissa bits, nearest even = TF32 line
+    assert ex.rms == pytest.approx(ex.data.rms["tf32"])  # 10 mantissa bits, nearest even = TF32 line
     assert "e8m10 = tf32" in ex.readout.value and is_png(ex.image)
     before = ex.image.value
     ex.set(mantissa_bits=7)
-    assert ex.rms == pytest.approx(ex.data["rms"]["bf16"])
+    assert ex.rms == pytest.approx(ex.data.rms["bf16"])
     assert "e8m7 = bf16" in ex.readout.value and ex.image.value != before
     line = ex._pic.moving[0]
     assert list(line.get_ydata()) == pytest.approx(ex.rms)
@@ -34,12 +34,12 @@ def test_matmul_explorer_matches_tf32_and_bf16_lines(matmul_explorer):
 def test_matmul_explorer_extremes_and_rounding(matmul_explorer):
     ex = matmul_explorer
     ex.set(mantissa_bits=23)
-    assert ex.rms == pytest.approx(ex.data["rms"]["fp32"])  # fp32 inputs: the summation error only
+    assert ex.rms == pytest.approx(ex.data.rms["fp32"])  # fp32 inputs: the summation error only
     ex.set(mantissa_bits=0)
     zero_bits = ex.rms[-1]
-    assert zero_bits > ex.data["rms"]["bf16"][-1]
+    assert zero_bits > ex.data.rms["bf16"][-1]
     ex.set(mantissa_bits=10, rounding="toward_zero")
-    assert ex.rms[-1] > ex.data["rms"]["tf32"][-1]  # truncation is worse than rounding
+    assert ex.rms[-1] > ex.data.rms["tf32"][-1]  # truncation is worse than rounding
     assert is_png(ex.image)
 
 
@@ -57,9 +57,9 @@ def test_matmul_explorer_bad_input():
 def test_matmul_explorer_failure_only_when_the_error_reaches_the_result(matmul_explorer):
     ex = matmul_explorer
     ex.set(mantissa_bits=10, rounding="nearest_even")  # the opening state: fp16's mantissa
-    assert ex.rms[-1] < ex.FAILURE_RATIO * ex.data["ref_rms"][-1] and "amp-failure" not in ex.readout.value
+    assert ex.rms[-1] < ex.FAILURE_RATIO * ex.data.ref_rms[-1] and "amp-failure" not in ex.readout.value
     ex.set(mantissa_bits=0)
-    assert ex.rms[-1] >= ex.FAILURE_RATIO * ex.data["ref_rms"][-1]
+    assert ex.rms[-1] >= ex.FAILURE_RATIO * ex.data.ref_rms[-1]
     assert "amp-failure" in ex.readout.value and "not even the first decimal digit" in ex.readout.value
     ex.set(mantissa_bits=23, rounding="toward_zero")
     assert "amp-failure" not in ex.readout.value

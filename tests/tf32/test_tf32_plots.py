@@ -14,13 +14,9 @@ from tests.pictures import legend_outside
 
 
 def test_error_vs_k_plot_lines_and_trend():
-    from amp_lessons.tf32 import plot_error_vs_k
+    from amp_lessons.tf32 import ErrorVsK, plot_error_vs_k
 
-    data = {
-        "k": [16, 64, 256],
-        "rms": {"tf32": [1e-3, 2e-3, 4e-3], "bf16": [8e-3, 1.6e-2, 3.2e-2]},
-        "ref_rms": [4, 8, 16],
-    }
+    data = ErrorVsK((16, 64, 256), {"tf32": (1e-3, 2e-3, 4e-3), "bf16": (8e-3, 1.6e-2, 3.2e-2)}, (4, 8, 16))
     ax = plot_error_vs_k(data, extra={"mine": [1, 2, 4]})
     named = named_artists(ax)
     assert list(named) == ["tf32", "bf16", "mine", "sqrt K guide"] and [named[k] for k in named] == ax.get_lines()
@@ -32,9 +28,9 @@ def test_error_vs_k_plot_lines_and_trend():
     assert list(guide.get_ydata()) == pytest.approx([1e-3 / 3, 2e-3 / 3, 4e-3 / 3])
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     with pytest.raises(ValueError, match="'bf16' has 2 values for 3"):
-        plot_error_vs_k({"k": [1, 2, 3], "rms": {"bf16": [1, 2]}})
-    with pytest.raises(TypeError, match="error_vs_k"):
-        plot_error_vs_k([1, 2])
+        plot_error_vs_k(ErrorVsK((1, 2, 3), {"bf16": (1, 2)}, (1, 2, 3)))
+    with pytest.raises(TypeError, match="ErrorVsK returned by amp_lessons.tf32.error_vs_k, got dict"):
+        plot_error_vs_k({"k": [16], "rms": {}, "ref_rms": [1]})
 
 
 def test_matmul_errors_plot_bars():
