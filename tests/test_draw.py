@@ -89,12 +89,9 @@ def _plot_inputs():
     (module-wide) gradient census, giving ``(args, kwargs)``."""
     import torch
 
-    from amp_lessons import debug, distributed, fp8, micro, scaling, tf32, timing
+    from amp_lessons import debug, distributed, e2e, fp8, fp16, micro, scaling, tf32, timing
     from amp_lessons.autocast import output_dtypes
     from amp_lessons.compiled import PrecisionErrors, RunErrors
-
-    def mlp_runs(c):
-        return {"loss": {"fp32": [1.0, 0.5], "fp16": [1.0, 0.9]}}
 
     def trace(c):
         return debug.trace_overflow(debug.t5_like_model(), debug.t5_like_batch()[0])
@@ -104,9 +101,6 @@ def _plot_inputs():
         return [debug.dtype_map(model, x, loss_fn=lambda o: o.float().sum(), setting="fp32")]
 
     small = {"g": torch.logspace(-12, 4, 64)}
-    steps = 3
-    tiny = {"steps": steps, "exact": torch.linspace(1.0, 1.0003, steps)}
-    tiny.update({m: torch.ones(steps) for m in micro.UPDATE_METHODS})
     run = RunErrors(1e-2, 3e-3, equals_eager=False, ulps_from_eager=1.0, fraction_differing=0.1)
     e2e_rows = [
         {"size": 64, "dtype": "fp32", "median_s": 1e-4, "tflops": 0.005, "percent_of_peak": None, "skipped": None}
@@ -117,21 +111,21 @@ def _plot_inputs():
         "bits.plot_range_precision": lambda c: ((["fp16"],), {}),
         "bits.plot_rounding_error": lambda c: (("fp16",), dict(x=[1.5, 1.0, 7e4])),
         "bits.plot_spacing": lambda c: ((("fp16",),), {}),
-        "tf32.plot_error_vs_k": lambda c: (({"k": [16, 64], "rms": {"tf32": [1e-3, 2e-3]}},), {}),
+        "tf32.plot_error_vs_k": lambda c: ((tf32.error_vs_k((16, 64), ("fp32", "tf32"), m=4, n=4),), {}),
         "tf32.plot_matmul_errors": lambda c: (([tf32.MatmulError("fp32", 1e-4, 1e-6, 1e-5, "measured")],), {}),
         "fp16.plot_format_regions": lambda c: ((1e-5, ["fp16"]), {}),
         "fp16.plot_gradient_histogram": lambda c: ((c,), {}),
-        "fp16.plot_loss_curves": lambda c: ((mlp_runs(c),), {}),
+        "fp16.plot_loss_curves": lambda c: ((fp16.train_master_weights(2, progress=False),), {}),
         "fp16.plot_running_sums": lambda c: (({"a": [1.0, float("inf")]},), dict(limit=65504)),
         "autocast.plot_output_dtypes": lambda c: ((output_dtypes({"mm": lambda x: x @ x}, torch.ones(2, 2)),), {}),
         "scaling.plot_scale_sweep": lambda c: ((scaling.scale_sweep(c, range(0, 4)),), dict(window=(1.0, 4.0))),
         "scaling.plot_scaled_histogram": lambda c: ((c, 0), {}),
         "scaling.plot_scaler_history": lambda c: ((scaling.simulate_scaler(4, (1,)),), {}),
-        "scaling.plot_train_comparison": lambda c: ((mlp_runs(c),), {}),
+        "scaling.plot_train_comparison": lambda c: ((scaling.train_comparison(2, progress=False),), {}),
         "e2e.plot_inference": lambda c: (([{"variant": "fp32", "max_abs_error": 0.0, "time_s": 1e-3}],), {}),
         "e2e.plot_throughput": lambda c: ((e2e_rows,), {}),
         "e2e.plot_training_runs": lambda c: (
-            ([{"config": "fp32", "ran": True, "loss": [2.0, 1.0], "step_time_s": 0.01, "peak_memory_bytes": 2**20}],),
+            ([e2e.TrainRun("fp32", True, loss=(2.0, 1.0), step_time_s=0.01, peak_memory_bytes=2**20)],),
             {},
         ),
         "fp8.plot_fp8_window": lambda c: ((small,), {}),
@@ -144,8 +138,8 @@ def _plot_inputs():
         ),
         "distributed.plot_reduction_error": lambda c: ((distributed.reduction_error((2, 4), elements=8),), {}),
         "micro.plot_recipe_snr": lambda c: (({"weight": [{"recipe": "a", "SNR dB": 20.0}]},), {}),
-        "micro.plot_tiny_updates": lambda c: ((tiny,), {}),
-        "micro.plot_training": lambda c: (({"bf16": {"loss": [1.0, 0.5], "never moved": 0.1}},), {}),
+        "micro.plot_tiny_updates": lambda c: ((micro.tiny_updates(3),), {}),
+        "micro.plot_training": lambda c: ((micro.train_low_precision(steps=2, hidden=4, progress=False),), {}),
         "compiled.plot_errors": lambda c: ((PrecisionErrors("mlp", run, run),), {}),
         "compiled.plot_step_times": lambda c: (({"eager": timing.time_fn(lambda: None, repeats=1)},), {}),
     }
