@@ -137,7 +137,7 @@ def _plot_inputs():
             {},
         ),
         "distributed.plot_reduction_error": lambda c: ((distributed.reduction_error((2, 4), elements=8),), {}),
-        "micro.plot_recipe_snr": lambda c: (({"weight": [{"recipe": "a", "SNR dB": 20.0}]},), {}),
+        "micro.plot_recipe_snr": lambda c: (({"weight": [micro.RecipeRow("a", 8.0, 20.0, 0.0, 0.0, 0.0)]},), {}),
         "micro.plot_tiny_updates": lambda c: ((micro.tiny_updates(3),), {}),
         "micro.plot_training": lambda c: ((micro.train_low_precision(steps=2, hidden=4, progress=False),), {}),
         "compiled.plot_errors": lambda c: ((PrecisionErrors("mlp", run, run),), {}),

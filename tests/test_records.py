@@ -28,6 +28,7 @@ GENUINE_MAPPINGS = {
     "fp8.model_tensors": "tensor name -> tensor",
     "fp8.torch_fp8_overflow": "fp8 dtype name -> probed value -> what the cast gave",
     "compiled.step_times": "setting name -> Timing",
+    "distributed.fsdp_inf_sync": "per rank: loss scaler class name -> ScalerOutcome",
     "tf32.time_matmuls": "setting name (fp32, and tf32 where it is real) -> Timing",
     "micro.scale_rule_clipping": "scale rule -> RuleClipping",
     "micro.train_low_precision": "update method -> LowPrecisionRun",
@@ -38,12 +39,28 @@ NOT_YET_RECORDS = {}
 
 
 def _returns_dict(fn) -> bool:
+    """Whether ``fn``'s return annotation is a dict, or a list or tuple of dicts (rows keyed by prose)."""
     ret = inspect.signature(fn).return_annotation
     if ret is inspect.Signature.empty:
         return False
     if isinstance(ret, str):
-        return ret == "dict" or ret.startswith("dict[")
-    return ret is dict or typing.get_origin(ret) is dict
+        ret = ret.replace(" ", "")
+        return any(ret == w + "dict" or ret.startswith(w + "dict[") for w in ("", "list[", "tuple["))
+    if ret is dict or typing.get_origin(ret) is dict:
+        return True
+    return typing.get_origin(ret) in (list, tuple) and any(
+        a is dict or typing.get_origin(a) is dict for a in typing.get_args(ret)
+    )
+
+
+def test_a_list_of_dicts_counts_as_a_dict():
+    def rows() -> list[dict]: ...
+
+    def rows_str() -> "tuple[dict[str, float], ...]": ...
+
+    def records() -> list[int]: ...
+
+    assert _returns_dict(rows) and _returns_dict(rows_str) and not _returns_dict(records)
 
 
 def _public_functions():

@@ -46,6 +46,7 @@ __all__ = [
     "BlockQuantized",
     "LowPrecisionRun",
     "Recipe",
+    "RecipeRow",
     "RecipeStats",
     "RuleClipping",
     "TinyUpdates",
@@ -507,17 +508,30 @@ def recipe_stats(x: torch.Tensor, q: torch.Tensor, saturated: torch.Tensor | Non
     )
 
 
-def recipe_table(kind: str, step: int = SPIKE_STEP, recipes=RECIPES, *, progress: bool = False) -> list[dict]:
-    """One row per recipe (a name of :data:`RECIPES` or a :class:`Recipe`) for tensor ``kind`` at ``step``: its
-    display name, bits per value and :func:`recipe_stats`. ``progress``: a progress bar over the recipes."""
+@dataclass(frozen=True)
+class RecipeRow:
+    """One row of :func:`recipe_table`: the recipe's display name, its storage cost in bits per value (scales
+    included), and the :class:`RecipeStats` of the tensor it stored."""
+
+    recipe: str
+    bits_per_value: float
+    snr_db: float
+    flushed: float
+    saturated: float
+    bias: float
+
+
+def recipe_table(kind: str, step: int = SPIKE_STEP, recipes=RECIPES, *, progress: bool = False) -> list[RecipeRow]:
+    """One :class:`RecipeRow` per recipe (a name of :data:`RECIPES` or a :class:`Recipe`) for tensor ``kind`` at
+    ``step``: its display name, bits per value and :func:`recipe_stats`. ``progress``: a progress bar over the
+    recipes."""
     recipes = [get_recipe(r) for r in _validate.sequence(recipes, "recipes", "recipe names")]
     progress = _validate.flag(progress, "progress")
     rows = []
     for r in Progress(recipes, desc=f"{kind} recipes", disable=not progress):
         x, q, saturated = r.run(kind, step)
         st = recipe_stats(x, q, saturated)
-        rows.append({"recipe": r.name, "bits per value": r.bits_per_value, "SNR dB": st.snr_db, "flushed": st.flushed,
-                     "saturated": st.saturated, "bias": st.bias})  # fmt: skip
+        rows.append(RecipeRow(r.name, r.bits_per_value, st.snr_db, st.flushed, st.saturated, st.bias))
     return rows
 
 

@@ -6,7 +6,7 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from .._draw import axes_for, legend_outside, name_artist, styled
-from .experiments import LowPrecisionRun, TinyUpdates
+from .experiments import LowPrecisionRun, RecipeRow, TinyUpdates
 
 __all__ = ["plot_recipe_snr", "plot_tiny_updates", "plot_training"]
 
@@ -14,14 +14,24 @@ __all__ = ["plot_recipe_snr", "plot_tiny_updates", "plot_training"]
 @styled
 def plot_recipe_snr(tables: dict, ax=None) -> Axes:
     """Signal-to-noise ratio (dB) of each recipe (rows) for each tensor (bars); ``tables`` maps a tensor kind
-    to :func:`amp_lessons.micro.recipe_table`'s rows. Each tensor's bars are named by its kind."""
+    to :func:`amp_lessons.micro.recipe_table`'s rows (:class:`~amp_lessons.micro.RecipeRow`). Each tensor's bars
+    are named by its kind."""
+    if (
+        not isinstance(tables, dict)
+        or not tables
+        or not all(
+            isinstance(rows, list | tuple) and rows and all(isinstance(r, RecipeRow) for r in rows)
+            for rows in tables.values()
+        )
+    ):
+        raise TypeError("tables must map each tensor kind to the RecipeRows of amp_lessons.micro.recipe_table")
     ax = axes_for(ax, (10, 6))
     kinds = list(tables)
-    recipes = [r["recipe"] for r in tables[kinds[0]]]
+    recipes = [r.recipe for r in tables[kinds[0]]]
     y = np.arange(len(recipes))
     h = 0.8 / len(kinds)
     for i, k in enumerate(kinds):
-        snr = [max(r["SNR dB"], 0.0) for r in tables[k]]
+        snr = [max(r.snr_db, 0.0) for r in tables[k]]
         name_artist(ax, k, ax.barh(y + (i - (len(kinds) - 1) / 2) * h, snr, height=h, label=k))
     ax.set_yticks(y, recipes)
     ax.invert_yaxis()

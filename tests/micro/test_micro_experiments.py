@@ -250,7 +250,7 @@ def test_recipe_tensors_are_fixed_and_the_spike_is_where_it_is_said():
 
 @pytest.fixture(scope="module")
 def tables():
-    return {k: {r["recipe"]: r for r in micro.recipe_table(k)} for k in micro.TENSOR_KINDS}
+    return {k: {r.recipe: r for r in micro.recipe_table(k)} for k in micro.TENSOR_KINDS}
 
 
 def test_saturated_counts_only_values_clamped_at_the_max(tables):
@@ -258,13 +258,13 @@ def test_saturated_counts_only_values_clamped_at_the_max(tables):
     clamped, whatever it flushes or rounds down. (Counting every value rounded down by more than 1/8, fp8
     subnormals included, gave 1.1% here.) A delayed scale at the spike clamps exactly the 4 spike entries."""
     for k in micro.TENSOR_KINDS:
-        assert tables[k]["per-tensor current"]["saturated"] == 0
-        assert tables[k]["per-tensor current (e5m2)"]["saturated"] == 0
-        assert tables[k]["MXFP8 (e4m3, rceil)"]["saturated"] == tables[k]["NVFP4"]["saturated"] == 0
-    assert tables["gradient"]["per-tensor current"]["flushed"] > 0.005  # it does flush
+        assert tables[k]["per-tensor current"].saturated == 0
+        assert tables[k]["per-tensor current (e5m2)"].saturated == 0
+        assert tables[k]["MXFP8 (e4m3, rceil)"].saturated == tables[k]["NVFP4"].saturated == 0
+    assert tables["gradient"]["per-tensor current"].flushed > 0.005  # it does flush
     x, q, sat = micro.recipe_run("per-tensor delayed (history 16)", "gradient", micro.SPIKE_STEP)
     assert int(sat.sum()) == 4 and sat[3, :4].all()
-    assert tables["gradient"]["per-tensor delayed (history 16)"]["saturated"] == 4 / x.numel()
+    assert tables["gradient"]["per-tensor delayed (history 16)"].saturated == 4 / x.numel()
     # the saturated values are stored at the format's max over the scale, the largest magnitude q holds
     assert bool((q[sat].abs() == q.abs().max()).all())
 
@@ -274,20 +274,20 @@ def test_recipe_table_claims(tables):
     # at the spike step every delayed recipe saturates: the history's amax is ~1000x too small
     for h in (1, 16, 1024):
         r = grad[f"per-tensor delayed (history {h})"]
-        assert r["SNR dB"] < 1 and r["saturated"] > 0
-    assert grad["per-tensor current"]["SNR dB"] > 50
+        assert r.snr_db < 1 and r.saturated > 0
+    assert grad["per-tensor current"].snr_db > 50
     # one scale for the whole gradient flushes small values to zero that row-wise and 1x128 blocks keep
-    assert grad["per-tensor current"]["flushed"] > 100 * max(grad["row-wise"]["flushed"], 1e-6)
+    assert grad["per-tensor current"].flushed > 100 * max(grad["row-wise"].flushed, 1e-6)
     act = tables["activations"]
-    assert act["block 1x128"]["SNR dB"] > act["per-tensor current"]["SNR dB"] + 5  # outlier channels
-    assert act["MXFP8 (e4m3, rceil)"]["SNR dB"] > act["MXFP8 (e4m3, floor)"]["SNR dB"]
+    assert act["block 1x128"].snr_db > act["per-tensor current"].snr_db + 5  # outlier channels
+    assert act["MXFP8 (e4m3, rceil)"].snr_db > act["MXFP8 (e4m3, floor)"].snr_db
     # TE's HYBRID format: e5m2 gradients lose 1 mantissa bit (6 dB) against e4m3 and flush nothing here
-    assert grad["per-tensor current (e5m2)"]["SNR dB"] == pytest.approx(grad["per-tensor current"]["SNR dB"] - 6, abs=1)
-    assert grad["per-tensor current (e5m2)"]["flushed"] == 0 < grad["per-tensor current"]["flushed"]
+    assert grad["per-tensor current (e5m2)"].snr_db == pytest.approx(grad["per-tensor current"].snr_db - 6, abs=1)
+    assert grad["per-tensor current (e5m2)"].flushed == 0 < grad["per-tensor current"].flushed
     for k in micro.TENSOR_KINDS:
-        assert tables[k]["MXFP4 (rceil)"]["saturated"] == 0 < tables[k]["MXFP4 (floor)"]["saturated"]
-        assert tables[k]["NVFP4"]["SNR dB"] > tables[k]["MXFP4 (floor)"]["SNR dB"]
-        assert tables[k]["NVFP4"]["bits per value"] == 4.5 and tables[k]["MXFP4 (floor)"]["bits per value"] == 4.25
+        assert tables[k]["MXFP4 (rceil)"].saturated == 0 < tables[k]["MXFP4 (floor)"].saturated
+        assert tables[k]["NVFP4"].snr_db > tables[k]["MXFP4 (floor)"].snr_db
+        assert tables[k]["NVFP4"].bits_per_value == 4.5 and tables[k]["MXFP4 (floor)"].bits_per_value == 4.25
     with pytest.raises(ValueError, match="'fp3'"):
         micro.recipe_quantize("fp3", "weights")
 
@@ -303,7 +303,7 @@ def test_recipes_by_name_or_record():
         assert torch.equal(a, b)
     mine = micro.Recipe("block 1x64", "block", block=(1, 64))
     (row,) = micro.recipe_table("activations", recipes=[mine])
-    assert row["recipe"] == "block 1x64" and row["bits per value"] == 8
+    assert row.recipe == "block 1x64" and row.bits_per_value == 8
     assert micro.get_recipe("MXFP4 (rceil)").bits_per_value == 4.25
     with pytest.raises(ValueError, match="recipe='block 1x64' is not allowed: .*'NVFP4'"):
         micro.recipe_run("block 1x64", "activations")  # names are looked up, never parsed

@@ -10,6 +10,7 @@ import torch
 from amp_lessons.micro import (
     UPDATE_METHODS,
     LowPrecisionRun,
+    RecipeRow,
     TinyUpdates,
     plot_recipe_snr,
     plot_tiny_updates,
@@ -50,5 +51,6 @@ def test_tiny_updates_and_recipe_legends_sit_outside_the_data():
     assert legend_outside(plot_tiny_updates(result))
     with pytest.raises(TypeError, match="TinyUpdates"):
         plot_tiny_updates({"steps": steps})
-    tables = {k: [{"recipe": "a", "SNR dB": 20.0}, {"recipe": "b", "SNR dB": 30.0}] for k in ("weight", "gradient")}
+    rows = [RecipeRow("a", 8.0, 20.0, 0.0, 0.0, 0.0), RecipeRow("b", 8.0, 30.0, 0.0, 0.0, 0.0)]
+    tables = {k: rows for k in ("weight", "gradient")}
     assert legend_outside(plot_recipe_snr(tables))
