@@ -273,7 +273,7 @@ def plot_runs(result: dict, ax, *, source: str, note_key: str, note: str, styles
     """Loss against step of each run in ``result["loss"]``; the legend gives each run's final loss and,
     where ``result[note_key]`` has the run, ``note`` filled with that fraction."""
     if not isinstance(result, dict) or not isinstance(result.get("loss"), dict):
-        raise TypeError(f"result must be the dict returned by {source} (key 'loss')")
+        raise TypeError(f"result must map 'loss' to each run's losses (from {source}), got {type(result).__name__}")
     extra = result.get(note_key, {})
     ax = axes_for(ax, figsize)
     for run, losses in result["loss"].items():

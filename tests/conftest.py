@@ -23,50 +23,51 @@ def _close_figures():
     plt.close("all")
 
 
-def _numerics_state() -> dict:
-    """The process-wide settings that change what a float computation gives: a test that changes one must restore
-    it, or every later test in its worker computes differently (a difference only some machines show: the TF32 and
-    bf16 paths of oneDNN and cuBLAS, denormal flushing)."""
+def _numerics_settings() -> dict:
+    """The process-wide settings that change what a float computation gives, each as (read, restore): a test that
+    changes one must restore it, or every later test in its worker computes differently, silently (a difference
+    only some machines show: the TF32 and bf16 paths of oneDNN and cuBLAS, denormal flushing)."""
     import torch
 
-    state = {
-        "float32_matmul_precision": torch.get_float32_matmul_precision(),
-        "default_dtype": torch.get_default_dtype(),
-        "grad_enabled": torch.is_grad_enabled(),
-        "deterministic": torch.are_deterministic_algorithms_enabled(),
-        "num_threads": torch.get_num_threads(),
-        "cuda matmul allow_tf32": torch.backends.cuda.matmul.allow_tf32,
-        "cuda fp16 reduced-precision reduction": torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction,
-        "cuda bf16 reduced-precision reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
-        "cudnn allow_tf32": torch.backends.cudnn.allow_tf32,
-        "autocast cpu": torch.is_autocast_enabled("cpu"),
+    def attr(obj, name):
+        return (lambda: getattr(obj, name)), (lambda v: setattr(obj, name, v))
+
+    settings = {
+        "float32_matmul_precision": (torch.get_float32_matmul_precision, torch.set_float32_matmul_precision),
+        "default_dtype": (torch.get_default_dtype, torch.set_default_dtype),
+        "grad_enabled": (torch.is_grad_enabled, torch.set_grad_enabled),
+        "deterministic": (torch.are_deterministic_algorithms_enabled, torch.use_deterministic_algorithms),
+        "num_threads": (torch.get_num_threads, torch.set_num_threads),
+        "autocast cpu": (lambda: torch.is_autocast_enabled("cpu"), lambda v: torch.set_autocast_enabled("cpu", v)),
         # no getter for torch.set_flush_denormal: a subnormal survives a multiplication by one unless flushed
-        "denormals flushed": bool((torch.tensor([1e-40]) * 1.0).item() == 0.0),
+        "denormals flushed": (lambda: bool((torch.tensor([1e-40]) * 1.0).item() == 0.0), torch.set_flush_denormal),
+        "cuda matmul allow_tf32": attr(torch.backends.cuda.matmul, "allow_tf32"),
+        "cuda fp16 reduced-precision reduction": attr(
+            torch.backends.cuda.matmul, "allow_fp16_reduced_precision_reduction"
+        ),
+        "cuda bf16 reduced-precision reduction": attr(
+            torch.backends.cuda.matmul, "allow_bf16_reduced_precision_reduction"
+        ),
+        "cudnn allow_tf32": attr(torch.backends.cudnn, "allow_tf32"),
     }
-    for name in ("fp32_precision",):  # the per-backend settings of torch 2.9 and later
-        for backend in ("mkldnn", "cuda", "cudnn"):
-            b = getattr(torch.backends, backend, None)
-            for part in ("", "matmul", "conv", "rnn"):
-                obj = getattr(b, part, None) if part else b
-                if obj is not None and hasattr(obj, name):
-                    state[f"{backend}{'.' + part if part else ''}.{name}"] = getattr(obj, name)
-    return state
+    for backend in ("mkldnn", "cuda", "cudnn"):  # the per-backend settings of torch 2.9 and later
+        b = getattr(torch.backends, backend, None)
+        for part in ("", "matmul", "conv", "rnn"):
+            obj = getattr(b, part, None) if part else b
+            if obj is not None and hasattr(obj, "fp32_precision"):
+                settings[f"{backend}{'.' + part if part else ''}.fp32_precision"] = attr(obj, "fp32_precision")
+    return settings
 
 
 @pytest.fixture(autouse=True)
 def _numerics_restored(request):
-    before = _numerics_state()
+    settings = _numerics_settings()
+    before = {k: read() for k, (read, _) in settings.items()}
     yield
-    after = _numerics_state()
-    changed = {k: (before[k], after.get(k)) for k in before if after.get(k) != before[k]}
+    changed = {k: (before[k], read()) for k, (read, _) in settings.items() if read() != before[k]}
     if changed:
-        import torch
-
-        # restore, so that one leak fails one test, not every later one in this worker
-        torch.set_float32_matmul_precision(before["float32_matmul_precision"])
-        torch.set_default_dtype(before["default_dtype"])
-        torch.set_grad_enabled(before["grad_enabled"])
-        torch.use_deterministic_algorithms(before["deterministic"])
-        torch.set_num_threads(before["num_threads"])
-        torch.set_flush_denormal(before["denormals flushed"])
+        # put every setting back (the coarse ones first: matmul precision also moves the fp32_precision settings),
+        # so that one leak fails the test that leaked, and no later test computes under it unnoticed
+        for k, (_, restore) in settings.items():
+            restore(before[k])
         pytest.fail(f"{request.node.nodeid} left process-wide numerics changed (before, after): {changed}")

@@ -44,8 +44,9 @@ def check_first_bad_layer(answer, seed: int = 3) -> CheckResult:
         return not_yet(f"{answer!r} is not a module of this model; its modules are {names}")
     rec = trace.record(answer)
     if rec.output is None or not rec.output.has_nonfinite:
+        seen = "" if rec.output is None else f" (abs max about {rec.output.absmax:.0e})"
         return not_yet(
-            f"{answer}'s output is finite under fp16 autocast (abs max about {rec.output.absmax:.0e}). Hint: "
+            f"{answer}'s output is finite under fp16 autocast{seen}. Hint: "
             "trace the exercise's model on its batch, debug.trace_overflow(broken, xb, autocast=torch.float16), "
             "and ask the trace for .first_nonfinite()",
             hide=first.label,

@@ -32,6 +32,7 @@ import contextlib
 import datetime
 import functools
 import importlib
+import inspect
 import math
 import multiprocessing
 import os
@@ -134,8 +135,8 @@ class GroupUnavailable(RuntimeError):
 
 
 class ForkUnsafe(GroupUnavailable):
-    """Forked workers could not run a backward pass in this process (:func:`fork_runs_backward`), and the group's
-    functions cannot be spawned instead: they are defined in a notebook or inside another function."""
+    """torch refused a backward pass in a forked worker (:func:`fork_runs_backward`): this process had run one with an
+    accelerator present. The state of the process, not the function, is the cause."""
 
 
 def _backward_and_exit() -> None:
@@ -279,19 +280,31 @@ def _log_tail(workdir: str, rank: int, lines: int = 15) -> str:
     return "\n".join(text[-lines:])
 
 
+def _importable(f) -> bool:
+    """Whether a spawned worker can import ``f`` by its module path: its module is not ``__main__`` (a notebook, a
+    script) and looking its qualified name up in that module gives ``f`` itself (not a lambda, not a function
+    defined inside another)."""
+    where, qualname = getattr(f, "__module__", None), getattr(f, "__qualname__", None)
+    if where in (None, "__main__") or not qualname or "<" in qualname or where not in sys.modules:
+        return False
+    obj = sys.modules[where]
+    for part in qualname.split("."):
+        obj = getattr(obj, part, None)
+    return obj is f
+
+
 def _unspawnable(fn, args: tuple) -> str | None:
     """The first of ``fn`` and the functions among ``args`` that a spawned worker could not import (one defined in
-    a notebook's ``__main__`` or inside another function), named; None if there is none. A ``functools.partial``
-    is importable where its function and the functions among its arguments are."""
-    todo = [fn, *(a for a in args if callable(a) and not isinstance(a, (type, torch.nn.Module)))]
+    a notebook's ``__main__``, inside another function, or a lambda), named; None if there is none. A
+    ``functools.partial`` is importable where its function and the functions among its arguments are; other
+    objects (tensors, modules, classes) are pickled, not imported."""
+    todo = [fn, *args]
     while todo:
         f = todo.pop(0)
         if isinstance(f, functools.partial):
-            todo += [f.func, *(a for a in (*f.args, *f.keywords.values()) if callable(a) and not isinstance(a, type))]
-            continue
-        where = getattr(f, "__module__", None)
-        if where in (None, "__main__") or "<locals>" in getattr(f, "__qualname__", "<locals>"):
-            return f"{getattr(f, '__qualname__', f)!r} (module {where!r})"
+            todo += [f.func, *f.args, *f.keywords.values()]
+        elif inspect.isfunction(f) and not _importable(f):
+            return f"{getattr(f, '__qualname__', f)!r} (module {getattr(f, '__module__', None)!r})"
     return None
 
 
@@ -340,16 +353,18 @@ def run_group(
     if start_method is not None and start_method not in available:
         raise ValueError(f"start_method={start_method!r} is not available on this platform: {available}")
     unspawnable = _unspawnable(fn, args)
-    if start_method == "spawn" and unspawnable is not None:
+    method = start_method
+    if method is None:  # fork where it is fast and autograd works in the child; else spawn, where fn can be imported
+        if "fork" not in available:
+            method = "spawn"
+        else:
+            method = "fork" if unspawnable is not None or fork_runs_backward() else "spawn"
+    if method == "spawn" and unspawnable is not None:
         raise TypeError(
             f"{unspawnable} cannot be spawned: a spawned worker imports a function by its module path, and one "
             "defined in a notebook or inside another function has none. Define it in a module (a notebook's "
             "#| export cell is written to one) and pass that copy"
         )
-    method = start_method
-    if method is None:  # fork where it is fast and autograd works in the child; else spawn, where fn can be imported
-        fork_ok = "fork" in available and (unspawnable is not None or fork_runs_backward())
-        method = "fork" if fork_ok else "spawn"
     if method == "fork":
         # once, in the parent: fully_shard imports torch._dynamo lazily, in every forked worker otherwise (2 s each);
         # not at the module's top, where it would cost every import of the topic (the presenter's load) 1 s
@@ -462,7 +477,7 @@ def _failure(workdir: str, procs, failed: list[int]) -> Exception:
             "backward pass with an accelerator present, and after that autograd's threads do not survive a fork "
             "(https://github.com/pytorch/pytorch/wiki/Autograd-and-Fork). Restart the kernel and run the "
             "process-group cells before any backward pass, or define the function in a module (a notebook's "
-            "#| export cell is written to one): then the workers are spawned instead"
+            "#| export cell is written to one) and let run_group spawn the workers (start_method None or 'spawn')"
         )
         error.__cause__ = WorkerError(rank, errors[rank][1])
         return error

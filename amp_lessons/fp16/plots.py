@@ -158,11 +158,12 @@ def plot_gradient_histogram(census: dict, fmt="fp16", ax=None, *, scale=1.0) -> 
     scale = real(scale, "scale")
     if not (scale > 0 and math.isfinite(scale)):
         raise ValueError(f"scale must be a positive finite number, got {scale!r}")
-    kinds = {"weight gradients": census["weights"], "activation gradients": census["activations"]}
+    kinds = {"weight gradients": "weights", "activation gradients": "activations"}
     data = {}
-    for name, g in kinds.items():
+    for name, key in kinds.items():
+        g = census[key]
         if not isinstance(g, torch.Tensor):
-            raise TypeError(f"census[{name.split()[0][:-1] + 's'!r}] must be a tensor, got {type(g).__name__}")
+            raise TypeError(f"census[{key!r}] must be a tensor, got {type(g).__name__}")
         g = g.detach().float().reshape(-1) * scale
         a = g.abs()
         logs = torch.log2(a[(a > 0) & torch.isfinite(a)]).double().numpy()

@@ -3,6 +3,7 @@ the lesson's facts, on real 2-process gloo groups (each well under a second here
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
 import os
 import sys
@@ -157,6 +158,7 @@ def test_the_fork_probe_runs_a_backward_pass_in_a_forked_child(monkeypatch):
 
 def test_where_fork_breaks_autograd_importable_functions_are_spawned(monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "_STARTED_BY", "parent")
+    monkeypatch.setattr(E, "fork_runs_backward", lambda: True)  # as on a CPU-only machine
     assert E.run_group(_started_by, 2, timeout=60) == ["parent", "parent"]  # forked: the parent's value
     monkeypatch.setattr(E, "fork_runs_backward", lambda: False)  # as after a backward pass on a GPU machine
     assert E.run_group(_started_by, 2, timeout=120) == ["import", "import"]  # spawned: imported afresh
@@ -176,10 +178,39 @@ def test_a_worker_forked_after_cuda_started_sees_no_cuda(monkeypatch):
     seen failing on an NVIDIA H200). Simulated here: the parent says CUDA is available, and then that it has
     initialized it, as torch's child-side fork flag reads."""
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    assert E.run_group(_sees_cuda, 2, timeout=60) == [True, True]  # a clean fork keeps what the parent sees
+    assert E.run_group(_sees_cuda, 2, timeout=60, start_method="fork") == [True, True]  # a clean fork: the parent's
     monkeypatch.setattr(torch.cuda, "_is_in_bad_fork", lambda: True)
-    assert E.run_group(_sees_cuda, 2, timeout=60) == [False, False]
+    assert E.run_group(_sees_cuda, 2, timeout=60, start_method="fork") == [False, False]
     assert torch.cuda.is_available() is True  # the parent is untouched
+
+
+_module_lambda = lambda rank, world_size: rank  # noqa: E731 - a lambda at module level: not importable by name
+
+
+def test_what_a_spawned_worker_can_import():
+    """Functions are imported by module and qualified name: a lambda or a local function cannot be; a partial can
+    where its function can; tensors, modules and classes among the arguments are pickled, not imported."""
+
+    def local(rank, world_size):
+        return rank
+
+    assert "'<lambda>'" in E._unspawnable(_module_lambda, ())
+    assert "local" in E._unspawnable(_sum_ranks, (local,))
+    assert E._unspawnable(functools.partial(key_code.fsdp_step, model=torch.nn.Linear(2, 2)), (torch.ones(1),)) is None
+    assert "<lambda>" in E._unspawnable(functools.partial(_sum_ranks, base=lambda: 0), ())
+    assert E._unspawnable(_sum_ranks, (torch.nn.Linear, 3)) is None
+
+
+def test_without_fork_a_notebook_function_is_refused_with_the_remedy(monkeypatch):
+    """Where the platform cannot fork (Windows), the default spawns; a function that cannot be imported is refused
+    before any worker starts, with what to do."""
+    monkeypatch.setattr(multiprocessing, "get_all_start_methods", lambda: ["spawn"])
+
+    def local(rank, world_size):
+        return rank
+
+    with pytest.raises(TypeError, match="cannot be spawned.*#\\| export"):
+        E.run_group(local, 2)
 
 
 def test_a_worker_that_torch_refuses_autograd_says_what_to_do():

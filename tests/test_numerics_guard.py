@@ -1,0 +1,42 @@
+"""tests/conftest.py's guard: a test that leaves a process-wide numerics setting changed fails, naming it, and the
+setting is put back before the next test."""
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+LEAKY = """import torch
+
+
+def test_leaks():
+    torch.backends.mkldnn.matmul.fp32_precision = "bf16"
+    torch.set_float32_matmul_precision("medium")
+    torch.set_flush_denormal(True)
+
+
+def test_next_one_sees_the_defaults():
+    assert torch.get_float32_matmul_precision() == "highest"
+    assert torch.backends.mkldnn.matmul.fp32_precision == "none"
+    assert (torch.tensor([1e-40]) * 1.0).item() != 0.0
+
+
+def test_restoring_its_own_change_passes():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    torch.set_num_threads(before)
+"""
+
+
+def test_a_leaking_test_fails_and_the_next_one_runs_under_the_defaults(tmp_path):
+    shutil.copy(Path(__file__).with_name("conftest.py"), tmp_path / "conftest.py")
+    (tmp_path / "test_leaky.py").write_text(LEAKY)
+    out = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", "-c", "/dev/null",
+         "--rootdir", str(tmp_path), str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    text = out.stdout + out.stderr
+    assert "3 passed, 1 error" in text, text[-3000:]
+    assert "test_leaks left process-wide numerics changed" in text
+    assert "'float32_matmul_precision': ('highest', 'medium')" in text and "'denormals flushed': (False, True)" in text
