@@ -37,7 +37,7 @@ present: setup
 	JUPYTER_PATH=presenter/jupyter $(VENV)/bin/voila presenter/explorers.ipynb --template=amp-offline --Voila.ip=127.0.0.1 '--VoilaConfiguration.extension_allowlist=["@jupyter-widgets/jupyterlab-manager", "@voila-dashboards/widgets-manager8"]' --VoilaConfiguration.preheat_kernel=True
 
 ## What the docs say of the lesson registry (README's lesson table, the instructors' solutions table and schedule,
-## CONTRIBUTING's layout, the package docstring), written from amp_lessons/course.py; lesson 00 re-executed (it prints
+## CONTRIBUTING's layout, the package docstring), written from amp_lessons/lessons.py; lesson 00 re-executed (it prints
 ## the lessons and the schedule). A test fails while they are stale.
 docs: setup
 	$(PY) scripts/registry_docs.py
@@ -47,11 +47,19 @@ docs: setup
 ## (JupyterLab and the Voila presenter view in Chromium; skipped with a message where Chromium is missing).
 ## Two runs, so that the notebooks' timings are not taken while browsers run beside them; both always
 ## run, and make fails if either failed.
+## `make test LESSON=05`: the edit loop, one lesson's own unit tests (tests/<topic>/), its rows of every promise
+## module and its notebook under nbval (tests/lesson_filter.py); no browser.
+LESSON ?=
+ifneq ($(LESSON),)
+test: setup
+	AMP_LESSON=$(LESSON) $(PY) -m pytest $(XDIST) -p no:cacheprovider tests notebooks --ignore=tests/browser
+else
 test: setup
 	@status=0; \
 	$(PY) -m pytest $(XDIST) tests notebooks presenter --ignore=tests/browser || status=$$?; \
 	$(PY) -m pytest $(XDIST) tests/browser || status=$$?; \
 	exit $$status
+endif
 
 unit: setup
 	$(PY) -m pytest $(XDIST) tests --ignore=tests/browser

@@ -16,6 +16,7 @@ fails, naming the figure.
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 
 import pytest
@@ -91,6 +92,22 @@ class _LoadFileOrTest(LoadFileScheduling):
 def pytest_configure(config):
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistDistMode(), "amp-xdist-dist-mode")
+
+
+def pytest_collection_modifyitems(config, items):
+    # `make test LESSON=05` (AMP_LESSON=05): one lesson's own tests, its nbval and its rows of every promise
+    number = os.environ.get("AMP_LESSON", "")
+    if not number:
+        return
+    from tests.lesson_filter import select
+
+    try:
+        kept, dropped = select(items, number)
+    except ValueError as e:
+        raise pytest.UsageError(str(e)) from None
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+    items[:] = kept
 
 
 def _dist_mode(config) -> str:

@@ -12,7 +12,7 @@ import warnings
 
 import torch
 
-from ._validate import is_int
+from ._validate import is_int, is_real
 
 __all__ = ["Progress", "exact_fp32", "fp32_precision", "one_thread", "parse_device", "quiet_fd2"]
 
@@ -217,3 +217,51 @@ class Progress:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+# --------------------------------------------------------------------------------------------
+# Sizing work to a time budget
+# --------------------------------------------------------------------------------------------
+
+
+def budget_seconds(value, what: str) -> float:
+    """A time budget: a positive number of seconds (``math.inf``: no limit) as a float, else a ValueError naming
+    ``what`` and the value."""
+    if not is_real(value, 0, open_low=True):
+        raise ValueError(f"{what} must be a positive number of seconds (math.inf: no limit), got {value!r}")
+    return float(value)
+
+
+FEWEST_RUNS = 3
+"""The fewest timed runs a budget leaves a measurement (a spread needs a few)."""
+
+
+def time_until(
+    fn, d: torch.device, warmup: int, repeats: int, deadline: float, *, time_fn
+) -> tuple[tuple[float, ...], bool]:
+    """``(seconds of each timed call, cut)``: ``time_fn`` (:func:`amp_lessons.timing.time_fn`, passed in because
+    ``timing`` imports this module) one call at a time, after ``warmup`` untimed calls, until ``repeats`` calls are
+    timed or ``time.perf_counter()`` passes ``deadline`` (with at least :data:`FEWEST_RUNS` timed, or ``repeats`` if
+    fewer); ``cut`` says whether the deadline stopped it."""
+    times: list[float] = []
+    least = min(FEWEST_RUNS, repeats)
+    while len(times) < repeats:
+        if len(times) >= least and time.perf_counter() >= deadline:
+            return tuple(times), True
+        times += time_fn(fn, device=d.type, warmup=warmup if not times else 0, repeats=1).times_s
+    return tuple(times), False
+
+
+def halve_to_budget(label: str, start: int, predicted, budget_s: float, why) -> tuple[int, str]:
+    """``(size, sentence)``: ``start`` halved (down to 64) until ``predicted(size)`` seconds fit ``budget_s``;
+    the sentence says which size was used and, if it is not ``start``, why: ``why()``, a sentence on what makes the
+    work slow here (the measured rate, say), asked for only then."""
+    size = start
+    while size > 64 and predicted(size) > budget_s:
+        size //= 2
+    if size == start:
+        return size, f"{label} {size}"
+    return size, (
+        f"{label} {size}, not {start}: {why()}, and {start} would take "
+        f"about {predicted(start):.2g} s (budget_s={budget_s:g})"
+    )

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Cell", "TONES", "TableRecord", "html_table", "text_table"]
+__all__ = ["Cell", "TONES", "TableRecord", "duration_text", "html_table", "nbytes_text", "text_table"]
 
 TONES = {
     "good": "color-mix(in srgb, var(--jp-success-color1, #2e7d32) 60%, var(--jp-content-font-color1, #000))",
@@ -162,3 +162,20 @@ class TableRecord:
 
     def __repr__(self) -> str:
         return self.__str__()
+
+
+def duration_text(seconds: float) -> str:
+    """A duration in words, to two significant figures: ``about 3.2 years``."""
+    for unit, length in (("years", 365.25 * 86400), ("days", 86400), ("hours", 3600), ("minutes", 60)):
+        if seconds >= length:
+            return f"about {seconds / length:.2g} {unit}"
+    return f"about {seconds:.2g} s"
+
+
+def nbytes_text(n: float) -> str:
+    """A byte count in words: ``7.3 TiB``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n:.3g} {unit}"
+        n /= 1024
+    return f"{n:.3g} EiB"  # unreachable

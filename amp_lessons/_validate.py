@@ -1,23 +1,23 @@
 """Argument checks shared by the experiment modules: each error names the bad value and what is
-allowed (private; the public functions document their own arguments)."""
+allowed (private; the public functions document their own arguments). The limits on work and memory that
+:func:`count` and :func:`allocation` enforce are this machine's budgets, from ``_machine``; the words of their
+messages come from ``_table``."""
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
 import os
-import time
 
 import torch
 
+from ._machine import MAX_TENSOR_BYTES, WORK_BUDGET_S, machine_flops, machine_memory_bytes
+from ._table import duration_text, nbytes_text
+
 __all__ = [
-    "MAX_TENSOR_BYTES",
-    "WORK_BUDGET_S",
     "allocation",
     "block_shape",
     "count",
-    "duration_text",
     "finite",
     "flag",
     "float_tensor",
@@ -26,10 +26,7 @@ __all__ = [
     "integer",
     "is_int",
     "is_real",
-    "machine_flops",
-    "machine_memory_bytes",
     "model_call",
-    "nbytes_text",
     "number",
     "path_or_none",
     "positive",
@@ -190,53 +187,6 @@ def count(
         budget = f", and nothing over {duration_text(WORK_BUDGET_S)} here" if flops_each is not None else ""
         raise ValueError(f"{what}={value!r} is more than this course runs: {cap}{budget}{estimate}")
     return int(value)
-
-
-WORK_BUDGET_S = 1800.0
-"""The longest a single call may be estimated to run on this machine (30 minutes) before it is refused."""
-
-
-@functools.lru_cache(maxsize=1)
-def machine_flops() -> float:
-    """This machine's fp32 matmul rate in FLOP/s, measured once (best of five 256x256x256 products, a few ms): the
-    yardstick for estimates of how long a request would take here."""
-    a = torch.randn(256, 256)
-    best = math.inf
-    for _ in range(5):
-        t0 = time.perf_counter()
-        torch.mm(a, a)
-        best = min(best, time.perf_counter() - t0)
-    return 2 * 256**3 / max(best, 1e-9)
-
-
-def duration_text(seconds: float) -> str:
-    """A duration in words, to two significant figures: ``about 3.2 years``."""
-    for unit, length in (("years", 365.25 * 86400), ("days", 86400), ("hours", 3600), ("minutes", 60)):
-        if seconds >= length:
-            return f"about {seconds / length:.2g} {unit}"
-    return f"about {seconds:.2g} s"
-
-
-def nbytes_text(n: float) -> str:
-    """A byte count in words: ``7.3 TiB``."""
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if n < 1024 or unit == "PiB":
-            return f"{n:.3g} {unit}"
-        n /= 1024
-    return f"{n:.3g} EiB"  # unreachable
-
-
-def machine_memory_bytes() -> int:
-    """This machine's physical memory (8 GiB where the system does not say)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        return 8 * 1024**3
-
-
-MAX_TENSOR_BYTES = min(2 * 1024**3, machine_memory_bytes() // 8)
-"""The largest single tensor the course's experiments allocate at a learner's request: an eighth of this machine's
-memory, and never more than 2 GiB (the lessons' tensors are a few MiB)."""
 
 
 def allocation(n_elements: float, what: str, bytes_per_element: int = 4) -> None:

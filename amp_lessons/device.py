@@ -1,5 +1,5 @@
 """What this machine is: its CPU, its GPU and what formats they run (what each lesson then runs natively,
-emulated or as reference, each topic says: :func:`amp_lessons.course.what_runs_where`).
+emulated or as reference, each topic says: :func:`amp_lessons.lessons.what_runs_where`).
 
 ``device_report()`` probes the CPU, the first GPU torch reaches through ``torch.cuda`` (an NVIDIA GPU
 on a CUDA build of torch, an AMD GPU on a ROCm build) and an Apple GPU (MPS). Every probe can be
@@ -11,6 +11,11 @@ What is measured and what is assumed: the CPU flags, the GPU's name, memory, com
 runs on its tensor cores is *looked up* from its compute capability (NVIDIA's architecture
 generations), not measured. AMD GPUs are not classified: only what torch reports about them is shown.
 The lessons never use an Apple GPU: :func:`default_device` is ``cuda`` or ``cpu``.
+
+How much work the course runs here: :func:`machine_flops` (this machine's fp32 matmul rate, measured once),
+:func:`machine_memory_bytes`, and the budgets derived from them, :data:`WORK_BUDGET_S` and :data:`MAX_TENSOR_BYTES`,
+which the argument checks enforce. They are defined in the private leaf module ``_machine`` (``_validate`` needs them
+and ``device`` imports ``_validate``) and imported here.
 """
 
 from __future__ import annotations
@@ -23,10 +28,13 @@ from dataclasses import dataclass, field
 
 import torch
 
+from ._machine import MAX_TENSOR_BYTES, WORK_BUDGET_S, machine_flops, machine_memory_bytes
 from ._table import html_table
 from ._validate import count, flag, int_at_least
 
 __all__ = [
+    "MAX_TENSOR_BYTES",
+    "WORK_BUDGET_S",
     "CPUInfo",
     "DeviceReport",
     "GPUInfo",
@@ -35,6 +43,8 @@ __all__ = [
     "default_device",
     "device_report",
     "gpu_info",
+    "machine_flops",
+    "machine_memory_bytes",
     "mps_info",
 ]
 

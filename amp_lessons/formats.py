@@ -23,8 +23,8 @@ it encodes special values:
 :func:`quantize` rounds float32 values to the nearest value of a format (three rounding modes,
 selectable overflow behaviour) and returns float32. Where torch has the format as a dtype and the
 requested rounding/overflow is what torch's cast does, it uses torch's cast; otherwise an exact
-bit-level emulation. ``emulate=True`` forces the emulation; the tests check that the emulation
-agrees bit for bit with torch's casts.
+bit-level emulation (:mod:`amp_lessons._emulate`). ``emulate=True`` forces the emulation; the tests check
+that the emulation agrees bit for bit with torch's casts.
 """
 
 from __future__ import annotations
@@ -35,7 +35,8 @@ from functools import lru_cache
 
 import torch
 
-from ._table import TableRecord
+from ._census import CLASS_MEANINGS, CLASSES, Census, choices
+from ._emulate import quantize_emulated
 from ._validate import int_in
 
 __all__ = [
@@ -66,23 +67,7 @@ SCALE_ENCODINGS = ("fnu",)  # formats of scales, not of elements: no zero, no si
 ROUNDING_MODES = ("nearest_even", "nearest_away", "toward_zero")
 OVERFLOW_MODES = ("inf", "saturate", "nan")
 
-CLASSES = ("zero", "flushed", "subnormal", "normal", "saturated", "inf", "nan")
-"""Where a float32 value lands once rounded to a format: the course's one vocabulary (:meth:`FloatFormat.classify`)."""
-CLASS_MEANINGS = {
-    "zero": "it is zero",
-    "flushed": "a non-zero value that rounds to zero (underflow)",
-    "subnormal": "it rounds to a non-zero subnormal: kept, with fewer significant bits",
-    "normal": "it rounds to a normal value (a value just above max that rounds down to max is normal)",
-    "saturated": "beyond the format's range, clamped to +-max (overflow mode 'saturate')",
-    "inf": "beyond the format's range, or infinite, and stored as +-inf",
-    "nan": "NaN: a NaN input, or an overflow in a format whose overflow gives NaN",
-}
-
 _F32_MAX = float.fromhex("0x1.fffffep127")
-_INF_BITS = 0x7F800000
-_NAN_BITS = 0x7FC00000
-_SIGN_BITS = -0x80000000  # 0x80000000 as a signed int32
-_ABS_MASK = 0x7FFFFFFF
 
 # Which overflow modes an encoding can express, default first.
 _ALLOWED_OVERFLOW = {
@@ -92,10 +77,6 @@ _ALLOWED_OVERFLOW = {
     "finite": ("saturate",),
     "fnu": ("nan", "saturate"),
 }
-
-
-def _choices(values) -> str:
-    return ", ".join(repr(v) for v in values)
 
 
 @dataclass(frozen=True)
@@ -123,7 +104,7 @@ class FloatFormat:
         if self.encoding not in ENCODINGS + SCALE_ENCODINGS:
             raise ValueError(
                 f"encoding={self.encoding!r} is not allowed for format {self.name!r}: "
-                f"use one of {_choices(ENCODINGS + SCALE_ENCODINGS)}"
+                f"use one of {choices(ENCODINGS + SCALE_ENCODINGS)}"
             )
         if self.encoding == "fnu" and self.mantissa_bits != 0:
             raise ValueError(
@@ -289,7 +270,7 @@ class FloatFormat:
         if self.encoding == "fnu":
             raise ValueError(
                 f"format {self.name!r} is a scale format (no zero, no sign, powers of two only): classify a tensor "
-                f"in an element format instead, one of {_choices(FORMATS)}"
+                f"in an element format instead, one of {choices(FORMATS)}"
             )
         x = float32_input(x)
         overflow = check_modes(self, rounding, overflow)
@@ -319,6 +300,32 @@ class FloatFormat:
         of gradients, which are finite)."""
         return ("zero", "flushed", "subnormal", "normal", self.overflow_class(overflow))
 
+    def largest_float32(self, cls: str) -> float:
+        """The largest float32 magnitude that this format classifies (:meth:`classify`: round to nearest even, the
+        default overflow) as ``cls`` or as a class below it. A positive float32's class rises with its magnitude
+        through :meth:`finite_input_classes`: "zero" (0.0 alone), "flushed", "subnormal", "normal", then
+        :meth:`overflow_class`, which holds every larger magnitude (its answer is inf). So the magnitudes at most
+        ``largest_float32("subnormal")`` are exactly those that land in "zero", "flushed" or "subnormal"; where no
+        float32 lands in ``cls`` (nothing is flushed in fp32) the answer is the class below's. Found at the engine's
+        thresholds (:attr:`underflow_threshold`, the midpoint below :attr:`smallest_normal`,
+        :attr:`overflow_threshold`) and checked with :meth:`classify` on the float32 and on its neighbour above.
+
+        >>> FORMATS["fp16"].largest_float32("normal")  # the float32 below the tie 65520, which overflows
+        65519.99609375
+        """
+        return _float32_boundaries(self)[self._finite_class_index(cls)]
+
+    def _finite_class_index(self, cls: str) -> int:
+        if cls not in CLASSES:
+            raise ValueError(f"unknown class {cls!r}: use one of {choices(CLASSES)}")
+        classes = self.finite_input_classes()
+        if cls not in classes:
+            raise ValueError(
+                f"no finite float32 lands in class {cls!r} in {self.name} (round to nearest even, overflow "
+                f"{self.default_overflow!r}): use one of {choices(classes)}"
+            )
+        return classes.index(cls)
+
     def census(self, x, rounding: str = "nearest_even", overflow: str | None = None) -> Census:
         """How many values of ``x`` land in each of :data:`CLASSES` (:meth:`classify`), as a :class:`Census`."""
         codes = self.classify(x, rounding, overflow)
@@ -347,6 +354,42 @@ class FloatFormat:
             f"{self.name}: e{self.exponent_bits}m{self.mantissa_bits} ({self.encoding}), "
             f"max {self.max:.6g}, eps {self.eps:.3g}, smallest subnormal {self.smallest_subnormal:.3g}"
         )
+
+
+def _float32_at_most(v: float) -> float:
+    """The largest float32 at most ``v`` (``v`` >= 0, a Python float)."""
+    t = torch.tensor(v, dtype=torch.float64).float()
+    if float(t) > v:
+        t = torch.nextafter(t, torch.tensor(0.0))
+    return float(t)
+
+
+def _boundary(f: FloatFormat, near: float, below: tuple[str, ...]) -> float:
+    """The largest positive float32 whose class in ``f`` (:meth:`FloatFormat.classify`) is one of ``below``, given
+    ``near``, the exact magnitude where round to nearest changes class (a threshold of the engine): the float32 at
+    or just below it, one step lower where the tie itself goes up. Checked with ``classify`` on the boundary and
+    on its float32 neighbour above, so that counting against it is what ``classify`` says."""
+    x = torch.tensor([_float32_at_most(near)], dtype=torch.float32)
+    if CLASSES[int(f.classify(x)[0])] not in below:  # the tie rounds away from the classes below
+        x = torch.nextafter(x, torch.zeros(1))
+    pair = torch.cat([x, torch.nextafter(x, torch.full((1,), math.inf))])
+    got = [CLASSES[c] for c in f.classify(pair).tolist()]
+    if not (got[0] in below and got[1] not in below):
+        raise AssertionError(f"{f.name}: the classes around {float(x[0])!r} are {got}, not a boundary of {below}")
+    return float(x[0])
+
+
+@lru_cache(maxsize=None)
+def _float32_boundaries(f: FloatFormat) -> tuple[float, ...]:
+    """:meth:`FloatFormat.largest_float32` of each of ``f.finite_input_classes()``, once per format."""
+    classes = f.finite_input_classes()
+    found = tuple(
+        _boundary(f, near, classes[: i + 1])
+        for i, near in enumerate(
+            (0.0, f.underflow_threshold, f.smallest_normal - f.underflow_threshold, f.overflow_threshold)
+        )
+    )
+    return (*found, math.inf)
 
 
 _TORCH_DTYPES = {
@@ -393,42 +436,6 @@ SCALE_FORMATS: dict[str, FloatFormat] = {
 }
 
 
-@dataclass(frozen=True, repr=False)
-class Census(TableRecord):
-    """How many values landed in each class of :data:`CLASSES` when rounded to ``format`` (made by
-    :meth:`FloatFormat.census`). ``census["flushed"]`` is a count, ``census.fraction("flushed")`` a fraction of
-    all values; shown as a table."""
-
-    format: str
-    rounding: str
-    overflow: str
-    counts: tuple[int, ...]  # one per class of CLASSES, in that order
-
-    @property
-    def total(self) -> int:
-        return sum(self.counts)
-
-    def _index(self, cls: str) -> int:
-        if cls not in CLASSES:
-            raise KeyError(f"unknown class {cls!r}: use one of {_choices(CLASSES)}")
-        return CLASSES.index(cls)
-
-    def __getitem__(self, cls: str) -> int:
-        return self.counts[self._index(cls)]
-
-    def fraction(self, cls: str) -> float:
-        """The fraction of all values in class ``cls`` (0.0 for an empty census)."""
-        return self[cls] / self.total if self.total else 0.0
-
-    def as_dict(self) -> dict[str, int]:
-        return dict(zip(CLASSES, self.counts))
-
-    def _table(self):
-        rows = [(c, f"{n:,}", f"{self.fraction(c):.2%}", CLASS_MEANINGS[c]) for c, n in zip(CLASSES, self.counts)]
-        title = f"{self.total:,} values rounded to {self.format} ({self.rounding}, overflow {self.overflow!r})"
-        return ("class", "values", "share", "meaning"), rows, title, ()
-
-
 def get_format(fmt: str | FloatFormat) -> FloatFormat:
     """Return a :class:`FloatFormat` from a name in :data:`FORMATS` (or pass one through)."""
     if isinstance(fmt, FloatFormat):
@@ -437,7 +444,7 @@ def get_format(fmt: str | FloatFormat) -> FloatFormat:
         return FORMATS[fmt]
     if isinstance(fmt, str) and fmt in SCALE_FORMATS:
         return SCALE_FORMATS[fmt]
-    raise ValueError(f"unknown format {fmt!r}: use a FloatFormat or one of {_choices({**FORMATS, **SCALE_FORMATS})}")
+    raise ValueError(f"unknown format {fmt!r}: use a FloatFormat or one of {choices({**FORMATS, **SCALE_FORMATS})}")
 
 
 def float32_input(x, what="x") -> torch.Tensor:
@@ -459,14 +466,13 @@ def check_modes(f: FloatFormat, rounding: str, overflow: str | None = None) -> s
     """Check a rounding mode and an overflow mode for format ``f`` (a clear error naming the bad value
     and what is allowed) and return the overflow mode to use (``f``'s default for None)."""
     if rounding not in ROUNDING_MODES:
-        raise ValueError(f"unknown rounding mode {rounding!r}: use one of {_choices(ROUNDING_MODES)}")
+        raise ValueError(f"unknown rounding mode {rounding!r}: use one of {choices(ROUNDING_MODES)}")
     if overflow is None:
         return f.default_overflow
     allowed = _ALLOWED_OVERFLOW[f.encoding]
     if overflow not in allowed:
         raise ValueError(
-            f"overflow={overflow!r} is not possible for {f.name} ({f.encoding} encoding): "
-            f"use one of {_choices(allowed)}"
+            f"overflow={overflow!r} is not possible for {f.name} ({f.encoding} encoding): use one of {choices(allowed)}"
         )
     return overflow
 
@@ -507,119 +513,6 @@ def _native_dtype(f: FloatFormat, rounding: str, overflow: str) -> torch.dtype |
     return dtype
 
 
-_CHUNK = 1 << 17  # elements per block: the emulation's temporaries stay in the CPU cache
-
-
-def _round_bits_(a: torch.Tensor, shift: int, rounding: str) -> torch.Tensor:
-    """Round non-negative float32 bit patterns ``a`` (int32) to a multiple of ``2**shift``.
-
-    Returns a new tensor. Carries out of the mantissa move into the exponent, which is exactly
-    what rounding up into the next binade must do."""
-    keep = ~((1 << shift) - 1)
-    if shift == 0:
-        return a.clone()
-    if rounding == "toward_zero":
-        return a & keep
-    half = 1 << (shift - 1)
-    if rounding == "nearest_away":
-        return (a + half).bitwise_and_(keep)
-    # nearest_even: add half - 1, plus 1 more when the kept part is odd
-    r = (a >> shift).bitwise_and_(1)
-    return r.add_(a).add_(half - 1).bitwise_and_(keep)
-
-
-def _round_subnormal_(mag: torch.Tensor, f: FloatFormat, rounding: str) -> torch.Tensor:
-    """Round magnitudes below the smallest normal to multiples of the smallest subnormal.
-
-    ``q = mag * 2**(m - emin)`` is exact (a power-of-two scaling up) and below ``2**m <= 2**23``
-    for the magnitudes this is used for, so the integer rounding of q is exact in float32:
-    ``(q + 2**23) - 2**23`` is round-half-even by the FPU itself. Returns float32 bit patterns."""
-    q = mag * math.ldexp(1.0, -f.emin)
-    q.mul_(math.ldexp(1.0, f.mantissa_bits))
-    if rounding == "nearest_even":
-        q.add_(8388608.0).sub_(8388608.0)
-    elif rounding == "nearest_away":
-        t = torch.trunc(q)
-        q = t.add_((q - t).ge_(0.5))
-    else:
-        q.trunc_()
-    return q.mul_(math.ldexp(1.0, f.emin - f.mantissa_bits)).view(torch.int32)
-
-
-def _emulate_scale_block(x: torch.Tensor, out: torch.Tensor, f: FloatFormat, rounding: str, overflow: str):
-    """The 'fnu' encoding: round positive values to a power of two ``2**emin .. max``.
-
-    Above 2**-126 the float32 exponent field is the power of two and rounding the bit pattern to a
-    multiple of 2**23 rounds the value (ties: to an even exponent field, or up). Below, float32 is
-    subnormal, and the two candidates 2**-127 and 2**-126 are compared by value. There is no zero:
-    anything below the smallest value (toward_zero included) becomes the smallest value. Zero,
-    negatives (no sign bit) and NaN give NaN, as in ml_dtypes."""
-    bits = x.view(torch.int32)
-    a = bits & _ABS_MASK
-    r = _round_bits_(a, 23, rounding)
-    low, high = _f32_bits(f.smallest_normal), _f32_bits(2.0 * f.smallest_normal)
-    # values below 2**(emin+1) (float32 subnormals when emin is -127): the two candidates, by value
-    sub = a < high
-    if sub.any():
-        v = a.view(torch.float32)
-        mid = 1.5 * f.smallest_normal  # exact: 3 * 2**(emin-1) is a float32
-        up = {"nearest_even": v > mid, "nearest_away": v >= mid, "toward_zero": torch.zeros_like(sub)}[rounding]
-        r = torch.where(sub, torch.where(up, high, low), r)
-    r.clamp_(min=low)  # no zero: underflow gives the smallest value
-    max_bits = _f32_bits(f.max)
-    over = r > max_bits
-    target = {"saturate": max_bits, "nan": _NAN_BITS}[overflow]
-    if rounding == "toward_zero" and target != max_bits:
-        r.masked_fill_(over & (a == _INF_BITS), target)
-        r.masked_fill_(over & (a < _INF_BITS), max_bits)
-    else:
-        r.masked_fill_(over, target)
-    r.masked_fill_((bits < 0) | (a == 0) | (a > _INF_BITS), _NAN_BITS)  # negatives, zeros, NaN: NaN
-    out.view(torch.int32).copy_(r)
-
-
-def _emulate_block(x: torch.Tensor, out: torch.Tensor, f: FloatFormat, rounding: str, overflow: str):
-    if f.encoding == "fnu":
-        _emulate_scale_block(x, out, f, rounding, overflow)
-        return
-    bits = x.view(torch.int32)
-    a = bits & _ABS_MASK
-    r = _round_bits_(a, 23 - f.mantissa_bits, rounding)
-    min_normal_bits = _f32_bits(f.smallest_normal)
-    if f.emin - f.mantissa_bits > -149:  # the format has subnormals float32 rounding can miss
-        small = a < min_normal_bits
-        r = torch.where(small, _round_subnormal_(a.view(torch.float32), f, rounding), r)
-    # overflow: a rounded magnitude above max (inf inputs included)
-    max_bits = _f32_bits(f.max)
-    over = r > max_bits
-    target = {"inf": _INF_BITS, "saturate": max_bits, "nan": _NAN_BITS}[overflow]
-    if rounding == "toward_zero" and target != max_bits:
-        # IEEE 754: rounding toward zero never turns a finite value into inf; it gives max
-        r.masked_fill_(over & (a == _INF_BITS), target)
-        r.masked_fill_(over & (a < _INF_BITS), max_bits)
-    else:
-        r.masked_fill_(over, target)
-    sign = bits & _SIGN_BITS
-    if not f.has_negative_zero:  # fnuz: zero is unsigned
-        sign.masked_fill_(r == 0, 0)
-    r.bitwise_or_(sign)
-    r.masked_fill_(a > _INF_BITS, _NAN_BITS)  # NaN in, NaN out
-    out.view(torch.int32).copy_(r)
-
-
-def _quantize_emulated(x: torch.Tensor, f: FloatFormat, rounding: str, overflow: str) -> torch.Tensor:
-    flat = x.contiguous().view(-1)
-    out = torch.empty_like(flat)
-    for start in range(0, flat.numel(), _CHUNK):
-        _emulate_block(flat[start : start + _CHUNK], out[start : start + _CHUNK], f, rounding, overflow)
-    return out.view(x.shape)
-
-
-@lru_cache(maxsize=None)
-def _f32_bits(value: float) -> int:
-    return int(torch.tensor(value, dtype=torch.float32).view(torch.int32))
-
-
 def quantize(
     x: torch.Tensor,
     fmt: str | FloatFormat,
@@ -654,7 +547,7 @@ def quantize(
         dtype = _native_dtype(f, rounding, overflow)
         if dtype is not None:
             return x.clone() if dtype == torch.float32 else x.to(dtype).float()
-    return _quantize_emulated(x, f, rounding, overflow)
+    return quantize_emulated(x, f, rounding, overflow)
 
 
 def rounding_error(x: torch.Tensor, fmt: str | FloatFormat, rounding: str = "nearest_even") -> torch.Tensor:

@@ -35,9 +35,13 @@ import torch
 
 from ._table import TableRecord, html_table, text_table
 from ._validate import path_or_none, sequence
-from .e2e.experiments import record_matmul_throughput, record_training
-from .fp8.experiments import record_fp8_scaled_mm
-from .tf32.experiments import record_tf32_matmul, record_timing_check
+from .recorders import (
+    record_fp8_scaled_mm,
+    record_matmul_throughput,
+    record_tf32_matmul,
+    record_timing_check,
+    record_training,
+)
 from .timing import format_seconds
 
 __all__ = [

@@ -1,6 +1,6 @@
-"""How reliable and how fast is ``amp_lessons.distributed.run_group``? N runs (default 500) of a rank function that does
-no collective, then N runs of one that all-reduces, on 2 ranks; prints failures/N and the time per run, and the first
-line of each kind of failure.
+"""How reliable and how fast is ``amp_lessons.distributed.run_group`` (the base's launcher, ``amp_lessons._launch``)?
+N runs (default 500) of a rank function that does no collective, then N runs of one that all-reduces, on 2 ranks;
+prints failures/N and the time per run, and the first line of each kind of failure.
 
     python scripts/bench_run_group.py            # 500 + 500 runs
     python scripts/bench_run_group.py -n 100 --no-barrier   # the launcher without its barrier before teardown
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
-from amp_lessons.distributed import experiments as E  # noqa: E402
+from amp_lessons import _launch  # noqa: E402
 
 
 def no_collective(rank, world_size):
@@ -42,8 +42,8 @@ def bench(fn, n: int, world_size: int, timeout: float) -> tuple[int, float, coll
     t0 = time.perf_counter()
     for _ in range(n):
         try:
-            E.run_group(fn, world_size, timeout=timeout)
-        except (E.WorkerError, E.GroupTimeout, E.GroupUnavailable) as e:
+            _launch.run_group(fn, world_size, timeout=timeout)
+        except (_launch.WorkerError, _launch.GroupTimeout, _launch.GroupUnavailable) as e:
             failures += 1
             last = [ln for ln in str(e).splitlines() if ln.strip()][-1]
             kinds[f"{type(e).__name__}: {re.sub(r':[0-9]+', ':<port>', last)[:160]}"] += 1

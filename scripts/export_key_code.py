@@ -58,7 +58,7 @@ def render(notebook: Path, bodies: list[str]) -> str:
 def targets() -> dict[Path, str]:
     """Every generated module's path and its expected text, from the course's lesson registry."""
     sys.path.insert(0, str(ROOT))
-    from amp_lessons.course import LESSONS
+    from amp_lessons.lessons import LESSONS
 
     out = {}
     for lesson in LESSONS:

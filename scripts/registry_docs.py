@@ -1,7 +1,7 @@
-"""Write what the docs say of the lesson registry (``amp_lessons.course.LESSONS``), so that adding a lesson is one
-registry entry and not five hand edits:
+"""Write what the docs say of the lesson registry (``amp_lessons.lessons.LESSONS``: lesson 00 and each topic's
+``LESSON``), so that adding a lesson is its topic in that list and not five hand edits:
 
-- README.md: the lesson table (number, notebook, ``Lesson.shows``);
+- README.md: the lesson table (number, notebook, ``Lesson.shows``) and the topic list of its layout;
 - instructors/README.md: the solutions table (``Lesson.exercises``), the sentence naming the lessons without a graded
   exercise, and the default workshop schedule;
 - CONTRIBUTING.md: the topic folders of the layout, in lesson order;
@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from amp_lessons.course import LESSONS, workshop_schedule  # noqa: E402
+from amp_lessons.lessons import LESSONS, workshop_schedule  # noqa: E402
 
 LAYOUT_COMMENT_COLUMN = 72  # CONTRIBUTING.md's layout block: where the comments start
 
@@ -41,6 +41,12 @@ def lesson_table() -> str:
     rows = ["| lesson | notebook | what you see |", "|---|---|---|"]
     rows += [f"| {ls.number} | `{ls.notebook}` | {ls.shows} |" for ls in LESSONS]
     return "\n".join(rows)
+
+
+def topic_list() -> str:
+    """README.md's layout: the topics in lesson order, each with its lesson number."""
+    items = ", ".join(f"`{ls.topic}` ({ls.number})" for ls in LESSONS if ls.topic)
+    return "\n".join(textwrap.wrap(items, 110, break_on_hyphens=False)) + "."
 
 
 def _numbers(numbers: list[str]) -> str:
@@ -81,12 +87,15 @@ def render() -> dict[Path, str]:
     """Every file this script writes, as it should read now."""
     out = {}
     readme = ROOT / "README.md"
-    out[readme] = _between(
+    text = _between(
         readme.read_text(encoding="utf-8"),
         "<!-- registry:lessons:start -->",
         "<!-- registry:lessons:end -->",
         lesson_table(),
         "README.md",
+    )
+    out[readme] = _between(
+        text, "<!-- registry:topics:start -->", "<!-- registry:topics:end -->", topic_list(), "README.md"
     )
     inst = ROOT / "instructors" / "README.md"
     text = _between(

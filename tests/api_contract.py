@@ -47,9 +47,19 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import torch  # noqa: E402
 
-from amp_lessons.course import TOPICS as COURSE_TOPICS  # noqa: E402
+from amp_lessons.lessons import TOPICS as COURSE_TOPICS  # noqa: E402
 
-MODULES = ["", "formats", "device", "course", "timing", "style", "checks", "reference"]  # "": amp_lessons itself
+MODULES = [
+    "",
+    "formats",
+    "device",
+    "course",
+    "lessons",
+    "timing",
+    "style",
+    "checks",
+    "reference",
+]  # "": amp_lessons itself
 TOPICS = list(COURSE_TOPICS)  # the course's lesson registry
 LIMIT_S = 2.0
 
@@ -480,7 +490,7 @@ ALLOWED = {
         (q, "growth_interval", "huge"): "an interval, not work: a scaler that never grows its scale"
         for q in ("scaling.DynamicScaler", "scaling.simulate_scaler", "scaling.compare_with_gradscaler")
     },
-    ("course.workshop_schedule", "break_every", "huge"): "a schedule's arithmetic: no break at all",
+    ("lessons.workshop_schedule", "break_every", "huge"): "a schedule's arithmetic: no break at all",
     **{
         (q, p, "inf"): "documented: math.inf means no time limit"
         for q, p in (
@@ -552,7 +562,7 @@ def _t(*shape, dtype=torch.float32):
 # Bad calls that only one callable can have: wrong shapes, mismatched widths, NaN where a finite value is needed.
 # Values are factories (called for each try) or plain values.
 EXTRA: dict[str, dict[str, list]] = {
-    "course.what_runs_where": {"report": ["abc", 3, None]},
+    "lessons.what_runs_where": {"report": ["abc", 3, None]},
     "fp8.block_scale_map": {"x": [_t(8), _t(2, 2, 8)]},
     "fp8.blockwise_fake_quantize": {"block": [(0, 128), (1,), "x", (HUGE, 1), (1.5, 2)]},
     "fp8.cast_stats": {"x": [_t(3)], "q": [_t(5)]},

@@ -58,7 +58,7 @@ def test_the_harness_reaches_the_whole_api(outcomes):
 
 
 def test_every_topic_and_base_module_is_enumerated():
-    from amp_lessons.course import TOPICS
+    from amp_lessons.lessons import TOPICS
 
     names = set(harness.public_callables())
     for m in list(TOPICS) + harness.MODULES:
@@ -124,7 +124,7 @@ ODD_ANSWERS = [None, ..., "x", "", 3, -1.5, math.nan, math.inf, [], {}, (), obje
 
 def _checkers() -> list[str]:
     """Every public function of every topic's checks.py (a learner's answer first), found from the modules."""
-    from amp_lessons.course import TOPICS
+    from amp_lessons.lessons import TOPICS
 
     out = []
     for t in TOPICS:

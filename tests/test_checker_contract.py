@@ -19,7 +19,7 @@ import inspect
 import pytest
 
 from amp_lessons import _exercise, checks
-from amp_lessons.course import LESSONS, TOPICS
+from amp_lessons.lessons import LESSONS, TOPICS
 from tests.checker_rows import Row
 from tests.test_checks import assert_not_yet, assert_your_turn, reveals, solution
 

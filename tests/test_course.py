@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from amp_lessons.course import LESSONS, workshop_schedule
+from amp_lessons.lessons import LESSONS, workshop_schedule
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -19,7 +19,7 @@ def test_lessons_are_ordered_and_named_after_their_notebooks():
 def test_every_notebook_in_the_repo_is_a_listed_lesson():
     listed = {lesson.notebook for lesson in LESSONS}
     on_disk = {p.name for p in (ROOT / "notebooks").glob("*.ipynb")}
-    assert on_disk <= listed, f"notebooks missing from course.LESSONS: {sorted(on_disk - listed)}"
+    assert on_disk <= listed, f"notebooks missing from lessons.LESSONS: {sorted(on_disk - listed)}"
 
 
 def _minutes(clock: str) -> int:
@@ -81,11 +81,11 @@ def test_markdown_schedule_and_the_instructors_copy():
     assert len(lines) == 2 + len(workshop_schedule().rows) + 1
     readme = (Path(__file__).resolve().parent.parent / "instructors" / "README.md").read_text(encoding="utf-8")
     copy = readme.split("<!-- schedule:start -->\n", 1)[1].split("\n<!-- schedule:end -->", 1)[0]
-    assert copy == md, "instructors/README.md: paste the output of `python -m amp_lessons.course`"
+    assert copy == md, "instructors/README.md: paste the output of `python -m amp_lessons.lessons`"
 
 
 def test_course_command_line(capsys):
-    from amp_lessons.course import main
+    from amp_lessons.lessons import main
 
     assert main(["--start", "13:00"]) == 0
     assert "| 13:00 | 00 | Start here | 15 |" in capsys.readouterr().out
@@ -98,7 +98,7 @@ def test_the_registry_names_every_topic_package_and_the_docs_list_them():
     """Every lesson after 00 has a topic, a sub-package of amp_lessons; every sub-package is a lesson's topic; the
     package docstring and CONTRIBUTING.md list them all (the test lists elsewhere import TOPICS)."""
     import amp_lessons
-    from amp_lessons.course import TOPICS
+    from amp_lessons.lessons import TOPICS
 
     root = Path(amp_lessons.__file__).parent
     packages = {p.parent.name for p in root.glob("*/__init__.py")}
@@ -118,8 +118,9 @@ def test_each_topic_answers_for_its_own_lesson(monkeypatch):
 
     import pytest
 
-    from amp_lessons import course, device
-    from amp_lessons.course import Runs, what_runs_where
+    from amp_lessons import device, lessons
+    from amp_lessons.course import Runs
+    from amp_lessons.lessons import what_runs_where
 
     report = device.device_report(no_gpu=True)
     rows = list(what_runs_where(report))
@@ -128,13 +129,11 @@ def test_each_topic_answers_for_its_own_lesson(monkeypatch):
         runs = importlib.import_module(f"amp_lessons.{lesson.topic}").runs_where(report)
         assert isinstance(runs, Runs) and (runs.mode, runs.detail, runs.devices) == (row.mode, row.detail, row.devices)
     source = Path(device.__file__).read_text(encoding="utf-8")
-    assert "from .course" not in source and "amp_lessons.course" not in source.replace(
-        ":func:`amp_lessons.course.what_runs_where`", ""
-    )
+    assert "from .course" not in source and "from .lessons" not in source and "amp_lessons.course" not in source
     with pytest.raises(ValueError, match="mode='fast' is not allowed"):
         Runs("fast", "words")
     with pytest.raises(ValueError, match="devices=\\('mps',\\) is not allowed"):
         Runs("native", "words", ("mps",))
     monkeypatch.setattr(importlib.import_module("amp_lessons.tf32"), "runs_where", lambda report: "native")
     with pytest.raises(TypeError, match="amp_lessons.tf32.runs_where returned str, not a course.Runs"):
-        course.what_runs_where(report)
+        lessons.what_runs_where(report)

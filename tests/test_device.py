@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from amp_lessons import device
-from amp_lessons.course import LESSONS, what_runs_where
 from amp_lessons.device import CPUInfo, GPUInfo, MPSInfo, device_report
+from amp_lessons.lessons import LESSONS, what_runs_where
 
 PLAIN_CPU = CPUInfo("Test CPU", "x86_64", "AVX2", 4)
 BF16_CPU = CPUInfo("Test CPU", "x86_64", "AVX512", 4, avx512_bf16=True)
@@ -365,3 +365,16 @@ def test_default_device_is_never_mps(monkeypatch):
 def test_bad_input_names_the_value_and_what_is_allowed(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_this_machines_budgets_are_the_ones_the_argument_checks_enforce():
+    from amp_lessons import _validate
+
+    # the probes and budgets are device's; the checks read the very same objects
+    assert device.machine_flops() > 1e6 and device.machine_flops() == device.machine_flops()  # measured once
+    assert device.machine_memory_bytes() > 0
+    assert device.MAX_TENSOR_BYTES == min(2 * 1024**3, device.machine_memory_bytes() // 8) > 0
+    assert device.WORK_BUDGET_S == 1800.0
+    for name in ("MAX_TENSOR_BYTES", "WORK_BUDGET_S", "machine_flops", "machine_memory_bytes"):
+        assert name in device.__all__ and getattr(_validate, name) is getattr(device, name)
+        assert name not in _validate.__all__

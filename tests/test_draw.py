@@ -148,7 +148,7 @@ def _plot_inputs():
 def _public_plot_functions() -> list[str]:
     import importlib
 
-    from amp_lessons.course import TOPICS
+    from amp_lessons.lessons import TOPICS
 
     return [
         f"{topic}.{name}"

@@ -19,7 +19,7 @@ from torch import nn
 
 from amp_lessons._table import TONES
 from amp_lessons.checks import CheckResult
-from amp_lessons.course import LESSONS as COURSE_LESSONS, TOPICS as COURSE_TOPICS
+from amp_lessons.lessons import LESSONS as COURSE_LESSONS, TOPICS as COURSE_TOPICS
 
 ROOT = Path(__file__).resolve().parent.parent
 TOPICS = list(COURSE_TOPICS)  # the course's lesson registry

@@ -396,6 +396,85 @@ def test_thresholds_are_where_round_to_nearest_changes_class(name):
     assert said == done  # the tie: overflows() agrees with rounding
 
 
+# The float32 boundaries lesson 05's census counted against when its topic derived them itself (scaling's
+# _thresholds, before FloatFormat.largest_float32): the largest float32 that is flushed (or zero), at most subnormal,
+# and not beyond the range, bit for bit
+LESSON_05_BOUNDARIES = {
+    "fp32": ("0x0.0p+0", "0x1.fffffcp-127", "0x1.fffffep+127"),
+    "tf32": ("0x1p-137", "0x1.ffbffcp-127", "0x1.ffdffep+127"),
+    "fp16": ("0x1p-25", "0x1.ffbffep-15", "0x1.ffdffep+15"),
+    "bf16": ("0x1p-134", "0x1.fdfffcp-127", "0x1.fefffep+127"),
+    "fp8_e4m3": ("0x1p-10", "0x1.dffffep-7", "0x1.dp+8"),
+    "fp8_e5m2": ("0x1p-17", "0x1.bffffep-15", "0x1.dffffep+15"),
+    "fp8_e4m3fnuz": ("0x1p-11", "0x1.dffffep-8", "0x1.effffep+7"),
+    "fp8_e5m2fnuz": ("0x1p-18", "0x1.bffffep-16", "0x1.dffffep+15"),
+    "fp6_e3m2": ("0x1p-5", "0x1.bffffep-3", "0x1.dffffep+4"),
+    "fp6_e2m3": ("0x1p-4", "0x1.dffffep-1", "0x1.effffep+2"),
+    "fp4_e2m1": ("0x1p-2", "0x1.7ffffep-1", "0x1.bffffep+2"),
+    "e5m0": ("0x1p-15", "0x1p-15", "0x1.8p+15"),
+    "e3m0": ("0x1p-3", "0x1p-3", "0x1.7ffffep+4"),
+    "e2m0": ("0x1p-1", "0x1p-1", "0x1.8p+1"),
+    "e4m0z": ("0x1p-8", "0x1p-8", "0x1.8p+7"),
+    "e7m9": ("0x1p-72", "0x1.ff7ffep-63", "0x1.ff4p+64"),
+    "e8m0z": ("0x1p-128", "0x1p-128", "0x1.8p+127"),
+    "e1m2": ("0x1p-2", "0x1.bffffep+0", "0x1.dffffep+1"),
+    "e1m1fn": ("0x1p-1", "0x1.7ffffep+0", "0x1.4p+1"),
+    "e7m5": ("0x1p-69", "0x1.f7fffep-64", "0x1.fbfffep+63"),
+}
+BOUNDARY_FORMATS = {
+    **FORMATS,
+    **{
+        f.name: f
+        for f in (
+            FloatFormat("e5m0", 5, 0, "fn"),
+            FloatFormat("e3m0", 3, 0, "finite"),
+            FloatFormat("e2m0", 2, 0, "ieee"),
+            FloatFormat("e4m0z", 4, 0, "fnuz"),
+            FloatFormat("e7m9", 7, 9, "fn"),
+            FloatFormat("e8m0z", 8, 0, "fnuz"),
+            FloatFormat("e1m2", 1, 2, "finite"),
+            FloatFormat("e1m1fn", 1, 1, "fn"),
+            FloatFormat("e7m5", 7, 5, "fnuz"),
+        )
+    },
+}
+
+
+@pytest.mark.parametrize("name", list(LESSON_05_BOUNDARIES))
+def test_largest_float32_of_a_class_is_what_lesson_05_counted_against(name):
+    f = BOUNDARY_FORMATS[name]
+    got = tuple(f.largest_float32(c) for c in ("flushed", "subnormal", "normal"))
+    assert [v.hex() for v in got] == [float.fromhex(h).hex() for h in LESSON_05_BOUNDARIES[name]]
+
+
+@pytest.mark.parametrize("f", [*BOUNDARY_FORMATS.values(), *CUSTOM], ids=lambda f: f.name)
+def test_largest_float32_of_each_class_is_where_classify_moves_up(f):
+    # a positive float32's class rises with its magnitude: the answer lands in the class or one below it, the next
+    # float32 above it in a later class; zero is 0.0 alone and the overflow class holds everything above (inf)
+    classes = f.finite_input_classes()
+    assert f.largest_float32("zero") == 0.0 and f.largest_float32(f.overflow_class()) == math.inf
+    for i, cls in enumerate(classes[:-1]):
+        v = torch.tensor([f.largest_float32(cls)])
+        pair = torch.cat([v, torch.nextafter(v, torch.tensor([math.inf]))])
+        below, above = (formats.CLASSES[c] for c in f.classify(pair).tolist())
+        assert below in classes[: i + 1] and above not in classes[: i + 1], (cls, float(v[0]), below, above)
+    values = [f.largest_float32(c) for c in classes]
+    assert values == sorted(values)
+    if f.name == "fp16":
+        assert values == [0.0, 2.0**-25, float.fromhex("0x1.ffbffep-15"), 65519.99609375, math.inf]
+
+
+def test_largest_float32_names_the_classes_it_answers():
+    with pytest.raises(ValueError, match="unknown class 'overflow'.*'zero'"):
+        FORMATS["fp16"].largest_float32("overflow")
+    with pytest.raises(ValueError, match="no finite float32 lands in class 'saturated' in fp16.*'inf'"):
+        FORMATS["fp16"].largest_float32("saturated")
+    with pytest.raises(ValueError, match="no finite float32 lands in class 'inf' in fp8_e4m3.*'saturated'"):
+        FORMATS["fp8_e4m3"].largest_float32("inf")
+    with pytest.raises(ValueError, match="scale format"):
+        formats.SCALE_FORMATS["e8m0"].largest_float32("normal")
+
+
 # --- below 8 bits: the OCP MX element formats and the e8m0 scale, against ml_dtypes ----------------
 
 ML_DTYPES = {

@@ -1,4 +1,5 @@
-"""The CPU parts of ``make gpu-check`` (scripts/gpu_check.py) and of its wheelhouse (scripts/gpu_wheels.py):
+"""The CPU parts of ``make gpu-check`` (scripts/gpu_check.py, its checks in scripts/gpu_check_arithmetic.py and
+scripts/gpu_check_tools.py) and of its wheelhouse (scripts/gpu_wheels.py):
 the TF32 mismatch counter and its tie inputs, the emulations against independent references (numpy, ml_dtypes),
 the autocast comparison on the fake-CUDA side, the results writer and summary, the time budget and the exit
 without a GPU."""
@@ -6,6 +7,7 @@ without a GPU."""
 from __future__ import annotations
 
 import datetime
+import importlib
 import importlib.util
 import json
 import os
@@ -29,7 +31,9 @@ def _load(name: str):
     return mod
 
 
-gc = _load("gpu_check")
+gc = _load("gpu_check")  # the command; it makes its checks, next to it in scripts/, importable
+arith = importlib.import_module("gpu_check_arithmetic")  # checks (a)-(c)
+tools = importlib.import_module("gpu_check_tools")  # checks (d)-(f)
 wheels = _load("gpu_wheels")
 
 
@@ -41,7 +45,7 @@ def _u32(t: torch.Tensor) -> np.ndarray:
 
 
 def test_tie_inputs_really_produce_ties():
-    x = gc.tie_inputs((64, 64), seed=3)
+    x = arith.tie_inputs((64, 64), seed=3)
     b = _u32(x)
     low, ties = b & 0x1FFF, (b & 0x1FFF) == 0x1000
     assert 0.4 < ties.mean() < 0.6  # tie_share 0.5
@@ -50,10 +54,10 @@ def test_tie_inputs_really_produce_ties():
     assert 0.3 < kept_lsb.mean() < 0.7
     mag = np.abs(x.numpy())
     assert mag.min() >= 2.0**-8 and mag.max() < 2.0**8 and (x < 0).any() and (x > 0).any()
-    assert np.array_equal(gc.tie_mask(x).numpy(), ties)
-    assert not gc.tie_mask(gc.tie_inputs(500, tie_share=0.0)).any()
-    assert gc.tie_mask(gc.tie_inputs(500, tie_share=1.0)).all()
-    assert torch.equal(gc.tie_inputs((8, 8), seed=1), gc.tie_inputs((8, 8), seed=1))
+    assert np.array_equal(arith.tie_mask(x).numpy(), ties)
+    assert not arith.tie_mask(arith.tie_inputs(500, tie_share=0.0)).any()
+    assert arith.tie_mask(arith.tie_inputs(500, tie_share=1.0)).all()
+    assert torch.equal(arith.tie_inputs((8, 8), seed=1), arith.tie_inputs((8, 8), seed=1))
 
 
 def _numpy_tf32(x: torch.Tensor, model: str) -> np.ndarray:
@@ -69,15 +73,15 @@ def _numpy_tf32(x: torch.Tensor, model: str) -> np.ndarray:
     return (sign | r).astype(np.uint32).view(np.float32)
 
 
-@pytest.mark.parametrize("model", gc.TF32_MODELS)
+@pytest.mark.parametrize("model", arith.TF32_MODELS)
 def test_each_model_gives_no_mismatch_against_itself_and_some_against_the_others(model):
-    x = gc.tie_inputs((48, 48), seed=5)
-    out = gc.tf32_model(x, model)
+    x = arith.tie_inputs((48, 48), seed=5)
+    out = arith.tf32_model(x, model)
     assert np.array_equal(out.numpy(), _numpy_tf32(x, model))  # the models are the rounding they claim
-    counts = gc.count_mismatches(out, x)
-    assert counts["elements"] == x.numel() and counts["ties"] == int(gc.tie_mask(x).sum()) > 0
+    counts = arith.count_mismatches(out, x)
+    assert counts["elements"] == x.numel() and counts["ties"] == int(arith.tie_mask(x).sum()) > 0
     assert counts["mismatches"][model] == 0 and counts["matches"] == [model]
-    for other in (*gc.TF32_MODELS, gc.UNROUNDED):
+    for other in (*arith.TF32_MODELS, arith.UNROUNDED):
         if other != model:
             assert counts["mismatches"][other] > 0
     # ties alone tell nearest_even from nearest_away: they disagree on ties and nowhere else
@@ -87,41 +91,41 @@ def test_each_model_gives_no_mismatch_against_itself_and_some_against_the_others
 
 
 def test_a_kernel_without_tf32_matches_only_the_unrounded_input():
-    x = gc.tie_inputs((16, 16), seed=2)
-    counts = gc.count_mismatches(x.clone(), x)
-    assert counts["matches"] == [gc.UNROUNDED]
-    assert all(counts["mismatches"][m] > 0 for m in gc.TF32_MODELS)
-    assert gc.tf32_verdict([{"n": 16, "operand": "first", **counts}]) == "no TF32 rounding anywhere (fp32 kernels)"
+    x = arith.tie_inputs((16, 16), seed=2)
+    counts = arith.count_mismatches(x.clone(), x)
+    assert counts["matches"] == [arith.UNROUNDED]
+    assert all(counts["mismatches"][m] > 0 for m in arith.TF32_MODELS)
+    assert arith.tf32_verdict([{"n": 16, "operand": "first", **counts}]) == "no TF32 rounding anywhere (fp32 kernels)"
 
 
 def test_verdict_names_the_model_and_the_cases_without_tf32():
-    x = gc.tie_inputs((16, 16), seed=4)
-    even = {"n": 64, "operand": "first", **gc.count_mismatches(gc.tf32_model(x, "nearest_even"), x)}
-    plain = {"n": 8, "operand": "second", **gc.count_mismatches(x.clone(), x)}
-    away = {"n": 64, "operand": "second", **gc.count_mismatches(gc.tf32_model(x, "nearest_away"), x)}
-    assert gc.tf32_verdict([even, plain]) == "nearest_even (no TF32 rounding at n=8 second)"
-    assert gc.tf32_verdict([even, away]).startswith("no model matches (")
+    x = arith.tie_inputs((16, 16), seed=4)
+    even = {"n": 64, "operand": "first", **arith.count_mismatches(arith.tf32_model(x, "nearest_even"), x)}
+    plain = {"n": 8, "operand": "second", **arith.count_mismatches(x.clone(), x)}
+    away = {"n": 64, "operand": "second", **arith.count_mismatches(arith.tf32_model(x, "nearest_away"), x)}
+    assert arith.tf32_verdict([even, plain]) == "nearest_even (no TF32 rounding at n=8 second)"
+    assert arith.tf32_verdict([even, away]).startswith("no model matches (")
 
 
-@pytest.mark.parametrize("op", gc.TF32_OPS)
+@pytest.mark.parametrize("op", arith.TF32_OPS)
 def test_identity_cases_are_exact_so_only_input_rounding_can_show(op):
     # on the CPU there is no TF32: every op must return exactly the operand it is given with the identity
     for side in ("first", "second"):
-        out, x = gc.tf32_case(op, 8, side, seed=1)
+        out, x = arith.tf32_case(op, 8, side, seed=1)
         assert out.dtype == x.dtype == torch.float32 and out.shape == x.shape
         assert np.array_equal(_u32(out), _u32(x)), (op, side)
 
 
 def test_tf32_check_on_cpu_reports_fp32_kernels_and_restores_the_switches():
     before = (torch.backends.cuda.matmul.fp32_precision, torch.backends.cudnn.conv.fp32_precision)
-    r = gc.check_tf32_rounding("cpu", sizes=(8,))
+    r = arith.check_tf32_rounding("cpu", sizes=(8,))
     assert (torch.backends.cuda.matmul.fp32_precision, torch.backends.cudnn.conv.fp32_precision) == before
     assert r["settings"] == {
         "torch.backends.cuda.matmul.fp32_precision": "tf32",
         "torch.backends.cudnn.conv.fp32_precision": "tf32",
     }
-    assert len(r["cases"]) == 2 * len(gc.TF32_OPS) and all(c["matches"] == [gc.UNROUNDED] for c in r["cases"])
-    assert set(r["model_by_op"]) == set(gc.TF32_OPS)
+    assert len(r["cases"]) == 2 * len(arith.TF32_OPS) and all(c["matches"] == [arith.UNROUNDED] for c in r["cases"])
+    assert set(r["model_by_op"]) == set(arith.TF32_OPS)
     assert r["status"] == "ok" and "conv2d: no TF32 rounding anywhere" in r["summary"]
 
 
@@ -130,7 +134,7 @@ def test_tf32_check_on_cpu_reports_fp32_kernels_and_restores_the_switches():
 
 def test_ulp_against_hand_values():
     t = torch.tensor
-    assert gc.ulp(t([1.0, 2048.0, 65504.0, 0.0, 6.0e-5, -3.0]), "fp16").tolist() == [
+    assert arith.ulp(t([1.0, 2048.0, 65504.0, 0.0, 6.0e-5, -3.0]), "fp16").tolist() == [
         2.0**-10,
         2.0,
         32.0,
@@ -138,8 +142,8 @@ def test_ulp_against_hand_values():
         2.0**-24,
         2.0**-9,
     ]
-    assert gc.ulp(t([1.0, -3.0]), "bf16").tolist() == [2.0**-7, 2.0**-6]
-    assert gc.ulp_distance(t([1.0 + 2.0**-10, 2050.0]), t([1.0, 2048.0]), "fp16").tolist() == [1.0, 1.0]
+    assert arith.ulp(t([1.0, -3.0]), "bf16").tolist() == [2.0**-7, 2.0**-6]
+    assert arith.ulp_distance(t([1.0 + 2.0**-10, 2050.0]), t([1.0, 2048.0]), "fp16").tolist() == [1.0, 1.0]
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
@@ -147,19 +151,19 @@ def test_lowp_emulation_against_numpy_with_its_own_rounding(dtype):
     # small integers: every sum is exact in fp32 and fp64, so the emulation must equal the fp64 product rounded
     # once by numpy's float16 or ml_dtypes' bfloat16 (both nearest even), roundings past 2048 / 256 included
     g = torch.Generator().manual_seed(0)
-    lowp = gc._LOWP[dtype]
+    lowp = arith._LOWP[dtype]
     top = 64 if dtype == "fp16" else 16  # integers the dtype holds exactly
     a = torch.randint(-top, top + 1, (12, 96), generator=g).to(lowp)
     b = torch.randint(-top, top + 1, (96, 10), generator=g).to(lowp)
     exact = a.double().numpy() @ b.double().numpy()
     ref = exact.astype(np.float16 if dtype == "fp16" else ml_dtypes.bfloat16).astype(np.float64)
     assert (ref != exact).mean() > 0.3  # many results must round
-    got = gc.emulate_lowp_matmul(a, b)
+    got = arith.emulate_lowp_matmul(a, b)
     assert got.dtype == lowp and np.array_equal(got.double().numpy(), ref)
 
 
 def test_lowp_check_on_cpu_measures_ulps():
-    r = gc.check_lowp_matmul("cpu", ks=(64,), mn=16)
+    r = arith.check_lowp_matmul("cpu", ks=(64,), mn=16)
     assert [c["dtype"] for c in r["cases"]] == ["fp16", "bf16"]
     for c in r["cases"]:
         assert c["emulation_vs_exact_rounded"]["max_ulps"] <= 1 and c["vs_emulation"]["share_within_1_ulp"] > 0.9
@@ -174,21 +178,21 @@ def _e4m3_values(t8: torch.Tensor) -> np.ndarray:
 
 
 def test_fp8_inputs_and_emulation_against_ml_dtypes():
-    a8, b8, sa, sb = gc.fp8_inputs(16, 64, 24, seed=1)
+    a8, b8, sa, sb = arith.fp8_inputs(16, 64, 24, seed=1)
     assert a8.dtype == b8.dtype == torch.float8_e4m3fn and b8.stride() == (1, 64)  # b column-major
     assert a8.float().abs().max() == 448.0 and b8.float().abs().max() == 448.0
     av, bv = _e4m3_values(a8), _e4m3_values(b8.t()).T
     exact = (av @ bv) * (float(sa) * float(sb))
-    assert np.allclose(gc.exact_scaled_product(a8, b8, sa, sb).numpy(), exact, rtol=1e-15, atol=0)
+    assert np.allclose(arith.exact_scaled_product(a8, b8, sa, sb).numpy(), exact, rtol=1e-15, atol=0)
     # the emulation: fp32 sum, one fp32 scale product, rounded once to bf16
     scale = np.float32(np.float32(sa.item()) * np.float32(sb.item()))
     ref = ((av @ bv).astype(np.float32) * scale).astype(ml_dtypes.bfloat16).astype(np.float64)
-    got = gc.emulate_scaled_mm(a8, b8, sa, sb).double().numpy()
+    got = arith.emulate_scaled_mm(a8, b8, sa, sb).double().numpy()
     assert np.array_equal(got, ref)  # K=64 sums of e4m3 products are exact in fp32
 
 
 def test_scaled_mm_cases_on_the_cpu_kernel():
-    r = gc.scaled_mm_cases("cpu", mn=16, ks=(64,), large_k=1024)
+    r = arith.scaled_mm_cases("cpu", mn=16, ks=(64,), large_k=1024)
     assert r["vs_emulation"][0]["max_ulps"] <= 1
     la = r["large_k"]
     assert la["fp32_out emulation"]["rel_error"] < 1e-6  # an fp32 sum of 1024 exact products
@@ -197,9 +201,9 @@ def test_scaled_mm_cases_on_the_cpu_kernel():
 
 
 def test_capability_gate():
-    assert gc.capability_gate((9, 0)) is None and gc.capability_gate((8, 9)) is None
-    assert gc.capability_gate((8, 0)).startswith("skipped: needs sm_89+")
-    assert gc.capability_gate((7, 5), (8, 0), "bf16").startswith("skipped: needs sm_80+ (bf16)")
+    assert arith.capability_gate((9, 0)) is None and arith.capability_gate((8, 9)) is None
+    assert arith.capability_gate((8, 0)).startswith("skipped: needs sm_89+")
+    assert arith.capability_gate((7, 5), (8, 0), "bf16").startswith("skipped: needs sm_80+ (bf16)")
 
 
 # ------------------------------------------------------------------------------------ (d) autocast
@@ -213,13 +217,13 @@ def _lying(run, op_name: str):
 
 
 def test_autocast_comparison_on_the_fake_side():
-    fake = gc.trace_runner(True)
+    fake = tools.trace_runner(True)
     ops = ["mm", "layer_norm", "binary_cross_entropy", "cudnn_convolution"]
     table = {"mm": "lower_precision", "layer_norm": "fp32", "binary_cross_entropy": "banned"}
     table["cudnn_convolution"] = "lower_precision"
-    with gc.quiet():
-        same = gc.compare_autocast(ops, fake, fake, table)
-        lying = gc.compare_autocast(ops, _lying(fake, "mm"), fake, table)
+    with tools.quiet():
+        same = tools.compare_autocast(ops, fake, fake, table)
+        lying = tools.compare_autocast(ops, _lying(fake, "mm"), fake, table)
     # fake tensors run cuDNN's convolution only where a GPU can run it (seen on an NVIDIA H200): fake tensor mode
     # falls back to the real kernel for an op with no meta function
     cudnn_runs = torch.cuda.is_available()
@@ -230,7 +234,7 @@ def test_autocast_comparison_on_the_fake_side():
 
 
 def test_signature_policy_rules():
-    sp = gc.signature_policy
+    sp = tools.signature_policy
     assert sp({"A": "float16", "B": "float16", "C": "float16"}) == "lower_precision"
     assert sp({"A": "float32", "B": "float32", "C": "float32"}) == "fp32"
     assert sp({"A": "float32", "B": "float16", "C": "float32"}) == "promote"
@@ -243,9 +247,9 @@ def test_signature_policy_rules():
     ["aten::layer_norm", "aten::native_layer_norm", "aten::rms_norm", "aten::mv", "aten::addmv", "aten::gru_cell"],
 )
 def test_extra_samples_fit_their_ops(qualified):
-    ax = gc._ax()
-    args, kwargs = gc.EXTRA_SAMPLES[qualified](ax._Sampler([torch.float32], "cpu"))
-    assert ax._result_dtype(gc._op(qualified)(*args, **kwargs)) == torch.float32
+    ax = tools._ax()
+    args, kwargs = tools.EXTRA_SAMPLES[qualified](ax.Sampler([torch.float32], "cpu"))
+    assert ax.result_dtype(tools._op(qualified)(*args, **kwargs)) == torch.float32
 
 
 # --------------------------------------------------------------------------------------- (f) AMP step
@@ -258,7 +262,7 @@ def test_minimal_step_trains_like_the_course_step():
     model = e2e.TinyTransformer(vocab=16, d_model=16, n_heads=2, n_layers=1, seq_len=8)
     data = e2e.make_batches(0, 3, 2, 8, 16)
     runs = {}
-    for name, make in (("course", e2e.amp_step), ("minimal", gc.minimal_bf16_step)):
+    for name, make in (("course", e2e.amp_step), ("minimal", tools.minimal_bf16_step)):
         m = e2e.TinyTransformer(vocab=16, d_model=16, n_heads=2, n_layers=1, seq_len=8)
         m.load_state_dict(model.state_dict())
         opt = torch.optim.AdamW(m.parameters(), lr=1e-2)
@@ -424,25 +428,25 @@ def test_makefile_targets_use_the_scripts_and_the_wheelhouse():
 @pytest.mark.parametrize(
     "call, error, text",
     [
-        (lambda: gc.tie_inputs(0), ValueError, "shape entry must be from 1"),
-        (lambda: gc.tie_inputs((4, 4), tie_share=1.5), ValueError, "tie_share"),
-        (lambda: gc.tie_inputs("4"), TypeError, "shape"),
-        (lambda: gc.count_mismatches(torch.zeros(2), torch.zeros(3)), ValueError, "shape"),
-        (lambda: gc.count_mismatches(torch.zeros(2), torch.zeros(2, dtype=torch.float64)), TypeError, "float64"),
-        (lambda: gc.count_mismatches(torch.zeros(2), torch.zeros(2), ["nearest"]), ValueError, "'nearest'"),
-        (lambda: gc.tf32_case("conv3d", 8, "first"), ValueError, "'conv3d'"),
-        (lambda: gc.tf32_case("mm", 8, "left"), ValueError, "'left'"),
-        (lambda: gc.check_tf32_rounding("cpu", sizes=(8,), ops=("mm", "gemm")), ValueError, "gemm"),
-        (lambda: gc.check_tf32_rounding("tpu"), ValueError, "'tpu'"),
-        (lambda: gc.ulp(torch.ones(2), "fp99"), ValueError, "fp99"),
-        (lambda: gc.emulate_lowp_matmul(torch.ones(2, 2), torch.ones(2, 2)), TypeError, "float32"),
-        (lambda: gc.lowp_inputs(4, 4, 4, "fp8"), ValueError, "'fp8'"),
-        (lambda: gc.fp8_inputs(0, 16, 16), ValueError, "m must be"),
-        (lambda: gc.scaled_mm(None, None, None, None, fast_accum="yes"), TypeError, "'yes'"),
-        (lambda: gc.capability_gate("9.0"), TypeError, "'9.0'"),
-        (lambda: gc.signature_policy(["A"]), TypeError, "sig"),
-        (lambda: gc.check_autocast_policy("cpu"), ValueError, "'cpu'"),
-        (lambda: gc.minimal_bf16_step(torch.nn.Linear(2, 2), None, "bf16 autocast", "mps"), ValueError, "'mps'"),
+        (lambda: arith.tie_inputs(0), ValueError, "shape entry must be from 1"),
+        (lambda: arith.tie_inputs((4, 4), tie_share=1.5), ValueError, "tie_share"),
+        (lambda: arith.tie_inputs("4"), TypeError, "shape"),
+        (lambda: arith.count_mismatches(torch.zeros(2), torch.zeros(3)), ValueError, "shape"),
+        (lambda: arith.count_mismatches(torch.zeros(2), torch.zeros(2, dtype=torch.float64)), TypeError, "float64"),
+        (lambda: arith.count_mismatches(torch.zeros(2), torch.zeros(2), ["nearest"]), ValueError, "'nearest'"),
+        (lambda: arith.tf32_case("conv3d", 8, "first"), ValueError, "'conv3d'"),
+        (lambda: arith.tf32_case("mm", 8, "left"), ValueError, "'left'"),
+        (lambda: arith.check_tf32_rounding("cpu", sizes=(8,), ops=("mm", "gemm")), ValueError, "gemm"),
+        (lambda: arith.check_tf32_rounding("tpu"), ValueError, "'tpu'"),
+        (lambda: arith.ulp(torch.ones(2), "fp99"), ValueError, "fp99"),
+        (lambda: arith.emulate_lowp_matmul(torch.ones(2, 2), torch.ones(2, 2)), TypeError, "float32"),
+        (lambda: arith.lowp_inputs(4, 4, 4, "fp8"), ValueError, "'fp8'"),
+        (lambda: arith.fp8_inputs(0, 16, 16), ValueError, "m must be"),
+        (lambda: arith.scaled_mm(None, None, None, None, fast_accum="yes"), TypeError, "'yes'"),
+        (lambda: arith.capability_gate("9.0"), TypeError, "'9.0'"),
+        (lambda: tools.signature_policy(["A"]), TypeError, "sig"),
+        (lambda: tools.check_autocast_policy("cpu"), ValueError, "'cpu'"),
+        (lambda: tools.minimal_bf16_step(torch.nn.Linear(2, 2), None, "bf16 autocast", "mps"), ValueError, "'mps'"),
         (lambda: gc.budget_plan(-1), ValueError, "-1"),
         (lambda: gc.gpu_slug(""), ValueError, "''"),
         (lambda: gc.gpu_slug("---"), ValueError, "'---'"),

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from amp_lessons.course import LESSONS
+from amp_lessons.lessons import LESSONS
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))

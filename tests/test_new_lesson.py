@@ -1,11 +1,11 @@
-"""Adding a lesson touches its topic folder, its tests, its notebook, its solutions and one registry entry, and
-nothing else by hand: a twelfth lesson (a small but complete one: an experiment, a checker, the lesson's row of
+"""Adding a lesson touches its topic folder (which declares the lesson: ``LESSON = course.Lesson(...)``), its tests,
+its notebook, its solutions and its place in the lessons list, and nothing else by hand: a twelfth lesson (a small but complete one: an experiment, a checker, the lesson's row of
 what runs where, a notebook with an exercise, a solution and their tests) is added to a copy of this repository,
 `make docs` writes what the docs say of the registry, and every test that reads the registry passes on the copy,
 the new notebook and lesson 00 under nbval among them, and the browser test collects the new lesson.
 
-The test then lists what changed in the copy: the lesson's own files, one `Lesson(...)` entry added to
-amp_lessons/course.py, and the files `make docs` writes (README.md, instructors/README.md, CONTRIBUTING.md, the
+The test then lists what changed in the copy: the lesson's own files, its topic added to the import and the list
+of amp_lessons/lessons.py (two lines), and the files `make docs` writes (README.md, instructors/README.md, CONTRIBUTING.md, the
 package docstring, lesson 00's stored outputs)."""
 
 from __future__ import annotations
@@ -21,18 +21,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
-REGISTRY_ENTRY = """    Lesson(
-        "12",
-        "12_halves.ipynb",
-        "Halving in fp16",
-        10,
-        "when halving an fp16 value is exact",
-        topic="halves",
-        key_code=("halves.halve(",),
-        shows="halving in fp16: exact down to the subnormals",
-        exercises="half of fp16's largest value",
-    ),
-"""
 
 TOPIC = {
     "amp_lessons/halves/__init__.py": '''"""Lesson 12, halving in fp16.
@@ -42,9 +30,10 @@ TOPIC = {
 
 from .checks import check_half_of_largest
 from .experiments import halve
-from .support import runs_where
+from .support import LESSON, runs_where
 
 __all__ = [
+    "LESSON",
     "check_half_of_largest",
     "halve",
     "runs_where",
@@ -91,7 +80,19 @@ from __future__ import annotations
 
 from .. import course
 
-__all__ = ["runs_where"]
+__all__ = ["LESSON", "runs_where"]
+
+LESSON = course.Lesson(
+    "12",
+    "12_halves.ipynb",
+    "Halving in fp16",
+    10,
+    "when halving an fp16 value is exact",
+    topic="halves",
+    key_code=("halves.halve(",),
+    shows="halving in fp16: exact down to the subnormals",
+    exercises="half of fp16's largest value",
+)
 
 
 def runs_where(report) -> course.Runs:
@@ -151,6 +152,10 @@ def _notebook() -> dict:
     return {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
 
 
+# the two lines of amp_lessons/lessons.py a new topic joins
+IMPORT_LINE = "from . import autocast, bits, compiled, debug, distributed, e2e, fp8, fp16, micro, scaling, tf32"
+LIST_LINE = "_TOPICS_IN_ORDER = (bits, tf32, fp16, autocast, scaling, e2e, fp8, debug, distributed, micro, compiled)"
+
 # the tests that read the registry, and the new lesson's own
 REGISTRY_TESTS = [
     "tests/test_structure.py",
@@ -195,7 +200,7 @@ def _run(cmd, cwd, env, timeout=900) -> str:
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git to copy the repository")
-def test_a_twelfth_lesson_needs_its_own_files_and_one_registry_entry(tmp_path):
+def test_a_twelfth_lesson_needs_its_own_files_and_its_place_in_the_list(tmp_path):
     copy = tmp_path / "course"
     listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
                             capture_output=True, text=True, check=True).stdout.split("\n")  # fmt: skip
@@ -212,12 +217,15 @@ def test_a_twelfth_lesson_needs_its_own_files_and_one_registry_entry(tmp_path):
     _run(["git", "add", "-A"], copy, env)
     _run(["git", "commit", "-q", "-m", "before"], copy, env)
 
-    # the lesson: one registry entry, its folder, tests, notebook and solutions
-    course = copy / "amp_lessons" / "course.py"
-    text = course.read_text(encoding="utf-8")
-    end = "\n)\n\n\nTOPICS"
-    assert text.count(end) == 1, "the registry's LESSONS tuple should end just before TOPICS"
-    course.write_text(text.replace(end, "\n" + REGISTRY_ENTRY.rstrip("\n") + end, 1), encoding="utf-8")
+    # the lesson: its folder (with its LESSON), tests, notebook and solutions, and its topic in the lessons list
+    lessons = copy / "amp_lessons" / "lessons.py"
+    text = lessons.read_text(encoding="utf-8")
+    for line in (IMPORT_LINE, LIST_LINE):
+        assert text.count(line + "\n") == 1, f"amp_lessons/lessons.py should hold the line {line!r}"
+    text = text.replace(IMPORT_LINE, IMPORT_LINE.replace("fp16,", "fp16, halves,"), 1)
+    lessons.write_text(
+        text.replace(LIST_LINE, LIST_LINE.replace("compiled)", "compiled, halves)"), 1), encoding="utf-8"
+    )
     for name, body in TOPIC.items():
         (copy / name).parent.mkdir(parents=True, exist_ok=True)
         (copy / name).write_text(body, encoding="utf-8")
@@ -237,10 +245,9 @@ def test_a_twelfth_lesson_needs_its_own_files_and_one_registry_entry(tmp_path):
 
     status = _run(["git", "status", "--porcelain", "--untracked-files=all"], copy, env)
     changed = {line[3:] for line in status.splitlines()}
-    own = {*TOPIC, "notebooks/12_halves.ipynb", "amp_lessons/course.py"}
+    own = {*TOPIC, "notebooks/12_halves.ipynb", "amp_lessons/lessons.py"}
     assert changed - GENERATED == own, sorted(changed - GENERATED - own) or sorted(own - changed)
-    diff = _run(["git", "diff", "-U0", "--", "amp_lessons/course.py"], copy, env)
-    hunks = [line for line in diff.splitlines() if line.startswith("@@")]
+    diff = _run(["git", "diff", "-U0", "--", "amp_lessons/lessons.py"], copy, env)
     added = [line[1:] for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
-    removed = [line for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
-    assert len(hunks) == 1 and not removed and "\n".join(added) + "\n" == REGISTRY_ENTRY, diff
+    removed = [line[1:] for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
+    assert removed == [IMPORT_LINE, LIST_LINE] and len(added) == 2, diff

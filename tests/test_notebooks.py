@@ -6,7 +6,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from amp_lessons.course import LESSONS as COURSE_LESSONS, TOPICS
+from amp_lessons.lessons import LESSONS as COURSE_LESSONS, TOPICS
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "presenter").glob("*.ipynb"))
@@ -150,14 +150,51 @@ def test_every_exercise_has_a_heading_and_a_time(path):
         assert minutes and sorted(minutes, key=int) == [str(n) for n in range(1, len(minutes) + 1)], minutes
 
 
+SECTION = re.compile(r"^##\s(?!#)(.*)\((\d+) min\)\s*$", re.M)
+
+
+def planned_minutes(cells) -> tuple[dict[str, int], dict[str, int]]:
+    """(section title -> minutes, exercise number -> minutes) of a lesson, from its headings: "## 3 · ... (25 min)"
+    and "**Exercise 2 — ... (5 min).**". An exercise under a section that is itself the exercises ("## 7 · Exercises
+    (15 min)") is part of that section's time; any other exercise comes on top of its section's."""
+    sections, extra, in_exercises = {}, {}, False
+    for c in cells:
+        if c.cell_type != "markdown":
+            continue
+        for line in c.source.splitlines():
+            m = SECTION.match(line)
+            if m:
+                sections[m.group(1).strip()] = int(m.group(2))
+                in_exercises = "exercise" in m.group(1).lower()
+            elif line.startswith("## "):
+                in_exercises = False
+            for e in EXERCISE_HEADING.finditer(line):
+                number, mins = (e.group(1), e.group(2)) if e.group(1) else (e.group(3), e.group(4))
+                if not in_exercises:
+                    extra[number] = int(mins)
+    return sections, extra
+
+
 @pytest.mark.parametrize("path", [p for p in NOTEBOOKS if p.name in LESSONS], ids=lambda p: p.name)
-def test_a_lessons_sections_fit_its_time(path):
-    """The time estimates of a lesson's sections ("## 3 · ... (25 min)") add up to no more than the lesson's minutes
-    in the schedule, and the notebook's own "Time:" line says those minutes."""
+def test_a_lessons_sections_and_exercises_fit_its_time(path):
+    """A lesson's sections ("## 3 · ... (25 min)") plus the exercises outside an exercises section add up to no more
+    than the lesson's minutes in the schedule (the two-day workshop is built from them), and the notebook's own
+    "Time:" line says those minutes."""
     cells = nbformat.read(path, as_version=4).cells
-    text = "\n".join(c.source for c in cells if c.cell_type == "markdown")
-    sections = [int(m) for m in re.findall(r"^##\s.*\((\d+) min\)\s*$", text, re.M)]
+    sections, exercises = planned_minutes(cells)
     minutes = LESSONS[path.name].minutes
-    assert sum(sections) <= minutes, (path.name, sections, minutes)
+    total = sum(sections.values()) + sum(exercises.values())
+    assert total <= minutes, f"{path.name}: sections {sections} + exercises {exercises} = {total} > {minutes} min"
+    text = "\n".join(c.source for c in cells if c.cell_type == "markdown")
     said = re.search(r"\*\*Time:\*\*\s*(\d+) minutes", text)
     assert said is None or int(said.group(1)) == minutes, (path.name, said.group(0), minutes)
+
+
+def test_planned_minutes_count_each_exercise_once():
+    md = nbformat.v4.new_markdown_cell
+    cells = [
+        md("## 1 · Overflow (10 min)\n\ntext\n\n**Exercise 1 — stall (5 min).** Do it."),
+        md("## 2 · Exercises (15 min)\n\n**Exercise 2 — fix (10 min).** Do it.\n\n### Exercise 3 — sum (5 min)"),
+        md("## Summary\n\n**Exercise 4 — extra (3 min).** Do it."),
+    ]
+    assert planned_minutes(cells) == ({"1 · Overflow": 10, "2 · Exercises": 15}, {"1": 5, "4": 3})

@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from amp_lessons.course import LESSONS, workshop_schedule
+from amp_lessons.lessons import LESSONS, workshop_schedule
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")

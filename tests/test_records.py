@@ -11,7 +11,7 @@ import typing
 
 import pytest
 
-from amp_lessons.course import TOPICS
+from amp_lessons.lessons import TOPICS
 
 GENUINE_MAPPINGS = {
     "tf32.mkldnn_precision_effect": "mkldnn fp32_precision setting -> relative error",

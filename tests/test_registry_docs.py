@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from amp_lessons.course import LESSONS
+from amp_lessons.lessons import LESSONS
 
 ROOT = Path(__file__).resolve().parent.parent
 spec = importlib.util.spec_from_file_location("registry_docs", ROOT / "scripts" / "registry_docs.py")

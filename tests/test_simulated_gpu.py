@@ -9,9 +9,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from amp_lessons import autocast, tf32
-from amp_lessons.course import LESSONS, what_runs_where
+from amp_lessons import autocast, recorders, tf32
 from amp_lessons.device import default_device, device_report
+from amp_lessons.lessons import LESSONS, what_runs_where
 from tests.simulated_gpu import CUDA_PROFILES, PROFILES, simulate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -148,5 +148,5 @@ def test_throughput_on_a_gpu_is_not_predicted_from_the_launch_bound_probe(monkey
     assert e2e.first_rates("cuda") == {} and calls == ["cpu"]  # no probe asked for on the GPU
     # the recorder: no budget, whatever the rates predict (here on the CPU, with a rate that predicts hours)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
-    out = e2e.record_matmul_throughput("cpu", size=64)
+    out = recorders.record_matmul_throughput("cpu", size=64)
     assert "bf16_tflops" in out and "fp32_tflops" in out and not any(k.endswith("_skipped") for k in out), out

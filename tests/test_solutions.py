@@ -4,7 +4,7 @@ import importlib.util
 from pathlib import Path
 
 from amp_lessons import autocast, bits, debug, e2e, fp8, fp16, scaling, tf32
-from amp_lessons.course import LESSONS
+from amp_lessons.lessons import LESSONS
 
 ROOT = Path(__file__).resolve().parent.parent
 

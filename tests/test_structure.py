@@ -1,14 +1,14 @@
 """The package's structure as executable rules, read from the imports and attribute uses of its modules.
 
-- The base (formats engine, device probes, course list, timing, style, the checker result, the private
+- The base (formats engine, device probes, what a lesson is, timing, style, the checker result, the private
   run-time, argument, drawing and explorer helpers) imports no lesson topic.
 - One folder per lesson topic, in lesson order; a topic imports only itself, the base and earlier topics.
-  ``reference`` (the table of recordable experiments) sits above the topics: no topic imports it.
+  ``lessons`` (the lessons in order), ``recorders`` (the GPU reference recorders) and ``reference`` (the table of
+  recordable experiments) sit above the topics: no topic imports them.
 - Experiments never import plots, explorers, matplotlib or ipywidgets: drawing stays in ``plots`` and
   ``explorers``, so an experiment runs (and is tested) without a display.
 - Modules import each other at the top, never inside a function (relative or absolute imports, or
-  ``importlib.import_module`` of a named package module); only the registry, ``course``, imports topics by their
-  computed names.
+  ``importlib.import_module`` of a named package module, or of a computed name): every import is visible at the top.
 - No module uses another module's private (``_name``) helper, by attribute, by ``getattr`` with its name or through
   ``import_module``: what two modules share is public in one of them, or lives in a base module.
 - A topic's ``__init__`` exports exactly the public names of its modules, in an explicit ``__all__``.
@@ -20,12 +20,12 @@ import ast
 import importlib
 from pathlib import Path
 
-from amp_lessons.course import TOPICS as COURSE_TOPICS
+from amp_lessons.lessons import TOPICS as COURSE_TOPICS
 
 PKG = Path(__file__).resolve().parent.parent / "amp_lessons"
 # lesson order, 01..11: the course's lesson registry
 TOPICS = list(COURSE_TOPICS)
-ABOVE = {"reference"}
+ABOVE = {"reference", "recorders", "lessons"}
 
 
 def _dotted(path: Path) -> str:
@@ -37,7 +37,8 @@ def _dotted(path: Path) -> str:
 
 MODULES = {_dotted(p): p for p in PKG.rglob("*.py") if p != PKG / "__init__.py"}
 BASE = {m for m in MODULES if "." not in m and m not in TOPICS and m not in ABOVE}
-EXPERIMENTS = {m for m in MODULES if m.split(".")[-1] in ("experiments", "describe")}
+# modules by role: what runs experiments, the frozen results, the models a lesson trains; none of them draws
+EXPERIMENTS = {m for m in MODULES if m.split(".")[-1] in ("experiments", "describe", "records", "models")}
 DRAWING = {"_draw", "_explorer", "style"} | {m for m in MODULES if m.split(".")[-1] in ("plots", "explorers")}
 
 
@@ -184,7 +185,7 @@ def _package_module_of(node, aliases: dict[str, str]) -> str | None:
 def _hidden_imports(name: str, path: Path) -> list[str]:
     """What module ``name`` imports of the package out of sight: an import of amp_lessons inside a function
     (relative or absolute), an ``import_module`` of a named package module, or a computed one outside the registry
-    (``course`` asks each lesson's topic by its name)."""
+    (none: the lessons list imports its topics at the top)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     top = {id(n) for n in tree.body}
     found = []
@@ -199,7 +200,7 @@ def _hidden_imports(name: str, path: Path) -> list[str]:
             arg = node.args[0]
             if _imported_module(node) is not None:
                 found.append(f"line {node.lineno}: import_module({arg.value!r})")
-            elif not isinstance(arg, ast.Constant) and name != "course":
+            elif not isinstance(arg, ast.Constant):
                 found.append(f"line {node.lineno}: import_module of a computed name")
     return found
 
@@ -221,7 +222,7 @@ def test_the_rules_see_a_crossing(tmp_path):
 
 def test_dependencies_between_modules_are_visible_at_the_top():
     # no function-level "from .x import y", "import amp_lessons.x" or import_module("amp_lessons.x"): what a module
-    # depends on is read in its first lines (the registry, course, alone imports topics by their computed names)
+    # depends on is read in its first lines; the lessons list imports its topics there too
     for name, path in MODULES.items():
         hidden = _hidden_imports(name, path)
         assert not hidden, f"{name} imports package modules out of sight: {hidden}"
@@ -255,14 +256,14 @@ def test_the_rules_see_hidden_imports_and_private_names_read_by_string(tmp_path)
         "import_module of a computed name",
         "import_module('amp_lessons.scaling.plots')",
     ], hidden
-    assert _hidden_imports("course", probe)[4:] == ["line 14: import_module('amp_lessons.scaling.plots')"]
+    assert _hidden_imports("course", probe) == hidden  # no module is exempt: course no longer imports topics
 
 
 def test_a_topic_exports_its_modules_public_names():
     for t in TOPICS:
         package = importlib.import_module(f"amp_lessons.{t}")
         names = []
-        for sub in ("experiments", "describe", "plots", "explorers", "checks", "support"):
+        for sub in ("records", "models", "experiments", "describe", "plots", "explorers", "checks", "support"):
             if f"{t}.{sub}" in MODULES:
                 module = importlib.import_module(f"amp_lessons.{t}.{sub}")
                 names += module.__all__
@@ -286,3 +287,16 @@ def test_no_public_name_is_imported_under_a_private_alias():
                     if a.asname and a.asname.startswith("_") and not a.name.startswith("_")
                 ]
     assert not aliased, aliased
+
+
+MAX_MODULE_LINES = 700
+
+
+def test_no_module_is_over_700_lines():
+    # modules by role (records, experiments, models, plots, explorers, checks) and infrastructure in the base keep
+    # every file short enough to read in one sitting; the package and the scripts alike
+    root = PKG.parent
+    files = sorted([*PKG.rglob("*.py"), *(root / "scripts").rglob("*.py")])
+    sizes = {str(p.relative_to(root)): len(p.read_text(encoding="utf-8").splitlines()) for p in files}
+    long = {f: n for f, n in sizes.items() if n > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines: {long}"

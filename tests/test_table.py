@@ -2,7 +2,7 @@
 
 import pytest
 
-from amp_lessons._table import TONES, Cell, html_table, text_table
+from amp_lessons._table import TONES, Cell, duration_text, html_table, nbytes_text, text_table
 
 
 def test_html_escapes_text_and_keeps_trusted_markup():
@@ -70,3 +70,13 @@ def test_a_table_record_renders_its_table_both_ways():
     html = r._repr_html_()
     assert "<b>times</b>" in html and "time (ms)" in html and ">1.23<" in html and "rgba(" in html
     assert r.ms == 1.23456
+
+
+def test_durations_and_byte_counts_in_words():
+    assert nbytes_text(1536) == "1.5 KiB"
+    assert [duration_text(s) for s in (5, 90, 7200, 3 * 86400)] == [
+        "about 5 s",
+        "about 1.5 minutes",
+        "about 2 hours",
+        "about 3 days",
+    ]

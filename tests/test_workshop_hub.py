@@ -8,6 +8,8 @@
   It runs alone (it starts a dozen processes on purpose), so under ``make test``/``make unit`` it is skipped
   unless AMP_TEST_HUB=1, which ``make test-hub`` sets; without the hub's venv (``make setup-workshop``) it is
   skipped with that reason, except under CI=true, where that is a failure.
+* Every test that starts the hub needs the hub's own venv, which only ``make setup-workshop`` makes, so they all
+  run under ``make test-hub`` alone: ``make test`` sets up everything it runs.
 """
 
 from __future__ import annotations
@@ -163,7 +165,11 @@ def test_the_z2jh_values_use_documented_keys():
     assert set(gpu) <= {"singleuser", "hub", "cull", "prePuller", "scheduling"}
 
 
-# -- the hub itself
+# -- the hub itself (its own venv: make test-hub)
+HUB_ONLY = pytest.mark.skipif(os.environ.get("AMP_TEST_HUB") != "1", reason="needs the hub's venv: make test-hub")
+
+
+@HUB_ONLY
 def test_the_hub_refuses_to_start_without_a_password(tmp_path):
     _hub_or_skip()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AMP_WORKSHOP")}
@@ -179,7 +185,7 @@ def test_the_hub_refuses_to_start_without_a_password(tmp_path):
     assert r.returncode != 0 and "Set AMP_WORKSHOP_PASSWORD" in r.stdout + r.stderr
 
 
-@pytest.mark.skipif(os.environ.get("AMP_TEST_HUB") != "1", reason="the room runs alone: make test-hub")
+@HUB_ONLY
 def test_a_room_of_learners_runs_lessons_00_to_03_at_once(tmp_path):
     _hub_or_skip()
     n = int(os.environ.get("HUB_LEARNERS", "4"))

@@ -1,7 +1,7 @@
 """Lesson 04, autocast policies: which op runs in which dtype, traced and profiled, and the cost of casts.
 
-`from amp_lessons import autocast` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`,
-:mod:`.checks`, :mod:`.support`."""
+`from amp_lessons import autocast` gives every public name of the topic's modules: :mod:`.records`,
+:mod:`.experiments`, :mod:`.plots`, :mod:`.checks`, :mod:`.support`."""
 
 from .checks import (
     check_bce_fix,
@@ -11,11 +11,6 @@ from .experiments import (
     DEVICE_TYPES,
     POLICIES,
     SOURCES,
-    CastCost,
-    OpRecord,
-    ProfileNode,
-    ProfileTree,
-    Trace,
     cast_cost,
     fake_cuda,
     output_dtypes,
@@ -27,9 +22,11 @@ from .experiments import (
     trace,
 )
 from .plots import plot_output_dtypes
-from .support import runs_where
+from .records import CastCost, OpRecord, ProfileNode, ProfileTree, Trace
+from .support import LESSON, runs_where
 
 __all__ = [
+    "LESSON",
     "CastCost",
     "DEVICE_TYPES",
     "OpRecord",

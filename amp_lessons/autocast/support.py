@@ -4,7 +4,24 @@ from __future__ import annotations
 
 from .. import course
 
-__all__ = ["runs_where"]
+__all__ = ["LESSON", "runs_where"]
+
+#: The lesson this topic teaches: its entry in the course's list (amp_lessons.lessons.LESSONS).
+LESSON = course.Lesson(
+    "04",
+    "04_autocast_policies.ipynb",
+    "Autocast policies",
+    50,
+    "which op runs in which precision, where the casts go, CPU versus CUDA",
+    topic="autocast",
+    key_code=("torch.autocast(", "autocast.trace(", "torch.library.register_autocast(", "torch.amp.custom_fwd("),
+    shows=(
+        "the CPU and CUDA autocast policy tables of the installed torch (CUDA previewed with fake CUDA "
+        "tensors), eligibility rules, op-by-op dtype traces, the profiler tree and the cost of casts, "
+        "custom ops, troubleshooting"
+    ),
+    exercises="predict each op's dtype under autocast, make a banned loss work under autocast",
+)
 
 
 def runs_where(report) -> course.Runs:

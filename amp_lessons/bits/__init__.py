@@ -1,7 +1,8 @@
 """Lesson 01, formats and bits: the pictures, explorers and checkers of lesson 01 over the formats engine
 (:mod:`amp_lessons.formats`, which every topic uses).
 
-`from amp_lessons import bits` gives every public name of the topic's modules: :mod:`.describe`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
+`from amp_lessons import bits` gives every public name of the topic's modules: :mod:`.describe`, :mod:`.plots`,
+:mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
 
 from .checks import (
     check_decode_bits,
@@ -28,9 +29,10 @@ from .plots import (
     plot_rounding_error,
     plot_spacing,
 )
-from .support import runs_where
+from .support import LESSON, runs_where
 
 __all__ = [
+    "LESSON",
     "BitExplorer",
     "BitInfo",
     "FormatDesigner",

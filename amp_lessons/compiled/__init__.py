@@ -2,8 +2,7 @@
 survive in Inductor's generated code, compiled bf16 numerics against eager and fp64, and step times.
 
 `from amp_lessons import compiled` gives every public name of the topic's modules: :mod:`.experiments`,
-:mod:`.plots`, :mod:`.checks`, :mod:`.support`. The lesson's own code (the block it compiles, its debugging
-backend) is in :mod:`.key_code`, generated from the notebook's ``#| export`` cells."""
+:mod:`.plots`, :mod:`.checks`, :mod:`.support`."""
 
 from .checks import (
     check_compile_matching_eager,
@@ -34,9 +33,10 @@ from .plots import (
     plot_errors,
     plot_step_times,
 )
-from .support import runs_where
+from .support import LESSON, runs_where
 
 __all__ = [
+    "LESSON",
     "WORKLOADS",
     "CapturedGraph",
     "CodeSummary",

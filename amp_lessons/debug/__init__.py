@@ -1,8 +1,8 @@
 """Lesson 08, debugging mixed precision: an overflow/underflow tracer, a "why is AMP not faster" triage and a
 dtype map for any model, and the small models the lesson breaks on purpose.
 
-`from amp_lessons import debug` gives every public name of the topic's modules: :mod:`.experiments`,
-:mod:`.plots`, :mod:`.checks`, :mod:`.support`."""
+`from amp_lessons import debug` gives every public name of the topic's modules: :mod:`.records`, :mod:`.models`,
+:mod:`.experiments`, :mod:`.plots`, :mod:`.checks`, :mod:`.support`."""
 
 from .checks import (
     check_first_bad_layer,
@@ -10,29 +10,34 @@ from .checks import (
 )
 from .experiments import (
     PRECISION_SETTINGS,
-    DtypeMap,
-    DtypeTable,
-    KeepFP32,
-    ModuleRecord,
-    OverflowTrace,
-    TensorStats,
-    TraceTable,
-    Triage,
-    broken_training_setup,
     dtype_map,
-    t5_like_batch,
-    t5_like_model,
     tensor_stats,
     trace_overflow,
     why_not_faster,
+)
+from .models import (
+    KeepFP32,
+    broken_training_setup,
+    t5_like_batch,
+    t5_like_model,
 )
 from .plots import (
     plot_bytes_per_parameter,
     plot_trace,
 )
-from .support import runs_where
+from .records import (
+    DtypeMap,
+    DtypeTable,
+    ModuleRecord,
+    OverflowTrace,
+    TensorStats,
+    TraceTable,
+    Triage,
+)
+from .support import LESSON, runs_where
 
 __all__ = [
+    "LESSON",
     "DtypeMap",
     "DtypeTable",
     "KeepFP32",

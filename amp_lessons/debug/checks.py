@@ -13,7 +13,8 @@ from .. import _validate
 from .._exercise import attempt, correct, exercise, not_yet, placeholder, your_turn
 from .._validate import flag, positive
 from ..checks import CheckResult
-from ..debug.experiments import KeepFP32, broken_training_setup, trace_overflow
+from .experiments import trace_overflow
+from .models import KeepFP32, broken_training_setup
 
 __all__ = [
     "check_first_bad_layer",

@@ -10,9 +10,9 @@ from matplotlib.axes import Axes
 
 from .._draw import OVERFLOW_COLOR, axes_for, legend_outside, name_artist, styled
 from .._validate import flag
-from ..debug.experiments import DtypeMap, OverflowTrace
 from ..formats import get_format
 from ..style import format_color
+from .records import DtypeMap, OverflowTrace
 
 __all__ = [
     "plot_bytes_per_parameter",

@@ -1,8 +1,8 @@
 """Lesson 09, mixed precision at scale: DDP and FSDP2 on a real gloo process group of CPU processes,
 memory per parameter, and the precision of gradient reduction.
 
-`from amp_lessons import distributed` gives every public name of the topic's modules: :mod:`.experiments`,
-:mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
+`from amp_lessons import distributed` gives every public name of the topic's modules: :mod:`.records`,
+:mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
 
 from .checks import (
     check_fsdp_fp16_step,
@@ -15,17 +15,9 @@ from .experiments import (
     REDUCTION_FORMATS,
     REDUCTION_METHODS,
     REDUCTION_ORDERS,
-    AllreduceCheck,
-    BuildCheck,
-    DdpStep,
     ForkUnsafe,
-    FsdpStages,
     GroupTimeout,
     GroupUnavailable,
-    MemoryRow,
-    ReductionError,
-    ReductionSweep,
-    ScalerOutcome,
     WorkerError,
     bytes_per_parameter,
     ddp_bf16_hook_build_check,
@@ -50,9 +42,20 @@ from .plots import (
     plot_memory_per_parameter,
     plot_reduction_error,
 )
-from .support import runs_where
+from .records import (
+    AllreduceCheck,
+    BuildCheck,
+    DdpStep,
+    FsdpStages,
+    MemoryRow,
+    ReductionError,
+    ReductionSweep,
+    ScalerOutcome,
+)
+from .support import LESSON, runs_where
 
 __all__ = [
+    "LESSON",
     "AllreduceCheck",
     "BuildCheck",
     "DdpStep",

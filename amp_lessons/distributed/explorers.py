@@ -11,7 +11,8 @@ from .._explorer import Explorer, Picture, failure_html, readout_table
 from .._validate import is_int
 from ..formats import get_format
 from ..style import format_color, style_context
-from .experiments import REDUCTION_FORMATS, REDUCTION_ORDERS, ReductionSweep, reduction_sweep
+from .experiments import REDUCTION_FORMATS, REDUCTION_ORDERS, reduction_sweep
+from .records import ReductionSweep
 
 __all__ = [
     "ReductionExplorer",

@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from .._draw import axes_for, legend_outside, name_artist, styled
-from ..distributed.experiments import MemoryRow, ReductionError
+from ..distributed.records import MemoryRow, ReductionError
 from ..style import format_color
 
 __all__ = [

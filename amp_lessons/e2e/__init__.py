@@ -1,6 +1,7 @@
 """Lesson 06, AMP end to end: the AMP training step, throughput by dtype, memory, inference.
 
-`from amp_lessons import e2e` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`, :mod:`.checks`, :mod:`.support`."""
+`from amp_lessons import e2e` gives every public name of the topic's modules: :mod:`.records`, :mod:`.models`,
+:mod:`.experiments`, :mod:`.plots`, :mod:`.checks`, :mod:`.support`."""
 
 from .checks import (
     check_accumulated_amp_step,
@@ -9,9 +10,32 @@ from .checks import (
 from .experiments import (
     CONFIGS,
     MIN_TRAIN_STEPS,
-    NOISY_RANGE,
     RATE_PROBE_SIZE,
     SLOW_FP16_RATIO,
+    amp_step,
+    first_rates,
+    inference_compare,
+    launch_bound_demo,
+    matmul_rate_runs,
+    matmul_rates,
+    matmul_throughput,
+    odd_size_effect,
+    overflow_demo,
+    peak_memory,
+    train,
+    training_plan,
+)
+from .models import (
+    TinyTransformer,
+    make_batches,
+)
+from .plots import (
+    plot_inference,
+    plot_throughput,
+    plot_training_runs,
+)
+from .records import (
+    NOISY_RANGE,
     TENSOR_CORE_GENERATIONS,
     InferenceTable,
     LaunchBoundDemo,
@@ -22,33 +46,15 @@ from .experiments import (
     StepTimes,
     TensorCoreTable,
     ThroughputTable,
-    TinyTransformer,
     TrainingPlan,
     TrainingTable,
     TrainRun,
-    amp_step,
-    first_rates,
-    inference_compare,
-    launch_bound_demo,
-    make_batches,
-    matmul_rate_runs,
-    matmul_rates,
-    matmul_throughput,
-    odd_size_effect,
-    overflow_demo,
-    peak_memory,
     tensor_core_table,
-    train,
-    training_plan,
 )
-from .plots import (
-    plot_inference,
-    plot_throughput,
-    plot_training_runs,
-)
-from .support import runs_where
+from .support import LESSON, runs_where
 
 __all__ = [
+    "LESSON",
     "amp_step",
     "check_accumulated_amp_step",
     "check_clipped_amp_step",

@@ -15,7 +15,7 @@ from .._draw import (
     series,
     styled,
 )
-from ..e2e.experiments import TrainRun
+from ..e2e.records import TrainRun
 from ..style import format_color
 
 __all__ = [

@@ -4,7 +4,35 @@ from __future__ import annotations
 
 from .. import course
 
-__all__ = ["runs_where"]
+__all__ = ["LESSON", "runs_where"]
+
+#: The lesson this topic teaches: its entry in the course's list (amp_lessons.lessons.LESSONS).
+LESSON = course.Lesson(
+    "06",
+    "06_amp_end_to_end.ipynb",
+    "AMP end to end",
+    60,
+    "tensor cores, speed, memory and accuracy of real training and inference",
+    topic="e2e",
+    key_code=(
+        "torch.autocast(",
+        "GradScaler(",
+        "scaler.scale(",
+        "scaler.unscale_(",
+        "clip_grad_norm_(",
+        "scaler.step(",
+        "scaler.update(",
+    ),
+    shows=(
+        "tensor-core generations, matmul throughput by dtype and size, a small transformer trained with "
+        "the AMP recipe (step time, peak memory, loss), inference by autocast vs cast weights, where fp16 "
+        "inference overflows; checklist and troubleshooting"
+    ),
+    exercises=(
+        "the AMP step with gradient clipping, in the recipe's order; one optimizer step accumulated over "
+        "micro-batches (each loss divided by their number, one `step` and one `update`)"
+    ),
+)
 
 
 def runs_where(report) -> course.Runs:

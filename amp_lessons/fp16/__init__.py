@@ -1,7 +1,8 @@
 """Lesson 03, fp16 overflow, underflow and swamping: running sums in any format, lost updates and
 master weights, gradient census.
 
-`from amp_lessons import fp16` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
+`from amp_lessons import fp16` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`,
+:mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
 
 from .checks import (
     check_lost_update,
@@ -40,9 +41,10 @@ from .plots import (
     plot_loss_curves,
     plot_running_sums,
 )
-from .support import runs_where
+from .support import LESSON, runs_where
 
 __all__ = [
+    "LESSON",
     "MagnitudeExplorer",
     "REGION_FORMATS",
     "GradientCensus",

@@ -1,6 +1,7 @@
 """Lesson 07, fp8: fp8 casts and scaling (per-tensor, delayed, block-wise), torch._scaled_mm, an fp8 linear layer.
 
-`from amp_lessons import fp8` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
+`from amp_lessons import fp8` gives every public name of the topic's modules: :mod:`.records`, :mod:`.models`,
+:mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
 
 from .checks import (
     check_amax_scale,
@@ -11,14 +12,8 @@ from .experiments import (
     BLOCK_SHAPES,
     SCALING_METHOD_BY_NAME,
     SCALING_METHODS,
-    SCALINGS,
-    CastStats,
     DelayedScaler,
-    Fp8Linear,
-    Fp8LinearErrors,
     Fp8LinearFn,
-    ScaledMMComparison,
-    ScalingMethod,
     amax_scale,
     as_matrix,
     block_scale_map,
@@ -37,13 +32,22 @@ from .explorers import (
     Fp8ScalingExplorer,
     fp8_scaling_explorer,
 )
+from .models import Fp8Linear
 from .plots import (
     plot_fp8_window,
     plot_scaling_errors,
 )
-from .support import runs_where
+from .records import (
+    SCALINGS,
+    CastStats,
+    Fp8LinearErrors,
+    ScaledMMComparison,
+    ScalingMethod,
+)
+from .support import LESSON, runs_where
 
 __all__ = [
+    "LESSON",
     "BLOCK_SHAPES",
     "CastStats",
     "DelayedScaler",

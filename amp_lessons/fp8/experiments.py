@@ -21,19 +21,19 @@ fp8 linear Function (:class:`Fp8LinearFn`); they are imported here, not written 
 
 Everything runs on a CPU (the casts are emulated bit-exactly, the arithmetic after them is fp32, and
 ``torch._scaled_mm`` has a CPU kernel); only speed needs a GPU with fp8 tensor cores (Ada Lovelace, Hopper and newer).
+
+The records they return are in :mod:`.records`, the fp8 linear layer in :mod:`.models`.
 """
 
 from __future__ import annotations
 
 import math
 from collections import deque
-from dataclasses import dataclass
 
 import torch
 
 from .. import _validate
 from .._runtime import exact_fp32, one_thread, parse_device
-from .._table import TableRecord, html_table, text_table
 from .._validate import (
     allocation,
     count,
@@ -46,19 +46,15 @@ from .._validate import (
 from ..device import gpu_info
 from ..formats import CLASSES, FloatFormat, get_format, quantize, representable_values
 from ..fp16.experiments import small_batch, small_model
-from ..timing import format_seconds, matmul_flops, time_fn
+from ..timing import matmul_flops, time_fn
 from .key_code import Fp8LinearFn, amax_scale, block_scales, fake_quantize, float_tensor, scale_from_amax
+from .models import Fp8Linear
+from .records import MAX_DIM, CastStats, Fp8LinearErrors, ScaledMMComparison, ScalingMethod
 
 __all__ = [
-    "ScaledMMComparison",
     "BLOCK_SHAPES",
-    "CastStats",
     "SCALING_METHOD_BY_NAME",
-    "SCALINGS",
-    "ScalingMethod",
     "DelayedScaler",
-    "Fp8Linear",
-    "Fp8LinearErrors",
     "Fp8LinearFn",
     "SCALING_METHODS",
     "amax_scale",
@@ -76,44 +72,9 @@ __all__ = [
     "values_in",
 ]
 
-MAX_DIM = 65_536  # the largest matrix dimension the course accepts (a typo must not fill the memory)
-
 BLOCK_SHAPES = {"1x32": (1, 32), "1x128": (1, 128), "128x128": (128, 128)}
 """Common block shapes: 1x32 (OCP MX formats, power-of-two scales), 1x128 (activations and
 gradients) and 128x128 (weights) of recent large-model fp8 recipes (e.g. DeepSeek-V3)."""
-
-SCALINGS = ("none", "per-tensor", "delayed", "block")
-"""Where a :class:`ScalingMethod`'s scale comes from: nowhere (1), the tensor's amax, an amax history, each block's
-amax."""
-
-
-@dataclass(frozen=True)
-class ScalingMethod:
-    """A way to scale a tensor before its fp8 cast, as :func:`scaling_errors` applies it: ``name`` is the name rows and
-    legends show, ``scaling`` one of :data:`SCALINGS`, ``block`` the (rows, columns) of a block sharing one scale
-    ("block" only). :data:`SCALING_METHOD_BY_NAME` holds the course's methods; :meth:`blocks` makes a block method of
-    any shape."""
-
-    name: str
-    scaling: str
-    block: tuple[int, int] | None = None
-
-    def __post_init__(self):
-        if not isinstance(self.name, str) or not self.name:
-            raise TypeError(f"name must be a non-empty str (the method's display name), got {self.name!r}")
-        if self.scaling not in SCALINGS:
-            raise ValueError(f"scaling={self.scaling!r} is not allowed: use one of {', '.join(map(repr, SCALINGS))}")
-        if (self.block is None) != (self.scaling != "block"):
-            raise ValueError(f"block={self.block!r} is not allowed with scaling={self.scaling!r}: a (rows, columns) "
-                             "pair for 'block', None for the others")  # fmt: skip
-        if self.block is not None:
-            _validate.block_shape(self.block, "block", MAX_DIM)
-
-    @classmethod
-    def blocks(cls, rows: int, cols: int) -> ScalingMethod:
-        """The block method of ``rows`` x ``cols`` blocks, named ``"block {rows}x{cols}"``."""
-        rows, cols = count(rows, "rows", 1, MAX_DIM), count(cols, "cols", 1, MAX_DIM)
-        return cls(f"block {rows}x{cols}", "block", (rows, cols))
 
 
 SCALING_METHOD_BY_NAME = {
@@ -365,36 +326,6 @@ def _method_scale(method: ScalingMethod, x: torch.Tensor, f: FloatFormat, delaye
     return block_scale_map(x, f, *method.block)
 
 
-@dataclass(frozen=True, repr=False)
-class CastStats(TableRecord):
-    """What casting a tensor to ``fmt`` with a scale did (:func:`cast_stats`): ``relative_error`` =
-    ``||q - x|| / ||x||`` (inf if a value overflowed to inf), and the shares of all values in three classes of
-    :data:`amp_lessons.formats.CLASSES` (:meth:`~amp_lessons.formats.FloatFormat.classify` of the scaled values):
-    ``flushed`` (non-zero, became 0), ``saturated`` (beyond the format's range, stored as +-max: e4m3's overflow) and
-    ``inf`` (beyond the range, stored as inf: e5m2's overflow). :attr:`overflowed` is the share in the format's
-    :meth:`~amp_lessons.formats.FloatFormat.overflow_class`. Shown as a small table."""
-
-    fmt: str
-    relative_error: float
-    flushed: float
-    saturated: float
-    inf: float
-
-    @property
-    def overflowed(self) -> float:
-        """The share of the values beyond the format's range: ``saturated`` in e4m3, ``inf`` in e5m2."""
-        return getattr(self, get_format(self.fmt).overflow_class())
-
-    def _table(self):
-        rows = [
-            ("relative error", f"{self.relative_error:.3g}"),
-            ("flushed to 0", f"{self.flushed:.2%}"),
-            ("saturated", f"{self.saturated:.2%}"),
-            ("inf", f"{self.inf:.2%}"),
-        ]
-        return None, rows, f"cast to {self.fmt}", ()
-
-
 def cast_stats(
     x: torch.Tensor, scaled: torch.Tensor, q_scaled: torch.Tensor, f: FloatFormat, q: torch.Tensor
 ) -> CastStats:
@@ -493,65 +424,6 @@ def _gpu_has_fp8(d: torch.device) -> bool:
     return g is not None and g.fp8
 
 
-@dataclass(frozen=True, repr=False)
-class ScaledMMComparison:
-    """One product four ways against a float64 reference (:func:`scaled_mm_compare`). Errors are
-    relative (``||out - ref|| / ||ref||``); the ``fp8_*`` fields of ``torch._scaled_mm`` are None where it
-    did not run (``skipped`` says why), the times None unless timed."""
-
-    shape: str
-    device: str
-    scale_a: float
-    scale_b: float
-    fp32_rel_error: float
-    bf16_rel_error: float
-    fp8_emulated_rel_error: float
-    fp8_rel_error: float | None = None
-    fp8_vs_emulation_max_abs_diff: float | None = None
-    fp8_vs_emulation_rel_diff: float | None = None  # the max abs diff over the largest |output|
-    skipped: str | None = None
-    fp8_time_s: float | None = None
-    bf16_time_s: float | None = None
-    fp8_tflops: float | None = None
-    bf16_tflops: float | None = None
-    fp8_speedup_over_bf16: float | None = None
-
-    _LABELS = {
-        "scale_a": "amax scale of a",
-        "scale_b": "amax scale of b",
-        "fp32_rel_error": "fp32 matmul error",
-        "bf16_rel_error": "bf16 matmul error",
-        "fp8_emulated_rel_error": "fp8 e4m3, emulated (fake_quantize + fp32 matmul) error",
-        "fp8_rel_error": "fp8 e4m3, torch._scaled_mm error",
-        "fp8_vs_emulation_max_abs_diff": "_scaled_mm vs emulation: max abs diff",
-        "fp8_vs_emulation_rel_diff": "_scaled_mm vs emulation: max diff / max |output|",
-        "fp8_time_s": "fp8 time",
-        "bf16_time_s": "bf16 time",
-        "fp8_tflops": "fp8 TFLOP/s",
-        "bf16_tflops": "bf16 TFLOP/s",
-        "fp8_speedup_over_bf16": "fp8 speed-up over bf16",
-    }
-
-    def rows(self) -> list[tuple[str, str]]:
-        """(label, value) for every field that has a value, numbers to 3 significant digits."""
-        out = []
-        for name, label in self._LABELS.items():
-            v = getattr(self, name)
-            if v is not None:
-                out.append((label, format_seconds(v) if name.endswith("_s") else f"{v:.3g}"))
-        if self.skipped:
-            out.append(("torch._scaled_mm", self.skipped))
-        return out
-
-    def __str__(self) -> str:
-        return text_table(("", self.shape), self.rows(), title=f"one matmul four ways on {self.device}", rule=False)
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        return html_table(("", self.shape), self.rows(), title=f"one matmul four ways on {self.device}")
-
-
 def scaled_mm_compare(
     m: int = 256,
     k: int = 512,
@@ -638,90 +510,7 @@ def scaled_mm_compare(
     return ScaledMMComparison(**out)
 
 
-def record_fp8_scaled_mm(device: str = "cuda", size: int | None = None) -> dict:
-    """size^3 fp8 ``torch._scaled_mm`` (e4m3, per-tensor scales, bf16 output) against a bf16 matmul:
-    times, TFLOP/s, speedup and relative errors. size defaults to 8192 on a GPU, 256 on a CPU."""
-
-    d = parse_device(device)
-    size = (8192 if d.type == "cuda" else 64) if size is None else int_at_least(size, "size", 16)
-    r = scaled_mm_compare(size, size, size, device=d, time_it=True, repeats=10 if d.type == "cuda" else 2)
-    recorded = ("fp8_time_s", "bf16_time_s", "fp8_tflops", "bf16_tflops", "fp8_speedup_over_bf16")
-    recorded += ("bf16_rel_error", "fp8_rel_error", "fp8_vs_emulation_rel_diff")
-    out = {"shape": f"{size}^3"}
-    out.update({k: v for k in recorded if isinstance(v := getattr(r, k), float) and math.isfinite(v)})
-    if r.skipped:
-        out["skipped"] = r.skipped
-    return out
-
-
 # --- an fp8 linear layer ---------------------------------------------------------------------------
-
-
-class Fp8Linear(torch.nn.Module):
-    """A miniature fp8 linear layer, assembled as fp8 training recipes do (a model: inputs rounded
-    bit-exactly to fp8, matmuls in fp32):
-    fp32 master weight (what the optimizer updates); forward: input and weight cast to e4m3 with
-    per-tensor current scales, product accumulated in fp32; backward: the output gradient cast to
-    e5m2 with its own scale, dgrad and wgrad accumulated in fp32. Takes 2-D inputs (batch x in)."""
-
-    def __init__(
-        self, in_features: int, out_features: int, bias: bool = True, *, fwd_fmt="fp8_e4m3", bwd_fmt="fp8_e5m2"
-    ):
-        super().__init__()
-        in_features = count(in_features, "in_features", 1, MAX_DIM)
-        out_features = count(out_features, "out_features", 1, MAX_DIM)
-        allocation(in_features * out_features, f"a {out_features}x{in_features} weight")
-        ref = torch.nn.Linear(in_features, out_features, bias=flag(bias, "bias"))
-        self.weight = ref.weight
-        self.bias = ref.bias
-        self.fwd_fmt, self.bwd_fmt = get_format(fwd_fmt).name, get_format(bwd_fmt).name
-
-    @classmethod
-    def from_linear(cls, linear: torch.nn.Linear, **kwargs) -> Fp8Linear:
-        """An Fp8Linear with a copy of ``linear``'s weight and bias."""
-        if not isinstance(linear, torch.nn.Linear):
-            raise TypeError(f"linear must be a torch.nn.Linear, got {type(linear).__name__}")
-        new = cls(linear.in_features, linear.out_features, linear.bias is not None, **kwargs)
-        with torch.no_grad():
-            new.weight.copy_(linear.weight)
-            if linear.bias is not None:
-                new.bias.copy_(linear.bias)
-        return new
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dim() != 2:
-            raise ValueError(f"Fp8Linear takes 2-D inputs (batch x features), got shape {tuple(x.shape)}")
-        return Fp8LinearFn.apply(x, self.weight, self.bias, self.fwd_fmt, self.bwd_fmt)
-
-    def extra_repr(self) -> str:
-        return (
-            f"in_features={self.weight.shape[1]}, out_features={self.weight.shape[0]}, "
-            f"bias={self.bias is not None}, forward {self.fwd_fmt}, backward {self.bwd_fmt}"
-        )
-
-
-@dataclass(frozen=True, repr=False)
-class Fp8LinearErrors(TableRecord):
-    """The relative errors (``||fp8 - fp32|| / ||fp32||``) of :func:`fp8_linear_check`'s :class:`Fp8Linear` against
-    the fp32 layer: ``output_error`` (e4m3 inputs), ``input_grad_error`` and ``weight_grad_error`` (e5m2 output
-    gradients), ``bias_grad_error`` (a sum of the unquantized output gradient: 0 or nearly). Shown as a small
-    table."""
-
-    output_error: float
-    input_grad_error: float
-    weight_grad_error: float
-    bias_grad_error: float
-
-    LABELS = {
-        "output_error": "output",
-        "input_grad_error": "input gradient",
-        "weight_grad_error": "weight gradient",
-        "bias_grad_error": "bias gradient",
-    }
-
-    def _table(self):
-        rows = [(label, f"{getattr(self, f):.3g}") for f, label in self.LABELS.items()]
-        return ("of the fp8 layer", "relative error"), rows, "Fp8Linear against fp32 nn.Linear", ()
 
 
 def fp8_linear_check(

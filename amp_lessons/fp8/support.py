@@ -4,7 +4,32 @@ from __future__ import annotations
 
 from .. import course
 
-__all__ = ["runs_where"]
+__all__ = ["LESSON", "runs_where"]
+
+#: The lesson this topic teaches: its entry in the course's list (amp_lessons.lessons.LESSONS).
+LESSON = course.Lesson(
+    "07",
+    "07_fp8.ipynb",
+    "fp8",
+    50,
+    "e4m3 and e5m2, per-tensor and block scaling, scaled matmuls",
+    topic="fp8",
+    key_code=(
+        "torch.autograd.Function",
+        "ctx.save_for_backward(",
+        "torch._scaled_mm(",
+        "torch.float8_e4m3fn",
+        "amax_scale(",
+        "fake_quantize(",
+        ".amax(dim=(1, 3))",
+    ),
+    shows=(
+        "e4m3 and e5m2 bit by bit, what casts do on overflow, why fp8 needs scaling (per-tensor, delayed, "
+        "block-wise) on a real model's tensors, `torch._scaled_mm` against an exact emulation, a miniature "
+        "fp8 linear layer"
+    ),
+    exercises="the hybrid recipe's formats, the per-tensor scale, an fp8 linear forward",
+)
 
 
 def runs_where(report) -> course.Runs:

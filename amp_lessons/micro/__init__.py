@@ -1,8 +1,8 @@
 """Below 8 bits and below bf16: MX and NVFP4 block scales, fp8 recipes side by side, stochastic
 rounding and Kahan-compensated bf16 updates.
 
-`from amp_lessons import micro` gives every public name of the topic's modules: :mod:`.experiments`,
-:mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
+`from amp_lessons import micro` gives every public name of the topic's modules: :mod:`.records`,
+:mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
 
 from .checks import (
     check_rceil_shared_exponent,
@@ -20,13 +20,7 @@ from .experiments import (
     STEPS,
     TENSOR_KINDS,
     UPDATE_METHODS,
-    BlockQuantized,
-    LowPrecisionRun,
     Recipe,
-    RecipeRow,
-    RecipeStats,
-    RuleClipping,
-    TinyUpdates,
     e8m0_round_up,
     get_recipe,
     kahan_add,
@@ -52,9 +46,18 @@ from .plots import (
     plot_tiny_updates,
     plot_training,
 )
-from .support import runs_where
+from .records import (
+    BlockQuantized,
+    LowPrecisionRun,
+    RecipeRow,
+    RecipeStats,
+    RuleClipping,
+    TinyUpdates,
+)
+from .support import LESSON, runs_where
 
 __all__ = [
+    "LESSON",
     "RecipeExplorer",
     "recipe_explorer",
     "BYTES_PER_PARAMETER",

@@ -1,5 +1,6 @@
 """Below 8 bits and below bf16: microscaling (MX) and NVFP4 block scales, fp8 recipes side by side,
-stochastic rounding and Kahan-compensated bf16 updates. Data only: nothing here draws.
+stochastic rounding and Kahan-compensated bf16 updates. Data only: nothing here draws; the records the
+experiments return (:class:`~.records.BlockQuantized`, :class:`~.records.RecipeRow` ...) are in :mod:`.records`.
 
 Everything is emulated bit-exactly in float32 arithmetic on the formats engine (:mod:`amp_lessons.formats`):
 the element casts and the scale computations are elementwise, the same on every machine. The rules
@@ -26,10 +27,10 @@ import torch
 
 from .. import _validate
 from .._runtime import Progress
-from .._table import TableRecord
 from ..formats import get_format, quantize
 from ..fp8 import experiments as fp8
 from .key_code import MX_ELEMENTS, floor_shared_exponent, mx_block_quantize, round_to_element
+from .records import BlockQuantized, LowPrecisionRun, RecipeRow, RecipeStats, RuleClipping, TinyUpdates
 
 __all__ = [
     "BYTES_PER_PARAMETER",
@@ -43,13 +44,7 @@ __all__ = [
     "STEPS",
     "TENSOR_KINDS",
     "UPDATE_METHODS",
-    "BlockQuantized",
-    "LowPrecisionRun",
     "Recipe",
-    "RecipeRow",
-    "RecipeStats",
-    "RuleClipping",
-    "TinyUpdates",
     "e8m0_round_up",
     "get_recipe",
     "kahan_add",
@@ -99,30 +94,6 @@ def _choice(v, options, what: str):
     if v not in options:
         raise ValueError(f"{what}={v!r} is not allowed: use one of {', '.join(map(repr, options))}")
     return v
-
-
-@dataclass(frozen=True)
-class BlockQuantized:
-    """A tensor in a block-scaled format: ``values`` (dequantized, float32, x's shape) equal
-    ``elements * scales`` blockwise; ``elements`` are values of ``element_format`` (float32, x's shape);
-    ``scales`` holds one scale per block (float32: the e8m0 power of two, or e4m3 block scale times
-    the global scale); ``scale_codes`` the stored scale (e8m0 exponent codes 0..255, or e4m3 values);
-    ``clipped`` marks the elements that saturated: rounded to the element format, x / scale would exceed
-    its max, so the clamp to the max changed it (a value that rounds down onto the max is not clipped)."""
-
-    values: torch.Tensor
-    elements: torch.Tensor
-    scales: torch.Tensor
-    scale_codes: torch.Tensor
-    clipped: torch.Tensor
-    element_format: str
-    block: int
-    global_scale: float | None = None
-
-    @property
-    def bits_per_element(self) -> float:
-        """Storage per element: the element's bits plus the block scale's 8 bits shared by ``block``."""
-        return get_format(self.element_format).bits + 8 / self.block
 
 
 # --- e8m0 scales ----------------------------------------------------------------------------------
@@ -228,19 +199,6 @@ def nvfp4_quantize(x, global_amax: float | None = None, block: int = 16) -> Bloc
         block,
         float(g),
     )
-
-
-@dataclass(frozen=True)
-class RuleClipping:
-    """What one e8m0 scale rule did to a tensor (:func:`scale_rule_clipping`): ``rule`` one of
-    :data:`SCALE_RULES`, ``blocks_clipped`` the fraction of blocks with a value that saturates
-    (:attr:`BlockQuantized.clipped`), ``values_clipped`` the fraction of all values that do, ``snr_db`` the
-    signal-to-noise ratio (dB) of the result."""
-
-    rule: str
-    blocks_clipped: float
-    values_clipped: float
-    snr_db: float
 
 
 def scale_rule_clipping(x, element_format="fp8_e4m3", block: int = 32) -> dict[str, RuleClipping]:
@@ -461,28 +419,6 @@ def _snr_db(x: torch.Tensor, q: torch.Tensor) -> float:
     return math.inf if noise == 0 else 10 * math.log10(signal / noise)
 
 
-@dataclass(frozen=True, repr=False)
-class RecipeStats(TableRecord):
-    """How well a stored tensor keeps the original (:func:`recipe_stats`): ``snr_db`` the signal-to-noise ratio in dB
-    (inf when exact), ``flushed`` the fraction of non-zero values flushed to zero (the formats engine's class), ``saturated`` the fraction of all
-    values clamped at the format's max (NaN when unknown), ``bias`` the sum of errors over the sum of magnitudes
-    (signed). Shown as a small table."""
-
-    snr_db: float
-    flushed: float
-    saturated: float
-    bias: float
-
-    def _table(self):
-        rows = [
-            ("signal-to-noise", "exact" if math.isinf(self.snr_db) else f"{self.snr_db:.1f} dB"),
-            ("non-zero values flushed to 0", f"{self.flushed:.3%}"),
-            ("values saturated", "unknown" if math.isnan(self.saturated) else f"{self.saturated:.3%}"),
-            ("bias (sum of errors / sum of |x|)", f"{self.bias:+.2e}"),
-        ]
-        return None, rows, "", ()
-
-
 def recipe_stats(x: torch.Tensor, q: torch.Tensor, saturated: torch.Tensor | None = None) -> RecipeStats:
     """The :class:`RecipeStats` of ``q``, ``x`` as a recipe stored it: signal-to-noise ratio (dB), the fraction of
     non-zero values flushed to zero, the fraction of all values that saturated, and the bias (sum of errors over sum
@@ -506,19 +442,6 @@ def recipe_stats(x: torch.Tensor, q: torch.Tensor, saturated: torch.Tensor | Non
         saturated=math.nan if saturated is None else float(saturated.double().mean()),
         bias=float(err.sum() / xd.abs().sum().clamp(min=1e-300)),
     )
-
-
-@dataclass(frozen=True)
-class RecipeRow:
-    """One row of :func:`recipe_table`: the recipe's display name, its storage cost in bits per value (scales
-    included), and the :class:`RecipeStats` of the tensor it stored."""
-
-    recipe: str
-    bits_per_value: float
-    snr_db: float
-    flushed: float
-    saturated: float
-    bias: float
 
 
 def recipe_table(kind: str, step: int = SPIKE_STEP, recipes=RECIPES, *, progress: bool = False) -> list[RecipeRow]:
@@ -622,24 +545,6 @@ def kahan_add(w: torch.Tensor, c: torch.Tensor, update: torch.Tensor, fmt="bf16"
     return t, c
 
 
-@dataclass(frozen=True, eq=False, repr=False)
-class TinyUpdates(TableRecord):
-    """The weights of :func:`tiny_updates`: ``trajectories`` update method (:data:`UPDATE_METHODS`) -> the weight
-    after each of the ``steps`` updates (a float32 tensor), ``exact`` the exact sums (start + k * update, float64),
-    ``fmt`` the format the weight is held in. Shown as a table of each method's last weight against the exact
-    sum."""
-
-    fmt: str
-    steps: int
-    exact: torch.Tensor
-    trajectories: dict[str, torch.Tensor]
-
-    def _table(self):
-        rows = [(m, f"{float(t[-1]):.6g}") for m, t in self.trajectories.items()]
-        rows.append(("exact", f"{float(self.exact[-1]):.6g}"))
-        return ("method", "weight at the end"), rows, f"{self.steps:,} tiny updates to a {self.fmt} weight", ()
-
-
 def tiny_updates(
     steps: int = 10_000, update: float = 1e-4, start: float = 1.0, fmt="bf16", seed: int = 0
 ) -> TinyUpdates:
@@ -680,18 +585,6 @@ def _teacher_data(seed: int, n: int = 512, d: int = 16):
     w = torch.randn(d, 1, dtype=torch.float64, generator=g)
     y = torch.tanh(x @ w / 2) + 0.1 * torch.sin(3 * x[:, :1])
     return x.float(), y.float()
-
-
-@dataclass(frozen=True)
-class LowPrecisionRun:
-    """One run of :func:`train_low_precision`: ``method`` the update method (:data:`UPDATE_METHODS`), ``loss`` the
-    loss of each step, ``never_moved`` the fraction of weights equal to their initial value at the end,
-    ``bytes_per_parameter`` the weight storage (+ compensation or master copy, :data:`BYTES_PER_PARAMETER`)."""
-
-    method: str
-    loss: tuple[float, ...]
-    never_moved: float
-    bytes_per_parameter: int
 
 
 def train_low_precision(

@@ -6,7 +6,7 @@ import numpy as np
 from matplotlib.axes import Axes
 
 from .._draw import axes_for, legend_outside, name_artist, styled
-from .experiments import LowPrecisionRun, RecipeRow, TinyUpdates
+from .records import LowPrecisionRun, RecipeRow, TinyUpdates
 
 __all__ = ["plot_recipe_snr", "plot_tiny_updates", "plot_training"]
 

@@ -1,6 +1,7 @@
 """Lesson 05, loss scaling: static and dynamic scalers written out, against torch.amp.GradScaler.
 
-`from amp_lessons import scaling` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
+`from amp_lessons import scaling` gives every public name of the topic's modules: :mod:`.records`,
+:mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
 
 from .checks import (
     check_scale_prediction,
@@ -10,18 +11,9 @@ from .checks import (
 from .experiments import (
     TRAIN_RUNS,
     CensusIndex,
-    CensusTable,
     DynamicScaler,
     GradientCensus,
-    GradScalerComparison,
-    PitfallTable,
-    ScalerEvents,
-    ScalerHistory,
-    ScalerState,
-    ScaleSweep,
     StaticScaler,
-    TrainComparison,
-    TrainSummary,
     compare_with_gradscaler,
     gradient_census_of,
     pitfall_setup,
@@ -44,9 +36,21 @@ from .plots import (
     plot_scaler_history,
     plot_train_comparison,
 )
-from .support import runs_where
+from .records import (
+    CensusTable,
+    GradScalerComparison,
+    PitfallTable,
+    ScalerEvents,
+    ScalerHistory,
+    ScalerState,
+    ScaleSweep,
+    TrainComparison,
+    TrainSummary,
+)
+from .support import LESSON, runs_where
 
 __all__ = [
+    "LESSON",
     "CensusIndex",
     "CensusTable",
     "check_scale_prediction",

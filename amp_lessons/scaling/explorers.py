@@ -20,6 +20,7 @@ from ..formats import get_format
 from ..fp16 import experiments as fp16
 from ..scaling import experiments as scaling
 from ..scaling.plots import plot_scaled_histogram, plot_scaler_history
+from ..scaling.records import ScalerHistory
 from ..style import style_context
 
 __all__ = [
@@ -269,7 +270,7 @@ class ScalerStateExplorer(Explorer):
         pic.parts = dict(ax=ax, line=named["scale"], skipped=named["scale skipped"])
         return pic
 
-    def _simulate(self, p: dict) -> scaling.ScalerHistory:
+    def _simulate(self, p: dict) -> ScalerHistory:
         """simulate_scaler with the injected overflows plus every step whose scaled largest gradient
         rounds to inf in fp16, found in step order (an overflow changes only the scales after it).
         ``scale x 2**g`` is exact (a float32 times a power of two), and fp16 rounds it to inf from

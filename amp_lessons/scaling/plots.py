@@ -27,7 +27,8 @@ from ..formats import (
     get_format,
 )
 from ..fp16.experiments import GradientCensus
-from ..scaling.experiments import ScalerHistory, ScaleSweep, TrainComparison, safe_window
+from ..scaling.experiments import safe_window
+from ..scaling.records import ScalerHistory, ScaleSweep, TrainComparison
 from ..style import format_color
 
 __all__ = [

@@ -4,7 +4,32 @@ from __future__ import annotations
 
 from .. import course
 
-__all__ = ["runs_where"]
+__all__ = ["LESSON", "runs_where"]
+
+#: The lesson this topic teaches: its entry in the course's list (amp_lessons.lessons.LESSONS).
+LESSON = course.Lesson(
+    "05",
+    "05_loss_scaling.ipynb",
+    "Loss scaling",
+    50,
+    "gradient histograms, static and dynamic scaling, GradScaler's state machine",
+    topic="scaling",
+    key_code=(
+        "torch.amp.GradScaler(",
+        "scaler.scale(",
+        "scaler.step(",
+        "scaler.update(",
+        "scaler.unscale_(",
+        "torch.autocast(",
+        "update_scale(",
+    ),
+    shows=(
+        "gradient histograms against fp16's range, a scale slider and the safe window, loss scaling from "
+        "scratch checked against `GradScaler`, its state machine with sliders, training with and without "
+        "scaling, the full recipe's pitfalls"
+    ),
+    exercises="GradScaler's update rule, smallest safe scale, the scale after a run of steps",
+)
 
 
 def runs_where(report) -> course.Runs:

@@ -1,6 +1,7 @@
 """Lesson 02, TF32: emulated and real TF32 matmuls, their errors against fp64, their speed.
 
-`from amp_lessons import tf32` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
+`from amp_lessons import tf32` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`,
+:mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
 
 from .checks import (
     check_error_ratio,
@@ -31,9 +32,10 @@ from .plots import (
     plot_error_vs_k,
     plot_matmul_errors,
 )
-from .support import runs_where
+from .support import LESSON, runs_where
 
 __all__ = [
+    "LESSON",
     "MODELLED",
     "ErrorVsK",
     "MatmulError",

@@ -4,7 +4,24 @@ from __future__ import annotations
 
 from .. import course
 
-__all__ = ["runs_where"]
+__all__ = ["LESSON", "runs_where"]
+
+#: The lesson this topic teaches: its entry in the course's list (amp_lessons.lessons.LESSONS).
+LESSON = course.Lesson(
+    "02",
+    "02_tf32.ipynb",
+    "TF32",
+    40,
+    "what TF32 matmuls cost in accuracy and buy in speed; the switches",
+    topic="tf32",
+    key_code=("tf32.emulated_matmul(", "torch.backends.cuda.matmul.fp32_precision"),
+    shows=(
+        "TF32's switches (current and legacy API), its error against fp64 (real on an Ampere+ GPU; "
+        "elsewhere modelled: inputs rounded to TF32 bit-exactly, products summed in float32), error "
+        "against K, speed with GPU references"
+    ),
+    exercises="round to TF32 on the bits and a TF32 matmul by hand, bf16/TF32 error ratio",
+)
 
 
 def runs_where(report) -> course.Runs:

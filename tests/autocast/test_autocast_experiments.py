@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from amp_lessons.autocast import experiments as A
+from amp_lessons.autocast import _policy, experiments as A, records
 
 HAS_CUDA = torch.cuda.is_available()
 
@@ -146,7 +146,7 @@ def test_header_parser():
             "  _(cpu, at::kCPU)",
         ]
     )
-    assert A._parse_header(text) == {
+    assert _policy.parse_header(text) == {
         "aten::_convolution.deprecated": "lower_precision",
         "aten::mm": "lower_precision",
         "aten::pow.Tensor_Scalar": "fp32",
@@ -154,7 +154,7 @@ def test_header_parser():
         "aten::norm.Scalar": "fp32_append_dtype",
         "aten::addcmul": "promote",
     }
-    installed = A._header_policies()
+    installed = _policy.header_policies()
     assert installed["aten::linear"] == "lower_precision" and installed["aten::softmax.int"] == "fp32_set_opt_dtype"
     assert installed["aten::norm.ScalarOpt_dim"] == "fp32_append_dtype" and installed["aten::scatter_add"] == "promote"
 
@@ -163,7 +163,7 @@ def test_measurement_agrees_with_the_header():
     """The header's CUDA classes, measured on fake CUDA tensors for a sample of ops."""
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    header = A._header_policies()
+    header = _policy.header_policies()
     ops = [
         "aten::mm",
         "aten::linear",
@@ -179,8 +179,8 @@ def test_measurement_agrees_with_the_header():
     ]
     logging.disable(logging.CRITICAL)  # fake tensors log the samples that do not fit
     try:
-        with torch.no_grad(), FakeTensorMode(), A._cuda_autocast_on_fake(torch.float16, cache=False):
-            measured = {op: A._measure(op, "cuda", torch.float16) for op in ops}
+        with torch.no_grad(), FakeTensorMode(), _policy.cuda_autocast_on_fake(torch.float16, cache=False):
+            measured = {op: _policy.measure(op, "cuda", torch.float16) for op in ops}
     finally:
         logging.disable(logging.NOTSET)
     # a measurement sees the output dtype: the three policies that give fp32 outputs look alike
@@ -421,7 +421,7 @@ def test_profile_tree_errors():
 
 def test_cast_cost():
     r = A.cast_cost((64, 128), repeats=3)
-    assert isinstance(r, A.CastCost) and r.__dataclass_params__.frozen
+    assert isinstance(r, records.CastCost) and r.__dataclass_params__.frozen
     for t in (
         r.autocast_layer_norm_s,
         r.upcast_then_layer_norm_s,
@@ -464,6 +464,7 @@ def test_profile_tree_render_depth():
 
 
 def test_public_surface():
-    assert sorted(A.__all__) == A.__all__
-    for name in A.__all__:
-        assert getattr(A, name) is not None
+    for module in (A, records):
+        assert sorted(module.__all__) == module.__all__
+        for name in module.__all__:
+            assert getattr(module, name) is not None

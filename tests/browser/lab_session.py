@@ -30,7 +30,7 @@ import time
 
 import harness
 
-from amp_lessons.course import TOPICS
+from amp_lessons.lessons import TOPICS
 from tests.kernel_memory import peak_memory_bytes
 
 LATENCY_SECTION = (

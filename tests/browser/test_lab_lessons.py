@@ -6,7 +6,7 @@ import harness
 import pytest
 from lab_session import check_notebook_in_jupyterlab
 
-from amp_lessons.course import LESSONS
+from amp_lessons.lessons import LESSONS
 
 NOTEBOOKS = [lesson.notebook for lesson in LESSONS]
 

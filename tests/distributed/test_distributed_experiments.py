@@ -1,5 +1,6 @@
-"""amp_lessons.distributed.experiments: the launcher (results, failures, timeouts, no process left behind) and
-the lesson's facts, on real 2-process gloo groups (each well under a second here) and on the emulation."""
+"""amp_lessons._launch, the launcher lesson 09 runs (results, failures, timeouts, no process left behind), and
+amp_lessons.distributed.experiments, the lesson's facts, on real 2-process gloo groups (each well under a second
+here) and on the emulation."""
 
 from __future__ import annotations
 
@@ -13,10 +14,11 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from amp_lessons.distributed import experiments as E, key_code
+from amp_lessons import _launch, distributed
+from amp_lessons.distributed import experiments as E, key_code, records
 from amp_lessons.formats import quantize
 
-pytestmark = pytest.mark.skipif(E.loopback_interface()[1] is False, reason="no loopback interface up here")
+pytestmark = pytest.mark.skipif(_launch.loopback_interface()[1] is False, reason="no loopback interface up here")
 
 
 def _alive(pid: int) -> bool:
@@ -64,7 +66,7 @@ def _no_collective(rank, world_size):
 
 
 def test_run_group_returns_each_ranks_result():
-    out = E.run_group(_sum_ranks, 2, (10,), timeout=60)
+    out = _launch.run_group(_sum_ranks, 2, (10,), timeout=60)
     assert [r["rank"] for r in out] == [0, 1] and all(r["sum"] == 21.0 for r in out)
     assert not any(_alive(r["pid"]) for r in out) and not multiprocessing.active_children()
 
@@ -80,8 +82,8 @@ def test_run_group_returns_each_ranks_result():
 )
 def test_a_failing_worker_stops_the_group_at_once(tmp_path, how, words):
     t0 = time.monotonic()
-    with pytest.raises(E.WorkerError) as info:
-        E.run_group(_one_rank_fails, 2, (str(tmp_path), how), timeout=60)
+    with pytest.raises(_launch.WorkerError) as info:
+        _launch.run_group(_one_rank_fails, 2, (str(tmp_path), how), timeout=60)
     assert time.monotonic() - t0 < 30  # not the 60 s timeout: the failure is seen as soon as rank 1 exits
     assert info.value.rank == 1 and str(info.value).startswith("rank 1 of the process group failed")
     assert words in str(info.value)
@@ -92,8 +94,8 @@ def test_a_failing_worker_stops_the_group_at_once(tmp_path, how, words):
 
 def test_a_hanging_rank_is_named_and_every_worker_stopped(tmp_path):
     t0 = time.monotonic()
-    with pytest.raises(E.GroupTimeout) as info:
-        E.run_group(_one_rank_fails, 2, (str(tmp_path), "hang"), timeout=3)
+    with pytest.raises(_launch.GroupTimeout) as info:
+        _launch.run_group(_one_rank_fails, 2, (str(tmp_path), "hang"), timeout=3)
     assert time.monotonic() - t0 < 15
     assert "ran past its timeout of 3 s" in str(info.value) and "fn had not returned on rank(s) 1" in str(info.value)
     assert info.value.ranks == [1] and "rank(s) 0 had returned and waited for them" in str(info.value)
@@ -103,8 +105,8 @@ def test_a_hanging_rank_is_named_and_every_worker_stopped(tmp_path):
 
 def test_timeout_stops_every_worker():
     t0 = time.monotonic()
-    with pytest.raises(E.GroupTimeout, match="ran past its timeout of 1 s") as info:
-        E.run_group(_sleeps, 2, timeout=1)
+    with pytest.raises(_launch.GroupTimeout, match="ran past its timeout of 1 s") as info:
+        _launch.run_group(_sleeps, 2, timeout=1)
     assert info.value.ranks == [0, 1] and "rank(s) 0, 1" in str(info.value)
     assert time.monotonic() - t0 < 10 and not multiprocessing.active_children()
 
@@ -114,24 +116,26 @@ def test_a_rank_that_returns_at_once_does_not_break_its_peers_connection():
     "Gloo connectFullMesh failed ... Connection closed by peer" (scripts/bench_run_group.py --no-barrier): a rank
     left the group while its peer was still connecting. 20 runs: such a rate would fail one with probability 0.75."""
     for _ in range(20):
-        assert E.run_group(_no_collective, 2, timeout=60) == [0, 1]
+        assert _launch.run_group(_no_collective, 2, timeout=60) == [0, 1]
     assert not multiprocessing.active_children()
 
 
 def test_spawned_workers_import_the_exported_functions():
     """Where workers are spawned (Windows), fn is imported by its module path: the notebook's exported copy works,
     and a function of __main__ or a local one is refused with a message that says what to do."""
-    assert E.run_group(key_code.hello, 2, timeout=120, start_method="spawn")[1] == "rank 1 of 2: all_reduce gave 3"
+    assert (
+        _launch.run_group(key_code.hello, 2, timeout=120, start_method="spawn")[1] == "rank 1 of 2: all_reduce gave 3"
+    )
 
     def local(rank, world_size):
         return rank
 
     with pytest.raises(TypeError, match="cannot be spawned.*#\\| export"):
-        E.run_group(local, 2, start_method="spawn")
+        _launch.run_group(local, 2, start_method="spawn")
     with pytest.raises(TypeError, match="'test_spawned_workers_import_the_exported_functions.<locals>.local'"):
-        E.run_group(E.observe_fsdp_step, 2, (local,), start_method="spawn")  # a function among the arguments too
+        _launch.run_group(E.observe_fsdp_step, 2, (local,), start_method="spawn")  # a function among the arguments too
     with pytest.raises(ValueError, match="start_method='forkserver'"):
-        E.run_group(_no_collective, 2, start_method="forkserver")
+        _launch.run_group(_no_collective, 2, start_method="forkserver")
 
 
 _STARTED_BY = "import"  # a forked worker sees what the parent set; a spawned one imports this module afresh
@@ -143,7 +147,7 @@ def _started_by(rank, world_size):
 
 def _raises_autograd_fork(rank, world_size):
     if rank == 1:
-        raise RuntimeError(E._AUTOGRAD_FORK + ". See https://github.com/pytorch/pytorch/wiki/Autograd-and-Fork")
+        raise RuntimeError(_launch._AUTOGRAD_FORK + ". See https://github.com/pytorch/pytorch/wiki/Autograd-and-Fork")
     dist.barrier()
 
 
@@ -151,22 +155,22 @@ def test_the_fork_probe_runs_a_backward_pass_in_a_forked_child(monkeypatch):
     """Here (no accelerator, or one whose autograd threads never started) a forked child runs a backward pass; a
     child that fails is reported. The failing case is real only on a machine with an accelerator, after a backward
     pass: simulated here with a child that exits 1."""
-    assert E.fork_runs_backward() is True and E._probe_fork() is True
-    monkeypatch.setattr(E, "_backward_and_exit", lambda: os._exit(1))
-    assert E._probe_fork() is False
+    assert _launch.fork_runs_backward() is True and _launch._probe_fork() is True
+    monkeypatch.setattr(_launch, "_backward_and_exit", lambda: os._exit(1))
+    assert _launch._probe_fork() is False
 
 
 def test_where_fork_breaks_autograd_importable_functions_are_spawned(monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "_STARTED_BY", "parent")
-    monkeypatch.setattr(E, "fork_runs_backward", lambda: True)  # as on a CPU-only machine
-    assert E.run_group(_started_by, 2, timeout=60) == ["parent", "parent"]  # forked: the parent's value
-    monkeypatch.setattr(E, "fork_runs_backward", lambda: False)  # as after a backward pass on a GPU machine
-    assert E.run_group(_started_by, 2, timeout=120) == ["import", "import"]  # spawned: imported afresh
+    monkeypatch.setattr(_launch, "fork_runs_backward", lambda: True)  # as on a CPU-only machine
+    assert _launch.run_group(_started_by, 2, timeout=60) == ["parent", "parent"]  # forked: the parent's value
+    monkeypatch.setattr(_launch, "fork_runs_backward", lambda: False)  # as after a backward pass on a GPU machine
+    assert _launch.run_group(_started_by, 2, timeout=120) == ["import", "import"]  # spawned: imported afresh
 
     def local(rank, world_size):
         return _STARTED_BY
 
-    assert E.run_group(local, 2, timeout=60) == ["parent", "parent"]  # a notebook's function can only be forked
+    assert _launch.run_group(local, 2, timeout=60) == ["parent", "parent"]  # a notebook's function can only be forked
 
 
 def _sees_cuda(rank, world_size):
@@ -181,9 +185,9 @@ def test_a_worker_forked_after_cuda_started_sees_no_cuda(monkeypatch):
     # a clean fork keeps what the parent sees (simulated too: a CUDA build of torch 2.15 marked the forks of a test
     # worker on a machine without a GPU as bad, after earlier tests had asked torch.cuda things)
     monkeypatch.setattr(torch.cuda, "_is_in_bad_fork", lambda: False)
-    assert E.run_group(_sees_cuda, 2, timeout=60, start_method="fork") == [True, True]
+    assert _launch.run_group(_sees_cuda, 2, timeout=60, start_method="fork") == [True, True]
     monkeypatch.setattr(torch.cuda, "_is_in_bad_fork", lambda: True)
-    assert E.run_group(_sees_cuda, 2, timeout=60, start_method="fork") == [False, False]
+    assert _launch.run_group(_sees_cuda, 2, timeout=60, start_method="fork") == [False, False]
     assert torch.cuda.is_available() is True  # the parent is untouched
 
 
@@ -197,11 +201,14 @@ def test_what_a_spawned_worker_can_import():
     def local(rank, world_size):
         return rank
 
-    assert "'<lambda>'" in E._unspawnable(_module_lambda, ())
-    assert "local" in E._unspawnable(_sum_ranks, (local,))
-    assert E._unspawnable(functools.partial(key_code.fsdp_step, model=torch.nn.Linear(2, 2)), (torch.ones(1),)) is None
-    assert "<lambda>" in E._unspawnable(functools.partial(_sum_ranks, base=lambda: 0), ())
-    assert E._unspawnable(_sum_ranks, (torch.nn.Linear, 3)) is None
+    assert "'<lambda>'" in _launch._unspawnable(_module_lambda, ())
+    assert "local" in _launch._unspawnable(_sum_ranks, (local,))
+    assert (
+        _launch._unspawnable(functools.partial(key_code.fsdp_step, model=torch.nn.Linear(2, 2)), (torch.ones(1),))
+        is None
+    )
+    assert "<lambda>" in _launch._unspawnable(functools.partial(_sum_ranks, base=lambda: 0), ())
+    assert _launch._unspawnable(_sum_ranks, (torch.nn.Linear, 3)) is None
 
 
 def test_without_fork_a_notebook_function_is_refused_with_the_remedy(monkeypatch):
@@ -213,16 +220,16 @@ def test_without_fork_a_notebook_function_is_refused_with_the_remedy(monkeypatch
         return rank
 
     with pytest.raises(TypeError, match="cannot be spawned.*#\\| export"):
-        E.run_group(local, 2)
+        _launch.run_group(local, 2)
 
 
 def test_a_worker_that_torch_refuses_autograd_says_what_to_do():
     """The message torch gives a forked child's backward pass after the parent's autograd threads started (seen on an
     NVIDIA H200, torch 2.11): simulated here by raising it."""
-    with pytest.raises(E.ForkUnsafe, match="Restart the kernel") as info:
-        E.run_group(_raises_autograd_fork, 2, timeout=60)
-    assert isinstance(info.value, E.GroupUnavailable) and "rank 1" in str(info.value)
-    assert isinstance(info.value.__cause__, E.WorkerError) and E._AUTOGRAD_FORK in str(info.value.__cause__)
+    with pytest.raises(_launch.ForkUnsafe, match="Restart the kernel") as info:
+        _launch.run_group(_raises_autograd_fork, 2, timeout=60)
+    assert isinstance(info.value, _launch.GroupUnavailable) and "rank 1" in str(info.value)
+    assert isinstance(info.value.__cause__, _launch.WorkerError) and _launch._AUTOGRAD_FORK in str(info.value.__cause__)
     assert not multiprocessing.active_children()
 
 
@@ -238,9 +245,9 @@ def test_a_worker_that_torch_refuses_autograd_says_what_to_do():
 )
 def test_run_group_bad_input(kwargs, words):
     with pytest.raises(ValueError, match=words):
-        E.run_group(_sum_ranks, **{"args": (0,), **kwargs})
+        _launch.run_group(_sum_ranks, **{"args": (0,), **kwargs})
     with pytest.raises(TypeError, match="fn must be a function"):
-        E.run_group("not a function")
+        _launch.run_group("not a function")
 
 
 def test_ddp_autocast_dtypes_and_one_decision_for_all_ranks():
@@ -308,7 +315,7 @@ def test_the_emulation_is_what_gloo_computes():
     report = E.gloo_allreduce_check(2, elements=128)
     assert list(report) == ["bf16", "fp32"]
     for fmt, c in report.items():
-        assert isinstance(c, E.AllreduceCheck) and c.fmt == fmt
+        assert isinstance(c, records.AllreduceCheck) and c.fmt == fmt
         assert c.ranks_agree and c.matching_some_ring_order == 1.0
     assert report["bf16"].gloo_error == report["bf16"].emulated_error > 0  # 2 ranks: one order only
 
@@ -363,12 +370,19 @@ def test_argument_checks_of_the_experiments():
 
 
 def test_loopback_interface():
-    name, up = E.loopback_interface()
+    name, up = _launch.loopback_interface()
     assert up in (True, False, None) and (name is None or isinstance(name, str))
 
 
+def test_the_lesson_exports_the_launcher_it_runs():
+    """The launcher lives in the base (amp_lessons._launch); lesson 09's experiments and face export it as it is."""
+    names = ("run_group", "WorkerError", "GroupTimeout", "GroupUnavailable", "ForkUnsafe", "MAX_WORLD_SIZE")
+    for n in (*names, "fork_runs_backward", "loopback_interface"):
+        assert getattr(E, n) is getattr(_launch, n) is getattr(distributed, n), n
+
+
 def test_the_bf16_hook_build_check_follows_ddps_rule(monkeypatch):
-    B = E.BuildCheck
+    B = records.BuildCheck
     assert not B("", "", False).accepts  # the CPU wheel
     assert B("CUDA 12.8", "2.27.3", False).accepts  # PyPI's default Linux wheel, with or without a GPU
     assert not B("CUDA 11.3", "2.9.9", False).accepts  # NCCL older than 2.10

@@ -9,8 +9,8 @@ import torch
 from torch import nn
 
 from amp_lessons import e2e as face
-from amp_lessons.e2e import experiments as e2e, key_code
-from amp_lessons.e2e.experiments import LaunchTable, RateTable, ThroughputTable, TrainingTable
+from amp_lessons.e2e import _common, experiments as e2e, key_code, models, records
+from amp_lessons.e2e.records import LaunchTable, RateTable, ThroughputTable, TrainingTable
 
 TINY = dict(vocab=16, d_model=32, n_heads=2, n_layers=1, seq_len=16)
 
@@ -54,10 +54,10 @@ class _Spy(torch.optim.SGD):
 
 def _applied_norms(config, max_norm, steps=3):
     torch.manual_seed(0)
-    model = e2e.TinyTransformer(**TINY)
+    model = models.TinyTransformer(**TINY)
     opt = _Spy(model.parameters())
     step = e2e.amp_step(model, opt, config, "cpu", max_norm)
-    data = e2e.make_batches(0, steps, 4, TINY["seq_len"], TINY["vocab"])
+    data = models.make_batches(0, steps, 4, TINY["seq_len"], TINY["vocab"])
     losses = [step(b[:, :-1], b[:, 1:]) for b in data]
     assert all(math.isfinite(v) for v in losses)
     return opt.norms
@@ -136,7 +136,7 @@ def test_launch_demo_and_inference_time_fewer_runs_once_the_budget_is_spent():
     with pytest.raises(TypeError, match="progress"):
         e2e.launch_bound_demo(progress="yes")
     rows = e2e.inference_compare(repeats=5, budget_s=1e-9)
-    slow16 = e2e._slow_fp16(torch.device("cpu"))
+    slow16 = _common.slow_fp16(torch.device("cpu"))
     for r in rows:
         want = 1 if (r["variant"] == "fp16 weights" and slow16) else 3
         assert len(r["times_s"]) == want, r
@@ -152,21 +152,21 @@ def test_a_wide_spread_is_too_noisy_to_conclude():
     """The runs of a busy machine (a speed-up anywhere from 0.00x to 400x) get no verdict, not "within the spread"."""
 
     def steps(model, t32, t16):
-        return e2e.StepTimes(model, 1.0, t32[1], t16[1], t32[1] / t16[1], t32, t16)
+        return records.StepTimes(model, 1.0, t32[1], t16[1], t32[1] / t16[1], t32, t16)
 
     large = steps("3 x Linear(512, 512), batch 512", (0.020, 0.021, 0.022), (0.010, 0.011, 0.012))
     noisy = steps("3 x Linear(64, 64), batch 8", (1e-4, 2e-4, 4e-2), (1e-4, 3e-4, 5e-2))
     same = steps("m", (0.020, 0.021, 0.022), (0.021, 0.0215, 0.023))
-    t = LaunchTable.of(e2e.LaunchBoundDemo(noisy, large, "width 512, as asked"))
+    t = LaunchTable.of(records.LaunchBoundDemo(noisy, large, "width 512, as asked"))
     assert t.verdicts == {"tiny": "too noisy to conclude", "large": "faster"}
-    assert LaunchTable.of(e2e.LaunchBoundDemo(same, large, "")).verdicts["tiny"] == "within the run-to-run spread"
+    assert LaunchTable.of(records.LaunchBoundDemo(same, large, "")).verdicts["tiny"] == "within the run-to-run spread"
     text = str(t)
     tiny_row = next(line for line in text.splitlines() if line.startswith("tiny"))
     assert "too noisy to conclude" in tiny_row and "within the run-to-run spread" not in tiny_row
     assert "more than 1.5x apart" in text
     runs = [
-        e2e.TrainRun("fp32", True, step_times_s=(0.03, 0.04, 0.5), peak_memory_bytes=1, final_loss=1.0),
-        e2e.TrainRun("bf16 autocast", True, step_times_s=(0.03, 0.035, 0.4), peak_memory_bytes=1, final_loss=1.0),
+        records.TrainRun("fp32", True, step_times_s=(0.03, 0.04, 0.5), peak_memory_bytes=1, final_loss=1.0),
+        records.TrainRun("bf16 autocast", True, step_times_s=(0.03, 0.035, 0.4), peak_memory_bytes=1, final_loss=1.0),
     ]
     text = str(TrainingTable.of(runs))
     assert "bf16 autocast: step times too noisy to compare with fp32's" in text and "within" not in text

@@ -6,10 +6,10 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from amp_lessons import reference, timing
+from amp_lessons import recorders, reference, timing
 from amp_lessons.device import CPUInfo, device_report
-from amp_lessons.e2e import experiments as e2e
-from amp_lessons.e2e.experiments import (
+from amp_lessons.e2e import _common, experiments as e2e, models, records
+from amp_lessons.e2e.records import (
     InferenceTable,
     LaunchTable,
     RateTable,
@@ -41,7 +41,7 @@ def fake_cpu(monkeypatch):
 
 
 def test_generations_table_is_ordered_and_complete():
-    gens = e2e.TENSOR_CORE_GENERATIONS
+    gens = records.TENSOR_CORE_GENERATIONS
     assert [g[0] for g in gens] == [1, 2, 3, 4, 5]
     assert [g[3] for g in gens] == sorted(g[3] for g in gens)
     added = {g[1].split()[0]: g[4] for g in gens}
@@ -61,7 +61,7 @@ def test_generations_table_is_ordered_and_complete():
     ],
 )
 def test_table_marks_the_fake_gpus_row(name, cap, gen):
-    t = e2e.tensor_core_table(device_report(cpu=NO_FP16_CPU, gpu_properties=gpu(name, *cap)))
+    t = records.tensor_core_table(device_report(cpu=NO_FP16_CPU, gpu_properties=gpu(name, *cap)))
     assert t.marked == gen
     marked = [line for line in str(t).splitlines() if line.endswith("<- this machine")]
     assert len(marked) == 1 and marked[0].startswith(str(gen))
@@ -71,16 +71,16 @@ def test_table_marks_the_fake_gpus_row(name, cap, gen):
 
 
 def test_table_without_gpu_says_what_the_cpu_has():
-    t = e2e.tensor_core_table(device_report(cpu=NO_FP16_CPU, no_gpu=True))
+    t = records.tensor_core_table(device_report(cpu=NO_FP16_CPU, no_gpu=True))
     assert t.marked is None and "<- this machine" not in str(t)
     assert t.machine == "this machine: no NVIDIA GPU — CPU: bf16 instructions yes, fp16 instructions no"
-    t = e2e.tensor_core_table(device_report(cpu=FP16_CPU, no_gpu=True))
+    t = records.tensor_core_table(device_report(cpu=FP16_CPU, no_gpu=True))
     assert t.machine.endswith("bf16 instructions yes, fp16 instructions yes")
-    pascal = e2e.tensor_core_table(device_report(cpu=NO_FP16_CPU, gpu_properties=gpu("Tesla P100", 6, 0)))
+    pascal = records.tensor_core_table(device_report(cpu=NO_FP16_CPU, gpu_properties=gpu("Tesla P100", 6, 0)))
     assert pascal.marked is None and "no tensor cores" in pascal.machine
-    assert repr(e2e.tensor_core_table()).startswith("NVIDIA tensor-core generations")  # this machine
+    assert repr(records.tensor_core_table()).startswith("NVIDIA tensor-core generations")  # this machine
     with pytest.raises(TypeError, match="DeviceReport"):
-        e2e.tensor_core_table("H100")
+        records.tensor_core_table("H100")
 
 
 # --- matmul throughput ---------------------------------------------------------------------------
@@ -118,12 +118,12 @@ def test_slow_fp16_is_decided_by_the_measured_rate(fake_cpu, fake_rates, fp16_ra
     for cpu in (NO_FP16_CPU, FP16_CPU):  # the CPU flags do not matter
         fake_cpu(cpu)
         fake_rates({"fp32": 1e11, "bf16": 1e11, "fp16": fp16_rate})
-        assert e2e._slow_fp16(torch.device("cpu")) is slow
+        assert _common.slow_fp16(torch.device("cpu")) is slow
         assert (
             e2e._not_run_reason("fp16 autocast + GradScaler", torch.device("cpu"), e2e.device_report(), False) is None
         ) is not slow
     if slow:
-        assert f"{fp16_rate / 1e11:.2g}x the fp32 rate here" in e2e._slow_fp16_note(torch.device("cpu"))
+        assert f"{fp16_rate / 1e11:.2g}x the fp32 rate here" in _common.slow_fp16_note(torch.device("cpu"))
 
 
 @pytest.mark.parametrize(
@@ -153,7 +153,7 @@ def test_odd_size_effect_rows():
 
 def test_launch_bound_demo_reports_both_models():
     out = e2e.launch_bound_demo(repeats=2, large_width=64)
-    assert isinstance(out, e2e.LaunchBoundDemo) and out.__dataclass_params__.frozen
+    assert isinstance(out, records.LaunchBoundDemo) and out.__dataclass_params__.frozen
     assert set(out.runs) == {"tiny", "large"} and out.tiny.model == "3 x Linear(64, 64), batch 8"
     for r in out.runs.values():
         assert r.fp32_step_s > 0 and r.bf16_autocast_step_s > 0
@@ -183,22 +183,22 @@ def test_peak_memory_sees_a_64_mib_tensor():
 
 
 def test_make_batches_is_seeded_and_follows_the_rule():
-    a = e2e.make_batches(1, 3, 4, 10, 16, noise=0.0)
+    a = models.make_batches(1, 3, 4, 10, 16, noise=0.0)
     assert a.shape == (3, 4, 11) and a.dtype == torch.long
-    assert torch.equal(a, e2e.make_batches(1, 3, 4, 10, 16, noise=0.0))
-    assert not torch.equal(a, e2e.make_batches(2, 3, 4, 10, 16, noise=0.0))
+    assert torch.equal(a, models.make_batches(1, 3, 4, 10, 16, noise=0.0))
+    assert not torch.equal(a, models.make_batches(2, 3, 4, 10, 16, noise=0.0))
     nxt = {}
     for prev, cur in zip(a[..., :-1].reshape(-1).tolist(), a[..., 1:].reshape(-1).tolist()):
         assert nxt.setdefault(prev, cur) == cur  # noise 0: one fixed successor per token
     with pytest.raises(ValueError, match="vocab"):
-        e2e.make_batches(0, 1, 1, 4, 1)
+        models.make_batches(0, 1, 1, 4, 1)
     with pytest.raises(ValueError, match="noise"):
-        e2e.make_batches(0, 1, 1, 4, 8, noise=2)
+        models.make_batches(0, 1, 1, 4, 8, noise=2)
 
 
 def test_tiny_transformer_shapes_and_causality():
     torch.manual_seed(0)
-    m = e2e.TinyTransformer(**TINY).eval()
+    m = models.TinyTransformer(**TINY).eval()
     x = torch.randint(16, (2, 16))
     y = m(x)
     assert y.shape == (2, 16, 16)
@@ -207,7 +207,7 @@ def test_tiny_transformer_shapes_and_causality():
     with torch.no_grad():
         assert torch.allclose(m(x)[:, :-1], m(x2)[:, :-1], atol=1e-6)
     with pytest.raises(ValueError, match="divisible"):
-        e2e.TinyTransformer(d_model=30, n_heads=4)
+        models.TinyTransformer(d_model=30, n_heads=4)
     with pytest.raises(ValueError, match="seq <= 16"):
         m(torch.zeros(1, 17, dtype=torch.long))
 
@@ -251,7 +251,7 @@ def test_train_does_not_run_fp16_or_tf32_where_they_mean_nothing(fake_cpu, fake_
     fake_cpu(NO_FP16_CPU)
     fake_rates(NO_BF16)
     r = e2e.train("fp16 autocast + GradScaler", progress=False)
-    assert isinstance(r, e2e.TrainRun) and r.ran is False and r.loss == () and r.final_loss is None
+    assert isinstance(r, records.TrainRun) and r.ran is False and r.loss == () and r.final_loss is None
     assert r.reason.startswith("not run: fp16 matmuls run at 0.03x the fp32 rate here (measured at 256^3)")
     t = e2e.train("tf32", progress=False)
     assert t.ran is False and "TF32" in t.reason
@@ -288,7 +288,7 @@ def test_train_bad_inputs(kwargs, err, match):
 
 def test_inference_errors_are_ordered():
     torch.manual_seed(0)
-    rows = {r["variant"]: r for r in e2e.inference_compare(model=e2e.TinyTransformer(**TINY), repeats=1)}
+    rows = {r["variant"]: r for r in e2e.inference_compare(model=models.TinyTransformer(**TINY), repeats=1)}
     assert list(rows) == ["fp32", "bf16 autocast", "bf16 weights", "fp16 weights"]
     assert rows["fp32"]["max_abs_error"] == 0.0
     for v in ("bf16 autocast", "bf16 weights", "fp16 weights"):
@@ -304,7 +304,7 @@ def test_inference_errors_are_ordered():
 
 def test_overflow_demo_breaks_fp16_not_bf16():
     out = e2e.overflow_demo()
-    assert isinstance(out, e2e.OverflowDemo) and out.__dataclass_params__.frozen
+    assert isinstance(out, records.OverflowDemo) and out.__dataclass_params__.frozen
     assert out.max_activation > out.fp16_max == 65504
     assert not out.fp16_finite and any(math.isnan(v) or math.isinf(v) for v in out.outputs["fp16"])
     assert out.bf16_finite and 0 < out.bf16_max_abs_error < 0.05
@@ -317,16 +317,16 @@ def test_overflow_demo_breaks_fp16_not_bf16():
 
 
 def test_reference_experiments_run_small_on_cpu():
-    assert reference.EXPERIMENTS["e2e_matmul_throughput"] is e2e.record_matmul_throughput
-    assert reference.EXPERIMENTS["e2e_training"] is e2e.record_training
-    tp = e2e.record_matmul_throughput("cpu", size=64)
+    assert reference.EXPERIMENTS["e2e_matmul_throughput"] is recorders.record_matmul_throughput
+    assert reference.EXPERIMENTS["e2e_training"] is recorders.record_training
+    tp = recorders.record_matmul_throughput("cpu", size=64)
     assert tp["shape"] == "64^3" and tp["fp32_tflops"] > 0 and tp["bf16_tflops"] > 0
     assert reference._results_problem(tp) is None
-    tr = e2e.record_training("cpu", steps=3, model_kwargs=TINY, batch=2)
+    tr = recorders.record_training("cpu", steps=3, model_kwargs=TINY, batch=2)
     assert tr["fp32_step_time_s"] > 0 and tr["bf16_peak_memory_bytes"] > 0 and "tf32_not_run" in tr
     assert reference._results_problem(tr) is None
     with pytest.raises(ValueError, match="device"):
-        e2e.record_matmul_throughput("gpu")
+        recorders.record_matmul_throughput("gpu")
 
 
 # --- sizing the work by measured matmul rates ----------------------------------------------------
@@ -340,7 +340,8 @@ CRAWL = {"fp32": 1e6, "bf16": 1e6, "fp16": 1e6}  # nothing fits any budget
 @pytest.fixture
 def fake_rates(monkeypatch):
     def use(rates):
-        monkeypatch.setattr(e2e, "matmul_rates", lambda device="cpu": dict(rates))
+        # the measurement itself: e2e.matmul_rates and the fp16 decision (e2e._common.slow_fp16) both read it
+        monkeypatch.setattr(_common, "cached_rates", lambda device: tuple(dict(rates).items()))
 
     return use
 
@@ -357,13 +358,13 @@ def test_training_plan_keeps_the_full_model_where_bf16_is_fast(fake_cpu, fake_ra
     fake_cpu(NO_FP16_CPU)
     fake_rates(FAST_BF16)
     plan = e2e.training_plan()
-    assert plan.model == e2e._CPU_MODEL and plan.batch == 16 and plan.steps == 40
+    assert plan.model == models.CPU_MODEL and plan.batch == 16 and plan.steps == 40
     assert plan.configs == ("fp32", "bf16 autocast") and not plan.scaled_down
-    assert isinstance(plan, e2e.TrainingPlan) and plan.__dataclass_params__.frozen
+    assert isinstance(plan, records.TrainingPlan) and plan.__dataclass_params__.frozen
     assert "bf16 autocast" in repr(plan) and plan.note in repr(plan)
     assert plan.note.startswith("full size: d_model 256")
     # predicted time = steps x step FLOPs / rate, per config
-    assert plan.predicted_s["bf16 autocast"] == pytest.approx(40 * e2e._step_flops(e2e._CPU_MODEL, 16) / 2e11)
+    assert plan.predicted_s["bf16 autocast"] == pytest.approx(40 * models.step_flops(models.CPU_MODEL, 16) / 2e11)
 
 
 def test_training_plan_scales_every_config_down_where_bf16_is_slow(fake_cpu, fake_rates):
@@ -375,14 +376,14 @@ def test_training_plan_scales_every_config_down_where_bf16_is_slow(fake_cpu, fak
     assert "bf16 matmuls run at 1.5 GFLOP/s here against 50 for fp32" in plan.note
     # train() uses the plan for every config alike
     seen = []
-    real_model = e2e.TinyTransformer
+    real_model = models.TinyTransformer
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(e2e, "TinyTransformer", lambda **kw: seen.append(kw) or real_model(**kw))
         for config in ("fp32", "bf16 autocast"):
             assert e2e.train(config, steps=2, progress=False).model == dict(plan.model, batch=plan.batch)
     assert seen == [plan.model] * 2
     # a bigger budget allows a bigger model; nothing fits -> the smallest size
-    assert e2e.training_plan(budget_s=1e6).model == e2e._CPU_MODEL
+    assert e2e.training_plan(budget_s=1e6).model == models.CPU_MODEL
     fake_rates(CRAWL)
     assert e2e.training_plan().model == e2e._CPU_LADDER[-1][0] and e2e.training_plan().batch == 8
 
@@ -510,9 +511,9 @@ def test_throughput_table_of_a_cpu_run_is_in_gflops():
 
 def test_launch_table_says_which_comparisons_are_within_the_spread():
     def steps(model, t32, t16):
-        return e2e.StepTimes(model, 1.0, t32[1], t16[1], t32[1] / t16[1], t32, t16)
+        return records.StepTimes(model, 1.0, t32[1], t16[1], t32[1] / t16[1], t32, t16)
 
-    launch = e2e.LaunchBoundDemo(
+    launch = records.LaunchBoundDemo(
         tiny=steps("3 x Linear(64, 64), batch 8", (3e-4, 3.2e-4, 3.4e-4), (3.1e-4, 3.3e-4, 3.5e-4)),
         large=steps("3 x Linear(512, 512), batch 512", (0.020, 0.021, 0.022), (0.010, 0.011, 0.012)),
         width_chosen="width 512, as asked",
@@ -531,11 +532,11 @@ def test_launch_table_says_which_comparisons_are_within_the_spread():
 
 def test_training_table_shows_step_spread_memory_and_loss():
     runs = [
-        e2e.TrainRun("fp32", True, step_times_s=(0.030, 0.0375, 0.050), peak_memory_bytes=2.25 * 2**20,
+        records.TrainRun("fp32", True, step_times_s=(0.030, 0.0375, 0.050), peak_memory_bytes=2.25 * 2**20,
                      final_loss=0.83512),
-        e2e.TrainRun("bf16 autocast", True, step_times_s=(0.036, 0.04, 0.045), peak_memory_bytes=1.5 * 2**20,
+        records.TrainRun("bf16 autocast", True, step_times_s=(0.036, 0.04, 0.045), peak_memory_bytes=1.5 * 2**20,
                      final_loss=0.8341),
-        e2e.TrainRun("tf32", False, "not run: no GPU"),
+        records.TrainRun("tf32", False, "not run: no GPU"),
     ]  # fmt: skip
     t = TrainingTable.of(runs)
     assert t.step_times("fp32").median == 0.0375 and t.not_run == (("tf32", "not run: no GPU"),)

@@ -6,9 +6,9 @@ import math
 import pytest
 import torch
 
-from amp_lessons import reference
+from amp_lessons import recorders, reference
 from amp_lessons.formats import get_format, quantize, representable_values
-from amp_lessons.fp8 import experiments as fp8
+from amp_lessons.fp8 import experiments as fp8, models, records
 
 E4M3 = get_format("fp8_e4m3")
 E5M2 = get_format("fp8_e5m2")
@@ -196,16 +196,16 @@ def test_scaling_methods_by_name_or_record():
         {"x": x}, methods=[fp8.SCALING_METHOD_BY_NAME[m] for m in ("per-tensor", "block 1x128")]
     )
     assert by_name == by_record
-    m = fp8.ScalingMethod.blocks(2, 64)
-    assert m == fp8.ScalingMethod("block 2x64", "block", (2, 64))
+    m = records.ScalingMethod.blocks(2, 64)
+    assert m == records.ScalingMethod("block 2x64", "block", (2, 64))
     (row,) = fp8.scaling_errors({"x": x}, methods=m)
     assert row["method"] == "block 2x64" and row["relative error"] < 0.04
     with pytest.raises(ValueError, match="method='block 2x64' is not allowed: .*'block 1x128'"):
         fp8.scaling_errors({"x": x}, methods="block 2x64")  # names are looked up, never parsed
     with pytest.raises(ValueError, match="block=None is not allowed with scaling='block'"):
-        fp8.ScalingMethod("mine", "block")
+        records.ScalingMethod("mine", "block")
     with pytest.raises(ValueError, match="scaling='per-row' is not allowed"):
-        fp8.ScalingMethod("mine", "per-row")
+        records.ScalingMethod("mine", "per-row")
 
 
 # --- errors on the model's tensors -------------------------------------------------------------------
@@ -267,14 +267,14 @@ def test_scaled_mm_compare_small():
 
 def test_reference_experiment_runs_small_on_cpu():
     fn = reference.EXPERIMENTS["fp8_scaled_mm"]
-    assert fn is fp8.record_fp8_scaled_mm
+    assert fn is recorders.record_fp8_scaled_mm
     r = fn("cpu", size=16)
     assert r["shape"] == "16^3" and r["fp8_time_s"] > 0 and r["bf16_rel_error"] < r["fp8_rel_error"]
 
 
 def test_fp8_linear_check_errors_small_but_not_zero():
     r = fp8.fp8_linear_check()
-    assert isinstance(r, fp8.Fp8LinearErrors) and r.__dataclass_params__.frozen
+    assert isinstance(r, records.Fp8LinearErrors) and r.__dataclass_params__.frozen
     for e in (r.output_error, r.input_grad_error, r.weight_grad_error):
         assert 1e-3 < e < 0.1, r
     assert r.output_error < r.input_grad_error  # e4m3 forward, e5m2 backward
@@ -284,7 +284,7 @@ def test_fp8_linear_check_errors_small_but_not_zero():
 
 def test_fp8_linear_module():
     ref = torch.nn.Linear(16, 8)
-    layer = fp8.Fp8Linear.from_linear(ref)
+    layer = models.Fp8Linear.from_linear(ref)
     assert torch.equal(layer.weight, ref.weight) and layer.weight.dtype == torch.float32  # fp32 master
     x = torch.randn(4, 16, requires_grad=True)
     layer(x).sum().backward()
@@ -293,7 +293,7 @@ def test_fp8_linear_module():
     with pytest.raises(ValueError, match="2-D"):
         layer(torch.randn(2, 3, 16))
     with pytest.raises(TypeError, match="nn.Linear"):
-        fp8.Fp8Linear.from_linear(torch.nn.ReLU())
+        models.Fp8Linear.from_linear(torch.nn.ReLU())
 
 
 def test_scaled_mm_timing_times_the_matmul_only(monkeypatch):

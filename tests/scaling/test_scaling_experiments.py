@@ -9,17 +9,11 @@ import torch
 
 from amp_lessons.formats import CLASSES
 from amp_lessons.fp16 import census_fractions, gradient_census
-from amp_lessons.scaling import experiments as scaling
+from amp_lessons.scaling import experiments as scaling, records
 from amp_lessons.scaling.experiments import (
     CensusIndex,
-    CensusTable,
     DynamicScaler,
-    GradScalerComparison,
-    PitfallTable,
-    ScalerEvents,
-    ScalerState,
     StaticScaler,
-    TrainSummary,
     compare_with_gradscaler,
     gradient_census_of,
     safe_window,
@@ -27,6 +21,14 @@ from amp_lessons.scaling.experiments import (
     scaled_fractions,
     simulate_scaler,
     train_comparison,
+)
+from amp_lessons.scaling.records import (
+    CensusTable,
+    GradScalerComparison,
+    PitfallTable,
+    ScalerEvents,
+    ScalerState,
+    TrainSummary,
 )
 
 
@@ -218,7 +220,7 @@ def test_simulate_scaler_against_gradscaler_without_a_model():
 
 def test_simulate_scaler_rule_and_speed():
     h = simulate_scaler(10, (0, 3), growth_interval=4)
-    assert isinstance(h, scaling.ScalerHistory) and h.__dataclass_params__.frozen
+    assert isinstance(h, records.ScalerHistory) and h.__dataclass_params__.frozen
     assert list(h.scale) == [2.0**16, 2.0**15, 2.0**15, 2.0**15, 2.0**14, 2.0**14, 2.0**14, 2.0**14, 2.0**15, 2.0**15]
     assert list(h.scale_after) == [
         2.0**15,
@@ -233,7 +235,7 @@ def test_simulate_scaler_rule_and_speed():
         2.0**15,
     ]
     assert list(h.skipped) == [k in (0, 3) for k in range(10)]
-    assert simulate_scaler(0) == scaling.ScalerHistory((), (), ())
+    assert simulate_scaler(0) == records.ScalerHistory((), (), ())
     assert repr(h) == repr(ScalerEvents.of(h))  # shown as its events
     long = simulate_scaler(10000, range(0, 10000, 7), growth_interval=1)
     assert len(long.scale) == 10000 and sum(long.skipped) == len(range(0, 10000, 7))
@@ -326,7 +328,7 @@ def test_gradient_census_of_any_module_and_loss():
 
 
 def test_training_comparison_tells_the_story(comparison):
-    assert isinstance(comparison, scaling.TrainComparison) and comparison.steps == 60
+    assert isinstance(comparison, records.TrainComparison) and comparison.steps == 60
     loss, zeros = comparison.loss, comparison.zero_grad_fraction
     assert list(loss) == list(scaling.TRAIN_RUNS)
     final = {k: sum(v[-5:]) / 5 for k, v in loss.items()}
@@ -457,7 +459,7 @@ def test_scaler_events_list_skips_and_growths_only():
 
 
 def test_train_summary_rounds_losses_and_gives_percentages():
-    runs = scaling.TrainComparison(
+    runs = records.TrainComparison(
         steps=2,
         loss={"fp32": (1.2345e-5, 1.5678e-6), "fp16 autocast, no scaling": (1.2e-5, 1.2e-5)},
         zero_grad_fraction={"fp32": 0.0, "fp16 autocast, no scaling": 1.0},

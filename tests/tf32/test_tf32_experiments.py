@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from amp_lessons import formats, reference
+from amp_lessons import formats, recorders, reference
 from amp_lessons.tf32 import experiments as tf32
 
 
@@ -130,14 +130,14 @@ def test_time_matmuls_on_cpu_times_fp32_only():
 
 
 def test_reference_experiments_run_small_on_cpu():
-    assert reference.EXPERIMENTS["tf32_matmul"] is tf32.record_tf32_matmul
-    out = tf32.record_tf32_matmul("cpu", size=64)
+    assert reference.EXPERIMENTS["tf32_matmul"] is recorders.record_tf32_matmul
+    out = recorders.record_tf32_matmul("cpu", size=64)
     assert out["shape"] == "64x64 @ 64x64"
     assert out["tf32_truncated_rel_error"] > out["tf32_emulated_rel_error"] > out["fp32_rel_error"]
     assert "tf32_time_s" not in out  # no TF32 hardware: no TF32 time is invented
     assert out["speed_shape"] == "64^3" and out["fp32_time_s"] > 0
-    assert reference.EXPERIMENTS["matmul_timing_check"] is tf32.record_timing_check
-    check = tf32.record_timing_check("cpu", size=64)
+    assert reference.EXPERIMENTS["matmul_timing_check"] is recorders.record_timing_check
+    check = recorders.record_timing_check("cpu", size=64)
     assert check["shape"] == "64^3 bf16" and check["bf16_time_s"] > 0
     assert check["bf16_tflops"] == pytest.approx(2 * 64**3 / check["bf16_time_s"] / 1e12)
 

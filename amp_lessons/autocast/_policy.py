@@ -1,0 +1,483 @@
+"""Lesson 04's reading of torch's autocast lists: the machinery behind :func:`~.experiments.policy_table`.
+
+Which ATen ops have an autocast kernel comes from the dispatcher (:func:`autocast_ops`); the CUDA classes are parsed
+from the installed ``ATen/autocast_mode.h`` (:func:`parse_header`, :func:`header_policies`); every other class is
+measured by calling the op under autocast on sample inputs built from its schema (:class:`Sampler`,
+:func:`generic_sample`, :data:`SAMPLES`, :func:`measure`), once per session in a fresh Python process
+(:func:`probe_all`), and :func:`classify` combines the two into the tables, with a fallback for the ops no sample
+can call. The public functions of :mod:`.experiments` check their arguments and call these; nothing here draws."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import logging
+import math
+import os
+import re
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+SOURCES = ("header", "measured", "fallback")
+"""How :func:`~.experiments.policy_sources` says an op's class was found: read from the installed
+``ATen/autocast_mode.h`` (``"header"``), measured by calling the op under autocast
+(``"measured"``), or taken from elsewhere because neither worked (``"fallback"``, see
+:func:`~.experiments.policy_sources`)."""
+
+_DISPATCH_KEYS = {"cpu": "AutocastCPU", "cuda": "AutocastCUDA"}
+_PROBE_TIMEOUT_S = 120
+
+_CAST_OPS = {"_to_copy", "to", "convert_element_type", "_autocast_to_reduced_precision", "_autocast_to_full_precision"}
+
+
+def is_cast_op(func) -> bool:
+    return getattr(func, "__name__", "").split(".")[0] in _CAST_OPS
+
+
+# --------------------------------------------------------------------------------------------
+# The installed header and the dispatcher
+# --------------------------------------------------------------------------------------------
+
+
+def _header_path() -> Path:
+    return Path(torch.__file__).parent / "include" / "ATen" / "autocast_mode.h"
+
+
+# macro of ATen/autocast_mode.h -> the policy of the ops it lists (for CUDA, as autocast_mode.cpp uses them)
+_HEADER_MACROS = {
+    "AT_FORALL_LOWER_PRECISION_FP": "lower_precision",
+    "AT_FORALL_FP32": "fp32",
+    "AT_FORALL_FP32_SET_OPT_DTYPE": "fp32_set_opt_dtype",
+    "AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE": "fp32_append_dtype",  # each entry names its own policy
+    "AT_FORALL_PROMOTE": "promote",
+}
+
+
+def parse_header(text: str) -> dict[str, str]:
+    """``{"aten::name.overload": policy}`` from the text of ``ATen/autocast_mode.h``.
+
+    Each macro is ``#define AT_FORALL_X(_) \\`` followed by continuation lines of entries
+    ``_(name)``, ``_(name, overload)`` or, in ``AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE``,
+    ``_(ADD_NS(norm), "norm.Scalar", <signatures>, fp32_append_dtype)``."""
+    out: dict[str, str] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        m = re.match(r"\s*#\s*define\s+(AT_FORALL_\w+)\s*\(_\)", lines[i])
+        if not m or m.group(1) not in _HEADER_MACROS:
+            i += 1
+            continue
+        body = [lines[i]]
+        while body[-1].rstrip().endswith("\\") and i + 1 < len(lines):
+            i += 1
+            body.append(lines[i])
+        i += 1
+        policy = _HEADER_MACROS[m.group(1)]
+        macro_body = " ".join(line.rstrip().rstrip("\\") for line in body[1:])
+        if m.group(1) == "AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE":
+            for qualified, how in re.findall(
+                r'"(\w+(?:\.\w+)?)"[^"]*?\b(fp32\w*|lower_precision\w*|promote)\s*\)', macro_body
+            ):
+                out[f"aten::{qualified}"] = "lower_precision" if how == "lower_precision_fp" else how
+            continue
+        for name, overload in re.findall(r"(?<![\w)])_\(\s*(\w+)\s*(?:,\s*(\w+)\s*)?\)", macro_body):
+            out[f"aten::{name}" + (f".{overload}" if overload else "")] = policy
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def header_policies() -> dict[str, str]:
+    """The CUDA policy of the ops listed in the installed header ({} if it is not shipped)."""
+    try:
+        return parse_header(_header_path().read_text())
+    except OSError:
+        return {}
+
+
+def autocast_ops(device_type: str) -> list[str]:
+    """Every ``aten::name[.overload]`` with a kernel of its own for autocast on ``device_type``
+    (ops without one fall through autocast untouched; ``aten::add.Tensor`` is one of them)."""
+    key = _DISPATCH_KEYS[device_type]
+    has = torch._C._dispatch_has_kernel_for_dispatch_key
+    return sorted(n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::") and has(n, key))
+
+
+# --- measuring: sample inputs from the schema ---------------------------------------------------
+
+
+class CannotBuild(Exception):
+    """The generic sample builder has no rule for an argument of this op."""
+
+
+_INDEX_NAMES = ("index", "indices")
+_PIVOT_NAMES = ("pivots", "LU_pivots")
+_INT_FILL = {"padding": 0, "output_padding": 0, "pad": 0, "blank": 0}
+
+
+def _float_sample(shape, dtype, device) -> torch.Tensor:
+    """Values in (0, 1) (valid probabilities, logs, roots); square matrices symmetric positive
+    definite (0.1 everywhere plus 0.5 on the diagonal), so factorizations succeed."""
+    t = torch.full(shape, 0.1, device=device)
+    if len(shape) >= 2 and shape[-1] == shape[-2]:
+        t = t + 0.5 * torch.eye(shape[-1], device=device)
+    return t.to(dtype)
+
+
+class Sampler:
+    """Makes the tensors of one call: floating ones take their dtypes from ``dtypes`` in order
+    (the last one repeats), so ``[bf16, fp32]`` gives a bf16 first input and fp32 for the rest."""
+
+    def __init__(self, dtypes, device):
+        self.dtypes, self.device, self.n_float = dtypes, device, 0
+
+    def float(self, shape, invertible: bool = False) -> torch.Tensor:
+        """A floating tensor of ``shape``; ``invertible``: one whose elements, read as an n x n
+        matrix, make a symmetric positive definite one."""
+        d = self.dtypes[min(self.n_float, len(self.dtypes) - 1)]
+        self.n_float += 1
+        if invertible:
+            n = round(math.prod(shape) ** 0.5)
+            return _float_sample((n, n), d, self.device).reshape(shape)
+        return _float_sample(tuple(shape), d, self.device)
+
+    def long(self, shape, value=0) -> torch.Tensor:
+        return torch.full(tuple(shape), value, dtype=torch.long, device=self.device)
+
+    def int32(self, shape, value=1) -> torch.Tensor:
+        return torch.full(tuple(shape), value, dtype=torch.int32, device=self.device)
+
+
+def generic_sample(schema, sampler: Sampler, s: int, r: int, variant: dict):
+    """Positional arguments for ``schema`` from simple rules: every tensor of shape ``(s,)*r``
+    (with the exceptions ``variant`` switches on), every optional argument None, every argument
+    with a default left out, ints/bools/floats small and harmless."""
+    shape = (s,) * r
+    args = []
+    for a in schema.arguments:
+        if a.alias_info is not None and a.alias_info.is_write:
+            raise CannotBuild("writes into an argument")
+        if a.has_default_value() or a.kwarg_only:
+            break
+        kind, name = a.type.kind(), a.name
+        if kind == "TensorType":
+            if name in _INDEX_NAMES:
+                v = sampler.long(shape if variant["index_full"] else (s,))
+            elif name in _PIVOT_NAMES:
+                v = sampler.int32(shape[:-1])
+            elif name in ("target", "targets") and variant["target"] != "float":
+                v = sampler.long(shape[:-1] if variant["target"] == "long_batch" else shape)
+            elif name in variant["vectors"]:
+                v = sampler.float((s,))
+            else:
+                v = sampler.float(shape)
+        elif kind == "OptionalType":
+            v = None
+        elif kind == "ListType":
+            element = a.type.getElementType().kind()
+            if element in ("TensorType", "OptionalType"):
+                v = [sampler.long((s,))] if name in _INDEX_NAMES else [sampler.float(shape), sampler.float(shape)]
+            elif element == "IntType":
+                n = a.N or max(r - 2, 1)
+                v = [0] if name == "dim" else [s if name == "output_size" else _INT_FILL.get(name, 1)] * n
+            else:
+                raise CannotBuild(f"list of {element}")
+        elif kind == "IntType":
+            v = 0 if name == "dim" else (s if name == "n_fft" else _INT_FILL.get(name, 1))
+        elif kind == "BoolType":
+            v = False
+        elif kind == "FloatType":
+            v = 0.5
+        elif kind == "NumberType":
+            v = 2
+        elif kind == "StringType":
+            letters = "abcde"[:r]
+            v = f"{letters},{letters}->{letters}" if name == "equation" else "fro"
+        else:
+            raise CannotBuild(f"argument {name} of kind {kind}")
+        args.append(v)
+    return args, {}
+
+
+# Ops the generic rules cannot feed: a hand-made sample each, (sampler) -> (args, kwargs).
+def _ctc_sample(t: Sampler, tensor_lengths: bool):
+    T, N, C, L = 4, 2, 3, 2
+    lengths_in, lengths_t = [T] * N, [L] * N
+    if tensor_lengths:
+        lengths_in, lengths_t = t.long((N,), T), t.long((N,), L)
+    return [t.float((T, N, C)), t.long((N, L), 1), lengths_in, lengths_t], {}
+
+
+def _mha_sample(t: Sampler):
+    B, L, E, H = 1, 2, 4, 2
+    q, k, v = t.float((B, L, E)), t.float((B, L, E)), t.float((B, L, E))
+    return [q, k, v, E, H, t.float((3 * E, E)), t.float((3 * E,)), t.float((E, E)), t.float((E,))], {}
+
+
+def _rnn_sample(t: Sampler):
+    T, B, In, Hd = 2, 1, 2, 2
+    x = t.float((T, B, In))
+    w0, w1, w2, w3 = t.float((4 * Hd, In)), t.float((4 * Hd, Hd)), t.float((4 * Hd,)), t.float((4 * Hd,))
+    hx, cx = t.float((B, Hd)), t.float((B, Hd))
+    # reverse, batch_sizes, mode (2 = LSTM), hidden_size, num_layers, has_biases, bidirectional, batch_first, train
+    return [x, w0, w1, w2, w3, hx, cx, False, [], 2, Hd, 1, True, False, False, False], {}
+
+
+SAMPLES = {
+    "aten::ctc_loss.IntList": lambda t: _ctc_sample(t, False),
+    "aten::ctc_loss.Tensor": lambda t: _ctc_sample(t, True),
+    "aten::_native_multi_head_attention": _mha_sample,
+    "aten::mkldnn_rnn_layer": _rnn_sample,
+    "aten::fake_quantize_per_tensor_affine": lambda t: ([t.float((2, 2)), 0.5, 0, 0, 255], {}),
+    "aten::fractional_max_pool2d": lambda t: ([t.float((1, 1, 4, 4)), [2, 2], [2, 2], t.float((1, 1, 2))], {}),
+    "aten::fractional_max_pool3d": lambda t: ([t.float((1, 1, 4, 4, 4)), [2, 2, 2], [2, 2, 2], t.float((1, 1, 3))], {}),
+    "aten::linalg_tensorsolve": lambda t: ([t.float((2, 2)), t.float((2,))], {}),
+    "aten::linalg_tensorinv": lambda t: ([t.float((2, 2, 2, 2), invertible=True)], {}),
+    "aten::addbmm": lambda t: ([t.float((2, 2)), t.float((3, 2, 2)), t.float((3, 2, 2))], {}),
+    "aten::stft": lambda t: ([t.float((8,)), 4], {"window": t.float((4,)), "return_complex": True}),
+    "aten::stft.center": lambda t: ([t.float((8,)), 4], {"window": t.float((4,)), "return_complex": True}),
+}
+
+SHAPES = ((2, 2), (2, 3), (2, 4), (2, 1), (2, 5), (3, 2), (3, 3), (3, 1), (3, 4), (3, 5))
+VARIANTS = tuple(
+    {"target": target, "index_full": index_full, "vectors": vectors}
+    for vectors in ((), ("bias", "tau", "input2"), ("weight", "bias", "tau", "input2"))
+    for target in ("float", "long_batch", "long_same")
+    for index_full in (False, True)
+)
+
+_COMPLEX_PARTS = {torch.complex32: torch.float16, torch.complex64: torch.float32, torch.complex128: torch.float64}
+
+
+def result_dtype(out):
+    """The dtype of the first floating (or complex: its real part) tensor among the outputs."""
+    for t in tree_leaves(out):
+        if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
+            return _COMPLEX_PARTS.get(t.dtype, t.dtype)
+    return None
+
+
+class _FirstCasts(TorchDispatchMode):
+    """Records the dtype changes of the casts that run before the op proper."""
+
+    def __init__(self):
+        super().__init__()
+        self.casts, self.done = [], False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if not self.done:
+            if is_cast_op(func) and isinstance(args[0], torch.Tensor) and isinstance(out, torch.Tensor):
+                self.casts.append((args[0].dtype, out.dtype))
+            else:
+                self.done = True
+        return out
+
+
+def measure(qualified: str, device: str, low: torch.dtype) -> str | None:
+    """The autocast class of one op overload, found by calling it under the (already entered)
+    autocast of ``device`` with low-precision dtype ``low``; None if no sample input worked.
+
+    A: all floating inputs fp32; B: all ``low``; C: the first ``low``, the rest fp32.
+    lower_precision: A returns ``low``. fp32: B returns fp32. promote: C returns fp32 while B
+    stays ``low``. banned: the call raises "unsafe to autocast". For ops whose outputs are not
+    floating (``linalg_matrix_rank``), the casts autocast inserts before the op decide instead."""
+    name, _, overload = qualified.partition(".")
+    schema = torch._C._get_schema(name, overload)
+    op = getattr(getattr(torch.ops.aten, name.split("::", 1)[1]), overload or "default")
+    fp32 = torch.float32
+
+    def call(dtypes, build, mode=None):
+        sampler = Sampler(dtypes, device)
+        args, kwargs = build(sampler)
+        with mode or contextlib.nullcontext():
+            return op(*args, **kwargs), sampler.n_float
+
+    builds = []
+    if qualified in SAMPLES:
+        builds.append(SAMPLES[qualified])
+    else:
+        for s, r in SHAPES:
+            for variant in VARIANTS:
+                builds.append(
+                    functools.partial(
+                        lambda sampler, s, r, variant: generic_sample(schema, sampler, s, r, variant),
+                        s=s,
+                        r=r,
+                        variant=variant,
+                    )
+                )
+    for build in builds:
+        try:
+            out_a, n_float = call([fp32], build)
+        except CannotBuild:
+            return None
+        except Exception as e:  # any failure of a sample: try the next one
+            if "unsafe to autocast" in str(e):
+                return "banned"
+            continue
+        if n_float == 0:
+            return None
+        a = result_dtype(out_a)
+        if a is None:  # no floating output: look at the casts autocast puts in front of the op
+            for dtypes, policy in (([fp32], "lower_precision"), ([low], "fp32")):
+                rec = _FirstCasts()
+                try:
+                    call(dtypes, build, rec)
+                except Exception:
+                    continue
+                if rec.casts and rec.casts[0][0] == dtypes[0] and rec.casts[0][1] != dtypes[0]:
+                    return policy
+            return None
+        if a == low:
+            return "lower_precision"
+        try:
+            b = result_dtype(call([low], build)[0])
+        except Exception:
+            b = None
+        if b == fp32:
+            return "fp32"
+        if n_float >= 2:
+            try:
+                c = result_dtype(call([low, fp32], build)[0])
+            except Exception:
+                c = None
+            if c == fp32 and b != fp32:
+                return "promote"
+        return None
+    return None
+
+
+@contextlib.contextmanager
+def cuda_autocast_on_fake(dtype: torch.dtype, cache: bool):
+    """CUDA autocast switched on without the availability check that ``torch.autocast`` makes
+    (meant for fake CUDA tensors); restores the previous switches and clears the cast cache."""
+    prev = (torch.is_autocast_enabled("cuda"), torch.get_autocast_dtype("cuda"), torch.is_autocast_cache_enabled())
+    torch.set_autocast_enabled("cuda", True)
+    torch.set_autocast_dtype("cuda", dtype)
+    torch.set_autocast_cache_enabled(cache)
+    try:
+        yield
+    finally:
+        torch.set_autocast_enabled("cuda", prev[0])
+        torch.set_autocast_dtype("cuda", prev[1])
+        torch.set_autocast_cache_enabled(prev[2])
+        torch.clear_autocast_cache()
+
+
+def probe_all(cuda_ops=None) -> dict:
+    """Measure the autocast ops of both device types (run in a fresh process by
+    :func:`_probe_results`): ``{"cpu": {op: policy | None}, "cuda": {...}}``. Every CPU op is
+    measured; for CUDA the ops ``cuda_ops`` (default: those the installed header does not list),
+    on fake CUDA tensors."""
+    if cuda_ops is None:
+        header = header_policies()
+        cuda_ops = [op for op in autocast_ops("cuda") if op not in header]
+    result = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16, cache_enabled=False):
+            result["cpu"] = {op: measure(op, "cpu", torch.bfloat16) for op in autocast_ops("cpu")}
+        before = logging.root.manager.disable
+        logging.disable(logging.CRITICAL)  # fake tensors log every failed sample with its traceback
+        try:
+            with torch.no_grad(), FakeTensorMode(), cuda_autocast_on_fake(torch.float16, cache=False):
+                result["cuda"] = {op: measure(op, "cuda", torch.float16) for op in cuda_ops}
+        finally:
+            logging.disable(before)
+    return result
+
+
+@functools.lru_cache(maxsize=None)
+def _probe_results() -> dict:
+    """:func:`probe_all`, run once per session in a fresh Python process: the probes call about
+    250 ops, some of which print C++ warnings or use up warn-once messages, and the CUDA ones
+    run on fake tensors; none of that should touch the learner's process."""
+    root = str(Path(__file__).resolve().parent.parent)
+    code = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); "
+        "from amp_lessons.autocast._policy import probe_all; print(json.dumps(probe_all()))"
+    )
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    proc = subprocess.run(
+        [sys.executable, "-c", code, root], capture_output=True, text=True, timeout=_PROBE_TIMEOUT_S, env=env
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(
+            f"measuring the autocast policies in a subprocess failed (exit code "
+            f"{proc.returncode}):\n{proc.stderr[-2000:]}"
+        )
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def base(qualified: str) -> str:
+    return qualified.split("::", 1)[-1].split(".", 1)[0]
+
+
+@functools.lru_cache(maxsize=None)
+def classify(device_type: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(policy table, source table), both keyed by op name without overload."""
+    measured = _probe_results()[device_type]
+    header = header_policies() if device_type == "cuda" else {}
+    by_name: dict[str, list[tuple[str, str]]] = {}
+    for qualified in autocast_ops(device_type):
+        found = by_name.setdefault(base(qualified), [])
+        if qualified in header:
+            found.append((header[qualified], "header"))
+        elif measured.get(qualified) is not None:
+            found.append((measured[qualified], "measured"))
+    table, sources = {}, {}
+    for name, found in sorted(by_name.items()):
+        if found:
+            # the header first, then a measurement (the overloads of an op all have the same
+            # class in torch 2.13; if they ever differ, the header's or the first overload's wins)
+            found.sort(key=lambda pr: SOURCES.index(pr[1]))
+            table[name], sources[name] = found[0]
+            continue
+        fallback = _fallback(name, device_type)
+        if fallback is not None:
+            table[name], sources[name] = fallback, "fallback"
+    return table, sources
+
+
+# CPU autocast ops whose sample inputs run only on some CPUs, with their class as registered in
+# aten/src/ATen/autocast_mode.cpp (https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.cpp,
+# ``KERNEL_CPU(mkldnn_rnn_layer, lower_precision_fp)``). Measured with torch 2.13: on a CPU with AVX512 the
+# op runs under bf16 autocast and returns bf16; on an AVX2-only CPU oneDNN refuses it ("could not create a
+# primitive descriptor for the LSTM forward propagation primitive", also what nn.LSTM raises under CPU
+# bf16 autocast there), so measuring gives a class on one machine and none on another.
+_CPU_LISTED = {"mkldnn_rnn_layer": "lower_precision"}
+# CUDA ops whose autocast kernel a CUDA build registers outside autocast_mode.h, which fake tensors cannot run:
+# aten/src/ATen/native/cudnn/AutocastRNN.cpp registers _cudnn_rnn, casting its inputs and weights to half
+# (https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cudnn/AutocastRNN.cpp). The CPU-only wheel
+# has no kernel for it, so it appears in the CUDA table of a CUDA build only.
+_CUDA_LISTED = {"_cudnn_rnn": "lower_precision"}
+
+
+def _fallback(name: str, device_type: str) -> str | None:
+    """For an op that neither the header lists nor a sample input could call, in this order:
+    for the CPU, the class :data:`_CPU_LISTED` copies from ``autocast_mode.cpp`` (ops that run only on
+    some CPUs), for CUDA the class :data:`_CUDA_LISTED` copies from ``AutocastRNN.cpp`` (``_cudnn_rnn``, on a CUDA
+    build); the class the CUDA header gives an op of the same name; the class measured for the other
+    device type; the header's class of the longest op name (4 letters or more) inside this one
+    (``cudnn_convolution`` -> ``convolution``)."""
+    if device_type == "cpu" and name in _CPU_LISTED:
+        return _CPU_LISTED[name]
+    if device_type == "cuda" and name in _CUDA_LISTED:
+        return _CUDA_LISTED[name]
+    header = {base(q): p for q, p in sorted(header_policies().items())}
+    if name in header:
+        return header[name]
+    other = "cuda" if device_type == "cpu" else "cpu"
+    for qualified, policy in sorted(_probe_results()[other].items()):
+        if base(qualified) == name and policy is not None:
+            return policy
+    inside = sorted((n for n in header if len(n) >= 4 and n in name), key=len)
+    return header[inside[-1]] if inside else None

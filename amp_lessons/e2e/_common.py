@@ -1,0 +1,168 @@
+"""Lesson 06's measuring tools, shared by its modules (private to the topic): the largest size its experiments
+accept, the torch dtype of each format name, the probe that times this machine's matmuls (which :mod:`.experiments`
+sizes its work from, decides from whether fp16 is worth running, and :class:`.records.RateTable` shows), the timed
+matmul of each format, and the peak memory of a call. The face exports their public names from :mod:`.experiments`."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+
+import torch
+
+from .. import timing
+from .._runtime import exact_fp32, fp32_precision, parse_device, quiet_fd2
+
+MAX_SIZE = 65_536
+"""The largest size, count or number of repeats this lesson's experiments accept (a typo must not hang a kernel)."""
+
+TORCH_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+# --------------------------------------------------------------------------------------------
+# Sizing the work by what this machine measures
+# --------------------------------------------------------------------------------------------
+
+RATE_DTYPES = ("fp32", "bf16", "fp16")
+RATE_PROBE_SIZE = 256
+"""The size n of the n^3 matmuls whose rates :func:`matmul_rates` measures."""
+
+
+@functools.lru_cache(maxsize=None)
+def cached_runs(device: str) -> tuple[tuple[str, tuple[float, ...]], ...]:
+    d = torch.device(device)
+    out = []
+    g = torch.Generator().manual_seed(0)
+    a32 = torch.randn(RATE_PROBE_SIZE, RATE_PROBE_SIZE, generator=g).to(d)
+    with exact_fp32(d):
+        for dt in RATE_DTYPES:
+            a = a32.to(TORCH_DTYPES[dt])
+            out.append((dt, timing.time_fn(lambda a=a: a @ a, device=d.type, warmup=1, repeats=5).times_s))
+    return tuple(out)
+
+
+def matmul_rate_runs(device="cpu") -> dict[str, tuple[float, ...]]:
+    """The timed runs (seconds, 5 each) behind :func:`matmul_rates`: the same measurement, cached once per process,
+    so that the rates can be shown with their spread (``e2e.RateTable.of(device)``)."""
+    d = parse_device(device)
+    return dict(cached_runs(str(d)))
+
+
+def cached_rates(device: str) -> tuple[tuple[str, float], ...]:
+    flops = timing.matmul_flops(RATE_PROBE_SIZE, RATE_PROBE_SIZE, RATE_PROBE_SIZE)
+    # the fastest call: a busy machine only ever makes calls slower, and the rate is a capability
+    return tuple((dt, flops / min(times)) for dt, times in cached_runs(device))
+
+
+def matmul_rates(device="cpu") -> dict[str, float]:
+    """FLOP/s of a 256x256x256 matmul in fp32 (IEEE), bf16 and fp16 on ``device``, measured once per
+    process (the fastest of 5 calls after a warm-up call: a few ms where the formats are fast, ~0.15 s
+    each where they take a slow fallback) and cached. The lessons size their work from these rates, so that a laptop whose CPU
+    has no fast bf16 or fp16 path (tens to hundreds of times slower than fp32 there) runs a smaller
+    experiment instead of running for minutes, and they decide from them whether fp16 is worth running. Times predicted from these rates are estimates: fast kernels run
+    larger matmuls faster per FLOP, slow fallbacks run them slower (measured on an AVX2 CPU: bf16 at
+    3 GFLOP/s for 128^3, 1.4 for 256^3), so 256^3, the size of the lessons' matmuls, is what is timed."""
+    d = parse_device(device)
+    return dict(cached_rates(str(d)))
+
+
+def rate_note(dtype: str, rates: dict[str, float]) -> str:
+    here = f"{dtype} matmuls run at {rates[dtype] / 1e9:.3g} GFLOP/s here"
+    return here if dtype == "fp32" else f"{here} against {rates['fp32'] / 1e9:.3g} for fp32"
+
+
+SLOW_FP16_RATIO = 0.25
+"""fp16 counts as slow where its measured matmul rate is under this share of fp32's. A fast fp16 path
+(a GPU's tensor cores, oneDNN's fp16 kernels) runs at about the fp32 rate or faster; the generic CPU
+fallback ran at 0.009x to 0.02x of fp32 at 256^3 on the AVX2 CPU the course was checked on. A quarter
+sits far from both, so timing noise cannot flip the decision."""
+
+
+def fp16_over_fp32(d: torch.device) -> float:
+    rates = matmul_rates(d)
+    return rates["fp16"] / rates["fp32"]
+
+
+def slow_fp16(d: torch.device) -> bool:
+    """fp16 matmuls run at under ``SLOW_FP16_RATIO`` of the fp32 rate here (measured, :func:`matmul_rates`)."""
+    return fp16_over_fp32(d) < SLOW_FP16_RATIO
+
+
+def slow_fp16_note(d: torch.device) -> str:
+    where = "this CPU" if d.type == "cpu" else "this GPU"
+    return (
+        f"fp16 matmuls run at {fp16_over_fp32(d):.2g}x the fp32 rate here (measured at "
+        f"{RATE_PROBE_SIZE}^3): no fast fp16 path on {where}"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The matmul of each format
+# --------------------------------------------------------------------------------------------
+
+
+def matmul_fn(dtype: str, size: int, d: torch.device):
+    g = torch.Generator().manual_seed(size)
+    a = torch.randn(size, size, generator=g).to(d)
+    b = torch.randn(size, size, generator=g).to(d)
+    if dtype == "fp8":
+        a8 = a.to(torch.float8_e4m3fn)
+        b8 = b.to(torch.float8_e4m3fn).t().contiguous().t()  # _scaled_mm wants b column-major
+        one = torch.tensor(1.0, device=d)
+        return lambda: torch._scaled_mm(
+            a8, b8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16
+        ), contextlib.nullcontext()
+    a, b = a.to(TORCH_DTYPES[dtype]), b.to(TORCH_DTYPES[dtype])
+    if dtype == "tf32":
+        ctx = fp32_precision(matmul="tf32")
+    elif dtype == "fp32":
+        ctx = exact_fp32(d)
+    else:
+        ctx = contextlib.nullcontext()
+    return (lambda: a @ b), ctx
+
+
+# --------------------------------------------------------------------------------------------
+# Peak memory
+# --------------------------------------------------------------------------------------------
+
+
+def peak_memory(fn, *, device="cpu") -> int:
+    """Peak bytes allocated while ``fn()`` runs, above what was allocated when it started
+    (tensors that already existed are not counted).
+
+    CUDA: ``torch.cuda.reset_peak_memory_stats`` then ``max_memory_allocated`` minus the bytes
+    allocated before. CPU (torch keeps no CPU peak counter): ``fn`` runs under
+    ``torch.profiler.profile(profile_memory=True)``, which logs every allocation and free of
+    torch's CPU allocator with its size and time; the running sum of those, in time order, has
+    its maximum at the high-water mark. Memory that is not a torch tensor (Python objects, numpy
+    arrays) is not seen, and the profiler slows ``fn`` down: do not time inside this."""
+    if not callable(fn):
+        raise TypeError(f"fn must be a callable taking no arguments, got {fn!r}")
+    d = parse_device(device)
+    if d.type == "cuda":
+        torch.cuda.synchronize(d)
+        before = torch.cuda.memory_allocated(d)
+        torch.cuda.reset_peak_memory_stats(d)
+        fn()
+        torch.cuda.synchronize(d)
+        return int(torch.cuda.max_memory_allocated(d) - before)
+    from torch.profiler import ProfilerActivity, profile
+
+    prof = profile(activities=[ProfilerActivity.CPU], profile_memory=True)
+    with quiet_fd2():
+        prof.__enter__()
+    try:
+        fn()
+    finally:
+        with quiet_fd2():
+            prof.__exit__(None, None, None)
+    events = sorted(
+        (e.start_ns(), e.nbytes())
+        for e in prof.profiler.kineto_results.events()
+        if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU
+    )
+    current = peak = 0
+    for _, nbytes in events:
+        current += nbytes
+        peak = max(peak, current)
+    return int(peak)

@@ -1,0 +1,51 @@
+"""One lesson's tests, for the edit loop (``make test LESSON=05``): its topic's own tests (``tests/<topic>/``), its
+notebook under nbval, and its rows of every promise module (the top-level ``tests/test_*.py`` tests parametrized
+over the lessons: a row is the lesson's when its parameter names the lesson's number, notebook, topic, or a public
+name of the topic). Everything else, other lessons, the presenter, the browser tests and the registry-wide checks,
+is left to the full ``make test``."""
+
+from __future__ import annotations
+
+import importlib
+import re
+
+from amp_lessons.lessons import LESSONS
+
+
+def lesson_of(number: str):
+    """The lesson numbered ``number`` ("05" or "5"), or a ValueError listing the numbers there are."""
+    for lesson in LESSONS:
+        if lesson.number == str(number).zfill(2):
+            return lesson
+    raise ValueError(f"LESSON={number!r} is not a lesson: use one of {', '.join(ls.number for ls in LESSONS)}")
+
+
+def _names(lesson) -> set[str]:
+    names = {lesson.number, lesson.notebook, lesson.notebook.removesuffix(".ipynb")}
+    if lesson.topic:
+        names |= {lesson.topic, *importlib.import_module(f"amp_lessons.{lesson.topic}").__all__}
+    return names
+
+
+def keeps(nodeid: str, lesson, names: set[str] | None = None) -> bool:
+    """Whether the test ``nodeid`` (relative to the repository) is one of ``lesson``'s."""
+    names = _names(lesson) if names is None else names
+    path, _, rest = nodeid.partition("::")
+    if path == f"notebooks/{lesson.notebook}":
+        return True
+    if lesson.topic and path.startswith(f"tests/{lesson.topic}/"):
+        return True
+    if not re.fullmatch(r"tests/test_\w+\.py", path) or "[" not in rest:
+        return False
+    param = rest[rest.index("[") + 1 : -1]
+    return param in names or any(token in names for token in re.split(r"[^\w.]+|\.(?!ipynb)", param))
+
+
+def select(items, number: str) -> tuple[list, list]:
+    """(kept, deselected) of pytest's collected ``items``."""
+    lesson = lesson_of(number)
+    names = _names(lesson)
+    kept, dropped = [], []
+    for item in items:
+        (kept if keeps(item.nodeid, lesson, names) else dropped).append(item)
+    return kept, dropped
