@@ -89,9 +89,17 @@ class _LoadFileOrTest(LoadFileScheduling):
         return _unit(nodeid)
 
 
+# A matplotlib backend forced on the environment (MPLBACKEND=Agg, common on GPU images and CI runners) is inherited
+# by every kernel nbval starts, and then no figure is displayed and every stored picture "differs". The notebooks are
+# compared as JupyterLab runs them (ipykernel's inline backend), so the suite's kernels start without it.
+_FORCED_BACKEND = os.environ.get("MPLBACKEND", "")
+
+
 def pytest_configure(config):
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistDistMode(), "amp-xdist-dist-mode")
+    if _FORCED_BACKEND and "inline" not in _FORCED_BACKEND:
+        os.environ.pop("MPLBACKEND", None)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -183,6 +191,11 @@ def pytest_runtest_logreport(report):
 
 def pytest_terminal_summary(terminalreporter):
     tr = terminalreporter
+    if _FORCED_BACKEND and "inline" not in _FORCED_BACKEND:
+        tr.write_line(
+            f"note: MPLBACKEND={_FORCED_BACKEND} was set; the notebooks' kernels ran without it (JupyterLab's inline "
+            "backend). A kernel started with it shows no figure (README, Troubleshooting)."
+        )
     if _durations:
         tr.section("notebook run times and kernel peak memory (nbval, kernel start included)")
         for path, seconds in sorted(_durations.items()):

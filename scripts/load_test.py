@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         junit = Path(tmp) / "junit.xml"
         cmd = [
-            sys.executable, "-m", "pytest", "-n", args.workers, "-p", "no:cacheprovider", "-q",
+            sys.executable, "-m", "pytest", "-n", args.workers, "-p", "no:cacheprovider", "-p", "no:benchmark", "-q",
             f"--junitxml={junit}", *args.pytest_args.split(), *args.targets,
         ]  # fmt: skip
         load = Load(args.burners, args.learners, args.wave_s, args.busy_s)

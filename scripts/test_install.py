@@ -111,7 +111,7 @@ def check_installed(python: Path, venv: Path, workdir: Path, expected_topics: li
         shutil.copy2(ROOT / NOTEBOOK, nb)
         shutil.copy2(ROOT / "tests" / "nbval_sanitize.cfg", workdir / "nbval_sanitize.cfg")
         out = run(
-            [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--nbval", "--nbval-current-env",
+            [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:benchmark", "--nbval", "--nbval-current-env",
              "--nbval-sanitize-with=nbval_sanitize.cfg", nb.name],
             cwd=workdir, env=env,
         )  # fmt: skip

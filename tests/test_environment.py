@@ -71,6 +71,27 @@ def test_package_metadata_claims_only_the_tested_torch_releases():
     assert "error" in meta["tool"]["pytest"]["ini_options"]["filterwarnings"]
 
 
+def _package_files() -> list[Path]:
+    """The files of amp_lessons/ as the repository holds them: git's list in a checkout; in a copy that is not one
+    (an unpacked archive, a GPU machine's upload), every file on disk but Python's caches."""
+    tracked = subprocess.run(["git", "ls-files", "amp_lessons"], cwd=ROOT, capture_output=True, text=True)
+    if tracked.returncode == 0 and tracked.stdout.strip():
+        return [Path(p) for p in tracked.stdout.split()]
+    on_disk = (ROOT / "amp_lessons").rglob("*")
+    return sorted(
+        p.relative_to(ROOT) for p in on_disk if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    )
+
+
+def test_the_package_files_are_found_outside_a_git_checkout(monkeypatch):
+    def no_git(*args, **kwargs):
+        return subprocess.CompletedProcess(args, 128, "", "fatal: not a git repository")
+
+    in_git = _package_files()
+    monkeypatch.setattr(subprocess, "run", no_git)
+    assert {str(p) for p in in_git} <= {str(p) for p in _package_files()}
+
+
 def test_the_wheel_ships_every_package_and_data_file():
     # pip install . / git+URL must install every topic sub-package and every data file under amp_lessons/ (make
     # test-install builds and installs the real wheel; this checks the configuration against the tracked files)
@@ -80,8 +101,7 @@ def test_the_wheel_ships_every_package_and_data_file():
     tool = meta["tool"]["setuptools"]
     assert isinstance(tool["packages"], dict), "a fixed package list leaves the topic sub-packages out of the wheel"
     packages = find_packages(where=str(ROOT), **tool["packages"]["find"])
-    tracked = subprocess.run(["git", "ls-files", "amp_lessons"], cwd=ROOT, capture_output=True, text=True, check=True)
-    files = [Path(p) for p in tracked.stdout.split()]
+    files = _package_files()
     dirs = {str(f.parent).replace("/", ".") for f in files if f.name == "__init__.py"}
     assert sorted(packages) == sorted(dirs) and len(packages) > 10
     data = [f for f in files if f.suffix != ".py"]
@@ -173,3 +193,16 @@ def test_ruff_is_clean():
 def test_ruff_format_is_clean():
     # the Python files keep ruff's format (``ruff format``); notebooks are excluded in pyproject.toml
     _ruff("format", "--check")
+
+
+def test_every_pytest_started_in_a_subprocess_leaves_pytest_benchmark_out():
+    # GPU images often carry pytest-benchmark, which warns under xdist, and the project's warnings are errors: a pytest
+    # that a test or script starts must pass -p no:benchmark (as make gpu-check does), else it fails there alone
+    pattern = re.compile(r'"-m",\s*"pytest"(.{0,400})', re.S)
+    missing = []
+    for path in sorted([*(ROOT / "tests").rglob("*.py"), *(ROOT / "scripts").glob("*.py")]):
+        for m in pattern.finditer(path.read_text(encoding="utf-8")):
+            call = m.group(1).split("]", 1)[0]
+            if "no:benchmark" not in call and "NO_PLUGINS" not in call:
+                missing.append(f"{path.relative_to(ROOT)}: {m.group(0)[:80]!r}")
+    assert not missing, missing

@@ -156,7 +156,7 @@ def _pytest(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, st
     # the notebooks live outside the repository, so its root conftest.py is loaded as a plugin (-p conftest)
     cmd = [
         sys.executable, "-m", "pytest", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(tmp_path),
-        "-p", "conftest", "-p", "no:cacheprovider", "-q", "-rf", "--color=no", *args,
+        "-p", "conftest", "-p", "no:cacheprovider", "-p", "no:benchmark", "-q", "-rf", "--color=no", *args,
     ]  # fmt: skip
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)

@@ -152,6 +152,9 @@ def _notebook() -> dict:
     return {"cells": cells, "metadata": metadata, "nbformat": 4, "nbformat_minor": 5}
 
 
+# a pytest started here loads no cache and no pytest-benchmark (GPU images often carry it; it warns under xdist)
+NO_PLUGINS = ("-p", "no:cacheprovider", "-p", "no:benchmark")
+
 # the two lines of amp_lessons/lessons.py a new topic joins
 IMPORT_LINE = "from . import autocast, bits, compiled, debug, distributed, e2e, fp8, fp16, micro, scaling, tf32"
 LIST_LINE = "_TOPICS_IN_ORDER = (bits, tf32, fp16, autocast, scaling, e2e, fp8, debug, distributed, micro, compiled)"
@@ -238,8 +241,8 @@ def test_a_twelfth_lesson_needs_its_own_files_and_its_place_in_the_list(tmp_path
     _run([py, "scripts/registry_docs.py"], copy, env)
     _run([py, "scripts/run_notebooks.py", "notebooks/00_start_here.ipynb", "notebooks/12_halves.ipynb"], copy, env)
 
-    _run([py, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "0", *REGISTRY_TESTS], copy, env, timeout=1500)
-    collected = _run([py, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q", "-n", "0",
+    _run([py, "-m", "pytest", *NO_PLUGINS, "-q", "-n", "0", *REGISTRY_TESTS], copy, env, timeout=1500)
+    collected = _run([py, "-m", "pytest", *NO_PLUGINS, "--collect-only", "-q", "-n", "0",
                       "tests/browser/test_lab_lessons.py"], copy, env)  # fmt: skip
     assert "test_notebook_in_jupyterlab[12_halves.ipynb]" in collected, collected[-2000:]
 

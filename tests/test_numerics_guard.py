@@ -32,7 +32,7 @@ def test_a_leaking_test_fails_and_the_next_one_runs_under_the_defaults(tmp_path)
     shutil.copy(Path(__file__).with_name("conftest.py"), tmp_path / "conftest.py")
     (tmp_path / "test_leaky.py").write_text(LEAKY)
     out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", "-c", "/dev/null",
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:benchmark", "-n", "0", "-c", "/dev/null",
          "--rootdir", str(tmp_path), str(tmp_path)],
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip

@@ -4,6 +4,7 @@ import dataclasses
 import datetime
 import json
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -273,10 +274,18 @@ def h100(name: str) -> Record:
     return r
 
 
+ROOT = Path(__file__).resolve().parent.parent
+H200 = "NVIDIA H200"
+# measured on an H200 on 2026-11-27 (torch 2.11.0+cu130, course commit 4e72ce7) by scripts/gpu_probe.py's procedure
+H200_MEASURED = {"fp8_cast_costs", "cuda_cross_entropy_autocast", "inductor_emulate_precision_casts"}
+
+
 def test_shipped_file_holds_only_real_recordings():
     assert reference.DEFAULT_PATH.name == "references.json" and reference.DEFAULT_PATH.parent.name == "data"
-    records = load()
-    assert len(records) == 13
+    everything = load()
+    assert len(everything) == 16
+    records = [r for r in everything if r.device == H100]
+    assert {r.experiment for r in everything if r.device == H200} == H200_MEASURED
     for r in records:
         assert (r.command or r.method) and r.date and not r.source, r
         # every shipped record says where it comes from: the GPU, torch 2.11, the day and the course commit
@@ -363,6 +372,50 @@ def test_h100_original_tf32_experiment():
         round(res["docs_shape_tf32_time_s"] * 1000, 1) == 7.3 and round(res["docs_shape_fp32_time_s"] * 1000, 1) == 44.4
     )
     assert res["tf32_rel_error"] == pytest.approx(res["tf32_max_error"] / res["mean_abs_reference"])
+
+
+def h200(name: str) -> Record:
+    (r,) = find(name, published=False)
+    assert r.device == H200
+    return r
+
+
+def test_h200_records_name_their_gpu_torch_day_commit_and_procedure():
+    for name in sorted(H200_MEASURED):
+        r = h200(name)
+        assert (r.capability, r.torch, r.cuda, r.date, r.commit, r.command, r.source) == (
+            "9.0", "2.11.0+cu130", "13.0", "2026-11-27", "4e72ce7", "", "",
+        )  # fmt: skip
+        assert r.label == "recorded on NVIDIA H200, torch 2.11, 2026-11-27"
+        assert "scripts/gpu_probe.py" in r.method and (ROOT / "scripts" / "gpu_probe.py").is_file()
+
+
+def test_h200_fp8_costs_eager_casts_are_not_hidden_by_a_large_matmul():
+    res = h200("fp8_cast_costs").results
+    big, small = "8192x8192x8192", "256x512x256"
+    timers = ("events_us", "events_after_memset_us", "do_bench_us", "wall_us")
+    assert set(res) == {f"{s} {v}" for s in (big, small) for v in ("bf16", "fp8", "fp8unsc", "fp8+hostsc", "fp8+casts")}
+    assert all(set(row) == set(timers) for row in res.values())
+    ratio = {v: res[f"{big} bf16"]["events_us"] / res[f"{big} {v}"]["events_us"] for v in ("fp8", "fp8+casts")}
+    assert round(ratio["fp8"], 2) == 1.76 and round(ratio["fp8+casts"], 2) == 0.63  # the kernel alone vs eager casts
+    # at 256x512x256 an idle-GPU event timer measures launch latency: bf16 and fp8 within 4 us of each other
+    assert abs(res[f"{small} fp8"]["events_us"] - res[f"{small} bf16"]["events_us"]) < 4
+    assert res[f"{small} fp8+casts"]["events_us"] > 5 * res[f"{small} fp8"]["events_us"]
+
+
+def test_h200_cuda_cross_entropy_runs_in_the_autocast_dtype():
+    res = h200("cuda_cross_entropy_autocast").results
+    assert res == {
+        f"{name} autocast": {"_log_softmax": dtype, "nll_loss_forward": dtype}
+        for name, dtype in (("bf16", "torch.bfloat16"), ("fp16", "torch.float16"))
+    }
+
+
+def test_h200_inductor_keeps_the_first_compiles_setting():
+    res = h200("inductor_emulate_precision_casts").results
+    assert res["patch_then_outside_graphs"] == 1  # no recompilation when the setting changed
+    assert res["patch_then_outside_later_calls_fraction_differing"] == res["options_fraction_differing"] == 0.0
+    assert res["default_settings_fraction_differing"] > 0.3
 
 
 def test_h100_matmul_vs_emulation():
@@ -616,15 +669,16 @@ def test_public_surface():
 
 def test_overview_lists_every_reference(tmp_path):
     o = reference.overview()
-    assert len(o.records) == 13 + len(PUBLISHED)
+    assert len(o.records) == 16 + len(PUBLISHED)
     text = str(o)
     assert text.splitlines()[0] == "GPU references of the course"
     row = next(line for line in text.splitlines() if line.startswith("amp_minimal_loop"))
     assert row.split()[1:] == "recorded on NVIDIA H100 80GB HBM3, torch 2.11, 2026-11-23 26".split()
     assert "NVIDIA A100 (GA100) (published)" in text
-    assert "13 recorded on a GPU, 2 published" in text and "python -m amp_lessons.reference show" in text
+    assert "16 recorded on a GPU, 2 published" in text and "python -m amp_lessons.reference show" in text
+    assert "fp8_cast_costs" in text and "recorded on NVIDIA H200, torch 2.11, 2026-11-27" in text
     assert "<table" in o._repr_html_()
-    assert len(reference.overview(published=False).records) == 13
+    assert len(reference.overview(published=False).records) == 16
     empty = reference.overview(path=tmp_path / "none.json", published=False)
     assert empty.records == () and "0 recorded on a GPU, 0 published" in str(empty)
     with pytest.raises(TypeError, match="published must be True or False, got 'yes'"):

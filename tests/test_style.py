@@ -93,10 +93,12 @@ def test_style_context_undoes_the_style_but_keeps_interactive_mode():
         matplotlib.interactive(was)
 
 
-def test_every_figure_of_a_session_is_shown_inline():
+def test_every_figure_of_a_session_is_shown_inline(monkeypatch):
     """In a fresh Jupyter kernel with the inline backend: a course plot as the session's first figure, another
     course plot, then a learner's plain plt.plot each show a PNG (a regression test: after the first course plot,
-    restoring rcParams switched interactive mode off and no later figure was displayed)."""
+    restoring rcParams switched interactive mode off and no later figure was displayed). The kernel starts as
+    JupyterLab starts it: an MPLBACKEND forced on the environment (README, Troubleshooting) is not passed on."""
+    monkeypatch.delenv("MPLBACKEND", raising=False)
     nbformat = pytest.importorskip("nbformat")
     nbclient = pytest.importorskip("nbclient")
     cells = [
