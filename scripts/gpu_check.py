@@ -30,7 +30,10 @@ leaves ``make setup`` the rest of the 9 minutes):
    (e) ``timing_helper``: ``amp_lessons.timing.time_fn`` against ``triton.testing.do_bench`` on an 8192^3
        bf16 matmul (do_bench skipped, with a note, where triton is not installed);
    (f) ``amp_step``: the course's AMP step (``amp_lessons.e2e.amp_step``, bf16 autocast) against a minimal
-       bf16 autocast loop on the same model and data, ms per step.
+       bf16 autocast loop on the same model and data, ms per step;
+   (g) ``lowp_sum``: the fp16/bf16 matmul's summation seen in fp32 outputs (``torch.mm(a, b,
+       out_dtype=torch.float32)``, else a TF32 matmul of the exact inputs, said in the result), against a
+       sequential fp32 sum of the exact products and the exact product rounded to fp32: max and mean fp32 ulps.
 
 Everything lands in one folder, ``gpu-check-results/<date>-<gpu>/`` (git-ignored): ``pytest.json`` and
 ``pytest.log``, ``references.json`` (the recorded references, :mod:`amp_lessons.reference`'s format) with
@@ -44,8 +47,8 @@ that folder next to the checkout, and ``make gpu-check`` installs from it with `
 --find-links gpu-wheelhouse`` (``--wheelhouse`` here installs triton from it if it is missing).
 
 This file is the command: the plan and its time budget, the results folder and summary, running the steps and
-the command line. The checks are functions in the modules next to it: (a) to (c), the GPU's arithmetic against
-emulations, in ``gpu_check_arithmetic.py``; (d) to (f), the course's tools against CUDA, in ``gpu_check_tools.py``;
+the command line. The checks are functions in the modules next to it: (a) to (c) and (g), the GPU's arithmetic
+against emulations, in ``gpu_check_arithmetic.py``; (d) to (f), the course's tools against CUDA, in ``gpu_check_tools.py``;
 their argument checks in ``gpu_check_args.py``.
 
 Without a GPU the script stops at once with exit status 2 and says what each step needs. Its CPU parts
@@ -82,7 +85,7 @@ if str(HERE) not in sys.path:  # the checks live next to this script: importable
     sys.path.append(str(HERE))
 
 from gpu_check_args import number_arg  # noqa: E402
-from gpu_check_arithmetic import check_lowp_matmul, check_scaled_mm, check_tf32_rounding  # noqa: E402
+from gpu_check_arithmetic import check_lowp_matmul, check_lowp_sum, check_scaled_mm, check_tf32_rounding  # noqa: E402
 from gpu_check_tools import check_amp_step, check_autocast_policy, check_timing_helper  # noqa: E402
 
 ROOT = HERE.parent
@@ -123,7 +126,7 @@ PLAN: tuple[Step, ...] = (
         60.0,
         90.0,
     ),
-    Step("checks", "checks (a)-(f) in one child process (its start, then each check's own estimate)", 95.0, 140.0),
+    Step("checks", "checks (a)-(g) in one child process (its start, then each check's own estimate)", 100.0, 140.0),
 )
 CHECKS_START_S = 10.0
 """The checks process's start on a GPU machine (Python, torch, CUDA context), an estimate."""
@@ -199,6 +202,7 @@ CHECKS: tuple[Check, ...] = (
     Check("a", "tf32_rounding", check_tf32_rounding, 10.0, "TF32 input rounding per op vs 3 models (GPU with TF32)"),
     Check("b", "lowp_matmul", check_lowp_matmul, 5.0, "fp16/bf16 matmul vs fp32-sum emulation, ulps"),
     Check("c", "scaled_mm", check_scaled_mm, 5.0, "torch._scaled_mm e4m3 vs emulation; fast accum (sm_89+)"),
+    Check("g", "lowp_sum", check_lowp_sum, 5.0, "fp16/bf16 matmul summation in fp32 ulps, fp32 outputs"),
     Check("e", "timing_helper", check_timing_helper, 10.0, "timing.time_fn vs triton do_bench, 8192^3 bf16"),
     Check("f", "amp_step", check_amp_step, 25.0, "course AMP step vs minimal bf16 loop, ms/step"),
     Check("d", "autocast_policy", check_autocast_policy, 30.0, "real CUDA autocast vs fake preview, every op"),

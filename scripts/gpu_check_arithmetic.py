@@ -1,9 +1,10 @@
-"""Checks (a) to (c) of ``make gpu-check`` (``scripts/gpu_check.py``): the GPU's arithmetic against the course's
-models of it. (a) ``tf32_rounding``: how each op rounds fp32 inputs to TF32, against the rounding modes of
+"""Checks (a) to (c) and (g) of ``make gpu-check`` (``scripts/gpu_check.py``): the GPU's arithmetic against the
+course's models of it. (a) ``tf32_rounding``: how each op rounds fp32 inputs to TF32, against the rounding modes of
 :func:`amp_lessons.formats.quantize`; (b) ``lowp_matmul``: fp16 and bf16 matmuls against an fp32-accumulating
 emulation; (c) ``scaled_mm``: ``torch._scaled_mm`` (fp8 e4m3) against an fp32 emulation, and ``use_fast_accum`` at
-large K. Each check is a function ``check_<name>(device) -> dict``; its inputs, emulations and mismatch counters run
-on a CPU too (tests/test_gpu_check.py). Importing this module makes no CUDA call."""
+large K; (g) ``lowp_sum``: the same matmuls' summation in fp32 outputs, in fp32 ulps. Each check is a function
+``check_<name>(device) -> dict``; its inputs, emulations and mismatch counters run on a CPU too
+(tests/test_gpu_check.py). Importing this module makes no CUDA call."""
 
 from __future__ import annotations
 
@@ -301,6 +302,67 @@ def check_lowp_matmul(device="cuda", ks: Sequence[int] = (256, 4096, 16384), mn:
         "allow_bf16_reduced_precision_reduction": torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction,
     }
     return {"status": "ok", "summary": summary, "settings": flags, "cases": cases}
+
+
+def fp32_out_matmul(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, str]:
+    """The GPU's fp16/bf16 product with an fp32 output (the accumulator itself, not rounded to 16 bits), and how it
+    was asked for: ``torch.mm(a, b, out_dtype=torch.float32)`` where this torch has it for the device; else the
+    same inputs as float32 through a TF32 matmul (fp16 and bf16 values are exact in TF32: 11 and 8 significant
+    bits), said in the result."""
+    try:
+        return torch.mm(a, b, out_dtype=torch.float32), "torch.mm(a, b, out_dtype=torch.float32)"
+    except (TypeError, RuntimeError, NotImplementedError):
+        with fp32_precision(matmul="tf32"):
+            return a.float() @ b.float(), "TF32 matmul of the fp16/bf16-exact inputs (mm with out_dtype unavailable)"
+
+
+def sequential_fp32_sum(a: torch.Tensor, b: torch.Tensor, block: int = 1) -> torch.Tensor:
+    """``a @ b`` summed in IEEE fp32 in the order k = 0, 1, 2, ... (every product exact in fp32): the model a
+    lesson's "products summed in fp32" names, on the device of the inputs. ``block`` > 1 sums each block of
+    ``block`` products exactly first (in fp64, rounded once to fp32), a wider accumulator's model."""
+    block = int_arg(block, "block")
+    acc = torch.zeros(a.shape[0], b.shape[1], dtype=torch.float32, device=a.device)
+    for k0 in range(0, a.shape[1], block):
+        part = a[:, k0 : k0 + block].double() @ b[k0 : k0 + block, :].double()
+        acc = acc + part.float()
+    return acc
+
+
+def check_lowp_sum(device="cuda", ks: Sequence[int] = (256, 4096, 16384), mn: int = 256, fp32_out=fp32_out_matmul):
+    """Check (g): the fp16/bf16 matmul's summation, seen in fp32 outputs (so not hidden by a rounding to 16 bits):
+    the GPU's fp32-output product against a sequential fp32 sum of the exact products and against the exact
+    (fp64) product rounded to fp32, in fp32 ulps (max and mean) for each dtype and K."""
+    d = device_arg(device)
+    mn = int_arg(mn, "mn")
+    _check_ks(ks)
+    cases, how = [], ""
+    for dtype in _LOWP:
+        for k in ks:
+            a, b = lowp_inputs(mn, int_arg(k, "k"), mn, dtype, seed=k, device=d)
+            got, how = fp32_out(a, b)
+            exact = (a.double() @ b.double()).float()
+            seq = sequential_fp32_sum(a, b)
+            cases.append(
+                {
+                    "dtype": dtype,
+                    "shape": f"{mn}x{k} @ {k}x{mn}",
+                    "vs_sequential_fp32_sum": _ulp_stats(ulp_distance(got, seq, "fp32")),
+                    "vs_exact_rounded_to_fp32": _ulp_stats(ulp_distance(got, exact, "fp32")),
+                    "sequential_fp32_sum_vs_exact": _ulp_stats(ulp_distance(seq, exact, "fp32")),
+                }
+            )
+    worst = {
+        dt: (
+            max(c["vs_exact_rounded_to_fp32"]["max_ulps"] for c in cases if c["dtype"] == dt),
+            max(c["sequential_fp32_sum_vs_exact"]["max_ulps"] for c in cases if c["dtype"] == dt),
+        )
+        for dt in _LOWP
+    }
+    summary = "; ".join(
+        f"{dt}: max {g:g} fp32 ulp from the exact product (a sequential fp32 sum: {s:g})"
+        for dt, (g, s) in worst.items()
+    )
+    return {"status": "ok", "summary": summary, "fp32_output": how, "cases": cases}
 
 
 # --------------------------------------------------------------------------------------------

@@ -20,6 +20,8 @@ import numpy as np
 import pytest
 import torch
 
+from amp_lessons._runtime import exact_fp32
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -168,6 +170,40 @@ def test_lowp_check_on_cpu_measures_ulps():
     for c in r["cases"]:
         assert c["emulation_vs_exact_rounded"]["max_ulps"] <= 1 and c["vs_emulation"]["share_within_1_ulp"] > 0.9
     assert r["summary"].startswith("fp16: max ")
+
+
+def test_sequential_fp32_sum_is_the_ordered_sum_and_blocks_sum_exactly():
+    a = torch.tensor([[1.0, 2.0**-24, 2.0**-24]], dtype=torch.float16).to(torch.float32).half()
+    b = torch.ones(3, 1, dtype=torch.float16)
+    # in order: 1 + 2^-24 rounds back to 1 (half an fp32 ulp, ties to even), twice; exactly: 1 + 2^-23
+    assert float(arith.sequential_fp32_sum(a, b)) == 1.0
+    assert float(arith.sequential_fp32_sum(a, b, block=3)) == 1.0 + 2.0**-23
+    with pytest.raises(ValueError):
+        arith.sequential_fp32_sum(a, b, block=0)
+
+
+def test_lowp_sum_check_on_cpu_in_fp32_ulps():
+    def ieee_fp32(a, b):  # the CPU has no mm with out_dtype: an IEEE fp32 matmul stands in for the GPU's product
+        with exact_fp32(torch.device("cpu")):
+            return a.float() @ b.float(), "cpu stand-in"
+
+    r = arith.check_lowp_sum("cpu", ks=(64, 1024), mn=8, fp32_out=ieee_fp32)
+    assert [(c["dtype"], c["shape"]) for c in r["cases"]] == [
+        (dt, f"8x{k} @ {k}x8") for dt in ("fp16", "bf16") for k in (64, 1024)
+    ]
+    assert r["fp32_output"] == "cpu stand-in" and r["summary"].startswith("fp16: max ")
+    for c in r["cases"]:
+        for key in ("vs_sequential_fp32_sum", "vs_exact_rounded_to_fp32", "sequential_fp32_sum_vs_exact"):
+            assert set(c[key]) == {"max_ulps", "mean_ulps", "share_equal", "share_within_1_ulp"}
+            assert c[key]["max_ulps"] >= c[key]["mean_ulps"] >= 0
+        assert c["sequential_fp32_sum_vs_exact"]["max_ulps"] > 0  # a real fp32 sum rounds: the check can see it
+    assert "lowp_sum" in [c.name for c in gc.CHECKS]
+
+
+def test_the_fp32_output_falls_back_to_tf32_where_mm_has_no_out_dtype():
+    a, b = arith.lowp_inputs(4, 8, 3, "bf16")
+    out, how = arith.fp32_out_matmul(a, b)  # the CPU has no aten::mm.dtype
+    assert out.dtype == torch.float32 and "TF32" in how
 
 
 # ------------------------------------------------------------------------------------------ (c) fp8
