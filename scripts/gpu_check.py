@@ -33,7 +33,10 @@ leaves ``make setup`` the rest of the 9 minutes):
        bf16 autocast loop on the same model and data, ms per step;
    (g) ``lowp_sum``: the fp16/bf16 matmul's summation seen in fp32 outputs (``torch.mm(a, b,
        out_dtype=torch.float32)``, else a TF32 matmul of the exact inputs, said in the result), against a
-       sequential fp32 sum of the exact products and the exact product rounded to fp32: max and mean fp32 ulps.
+       sequential fp32 sum of the exact products and the exact product rounded to fp32: max and mean fp32 ulps;
+   (h) ``cross_entropy``: ``F.cross_entropy`` of a small Linear under real fp16 and bf16 CUDA autocast, forward and
+       backward (``amp_lessons.autocast.trace(..., fake=False, backward=True)``): the dtype of each
+       log_softmax / nll_loss op.
 
 Everything lands in one folder, ``gpu-check-results/<date>-<gpu>/`` (git-ignored): ``pytest.json`` and
 ``pytest.log``, ``references.json`` (the recorded references, :mod:`amp_lessons.reference`'s format) with
@@ -48,7 +51,8 @@ that folder next to the checkout, and ``make gpu-check`` installs from it with `
 
 This file is the command: the plan and its time budget, the results folder and summary, running the steps and
 the command line. The checks are functions in the modules next to it: (a) to (c) and (g), the GPU's arithmetic
-against emulations, in ``gpu_check_arithmetic.py``; (d) to (f), the course's tools against CUDA, in ``gpu_check_tools.py``;
+against emulations, in ``gpu_check_arithmetic.py``; (d) to (f) and (h), the course's tools against CUDA, in
+``gpu_check_tools.py``;
 their argument checks in ``gpu_check_args.py``.
 
 Without a GPU the script stops at once with exit status 2 and says what each step needs. Its CPU parts
@@ -86,7 +90,12 @@ if str(HERE) not in sys.path:  # the checks live next to this script: importable
 
 from gpu_check_args import number_arg  # noqa: E402
 from gpu_check_arithmetic import check_lowp_matmul, check_lowp_sum, check_scaled_mm, check_tf32_rounding  # noqa: E402
-from gpu_check_tools import check_amp_step, check_autocast_policy, check_timing_helper  # noqa: E402
+from gpu_check_tools import (  # noqa: E402
+    check_amp_step,
+    check_autocast_policy,
+    check_cross_entropy,
+    check_timing_helper,
+)
 
 ROOT = HERE.parent
 RESULTS_ROOT = ROOT / "gpu-check-results"
@@ -126,7 +135,7 @@ PLAN: tuple[Step, ...] = (
         60.0,
         90.0,
     ),
-    Step("checks", "checks (a)-(g) in one child process (its start, then each check's own estimate)", 100.0, 140.0),
+    Step("checks", "checks (a)-(h) in one child process (its start, then each check's own estimate)", 105.0, 140.0),
 )
 CHECKS_START_S = 10.0
 """The checks process's start on a GPU machine (Python, torch, CUDA context), an estimate."""
@@ -203,6 +212,7 @@ CHECKS: tuple[Check, ...] = (
     Check("b", "lowp_matmul", check_lowp_matmul, 5.0, "fp16/bf16 matmul vs fp32-sum emulation, ulps"),
     Check("c", "scaled_mm", check_scaled_mm, 5.0, "torch._scaled_mm e4m3 vs emulation; fast accum (sm_89+)"),
     Check("g", "lowp_sum", check_lowp_sum, 5.0, "fp16/bf16 matmul summation in fp32 ulps, fp32 outputs"),
+    Check("h", "cross_entropy", check_cross_entropy, 3.0, "cross_entropy's dtypes under real fp16/bf16 autocast"),
     Check("e", "timing_helper", check_timing_helper, 10.0, "timing.time_fn vs triton do_bench, 8192^3 bf16"),
     Check("f", "amp_step", check_amp_step, 25.0, "course AMP step vs minimal bf16 loop, ms/step"),
     Check("d", "autocast_policy", check_autocast_policy, 30.0, "real CUDA autocast vs fake preview, every op"),

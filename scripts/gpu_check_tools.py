@@ -1,7 +1,8 @@
 """Checks (d) to (f) of ``make gpu-check`` (``scripts/gpu_check.py``): the course's own tools against the real
 thing on a CUDA GPU. (d) ``autocast_policy``: every op of ``amp_lessons.autocast.policy_table("cuda")`` under real
 CUDA autocast against the fake-CUDA preview; (e) ``timing_helper``: ``amp_lessons.timing.time_fn`` against
-``triton.testing.do_bench``; (f) ``amp_step``: the course's AMP step against a minimal bf16 autocast loop. Each
+``triton.testing.do_bench``; (f) ``amp_step``: the course's AMP step against a minimal bf16 autocast loop; (h)
+``cross_entropy``: the dtypes of ``F.cross_entropy``'s ops under real fp16/bf16 autocast, forward and backward. Each
 check is a function ``check_<name>(device) -> dict``; the fake-CUDA side of (d) runs on a CPU too
 (tests/test_gpu_check.py). Importing this module makes no CUDA call."""
 
@@ -353,3 +354,50 @@ def check_amp_step(
         f"(ratio {out['course_over_minimal']:.3f})"
     )
     return out
+
+
+# --------------------------------------------------------------------------------------------
+# (h) cross_entropy under real autocast, forward and backward
+# --------------------------------------------------------------------------------------------
+
+LOSS_OPS = ("log_softmax", "nll_loss")
+"""The ops of ``F.cross_entropy`` whose dtype the lessons talk about (forward and backward variants)."""
+
+
+def loss_ops(tr) -> list[list[str]]:
+    """``[phase, op, input dtypes, output dtypes]`` of the cross_entropy ops of an autocast trace
+    (``amp_lessons.autocast.trace(..., backward=True)``), in the order they ran."""
+    rows = []
+    for op in tr.ops:
+        if any(k in op.name for k in LOSS_OPS):
+            dtypes = [", ".join(str(d).removeprefix("torch.") for d in ds) for ds in (op.in_dtypes, op.out_dtypes)]
+            rows.append([op.phase, op.name, *dtypes])
+    return rows
+
+
+def check_cross_entropy(device="cuda") -> dict:
+    """Check (h): ``F.cross_entropy(lin(x), y)`` (a Linear(16, 8) on the device) under real autocast with fp16 and
+    with bf16, forward and backward: the dtype of every log_softmax / nll_loss op (lessons 04 and 08 say which
+    precision the loss runs in on a GPU; on a CPU the CPU's policy is what runs)."""
+    from amp_lessons import autocast
+
+    d = device_arg(device)
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(16, 8).to(d)
+    x, y = torch.randn(4, 16, device=d), torch.arange(4, device=d)
+    out = {}
+    for name, dtype in (("fp16", torch.float16), ("bf16", torch.bfloat16)):
+        tr = autocast.trace(
+            lambda m, a, b: torch.nn.functional.cross_entropy(m(a), b),
+            lin,
+            x,
+            y,
+            device_type=d.type,
+            dtype=dtype,
+            fake=False,
+            backward=True,
+        )
+        out[name] = loss_ops(tr)
+    forward = {k: sorted({r[3].split(", ")[0] for r in rows if r[0] == "forward"}) for k, rows in out.items()}
+    summary = "; ".join(f"{k} autocast: forward loss ops output {', '.join(v)}" for k, v in forward.items())
+    return {"status": "ok", "summary": summary, "device": str(d), "ops": out}

@@ -514,3 +514,22 @@ def test_the_pytest_step_runs_without_a_benchmark_plugin_and_the_plugin_flag_is_
     out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:benchmark", "-q", "-p", "no:cacheprovider",
                           "-c", "/dev/null", str(tmp_path)], capture_output=True, text=True)  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+# ------------------------------------------------------------------------------------------ (h) cross_entropy
+
+
+def test_cross_entropy_check_reads_the_loss_ops_forward_and_backward_on_the_cpu():
+    r = tools.check_cross_entropy("cpu")
+    assert r["status"] == "ok" and set(r["ops"]) == {"fp16", "bf16"}
+    for rows in r["ops"].values():
+        phases = {row[0] for row in rows}
+        assert phases == {"forward", "backward"}, rows
+        forward = [row for row in rows if row[0] == "forward"]
+        assert [row[1] for row in forward][:2] == ["_log_softmax", "nll_loss_forward"]
+        # the CPU's autocast policy runs the loss in fp32 whatever the autocast dtype (the GPU's may not)
+        assert all(set(row[3].split(", ")) == {"float32"} for row in forward), forward
+    assert (
+        r["summary"] == "fp16 autocast: forward loss ops output float32; bf16 autocast: forward loss ops output float32"
+    )
+    assert "cross_entropy" in [c.name for c in gc.CHECKS]
