@@ -9,6 +9,7 @@ import html
 import io
 import math
 import numbers
+from collections.abc import Hashable
 
 import ipywidgets as widgets
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -147,8 +148,12 @@ class Explorer:
             real_in(value, name, w.min, w.max, allowed=f"a number in the slider's range {w.min:g}..{w.max:g}")
             if isinstance(w, widgets.IntSlider) and not isinstance(value, numbers.Integral):
                 raise TypeError(f"{name} must be an int (the slider moves in whole steps), got {value!r}")
-        elif hasattr(w, "options") and value not in w.options:
-            raise ValueError(f"{name}={value!r} is not one of {', '.join(map(repr, w.options))}")
+        elif hasattr(w, "options"):
+            listed = ", ".join(map(repr, w.options))
+            if not isinstance(value, Hashable):  # a list or dict: a menu holds one value, never a collection
+                raise TypeError(f"{name} must be one of {listed}, got {type(value).__name__} {value!r}")
+            if value not in w.options:
+                raise ValueError(f"{name}={value!r} is not one of {listed}")
         return value
 
     def set(self, *values, **named) -> None:

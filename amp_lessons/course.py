@@ -62,7 +62,7 @@ class Runs:
             raise ValueError(f"mode={self.mode!r} is not allowed: use one of {', '.join(map(repr, MODES))}")
         if not isinstance(self.detail, str) or not self.detail:
             raise ValueError(f"detail={self.detail!r} is not allowed: say what the lesson runs, in words")
-        if not self.devices or not set(self.devices) <= {"cpu", "cuda"}:
+        if not isinstance(self.devices, tuple) or not self.devices or not set(self.devices) <= {"cpu", "cuda"}:
             raise ValueError(f"devices={self.devices!r} is not allowed: a tuple of 'cpu' and/or 'cuda'")
 
 

@@ -281,7 +281,10 @@ PUBLISHED: tuple[Record, ...] = (
 
 
 def _path(path) -> Path:
-    return DEFAULT_PATH if path_or_none(path, "path") is None else Path(path)
+    p = DEFAULT_PATH if path_or_none(path, "path") is None else Path(path)
+    if p.is_dir():
+        raise ValueError(f"path must be a reference file (JSON), got the folder {str(p)!r}")
+    return p
 
 
 def _course_commit() -> str:

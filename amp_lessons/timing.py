@@ -131,6 +131,10 @@ class Spread:
     q3: float | None = None
 
     def __post_init__(self):
+        for name in ("min", "median", "max", "q1", "q3"):
+            v = getattr(self, name)
+            if not (v is None and name in ("q1", "q3")) and not is_real(v):
+                raise TypeError(f"{name} must be a real number (a time in seconds or another quantity), got {v!r}")
         if not (0 < self.min <= self.median <= self.max) or not math.isfinite(self.max):
             raise ValueError(f"need 0 < min <= median <= max < inf, got {self.min!r}, {self.median!r}, {self.max!r}")
         count(self.n, "n", 1, None, "runs")

@@ -1,5 +1,6 @@
 """The lesson list and the workshop schedule computed from it."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -134,6 +135,9 @@ def test_each_topic_answers_for_its_own_lesson(monkeypatch):
         Runs("fast", "words")
     with pytest.raises(ValueError, match="devices=\\('mps',\\) is not allowed"):
         Runs("native", "words", ("mps",))
+    for devices in (3, "cpu", ["cpu"]):  # a tuple of device kinds, nothing else
+        with pytest.raises(ValueError, match=re.escape(f"devices={devices!r} is not allowed: a tuple of 'cpu'")):
+            Runs("native", "words", devices)
     monkeypatch.setattr(importlib.import_module("amp_lessons.tf32"), "runs_where", lambda report: "native")
     with pytest.raises(TypeError, match="amp_lessons.tf32.runs_where returned str, not a course.Runs"):
         lessons.what_runs_where(report)

@@ -80,6 +80,8 @@ def test_set_checks_every_value_before_any_control_moves():
         ex.set(menu="z")
     with pytest.raises(ValueError, match="a=True"):
         ex.set(a=True)
+    with pytest.raises(TypeError, match=r"menu must be one of 'x', 'y', got list \['x'\]"):
+        ex.set(menu=["x"])  # a collection for a menu: named, not "unhashable type"
     assert (ex.a.value, ex.b.value, ex.menu.value, ex.draws) == (1, 0.5, "x", 1)
 
 

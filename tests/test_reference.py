@@ -667,6 +667,12 @@ def test_public_surface():
         assert hasattr(reference, name)
 
 
+def test_a_folder_is_not_a_reference_file(tmp_path):
+    for call in (lambda: reference.overview(path=tmp_path), lambda: load(tmp_path), lambda: save([], tmp_path)):
+        with pytest.raises(ValueError, match="path must be a reference file \\(JSON\\), got the folder"):
+            call()
+
+
 def test_overview_lists_every_reference(tmp_path):
     o = reference.overview()
     assert len(o.records) == 16 + len(PUBLISHED)

@@ -391,6 +391,19 @@ def test_spread_rejects_bad_runs(values, err, match):
         timing.Spread.of(values)
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"min": "x", "median": 1.0, "max": 2.0, "n": 3}, "min must be a real number"),
+        ({"min": 1.0, "median": 1.0, "max": 2.0, "n": 3, "q1": "x"}, "q1 must be a real number.*got 'x'"),
+        ({"min": 1.0, "median": True, "max": 2.0, "n": 3}, "median must be a real number"),
+    ],
+)
+def test_a_spread_made_by_hand_names_a_field_that_is_not_a_number(kwargs, match):
+    with pytest.raises(TypeError, match=match):
+        timing.Spread(**kwargs)
+
+
 def test_a_comparison_says_when_the_runs_overlap():
     """The verdict reads the quartiles: one run slowed down by a busy machine (900 µs) moves the extremes, not the
     verdict; the typical runs of the two settings overlap, so neither is shown faster."""
