@@ -7,6 +7,7 @@ longer returns a dict, or no longer exists, fails here until it is removed."""
 import dataclasses
 import importlib
 import inspect
+import re
 import typing
 
 import pytest
@@ -35,7 +36,16 @@ GENUINE_MAPPINGS = {
     "distributed.gloo_allreduce_check": "format name -> AllreduceCheck",
 }
 
-NOT_YET_RECORDS = {}
+# Rows of dicts keyed by prose that a text annotation ("list[dict]") hid from this test until it read annotations
+# kept as text: each still to become a record (a frozen dataclass with its table).
+NOT_YET_RECORDS = {
+    "distributed.observe_fp16_fsdp_step": "rows of one FSDP2 fp16 step's stages (rank, stage, dtypes)",
+    "e2e.inference_compare": "rows by inference setting (time, memory, error)",
+    "e2e.matmul_throughput": "rows by dtype and size (time, TFLOP/s, share of peak, skipped)",
+    "e2e.odd_size_effect": "rows by size (time, TFLOP/s)",
+    "fp8.scaling_errors": "rows by scaling method ('relative error', saturated, flushed)",
+    "scaling.compare_with_gradscaler": "rows by step (scale, skipped, ours against GradScaler's)",
+}
 
 
 def _returns_dict(fn) -> bool:
@@ -43,9 +53,9 @@ def _returns_dict(fn) -> bool:
     ret = inspect.signature(fn).return_annotation
     if ret is inspect.Signature.empty:
         return False
-    if isinstance(ret, str):
+    if isinstance(ret, str):  # an annotation kept as text (modules with ``from __future__ import annotations``)
         ret = ret.replace(" ", "")
-        return any(ret == w + "dict" or ret.startswith(w + "dict[") for w in ("", "list[", "tuple["))
+        return bool(re.fullmatch(r"(dict(\[.*\])?)|((list|tuple)\[dict(\[.*\])?(,\.\.\.)?\])", ret))
     if ret is dict or typing.get_origin(ret) is dict:
         return True
     return typing.get_origin(ret) in (list, tuple) and any(
@@ -60,7 +70,14 @@ def test_a_list_of_dicts_counts_as_a_dict():
 
     def records() -> list[int]: ...
 
+    def rows_text() -> "list[dict]": ...  # as PEP 563 keeps every annotation of a module
+
+    def mapping_text() -> "dict": ...
+
+    def record_text() -> "list[str]": ...
+
     assert _returns_dict(rows) and _returns_dict(rows_str) and not _returns_dict(records)
+    assert _returns_dict(rows_text) and _returns_dict(mapping_text) and not _returns_dict(record_text)
 
 
 def _public_functions():
