@@ -5,7 +5,9 @@
 - instructors/README.md: the solutions table (``Lesson.exercises``), the sentence naming the lessons without a graded
   exercise, and the default workshop schedule;
 - CONTRIBUTING.md: the topic folders of the layout, in lesson order;
-- amp_lessons/__init__.py: the topic list of the package docstring.
+- amp_lessons/__init__.py: the topic list of the package docstring;
+- notebooks/00_start_here.ipynb: the summary's line naming the lessons in order (a Markdown cell: its outputs and
+  code are not touched).
 
 ``python scripts/registry_docs.py`` rewrites them (``make docs`` also re-executes lesson 00, whose lesson list and
 schedule come from the registry); ``--check`` writes nothing and exits 1 naming each file that is stale
@@ -22,6 +24,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+import nbformat  # noqa: E402
 
 from amp_lessons.lessons import LESSONS, workshop_schedule  # noqa: E402
 
@@ -83,6 +87,22 @@ def docstring_topics() -> str:
     return "\n".join(textwrap.wrap(items, 110, initial_indent="- ", subsequent_indent="  "))
 
 
+def lesson_path() -> str:
+    """Lesson 00's summary line: every lesson after it, by number and title, in order."""
+    text = "After this start (00): " + "; ".join(f"{ls.number} {ls.title}" for ls in LESSONS[1:]) + "."
+    return "\n".join(textwrap.wrap(text, 110, initial_indent="- ", subsequent_indent="  ", break_on_hyphens=False))
+
+
+def _start_here(path: Path) -> str:
+    nb = nbformat.read(path, as_version=4)
+    start, end = "<!-- registry:lessons:start -->", "<!-- registry:lessons:end -->"
+    cells = [c for c in nb.cells if c.cell_type == "markdown" and start in c.source]
+    if len(cells) != 1:
+        raise SystemExit(f"{path.name}: expected one Markdown cell holding {start!r}")
+    cells[0].source = _between(cells[0].source, start, end, lesson_path(), path.name)
+    return nbformat.writes(nb) + "\n"
+
+
 def render() -> dict[Path, str]:
     """Every file this script writes, as it should read now."""
     out = {}
@@ -124,6 +144,8 @@ def render() -> dict[Path, str]:
     if m is None:
         raise SystemExit("amp_lessons/__init__.py: the docstring lost its list of topics")
     out[init] = text[: m.start(1)] + docstring_topics() + text[m.end(1) :]
+    start_here = ROOT / "notebooks" / "00_start_here.ipynb"
+    out[start_here] = _start_here(start_here)
     return out
 
 

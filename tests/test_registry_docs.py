@@ -1,5 +1,6 @@
 """What the docs say of the lesson registry is written from it (scripts/registry_docs.py, `make docs`): the README's
-lesson table, the instructors' solutions table and schedule, CONTRIBUTING's layout and the package docstring."""
+lesson table and topic list, the instructors' solutions table and schedule, CONTRIBUTING's layout, the package
+docstring and lesson 00's summary line."""
 
 from __future__ import annotations
 
@@ -46,9 +47,22 @@ def test_check_mode_names_a_stale_file(tmp_path, monkeypatch, capsys):
     (tmp_path / "amp_lessons" / "__init__.py").write_text(
         (ROOT / "amp_lessons" / "__init__.py").read_text(encoding="utf-8"), encoding="utf-8"
     )
+    (tmp_path / "notebooks").mkdir()
+    start_here = (ROOT / "notebooks" / "00_start_here.ipynb").read_text(encoding="utf-8")
+    (tmp_path / "notebooks" / "00_start_here.ipynb").write_text(start_here, encoding="utf-8")
     monkeypatch.setattr(registry_docs, "ROOT", tmp_path)
     assert registry_docs.main(["--check"]) == 0
     readme.write_text(readme.read_text(encoding="utf-8").replace("| 03 |", "| 3 |"), encoding="utf-8")
     assert registry_docs.main(["--check"]) == 1
     assert "README.md is stale" in capsys.readouterr().err
     assert registry_docs.main([]) == 0 and registry_docs.main(["--check"]) == 0
+
+
+def test_lesson_00_names_every_lesson_in_order_from_the_registry():
+    line = registry_docs.lesson_path()
+    assert line.startswith("- After this start (00): 01 ") and line.endswith(f"{LESSONS[-1].title}.")
+    flat = " ".join(line.split())
+    assert [flat.index(f"{ls.number} {ls.title}") for ls in LESSONS[1:]] == sorted(
+        flat.index(f"{ls.number} {ls.title}") for ls in LESSONS[1:]
+    )
+    assert max(len(x) for x in line.splitlines()) <= 110
