@@ -204,7 +204,31 @@ def model_call(model, args: tuple, what: str = "inputs"):
     """``model(*args)``, with a model that cannot take ``args`` (a width or dtype the model does not have, a wrong
     number of arguments) reported as a ValueError naming ``what`` rather than as torch's error from deep inside
     the forward pass (that error is kept as the cause). An error the model's own code raises, and running out of
-    memory, propagate as they are."""
+    memory, propagate as they are.
+
+    Which module failed is seen by hooks on every module of ``model`` (removed again): where torch refused a dtype
+    mismatch between a module's input and its weight, and that input is an activation of the model rather than one
+    of ``args`` (a low-precision tensor met an fp32 layer, e.g. where autocast was switched off without casting the
+    input), the ValueError says so, with the module, the two dtypes and the fix, and does not blame ``args``."""
+    entered = []  # (name, module, its positional arguments) of the modules whose forward has not returned
+
+    def enter(name):
+        def hook(module, hook_args):
+            entered.append((name, module, hook_args))
+
+        return hook
+
+    def leave(module, hook_args, output):
+        for i in range(len(entered) - 1, -1, -1):
+            if entered[i][1] is module:
+                del entered[i]
+                break
+
+    handles = []
+    if isinstance(model, torch.nn.Module) and not isinstance(model, torch.jit.ScriptModule):  # scripted: no hooks
+        for name, module in model.named_modules():
+            handles.append(module.register_forward_pre_hook(enter(name)))
+            handles.append(module.register_forward_hook(leave))
     try:
         return model(*args)
     except torch.OutOfMemoryError:
@@ -212,6 +236,26 @@ def model_call(model, args: tuple, what: str = "inputs"):
     except (RuntimeError, TypeError) as e:
         if not _raised_in_torch(e):
             raise  # the model's own code raised: its error, as it is
+        failed = entered[-1] if entered else None
+        text = str(e).lower()
+        if failed is not None and any(k in text for k in ("dtype", "scalar type", "type (")):
+            name, module, module_args = failed
+            ins = [a for a in module_args if isinstance(a, torch.Tensor) and a.is_floating_point()]
+            own = [(n, p) for n, p in module.named_parameters(recurse=False) if p.is_floating_point()]
+            own = own or [(n, p) for n, p in module.named_parameters() if p.is_floating_point()]
+            odd = [a for a in ins if own and a.dtype != own[0][1].dtype and not any(a is b for b in args)]
+            if odd:
+                weight, want = own[0][0], own[0][1].dtype
+                got, want_name = str(odd[0].dtype).removeprefix("torch."), str(want).removeprefix("torch.")
+                cast = "x.float()" if want == torch.float32 else f"x.to(torch.{want_name})"
+                raise ValueError(
+                    f"the model's forward failed inside {repr(name) if name else 'the model itself'} "
+                    f"({type(module).__name__}) on a dtype mismatch: its input is {got} but its {weight} is "
+                    f"{want_name} ({e}). The {what} are not the cause: an activation of the model reached this layer "
+                    f"in {got}, as when a tensor leaves an autocast region, or autocast is switched off around a "
+                    f"layer whose input is not cast. Cast the input to {want_name} where that layer's region begins "
+                    f"({cast} inside it)"
+                ) from e
         shapes = ", ".join(
             f"{tuple(a.shape)} {str(a.dtype).replace('torch.', '')}"
             if isinstance(a, torch.Tensor)
@@ -222,6 +266,9 @@ def model_call(model, args: tuple, what: str = "inputs"):
             f"{what} do not fit the model: model(*{what}) with {what} ({shapes}) failed: {e}. {what} must be the "
             "positional arguments the model's forward takes, with the widths and dtypes of its first layer"
         ) from e
+    finally:
+        for h in handles:
+            h.remove()
 
 
 def _raised_in_torch(e: BaseException) -> bool:
@@ -241,6 +288,15 @@ def sequence(value, what: str, of: str = "values") -> tuple:
     if not isinstance(value, (list, tuple, range)):
         raise TypeError(f"{what} must be a list or tuple of {of}, got {value!r} ({type(value).__name__})")
     return tuple(value)
+
+
+def selection(value, what: str, of: str = "values") -> tuple:
+    """A non-empty list or tuple (or range) of ``of``: what to run or show, of which an empty one is an error (it
+    would give an empty result that nothing can draw)."""
+    items = sequence(value, what, of)
+    if not items:
+        raise ValueError(f"{what} is empty: give at least one of the {of}")
+    return items
 
 
 def path_or_none(value, what: str):

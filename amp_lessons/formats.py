@@ -609,36 +609,54 @@ def to_bits(x: torch.Tensor, fmt: str | FloatFormat, rounding: str = "nearest_ev
 
 
 def from_bits(code, fmt: str | FloatFormat) -> torch.Tensor:
-    """The float32 value of each integer code of ``fmt`` (inverse of :func:`to_bits`)."""
+    """The float32 value of each integer code of ``fmt`` (inverse of :func:`to_bits`).
+
+    ``code``: an int, a list of ints or an integer tensor, each in ``0 .. 2**bits - 1``; a float (even a whole one,
+    2.0), a bool or a code out of range is refused with an error that names it."""
     f = get_format(fmt)
-    code = _int_field(code, "code")
-    if code.is_floating_point() or code.dtype == torch.bool:
-        raise TypeError(f"codes must be an integer tensor, got {code.dtype}")
-    code = code.long()
-    if ((code < 0) | (code >= (1 << f.bits))).any():
-        bad = code[(code < 0) | (code >= (1 << f.bits))][0].item()
-        raise ValueError(f"code {bad} does not fit in {f.name}'s {f.bits} bits: use 0..{(1 << f.bits) - 1}")
+    code = _int_field(code, "code", (1 << f.bits) - 1, f)
     m, e = f.mantissa_bits, f.exponent_bits
     return compose((code >> (e + m)) & 1, (code >> m) & ((1 << e) - 1), code & ((1 << m) - 1), f)
 
 
-def _int_field(v, what: str) -> torch.Tensor:
-    """``v`` (an int, a list of ints or an integer tensor) as a tensor; anything torch cannot read is refused."""
-    try:
-        return torch.as_tensor(v)
-    except (RuntimeError, TypeError, ValueError):
-        raise TypeError(f"{what} must be an int, a list of ints or an integer tensor, got {v!r}") from None
+def _int_field(v, what: str, hi: int, f: FloatFormat) -> torch.Tensor:
+    """``v`` (an int, a list of ints or an integer tensor) as an int64 tensor whose every value is in ``0 .. hi``.
+
+    A bit field is a whole number of a fixed range: a float (1.5, or 2.0: a fraction would be silently cut
+    off), a bool (True is not a bit pattern) or a value outside the range is refused, naming ``what``, the value
+    and the allowed range."""
+    allowed = f"an int in 0..{hi} (or a list or an integer tensor of them) for {f.name}"
+    if isinstance(v, int) and not isinstance(v, bool) and not 0 <= v <= hi:
+        raise ValueError(f"{what}={v} is out of range: {what} must be {allowed}")
+    if isinstance(v, torch.Tensor):
+        t = v
+    else:
+        try:
+            t = torch.as_tensor(v)
+        except (RuntimeError, TypeError, ValueError, OverflowError):
+            raise TypeError(f"{what} must be {allowed}, got {v!r} ({type(v).__name__})") from None
+    if t.dtype == torch.bool or t.is_floating_point() or t.is_complex():
+        shown = v if not isinstance(v, torch.Tensor) or v.numel() <= 4 else f"a {str(t.dtype)[6:]} tensor"
+        raise TypeError(f"{what} must be {allowed}, got {shown!r} ({str(t.dtype)[6:]}): bit fields are whole numbers")
+    t = t.long()
+    out = (t < 0) | (t > hi)
+    if out.any():
+        raise ValueError(f"{what}={t[out][0].item()} is out of range: {what} must be {allowed}")
+    return t
 
 
 def compose(sign, exponent, mantissa, fmt: str | FloatFormat) -> torch.Tensor:
-    """The float32 value of the bit fields ``(sign, exponent, mantissa)`` of ``fmt``."""
+    """The float32 value of the bit fields ``(sign, exponent, mantissa)`` of ``fmt``.
+
+    Each field is an int, a list of ints or an integer tensor (they broadcast): ``sign`` 0 or 1 (0 only in an
+    unsigned format), ``exponent`` the stored (biased) field in ``0 .. 2**exponent_bits - 1``, ``mantissa`` the
+    stored fraction in ``0 .. 2**mantissa_bits - 1``. A float (2.5, or 2.0), a bool or a value out of range is
+    refused with an error that names the field, the value and the range (never rounded or cut off)."""
     f = get_format(fmt)
     m, e = f.mantissa_bits, f.exponent_bits
-    s, ex, mt = (_int_field(v, w).long() for v, w in ((sign, "sign"), (exponent, "exponent"), (mantissa, "mantissa")))
-    fields = (("sign", s, int(f.is_signed)), ("exponent", ex, (1 << e) - 1), ("mantissa", mt, (1 << m) - 1))
-    for name, v, hi in fields:
-        if ((v < 0) | (v > hi)).any():
-            raise ValueError(f"{name} field {v.max().item()} out of range for {f.name}: use 0..{hi}")
+    s = _int_field(sign, "sign", int(f.is_signed), f)
+    ex = _int_field(exponent, "exponent", (1 << e) - 1, f)
+    mt = _int_field(mantissa, "mantissa", (1 << m) - 1, f)
     sub = (ex == 0) & f.has_zero  # 'fnu' has no subnormals: exponent field 0 is 2**emin
     frac = mt.double() / 2.0**m
     mag = torch.where(

@@ -20,6 +20,9 @@ def tf32_matmul(a, b):
     return round_to_tf32(a) @ round_to_tf32(b)
 
 
-# Exercise 2: bf16 has 7 mantissa bits, TF32 has 10: eps is 2**3 = 8 times larger, and the matmul
-# error (dominated by the rounding of the inputs) scales with it.
-ERROR_RATIO = 2 ** (10 - 7)
+def predicted_ratio(fmt, than):
+    """Exercise 2: with fp32 sums, a matmul's error comes from rounding its inputs, and rounding to nearest moves a
+    normal value by up to eps/2 = 2**-(mantissa_bits + 1) of itself (on random data, a fixed share of that). The
+    error is proportional to eps: the ratio of two formats' errors is the ratio of their eps, 2 to the power of
+    the difference of their mantissa bits (the exponent bits do not enter while the values are in range)."""
+    return 2.0 ** (than.mantissa_bits - fmt.mantissa_bits)

@@ -1,6 +1,10 @@
 """Instructor solutions for lesson 07's exercises (run through the learners' checkers by
 tests/test_solutions.py)."""
 
+import torch
+
+from amp_lessons import fp8
+
 # Exercise 1 (section 1, before the lesson explains the choice): the "hybrid" recipe: precision for the forward pass, range for the gradients.
 FP8_FORMAT_CHOICE = {"weights": "e4m3", "activations": "e4m3", "gradients": "e5m2"}
 
@@ -14,10 +18,24 @@ def amax_scale(x, fmt_max):
     return fmt_max / amax
 
 
-# Exercise 3 (section 4, before the lesson's Fp8LinearFn): an fp8 linear forward with per-tensor (current) scales, as fp8 training recipes do.
-def fp8_linear_forward(x, weight, bias):
-    from amp_lessons.fp8 import amax_scale, fake_quantize
+# Exercise 3 (section 4, before the lesson's Fp8LinearFn): the backward pass of an fp8 linear layer whose forward the
+# notebook gives: dy cast to e5m2 with its own amax scale, the forward's fp8 copies reused, db from the fp32 dy.
+class MyFp8LinearFn(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, weight, bias, fwd_fmt, bwd_fmt):  # given in the notebook
+        x8 = fp8.fake_quantize(x, fwd_fmt, fp8.amax_scale(x, fwd_fmt))
+        w8 = fp8.fake_quantize(weight, fwd_fmt, fp8.amax_scale(weight, fwd_fmt))
+        ctx.save_for_backward(x8, w8)
+        ctx.bwd_fmt, ctx.has_bias = bwd_fmt, bias is not None
+        y = x8 @ w8.t()
+        return y + bias if bias is not None else y
 
-    x8 = fake_quantize(x, "fp8_e4m3", amax_scale(x, "fp8_e4m3"))  # cast to e4m3 and back, scaled
-    w8 = fake_quantize(weight, "fp8_e4m3", amax_scale(weight, "fp8_e4m3"))
-    return x8 @ w8.t() + bias  # fp8 values, fp32 products and sums, fp32 bias
+    @staticmethod
+    def backward(ctx, dy):
+        x8, w8 = ctx.saved_tensors
+        dy = dy.float()
+        dy8 = fp8.fake_quantize(dy, ctx.bwd_fmt, fp8.amax_scale(dy, ctx.bwd_fmt))  # e5m2, its own scale
+        dx = dy8 @ w8  # fp8 values, fp32 products and sums
+        dw = dy8.t() @ x8
+        db = dy.sum(0) if ctx.has_bias else None  # a cheap sum: from the fp32 gradient
+        return dx, dw, db, None, None  # no gradient for the two format names

@@ -39,6 +39,7 @@ import sys
 import types
 import warnings
 from collections import Counter
+from pathlib import Path
 
 import matplotlib
 
@@ -528,7 +529,6 @@ ALLOWED = {
     },
     ("tf32.check_tf32_matmul", "rounding"): "a learner's answer (their rounding function): answered with a CheckResult",
     ("scaling.simulate_scaler", "n_steps", "0"): "zero steps: the scale's empty history",
-    ("scaling.check_scale_prediction", "n_steps", "0"): "zero steps: the prediction is the initial scale",
     ("scaling.plot_scaled_histogram", "max_exponent", "0"): "the top of the sweep: scale 2**0 only",
     **{
         ("timing.format_seconds", "s", repr(v)): "a missing or unbounded time is printed as such (nan s, inf s)"
@@ -560,6 +560,8 @@ def _t(*shape, dtype=torch.float32):
     return lambda: torch.randn(*shape).to(dtype)
 
 
+PACKAGE_DATA = str(Path(__file__).resolve().parent.parent / "amp_lessons" / "data")  # a folder, not a file
+
 # Bad calls that only one callable can have: wrong shapes, mismatched widths, NaN where a finite value is needed.
 # Values are factories (called for each try) or plain values.
 EXTRA: dict[str, dict[str, list]] = {
@@ -587,6 +589,24 @@ EXTRA: dict[str, dict[str, list]] = {
     "distributed.pairwise_sum": {"grads": [_t(16)]},
     "fp16.lost_update_fraction": {"updates": [_t(3)]},
     "scaling.simulate_scaler": {"inf_steps": [(-1,), ("x",), 3]},
+    # wrong answers that once came without an error: fractional or out-of-range bit fields, empty selections,
+    # out-of-range fractions and steps, a folder for a file, a bare int for a generator or a device tuple
+    "formats.compose": {"exponent": [2.5, True], "sign": [1.5, 2], "mantissa": [0.5]},
+    "reference.overview": {"path": [lambda: PACKAGE_DATA]},
+    "reference.load": {"path": [lambda: PACKAGE_DATA]},
+    "scaling.safe_window": {"max_underflow": [1.5, -0.1]},
+    "scaling.compare_with_gradscaler": {"inf_steps": [[-1], [10**6]]},
+    "scaling.scale_sweep": {"exponents": [[10**6], [-(10**6)]]},
+    "micro.stochastic_round": {"generator": [0]},
+    "micro.recipe_table": {"recipes": [[]]},
+    "micro.train_low_precision": {"methods": [[]]},
+    "autocast.output_dtypes": {"device_types": [()]},
+    "fp8.scaling_errors": {"methods": [[]], "tensors": [lambda: {"e": torch.empty(0)}]},
+    "e2e.train": {"model_kwargs": [{"a": 1}]},
+    "e2e.matmul_throughput": {"dtypes": [[]]},
+    "tf32.error_vs_k": {"fmts": [[]]},
+    "tf32.matmul_errors": {"variants": [[]]},
+    "debug.tensor_stats": {"formats": [[]]},
 }
 
 

@@ -12,6 +12,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings, strategies as st
 
 from amp_lessons import formats
 from amp_lessons.formats import FORMATS, FloatFormat, _torch_cast_overflow, from_bits, quantize, to_bits
@@ -336,6 +337,126 @@ def test_decompose_examples():
     assert to_bits(torch.tensor([math.nan]), "fp8_e4m3").item() == 0x7F
     assert to_bits(torch.tensor([math.nan]), "fp8_e4m3fnuz").item() == 0x80
     assert formats.representable_values("fp4_e2m1").tolist() == [0, 0.5, 1, 1.5, 2, 3, 4, 6]
+
+
+# --- bit fields: properties (hypothesis) -----------------------------------------------------------
+
+ALL_FORMATS = [*FORMATS.values(), *formats.SCALE_FORMATS.values(), *CUSTOM]
+
+
+def fields_of(f: FloatFormat):
+    """Any valid ``(sign, exponent, mantissa)`` of ``f``: the sign 0 in an unsigned (scale) format."""
+    return st.tuples(
+        st.integers(0, int(f.is_signed)),
+        st.integers(0, (1 << f.exponent_bits) - 1),
+        st.integers(0, (1 << f.mantissa_bits) - 1),
+    )
+
+
+@pytest.mark.parametrize("f", ALL_FORMATS, ids=lambda f: f.name)
+@settings(max_examples=60)
+@given(data=st.data())
+def test_compose_then_decompose_gives_the_fields_back(f, data):
+    s, e, m = data.draw(fields_of(f))
+    v = formats.compose(s, e, m, f)
+    assert v.dtype == torch.float32 and v.shape == ()
+    if torch.isnan(v):  # a NaN code decodes to NaN; its fields are not kept (a format has one NaN code per sign)
+        assert math.isnan(float(from_bits((s << (f.exponent_bits + f.mantissa_bits)) | (e << f.mantissa_bits) | m, f)))
+        return
+    got = tuple(int(t) for t in formats.decompose(v.reshape(1), f))
+    if f.encoding == "fnuz" or not f.is_signed:  # no negative zero: -0 is the NaN code (fnuz) or no sign at all
+        assert got[1:] == (e, m) and (got[0] == s or (e, m) == (0, 0))
+    elif float(v) == 0:  # +0 and -0 keep their sign bit
+        assert got == (s, 0, 0) and (e, m) == (0, 0)
+    else:
+        assert got == (s, e, m), (s, e, m, float(v), got)
+    # and the value is the formula's: (-1)^s 2^(e - bias) 1.m for a normal, 2^emin 0.m for a subnormal
+    if math.isfinite(float(v)):
+        normal = e > 0 or not f.has_zero
+        mag = 2.0 ** (e - f.bias) * (1 + m / 2**f.mantissa_bits) if normal else 2.0**f.emin * m / 2**f.mantissa_bits
+        assert float(v) == (-mag if s else mag)
+
+
+@pytest.mark.parametrize("f", ALL_FORMATS, ids=lambda f: f.name)
+@settings(max_examples=60)
+@given(data=st.data())
+def test_decompose_then_compose_gives_the_rounded_value_back(f, data):
+    x = data.draw(st.floats(width=32, allow_nan=False, allow_infinity=False, min_value=-(2.0**100), max_value=2.0**100))
+    x = torch.tensor([x], dtype=torch.float32)
+    if not f.is_signed:
+        x = x.abs()
+    q = quantize(x, f)
+    if torch.isnan(q).any() or (f.encoding == "fnu" and bool((x == 0).any())):
+        return  # an overflow to NaN, or 0 in a format without zero: no fields to compare
+    s, e, m = formats.decompose(x, f)
+    assert bits_equal(formats.compose(s, e, m, f).reshape(1), q) or (float(q) == 0 and f.encoding == "fnuz")
+
+
+def bad_field(hi: int):
+    """A value no bit field of range 0..hi accepts: a fraction, a whole float, a bool, out of range either side."""
+    return st.one_of(
+        st.floats(allow_nan=False, allow_infinity=False).filter(lambda v: v != int(v) if math.isfinite(v) else True),
+        st.integers(0, hi).map(float),
+        st.booleans(),
+        st.integers(max_value=-1),
+        st.integers(min_value=hi + 1),
+    )
+
+
+@pytest.mark.parametrize("f", ALL_FORMATS, ids=lambda f: f.name)
+@settings(max_examples=40)
+@given(data=st.data())
+def test_compose_refuses_every_invalid_field_naming_it(f, data):
+    ranges = {"sign": int(f.is_signed), "exponent": (1 << f.exponent_bits) - 1, "mantissa": (1 << f.mantissa_bits) - 1}
+    which = data.draw(st.sampled_from(sorted(ranges)))
+    bad = data.draw(bad_field(ranges[which]))
+    fields = {"sign": 0, "exponent": 0, "mantissa": 0, which: bad}
+    as_tensor = data.draw(st.booleans()) and not (isinstance(bad, int) and not -(2**63) <= bad < 2**63)
+    if as_tensor:
+        fields[which] = torch.tensor([bad])
+    with pytest.raises((TypeError, ValueError)) as info:
+        formats.compose(fields["sign"], fields["exponent"], fields["mantissa"], f)
+    msg = str(info.value)
+    assert which in msg and f"0..{ranges[which]}" in msg and f.name in msg, msg
+    if isinstance(bad, bool) or isinstance(bad, float):
+        assert info.type is TypeError and "whole numbers" in msg, msg
+    else:
+        assert info.type is ValueError and str(bad) in msg, msg
+
+
+@pytest.mark.parametrize("f", [FORMATS["fp16"], FORMATS["fp8_e4m3"], formats.SCALE_FORMATS["e8m0"]], ids=str)
+@settings(max_examples=40)
+@given(data=st.data())
+def test_from_bits_refuses_every_invalid_code_naming_it(f, data):
+    bad = data.draw(bad_field((1 << f.bits) - 1))
+    with pytest.raises((TypeError, ValueError)) as info:
+        from_bits(bad, f)
+    assert "code" in str(info.value) and f"0..{(1 << f.bits) - 1}" in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (lambda: formats.compose(0, 2.5, 0, "fp16"), TypeError, ["exponent", "2.5", "0..31"]),
+        (lambda: formats.compose(1.5, 15, 0, "fp16"), TypeError, ["sign", "1.5", "0..1"]),
+        (lambda: formats.compose(True, 15, 0, "fp16"), TypeError, ["sign", "True", "0..1"]),
+        (lambda: formats.compose(0, 15, 2.0, "fp16"), TypeError, ["mantissa", "2.0", "0..1023"]),
+        (lambda: formats.compose(2, 15, 0, "fp16"), ValueError, ["sign=2", "0..1"]),
+        (lambda: formats.compose(0, [15, -1], 0, "fp16"), ValueError, ["exponent=-1", "0..31"]),
+        (lambda: formats.compose(1, 127, 0, "e8m0"), ValueError, ["sign=1", "0..0"]),
+        (lambda: formats.compose(0, "15", 0, "fp16"), TypeError, ["exponent", "'15'"]),
+        (lambda: from_bits(2.0, "fp8_e5m2"), TypeError, ["code", "2.0", "0..255"]),
+        (lambda: from_bits(True, "fp8_e5m2"), TypeError, ["code", "True"]),
+        (lambda: formats.decompose(1.0, "fp16"), TypeError, ["torch.Tensor", "float"]),
+        (lambda: formats.decompose(torch.tensor([1]), "fp16"), TypeError, ["floating-point", "int64"]),
+        (lambda: to_bits(torch.ones(1), "fp16", "up"), ValueError, ["'up'", "nearest_even"]),
+    ],
+)
+def test_bad_bit_fields_get_a_clear_error(call, error, words):
+    with pytest.raises(error) as info:
+        call()
+    for w in words:
+        assert w in str(info.value), str(info.value)
 
 
 # --- bad input --------------------------------------------------------------------------------------

@@ -29,12 +29,15 @@ NO_ANSWER_ABOVE = [
         "autocast.check_dtype_predictions(",
         ("cumsum(", "gelu(", "addcmul(", "embedding_bag("),
     ),
+    ("02_tf32.ipynb", "tf32.check_error_ratio(", ("def predicted_ratio(",)),
+    ("03_fp16_overflow_underflow.ipynb", "fp16.check_kahan16(", ("(t - total) - y", "def kahan16_reference(")),
     ("04_autocast_policies.ipynb", "autocast.check_bce_fix(", ("with_logits", "softplus")),
+    ("04_autocast_policies.ipynb", "autocast.check_cast_counter(", ("__torch_dispatch__", "self.casts +=")),
     ("05_loss_scaling.ipynb", "scaling.check_scaler_update(", ("def update_scale(", "growth_tracker +=")),
     ("06_amp_end_to_end.ipynb", "e2e.check_clipped_amp_step(", ("def make_step(", "unscale_(", "clip_grad_norm_(")),
     ("06_amp_end_to_end.ipynb", "e2e.check_accumulated_amp_step(", ("len(micro_batches)", "micro_batches")),
     ("07_fp8.ipynb", "fp8.check_amax_scale(", ("def amax_scale(", "def scale_from_amax(")),
-    ("07_fp8.ipynb", "fp8.check_fp8_linear_forward(", ("class Fp8LinearFn(",)),
+    ("07_fp8.ipynb", "fp8.check_fp8_linear_backward(", ("class Fp8LinearFn(", "dy8 @ w8", "dy8.t() @ x8")),
 ]
 
 

@@ -33,13 +33,13 @@ def test_lesson_01_solutions():
 def test_lesson_02_solutions():
     s = load("solutions_02")
     assert tf32.check_tf32_matmul(s.tf32_matmul, s.round_to_tf32)
-    assert tf32.check_error_ratio(s.ERROR_RATIO, "bf16", "tf32")
+    assert tf32.check_error_ratio(s.predicted_ratio)
 
 
 def test_lesson_03_solutions():
     s = load("solutions_03")
+    assert fp16.check_kahan16(s.kahan16)
     assert fp16.check_stall_value(s.STALL_VALUE, 1.0, "fp16")
-    assert fp16.check_lost_update(s.smallest_update, "fp16")
 
 
 def test_lesson_04_solution():
@@ -65,6 +65,12 @@ def test_lesson_04_bce_solution():
     )
 
 
+def test_lesson_04_cast_counter_solution():
+    s = load("solutions_04")
+    assert autocast.check_cast_counter(s.count_casts)
+    assert not autocast.check_cast_counter(lambda work, *args: 5)
+
+
 def test_lesson_05_solutions():
     from amp_lessons.scaling import small_loss_census
 
@@ -79,12 +85,6 @@ def test_lesson_05_solutions():
     assert "not a power of two" in scaling.check_smallest_scale(3000, census).message
     assert "overflow" in scaling.check_smallest_scale(2**40, census).message
     assert not scaling.check_smallest_scale(..., census)
-    e = dict(s.SCALE_PREDICTION_EXERCISE)
-    n, infs = e.pop("n_steps"), e.pop("inf_steps")
-    assert scaling.check_scale_prediction(s.SCALE_PREDICTION, n, infs, **e)
-    r = scaling.check_scale_prediction(2.0**12, n, infs, **e)
-    assert not r
-    assert not scaling.check_scale_prediction(None, 10, (0, 3))
 
 
 def test_lesson_05_update_rule_solution():
@@ -144,23 +144,9 @@ def test_lesson_07_solutions():
         in fp8.check_fp8_format_choice({"weights": "fp16", "activations": "e4m3", "gradients": "e5m2"}).message
     )
     assert not fp8.check_fp8_format_choice(["e4m3"])
-    assert fp8.check_fp8_linear_forward(s.fp8_linear_forward)
-    r = fp8.check_fp8_linear_forward(lambda x, w, b: x @ w.t() + b)
-    assert not r and "never went through fp8" in r.message
-    r = fp8.check_fp8_linear_forward(
-        lambda x, w, b: fp8.fake_quantize(x, "fp8_e4m3") @ fp8.fake_quantize(w, "fp8_e4m3").t() + b
-    )
-    assert not r and "without a scale" in r.message
-    r = fp8.check_fp8_linear_forward(
-        lambda x, w, b: (
-            fp8.fake_quantize(x, "fp8_e5m2", fp8.amax_scale(x, "fp8_e5m2"))
-            @ fp8.fake_quantize(w, "fp8_e5m2", fp8.amax_scale(w, "fp8_e5m2")).t()
-            + b
-        )
-    )
-    assert not r and "e4m3" in r.message
-    assert "shape" in fp8.check_fp8_linear_forward(lambda x, w, b: x).message
-    assert not fp8.check_fp8_linear_forward(None)
+    assert fp8.check_fp8_linear_backward(s.MyFp8LinearFn)
+    assert not fp8.check_fp8_linear_backward(fp8.Fp8LinearFn)  # the lesson's own layer does not count
+    assert not fp8.check_fp8_linear_backward(None)
 
 
 def test_lesson_08_solutions():
@@ -169,6 +155,8 @@ def test_lesson_08_solutions():
     assert not debug.check_first_bad_layer("norm4") and not debug.check_first_bad_layer("block4")
     assert debug.check_fp16_fix(s.fix)
     assert not debug.check_fp16_fix(lambda model: model)
+    assert debug.check_nonfinite_hook(s.first_nonfinite_module)
+    assert not debug.check_nonfinite_hook(lambda model, x: "head")
 
 
 def test_every_lesson_with_an_exercise_has_a_solution_file():
@@ -214,13 +202,14 @@ def test_lesson_11_solutions():
     from amp_lessons import compiled
 
     s = load("solutions_11")
-    assert compiled.check_fused_chain(s.fused_chain)
     # the notebook's starting points are not accepted, nor each exercise's answer in the other's place
-    assert not compiled.check_fused_chain(lambda h, g: compiled.workload("chain")(h, g))
+    assert not compiled.check_fused_chain(lambda h, g, emulate: compiled.workload("chain")(h, g))
     assert not compiled.check_fused_chain(s.compile_matching_eager)
-    if compiled.inductor_status()[0]:  # the second exercise compiles (Inductor needs a C++ compiler)
+    if compiled.inductor_status()[0]:  # both checkers compile (Inductor needs a C++ compiler)
         import torch
 
+        assert compiled.check_fused_chain(s.fused_chain)
         assert compiled.check_compile_matching_eager(s.compile_matching_eager)
+        assert compiled.check_compile_matching_eager(s.compile_matching_eager_patched)
         assert not compiled.check_compile_matching_eager(torch.compile)
         assert not compiled.check_compile_matching_eager(s.fused_chain)

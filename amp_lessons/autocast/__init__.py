@@ -5,6 +5,7 @@
 
 from .checks import (
     check_bce_fix,
+    check_cast_counter,
     check_dtype_predictions,
 )
 from .experiments import (
@@ -22,10 +23,18 @@ from .experiments import (
     trace,
 )
 from .plots import plot_output_dtypes
-from .records import CastCost, OpRecord, ProfileNode, ProfileTree, Trace
+from .records import (
+    AUTOGRAD_BOOKKEEPING,
+    CastCost,
+    OpRecord,
+    ProfileNode,
+    ProfileTree,
+    Trace,
+)
 from .support import LESSON, runs_where
 
 __all__ = [
+    "AUTOGRAD_BOOKKEEPING",
     "LESSON",
     "CastCost",
     "DEVICE_TYPES",
@@ -37,6 +46,7 @@ __all__ = [
     "Trace",
     "cast_cost",
     "check_bce_fix",
+    "check_cast_counter",
     "check_dtype_predictions",
     "fake_cuda",
     "output_dtypes",

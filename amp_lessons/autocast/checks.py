@@ -1,4 +1,5 @@
-"""Checkers for lesson 04's exercises (predicting dtypes under autocast, the binary cross-entropy fix)."""
+"""Checkers for lesson 04's exercises (predicting dtypes under autocast, the binary cross-entropy fix, a cast counter
+written with ``TorchDispatchMode``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import textwrap
 
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 
 from .._exercise import attempt, correct, exercise, not_yet, your_turn
 from ..autocast.experiments import policy_of, trace
@@ -15,8 +17,20 @@ from ..checks import CheckResult, is_placeholder
 
 __all__ = [
     "check_bce_fix",
+    "check_cast_counter",
     "check_dtype_predictions",
 ]
+
+
+class _Listed(CheckResult):
+    """A result whose message is a first line and then one line per item ("- ..."): shown as those lines."""
+
+    def _repr_html_(self) -> str:
+        return super()._repr_html_().replace("\n", "<br>")
+
+
+def _listed(result: CheckResult) -> CheckResult:
+    return _Listed(result.ok, result.message, result.todo)
 
 
 def _dtype_exercises():
@@ -24,7 +38,7 @@ def _dtype_exercises():
     return {
         "cpu: cumsum(a @ b, 0)": ("cpu", lambda a, b, h, i, o: torch.cumsum(a @ b, 0), "cumsum"),
         "cuda: cumsum(a @ b, 0)": ("cuda", lambda a, b, h, i, o: torch.cumsum(a @ b, 0), "cumsum"),
-        "cuda: norm(h)": ("cuda", lambda a, b, h, i, o: torch.norm(h), "norm"),
+        "cuda: norm(h)": ("cuda", lambda a, b, h, i, o: torch.norm(h), "linalg_vector_norm"),  # what torch.norm runs
         "cpu: addcmul(a, h, h)": ("cpu", lambda a, b, h, i, o: torch.addcmul(a, h, h), "addcmul"),
         "cuda: gelu(a @ b)": ("cuda", lambda a, b, h, i, o: F.gelu(a @ b), "gelu"),
         "cpu: a @ b + a": ("cpu", lambda a, b, h, i, o: a @ b + a, "add"),
@@ -81,20 +95,20 @@ def check_dtype_predictions(predictions: dict) -> CheckResult:
             where = "CUDA" if device_type == "cuda" else "CPU"
             policy = policy_of(op_name, device_type)
             lookup = f"autocast.policy_of({op_name!r}, {device_type!r})"
-            why = (
-                f"{lookup} is {policy!r}: what does that policy do with these inputs' dtypes?"
-                if policy
-                else f"{lookup} is None: on no {where} list, so ordinary type promotion of the inputs' dtypes "
-                "decides (or refuses)"
-            )
+            why = f"{lookup} is {policy!r}" if policy else f"{lookup} is None: no {where} list, type promotion"
+            if "double()" in expr:
+                why += "; and what does autocast do to an fp64 input?"
             wrong.append(f"{expr}: not {guess} ({why})")
     if malformed:
-        return not_yet("; ".join(malformed) + '. Write "torch.float32", "float32" or "error"')
+        return _listed(
+            not_yet('write "torch.float32", "float32" or "error":\n' + "\n".join(f"- {m}" for m in malformed))
+        )
     if wrong:
-        return not_yet(
-            f"{len(wrong)} of {len(exercises) - len(todo)} predictions are wrong: "
-            + "; ".join(wrong)
-            + ". Remember what autocast does to fp64 and to fp32 inputs of the same op"
+        return _listed(
+            not_yet(
+                f"{len(wrong)} of {len(exercises) - len(todo)} predictions are wrong:\n"
+                + "\n".join(f"- {w}" for w in wrong)
+            )
         )
     if todo:
         return your_turn(
@@ -136,43 +150,221 @@ def _is_starter(fn) -> bool:
     return False
 
 
+def _bce_cases():
+    """(what, logits, targets, relative tolerance) the loss is checked on. The reference is the same loss computed
+    from the logits in float64, so probabilities that round to 0 or 1 cannot hide in it."""
+    g = torch.Generator().manual_seed(1)
+    z, y = torch.randn(16, generator=g) * 3, torch.rand(16, generator=g)
+    extremes = torch.tensor([-30.0, -20.0, -10.0, -3.0, 0.5, 10.0, 20.0, 30.0])
+    y8 = torch.tensor([0.0, 1.0, 0.3, 1.0, 0.5, 0.0, 0.0, 0.7])
+    z16 = torch.tensor([-12.0, -10.0, -6.0, -1.0, 0.5, 6.0, 10.0, 12.0], dtype=torch.float16)
+    return [
+        # fp32: the loss rounded once more than the float64 reference, a few ulps (1.2e-7 each) at most
+        ("fp32 logits, randn x 3", z, y, 1e-4),
+        ("fp32 logits at +-10, +-20 and +-30", extremes, y8, 1e-4),
+        # fp16 logits, what CUDA autocast hands a loss after a linear layer: fp16 keeps 11 significant bits
+        # (4.9e-4 relative per rounding); 5e-3 allows ten roundings and is far below a clamped or infinite loss
+        ("fp16 logits, +-6 to +-12", z16, y8.half(), 5e-3),
+    ]
+
+
 @exercise
 def check_bce_fix(fn) -> CheckResult:
-    """Exercise: ``fn(logits, target)`` computes the same loss as
-    ``binary_cross_entropy(sigmoid(logits), target)`` in a form CUDA autocast accepts. Checked on
-    the CPU for the value (fp32) and under the CUDA policy (a GPU, or fake CUDA tensors) for
-    running at all and returning fp32."""
+    """Exercise: ``fn(logits, target)`` computes the same loss as ``binary_cross_entropy(sigmoid(logits), target)``
+    (the mean) in a form CUDA autocast accepts. Checked under the CUDA policy (a GPU, or fake CUDA tensors) for
+    running at all and returning fp32; then for the value, on the CPU, against the loss computed from the logits in
+    float64: on fp32 logits, on fp32 logits out to +-30 (where an fp32 sigmoid rounds to 0 or 1) and on fp16 logits
+    (what a loss gets under CUDA autocast; an fp16 sigmoid rounds to 1 from 8.3 on)."""
 
-    g = torch.Generator().manual_seed(1)
-    logits, target = torch.randn(16, generator=g) * 3, torch.rand(16, generator=g)
-    want = F.binary_cross_entropy(torch.sigmoid(logits), target)
-    got = attempt(fn, logits, target)
-    if not isinstance(got, torch.Tensor) or got.numel() != 1:
-        what = f"a tensor of shape {tuple(got.shape)}" if isinstance(got, torch.Tensor) else f"a {type(got).__name__}"
-        return not_yet(f"expected a scalar loss tensor, got {what}")
-    if not torch.allclose(got.float(), want, rtol=1e-4, atol=1e-6):
-        return not_yet(
-            f"your loss is {got.item():.6g}, not the value of binary_cross_entropy(sigmoid(z), y) "
-            "on the same inputs: keep the same mean reduction"
-        )
+    cases = _bce_cases()
+    logits, target = cases[0][1], cases[0][2]
     try:
         t = trace(fn, logits, target, device_type="cuda")
     except Exception as exc:  # noqa: BLE001 - a checker answers any answer, it never raises
         first = (str(exc).splitlines() or [type(exc).__name__])[0][:160].rstrip(".")
         if not isinstance(exc, RuntimeError) or "unsafe to autocast" not in first:
-            return not_yet(f"the value is right, but under the CUDA policy your function fails: {first}")
+            attempt(fn, logits, target)  # an error of the function itself: its own "Not yet"
+            return not_yet(f"under the CUDA policy your function fails: {first}")
         if _is_starter(fn):
             return your_turn(
                 f"CUDA autocast refuses the starter: {first}. Rewrite safe_bce so that no binary_cross_entropy "
                 "of probabilities runs under autocast"
             )
         return not_yet(
-            f"the value is right, but CUDA autocast still refuses it: {first}. The ban is on the op itself "
+            f"CUDA autocast still refuses it: {first}. The ban is on the op itself "
             "(F.binary_cross_entropy, nn.BCELoss): clamping, casting or moving the sigmoid does not lift it. "
-            "Either compute the loss from the logits z without probabilities (log sigmoid(z) = -softplus(-z), "
-            "log(1 - sigmoid(z)) = -softplus(z); or the loss in torch.nn.functional that takes logits), or run "
-            "this one op with autocast disabled on fp32 inputs"
+            "Compute the loss from the logits z without probabilities (log sigmoid(z) = -softplus(-z), "
+            "log(1 - sigmoid(z)) = -softplus(z); or the loss in torch.nn.functional that takes logits)"
         )
-    if t.output.dtype != torch.float32:
-        return not_yet(f"under CUDA autocast your loss comes out {t.output.dtype}; it should be float32")
-    return correct("same loss, accepted by CUDA autocast and computed in fp32")
+    if not isinstance(t.output, torch.Tensor) or t.output.dtype != torch.float32:
+        what = t.output.dtype if isinstance(t.output, torch.Tensor) else type(t.output).__name__
+        return not_yet(f"under CUDA autocast your loss comes out {what}; it should be a float32 tensor")
+    for what, z, y, rtol in cases:
+        got = attempt(fn, z, y)
+        if not isinstance(got, torch.Tensor) or got.numel() != 1:
+            shape = f"a tensor of shape {tuple(got.shape)}" if isinstance(got, torch.Tensor) else type(got).__name__
+            return not_yet(f"expected a scalar loss tensor, got {shape}")
+        want = F.binary_cross_entropy_with_logits(z.double(), y.double())
+        value = got.double()
+        if not torch.isfinite(value):
+            return not_yet(
+                f"on {what} your loss is {value.item()}: a probability rounded to 0 or 1 and its log is infinite. "
+                "Compute the loss from the logits z without probabilities (log sigmoid(z) = -softplus(-z))"
+            )
+        if not torch.allclose(value, want, rtol=rtol, atol=0.0):
+            hint = (
+                "keep the same mean reduction"
+                if what.startswith("fp32 logits, randn")
+                else "a loss computed from probabilities loses the far tails, where sigmoid rounds to 0 or 1 "
+                "(and binary_cross_entropy caps each log at -100): compute it from the logits z"
+            )
+            return not_yet(f"on {what} your loss is {value.item():.6g}, not the loss of those logits: {hint}")
+    return correct("same loss, accepted by CUDA autocast and computed in fp32, exact out to +-30 and on fp16 logits")
+
+
+# --------------------------------------------------------------------------------------------
+# Exercise 3: a cast counter
+# --------------------------------------------------------------------------------------------
+
+_HALF = (torch.float16, torch.bfloat16)
+
+
+class _Truth(TorchDispatchMode):
+    """The checker's own count: ``aten._to_copy`` calls whose output is fp16 or bf16 and whose input was not."""
+
+    def __init__(self):
+        super().__init__()
+        self.n = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func.overloadpacket is torch.ops.aten._to_copy and isinstance(out, torch.Tensor):
+            self.n += out.dtype in _HALF and args[0].dtype != out.dtype
+        return out
+
+
+def _cast_cases():
+    """(what, fn, hint) the counter is tried on; each fn opens its own autocast regions."""
+
+    def one_region(lin, x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            for _ in range(3):
+                lin(x)
+
+    def three_regions(lin, x):
+        for _ in range(3):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                lin(x)
+
+    def fp16_region(lin, x):
+        with torch.autocast("cpu", dtype=torch.float16):
+            lin(x)
+            lin(x)
+
+    def upcasts(lin, x):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = lin(x)
+            F.mse_loss(out, torch.zeros_like(x))  # an fp32 op: its bf16 input is cast up
+            out.float()
+
+    def other_copies(lin, x):
+        x.to(torch.int16)
+        x.bfloat16().to(torch.bfloat16, copy=True)
+        x.double()
+        x.half()
+
+    def loop_in_one_region(lin, x):
+        opt = torch.optim.SGD(lin.parameters(), lr=0.1)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            for _ in range(2):
+                lin(x).sum().backward()
+                opt.step()
+                opt.zero_grad()
+
+    return [
+        ("a Linear called 3 times in one bf16 region", one_region, "count each cast op the dispatcher runs"),
+        ("the same in 3 regions", three_regions, "count each cast op the dispatcher runs"),
+        ("a Linear called twice under fp16 autocast", fp16_region, "fp16 is a 16-bit float dtype as well as bf16"),
+        (
+            "a bf16 region with an fp32 op (mse_loss) and .float()",
+            upcasts,
+            "a cast up to fp32 is not a cast to a 16-bit dtype",
+        ),
+        (
+            "x.to(torch.int16), a bf16 copy of a bf16 tensor, x.double(), x.half()",
+            other_copies,
+            "int16 is not a float dtype, and a copy that keeps its dtype casts nothing",
+        ),
+        (
+            "two SGD steps inside one bf16 region",
+            loop_in_one_region,
+            "the backward pass runs under your mode too; a cast up to fp32 there is not counted either",
+        ),
+    ]
+
+
+def _fresh_inputs():
+    g = torch.Generator().manual_seed(4)
+    lin = torch.nn.Linear(16, 16)
+    with torch.no_grad():
+        for p in lin.parameters():
+            p.copy_(torch.randn(p.shape, generator=g))
+    return lin, torch.randn(4, 16, generator=g)
+
+
+@exercise
+def check_cast_counter(fn) -> CheckResult:
+    """Exercise: ``fn(work, *args)`` runs ``work(*args)`` (which opens its own autocast regions) and returns how many
+    casts to a 16-bit float dtype (``aten._to_copy`` to fp16 or bf16 from another dtype) the dispatcher ran, counted
+    with a ``TorchDispatchMode`` the learner writes. Tried on a weight used three times in one region and in three, on
+    fp16 autocast, on casts up to fp32, int16 and same-dtype copies, and on a training loop inside one region; the
+    course's own tracer (or any count without a dispatch mode) is refused."""
+    seen: dict = {"modes": set()}
+    counts, wants = [], []
+    for what, work, hint in _cast_cases():
+
+        def watched(*args, _work=work):
+            for m in _get_current_dispatch_mode_stack():
+                seen["modes"].add(type(m))
+            return _work(*args)
+
+        got = attempt(fn, watched, *_fresh_inputs())
+        course = sorted(t.__name__ for t in seen["modes"] if t.__module__.startswith("amp_lessons."))
+        if course:
+            return not_yet(
+                f"your count runs the course's own dispatch mode ({', '.join(course)}): write the "
+                "TorchDispatchMode yourself"
+            )
+        if not any(issubclass(t, TorchDispatchMode) for t in seen["modes"]):
+            return not_yet(
+                "no TorchDispatchMode was active while the work ran: count the casts inside the __torch_dispatch__ "
+                "of a mode you enter around the call"
+            )
+        if isinstance(got, torch.Tensor) and got.numel() == 1 and not got.is_floating_point():
+            got = got.item()
+        if isinstance(got, bool) or not isinstance(got, int):
+            return not_yet(f"your function returned {got!r} ({type(got).__name__}); it should return an int count")
+        truth = _Truth()
+        with truth:
+            work(*_fresh_inputs())
+        counts.append((what, got, hint))
+        wants.append(truth.n)
+    if all(got == 0 for _, got, _ in counts):
+        return your_turn(
+            "your counter counts no casts yet: in __torch_dispatch__, add one when func is a cast to a 16-bit "
+            "float dtype"
+        )
+    again = attempt(fn, _cast_cases()[0][1], *_fresh_inputs())
+    if again != counts[0][1]:
+        return not_yet(
+            f"the same work counted twice gives {counts[0][1]} and then {again}: start each count from zero "
+            "(a counter kept on the class or in a global carries over)"
+        )
+    for (what, got, hint), want in zip(counts, wants):
+        if got != want:
+            more = "too many" if got > want else "too few"
+            return not_yet(f"for {what}, your count {got} is {more}: {hint}")
+    return correct(
+        f"your counter agrees with the dispatcher on all {len(counts)} cases, from one weight cast per region "
+        "to the casts that one region around a training loop never redoes"
+    )

@@ -608,6 +608,10 @@ def output_dtypes(exprs: dict, *args, device_types=DEVICE_TYPES) -> dict:
     if isinstance(device_types, str):
         device_types = (device_types,)
     device_types = tuple(_check_device_type(d) for d in sequence(device_types, "device_types", "'cpu'/'cuda'"))
+    if not device_types:
+        raise ValueError("device_types must name at least one of 'cpu' and 'cuda', got an empty selection ()")
+    if len(set(device_types)) != len(device_types):
+        raise ValueError(f"device_types must name each device type once, got {device_types!r}")
     out = {}
     for label, fn in exprs.items():
         row = {}

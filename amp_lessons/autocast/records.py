@@ -18,6 +18,7 @@ from .._table import Cell, TableRecord, html_table
 from .._validate import int_in
 
 __all__ = [
+    "AUTOGRAD_BOOKKEEPING",
     "CastCost",
     "OpRecord",
     "ProfileNode",
@@ -107,6 +108,21 @@ def _wrap(items: list[str], width: int) -> list[str]:
 DTYPE_KEY = "fp32 = float32, bf16 = bfloat16, fp16 = float16, fp64 = float64, i64 = int64"
 
 
+#: ops that autograd adds to a forward pass it records, and that a trace without autograd (the fake CUDA preview runs
+#: under ``torch.no_grad()``) does not have: ``detach``, by which the autograd kernel of an op whose backward needs its
+#: own output (``_log_softmax``, ``_softmax``, ``exp``, ``sigmoid``, ``tanh`` ...) saves that output. It computes
+#: nothing and changes no dtype. (Measured with torch 2.13: a forward pass of embedding, linear, attention, dropout,
+#: layer and RMS norm, activations, softmax and cross-entropy traced with and without autograd differs by ``detach``
+#: ops alone; ``tests/autocast`` holds it.)
+AUTOGRAD_BOOKKEEPING = ("detach",)
+
+
+def _signature(op) -> str:
+    ins = ", ".join(dtype_name(d) for d in op.in_dtypes)
+    outs = ", ".join(dtype_name(d) for d in op.out_dtypes)
+    return f"{op.name}({ins}) -> {outs}"
+
+
 _HEADERS = {
     ("cpu", False): "CPU autocast, measured on this machine",
     ("cuda", True): "CUDA autocast policy previewed with fake CUDA tensors",
@@ -147,6 +163,30 @@ class Trace:
         if self.fake:
             text += "; no autograd, so no weight-cast cache: every call casts its weights"
         return text
+
+    def forward_ops(self, *, bookkeeping: bool = False) -> list:
+        """The forward pass's ops, in order; without autograd's bookkeeping ops (:data:`AUTOGRAD_BOOKKEEPING`)
+        unless ``bookkeeping=True``."""
+        if not isinstance(bookkeeping, bool):
+            raise TypeError(f"bookkeeping must be True or False, got {bookkeeping!r}")
+        return [op for op in self.ops if op.phase == "forward" and (bookkeeping or op.name not in AUTOGRAD_BOOKKEEPING)]
+
+    def forward_differences(self, other: Trace) -> list[str]:
+        """Where the forward passes of this trace and ``other`` (another :class:`Trace`) differ, op by op: each op's
+        name and its inputs' and outputs' dtypes, in order, autograd's bookkeeping ops
+        (:data:`AUTOGRAD_BOOKKEEPING`) left out of both; casts are ops like any other. An empty list: the two ran the
+        same ops in the same dtypes (a real CUDA trace with autograd and the fake CUDA preview without it, say).
+        Shapes are not compared."""
+        if not isinstance(other, Trace):
+            raise TypeError(f"other must be a Trace (what autocast.trace returns), got {type(other).__name__}")
+        mine, theirs = self.forward_ops(), other.forward_ops()
+        out = []
+        for i in range(max(len(mine), len(theirs))):
+            a = _signature(mine[i]) if i < len(mine) else "(no op)"
+            b = _signature(theirs[i]) if i < len(theirs) else "(no op)"
+            if a != b:
+                out.append(f"forward op {i}: {a} here, {b} in the other trace")
+        return out
 
     def named(self, name: str) -> list:
         """The records of op ``name`` ("mm", "aten::mm" or "aten.mm.default" all work)."""

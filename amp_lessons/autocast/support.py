@@ -17,10 +17,13 @@ LESSON = course.Lesson(
     key_code=("torch.autocast(", "autocast.trace(", "torch.library.register_autocast(", "torch.amp.custom_fwd("),
     shows=(
         "the CPU and CUDA autocast policy tables of the installed torch (CUDA previewed with fake CUDA "
-        "tensors), eligibility rules, op-by-op dtype traces, the profiler tree and the cost of casts, "
-        "custom ops, troubleshooting"
+        "tensors), eligibility rules, the weight-cast cache and its stale casts, op-by-op dtype traces, the "
+        "profiler tree and the cost of casts, custom ops, troubleshooting"
     ),
-    exercises="predict each op's dtype under autocast, make a banned loss work under autocast",
+    exercises=(
+        "predict each op's dtype under autocast, make a banned loss work under autocast, "
+        "write a TorchDispatchMode cast counter"
+    ),
 )
 
 

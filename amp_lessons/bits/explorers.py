@@ -349,7 +349,7 @@ class FormatDesigner(Explorer):
             ("smallest normal", num(f.smallest_normal)),
             ("smallest subnormal", num(f.smallest_subnormal)),
             ("eps", num(f.eps)),
-            ("decimal digits", str(f.decimal_digits)),
+            ("decimal digits", f"{(f.mantissa_bits + 1) * math.log10(2):.1f} = (m + 1) log10 2"),
             ("dynamic range", f"{f.dynamic_range_decades:.1f} decades"),
             ("special values", specials),
         ]

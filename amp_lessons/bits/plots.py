@@ -192,7 +192,8 @@ def plot_spacing(formats=SPACING_FORMATS, ax=None) -> Axes:
 def plot_range_precision(formats=None, ax=None) -> Axes:
     """Each format as a horizontal bar over the magnitudes it holds (log axis): hatched and light
     from the smallest subnormal to the smallest normal, solid from there to max. The bar's
-    thickness grows with the precision (mantissa bits + 1); the label gives eps and digits.
+    thickness grows with the precision (mantissa bits + 1); the label gives eps and the decimal digits of the
+    m + 1 significant bits, (m + 1) log10 2.
     Named artists (:func:`amp_lessons._draw.named_artists`): each format's bars "<format> subnormals" and
     "<format> normals"."""
     fmts = as_formats(FORMATS.values() if formats is None else formats)
@@ -236,7 +237,8 @@ def plot_range_precision(formats=None, ax=None) -> Axes:
 
 
 def _precision_label(f: FloatFormat) -> str:
-    digits = f"{f.decimal_digits} digit{'s' * (f.decimal_digits != 1)}" if f.decimal_digits else "<1 digit"
+    # decimal digits of the m + 1 significant bits: (m + 1) log10(2) (fp32 7.2, fp16 3.3, e4m3 1.2)
+    digits = f"{(f.mantissa_bits + 1) * math.log10(2):.1f} digits"
     name = f"{f.name}  e{f.exponent_bits}m{f.mantissa_bits}" if f.name in FORMATS else format_label(f)
     return f"{name}\neps {f.eps:.2g}, {digits}"
 

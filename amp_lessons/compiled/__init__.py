@@ -27,6 +27,7 @@ from .experiments import (
     precision_errors,
     step_times,
     summarize_code,
+    torch_logs,
     workload,
 )
 from .plots import (
@@ -60,5 +61,6 @@ __all__ = [
     "runs_where",
     "step_times",
     "summarize_code",
+    "torch_logs",
     "workload",
 ]

@@ -58,6 +58,7 @@ __all__ = [
     "precision_errors",
     "step_times",
     "summarize_code",
+    "torch_logs",
     "workload",
 ]
 
@@ -98,6 +99,28 @@ def inductor_status() -> tuple[bool, str]:
         )
     path = shutil.which(cxx) or cxx
     return True, f"Inductor's CPU backend compiles its C++ with {path}"
+
+
+_LOG_PREFIX = re.compile(r"^[A-Z]\d{4} [\d:.]+ +\d+ \S+:\d+\] (?:\[[\d/_]+\] )?(?:\[__\w+\] ?)?")
+
+
+@contextlib.contextmanager
+def torch_logs():
+    """Keep what torch logs in the block (``torch._logging.set_logs(...)`` inside it, Dynamo's warnings) in a list
+    of lines, without torch's prefix (level, time, process, file and line, frame), instead of writing it to stderr,
+    which Jupyter shows as a pink block, as it shows errors. Afterwards torch's default logging is back
+    (``torch._logging.set_logs()``), writing to stderr again."""
+    import io
+
+    lines: list = []
+    buffer = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(buffer):
+            torch._logging.set_logs()  # torch's handlers made again, now writing to the buffer
+            yield lines
+    finally:
+        torch._logging.set_logs()  # made again after stderr is back, so later logs reach it
+        lines += [_LOG_PREFIX.sub("", line) for line in buffer.getvalue().splitlines()]
 
 
 def _require_inductor_import() -> None:
@@ -428,14 +451,15 @@ def compile_workload(
     _require_inductor()
     fn = workload(name, autocast=autocast)
     with _inductor_settings(emulate_precision_casts):
-        # a fresh function object each time: Dynamo caches per code object and guards on the config
+        # a fresh function object each time: Dynamo caches per code object (it does not guard on Inductor's
+        # settings: a compiled function keeps those of its first compile)
         compiled = torch.compile(functools.partial(fn), dynamic=False)
         t0 = time.perf_counter()
         with torch.no_grad():
             out, codes = run_and_get_code(compiled, *args)
         seconds = time.perf_counter() - t0
     if emulate_precision_casts:
-        # a later call may recompile (new input shapes, another graph compiled since): keep the setting for it
+        # a later call may compile again (new input shapes, a failed guard): keep the setting for that compile
         plain = compiled
 
         def compiled(*a):

@@ -13,7 +13,8 @@ LESSON = course.Lesson(
     "torch.compile and mixed precision",
     40,
     "the graph Dynamo captures of an autocast region, the casts Inductor fuses away, why compiled bf16 differs "
-    "from eager, step and compile times",
+    "from eager, what compiles again and what does not (Inductor's settings stay with the first compile), step and "
+    "compile times",
     topic="compiled",
     key_code=(
         "torch.compile(",
@@ -21,14 +22,18 @@ LESSON = course.Lesson(
         "torch._inductor.config.patch(",
         "backend=recorder",
         "torch._logging.set_logs(graph_code=True)",
+        'options={"emulate_precision_casts": True}',
+        "torch._dynamo.reset()",
     ),
     shows=(
         "`torch.compile` and mixed precision, measured on this machine's CPU (Inductor generates C++; "
         "needs a C++ compiler): the graph Dynamo captures of an autocast region, eager's casts against the "
         "kernels Inductor generates, compiled bf16 against eager and fp64 with and without "
-        "`emulate_precision_casts`, step and compile times, the fp8 cast probed eager and compiled"
+        "`emulate_precision_casts`, what compiles again (guards) and what does not (Inductor's settings: `options=`, "
+        "`torch._dynamo.reset()`), step and compile times, the fp8 cast probed eager and compiled"
     ),
-    exercises="the fused kernel's numerics, compiling to match eager (`emulate_precision_casts`)",
+    exercises="the fused kernel's roundings, bit for bit, with and without emulation; compiling to match eager "
+    "(`emulate_precision_casts`)",
 )
 
 

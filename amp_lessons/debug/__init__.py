@@ -7,6 +7,7 @@ dtype map for any model, and the small models the lesson breaks on purpose.
 from .checks import (
     check_first_bad_layer,
     check_fp16_fix,
+    check_nonfinite_hook,
 )
 from .experiments import (
     PRECISION_SETTINGS,
@@ -26,6 +27,8 @@ from .plots import (
     plot_trace,
 )
 from .records import (
+    AMDAHL_SLACK,
+    OUTCOMES,
     DtypeMap,
     DtypeTable,
     ModuleRecord,
@@ -37,7 +40,9 @@ from .records import (
 from .support import LESSON, runs_where
 
 __all__ = [
+    "AMDAHL_SLACK",
     "LESSON",
+    "OUTCOMES",
     "DtypeMap",
     "DtypeTable",
     "KeepFP32",
@@ -50,6 +55,7 @@ __all__ = [
     "broken_training_setup",
     "check_first_bad_layer",
     "check_fp16_fix",
+    "check_nonfinite_hook",
     "dtype_map",
     "plot_bytes_per_parameter",
     "plot_trace",

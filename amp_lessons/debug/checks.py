@@ -1,10 +1,14 @@
-"""Checkers for lesson 08's exercises: find the first layer of a broken model that overflows fp16, and fix it.
+"""Checkers for lesson 08's exercises: write the forward hook that finds the first module whose output is not
+finite, find the first layer of a broken model that overflows fp16, and fix it.
 
 Each returns a :class:`amp_lessons.checks.CheckResult` and never raises on a learner's answer."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import sys
+from collections import OrderedDict
 
 import torch
 from torch import nn
@@ -12,14 +16,224 @@ from torch import nn
 from .. import _validate
 from .._exercise import attempt, correct, exercise, not_yet, placeholder, your_turn
 from .._validate import flag, positive
-from ..checks import CheckResult
+from ..checks import CheckResult, call_learner
+from . import experiments, records
 from .experiments import trace_overflow
 from .models import KeepFP32, broken_training_setup
 
 __all__ = [
     "check_first_bad_layer",
     "check_fp16_fix",
+    "check_nonfinite_hook",
 ]
+
+
+# --- Exercise 1: the hook ----------------------------------------------------------------------------
+
+
+class _Scale(nn.Module):
+    """x times a constant: 1e39 makes every non-zero float32 value inf."""
+
+    def __init__(self, factor: float):
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, x):
+        return x * self.factor
+
+
+class _Pair(nn.Module):
+    """Returns a tuple, as attention modules do: (the values, their exp, which overflows beyond about 88)."""
+
+    def forward(self, x):
+        return x.tanh(), torch.exp(x * 100)
+
+
+class _First(nn.Module):
+    def forward(self, pair):
+        return pair[0]
+
+
+class _Root(nn.Module):
+    """The square root of its input: NaN, not inf, for a negative value."""
+
+    def forward(self, x):
+        return torch.sqrt(x)
+
+
+class _Raises(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 8)
+
+    def forward(self, x):
+        self.fc(x)
+        raise RuntimeError("the model's own error, raised after fc ran")
+
+
+def _linear(n_in: int, n_out: int, g: torch.Generator, gain: float = 1.0) -> nn.Linear:
+    lin = nn.Linear(n_in, n_out)
+    with torch.no_grad():
+        lin.weight.copy_(gain * torch.randn(n_out, n_in, generator=g) / n_in**0.5)
+        lin.bias.zero_()
+    return lin
+
+
+def _hook_cases() -> list[tuple[str, nn.Module, torch.Tensor, str | None]]:
+    """(what the case tries, model, input, the first module whose output is not finite, or None)."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(4, 8, generator=g)
+    later = nn.Sequential(
+        OrderedDict(embed=_linear(8, 16, g), act=nn.ReLU(), grow=_Scale(1e30), wide=_linear(16, 16, g, 1e10),
+                    head=_linear(16, 4, g))
+    )  # fmt: skip
+    nested = nn.Sequential(
+        OrderedDict(
+            stem=_linear(8, 16, g),
+            block=nn.Sequential(OrderedDict(fc=_linear(16, 16, g), boom=_Scale(1e39), norm=nn.LayerNorm(16))),
+            head=_linear(16, 4, g),
+        )
+    )
+    pair = nn.Sequential(OrderedDict(proj=_linear(8, 16, g), attn=_Pair(), pick=_First(), head=_linear(16, 4, g)))
+    half = nn.Sequential(
+        OrderedDict(a=_linear(8, 32, g), b=_linear(32, 32, g, 5e4), c=_linear(32, 4, g))
+    ).half()  # b's outputs reach about 1e5, beyond fp16's 65504
+    root = nn.Sequential(OrderedDict(fc=_linear(8, 8, g), root=_Root(), head=_linear(8, 4, g)))
+    fine = nn.Sequential(OrderedDict(fc=_linear(8, 16, g), act=nn.ReLU(), head=_linear(16, 4, g)))
+    return [
+        ("a model whose overflow comes in a later layer", later, x, "wide"),
+        ("a model whose overflow is inside a container", nested, x, "block.boom"),
+        ("a model with a module that returns a tuple", pair, x, "attn"),
+        ("a pure fp16 model", half, x.half(), "b"),
+        ("a model whose first bad output is NaN, not inf", root, x, "root"),
+        ("a model whose outputs are all finite", fine, x, None),
+    ]
+
+
+def _hooks_left(model: nn.Module) -> int:
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
+
+
+@contextlib.contextmanager
+def _calls_to_tracer():
+    """Record, in the yielded set, the calls of the package's tracer (:func:`~amp_lessons.debug.trace_overflow`,
+    ``OverflowTrace.first_nonfinite``) made inside the block, however the caller got hold of them: the calls are seen
+    by where their code lives."""
+    where = {experiments.__file__: "trace_overflow", records.__file__: "first_nonfinite"}
+    seen: set = set()
+    previous = sys.getprofile()
+
+    def profiler(frame, event, arg):
+        code = frame.f_code
+        if event == "call" and where.get(code.co_filename) == code.co_name:
+            seen.add(code.co_name)
+
+    sys.setprofile(profiler)
+    try:
+        yield seen
+    finally:
+        sys.setprofile(previous)
+
+
+_TUPLE_HINT = (
+    "a module's output can be a tuple (or a list, or a dict) of tensors, as attention modules return: look at every "
+    "floating tensor in it"
+)
+
+
+@exercise
+def check_nonfinite_hook(fn) -> CheckResult:
+    """Exercise: ``fn(model, x)`` puts a forward hook on every module of ``model`` (``named_modules``), runs
+    ``model(x)`` once, removes the hooks (also when the model raises) and returns the name of the first module, in
+    the order the hooks fire, whose output holds an inf or a NaN (None if none does). Tried on models where a naive
+    answer goes wrong: the overflow in a later layer, inside a container (whose own hook fires after its children's),
+    in the second tensor of a tuple output, in a pure fp16 model, a NaN rather than an inf, no overflow at all, and a
+    model that raises. The package's tracer is refused."""
+    placeholder(fn, "write first_nonfinite_module(model, x) and pass the function itself")
+    if not callable(fn):
+        return not_yet(f"pass the function first_nonfinite_module itself, got {type(fn).__name__}")
+    for i, (what, model, x, want) in enumerate(_hook_cases()):
+        calls: list = []
+        counter = model.register_forward_pre_hook(lambda m, a, calls=calls: calls.append(1))
+        with _calls_to_tracer() as used:
+            got, err = call_learner(fn, model, x)
+        counter.remove()
+        if used:
+            return not_yet(
+                "it calls the course's debug.trace_overflow: write the hook yourself (module.register_forward_hook "
+                "on each module of model.named_modules())"
+            )
+        if i == 0 and not calls and got is None and err is None:
+            return your_turn("so far it never runs the model: hook every module, run model(x) once, return a name")
+        if err:
+            return not_yet(f"on {what}, {err}" + (f". Hint: {_TUPLE_HINT}" if "tuple" in what else ""))
+        if (left := _hooks_left(model)) > 0:
+            return not_yet(
+                f"after it returns, {left} hook{'s are' if left > 1 else ' is'} still on the model: keep the handles "
+                "that register_forward_hook returns and call .remove() on each, in a finally block"
+            )
+        if got == want:
+            continue
+        if not (got is None or isinstance(got, str)):
+            return not_yet(f"return the module's name as a string (or None), got {type(got).__name__}")
+        names = dict(model.named_modules())
+        hide = () if want is None else (want,)
+        if want is None:
+            return not_yet(f"on {what} it returned {got!r}: no output holds inf/NaN there, so return None")
+        if got is None:
+            hint = (
+                f" Hint: {_TUPLE_HINT}"
+                if "tuple" in what
+                else " Hint: NaN counts too: torch.isfinite is False for inf, -inf and NaN"
+                if "NaN" in what
+                else ""
+            )
+            return not_yet(f"on {what} it returned None, but a module's output holds inf/NaN there.{hint}", hide=hide)
+        if got not in names:
+            return not_yet(f"on {what} it returned {got!r}, which is not a module name: use named_modules()' names")
+        if got == "":
+            return not_yet(
+                f"on {what} it returned '', the model itself: its output holds inf/NaN because a module inside it "
+                "produced one first. Take the first output, in the order the hooks fire",
+                hide=hide,
+            )
+        if want.startswith(got + "."):
+            return not_yet(
+                f"on {what} it returned {got!r}, a container: its forward hook fires after those of the modules "
+                "inside it, so the first output to hold inf/NaN is one of theirs. Keep the order the hooks fire in, "
+                "not the order of named_modules()",
+                hide=hide,
+            )
+        seen = {r.label: r.output is not None and r.output.has_nonfinite for r in trace_overflow(model, x).records}
+        if not seen.get(got, False):
+            return not_yet(
+                f"on {what} it returned {got!r}, whose output is finite: look at each module's output, not its input"
+                + (f". Hint: {_TUPLE_HINT}" if "tuple" in what else ""),
+                hide=hide,
+            )
+        return not_yet(
+            f"on {what} it returned {got!r}, but an earlier module's output already held inf/NaN: return the first, "
+            "in the order the hooks fire",
+            hide=hide,
+        )
+    raises = _Raises()
+    with _calls_to_tracer() as used:
+        call_learner(fn, raises, torch.randn(2, 8))
+    if used:
+        return not_yet("it calls the course's debug.trace_overflow: write the hook yourself")
+    if (left := _hooks_left(raises)) > 0:
+        return not_yet(
+            f"when the model raises, {left} hook{'s stay' if left > 1 else ' stays'} on it: remove the hooks in a "
+            "finally block (try: model(x) finally: handle.remove() for each)"
+        )
+    return correct(
+        "the first module whose output holds inf/NaN, on six models: an overflow in a later layer, one inside a "
+        "container, one in a tuple output, an fp16 overflow, a NaN, none at all; and no hook left behind, also when "
+        "the model raised"
+    )
+
+
+# --- Exercises 2 and 3: the broken model -----------------------------------------------------------------
 
 
 @exercise
@@ -91,6 +305,8 @@ def check_fp16_fix(fix, seed: int = 3, tolerance: float = 0.05, *, own_wrapper: 
     candidate = copy.deepcopy(model)
     if not callable(fix):
         return not_yet(f"expected a function fix(model), got {type(fix).__name__}")
+    first_bad = trace_overflow(model, x, autocast=torch.float16).first_nonfinite("output").label
+    layer = candidate.get_submodule(first_bad)  # the layer to keep in fp32, found again by identity after the fix
     got = attempt(fix, candidate, call="fix(model)")
     fixed = candidate if got is None else got
     if not isinstance(fixed, nn.Module):
@@ -101,6 +317,13 @@ def check_fp16_fix(fix, seed: int = 3, tolerance: float = 0.05, *, own_wrapper: 
             with torch.autocast("cpu", dtype=torch.float16):
                 out = fixed(x).float()
     except Exception as exc:  # noqa: BLE001 - any error of the learner's model is feedback
+        if isinstance(exc, ValueError) and "on a dtype mismatch" in str(exc):
+            return not_yet(
+                "the fixed model fails on a dtype mismatch (symptom S8): your wrapper switches autocast off, but the "
+                "layer still receives the float16 activation that autocast produced before it, and meets its float32 "
+                "weight. Inside the wrapper's forward, cast the input to float32 (x.float()) before calling the "
+                f"layer. What the tracer said: {exc}"
+            )
         return not_yet(f"the fixed model raised {type(exc).__name__}: {exc}")
     if own_wrapper and any(isinstance(m, KeepFP32) for m in fixed.modules()):
         return not_yet(
@@ -132,6 +355,20 @@ def check_fp16_fix(fix, seed: int = 3, tolerance: float = 0.05, *, own_wrapper: 
         return not_yet(
             f"the output is finite but {rel:.1%} away from the fp32 model's (limit {tolerance:.0%}): the fix "
             "changed what the model computes"
+        )
+    names = {id(m): name for name, m in fixed.named_modules()}
+    name = names.get(id(layer)) or next(
+        (n for n, m in fixed.named_modules() if isinstance(m, nn.Linear) and m.weight.shape == layer.weight.shape
+         and torch.equal(m.weight, layer.weight)),
+        None,
+    )  # fmt: skip
+    kept = [r for r in trace.records if r.name == name and r.output is not None]
+    if kept and kept[0].output.dtype != "float32":
+        return not_yet(
+            f"the layer that overflowed now runs in {kept[0].output.dtype} under fp16 autocast, not in float32: "
+            "a bf16 region keeps fp32's range but not its precision, and the task asks for fp32. Switch autocast "
+            "off around it (torch.autocast(device_type, enabled=False)) and cast its input to float32",
+            hide=first_bad,
         )
     return correct(
         f"finite under fp16 autocast, {len(in_fp16)} of {len(linears)} Linear layers still in fp16, output within "

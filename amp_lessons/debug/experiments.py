@@ -6,9 +6,10 @@
   FIRST module whose output, or whose gradient, holds an inf or a NaN. Hooks are removed afterwards,
   also when the model raises.
 - :func:`why_not_faster`: "AMP is not faster here": fp32 and autocast step times measured with
-  :func:`amp_lessons.timing.time_fn`, explained by measured facts (the profiler's share of matmul and
-  convolution time, the casts autocast inserts, time against batch size, the low-precision matmul rate
-  of this device, matmul dimensions, TF32 in the fp32 baseline) and a verdict that cites them.
+  :func:`amp_lessons.timing.time_fn` in interleaved rounds on one thread, and a verdict that reads their medians and
+  quartiles (none where the runs contradict each other) and names causes only where AMP was not faster, from measured
+  facts (the profiler's share of matmul and convolution time and the rate the model's matmuls ran at, the casts
+  autocast inserts, time against batch size, a 256^3 matmul's rate, matmul dimensions, TF32 in the fp32 baseline).
 - :func:`dtype_map`: the dtype of every parameter, activation, gradient and optimizer state under a
   precision setting, and the bytes each parameter costs.
 
@@ -18,9 +19,11 @@ are in :mod:`.models`.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import re
+import statistics
 from collections import OrderedDict
 
 import torch
@@ -39,7 +42,6 @@ from .._validate import (
 )
 from ..autocast.experiments import DEVICE_TYPES
 from ..device import cpu_info, gpu_info
-from ..e2e.experiments import matmul_rates
 from ..formats import CLASSES, get_format
 from .records import DtypeMap, ModuleRecord, OverflowTrace, TensorStats, Triage
 
@@ -147,6 +149,8 @@ def tensor_stats(tensors, formats) -> TensorStats | None:
     float32_flushed = (x == 0) & (values != 0)
     if not isinstance(formats, (str, list, tuple)):
         raise TypeError(f"formats must be a format name or a list/tuple of them, got {formats!r}")
+    if not formats:
+        raise ValueError("formats is empty: give at least one format name")
     for fmt in [formats] if isinstance(formats, str) else formats:
         f = get_format(fmt)
         codes = f.classify(x)
@@ -259,6 +263,7 @@ def trace_overflow(
 
 _MATMUL_OP = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|_addmm_activation|.*conv.*|_scaled_mm|mkldnn_.*linear.*)$")
 _CAST_OP = "aten::_to_copy"
+_PROBE_SIZE = 256  # the n of the n^3 matmul whose low-precision/fp32 rate the triage measures (CPU)
 
 
 def _profile_shares(step, device_type: str, calls: int = 3) -> tuple[float, int, float, float]:
@@ -304,7 +309,7 @@ def _odd_dims(model: nn.Module, multiple: int) -> list[str]:
             continue
         bad = [f"{k}={v}" for k, v in dims.items() if v % multiple]
         if bad:
-            out.append(f"{name} ({', '.join(bad)})")
+            out.append(f"'{name}' ({', '.join(bad)})")
     return out
 
 
@@ -328,6 +333,33 @@ def _hardware(device_type: str, dtype: torch.dtype) -> tuple[str, bool]:
     return f"{c.name} ({c.capability}): {name} matrix instructions {'yes' if fast else 'no'}", fast
 
 
+@contextlib.contextmanager
+def _torch_threads(n: int | None):
+    """torch's intra-op thread count set to ``n`` inside the block (None: left alone), and put back after."""
+    before = torch.get_num_threads()
+    if n is not None:
+        torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+def _probe_rate_ratios(low: torch.dtype, rounds: int, calls: int = 3) -> tuple[float, ...]:
+    """fp32 time / ``low`` time of a 256^3 matmul on this CPU, once per round: the fastest of ``calls`` calls of
+    each, the two timed in turn (a rate is a capability, and other work only ever makes a call slower; a burst of it
+    slows one round's calls, not every call of one dtype)."""
+    a32 = torch.randn(_PROBE_SIZE, _PROBE_SIZE, generator=torch.Generator().manual_seed(0))
+    alow = a32.to(low)
+    ratios = []
+    for r in range(rounds):
+        warm = 1 if r == 0 else 0
+        t32 = timing.time_fn(lambda: a32 @ a32, warmup=warm, repeats=calls).min_s
+        tlow = timing.time_fn(lambda: alow @ alow, warmup=warm, repeats=calls).min_s
+        ratios.append(t32 / tlow)
+    return tuple(ratios)
+
+
 def why_not_faster(
     model: nn.Module,
     inputs,
@@ -335,25 +367,37 @@ def why_not_faster(
     loss_fn,
     dtype=torch.bfloat16,
     device_type: str | None = None,
-    repeats: int = 5,
+    repeats: int = 7,
+    rounds: int = 3,
+    threads: int | None = 1,
     batch_dim: int = 0,
     launch_ratio: float = 1.3,
 ) -> Triage:
     """Measure one training step (forward, ``loss_fn(output).backward()``) of ``model`` on ``inputs`` in
-    fp32 and under ``torch.autocast(device_type, dtype)`` (the fastest of ``repeats`` calls after 2 warm-up
-    calls, :func:`amp_lessons.timing.time_fn`: a busy machine only makes calls slower), then explain the ratio from measured facts:
+    fp32 and under ``torch.autocast(device_type, dtype)``, then say whether AMP was faster and, only where it was
+    not, why, from measured facts.
 
-    - the matmul/convolution share of the fp32 step (profiler self time): AMP speeds up only those, so
-      faster matmuls give at most ``1 / (1 - p)`` (Amdahl's law), and ``1 / ((1 - p) + p / r)`` is the
-      prediction with r the rate ratio the model's own matmuls ran at (profiler: their fp32 time over
-      their autocast time); the 256^3 rate ratio of this device (:func:`amp_lessons.e2e.matmul_rates`,
-      CPU only, on CUDA the tensor-core table says it) decides the hardware finding;
-    - the number of ``aten::_to_copy`` casts autocast adds and their share of the step;
-    - launch/overhead bound: the fp32 step at twice the batch (inputs concatenated along
-      ``batch_dim``) takes less than ``launch_ratio`` times as long;
-    - Linear/Conv dimensions that are not multiples of 8 (tensor-core tiles);
-    - whether the "fp32" baseline already uses TF32 (or bf16) math;
-    - whether the device has fast matrix instructions for ``dtype`` (device probes).
+    The measurement: ``rounds`` rounds, each timing ``repeats`` steps of fp32, of autocast and of fp32 at twice the
+    batch (:func:`amp_lessons.timing.time_fn`), the settings in turn (fp32 first in even rounds, autocast first in
+    odd ones), and profiling one fp32 and one autocast step of each; on the CPU with torch's thread count set to
+    ``threads`` (None: as the caller has it), 1 by default: on a busy machine the threads of a multi-threaded op wait
+    for each other at every op, which can slow a step many times over, and one setting more than the other. Every
+    figure is then a median: the step times (and their quartiles), the per-round ratios, the profiler's shares.
+
+    The verdict reads the data (:attr:`Triage.outcome`): no verdict when the runs contradict each other (the step
+    times spread too widely, the rounds disagree on the speed-up, or a speed-up beyond what faster matmuls can give);
+    else faster, within the run-to-run spread, or slower. The causes (:attr:`Triage.causes`) are named only where
+    AMP was not faster. The findings:
+
+    - low-precision matmuls not faster: the model's own matmuls/convolutions, their fp32 time over their autocast
+      time (profiler), below 1; the evidence adds a 256^3 matmul's rate ratio (CPU) and the device probe;
+    - matmuls are a small share: AMP speeds up only those, so faster matmuls give at most ``1 / (1 - p)`` (Amdahl's
+      law), and ``1 / ((1 - p) + p / r)`` is the prediction at the rate the model's matmuls ran at;
+    - overhead-bound: the fp32 step at twice the batch (inputs concatenated along ``batch_dim``) takes less than
+      ``launch_ratio`` times as long;
+    - casts: the ``aten::_to_copy`` casts autocast adds take over 10% of the step;
+    - Linear/Conv dimensions that are not multiples of 8 (tensor-core tiles: a GPU finding);
+    - whether the "fp32" baseline already uses TF32 (or bf16) math.
 
     The model's ``.grad`` are set aside and restored. Keep the model small on a CPU without
     bf16/fp16 instructions: there low-precision matmuls run tens to hundreds of times slower."""
@@ -364,7 +408,10 @@ def why_not_faster(
     if low is None:
         raise ValueError("dtype=None is not allowed here: give the autocast dtype to compare, e.g. torch.bfloat16")
     dev = _device_type(model, args, device_type)
-    repeats = count(repeats, "repeats", 1, 1_000, "timed steps of each setting")
+    repeats = count(repeats, "repeats", 1, 1_000, "timed steps of each setting in each round")
+    rounds = count(rounds, "rounds", 1, 100, "rounds of timed steps")
+    if threads is not None:
+        threads = count(threads, "threads", 1, 1_024, "torch threads while timing (or None: as set)")
     launch_ratio = positive(launch_ratio, "launch_ratio")
     if launch_ratio <= 1:
         raise ValueError(f"launch_ratio={launch_ratio!r} is not allowed: it must be a number > 1 (e.g. 1.3)")
@@ -388,77 +435,48 @@ def why_not_faster(
 
         return step
 
-    with _SavedGrads(model):
-        # the fastest call of each: a busy machine only ever makes calls slower
-        runs32 = timing.time_fn(make_step(False, args), device=dev, warmup=2, repeats=repeats).times_s
-        runs_amp = timing.time_fn(make_step(True, args), device=dev, warmup=2, repeats=repeats).times_s
-        t32, tamp = min(runs32), min(runs_amp)
-        big = _double_batch(args, batch_dim)
-        t2 = min(timing.time_fn(make_step(False, big), device=dev, warmup=1, repeats=repeats).times_s)
-        p32, _, _, mm32 = _profile_shares(make_step(False, args), dev)
-        pamp, casts, cast_share, mm_amp = _profile_shares(make_step(True, args), dev)
-    rate_ratio = None
-    if dev == "cpu":
-        rates = matmul_rates("cpu")
-        rate_ratio = rates["fp16" if low == torch.float16 else "bf16"] / rates["fp32"]
+    steps = {
+        "fp32": make_step(False, args),
+        "amp": make_step(True, args),
+        "2x": make_step(False, _double_batch(args, batch_dim)),
+    }
+    times: dict[str, list[float]] = {k: [] for k in steps}
+    shares32, shares_amp, casts, cast_shares, model_ratios = [], [], [], [], []
+    threads = threads if dev == "cpu" else None
+    with _SavedGrads(model), _torch_threads(threads):
+        for r in range(rounds):
+            order = ("fp32", "amp", "2x") if r % 2 == 0 else ("amp", "fp32", "2x")
+            for k in order:
+                times[k] += timing.time_fn(steps[k], device=dev, warmup=2 if r == 0 else 1, repeats=repeats).times_s
+            p32, _, _, mm32 = _profile_shares(steps["fp32"], dev)
+            pamp, n_casts, cast_share, mm_amp = _profile_shares(steps["amp"], dev)
+            shares32.append(p32)
+            shares_amp.append(pamp)
+            casts.append(n_casts)
+            cast_shares.append(cast_share)
+            model_ratios.append(mm32 / mm_amp if mm_amp > 0 else 1.0)
+        rate_ratios = _probe_rate_ratios(low, rounds) if dev == "cpu" else ()
     hw, fast = _hardware(dev, low)
-    name = "fp16" if low == torch.float16 else "bf16"
-    tri = Triage(
+    return Triage(
         device=dev,
-        dtype=name,
-        fp32_step_s=t32,
-        amp_step_s=tamp,
-        matmul_share_fp32=p32,
-        matmul_share_amp=pamp,
-        casts=casts,
-        cast_share=cast_share,
-        batch_time_ratio=t2 / t32,
-        rate_ratio=rate_ratio,
-        model_rate_ratio=mm32 / mm_amp if mm_amp > 0 else 1.0,
+        dtype="fp16" if low == torch.float16 else "bf16",
+        threads=threads,
+        rounds=rounds,
+        fp32_times_s=tuple(times["fp32"]),
+        amp_times_s=tuple(times["amp"]),
+        fp32_2x_times_s=tuple(times["2x"]),
+        matmul_share_fp32=statistics.median(shares32),
+        matmul_share_amp=statistics.median(shares_amp),
+        casts=int(statistics.median(casts)),
+        cast_share=statistics.median(cast_shares),
+        model_rate_ratios=tuple(model_ratios),
+        rate_ratios=rate_ratios,
         hardware=hw,
+        fast_hardware=fast,
         odd_dims=_odd_dims(model, 8),
         tf32_baseline=_tf32_baseline(dev),
-        fp32_times_s=runs32,
-        amp_times_s=runs_amp,
+        launch_ratio=launch_ratio,
     )
-    slow_hw = (rate_ratio is not None and rate_ratio < 1.0) or (rate_ratio is None and not fast)
-    rate_text = "" if rate_ratio is None else f"; measured {name}/fp32 matmul rate {rate_ratio:.2g}x at 256^3"
-    rate_text += f", {tri.model_rate_ratio:.2g}x at this model's matmul shapes (profiler)"
-    tri.findings = [
-        ("no fast low-precision hardware", slow_hw, f"{hw}{rate_text}"),
-        (
-            "matmuls are a small share",
-            p32 < 0.5,
-            f"matmuls/convolutions take {p32:.0%} of the fp32 step: even infinitely fast matmuls would make "
-            f"it at most {tri.amdahl_bound:.2g}x faster (Amdahl's law); at the rate they ran at here, "
-            f"predicted {tri.predicted_speedup:.2g}x before casts"
-            + (
-                f"; the measured {tri.speedup:.2g}x beats the bound: the timings were disturbed (a busy machine) "
-                "or ops besides the matmuls got faster"
-                if tri.speedup > tri.amdahl_bound
-                else ""
-            ),
-        ),
-        (
-            "overhead-bound",
-            tri.batch_time_ratio < launch_ratio,
-            f"twice the batch takes {tri.batch_time_ratio:.2f}x the time: per-op overhead, not arithmetic",
-        ),
-        ("casts", cast_share > 0.1, f"{casts} casts (aten::_to_copy) take {cast_share:.0%} of the autocast step"),
-        (
-            "dimensions not multiples of 8",
-            bool(tri.odd_dims) and dev == "cuda",
-            ", ".join(tri.odd_dims[:4]) + ("" if len(tri.odd_dims) <= 4 else ", ...")
-            if tri.odd_dims
-            else "all Linear/Conv dimensions are multiples of 8",
-        ),
-        (
-            "the fp32 baseline already uses TF32",
-            tri.tf32_baseline,
-            "TF32 (or bf16) math is on for fp32 matmuls" if tri.tf32_baseline else "fp32 matmuls are IEEE fp32",
-        ),
-    ]
-    return tri
 
 
 # --- dtype map ----------------------------------------------------------------------------------------

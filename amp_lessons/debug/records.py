@@ -7,7 +7,8 @@ tensor (:class:`TensorStats`), the tracer's :class:`ModuleRecord` and :class:`Ov
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+import statistics
+from dataclasses import dataclass
 
 from .. import timing
 from .._table import Cell, TableRecord
@@ -15,9 +16,11 @@ from .._validate import flag
 from ..formats import get_format
 
 __all__ = [
+    "AMDAHL_SLACK",
     "DtypeMap",
     "DtypeTable",
     "ModuleRecord",
+    "OUTCOMES",
     "OverflowTrace",
     "TensorStats",
     "TraceTable",
@@ -240,43 +243,112 @@ def _pct(x: float) -> str:
 
 # --- "why is AMP not faster here?" -------------------------------------------------------------------
 
+#: How far a measured speed-up may exceed Amdahl's bound before the triage calls the runs contradictory: the bound
+#: counts only the matmuls getting faster; ops on halved activations can add a little, not a quarter.
+AMDAHL_SLACK = 1.25
 
-@dataclass(repr=False)
+#: The outcomes of :attr:`Triage.outcome`.
+OUTCOMES = ("no verdict", "faster", "not faster", "slower")
+
+
+@dataclass(frozen=True, repr=False)
 class Triage(TableRecord):
-    """What :func:`why_not_faster` measured and concluded. ``findings`` is a list of ``(name, holds,
-    evidence)``; ``verdict`` a few sentences built from the findings that hold. ``fp32_step_s`` and
-    ``amp_step_s`` are the fastest timed steps; ``fp32_times_s`` and ``amp_times_s`` all of them
-    (``timings`` compares the two with their spread)."""
+    """What :func:`why_not_faster` measured, and what it concludes from it.
+
+    Measured: the seconds of every timed step (``fp32_times_s``, ``amp_times_s``, ``fp32_2x_times_s`` at twice the
+    batch: ``rounds`` rounds of equally many steps each, in that order), the profiler's medians over the rounds
+    (``matmul_share_fp32`` and ``matmul_share_amp``: the share of the step's op time in matmuls/convolutions;
+    ``casts``: ``aten::_to_copy`` calls per autocast step; ``cast_share``: their share of it), per round the model's
+    own matmuls' fp32 time over their autocast time (``model_rate_ratios``) and, on the CPU, a 256^3 matmul's fp32
+    time over its low-precision time (``rate_ratios``); the device probe (``hardware``, ``fast_hardware``),
+    the Linear/Conv dimensions that are not multiples of 8, whether the fp32 baseline used TF32, the thread count
+    the steps ran with (None: the caller's), and ``launch_ratio``, the overhead-bound threshold.
+
+    Concluded, all from medians: ``speedup``, :attr:`outcome` (it reads the data: "no verdict" when the runs
+    contradict each other, see :attr:`disturbance`), :attr:`findings` and :attr:`causes`, the findings that hold,
+    named only when AMP was not faster; :attr:`verdict` says it in a sentence or two."""
 
     device: str
     dtype: str
-    fp32_step_s: float
-    amp_step_s: float
-    matmul_share_fp32: float  # share of the fp32 step's op time in matmuls/convolutions (profiler)
+    threads: int | None
+    rounds: int
+    fp32_times_s: tuple
+    amp_times_s: tuple
+    fp32_2x_times_s: tuple
+    matmul_share_fp32: float
     matmul_share_amp: float
-    casts: int  # aten::_to_copy calls in one autocast step
-    cast_share: float  # their share of the autocast step's op time
-    batch_time_ratio: float  # fp32 step time at 2x batch / at 1x batch
-    rate_ratio: float | None  # low-precision / fp32 matmul rate on this device (256^3), measured
-    model_rate_ratio: float  # the model's own matmuls: their fp32 time / their autocast time (profiler)
+    casts: int
+    cast_share: float
+    model_rate_ratios: tuple
+    rate_ratios: tuple
     hardware: str
+    fast_hardware: bool
     odd_dims: list
     tf32_baseline: bool
-    findings: list = field(default_factory=list)
-    fp32_times_s: tuple = ()
-    amp_times_s: tuple = ()
+    launch_ratio: float = 1.3
+
+    def __post_init__(self):
+        k = self.rounds
+        if not (isinstance(k, int) and k >= 1):
+            raise ValueError(f"rounds must be an int >= 1, got {k!r}")
+        for what in ("fp32_times_s", "amp_times_s", "fp32_2x_times_s"):
+            times = getattr(self, what)
+            if not isinstance(times, tuple) or not times or len(times) % k:
+                raise ValueError(f"{what} must be a non-empty tuple of seconds, {k} rounds of equal length: {times!r}")
+            timing.Spread.of(times)  # positive, finite
+        if len(self.model_rate_ratios) != k or not all(r > 0 for r in self.model_rate_ratios):
+            raise ValueError(
+                f"model_rate_ratios must hold one positive ratio per round, got {self.model_rate_ratios!r}"
+            )
+
+    # --- what the runs say ---
+
+    @property
+    def fp32_step_s(self) -> float:
+        """The median fp32 step."""
+        return statistics.median(self.fp32_times_s)
+
+    @property
+    def amp_step_s(self) -> float:
+        """The median autocast step."""
+        return statistics.median(self.amp_times_s)
 
     @property
     def speedup(self) -> float:
-        """fp32 step time / autocast step time, of the fastest steps."""
+        """fp32 step time / autocast step time, of the medians (above 1: AMP is faster)."""
         return self.fp32_step_s / self.amp_step_s
+
+    def _per_round(self, times: tuple) -> list[float]:
+        n = len(times) // self.rounds
+        return [statistics.median(times[i * n : (i + 1) * n]) for i in range(self.rounds)]
+
+    @property
+    def round_speedups(self) -> tuple:
+        """Each round's speed-up: its median fp32 step over its median autocast step."""
+        return tuple(a / b for a, b in zip(self._per_round(self.fp32_times_s), self._per_round(self.amp_times_s)))
+
+    @property
+    def batch_time_ratio(self) -> float:
+        """The median fp32 step at twice the batch over the median fp32 step."""
+        return statistics.median(self.fp32_2x_times_s) / self.fp32_step_s
+
+    @property
+    def model_rate_ratio(self) -> float:
+        """The median over the rounds of the model's own matmuls' fp32 time over their autocast time (profiler)."""
+        return statistics.median(self.model_rate_ratios)
+
+    @property
+    def rate_ratio(self) -> float | None:
+        """The median over the rounds of a 256^3 matmul's fp32 time over its low-precision time (CPU; None on CUDA,
+        where ``hardware`` says whether tensor cores serve the dtype)."""
+        return statistics.median(self.rate_ratios) if self.rate_ratios else None
 
     @property
     def timings(self) -> timing.TimingComparison:
-        """The timed fp32 and autocast steps side by side: min / median / max, and whether they overlap."""
+        """The timed fp32 and autocast steps side by side: min / quartiles / median / max, and a verdict."""
         return timing.TimingComparison.of(
-            self.fp32_times_s or (self.fp32_step_s,),
-            self.amp_times_s or (self.amp_step_s,),
+            self.fp32_times_s,
+            self.amp_times_s,
             labels=("fp32", f"{self.dtype} autocast"),
             what=f"one training step on {self.device}",
         )
@@ -302,44 +374,124 @@ class Triage(TableRecord):
         return 1.0 / ((1.0 - p) + p / r)
 
     @property
-    def verdict(self) -> str:
-        held = [f for f in self.findings if f[1]]
-        if self.timings.too_noisy:
-            head = (
-                f"AMP is {self.speedup:.2f}x the fp32 speed here (fastest steps), but the step times varied too much "
-                "to judge (a machine busy with other work): run it again when the machine is idle."
+    def disturbance(self) -> str | None:
+        """Why these runs cannot be trusted, or None: the typical steps spread too widely
+        (:attr:`amp_lessons.timing.TimingComparison.too_noisy`), the rounds' speed-ups differ by more than
+        :data:`amp_lessons.timing.NOISY_QUARTILE_RATIO` (a burst of other work slowed one round), or the speed-up
+        exceeds Amdahl's bound by more than :data:`AMDAHL_SLACK` (one setting was slowed for the whole run)."""
+        t = self.timings
+        if t.too_noisy:
+            b, c = t.baseline.quartile_ratio, t.candidate.quartile_ratio
+            return (
+                f"the typical steps spread too widely (upper over lower quartile: fp32 {b:.2f}x, "
+                f"{self.dtype} autocast {c:.2f}x)"
             )
-        elif self.within_spread:
-            head = (
-                f"AMP is {self.speedup:.2f}x the fp32 speed here (fastest steps), within the run-to-run spread: "
-                "no difference shown."
+        rs = self.round_speedups
+        if max(rs) / min(rs) > timing.NOISY_QUARTILE_RATIO:
+            return f"the rounds disagree: their speed-ups run from {min(rs):.2g}x to {max(rs):.2g}x"
+        if self.speedup > AMDAHL_SLACK * self.amdahl_bound:
+            return (
+                f"a speed-up of {self.speedup:.2g}x beats Amdahl's bound of {self.amdahl_bound:.2g}x for a step whose "
+                f"matmuls take {self.matmul_share_fp32:.0%} of it: one setting was slowed for the whole run"
             )
-        elif self.speedup >= 1.1 and not held:
-            return f"AMP is faster here: {self.speedup:.2f}x."
+        return None
+
+    @property
+    def outcome(self) -> str:
+        """One of :data:`OUTCOMES`: "no verdict" (:attr:`disturbance`), else "faster" or "slower" beyond the
+        run-to-run spread (the two interquartile ranges do not overlap), else "not faster"."""
+        if self.disturbance is not None:
+            return "no verdict"
+        if self.within_spread:
+            return "not faster"
+        return "faster" if self.speedup > 1 else "slower"
+
+    @property
+    def findings(self) -> list:
+        """``[(name, holds, evidence)]``: the measured facts that can keep AMP from being faster."""
+        r, p = self.model_rate_ratio, self.matmul_share_fp32
+        probe = "" if self.rate_ratio is None else f"; a 256^3 matmul: {self.rate_ratio:.2g}x"
+        beats = self.speedup > self.amdahl_bound
+        odd = ", ".join(self.odd_dims[:4]) + ("" if len(self.odd_dims) <= 4 else ", ...")
+        if not self.odd_dims:
+            dims = "all Linear/Conv dimensions are multiples of 8"
+        elif self.device == "cuda":
+            dims = odd
         else:
-            head = f"AMP is {self.speedup:.2f}x the fp32 speed here" + (
-                " (slower)." if self.speedup < 0.95 else "." if self.speedup < 1.1 else " (faster)."
-            )
-        return " ".join([head] + [f"{name}: {evidence}." for name, _, evidence in held])
+            dims = f"{odd}: tensor-core tiles are a GPU matter, not one of the CPU"
+        return [
+            (
+                "low-precision matmuls not faster",
+                r < 1.0,
+                f"this model's matmuls ran at {r:.2g}x their fp32 speed under {self.dtype} autocast (profiler, "
+                f"median of {self.rounds} rounds){probe}; {self.hardware}",
+            ),
+            (
+                "matmuls are a small share",
+                p < 0.5,
+                f"matmuls/convolutions take {p:.0%} of the fp32 step: at most {self.amdahl_bound:.2g}x faster with "
+                f"infinitely fast matmuls (Amdahl's law), {self.predicted_speedup:.2g}x predicted at the rate they "
+                "ran at" + (f"; measured {self.speedup:.2g}x, beyond the bound" if beats else ""),
+            ),
+            (
+                "overhead-bound",
+                self.batch_time_ratio < self.launch_ratio,
+                f"twice the batch takes {self.batch_time_ratio:.2f}x the time (under {self.launch_ratio:g}x: "
+                "per-op overhead, not arithmetic)",
+            ),
+            ("casts", self.cast_share > 0.1, f"{self.casts} casts take {self.cast_share:.0%} of the autocast step"),
+            ("dimensions not multiples of 8", bool(self.odd_dims) and self.device == "cuda", dims),
+            (
+                "the fp32 baseline already uses TF32",
+                self.tf32_baseline,
+                "TF32 (or bf16) math is on for fp32 matmuls" if self.tf32_baseline else "fp32 matmuls are IEEE fp32",
+            ),
+        ]
+
+    @property
+    def causes(self) -> list:
+        """The names of the findings that hold, where AMP was not faster ("not faster" or "slower"); else none."""
+        if self.outcome not in ("not faster", "slower"):
+            return []
+        return [name for name, holds, _ in self.findings if holds]
+
+    @property
+    def verdict(self) -> str:
+        """The outcome in a sentence, and the causes where AMP was not faster (their evidence is the table's)."""
+        s, n = self.speedup, len(self.fp32_times_s)
+        ratio = f"{s:.2f}x the fp32 speed (medians of {n} steps each"
+        outcome = self.outcome
+        if outcome == "no verdict":
+            return f"No verdict: {self.disturbance}. Run it again when the machine is idle."
+        if outcome == "faster":
+            return f"AMP is faster here: {ratio}, beyond the run-to-run spread)."
+        head = (
+            f"AMP is slower here: {ratio}, beyond the run-to-run spread)."
+            if outcome == "slower"
+            else f"AMP is not faster here: {ratio}, within the run-to-run spread)."
+        )
+        if not self.causes:
+            return head + " None of the findings holds: profile the step (torch.profiler) to see where its time goes."
+        return head + " Causes found: " + "; ".join(self.causes) + "."
 
     def _table(self) -> tuple:
         rows = [
-            [Cell("yes", tone="warn", bold=True) if holds else Cell("no", tone="muted"), name, evidence]
-            for name, holds, evidence in self.findings
+            [Cell("yes", tone="warn", bold=True) if holds else Cell("no", tone="muted"), Cell(name, nowrap=True), ev]
+            for name, holds, ev in self.findings
         ]
         t = self.timings
         unit, size = max(t.baseline, t.candidate, key=lambda x: x.median).unit()
+        threads = "" if self.threads is None else f", {self.threads} thread{'s' if self.threads > 1 else ''}"
         head = (
             f"fp32 step {_spread_text(t.baseline, size, unit)}, {self.dtype} autocast step "
-            f"{_spread_text(t.candidate, size, unit)} on {self.device}: {self.speedup:.2f}x (fastest steps)"
+            f"{_spread_text(t.candidate, size, unit)} on {self.device}{threads}: {self.speedup:.2f}x (medians)"
         )
-        notes = [t.verdict, "verdict: " + self.verdict]
-        return ("holds", "finding", "evidence"), rows, head, notes
+        return ("holds", "finding", "evidence"), rows, head, ["verdict: " + self.verdict]
 
 
 def _spread_text(s: timing.Spread, size: float, unit: str) -> str:
-    lo, mid, hi = s.cells(size)
-    return f"{mid} {unit} (min {lo}, max {hi}, {s.n} runs)"
+    q1, mid, q3 = s.quartile_cells(size)
+    return f"{mid} {unit} (quartiles {q1}–{q3}, {s.n} steps)"
 
 
 # --- dtype map ----------------------------------------------------------------------------------------
@@ -388,6 +540,14 @@ def _dtypes(d: dict) -> str:
     return ", ".join(sorted({str(x).removeprefix("torch.") for x in d.values()}))
 
 
+def _states_by_dtype(states: dict) -> str:
+    """Optimizer states grouped by dtype, short enough for a table cell: "float32: exp_avg, exp_avg_sq, step"."""
+    by: dict[str, list[str]] = {}
+    for k, v in sorted(states.items()):
+        by.setdefault(str(v).removeprefix("torch."), []).append(k)
+    return "; ".join(f"{dtype}: {', '.join(names)}" for dtype, names in by.items())
+
+
 @dataclass(frozen=True, repr=False)
 class DtypeTable(TableRecord):
     """Several :class:`DtypeMap` side by side, one row per precision setting: the dtypes of parameters,
@@ -414,10 +574,10 @@ class DtypeTable(TableRecord):
             "activations",
             "gradients",
             "optimizer states",
-            "weights + gradients (bytes/param)",
-            "optimizer (bytes/param)",
-            "autocast copies (bytes/param)",
-            "total (bytes/param)",
+            "weights + grads (B/param)",
+            "optimizer (B/param)",
+            "autocast copies (B/param)",
+            "total (B/param)",
         )
         rows = []
         for m in self.maps:
@@ -430,7 +590,7 @@ class DtypeTable(TableRecord):
                     _dtypes(m.parameters),
                     _dtypes(m.activations),
                     _dtypes(m.gradients),
-                    ", ".join(f"{k} {str(v).removeprefix('torch.')}" for k, v in sorted(states.items())),
+                    _states_by_dtype(states),
                     f"{b.get('weights', 0) + b.get('gradients', 0):.3g}",
                     f"{opt:.3g}",
                     f"{b.get('low-precision weight copies', 0):.3g}",
@@ -438,7 +598,7 @@ class DtypeTable(TableRecord):
                 ]
             )
         notes = [
-            "autocast copies: the low-precision weight copies autocast makes; autograd saves them for the "
+            "B/param: bytes per parameter; autocast copies: the low-precision weight copies autocast makes; autograd saves them for the "
             "backward pass, so they live until backward frees the graph"
         ]
         return header, rows, "dtypes and bytes per parameter in one training step", notes

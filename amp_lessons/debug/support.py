@@ -20,6 +20,7 @@ LESSON = course.Lesson(
         "torch.autograd.detect_anomaly(",
         "scaler.unscale_(",
         "torch.autocast(device_type, enabled=False)",
+        "register_forward_hook(",
     ),
     shows=(
         "a symptom index (16 symptoms, each with a repro, the diagnosis, the fix shown working and its "
@@ -28,7 +29,10 @@ LESSON = course.Lesson(
         'autograd functions, "AMP is not faster"); a toolkit for any model: overflow/underflow tracer, '
         "speed triage, dtype map"
     ),
-    exercises="the first layer that overflows fp16; a fix that keeps it in fp32",
+    exercises=(
+        "a forward hook that finds the first module whose output is not finite; the first layer that overflows "
+        "fp16; a fix that keeps it in fp32"
+    ),
 )
 
 

@@ -82,6 +82,21 @@ def check_fsdp_fp16_step(fn, world_size: int = 2) -> CheckResult:
             f"the second value returned is a {fin['scaler']}, not a loss scaler: fp16 gradients need one (the fp16 "
             "range starts at 6e-8), and one whose decision is the same on every rank"
         )
+    if fin.get("enabled") is False:
+        said = [w for w in fin.get("warnings", ()) if "Disabling" in w or "not available" in w]
+        why, fix = (
+            (
+                f'its device defaults to "cuda", and without CUDA it turned itself off; the ranks warned "{said[0]}" '
+                "in their own output, which the notebook does not show (lesson 08, S11)",
+                "These ranks are CPU processes: make the scaler for their device",
+            )
+            if said
+            else ("it was made with enabled=False", "Leave it enabled")
+        )
+        return not_yet(
+            f"your {fin['scaler']} is disabled: {why}. A disabled scaler passes the loss through unscaled and always "
+            f"steps, so it cannot skip an overflowed step. {fix}"
+        )
     if not fin["has_grads"]:
         return not_yet("after your step the parameters have no gradients: call backward on the scaled loss")
     no_step = [r for r, x in enumerate(rs) if not x["finite"]["stepped"]]
@@ -149,7 +164,10 @@ def check_ring_sum_bf16(fn, seed: int = 0) -> CheckResult:
             return not_yet(f"return a tensor, got {type(got).__name__}")
         if got.shape != (32,):
             return not_yet(f"with {n} ranks of 32 values the sum has shape (32,), got {tuple(got.shape)}")
-        got = got.float()
+        if got.dtype != torch.float32:
+            return not_yet(
+                f"return the sums as a float32 tensor (bf16 values held in float32, as the rows are), got {got.dtype}"
+            )
         want = ring_sum(grads, "bf16")
         if torch.equal(got, want):
             continue

@@ -54,7 +54,7 @@ from .._launch import (
     loopback_interface,
     run_group,
 )
-from .._validate import int_at_least, positive, sequence
+from .._validate import int_at_least, positive, selection
 from ..checks import is_placeholder
 from ..formats import quantize
 from ._observe import OpLog, name_of, to_local
@@ -289,7 +289,9 @@ def _fp16_step_observed(rank: int, world_size: int, fn, seed: int, overflow_rank
     for case, overflow in (("finite", None), ("overflow", overflow_rank)):
         batches = _batches(world_size, seed, overflow)
         log = OpLog()
-        with log:
+        with warnings.catch_warnings(record=True) as caught, log:
+            warnings.simplefilter("always")
+            warnings.filterwarnings("ignore", message=_DTENSOR_FOUND_INF_WARNING, category=UserWarning)
             got = fn(rank, world_size, batches)
         if is_placeholder(got):
             return {"placeholder": True}
@@ -313,12 +315,18 @@ def _fp16_step_observed(rank: int, world_size: int, fn, seed: int, overflow_rank
             ratio = float(g.norm() / want.norm())
             err = float((g - want).norm() / want.norm())
         get_scale = getattr(scaler, "get_scale", None)
+        is_enabled = getattr(scaler, "is_enabled", None)
         out[case] = {
             "sharded": sharded,
             "gather": sorted({o["dtypes"][0] for o in log.find("allgather_base", "all_gather_into_tensor")}),
             "scatter": sorted({o["dtypes"][0] for o in log.find("reduce_scatter_base", "reduce_scatter_tensor")}),
             "scaler": type(scaler).__name__,
             "scale": float(get_scale()) if callable(get_scale) else None,
+            # a GradScaler made for "cuda" (the default device) on a machine without CUDA turns itself off, with
+            # a warning that stays in this worker's stderr: scale(loss) is then the loss, step() always steps
+            "enabled": bool(is_enabled()) if callable(is_enabled) else None,
+            "scaler_device": str(getattr(scaler, "_device", "")),
+            "warnings": sorted({str(w.message) for w in caught}),
             "stepped": stepped,
             "has_grads": all(g is not None for g in grads),
             "ratio": ratio,
@@ -334,7 +342,8 @@ def observe_fp16_fsdp_step(
     ``world_size`` real gloo ranks, once with finite batches and once with rank ``overflow_rank``'s input beyond fp16's
     range, under the op log. Per rank: ``{"placeholder": True}`` (it returned ``...``), ``{"bad_return": ...}``, or
     per case ("finite", "overflow") whether the parameters are sharded, the all-gather and reduce-scatter dtypes, the
-    scaler's type and scale after the step, whether the parameters changed, and (finite case) the norm ratio and
+    scaler's type, whether it is enabled, its device and scale after the step, the warnings the step raised (in the
+    worker, where a notebook does not show them), whether the parameters changed, and (finite case) the norm ratio and
     relative error of the gradients against the fp64 gradient of the loss ``model(x).float().square().mean()``."""
     if not callable(fn):
         raise TypeError(f"fn must be a function fn(rank, world_size, batches), got {type(fn).__name__}")
@@ -545,7 +554,9 @@ def reduction_error(world_sizes=(2, 8, 64, 512, 4096), elements: int = 256, seed
     """For each N of ``world_sizes``: N ranks' gradients (each N(0, 1) per element, rounded to bf16 as a bf16
     backward produces them; ``elements`` per rank) summed in bf16 in ring order, in bf16 pairwise, and in fp32
     in ring order; the normwise error against the exact (fp64) sum. Emulated: one row per rank."""
-    sizes = sorted({check_world_size(n, MAX_EMULATED_WORLD_SIZE) for n in sequence(world_sizes, "world_sizes", "ints")})
+    sizes = sorted(
+        {check_world_size(n, MAX_EMULATED_WORLD_SIZE) for n in selection(world_sizes, "world_sizes", "ints")}
+    )
     if not sizes or any(n < 2 for n in sizes):
         raise ValueError(f"world_sizes={world_sizes!r} is not allowed: give world sizes of at least 2")
     elements = int_at_least(elements, "elements", 1)
@@ -596,6 +607,7 @@ def reduction_sweep(
     g = torch.randn(max_world_size, elements, generator=torch.Generator().manual_seed(seed)) * scale
     sent = _round(g, fmt)  # each rank's gradient in the communication dtype
     flushed = float(((sent == 0) & (g != 0)).float().mean())
+    cast_overflowed = float((torch.isinf(sent) & torch.isfinite(g)).float().mean())
     sizes = tuple(2**k for k in range(1, max_world_size.bit_length()))
     exact = g.double().cumsum(0)
     sums = {}
@@ -613,7 +625,8 @@ def reduction_sweep(
         over = not bool(torch.isfinite(got).all())
         overflowed.append(over)
         errors.append(math.inf if over else float((got.double() - want).norm() / want.norm()))
-    return ReductionSweep(sizes, fmt, order, float(scale), elements, tuple(errors), tuple(overflowed), flushed)
+    return ReductionSweep(sizes, fmt, order, float(scale), elements, tuple(errors), tuple(overflowed), flushed,
+                          cast_overflowed)  # fmt: skip
 
 
 def _allreduce_rank(rank: int, world_size: int, elements: int, seed: int) -> dict:

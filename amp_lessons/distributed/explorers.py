@@ -118,7 +118,12 @@ class ReductionExplorer(Explorer):
         f = get_format(fmt)
         unit = f.unit_roundoff  # one rounding to nearest: at most half a unit in the last place, relative
         failure = ""
-        if math.isinf(err):
+        if math.isinf(err) and sweep.cast_overflowed > 0:
+            failure = failure_html(
+                f"the cast to {fmt} made {sweep.cast_overflowed:.0%} of the gradients inf (beyond {f.max:g}) before "
+                f"any sum: the sum of {n} ranks is inf, and the step is skipped (or its weights become NaN)"
+            )
+        elif math.isinf(err):
             failure = failure_html(
                 f"the partial sums passed {fmt}'s largest value, {f.max:g}: the sum of {n} ranks is inf, and "
                 "the step is skipped (or its weights become NaN)"
@@ -138,8 +143,8 @@ class ReductionExplorer(Explorer):
                 ("your sum", html.escape(f"{n} ranks' gradients summed in {fmt}, {order} order")),
                 (
                     "gradients",
-                    f"N(0, &sigma;&sup2;) per element, &sigma; = 1e{k}; {sweep.flushed:.0%} flushed to 0 "
-                    f"by the cast to {fmt}",
+                    f"N(0, &sigma;&sup2;) per element, &sigma; = 1e{k}; the cast to {fmt} flushed "
+                    f"{sweep.flushed:.0%} to 0 and made {sweep.cast_overflowed:.0%} inf",
                 ),  # fmt: skip
                 ("relative error of the sum", "inf (overflow)" if math.isinf(err) else f"{err:.2g}"),
                 (f"one rounding to {fmt}", f"at most {unit:.2g} (half a unit in the last place)"),

@@ -176,7 +176,8 @@ class ReductionSweep:
     element, ``elements`` per rank) are cast to ``fmt`` as a communication hook would, then summed with a rounding
     to ``fmt`` after every add. ``errors[i]``: the normwise relative error against the exact (fp64) sum of the fp32
     gradients, inf where the sum overflowed (``overflowed[i]``); ``flushed``: the share of gradient values the cast
-    to ``fmt`` flushed to zero. EMULATED in one process (one row per rank)."""
+    to ``fmt`` flushed to zero; ``cast_overflowed``: the share the cast itself made inf, before any sum. EMULATED in
+    one process (one row per rank)."""
 
     world_sizes: tuple[int, ...]
     fmt: str
@@ -186,6 +187,7 @@ class ReductionSweep:
     errors: tuple[float, ...]
     overflowed: tuple[bool, ...]
     flushed: float
+    cast_overflowed: float = 0.0
 
     def at(self, world_size: int) -> float:
         if world_size not in self.world_sizes:

@@ -8,10 +8,12 @@ from .checks import (
     check_clipped_amp_step,
 )
 from .experiments import (
+    BATCH_GROWTH,
     CONFIGS,
     MIN_TRAIN_STEPS,
     RATE_PROBE_SIZE,
     SLOW_FP16_RATIO,
+    SYNC_EVERY,
     amp_step,
     first_rates,
     inference_compare,
@@ -54,6 +56,7 @@ from .records import (
 from .support import LESSON, runs_where
 
 __all__ = [
+    "BATCH_GROWTH",
     "LESSON",
     "amp_step",
     "check_accumulated_amp_step",
@@ -82,6 +85,7 @@ __all__ = [
     "RateTable",
     "SLOW_FP16_RATIO",
     "SpecRatioTable",
+    "SYNC_EVERY",
     "StepTimes",
     "TENSOR_CORE_GENERATIONS",
     "runs_where",

@@ -11,7 +11,7 @@ import functools
 import torch
 
 from .. import timing
-from .._runtime import exact_fp32, fp32_precision, parse_device, quiet_fd2
+from .._runtime import exact_fp32, fp32_precision, one_thread, parse_device, quiet_fd2
 
 MAX_SIZE = 65_536
 """The largest size, count or number of repeats this lesson's experiments accept (a typo must not hang a kernel)."""
@@ -27,22 +27,48 @@ RATE_PROBE_SIZE = 256
 """The size n of the n^3 matmuls whose rates :func:`matmul_rates` measures."""
 
 
+PROBE_ROUNDS = 8
+"""How many short probes :func:`matmul_rates` takes of each dtype, interleaved (see :func:`probe_runs`)."""
+
+
+def probe_runs(time_call, dtypes=RATE_DTYPES, rounds: int = PROBE_ROUNDS) -> dict[str, tuple[float, ...]]:
+    """``{dtype: seconds of each probe}``: ``rounds`` rounds, each timing one call of every dtype in turn
+    (``time_call(dtype, round)`` times one call in round ``round``, 0-based). Interleaved, so that each dtype's
+    probes are spread over the whole measurement: a burst of work from another program slows the probes of a round
+    or two, not every probe of one dtype (timed back to back, fp32's five probes took under 2 ms, so one such burst
+    could slow all of them, and made fp32 look 20 times slower than it is). The rate is then read from the fastest
+    probe of each dtype."""
+    out: dict[str, list[float]] = {dt: [] for dt in dtypes}
+    for r in range(rounds):
+        for dt in dtypes:
+            out[dt].append(time_call(dt, r))
+    return {dt: tuple(v) for dt, v in out.items()}
+
+
 @functools.lru_cache(maxsize=None)
 def cached_runs(device: str) -> tuple[tuple[str, tuple[float, ...]], ...]:
     d = torch.device(device)
-    out = []
     g = torch.Generator().manual_seed(0)
     a32 = torch.randn(RATE_PROBE_SIZE, RATE_PROBE_SIZE, generator=g).to(d)
+    operands = {dt: a32.to(TORCH_DTYPES[dt]) for dt in RATE_DTYPES}
+
+    def time_call(dt: str, r: int) -> float:
+        # on a CPU, every other round on one thread: when other programs keep the cores busy, a multi-threaded
+        # matmul waits for its slowest thread (measured on a 2-core CPU under load: 256^3 in fp32 took 22 to 35 ms
+        # on two threads, 0.45 ms on one); the fastest probe, on one thread or on all, is the machine's capability
+        threads = one_thread() if d.type == "cpu" and r % 2 else contextlib.nullcontext()
+        a = operands[dt]
+        with threads:
+            return timing.time_fn(lambda: a @ a, device=d.type, warmup=1 if r < 2 else 0, repeats=1).times_s[0]
+
     with exact_fp32(d):
-        for dt in RATE_DTYPES:
-            a = a32.to(TORCH_DTYPES[dt])
-            out.append((dt, timing.time_fn(lambda a=a: a @ a, device=d.type, warmup=1, repeats=5).times_s))
-    return tuple(out)
+        return tuple(probe_runs(time_call).items())
 
 
 def matmul_rate_runs(device="cpu") -> dict[str, tuple[float, ...]]:
-    """The timed runs (seconds, 5 each) behind :func:`matmul_rates`: the same measurement, cached once per process,
-    so that the rates can be shown with their spread (``e2e.RateTable.of(device)``)."""
+    """The timed probes (seconds, :data:`PROBE_ROUNDS` each, interleaved by :func:`probe_runs`) behind
+    :func:`matmul_rates`: the same measurement, cached once per process, so that the rates can be shown with their
+    spread (``e2e.RateTable.of(device)``)."""
     d = parse_device(device)
     return dict(cached_runs(str(d)))
 
@@ -55,12 +81,14 @@ def cached_rates(device: str) -> tuple[tuple[str, float], ...]:
 
 def matmul_rates(device="cpu") -> dict[str, float]:
     """FLOP/s of a 256x256x256 matmul in fp32 (IEEE), bf16 and fp16 on ``device``, measured once per
-    process (the fastest of 5 calls after a warm-up call: a few ms where the formats are fast, ~0.15 s
-    each where they take a slow fallback) and cached. The lessons size their work from these rates, so that a laptop whose CPU
-    has no fast bf16 or fp16 path (tens to hundreds of times slower than fp32 there) runs a smaller
-    experiment instead of running for minutes, and they decide from them whether fp16 is worth running. Times predicted from these rates are estimates: fast kernels run
-    larger matmuls faster per FLOP, slow fallbacks run them slower (measured on an AVX2 CPU: bf16 at
-    3 GFLOP/s for 128^3, 1.4 for 256^3), so 256^3, the size of the lessons' matmuls, is what is timed."""
+    process (the fastest of :data:`PROBE_ROUNDS` calls of each, interleaved by :func:`probe_runs`, on a CPU every
+    other one on one thread, after a warm-up call: under a millisecond each where the formats are fast, ~25 ms each
+    where they take a slow fallback) and cached. The lessons size their work from these rates, so that a laptop
+    whose CPU has no fast bf16 or fp16 path (tens to hundreds of times slower than fp32 there) runs a smaller
+    experiment instead of running for minutes, and they decide from them whether fp16 is worth running. Times
+    predicted from these rates are estimates: fast kernels run larger matmuls faster per FLOP, slow fallbacks run
+    them slower (measured on an AVX2 CPU: bf16 at 3 GFLOP/s for 128^3, 1.4 for 256^3), so 256^3, the size of the
+    lessons' matmuls, is what is timed."""
     d = parse_device(device)
     return dict(cached_rates(str(d)))
 

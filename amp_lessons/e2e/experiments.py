@@ -8,11 +8,12 @@ measured here (:func:`matmul_rates`), not a flag: where fp16 runs at under a qua
 fp16 work is kept tiny or skipped, with the measured ratio in the reason. TF32 and fp8 are measured on GPUs that have them
 and skipped elsewhere. GPU figures are recorded with :mod:`amp_lessons.reference`
 ("e2e_matmul_throughput", "e2e_training"). What they return is in :mod:`.records`, the model they train in
-:mod:`.models`, the pictures are in :mod:`.plots`.
+:mod:`.models`, the training runs in :mod:`._training` (exported here), the pictures are in :mod:`.plots`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import statistics
@@ -23,17 +24,18 @@ from torch import nn
 
 from .. import _validate, timing
 from .._runtime import (
+    FEWEST_RUNS,
     Progress,
     budget_seconds,
     exact_fp32,
     fp32_precision,
     halve_to_budget,
+    one_thread,
     parse_device,
     time_until,
 )
-from .._validate import count, flag, sequence
+from .._validate import count, flag, selection
 from ..device import DeviceReport, device_report
-from . import key_code
 from ._common import (
     MAX_SIZE,
     RATE_PROBE_SIZE,
@@ -46,14 +48,17 @@ from ._common import (
     slow_fp16,
     slow_fp16_note,
 )
-from .models import CPU_MODEL, GPU_MODEL, TinyTransformer, make_batches, step_flops
-from .records import LaunchBoundDemo, OverflowDemo, StepTimes, TrainingPlan, TrainRun
+from ._training import CONFIGS, MIN_TRAIN_STEPS, SYNC_EVERY, amp_step, train, training_plan
+from .models import CPU_MODEL, GPU_MODEL, TinyTransformer, make_batches
+from .records import LaunchBoundDemo, OverflowDemo, StepTimes
 
 __all__ = [
+    "BATCH_GROWTH",
     "CONFIGS",
     "MIN_TRAIN_STEPS",
     "RATE_PROBE_SIZE",
     "SLOW_FP16_RATIO",
+    "SYNC_EVERY",
     "amp_step",
     "first_rates",
     "inference_compare",
@@ -123,10 +128,10 @@ def matmul_throughput(
     ``skipped`` is None for a measured row, else the reason (then the figures are None). Skipped:
     "tf32"/"fp8" without a GPU that has them; "fp16" above ``max_fp16_cpu_size`` where its
     :func:`matmul_rates` rate is under a quarter of fp32's (a CPU without a fast fp16 path); and any row whose
-    predicted time (warm-up and repeats, from the rate measured at the dtype's previous size, or from
-    :func:`matmul_rates` for its first) exceeds ``budget_s`` seconds, with the prediction in the reason:
-    a CPU without bf16 instructions runs bf16 matmuls tens of times slower than fp32, and the lesson must not
-    wait minutes for it. The predictions are re-checked as the rows run: once the rows have taken
+    predicted time (warm-up and repeats, from the fastest run at the dtype's previous size, or from
+    :func:`matmul_rates` for its first, and on a CPU never from a rate below :func:`matmul_rates`'s) exceeds
+    ``budget_s`` seconds, with the prediction in the reason: a CPU without bf16 instructions runs bf16 matmuls
+    tens of times slower than fp32, and the lesson must not wait minutes for it. The predictions are re-checked as the rows run: once the rows have taken
     ``total_budget_s`` seconds together (a machine busy with other work runs everything slower than predicted),
     the remaining rows are skipped, with the time spent in the reason (the first row that can run always runs)."""
     d = parse_device(device)
@@ -136,7 +141,7 @@ def matmul_throughput(
         raise TypeError(f"sizes must be a list of positive ints, got {sizes!r}") from None
     if not sizes:
         raise ValueError("sizes is empty: give at least one matrix size")
-    dtypes = [dtypes] if isinstance(dtypes, str) else list(sequence(dtypes, "dtypes", "dtype names"))
+    dtypes = [dtypes] if isinstance(dtypes, str) else list(selection(dtypes, "dtypes", "dtype names"))
     for dt in dtypes:
         if dt not in _THROUGHPUT_DTYPES:
             raise ValueError(f"unknown dtype {dt!r}: use some of {', '.join(map(repr, _THROUGHPUT_DTYPES))}")
@@ -149,7 +154,8 @@ def matmul_throughput(
     report = device_report()
     warmup = 1 if d.type == "cpu" else 3
     started = time.perf_counter()
-    rate = {dt: r for dt, r in first_rates(d).items() if dt in dtypes}  # FLOP/s, updated as rows run
+    probe = {dt: r for dt, r in first_rates(d).items() if dt in dtypes}
+    rate = dict(probe)  # FLOP/s, updated as rows run
     rows = []
     for size in sizes:
         for dt in dtypes:
@@ -181,7 +187,9 @@ def matmul_throughput(
                 with ctx:
                     t = timing.time_fn(fn, device=d.type, warmup=warmup, repeats=repeats, flops=flops, dtype_key=dt)
                 row.update(median_s=t.median_s, tflops=t.tflops, percent_of_peak=t.percent_of_peak, times_s=t.times_s)
-                rate[dt] = flops / t.median_s
+                # the fastest run, and never below the probe's rate: a busy machine only makes runs slower, and a
+                # single run that other work stalled must not skip the larger sizes
+                rate[dt] = max(flops / min(t.times_s), probe.get(dt, 0.0))
             rows.append(row)
     return rows
 
@@ -204,7 +212,7 @@ def odd_size_effect(
     rows are predicted to take at most ``budget_s`` seconds by :func:`matmul_rates` (on a CPU
     without bf16 instructions a 1024^3 bf16 matmul takes over a second). Each row also carries
     ``"base_chosen"``: a sentence saying which base was used and why."""
-    offs = [count(o, "each offset", 0, MAX_SIZE) for o in sequence(offsets, "offsets", "ints >= 0")]
+    offs = [count(o, "each offset", 0, MAX_SIZE) for o in selection(offsets, "offsets", "ints >= 0")]
     if not offs:
         raise ValueError("offsets is empty: give at least one offset (0 is the base size)")
     d = parse_device(device)
@@ -238,6 +246,9 @@ def odd_size_effect(
 # Launch-bound: tiny work per op gains nothing
 # --------------------------------------------------------------------------------------------
 
+BATCH_GROWTH = 8
+""":func:`launch_bound_demo` times each model's fp32 step at its batch and at this many times that batch."""
+
 
 def _mlp_step_times(
     width: int, batch: int, d: torch.device, repeats: int, deadline: float = math.inf, bar=None
@@ -245,8 +256,9 @@ def _mlp_step_times(
     g = torch.Generator().manual_seed(0)
     model = nn.Sequential(*[nn.Linear(width, width) for _ in range(3)]).to(d)
     x = torch.randn(batch, width, generator=g).to(d)
+    x_grown = torch.randn(BATCH_GROWTH * batch, width, generator=g).to(d)
 
-    def step(amp: bool):
+    def step(amp: bool, x=x):
         def fn():
             with torch.autocast(d.type, dtype=torch.bfloat16, enabled=amp):
                 loss = model(x).float().square().mean()
@@ -255,14 +267,18 @@ def _mlp_step_times(
 
         return fn
 
+    fns = (step(False), step(False, x_grown), step(True))
+    runs: tuple[list[float], ...] = ([], [], [])
     with exact_fp32(d):
-        t32, cut32 = time_until(step(False), d, 2, repeats, deadline, time_fn=timing.time_fn)
-        if bar is not None:
-            bar.update()
-        t16, cut16 = time_until(step(True), d, 2, repeats, deadline, time_fn=timing.time_fn)
-        if bar is not None:
-            bar.update()
-    cut = f"timed {len(t32)} and {len(t16)} steps, not {repeats}: the time budget was spent"
+        for fn in fns:
+            timing.time_fn(fn, device=d.type, warmup=2, repeats=1)  # warm-up
+        # interleaved: a burst of other work slows one round of all three, not every run of one of them
+        while len(runs[0]) < repeats and (len(runs[0]) < min(FEWEST_RUNS, repeats) or time.perf_counter() < deadline):
+            for fn, out in zip(fns, runs):
+                out += timing.time_fn(fn, device=d.type, warmup=0, repeats=1).times_s
+    if bar is not None:
+        bar.update()
+    t32, tg, t16 = runs
     return StepTimes(
         model=f"3 x Linear({width}, {width}), batch {batch}",
         flops_per_step=3 * 3 * 2.0 * batch * width * width,  # forward + 2 backward matmuls per layer
@@ -271,302 +287,70 @@ def _mlp_step_times(
         speedup=statistics.median(t32) / statistics.median(t16),
         fp32_times_s=tuple(t32),
         bf16_autocast_times_s=tuple(t16),
-        cut_short=cut if cut32 or cut16 else None,
+        cut_short=(
+            f"timed {len(t32)} and {len(t16)} steps, not {repeats}: the time budget was spent"
+            if len(t32) < repeats
+            else None
+        ),
+        batch=batch,
+        growth=BATCH_GROWTH,
+        fp32_grown_times_s=tuple(tg),
     )
 
 
 def launch_bound_demo(
     *, device="cpu", repeats: int = 20, large_width: int | None = None, budget_s: float = 2.0, progress: bool = True
 ) -> LaunchBoundDemo:
-    """One training step (forward, backward) of a tiny MLP (3 x Linear(64, 64), batch 8) in fp32
-    and under bf16 autocast, measured: with so little work per op the time is per-op overhead
-    (Python, dispatch, autocast's casts, kernel launches), so bf16 buys nothing. The same step of a
-    large MLP (batch = width) for contrast: ``large_width`` if given, else 512 on a CPU, 4096 on a
-    GPU, halved (down to 64) until its bf16 steps are predicted by :func:`matmul_rates` to take at
-    most ``budget_s`` seconds (a CPU without bf16 instructions runs them tens of times slower than fp32).
+    """Where a training step's time goes, for a tiny MLP (3 x Linear(64, 64), batch 8) and a large one (batch =
+    width): ``large_width`` if given, else 512 on a CPU, 4096 on a GPU, halved (down to 64) until its steps are
+    predicted by :func:`matmul_rates` to take at most ``budget_s`` seconds.
 
-    Returns the :class:`LaunchBoundDemo`: the :class:`StepTimes` of the tiny and the large model (speedup = fp32
-    median / bf16 median; every timed step, for the spread: ``e2e.LaunchTable.of(result)``) and ``width_chosen``, a
-    sentence saying which width the large one has and why. The timing stops adding repeats once twice
-    ``budget_s`` has been spent (a machine busy with other work); a model timed fewer times than asked has a
-    ``cut_short`` sentence saying so. ``progress``: a progress bar over the four timings."""
+    Each model's fp32 step (forward, backward) is timed at its batch and at :data:`BATCH_GROWTH` times that batch
+    (fp32: the format every machine runs at full speed): the part of the step that grows with the batch is its
+    arithmetic, the part that does not is per-op overhead (Python, dispatch, kernel launches), which no faster
+    number format removes (``StepTimes.arithmetic_share`` and ``.most_from_faster_arithmetic``). The step under
+    bf16 autocast is timed at the model's batch too: on a machine with fast bf16 matmuls it shows what AMP gains;
+    where bf16 matmuls take a slow path (a CPU without bf16 instructions) it shows that path, and
+    ``bf16_over_fp32`` (the measured matmul rates) says which case this is.
+
+    The three steps of a model are timed in turn, round after round, so that a burst of other work slows a round,
+    not every run of one of them; on a CPU on one thread (a multi-threaded matmul whose threads another program
+    delays waits for the slowest). Returns the :class:`LaunchBoundDemo` (``e2e.LaunchTable.of(result)`` shows it
+    with its reading). The timing stops adding rounds once twice ``budget_s`` has been spent (a machine busy with
+    other work), after at least three; a model timed fewer times than asked has a ``cut_short`` sentence saying so.
+    ``progress``: a progress bar over the two models."""
     d = parse_device(device)
     repeats = count(repeats, "repeats", 1, MAX_SIZE)
     budget_s = budget_seconds(budget_s, "budget_s")
     progress = flag(progress, "progress")
     deadline = time.perf_counter() + 2 * budget_s
     large_repeats = max(3, repeats // 4)
+    rates = matmul_rates(d)
+    # on a CPU, one thread: a multi-threaded matmul whose threads another program delays waits for the slowest
+    # (measured on a 2-core CPU under load: a 3 ms step took 0.07 to 0.5 s), a single thread only for itself
+    threads = one_thread() if d.type == "cpu" else contextlib.nullcontext()
+    slowdown = torch.get_num_threads() if d.type == "cpu" else 1  # the rates were measured on every thread
     if large_width is not None:
         width = count(large_width, "large_width", 1, MAX_SIZE)
         why = f"width {width}, as asked"
     else:
-        rate = matmul_rates(d)["bf16"]
 
-        def predicted(w):  # 3 layers x (forward + 2 backward) matmuls of w^3, warm-up 2
-            return (2 + large_repeats) * 9 * timing.matmul_flops(w, w, w) / rate
+        def predicted(w):  # 3 layers x (forward + 2 backward) matmuls of w^3, warm-up 2; bf16, and fp32 grown
+            per = 9 * timing.matmul_flops(w, w, w)
+            return slowdown * (2 + large_repeats) * per * (1 / rates["bf16"] + BATCH_GROWTH / rates["fp32"])
 
         width, why = halve_to_budget(
-            "width", 512 if d.type == "cpu" else 4096, predicted, budget_s, lambda: rate_note("bf16", matmul_rates(d))
+            "width", 512 if d.type == "cpu" else 4096, predicted, budget_s, lambda: rate_note("bf16", rates)
         )
-    with Progress(total=4, desc="timing steps", disable=not progress) as bar:
+    with Progress(total=2, desc="timing steps", disable=not progress) as bar, threads:
         tiny = _mlp_step_times(64, 8, d, repeats, deadline, bar)
         large = _mlp_step_times(width, width, d, large_repeats, deadline, bar)
-    return LaunchBoundDemo(tiny, large, why)
+    return LaunchBoundDemo(tiny, large, why, rates["bf16"] / rates["fp32"])
 
 
 # --------------------------------------------------------------------------------------------
 # Training, the AMP recipe's way
 # --------------------------------------------------------------------------------------------
-
-CONFIGS = ("fp32", "tf32", "bf16 autocast", "fp16 autocast + GradScaler")
-"""The training configurations of :func:`train`."""
-
-_CPU_RUN = dict(steps=40, batch=16)
-_GPU_RUN = dict(steps=100, batch=32)
-
-
-def _not_run_reason(config: str, d: torch.device, report: DeviceReport, allow_slow_fp16: bool) -> str | None:
-    g = report.gpu if d.type == "cuda" else None
-    if config == "tf32" and not (g is not None and g.tf32):
-        where = "this CPU" if d.type == "cpu" else f"the {g.name if g else 'GPU'}"
-        return (
-            f"not run: TF32 is a math mode of NVIDIA tensor cores (Ampere and newer) and {where} has none "
-            "(on a CPU the 'tf32' setting changes nothing: it would be the fp32 run again)"
-        )
-    if config == "fp16 autocast + GradScaler" and not allow_slow_fp16 and slow_fp16(d):
-        return (
-            f"not run: {slow_fp16_note(d)}, so the run would take minutes and measure nothing "
-            "about mixed precision (pass allow_slow_fp16=True with a tiny model to run it anyway)"
-        )
-    if config == "bf16 autocast" and g is not None and not g.bf16:
-        return f"not run: the {g.name} has no bf16 tensor cores (Ampere and newer have them)"
-    return None
-
-
-# Smaller and smaller CPU sizes for :func:`training_plan`, the default first: (model kwargs, batch).
-_CPU_LADDER = (
-    (CPU_MODEL, _CPU_RUN["batch"]),
-    (dict(CPU_MODEL, d_model=128, seq_len=32), 16),
-    (dict(CPU_MODEL, d_model=64, seq_len=32), 16),
-    (dict(CPU_MODEL, d_model=64, seq_len=32), 8),
-)
-_CONFIG_DTYPE = {"fp32": "fp32", "tf32": "fp32", "bf16 autocast": "bf16", "fp16 autocast + GradScaler": "fp16"}
-
-
-def training_plan(*, device="cpu", budget_s: float = 8.0, allow_slow_fp16: bool = False) -> TrainingPlan:
-    """The model and batch that :func:`train` uses by default on ``device``, chosen from a measurement.
-
-    On a GPU: d_model 768, 6 layers, 256 tokens, batch 32, 100 steps. On a CPU: the first of four
-    sizes, from d_model 256 / 64 tokens / batch 16 (40 steps) down to d_model 64 / 32 tokens / batch 8,
-    whose run of every configuration that runs here (see :func:`train`) is predicted to take at most
-    ``budget_s`` seconds, predicted from each dtype's :func:`matmul_rates` and the step's matmul FLOPs
-    (an estimate: on the AVX2 CPU it was checked on, about 2x the time the runs took). On a CPU with bf16 instructions the default fits; on one without
-    (most laptops), bf16 matmuls run tens of times slower than fp32 and the model is scaled down for every
-    configuration alike, so that the runs stay comparable. The smallest size is used if none fits.
-
-    Returns the :class:`TrainingPlan`: the model's keyword arguments, the batch, the steps, the configurations
-    that run here, the predicted seconds (CPU only), whether the model was scaled down and a sentence saying what
-    was chosen and why."""
-    d = parse_device(device)
-    budget_s = budget_seconds(budget_s, "budget_s")
-    if not isinstance(allow_slow_fp16, bool):
-        raise TypeError(f"allow_slow_fp16 must be True or False, got {allow_slow_fp16!r}")
-    report = device_report()
-    configs = [c for c in CONFIGS if _not_run_reason(c, d, report, allow_slow_fp16) is None]
-    if d.type != "cpu":
-        return TrainingPlan(
-            model=dict(GPU_MODEL),
-            batch=_GPU_RUN["batch"],
-            steps=_GPU_RUN["steps"],
-            configs=tuple(configs),
-            predicted_s=None,
-            scaled_down=False,
-            note="GPU: the full-size model (d_model 768, 6 layers, 256 tokens, batch 32, 100 steps)",
-        )
-    rates = matmul_rates(d)
-    steps = _CPU_RUN["steps"]
-
-    def predicted(mk, batch):
-        return {c: steps * step_flops(mk, batch) / rates[_CONFIG_DTYPE[c]] for c in configs}
-
-    for mk, batch in _CPU_LADDER:
-        pred = predicted(mk, batch)
-        if sum(pred.values()) <= budget_s:
-            break
-    scaled = mk is not CPU_MODEL or batch != _CPU_RUN["batch"]
-    size = f"d_model {mk['d_model']}, {mk['n_layers']} layers, {mk['seq_len']} tokens, batch {batch}, {steps} steps"
-    if scaled:
-        full = predicted(CPU_MODEL, _CPU_RUN["batch"])
-        slowest = min(configs, key=lambda c: rates[_CONFIG_DTYPE[c]])
-        note = (
-            f"scaled down to {size} for every configuration: "
-            f"{rate_note(_CONFIG_DTYPE[slowest], rates)} (measured), so the full-size model "
-            f"(d_model 256, 64 tokens, batch 16) would take about {sum(full.values()):.0f} s "
-            f"over the budget of {budget_s:g} s"
-        )
-    else:
-        note = f"full size: {size} (about {sum(pred.values()):.1f} s predicted for {len(configs)} runs)"
-    return TrainingPlan(
-        model=dict(mk),
-        batch=batch,
-        steps=steps,
-        configs=tuple(configs),
-        predicted_s=pred,
-        scaled_down=scaled,
-        note=note,
-    )
-
-
-def amp_step(model: nn.Module, optimizer, config: str, device_type: str, max_norm: float | None = 1.0):
-    """The training step of ``config`` (one of :data:`CONFIGS`), the AMP recipe's way: lesson 06's ``make_step``
-    (written in the notebook, exported to :mod:`.key_code`), with its arguments checked. Returns ``step(x, y)`` that
-    runs forward and loss under ``torch.autocast``, the scaled backward, ``unscale_`` and ``clip_grad_norm_`` to
-    ``max_norm`` (``None``: no clipping), the optimizer step and the scaler's update through ``torch.amp.GradScaler``
-    (enabled for fp16 only), and returns the loss.
-
-    The loss is computed from logits upcast to fp32: under CUDA autocast ``cross_entropy`` has no
-    autocast entry and would take fp16/bf16 logits as they are."""
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
-    if config not in CONFIGS:
-        raise ValueError(f"config must be one of {', '.join(map(repr, CONFIGS))}, got {config!r}")
-    if device_type not in ("cpu", "cuda"):
-        raise ValueError(f"device_type must be 'cpu' or 'cuda' (torch.autocast's device types), got {device_type!r}")
-    if max_norm is not None:
-        _validate.number(max_norm, "max_norm", "a positive number or None (no clipping)")
-        if not _validate.is_real(max_norm, 0, math.inf, open_low=True, open_high=True):
-            raise ValueError(f"max_norm must be a positive, finite number or None (no clipping), got {max_norm!r}")
-    return key_code.make_step(model, optimizer, config, device_type, max_norm)
-
-
-MIN_TRAIN_STEPS = 6
-"""The fewest steps :func:`train` runs before its ``budget_s`` may stop it: by then the loss of every CPU size of
-:func:`training_plan` has fallen by more than 40% (measured in fp32: from 4.4-4.5 to 0.9-2.6), so a stopped run
-still shows the model learning."""
-
-
-def _sync(d: torch.device) -> None:
-    if d.type == "cuda":
-        torch.cuda.synchronize(d)
-
-
-def train(
-    config: str,
-    *,
-    steps: int | None = None,
-    device="cpu",
-    seed: int = 0,
-    progress: bool = True,
-    model_kwargs: dict | None = None,
-    batch: int | None = None,
-    lr: float = 3e-3,
-    allow_slow_fp16: bool = False,
-    make_step=None,
-    budget_s: float = math.inf,
-) -> TrainRun:
-    """Train a :class:`TinyTransformer` on :func:`make_batches` data in one of :data:`CONFIGS`.
-
-    One loop for all four: each step is ``make_step(model, optimizer, config, device_type)(x, y)``,
-    by default :func:`amp_step` (lesson 06's ``make_step``, exported from the notebook to :mod:`.key_code`: the
-    AMP recipe with ``torch.autocast(device, dtype, enabled=...)``, ``torch.amp.GradScaler(device, enabled=...)``
-    and gradient clipping); lesson 06 passes the one its cell defines.
-    TF32 through :func:`amp_lessons.tf32.fp32_precision` (fp32 runs with IEEE fp32 matmuls). AdamW,
-    a fresh batch each step, same start and data for every config of a seed.
-
-    Defaults: :func:`training_plan` (with ``allow_slow_fp16``): on a CPU a small model (d_model 256,
-    2 layers, 64 tokens; 40 steps of batch 16: about 2 s per config on a 2-core CPU with bf16
-    instructions), scaled down for every config alike where the measured bf16/fp16 matmul rate says
-    the runs would take too long; on a GPU a larger one (d_model 768, 6 layers, 256 tokens; 100 steps
-    of batch 32). ``model_kwargs`` overrides the model's sizes, ``batch`` and ``steps`` the run's.
-
-    ``budget_s``: the run stops adding steps once it has taken that long (after at least :data:`MIN_TRAIN_STEPS`
-    steps), so that a machine busy with other work does not turn a predicted few seconds into minutes; the data of
-    each step stays that of the planned run, so runs stopped at different steps compare step by step.
-
-    Returns the :class:`TrainRun`: its losses, median and every step time, the peak memory of a step, the steps
-    run and planned, and whether the budget stopped it early; or, with ``ran`` False and its ``reason``, where the
-    config cannot be run meaningfully here (TF32 without an Ampere+ GPU; fp16 where its
-    measured matmul rate is under a quarter of fp32's, unless ``allow_slow_fp16``)."""
-    if config not in CONFIGS:
-        raise ValueError(f"unknown config {config!r}: use one of {', '.join(map(repr, CONFIGS))}")
-    make_step = amp_step if make_step is None else make_step
-    if not callable(make_step):
-        raise TypeError(
-            f"make_step must be a function (model, optimizer, config, device_type) -> step(x, y), got {make_step!r}"
-        )
-    d = parse_device(device)
-    reason = _not_run_reason(config, d, device_report(), allow_slow_fp16)
-    if reason:
-        return TrainRun(config, False, reason)
-    plan = training_plan(device=d, allow_slow_fp16=allow_slow_fp16)
-    steps = count(steps if steps is not None else plan.steps, "steps", 2, MAX_SIZE)
-    batch = count(batch if batch is not None else plan.batch, "batch", 1, MAX_SIZE)
-    seed, progress = _validate.seed(seed), flag(progress, "progress")
-    budget_s = budget_seconds(budget_s, "budget_s")
-    mk = plan.model
-    if model_kwargs is not None:
-        if not isinstance(model_kwargs, dict):
-            raise TypeError(f"model_kwargs must be a dict of TinyTransformer arguments, got {model_kwargs!r}")
-        mk.update(model_kwargs)
-    if not (isinstance(lr, (int, float)) and math.isfinite(lr) and lr > 0):
-        raise ValueError(f"lr must be a positive number, got {lr!r}")
-
-    torch.manual_seed(seed)
-    model = TinyTransformer(**mk).to(d)
-    data = make_batches(seed, steps, batch, mk["seq_len"], mk["vocab"]).to(d)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr)
-
-    precision = fp32_precision(matmul="tf32") if config == "tf32" else exact_fp32(d)
-    step_fn = make_step(model, opt, config, d.type)
-    if not callable(step_fn):
-        raise TypeError(
-            f"make_step(model, optimizer, config, device_type) must return a callable step(x, y), got {step_fn!r}"
-        )
-
-    def step(i: int) -> float:
-        loss = step_fn(data[i, :, :-1], data[i, :, 1:])
-        if not _validate.is_real(loss):
-            raise TypeError(f"the step made by make_step must return the loss as a float (loss.item()), got {loss!r}")
-        return float(loss)
-
-    losses, times, stopped = [], [], None
-    least = min(MIN_TRAIN_STEPS, steps) - 1  # timed steps before the budget may stop the run (the last is below)
-    started = time.perf_counter()
-    with precision:
-        bar = Progress(range(steps - 1), desc=config, disable=not progress)
-        for i in bar:
-            _sync(d)
-            t0 = time.perf_counter()
-            losses.append(step(i))  # .item() waits for the GPU
-            times.append(time.perf_counter() - t0)
-            spent = time.perf_counter() - started
-            if spent >= budget_s and i + 1 >= least and i + 1 < steps - 1:
-                stopped = (
-                    f"stopped after {i + 2} of {steps} steps: the run's time budget of {budget_s:.3g} s was "
-                    f"spent ({spent:.3g} s, {statistics.median(times) * 1e3:.3g} ms per step here)"
-                )
-                break
-        bar.close()
-        box = []
-        peak = peak_memory(lambda: box.append(step(len(losses))), device=d)
-        losses.append(box[0])
-    return TrainRun(
-        config=config,
-        ran=True,
-        loss=tuple(losses),
-        final_loss=losses[-1],
-        step_time_s=statistics.median(times[1:] if len(times) > 1 else times),
-        step_times_s=tuple(times[1:] if len(times) > 1 else times),
-        peak_memory_bytes=peak,
-        device=str(d) if d.type == "cpu" else torch.cuda.get_device_name(d),
-        steps=len(losses),
-        planned_steps=steps,
-        stopped_early=stopped,
-        model=dict(mk, batch=batch),
-    )
-
 
 # --------------------------------------------------------------------------------------------
 # Inference

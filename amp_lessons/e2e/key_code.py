@@ -29,6 +29,6 @@ def make_step(model, optimizer, config, device_type, max_norm=1.0):
         scaler.step(optimizer)  # skips the step if a gradient is inf/NaN
         scaler.update()
         optimizer.zero_grad(set_to_none=True)
-        return loss.item()
+        return loss.detach()  # not .item(): that would wait for the GPU at every step
 
     return step

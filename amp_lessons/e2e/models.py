@@ -53,9 +53,26 @@ class TinyTransformer(nn.Module):
         self.norm = nn.LayerNorm(d_model)
         self.head = nn.Linear(d_model, vocab)
 
+    check_ids = True
+    """Whether :meth:`forward` checks that the token ids lie in ``[0, vocab)``. The check reads the ids' smallest and
+    largest value, on a GPU a host synchronisation per call: :func:`.experiments.train` turns it off after checking
+    all its batches once."""
+
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        if tokens.dim() != 2 or tokens.shape[1] > self.seq_len:
-            raise ValueError(f"tokens must be (batch, seq) with seq <= {self.seq_len}, got shape {tuple(tokens.shape)}")
+        if not isinstance(tokens, torch.Tensor) or tokens.dtype not in (torch.int64, torch.int32):
+            got = f"a {tokens.dtype} tensor" if isinstance(tokens, torch.Tensor) else type(tokens).__name__
+            raise TypeError(f"tokens must be an int64 (or int32) tensor of token ids, got {got}")
+        if tokens.dim() != 2 or tokens.shape[1] > self.seq_len or tokens.numel() == 0:
+            raise ValueError(
+                f"tokens must be (batch, seq) with 1 <= seq <= {self.seq_len} and batch >= 1, "
+                f"got shape {tuple(tokens.shape)}"
+            )
+        if self.check_ids:
+            lo, hi = (int(v) for v in torch.aminmax(tokens))
+            if lo < 0 or hi >= self.vocab:
+                raise ValueError(
+                    f"tokens must be ids in [0, {self.vocab - 1}] (vocab={self.vocab}), got ids from {lo} to {hi}"
+                )
         n = tokens.shape[1]
         x = self.embed(tokens) + self.pos[:n].to(self.embed.weight.dtype)
         mask = nn.Transformer.generate_square_subsequent_mask(n, device=tokens.device, dtype=x.dtype)

@@ -1,19 +1,27 @@
 """Lesson 06's results as frozen records: what its experiments (:mod:`.experiments`) return, the
 :class:`StepTimes`, :class:`LaunchBoundDemo`, :class:`TrainingPlan`, :class:`TrainRun` and :class:`OverflowDemo`, and the
-tables that show them with their spread (:class:`TensorCoreTable`, :class:`SpecRatioTable`, :class:`RateTable`,
+tables that show them with their spread (the tables that need no record of the lesson are in :mod:`._tables`) (:class:`TensorCoreTable`, :class:`SpecRatioTable`, :class:`RateTable`,
 :class:`ThroughputTable`, :class:`LaunchTable`, :class:`TrainingTable`, :class:`InferenceTable`): each keeps the
 figures as fields for asserts and shows itself as an HTML table in JupyterLab and as aligned text in a terminal."""
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .. import timing
 from .._table import Cell, TableRecord, html_table, text_table
-from .._validate import count
 from ..device import DeviceReport, device_report
-from ._common import MAX_SIZE, RATE_PROBE_SIZE, matmul_rate_runs
+from ._tables import (
+    NOISY_RANGE,
+    InferenceTable,
+    RateTable,
+    SpecRatioTable,
+    ThroughputTable,
+    need,
+    spread_text,
+    verdict,
+)
 
 __all__ = [
     "InferenceTable",
@@ -113,7 +121,8 @@ class StepTimes:
     """One model's training steps in :func:`launch_bound_demo`: ``model`` its description, ``flops_per_step`` the
     matmul FLOPs of a step, ``fp32_step_s`` and ``bf16_autocast_step_s`` the medians, ``speedup`` = fp32 median /
     bf16 median, ``fp32_times_s`` and ``bf16_autocast_times_s`` every timed step (for the spread), ``cut_short``
-    a sentence when fewer steps than asked were timed (the time budget was spent), else None."""
+    a sentence when fewer steps than asked were timed (the time budget was spent), else None; ``batch``, ``growth``
+    and ``fp32_grown_times_s``: the fp32 steps timed at ``growth`` times the batch (empty where not timed)."""
 
     model: str
     flops_per_step: float
@@ -123,6 +132,31 @@ class StepTimes:
     fp32_times_s: tuple[float, ...]
     bf16_autocast_times_s: tuple[float, ...]
     cut_short: str | None = None
+    batch: int | None = None
+    growth: int | None = None
+    fp32_grown_times_s: tuple[float, ...] = ()
+
+    @property
+    def time_growth(self) -> float | None:
+        """How many times longer the fastest fp32 step took at ``growth`` times the batch (None: not timed)."""
+        if not self.fp32_grown_times_s or not self.growth:
+            return None
+        return min(self.fp32_grown_times_s) / min(self.fp32_times_s)
+
+    @property
+    def arithmetic_share(self) -> float | None:
+        """The share of the fp32 step (at ``batch``) that grows with the batch: with a step time of
+        ``overhead + per_sample * batch``, ``per_sample * batch / time``, from the fastest steps at the two batches:
+        ``(time_growth - 1) / (growth - 1)``, clipped to [0, 1]. The rest is per-op overhead."""
+        g = self.time_growth
+        return None if g is None else min(1.0, max(0.0, (g - 1) / (self.growth - 1)))
+
+    @property
+    def most_from_faster_arithmetic(self) -> float | None:
+        """The largest speed-up of the fp32 step that any faster arithmetic could give (Amdahl's law):
+        ``1 / (1 - arithmetic_share)``; ``inf`` where the whole step grows with the batch."""
+        share = self.arithmetic_share
+        return None if share is None else (math.inf if share >= 1 else 1 / (1 - share))
 
 
 @dataclass(frozen=True, repr=False)
@@ -134,6 +168,40 @@ class LaunchBoundDemo(TableRecord):
     tiny: StepTimes
     large: StepTimes
     width_chosen: str
+    bf16_over_fp32: float | None = None
+
+    def reading(self) -> list[str]:
+        """What the timings say, one sentence per model and one on bf16 (from ``bf16_over_fp32``, the measured
+        matmul rates)."""
+        out = []
+        for name, r in self.runs.items():
+            share, most = r.arithmetic_share, r.most_from_faster_arithmetic
+            if share is None:
+                continue
+            head = (
+                f"{name}: {r.growth}x the batch made the fastest fp32 step {r.time_growth:.2g}x longer, so about "
+                f"{100 * share:.0f}% of its time grows with the work"
+            )
+            if math.isinf(most):
+                out.append(head + ": the step is its arithmetic, which faster matmuls speed up")
+            else:
+                out.append(
+                    head + f"; the rest is per-op overhead, and even free arithmetic would make the step at most "
+                    f"{most:.3g}x faster"
+                )
+        ratio = self.bf16_over_fp32
+        if ratio is not None and ratio < 1:
+            out.append(
+                f"bf16 autocast: bf16 matmuls run at {ratio:.2g}x the fp32 rate on this machine (measured), so its "
+                "bf16 columns time that slow path, not AMP; with bf16 tensor cores or instructions, only the part of "
+                "a step that grows with the work can gain"
+            )
+        elif ratio is not None:
+            out.append(
+                f"bf16 autocast: bf16 matmuls run at {ratio:.2g}x the fp32 rate on this machine (measured); a step "
+                "gains at most what its arithmetic share allows"
+            )
+        return out
 
     @property
     def runs(self) -> dict[str, StepTimes]:
@@ -183,11 +251,13 @@ class TrainingPlan(TableRecord):
 class TrainRun(TableRecord):
     """One run of :func:`train`: ``config`` (one of :data:`CONFIGS`) and ``ran``. A run that did not run has only
     ``reason``, a sentence saying why. A run that ran has ``loss`` (per step), ``final_loss``, ``step_time_s`` (the
-    median step time, synchronised on a GPU), ``step_times_s`` (every timed step, the first, a warm-up, left out),
+    median step time), ``step_times_s`` (the time per step of each timed block; the first step, a warm-up, left out),
     ``peak_memory_bytes`` (:func:`peak_memory` of the last step: activations, gradients, optimizer temporaries;
     not the parameters and optimizer state that already existed), ``device``, ``steps`` (run), ``planned_steps``,
     ``stopped_early`` (None, or a sentence saying after how many steps and seconds the budget stopped the run) and
-    ``model`` (the :class:`TinyTransformer` arguments and the batch). Shown as its :class:`TrainingTable`."""
+    ``model`` (the :class:`TinyTransformer` arguments and the batch), ``sync_every`` (the steps timed together
+    between two host synchronisations: each entry of ``step_times_s`` is a block's time over its steps). Shown as its
+    :class:`TrainingTable`."""
 
     config: str
     ran: bool
@@ -202,6 +272,7 @@ class TrainRun(TableRecord):
     planned_steps: int = 0
     stopped_early: str | None = None
     model: dict | None = None
+    sync_every: int = 1
 
     def _table(self):
         return TrainingTable.of([self])._table()
@@ -244,71 +315,9 @@ class OverflowDemo(TableRecord):
 # ============================================================================================
 
 
-def _need(value, what: str, want: str):
-    raise TypeError(f"{what} must be {want}, got {type(value).__name__}: {value!r}"[:300])
-
-
-def _rows_of(rows, keys: set, what: str, want: str) -> list[dict]:
-    if not isinstance(rows, (list, tuple)) or not rows or not all(isinstance(r, dict) and keys <= set(r) for r in rows):
-        _need(rows, what, want)
-    return list(rows)
-
-
-NOISY_RANGE = timing.NOISY_QUARTILE_RATIO
-"""Two sets of timed runs are too noisy to compare when the ratio of their medians could lie anywhere in a range
-wider than this factor between the quartiles (one's upper quartile over the other's lower one, against the
-reverse), as on a machine busy with other work. Then no verdict is drawn, "within the spread" included. Quartiles,
-not the extreme runs: one run slowed down by another program moves the extremes only."""
-
-
-def _too_noisy(a: timing.Spread, b: timing.Spread) -> bool:
-    return a.quartile_ratio * b.quartile_ratio > NOISY_RANGE
-
-
-def _verdict(base: timing.Spread, cand: timing.Spread, faster: str = "faster", slower: str = "slower") -> str:
-    """What two sets of timed runs (seconds) show: too noisy, within the spread, or ``faster`` / ``slower``."""
-    if _too_noisy(base, cand):
-        return "too noisy to conclude"
-    if base.quartiles_overlap(cand):
-        return "within the run-to-run spread"
-    return faster if base.median > cand.median else slower
-
-
-def _fmt(x: float) -> str:
-    """3 significant digits, fixed notation where it reads well: 989, 89.4, 0.213, 0.00123."""
-    if not math.isfinite(x) or x == 0 or abs(x) < 1e-3 or abs(x) >= 1e5:
-        return f"{x:.3g}"
-    return f"{x:.{max(0, 2 - math.floor(math.log10(abs(x))))}f}"
-
-
 # --------------------------------------------------------------------------------------------
 # Spec sheets: tensor-core rate over fp32 rate
 # --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, repr=False)
-class SpecRatioTable(TableRecord):
-    """Spec-sheet fp16 tensor-core and fp32 peaks of the GPUs in ``timing.SPEC_PEAKS`` that have both:
-    ``rows`` of (GPU, fp16 TFLOP/s, fp32 TFLOP/s); ``ratio(name)`` is fp16 / fp32."""
-
-    rows: tuple
-
-    @classmethod
-    def of(cls, specs=timing.SPEC_PEAKS) -> SpecRatioTable:
-        if not isinstance(specs, (list, tuple)) or not all(isinstance(s, timing.GPUSpec) for s in specs):
-            _need(specs, "specs", "a sequence of timing.GPUSpec, such as timing.SPEC_PEAKS")
-        return cls(tuple((s.name, s.fp16, s.fp32) for s in specs if s.fp16 and s.fp32))
-
-    def ratio(self, name: str) -> float:
-        for n, f16, f32 in self.rows:
-            if n == name:
-                return f16 / f32
-        raise KeyError(f"no GPU {name!r} here; GPUs: {[r[0] for r in self.rows]}")
-
-    def _table(self) -> tuple:
-        rows = [[Cell(n, nowrap=True), f"{a:.0f}", f"{b:.1f}", f"{a / b:.1f}"] for n, a, b in self.rows]
-        header = ("GPU", "fp16 tensor cores (TFLOP/s)", "fp32 (TFLOP/s)", "fp16 / fp32")
-        return header, rows, "dense spec-sheet peaks", ["from NVIDIA's datasheets (see amp_lessons/timing.py)"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -316,126 +325,9 @@ class SpecRatioTable(TableRecord):
 # --------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, repr=False)
-class RateTable(TableRecord):
-    """The runs behind ``e2e.matmul_rates``: ``runs[dtype]`` the seconds of each timed n^3 matmul (n =
-    ``size``), shown as GFLOP/s of the slowest, median and fastest run, and against fp32."""
-
-    runs: dict
-    size: int
-    device: str
-
-    @classmethod
-    def of(cls, device="cpu") -> RateTable:
-        runs = matmul_rate_runs(device)
-        return cls(runs, RATE_PROBE_SIZE, str(device))
-
-    def rates(self, dtype: str) -> timing.Spread:
-        """GFLOP/s of the slowest, the median and the fastest run."""
-        return timing.Spread.of(self.runs[dtype]).inverse(timing.matmul_flops(self.size, self.size, self.size) / 1e9)
-
-    def overlaps_fp32(self, dtype: str) -> bool:
-        return self.rates(dtype).quartiles_overlap(self.rates("fp32"))
-
-    def too_noisy(self, dtype: str) -> bool:
-        """Whether ``dtype``'s runs and fp32's vary too much to compare (:data:`NOISY_RANGE`)."""
-        return _too_noisy(self.rates(dtype), self.rates("fp32"))
-
-    def _table(self) -> tuple:
-        f32 = self.rates("fp32")
-        rows = []
-        for dt in self.runs:
-            r = self.rates(dt)
-            against = "1" if dt == "fp32" else _fmt(r.median / f32.median)
-            if dt != "fp32" and _too_noisy(r, f32):
-                against += " (too noisy to compare)"
-            elif dt != "fp32" and self.overlaps_fp32(dt):
-                against += " (within the run-to-run spread)"
-            rows.append([dt, str(r.n), *(_fmt(v) for v in (r.min, r.median, r.max)), against])
-        header = ("dtype", "runs", "min (GFLOP/s)", "median (GFLOP/s)", "max (GFLOP/s)", "median / fp32 median")
-        return header, rows, f"{self.size}^3 matmuls on {self.device}", []
-
-
 # --------------------------------------------------------------------------------------------
 # Throughput by dtype and size
 # --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, repr=False)
-class ThroughputTable(TableRecord):
-    """The rows of ``e2e.matmul_throughput`` (or ``e2e.odd_size_effect``) with their spread: ``measured`` rows
-    of (dtype, n, TFLOP/s spread, % of the spec peak at the median or None); ``skipped`` the reasons of
-    the rows not run; ``note`` (odd_size_effect: the base chosen)."""
-
-    measured: tuple
-    skipped: tuple
-    note: str = ""
-
-    @classmethod
-    def of(cls, rows) -> ThroughputTable:
-        rows = _rows_of(
-            rows,
-            {"size", "dtype", "tflops", "percent_of_peak", "skipped", "times_s"},
-            "rows",
-            "the list returned by e2e.matmul_throughput or e2e.odd_size_effect",
-        )
-        measured, skipped = [], []
-        for r in rows:
-            if r["skipped"] or not r["times_s"]:
-                skipped.append(r["skipped"])
-                continue
-            flops = timing.matmul_flops(r["size"], r["size"], r["size"])
-            measured.append(
-                (r["dtype"], r["size"], timing.Spread.of(r["times_s"]).inverse(flops / 1e12), r["percent_of_peak"])
-            )
-        return cls(tuple(measured), tuple(dict.fromkeys(skipped)), rows[0].get("base_chosen", ""))
-
-    def alignment_verdict(self, multiple: int = 8) -> str:
-        """One sentence on what these rows measured for sizes that are multiples of ``multiple`` against sizes
-        that are not, per dtype: slower, faster, within the run-to-run spread, or too noisy to conclude."""
-        multiple = count(multiple, "multiple", 2, MAX_SIZE)
-        out = []
-        for dt in dict.fromkeys(dt for dt, _, _, _ in self.measured):
-            rows = [(n, s) for d, n, s, _ in self.measured if d == dt]
-            aligned = [(n, s) for n, s in rows if n % multiple == 0]
-            odd = [(n, s) for n, s in rows if n % multiple]
-            if not aligned or not odd:
-                out.append(f"{dt}: too few sizes measured here to compare multiples of {multiple} with other sizes")
-                continue
-            best = max(aligned, key=lambda r: r[1].median)
-            parts = []
-            for n, s in odd:
-                # rates: the odd size is "slower" where its rate is below the aligned one's
-                words = _verdict(best[1], s, faster="slower", slower="faster")
-                ratio = s.median / best[1].median
-                parts.append(f"n={n} at {ratio:.2f}x the rate of n={best[0]} ({words})")
-            out.append(f"{dt} on this machine: " + "; ".join(parts))
-        return ". ".join(out) + "." if out else "nothing was measured here."
-
-    def tflops(self, dtype: str, size: int) -> timing.Spread:
-        for dt, n, s, _ in self.measured:
-            if (dt, n) == (dtype, size):
-                return s
-        raise KeyError(f"no measured row for {dtype} at n={size}")
-
-    def _table(self) -> tuple:
-        peak = any(p is not None for *_, p in self.measured)
-        # TFLOP/s where the rates reach 1 TFLOP/s (GPUs), else GFLOP/s (CPUs): no column of 1e-05s
-        unit, k = (
-            ("TFLOP/s", 1.0) if max((s.median for _, _, s, _ in self.measured), default=1) >= 1 else ("GFLOP/s", 1e3)
-        )
-        header = ("dtype", "n", f"min ({unit})", f"median ({unit})", f"max ({unit})") + (
-            ("median / spec peak (%)",) if peak else ()
-        )
-        rows = []
-        for dt, n, s, p in self.measured:
-            row = [dt, str(n), *(_fmt(v * k) for v in (s.min, s.median, s.max))]
-            if peak:
-                row.append("" if p is None else f"{p:.0f}")
-            rows.append(row)
-        notes = [self.note] + [f"not run: {why}" for why in self.skipped]
-        notes.append(f"n^3 matmuls, {unit} of the slowest, the median and the fastest run")
-        return header, rows, "matmul throughput by dtype and size", notes
 
 
 # --------------------------------------------------------------------------------------------
@@ -453,17 +345,19 @@ class LaunchTable(TableRecord):
     models: dict
     note: str
     cut_short: tuple = ()
+    growth: dict = field(default_factory=dict)
+    reading: tuple = ()
 
     @property
     def verdicts(self) -> dict:
         """``{model: "faster" | "slower" | "within the run-to-run spread" | "too noisy to conclude"}``: bf16
         autocast's step against fp32's, from the runs' quartiles (:data:`NOISY_RANGE`)."""
-        return {name: _verdict(c.baseline, c.candidate) for name, c in self.comparisons.items()}
+        return {name: verdict(c.baseline, c.candidate) for name, c in self.comparisons.items()}
 
     @classmethod
     def of(cls, launch) -> LaunchTable:
         if not isinstance(launch, LaunchBoundDemo):
-            _need(launch, "launch", "the LaunchBoundDemo returned by e2e.launch_bound_demo")
+            need(launch, "launch", "the LaunchBoundDemo returned by e2e.launch_bound_demo")
         comparisons = {
             name: timing.TimingComparison.of(
                 r.fp32_times_s, r.bf16_autocast_times_s, labels=("fp32", "bf16 autocast"), what="training step"
@@ -472,15 +366,18 @@ class LaunchTable(TableRecord):
         }
         models = {name: r.model for name, r in launch.runs.items()}
         cut = tuple(f"{name}: {r.cut_short}" for name, r in launch.runs.items() if r.cut_short)
-        return cls(comparisons, models, launch.width_chosen, cut)
+        growth = {name: r for name, r in launch.runs.items() if r.arithmetic_share is not None}
+        return cls(comparisons, models, launch.width_chosen, cut, growth, tuple(launch.reading()))
 
     def _table(self) -> tuple:
         unit, size = max(
             (s for c in self.comparisons.values() for s in (c.baseline, c.candidate)), key=lambda s: s.median
         ).unit()
+        grown = f"fp32 at {next(iter(self.growth.values())).growth}x the batch ({unit})" if self.growth else None
         header = (
             "model",
             f"fp32 step ({unit})",
+            *((grown, "share growing with the batch") if grown else ()),
             f"bf16 autocast step ({unit})",
             "speed-up (medians)",
             "between the quartiles",
@@ -495,8 +392,9 @@ class LaunchTable(TableRecord):
             rows.append(
                 [
                     f"{name}: {self.models[name]}",
-                    _spread_text(c.baseline, size),
-                    _spread_text(c.candidate, size),
+                    spread_text(c.baseline, size),
+                    *(self._grown_cells(name, size) if grown else ()),
+                    spread_text(c.candidate, size),
                     f"{c.speedup:.2f}x",
                     f"{lo:.2f}x to {hi:.2f}x",
                     verdict,
@@ -506,7 +404,12 @@ class LaunchTable(TableRecord):
             "step times: median (lower to upper quartile) of the timed steps",
             f"large model: {self.note}" if self.note else "",
         ]
-        notes += list(self.cut_short)
+        if grown:
+            notes.append(
+                "share growing with the batch: from the fastest fp32 steps at the two batches, (time ratio - 1) / "
+                "(batch ratio - 1); the rest of the step is per-op overhead"
+            )
+        notes += list(self.reading) + list(self.cut_short)
         if "too noisy to conclude" in self.verdicts.values():
             notes.append(
                 f"too noisy to conclude: the quartiles allow speed-ups more than {NOISY_RANGE:g}x apart (a machine "
@@ -514,10 +417,11 @@ class LaunchTable(TableRecord):
             )
         return header, rows, "one training step, fp32 against bf16 autocast", notes
 
-
-def _spread_text(s: timing.Spread, size: float) -> str:
-    lo, mid, hi = s.quartile_cells(size)
-    return f"{mid} ({lo} to {hi})"
+    def _grown_cells(self, name: str, size: float) -> list:
+        r = self.growth.get(name)
+        if r is None:
+            return ["", ""]
+        return [spread_text(timing.Spread.of(r.fp32_grown_times_s), size), f"{100 * r.arithmetic_share:.0f}%"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -533,20 +437,24 @@ class TrainingTable(TableRecord):
     ran: tuple
     not_run: tuple
     stopped: tuple = ()
+    sync_every: tuple = ()
+    steps: tuple = ()
 
     @classmethod
     def of(cls, runs) -> TrainingTable:
         if not isinstance(runs, (list, tuple)) or not runs or not all(isinstance(r, TrainRun) for r in runs):
-            _need(runs, "runs", "a list of the TrainRuns of e2e.train")
-        ran, not_run, stopped = [], [], []
+            need(runs, "runs", "a list of the TrainRuns of e2e.train")
+        ran, not_run, stopped, sync, steps = [], [], [], [], []
         for r in runs:
             if r.ran:
                 ran.append((r.config, timing.Spread.of(r.step_times_s), r.peak_memory_bytes, r.final_loss))
+                sync.append((r.config, r.sync_every))
+                steps.append((r.config, r.steps))
                 if r.stopped_early:
                     stopped.append((r.config, r.stopped_early))
             else:
                 not_run.append((r.config, r.reason))
-        return cls(tuple(ran), tuple(not_run), tuple(stopped))
+        return cls(tuple(ran), tuple(not_run), tuple(stopped), tuple(sync), tuple(steps))
 
     def step_times(self, config: str) -> timing.Spread:
         for c, s, _, _ in self.ran:
@@ -572,12 +480,30 @@ class TrainingTable(TableRecord):
         notes = []
         for c, s, _, _ in self.ran:
             if fp32 is not None and c != "fp32":
-                words = _verdict(fp32, s)
+                words = verdict(fp32, s)
                 if words == "too noisy to conclude":
                     notes.append(f"{c}: step times too noisy to compare with fp32's (a machine busy with other work)")
                 elif words == "within the run-to-run spread":
                     notes.append(f"{c}: step times within the run-to-run spread of fp32's")
         notes += [f"{c}: {why}" for c, why in self.stopped]
+        if len({n for _, n in self.steps}) > 1:
+            notes.append(
+                "final loss after different numbers of steps ("
+                + ", ".join(f"{c} {n}" for c, n in self.steps)
+                + "): compare the losses after the same step, not these"
+            )
+        if self.sync_every:
+
+            def how(k: int) -> str:
+                if k == 1:
+                    return "each step timed alone, its loss read inside the timer"
+                return f"each block of up to {k} steps timed between two host syncs, divided by its steps"
+
+            kinds = dict.fromkeys(k for _, k in self.sync_every)
+            if len(kinds) == 1:
+                notes.append(f"step times: {how(next(iter(kinds)))}")
+            else:
+                notes.append("step times: " + "; ".join(f"{c}: {how(k)}" for c, k in self.sync_every))
         notes += [f"{c} not run: {why.removeprefix('not run: ')}" for c, why in self.not_run]
         return header, rows, "training runs", notes
 
@@ -585,47 +511,3 @@ class TrainingTable(TableRecord):
 # --------------------------------------------------------------------------------------------
 # Inference
 # --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, repr=False)
-class InferenceTable(TableRecord):
-    """``e2e.inference_compare``'s rows: ``rows`` of (variant, max |logit error| against fp32, forward-time
-    spread in s, parameter bytes, output dtype, note)."""
-
-    rows: tuple
-
-    @classmethod
-    def of(cls, rows) -> InferenceTable:
-        keys = {"variant", "max_abs_error", "times_s", "param_bytes", "output_dtype", "note"}
-        rows = _rows_of(rows, keys, "rows", "the list returned by e2e.inference_compare")
-        return cls(
-            tuple(
-                (
-                    r["variant"],
-                    r["max_abs_error"],
-                    timing.Spread.of(r["times_s"]),
-                    r["param_bytes"],
-                    r["output_dtype"],
-                    r["note"],
-                )
-                for r in rows
-            )
-        )
-
-    def _table(self) -> tuple:
-        unit, size = max((r[2] for r in self.rows), key=lambda s: s.median).unit()
-        header = (
-            "variant",
-            "max |logit error| vs fp32",
-            f"forward min ({unit})",
-            f"forward median ({unit})",
-            f"forward max ({unit})",
-            "parameters (MiB)",
-            "output dtype",
-        )
-        rows = [
-            [v, f"{e:.2g}", *s.cells(size), f"{b / 2**20:.2f}", Cell(dt, nowrap=True)]
-            for v, e, s, b, dt, _ in self.rows
-        ]
-        notes = [f"{v}: {n}" for v, _, _, _, _, n in self.rows if n]
-        return header, rows, "one batch of logits, four ways", notes

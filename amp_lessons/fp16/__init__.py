@@ -5,7 +5,7 @@ master weights, gradient census.
 :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
 
 from .checks import (
-    check_lost_update,
+    check_kahan16,
     check_stall_value,
 )
 from .experiments import (
@@ -53,7 +53,7 @@ __all__ = [
     "SumExplorer",
     "census_fractions",
     "check_copies",
-    "check_lost_update",
+    "check_kahan16",
     "check_stall_value",
     "classify",
     "gradient_census",

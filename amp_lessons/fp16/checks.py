@@ -1,8 +1,11 @@
-"""Checkers for lesson 03's exercises (where a running sum stalls, a lost update)."""
+"""Checkers for lesson 03's exercises (compensated summation in fp16, where a running sum stalls, a lost update)."""
 
 from __future__ import annotations
 
 import math
+import sys
+from contextlib import contextmanager
+from pathlib import Path
 
 import torch
 
@@ -10,10 +13,10 @@ from .. import formats
 from .._exercise import attempt, correct, exercise, not_yet, placeholder
 from .._validate import finite
 from ..checks import CheckResult, off_by, same_value
-from ..fp16.experiments import running_sum, update_survives
+from ..fp16.experiments import kahan_sum, running_sum
 
 __all__ = [
-    "check_lost_update",
+    "check_kahan16",
     "check_stall_value",
 ]
 
@@ -54,38 +57,111 @@ def check_stall_value(answer, v: float = 1.0, fmt: str = "fp16") -> CheckResult:
     )
 
 
-@exercise
-def check_lost_update(fn, fmt: str = "fp16") -> CheckResult:
-    """Exercise: ``fn(w)`` returns the threshold below which an update ``u`` to a positive weight
-    ``w`` (a normal value of ``fmt``, not a power of two) is lost: ``w - u`` rounds back to ``w``
-    for ``u`` below it and changes for ``u`` above it. Checked by rounding ``w - u`` just below
-    and just above the learner's threshold."""
+# --- compensated summation in fp16 -------------------------------------------------------------------------
 
-    f = formats.get_format(fmt)
-    ws = formats.quantize(torch.tensor([1.5, 3.0, 1000.0, 0.1, 3e-3, 60000.0]), f).tolist()
-    ws = [w for w in ws if w <= f.max and w >= f.smallest_normal and math.frexp(w)[0] != 0.5]
-    for w in ws:
-        got = attempt(fn, w)
-        placeholder(
-            got,
-            f"write smallest_update(w): the threshold below which an update to w is lost in {f.name}; "
-            f"it returns {got!r} so far",
-        )
-        try:
-            t = float(got)
-        except (TypeError, ValueError):
-            return not_yet(f"smallest_update({w!r}) returned {got!r}; expected a number")
-        if not (t > 0 and math.isfinite(t)):
-            return not_yet(f"smallest_update({w!r}) returned {got!r}; expected a positive number")
-        below, above = t * (1 - 1e-3), t * (1 + 1e-3)
-        if update_survives(w, below, f) or not update_survives(w, above, f):
-            half_gap = 2.0 ** (math.frexp(w)[1] - 2 - f.mantissa_bits)
+_PACKAGE = Path(__file__).resolve().parent.parent
+#: the course's own summation functions, which an answer must not call (lesson 03's and lesson 10's)
+_SUMMERS = {"kahan_sum", "kahan_add", "running_sum", "running_sums_of_copies", "sum_copies"}
+
+
+@contextmanager
+def _package_summers_called():
+    """Record, in the yielded set, the course's own summation functions (:data:`_SUMMERS`, defined under
+    ``amp_lessons/``) called inside the block, however the caller got hold of them."""
+    seen: set = set()
+    previous = sys.getprofile()
+
+    def profiler(frame, event, arg):
+        code = frame.f_code
+        if event == "call" and code.co_name in _SUMMERS and code.co_filename.startswith(str(_PACKAGE)):
+            seen.add(code.co_name)
+
+    sys.setprofile(profiler)
+    try:
+        yield seen
+    finally:
+        sys.setprofile(previous)
+
+
+def _kahan_inputs() -> dict[str, torch.Tensor]:
+    """fp16 addends that break a plain fp16 running sum: many small values after a large one (at 2048 and near
+    fp16's largest value, where a whole addend is below half a gap), many values at fp16's smallest normal after
+    1, a long sum of 0.01, and random values of both signs and many magnitudes (cancellation: there fp16 Kahan
+    differs from the correctly rounded sum, so a sum in higher precision shows)."""
+    g = torch.Generator().manual_seed(3)
+    mixed = torch.randn(600, generator=g) * torch.exp2(torch.randint(-8, 6, (600,), generator=g).float())
+    cases = {
+        "0.01 x 1000": torch.full((1000,), 0.01),
+        "2048, then 0.5 x 1000": torch.cat([torch.tensor([2048.0]), torch.full((1000,), 0.5)]),
+        "60000, then 1.0 x 1000": torch.cat([torch.tensor([60000.0]), torch.full((1000,), 1.0)]),
+        "1.0, then 2**-14 x 1024": torch.cat([torch.tensor([1.0]), torch.full((1024,), 2.0**-14)]),
+        "-2048, then -0.5 x 1000": torch.cat([torch.tensor([-2048.0]), torch.full((1000,), -0.5)]),
+        "600 random values of both signs": mixed,
+    }
+    return {name: v.to(torch.float16) for name, v in cases.items()}
+
+
+def _as_float(got):
+    """The learner's sum as a float (a 0-d or one-element tensor, or a number), or None."""
+    if isinstance(got, torch.Tensor):
+        return float(got.reshape(-1)[0]) if got.numel() == 1 else None
+    if isinstance(got, bool):
+        return None
+    try:
+        return float(got)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+@exercise
+def check_kahan16(fn) -> CheckResult:
+    """Exercise: ``fn(values)`` sums a 1-D ``torch.float16`` tensor by compensated (Kahan) summation with every
+    operation in fp16: a running total and a compensation, both fp16. Checked bit for bit against Kahan's
+    algorithm with each operation rounded to fp16 (:func:`amp_lessons.fp16.kahan_sum`, computed now) on addends
+    that break a plain fp16 running sum by up to hundreds of ulps; an answer that calls the course's own
+    summation functions is refused."""
+    hint = (
+        "Hint: keep a second fp16 variable with what the last addition lost (the new total, minus the old total, "
+        "minus what you meant to add), and take it off the next addend before adding it"
+    )
+    cases = _kahan_inputs()
+    for name, values in cases.items():
+        with _package_summers_called() as called:
+            got = attempt(fn, values.clone(), call="kahan16(values)")
+        placeholder(got, f"write kahan16(values): the compensated fp16 sum of values; it returns {got!r} so far")
+        if called:
             return not_yet(
-                f"for w = {w!r} your threshold {t:g} is {off_by(t, half_gap)}. Hint: an update u is lost while "
-                f"w - u is nearer to w than to its {f.name} neighbour below",
-                hide=half_gap,
+                f"kahan16 calls the course's own {sorted(called)[0]}: write the loop yourself, with fp16 tensors"
             )
+        v = _as_float(got)
+        if v is None:
+            return not_yet(f"kahan16 returned {got!r} for {name}; expected a number (an fp16 scalar tensor)")
+        exact = float(values.double().sum())  # the exact sum of the fp16 addends (float64 holds it here)
+        want = kahan_sum(values.float(), "fp16")
+        if v == want:
+            continue
+        ulp = 2.0 ** (math.floor(math.log2(abs(exact))) - 10)
+        naive = float(running_sum(values.float(), "fp16")[-1])
+        rounded = float(torch.tensor(exact, dtype=torch.float64).to(torch.float16))
+        if v == naive:
+            why = (
+                "that is what a plain fp16 running sum gives: the compensation is not fed back (or not kept), "
+                f"so every addition still loses its low part ({abs(naive - exact) / ulp:.3g} ulps off the exact sum)"
+            )
+        elif v == rounded or v == float(values.sum()):
+            why = (
+                "that is the correctly rounded sum, which a sum in higher precision gives (torch.sum, or .float() "
+                "along the way); here each operation must be an fp16 one, whose compensation cannot be that exact"
+            )
+        elif v != float(torch.tensor(v).to(torch.float16)):
+            why = "that is not an fp16 number: keep the total and the compensation as fp16 tensors"
+        else:
+            why = f"that is {abs(v - exact) / ulp:.3g} ulps off the exact sum, and not what Kahan's fp16 steps give"
+        return not_yet(f"for {name}, kahan16 gave {v!r}: {why}. {hint}", hide=(want,))
+    shown = cases["2048, then 0.5 x 1000"]
+    plain, exact = float(running_sum(shown.float(), "fp16")[-1]), float(shown.double().sum())
     return correct(
-        f"right for all {len(ws)} weights tried: half the gap between neighbours, "
-        f"(2**(exponent - {f.mantissa_bits})) / 2"
+        f"bit for bit Kahan's algorithm in fp16 on all {len(cases)} inputs. On 2048 followed by a thousand 0.5s a "
+        f"plain fp16 running sum ends at {plain:g} (0.5 is a quarter of the gap there); yours, like the exact sum, "
+        f"at {kahan_sum(shown.float(), 'fp16'):g} (exact: {exact:g})"
     )

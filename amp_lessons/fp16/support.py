@@ -16,11 +16,12 @@ LESSON = course.Lesson(
     topic="fp16",
     key_code=("def sgd_step(", "quantize(weights, fmt)", "sgd_step("),
     shows=(
-        "overflow (the 4096 x 16 sum explained correctly), swamping and Kahan summation, lost weight "
+        "overflow (the 4096 x 16 sum explained correctly; the reductions that overflow and those that do not), "
+        "swamping and Kahan summation, lost weight "
         "updates and fp32 master weights, a gradient census, and how a smaller loss pushes it under fp16's "
         "range; magnitude and sum explorers"
     ),
-    exercises="value where a running sum stalls, smallest update that survives",
+    exercises="Kahan (compensated) summation written in fp16, value where a running sum stalls",
 )
 
 

@@ -1,20 +1,24 @@
-"""Checkers for lesson 07's exercises (an amax scale, choosing e4m3 or e5m2, an fp8 linear forward)."""
+"""Checkers for lesson 07's exercises (choosing e4m3 or e5m2, an amax scale, an fp8 linear layer's backward)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
+import re
+import sys
 
 import torch
 
 from .. import formats
-from .._exercise import attempt, correct, exercise, not_yet, your_turn
+from .._exercise import correct, exercise, not_yet, placeholder, your_turn
 from ..checks import CheckResult, call_learner, is_placeholder, off_by
+from . import key_code
 from .key_code import Fp8LinearFn, amax_scale, fake_quantize
 
 __all__ = [
     "check_amax_scale",
     "check_fp8_format_choice",
-    "check_fp8_linear_forward",
+    "check_fp8_linear_backward",
 ]
 
 
@@ -132,71 +136,140 @@ def check_fp8_format_choice(answers: dict) -> CheckResult:
     return correct(f"weights and activations in e4m3, gradients in e5m2: {_FP8_REASON['e4m3']}; {_FP8_REASON['e5m2']}")
 
 
-def _linear_cases():
+def _backward_cases():
+    """(what, x, weight, bias or None, output gradient): each breaks a naive backward."""
     g = torch.Generator().manual_seed(11)
     return [
-        (
-            "x 16x32, weight 8x32, bias",
-            torch.randn(16, 32, generator=g),
-            torch.randn(8, 32, generator=g) * 0.1,
-            torch.randn(8, generator=g),
-        ),
-        (
-            "x with an outlier",
-            torch.cat([torch.randn(15, 32, generator=g), torch.full((1, 32), 300.0)]),
-            torch.randn(8, 32, generator=g) * 0.1,
-            torch.zeros(8),
-        ),
-        (
-            "small weights (1e-4)",
-            torch.randn(4, 64, generator=g),
-            torch.randn(8, 64, generator=g) * 1e-4,
-            torch.randn(8, generator=g),
-        ),
-        ("an all-zero x", torch.zeros(4, 32), torch.randn(8, 32, generator=g), torch.randn(8, generator=g)),
-    ]
+        ("gradients of about 1e-6 (below e5m2's smallest subnormal, 1.5e-5, unscaled)",
+         torch.randn(16, 32, generator=g), torch.randn(8, 32, generator=g) * 0.1, torch.randn(8, generator=g),
+         torch.randn(16, 8, generator=g) * 1e-6),
+        ("gradients up to about 3e5 (past e5m2's largest value, 57344, unscaled)",
+         torch.randn(16, 32, generator=g), torch.randn(8, 32, generator=g), torch.randn(8, generator=g),
+         torch.randn(16, 8, generator=g) * 1e5),
+        ("a layer without a bias", torch.randn(4, 64, generator=g), torch.randn(8, 64, generator=g), None,
+         torch.randn(4, 8, generator=g) * 1e-3),
+        ("an all-zero output gradient", torch.randn(4, 32, generator=g), torch.randn(8, 32, generator=g),
+         torch.randn(8, generator=g), torch.zeros(4, 8)),
+    ]  # fmt: skip
+
+
+@contextlib.contextmanager
+def _calls_to_lessons_backward():
+    """Record, in the yielded set, every call of the lesson's own ``Fp8LinearFn.backward`` (code in
+    :mod:`.key_code`, however the learner reached it) made inside the block."""
+    where, seen = key_code.__file__, set()
+    previous = sys.getprofile()
+
+    def profiler(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename == where and frame.f_code.co_name == "backward":
+            seen.add("backward")
+
+    sys.setprofile(profiler)
+    try:
+        yield seen
+    finally:
+        sys.setprofile(previous)
+
+
+def _grads(fn, x, w, b, dy):
+    """(y, dx, dw, db) of ``fn.apply`` (a Function class) on copies of the inputs, or the error as feedback."""
+    x, w = x.clone().requires_grad_(True), w.clone().requires_grad_(True)
+    b = None if b is None else b.clone().requires_grad_(True)
+    y = fn.apply(x, w, b, "fp8_e4m3", "fp8_e5m2")
+    y.backward(dy.clone())
+    return y, x.grad, w.grad, None if b is None else b.grad
+
+
+def _close(got, want) -> bool:
+    if not isinstance(got, torch.Tensor) or got.shape != want.shape or not bool(torch.isfinite(got).all()):
+        return False
+    # fp8 products are exact in fp32: only the order of the fp32 sums may differ, a few ulps of the largest value
+    return float((got.float() - want).abs().max()) <= 1e-5 * max(float(want.abs().max()), 1e-30)
+
+
+def _backward_mistakes(w, dy):
+    """(hint, dx it would give) for the usual wrong backward passes."""
+    w8 = fake_quantize(w, "fp8_e4m3", amax_scale(w, "fp8_e4m3"))
+    return [
+        ("the output gradient never went through fp8: cast dy to ctx.bwd_fmt with its own amax scale before the "
+         "two matmuls", dy @ w8),
+        ("dy was cast without a scale: small gradients flush to zero and large ones overflow. Scale it by its own "
+         "amax first (amax_scale), as the forward scales x and w", fake_quantize(dy, "fp8_e5m2") @ w8),
+        ("dy was cast to e4m3: gradients need range more than precision, so the backward pass uses ctx.bwd_fmt "
+         "(e5m2)", fake_quantize(dy, "fp8_e4m3", amax_scale(dy, "fp8_e4m3")) @ w8),
+        ("the input gradient was computed from x and w at full precision; use the fp8 copies the forward saved "
+         "(ctx.saved_tensors)", fake_quantize(dy, "fp8_e5m2", amax_scale(dy, "fp8_e5m2")) @ w),
+    ]  # fmt: skip
 
 
 @exercise
-def check_fp8_linear_forward(fn) -> CheckResult:
-    """Exercise: ``fn(x, weight, bias)`` returns the forward pass of an fp8 linear layer with per-tensor
-    current scales: ``x`` and ``weight`` cast to e4m3 with their own amax scales (``fake_quantize`` and
-    ``amax_scale``), multiplied in fp32, plus the fp32 bias. Compared with :class:`Fp8LinearFn`'s forward
-    to 1e-5 of the largest output (the fp8 products are exact in fp32; only the order of the sums may
-    differ, a few fp32 ulps)."""
-    for what, x, w, b in _linear_cases():
-        got = attempt(fn, x.clone(), w.clone(), b.clone())
-        if not isinstance(got, torch.Tensor) or got.shape != (x.shape[0], w.shape[0]):
-            shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
-            return not_yet(f"for {what} it returned {shape}; expected a tensor of shape {(x.shape[0], w.shape[0])}")
-        want = Fp8LinearFn.apply(x, w, b, "fp8_e4m3", "fp8_e5m2")
-        tol = 1e-5 * max(float(want.abs().max()), 1e-30)
-        if torch.isfinite(got).all() and float((got.float() - want).abs().max()) <= tol:
-            continue
-        plain = x @ w.t() + b
-        unscaled = fake_quantize(x, "fp8_e4m3") @ fake_quantize(w, "fp8_e4m3").t() + b
-        e5 = (
-            fake_quantize(x, "fp8_e5m2", amax_scale(x, "fp8_e5m2"))
-            @ fake_quantize(w, "fp8_e5m2", amax_scale(w, "fp8_e5m2")).t()
-            + b
-        )
-
-        def close(a, got=got, tol=tol):
-            return float((got.float() - a).abs().max()) <= tol
-
-        if close(plain):
-            return your_turn(
-                "so far this is the fp32 layer: the inputs never went through fp8. Cast x and weight to e4m3, "
-                "each with its own amax scale, multiply in fp32 and add the bias"
-            )
-        elif close(unscaled):
-            hint = "you cast to fp8 without a scale: small values flush and large ones saturate"
-        elif close(e5):
-            hint = "the forward pass of the classic recipe casts to e4m3 (precision), not e5m2"
-        else:
-            hint = "each of x and weight needs its own per-tensor scale, applied before the cast and undone after it"
-        return not_yet(f"for {what} the output differs from an fp8 linear layer's. Hint: {hint}")
-    return correct(
-        "x and weight cast to e4m3 with their own amax scales, fp32 products, fp32 bias: "
-        "the forward pass of an fp8 training recipe"
-    )
+def check_fp8_linear_backward(fn) -> CheckResult:
+    """Exercise: ``fn`` is a ``torch.autograd.Function`` whose forward is the lesson's fp8 linear forward (x and
+    weight cast to e4m3 with their own amax scales, fp8 copies saved, fp32 products, the bias added) and whose
+    backward the learner writes: ``dy`` cast to ``ctx.bwd_fmt`` (e5m2) with its own amax scale, ``dx = dy8 @ w8``
+    and ``dw = dy8.T @ x8`` from the saved fp8 copies, ``db = dy.sum(0)`` from the fp32 gradient (None without a
+    bias), None for the two formats. Its gradients are compared with the lesson's :class:`Fp8LinearFn` to 1e-5 of
+    their largest value on tiny and huge gradients (an unscaled cast flushes or overflows them), a layer without a
+    bias and an all-zero gradient. ``fn`` may also be the backward function alone (run under the lesson's forward).
+    The lesson's own Function, or a backward that calls it, is refused."""
+    placeholder(fn, "write MyFp8LinearFn's backward and pass the class itself")
+    own = "that is the lesson's own Fp8LinearFn: write the backward yourself, in MyFp8LinearFn"
+    if isinstance(fn, type):
+        if not issubclass(fn, torch.autograd.Function):
+            return not_yet(f"pass the class MyFp8LinearFn (a torch.autograd.Function), got the class {fn.__name__}")
+        if issubclass(fn, Fp8LinearFn) or fn.backward is Fp8LinearFn.backward:
+            return not_yet(own)
+    elif callable(fn):  # a backward(ctx, dy) alone: run it under the lesson's forward
+        if fn is Fp8LinearFn.backward:
+            return not_yet(own)
+        fn = type("YourFp8LinearFn", (Fp8LinearFn,), {"backward": staticmethod(fn)})
+    else:
+        return not_yet(f"pass the class MyFp8LinearFn (a torch.autograd.Function), got {fn!r}"[:200])
+    for what, x, w, b, dy in _backward_cases():
+        want = _grads(Fp8LinearFn, x, w, b, dy)
+        got, err = None, None
+        with _calls_to_lessons_backward() as used:
+            try:
+                got = _grads(fn, x, w, b, dy)
+            except Exception as exc:  # noqa: BLE001 - any error in the learner's code is feedback
+                err = f"for {what}, its forward and backward raised {type(exc).__name__}: {exc}"
+        if used:
+            return not_yet("its backward calls the lesson's Fp8LinearFn.backward: write the three products yourself")
+        if err:
+            if "returned an incorrect number of gradients" in err or "expected 5" in err:
+                return not_yet(f"{err}. Hint: backward returns one gradient per input of forward, five: "
+                               "dx, dw, db, and None for each of the two formats")  # fmt: skip
+            if "not a Variable" in err or "different than None" in err:
+                return not_yet(f"{err}. Hint: an input that is not a tensor (a format name), or a bias that is None, "
+                               "gets None as its gradient")  # fmt: skip
+            bad = re.search(r"invalid gradient at index (\d)", err)
+            if bad and bad.group(1) in "012":
+                name = ("dx", "dw", "the bias gradient db")[int(bad.group(1))]
+                return not_yet(f"{err}. Hint: {name} must have the shape of the input it is the gradient of")
+            return not_yet(err)
+        _, dx, dw, db = got
+        if dx is None and dw is None:
+            return your_turn("so far backward returns no gradients: compute dx and dw from dy's fp8 copy and the "
+                             "fp8 copies of x and w the forward saved, and db from dy")  # fmt: skip
+        for name, g_, w_ in (("the input gradient dx", dx, want[1]), ("the weight gradient dw", dw, want[2])):
+            if g_ is None or g_.shape != w_.shape:
+                shape = None if g_ is None else tuple(g_.shape)
+                return not_yet(f"for {what}, {name} has shape {shape}; expected {tuple(w_.shape)} (the shape of "
+                               "the input it is the gradient of)")  # fmt: skip
+        if not _close(dx, want[1]):
+            for hint, wrong in _backward_mistakes(w, dy):
+                if _close(dx, wrong):
+                    return not_yet(f"for {what}: {hint}")
+            return not_yet(f"for {what}, dx differs from the fp8 layer's: cast dy to ctx.bwd_fmt with "
+                           "amax_scale and fake_quantize, then multiply by the saved w8")  # fmt: skip
+        if not _close(dw, want[2]):
+            return not_yet(f"for {what}, dx is right but dw differs: dw is dy8.T @ x8, the fp8 output gradient "
+                           "against the saved fp8 input")  # fmt: skip
+        if b is not None:
+            if db is None or not _close(db, want[3]):
+                hint = "the bias gradient is dy summed over the batch (dim 0), in fp32"
+                if db is not None and _close(db, fake_quantize(dy, "fp8_e5m2", amax_scale(dy, "fp8_e5m2")).sum(0)):
+                    hint = "you summed dy's fp8 copy: the bias gradient is a cheap sum, so recipes take it from fp32 dy"
+                return not_yet(f"for {what}, dx and dw are right but the bias gradient is not: {hint}")
+    return correct("dy cast to e5m2 with its own scale, dx and dw from the saved fp8 copies, db from fp32 dy: "
+                   "the backward pass of an fp8 linear layer")  # fmt: skip

@@ -13,11 +13,13 @@ formats engine, each checked bit for bit against torch's own float8 casts where 
 - an fp8 matmul through ``torch._scaled_mm`` against bf16, fp32 and an emulation (inputs rounded
   bit-exactly to fp8, products summed in fp32)
   (:func:`scaled_mm_compare`), and a miniature fp8 linear layer trained the way fp8 recipes do
-  (:class:`Fp8Linear`, :func:`fp8_linear_check`).
+  (:class:`Fp8Linear`, :func:`fp8_linear_check`);
+- what an fp8 matmul costs with the amax and cast passes that feed it, eager and compiled (:func:`fp8_cast_costs`).
 
 The lesson defines its key code in its own cells (``#| export``, generated into :mod:`.key_code`): the per-tensor
-scale and the cast (:func:`amax_scale`, :func:`fake_quantize`), the per-block amax (``key_code.block_scales``) and the
-fp8 linear Function (:class:`Fp8LinearFn`); they are imported here, not written twice.
+scale and the cast (:func:`amax_scale`, :func:`fake_quantize`), the per-block amax (``key_code.block_scales``), the
+eager cast of a recipe (``key_code.to_fp8``) and the fp8 linear Function (``key_code.Fp8LinearFn``; the public
+:class:`Fp8LinearFn` is it with its arguments checked); they are imported here, not written twice.
 
 Everything runs on a CPU (the casts are emulated bit-exactly, the arithmetic after them is fp32, and
 ``torch._scaled_mm`` has a CPU kernel); only speed needs a GPU with fp8 tensor cores (Ada Lovelace, Hopper and newer).
@@ -27,7 +29,11 @@ The records they return are in :mod:`.records`, the fp8 linear layer in :mod:`.m
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import importlib
 import math
+import warnings
 from collections import deque
 
 import torch
@@ -41,21 +47,29 @@ from .._validate import (
     int_at_least,
     positive,
     real,
+    selection,
     sequence,
 )
-from ..device import gpu_info
+from ..device import default_device, gpu_info
 from ..formats import CLASSES, FloatFormat, get_format, quantize, representable_values
 from ..fp16.experiments import small_batch, small_model
 from ..timing import matmul_flops, time_fn
-from .key_code import Fp8LinearFn, amax_scale, block_scales, fake_quantize, float_tensor, scale_from_amax
+from .key_code import amax_scale, block_scales, fake_quantize, float_tensor, scale_from_amax, to_fp8
 from .models import Fp8Linear
-from .records import MAX_DIM, CastStats, Fp8LinearErrors, ScaledMMComparison, ScalingMethod
+from .records import (
+    MAX_DIM,
+    CastCosts,
+    CastStats,
+    Fp8LinearErrors,
+    ScaledMMComparison,
+    ScalingMethod,
+)
 
 __all__ = [
     "BLOCK_SHAPES",
+    "CAST_COST_SHAPES",
     "SCALING_METHOD_BY_NAME",
     "DelayedScaler",
-    "Fp8LinearFn",
     "SCALING_METHODS",
     "amax_scale",
     "as_matrix",
@@ -63,6 +77,7 @@ __all__ = [
     "blockwise_fake_quantize",
     "cast_stats",
     "fake_quantize",
+    "fp8_cast_costs",
     "fp8_linear_check",
     "get_scaling_method",
     "model_tensors",
@@ -372,9 +387,14 @@ def scaling_errors(
         raise TypeError("tensors must be a non-empty dict name -> tensor (e.g. model_tensors())")
     if isinstance(methods, (str, ScalingMethod)):
         methods = [methods]
-    methods = [get_scaling_method(m) for m in sequence(methods, "methods", "method names or ScalingMethods")]
+    methods = [get_scaling_method(m) for m in selection(methods, "methods", "method names or ScalingMethods")]
     if not methods:
         raise ValueError("methods is empty")
+    for name, t in tensors.items():
+        if isinstance(t, torch.Tensor) and t.numel() == 0:
+            raise ValueError(
+                f"tensors[{name!r}] is empty (shape {tuple(t.shape)}): there are no values to cast; give tensors with at least one value"
+            )
 
     rows = []
     with one_thread():
@@ -424,12 +444,17 @@ def _gpu_has_fp8(d: torch.device) -> bool:
     return g is not None and g.fp8
 
 
+def _resolve_device(device) -> torch.device:
+    """``device`` parsed, or the machine's default device (a CUDA GPU where there is one, else the CPU) for None."""
+    return default_device() if device is None else parse_device(device)
+
+
 def scaled_mm_compare(
     m: int = 256,
     k: int = 512,
     n: int = 256,
     *,
-    device="cpu",
+    device=None,
     seed: int = 0,
     time_it: bool | None = None,
     repeats: int = 10,
@@ -441,13 +466,16 @@ def scaled_mm_compare(
     ``b8.t().contiguous().t()``; fp32 output), and the same product emulated: :func:`fake_quantize`
     of each input and an fp32 matmul.
 
+    ``device`` None runs it on the machine's default device (:func:`amp_lessons.device.default_device`: a CUDA GPU
+    where there is one, else the CPU).
+
     Returns a :class:`ScaledMMComparison`: the relative errors, the largest difference between
     ``_scaled_mm`` and the emulation (they differ only in the order of the fp32 sums and where the
     scales are applied), the scales, and why ``_scaled_mm`` did not run, if it did not. On a GPU with
     fp8 tensor cores (or when ``time_it`` is True) also median times and TFLOP/s of the fp8 and bf16
     matmuls."""
 
-    d = parse_device(device)
+    d = _resolve_device(device)
     m, k, n = (count(v, name, 1, MAX_DIM) for v, name in ((m, "m"), (k, "k"), (n, "n")))
     allocation(max(m * k, k * n, m * n) * 2, f"a {m}x{k} @ {k}x{n} product in float64")
     g = torch.Generator().manual_seed(_validate.seed(seed))
@@ -541,3 +569,122 @@ def fp8_linear_check(
             y.backward(dy)
             results[name] = (y.detach(), xi.grad, mod.weight.grad, mod.bias.grad)
     return Fp8LinearErrors(*(_rel(b, a.double()) for a, b in zip(results["fp32"], results["fp8"])))
+
+
+# --- the casts around an fp8 matmul --------------------------------------------------------------------
+
+CAST_COST_SHAPES = ((256, 512, 256), (8192, 8192, 8192))
+"""The shapes :func:`fp8_cast_costs` times by default (M x K x N): a small layer and a large one, those of the H200
+reference (the shipped record ``fp8_cast_costs``, read by :func:`.records.fp8_costs_of`). The large one only on a GPU
+with fp8 tensor cores."""
+
+_LARGE_FLOPS = 2 * 2048**3  # above this a product is "large": timed on a GPU with fp8 tensor cores only
+
+
+def _cast_cost_plan(d: torch.device, shapes, compiled) -> tuple[list, dict, bool]:
+    """(the shapes to time, {shape or (shape, variant): why skipped}, whether to time the compiled casts) on ``d``."""
+    fp8_gpu = _gpu_has_fp8(d)
+    todo, skipped = [], {}
+    for m, k, n in shapes:
+        name = f"{m}x{k}x{n}"
+        if matmul_flops(m, k, n) > _LARGE_FLOPS and not fp8_gpu:
+            where = "a CPU" if d.type == "cpu" else f"{d} (no fp8 tensor cores)"
+            skipped[name] = (
+                f"skipped on {where}: without fp8 tensor cores a product this large takes seconds to minutes per "
+                "call, and its speed says nothing about fp8 hardware (see the GPU reference)"
+            )
+        else:
+            todo.append((name, m, k, n))
+    if compiled is None:
+        compiled = d.type == "cuda"
+        if not compiled:
+            for name, *_ in todo:
+                skipped[name, "fp8+compiled casts"] = (
+                    "skipped on the CPU: torch.compile first generates and builds C++ code for the casts, which "
+                    "takes seconds here, longer than a lesson's cell may take; fp8_cast_costs(compiled=True) times it"
+                )
+    return todo, skipped, compiled
+
+
+def _fp8_after(cast_both, fp8_mm, a, w):
+    """``fp8_mm`` of ``a`` and ``w`` after ``cast_both(a, w)`` made their fp8 copies and inverse scales."""
+    (a8, sa), (w8, sw) = cast_both(a, w)
+    return fp8_mm(a8, sa, w8, sw)
+
+
+def fp8_cast_costs(
+    device=None, *, shapes=CAST_COST_SHAPES, compiled: bool | None = None, repeats: int = 5, calls: int | None = None,
+    seed: int = 0,
+) -> CastCosts:  # fmt: skip
+    """What an fp8 matmul ``(M x K) @ (K x N)`` costs with the casts that feed it, on ``device`` (None: the machine's
+    default device, :func:`amp_lessons.device.default_device`), at each ``(M, K, N)`` of ``shapes``: a bf16 matmul;
+    the fp8 kernel alone (``torch._scaled_mm`` on inputs cast before timing, e4m3 x e4m3 -> bf16, the weight N x K
+    row-major passed as ``w8.t()``); the same with the lesson's eager ``to_fp8`` (amax, scale, clamp, cast) of both
+    bf16 inputs inside the timed call; and with both casts compiled by ``torch.compile`` into one function
+    (``compiled``: None times it on a GPU and skips it on the CPU, where compiling takes seconds).
+
+    One timer for the whole table (:func:`amp_lessons.timing.time_fn`: CUDA events on a GPU, ``time.perf_counter``
+    on the CPU) around a block of ``calls`` back-to-back calls (10 on a GPU, where one small call is shorter than
+    its launch; 2 on the CPU), per call, the median of ``repeats`` blocks. Products above 2 x 2048^3 flops run only
+    on a GPU with fp8 tensor cores; a skipped row says why. Returns a :class:`CastCosts`."""
+    d = _resolve_device(device)
+    checked = []
+    for i, s in enumerate(selection(shapes, "shapes", "(M, K, N) triples")):
+        if not (isinstance(s, (tuple, list)) and len(s) == 3):
+            raise ValueError(f"shapes[{i}]={s!r} is not allowed: each shape is a triple (M, K, N) of positive integers")
+        checked.append(tuple(count(v, f"shapes[{i}][{j}]", 1, MAX_DIM) for j, v in enumerate(s)))
+    shapes = checked
+    if not shapes:
+        raise ValueError("shapes is empty: give at least one (M, K, N)")
+    if compiled is not None:
+        flag(compiled, "compiled")
+    repeats = count(repeats, "repeats", 1, 1000, "timed blocks of calls")
+    calls = (10 if d.type == "cuda" else 2) if calls is None else count(calls, "calls", 1, 1000, "calls per block")
+    todo, skipped, compiled = _cast_cost_plan(d, shapes, compiled)
+    for _, m, k, n in todo:
+        allocation(max(m * k, n * k, m * n), f"a {m}x{k} @ {k}x{n} product")
+    g = torch.Generator().manual_seed(_validate.seed(seed))
+    times, timer = {}, None
+    with one_thread() if d.type == "cpu" else contextlib.nullcontext():
+        for name, m, k, n in todo:
+            a = torch.randn(m, k, generator=g).to(d, torch.bfloat16)
+            w = torch.randn(n, k, generator=g).to(d, torch.bfloat16)
+            (a8, sa), (w8, sw) = to_fp8(a), to_fp8(w)
+
+            def fp8_mm(a8, sa, w8, sw):
+                return torch._scaled_mm(a8, w8.t(), scale_a=sa, scale_b=sw, out_dtype=torch.bfloat16)
+
+            def cast_both(a, w):
+                return to_fp8(a), to_fp8(w)
+
+            variants = {
+                "bf16": lambda a=a, w=w: a @ w.t(),
+                "fp8": lambda a8=a8, sa=sa, w8=w8, sw=sw: fp8_mm(a8, sa, w8, sw),
+                "fp8+casts": lambda a=a, w=w: fp8_mm(*to_fp8(a), *to_fp8(w)),
+            }
+            if compiled:
+                with warnings.catch_warnings():
+                    # importing Inductor imports torch.utils.mkldnn, whose TorchScript classes warn that TorchScript
+                    # is deprecated: a warning about torch's own code, not the caller's
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    importlib.import_module("torch._inductor.compile_fx")
+                fused = torch.compile(cast_both, dynamic=False)
+                variants["fp8+compiled casts"] = functools.partial(_fp8_after, fused, fp8_mm, a, w)
+            try:
+                fp8_mm(a8, sa, w8, sw)
+            except (RuntimeError, NotImplementedError) as exc:
+                skipped[name] = f"torch._scaled_mm did not run on {d}: {str(exc).splitlines()[0][:160]}"
+                continue
+            for key, fn in variants.items():
+                try:
+                    t = time_fn(lambda fn=fn: [fn() for _ in range(calls)], device=d.type, warmup=2, repeats=repeats)
+                except Exception as exc:  # noqa: BLE001 - torch.compile's failures (no C++ compiler, no Triton)
+                    if key != "fp8+compiled casts":
+                        raise
+                    skipped[name, key] = f"torch.compile failed on {d}: {str(exc).strip().splitlines()[0][:160]}"
+                    continue
+                times[name, key] = t.median_s / calls
+                timer = timer or t.method
+    method = timer or ("cuda events" if d.type == "cuda" else "perf_counter")
+    timer_text = f"{method} around {calls} back-to-back calls, per call, median of {repeats}"
+    return CastCosts(str(d), timer_text, times, skipped)

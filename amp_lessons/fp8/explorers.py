@@ -5,6 +5,7 @@ from __future__ import annotations
 import html
 import math
 import numbers
+from collections.abc import Hashable
 
 import ipywidgets as widgets
 import numpy as np
@@ -52,6 +53,8 @@ class Fp8ScalingExplorer(Explorer):
             tensor = fp8.model_tensors()[name]
         self.name = name
         self.x = fp8.as_matrix(tensor, "tensor")
+        if self.x.numel() == 0:
+            raise ValueError(f"tensor is empty (shape {tuple(tensor.shape)}): the explorer needs at least one value")
         a = self.x.abs().reshape(-1)
         logs = torch.log2(a[(a > 0) & torch.isfinite(a)])
         # 2**17 is past e5m2's max 57344 (and e4m3's 448); 2**-18 is below half of e5m2's smallest
@@ -92,7 +95,7 @@ class Fp8ScalingExplorer(Explorer):
 
     @staticmethod
     def _choice(v, options, what):
-        if v not in options:
+        if not isinstance(v, Hashable) or v not in options:  # a list for a menu: one value, never a collection
             raise ValueError(f"{what} must be one of {', '.join(map(repr, options))}, got {v!r}")
         return v
 

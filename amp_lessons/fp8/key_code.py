@@ -86,6 +86,13 @@ def block_scales(x: torch.Tensor, fmt="fp8_e4m3", block=(1, 128), power_of_two: 
     return s, blocks
 
 # -- notebooks/07_fp8.ipynb, exported cell 3 --
+def to_fp8(t):
+    """Per-tensor current scaling, in eager ops: amax, scale, scaled and clamped cast; returns (t8, inverse scale)."""
+    amax = t.abs().amax().float()
+    scale = 448.0 / amax.clamp(min=1e-12)
+    return (t.float() * scale).clamp(-448, 448).to(torch.float8_e4m3fn), scale.reciprocal()
+
+# -- notebooks/07_fp8.ipynb, exported cell 4 --
 class Fp8LinearFn(torch.autograd.Function):
     """y = x @ w.T + b with x and w cast to e4m3 (current per-tensor scales) and fp32 accumulation; backward casts
     dy to e5m2 (its own scale) and computes dx = dy8 @ w8, dw = dy8.T @ x8 in fp32, reusing the fp8 copies of x

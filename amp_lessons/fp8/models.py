@@ -1,6 +1,6 @@
 """Lesson 07's model: :class:`Fp8Linear`, a miniature fp8 linear layer built on the lesson's own fp8 linear Function
 (:class:`~.key_code.Fp8LinearFn`), as fp8 training recipes assemble one; :func:`.experiments.fp8_linear_check`
-measures it against fp32.
+measures it against fp32. :class:`Fp8LinearFn` is the lesson's Function with its arguments checked.
 """
 
 from __future__ import annotations
@@ -9,12 +9,51 @@ import torch
 
 from .._validate import allocation, count, flag
 from ..formats import get_format
-from .key_code import Fp8LinearFn
+from . import key_code
 from .records import MAX_DIM
 
 __all__ = [
     "Fp8Linear",
+    "Fp8LinearFn",
 ]
+
+
+def _float_tensor_arg(t, what: str, dims: int) -> torch.Tensor:
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{what} must be a torch.Tensor, got {type(t).__name__} {t!r}"[:200])
+    if not t.is_floating_point():
+        raise TypeError(f"{what} must be a real floating-point tensor (float32, float16, bfloat16, ...), got {t.dtype}")
+    if t.dim() != dims:
+        raise ValueError(f"{what} must be {dims}-D, got shape {tuple(t.shape)}")
+    return t
+
+
+class Fp8LinearFn(key_code.Fp8LinearFn):
+    """The lesson's fp8 linear Function (``key_code.Fp8LinearFn``: ``y = x @ w.T + b`` with x and w cast to
+    ``fwd_fmt``, the output gradient to ``bwd_fmt``) with its arguments checked before it runs:
+    ``Fp8LinearFn.apply(x, weight, bias=None, fwd_fmt="fp8_e4m3", bwd_fmt="fp8_e5m2")`` with ``x`` a real
+    floating-point batch x in matrix, ``weight`` out x in, ``bias`` None or a real floating-point vector of
+    ``out`` values, all on one device, and the formats names of :data:`amp_lessons.formats.FORMATS`."""
+
+    @classmethod
+    def apply(cls, x, weight, bias=None, fwd_fmt="fp8_e4m3", bwd_fmt="fp8_e5m2"):
+        _float_tensor_arg(x, "x", 2)
+        _float_tensor_arg(weight, "weight", 2)
+        if weight.shape[1] != x.shape[1]:
+            raise ValueError(
+                f"weight must be out x in with in = x.shape[1] = {x.shape[1]}, got weight of shape {tuple(weight.shape)}"
+            )
+        if bias is not None:
+            _float_tensor_arg(bias, "bias (None or a tensor)", 1)
+            if bias.shape[0] != weight.shape[0]:
+                raise ValueError(
+                    f"bias must hold weight.shape[0] = {weight.shape[0]} values, got shape {tuple(bias.shape)}"
+                )
+        devices = {t.device for t in (x, weight, bias) if t is not None}
+        if len(devices) > 1:
+            raise ValueError(f"x, weight and bias must be on one device, got {sorted(map(str, devices))}")
+        fwd, bwd = get_format(fwd_fmt).name, get_format(bwd_fmt).name
+        return super().apply(x, weight, bias, fwd, bwd)
 
 
 # --- an fp8 linear layer ---------------------------------------------------------------------------
@@ -54,7 +93,7 @@ class Fp8Linear(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.dim() != 2:
             raise ValueError(f"Fp8Linear takes 2-D inputs (batch x features), got shape {tuple(x.shape)}")
-        return Fp8LinearFn.apply(x, self.weight, self.bias, self.fwd_fmt, self.bwd_fmt)
+        return key_code.Fp8LinearFn.apply(x, self.weight, self.bias, self.fwd_fmt, self.bwd_fmt)
 
     def extra_repr(self) -> str:
         return (

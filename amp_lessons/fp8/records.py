@@ -1,11 +1,14 @@
 """Lesson 07's records: the scaling methods the lesson compares (:class:`ScalingMethod`, by :data:`SCALINGS`) and
 the frozen results its experiments return, each shown as a small table: what one cast with a scale did
 (:class:`CastStats`), one matmul four ways (:class:`ScaledMMComparison`) and the fp8 linear layer's errors against
-fp32 (:class:`Fp8LinearErrors`). :mod:`.experiments` makes them.
+fp32 (:class:`Fp8LinearErrors`), the cost of the casts around an fp8 matmul measured here (:class:`CastCosts`) and
+the same costs recorded on a GPU (:class:`Fp8CostReference`, read from a reference record by :func:`fp8_costs_of`).
+:mod:`.experiments` makes them.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .. import _validate
@@ -15,7 +18,11 @@ from ..formats import get_format
 from ..timing import format_seconds
 
 __all__ = [
+    "CAST_COST_VARIANTS",
+    "CastCosts",
     "CastStats",
+    "Fp8CostReference",
+    "fp8_costs_of",
     "Fp8LinearErrors",
     "SCALINGS",
     "ScaledMMComparison",
@@ -179,3 +186,139 @@ class Fp8LinearErrors(TableRecord):
     def _table(self):
         rows = [(label, f"{getattr(self, f):.3g}") for f, label in self.LABELS.items()]
         return ("of the fp8 layer", "relative error"), rows, "Fp8Linear against fp32 nn.Linear", ()
+
+
+# --- the cost of the casts around an fp8 matmul --------------------------------------------------------------
+
+CAST_COST_VARIANTS = {
+    "bf16": "bf16 matmul",
+    "fp8": "fp8 kernel alone",
+    "fp8+casts": "fp8 + eager amax and casts of both inputs",
+    "fp8+compiled casts": "fp8 + the casts compiled (torch.compile)",
+}
+"""The products :func:`fp8_cast_costs` times, by key: the bf16 matmul; ``torch._scaled_mm`` on inputs cast before
+timing; the same with the lesson's eager ``to_fp8`` of both bf16 inputs inside the timed call; the same with
+``to_fp8`` of both inputs compiled by ``torch.compile`` (one compiled function) inside the timed call."""
+
+
+@dataclass(frozen=True, repr=False)
+class CastCosts(TableRecord):
+    """What an fp8 matmul costs with the casts that feed it (:func:`fp8_cast_costs`), on ``device``, every time taken
+    by the one ``timer`` the table names. ``times`` maps ``(shape, variant)`` (a variant of
+    :data:`CAST_COST_VARIANTS`) to seconds per call; ``skipped`` maps a shape, or ``(shape, variant)``, to why it
+    was not timed. :meth:`ratio` is bf16's time over a variant's (above 1: faster than bf16)."""
+
+    device: str
+    timer: str
+    times: dict
+    skipped: dict
+
+    def ratio(self, shape: str, variant: str) -> float | None:
+        """bf16's time over ``variant``'s at ``shape`` (None where either was not timed)."""
+        t, b = self.times.get((shape, variant)), self.times.get((shape, "bf16"))
+        return None if t is None or b is None else b / t
+
+    def _table(self):
+        rows = []
+        shapes = list(dict.fromkeys([s for s, _ in self.times] + [s for s in self.skipped if isinstance(s, str)]))
+        for shape in shapes:
+            if shape in self.skipped:
+                rows.append((shape, "(every product)", "skipped", "-"))
+                continue
+            for key, label in CAST_COST_VARIANTS.items():
+                t = self.times.get((shape, key))
+                if t is None:
+                    rows.append((shape, label, "skipped", "-"))
+                    continue
+                r = self.ratio(shape, key)
+                rows.append((shape, label, format_seconds(t), "1" if key == "bf16" else f"{r:.2f}x"))
+        notes = [f"{k if isinstance(k, str) else ' '.join(k)}: {why}" for k, why in self.skipped.items()]
+        title = f"an fp8 matmul and its casts on {self.device}; timer: {self.timer}"
+        return ("M x K x N", "product", "time per call", "speed vs bf16"), rows, title, notes
+
+
+@dataclass(frozen=True, repr=False)
+class Fp8CostReference(TableRecord):
+    """Times of fp8 and bf16 products recorded on a named GPU, with their provenance: ``label`` (GPU, date, torch),
+    ``method`` (how the inputs were made and cast), ``timers`` (column key -> how that column was timed),
+    ``variants`` (row key -> what was timed) and ``times_us`` (``(shape, variant)`` -> microseconds, one per timer,
+    in the order of ``timers``). :meth:`ratio` compares two variants under one timer, never across timers."""
+
+    label: str
+    method: str
+    timers: dict
+    variants: dict
+    times_us: dict
+
+    def time_us(self, shape: str, variant: str, timer: str) -> float:
+        """The time of ``variant`` at ``shape`` under ``timer`` (keys of :attr:`timers`), in microseconds."""
+        if timer not in self.timers:
+            raise ValueError(f"timer={timer!r} is not allowed: use one of {', '.join(map(repr, self.timers))}")
+        if (shape, variant) not in self.times_us:
+            known = sorted({s for s, _ in self.times_us}), sorted({v for _, v in self.times_us})
+            raise ValueError(
+                f"no time for shape={shape!r}, variant={variant!r}: shapes {known[0]}, variants {known[1]}"
+            )
+        return self.times_us[shape, variant][list(self.timers).index(timer)]
+
+    def ratio(self, shape: str, variant: str, timer: str) -> float:
+        """bf16's time over ``variant``'s at ``shape``, both under ``timer`` (above 1: faster than bf16)."""
+        return self.time_us(shape, "bf16", timer) / self.time_us(shape, variant, timer)
+
+    def _table(self):
+        rows = []
+        for (shape, variant), times in self.times_us.items():
+            cells = [
+                f"{t:.1f}" + ("" if variant == "bf16" else f" ({self.ratio(shape, variant, k):.2f}x)")
+                for t, k in zip(times, self.timers)
+            ]
+            rows.append((shape, variant, *cells))
+        notes = [self.method]
+        notes += [f"{k}: {v}" for k, v in self.timers.items()]
+        notes += [f"{k}: {v}" for k, v in self.variants.items()]
+        header = ("M x K x N", "product", *(f"{k} (µs)" for k in self.timers))
+        return header, rows, f"fp8 and bf16 products, times in µs (x: speed vs bf16, same timer), {self.label}", notes
+
+
+COST_TIMERS = {
+    "events": "CUDA events around each call, median of 30, the GPU idle between calls",
+    "events after memset": "the same, after a 256 MiB memset before each call (the memset keeps the GPU busy "
+    "while the call is launched, so the events time mostly the kernels, not the launch)",
+    "do_bench": "triton.testing.do_bench (mean)",
+    "wall": "wall clock with torch.cuda.synchronize() on both sides, median of 50",
+}
+"""The timers of a recorded fp8 cost table (the reference record ``fp8_cast_costs``), by column."""
+COST_VARIANTS = {
+    "bf16": "bf16 matmul",
+    "fp8": "fp8 kernel alone (inputs cast, scale tensors on the GPU, before timing)",
+    "fp8 unscaled": "fp8 kernel on unscaled e4m3 casts of the inputs",
+    "fp8 + host scales": "fp8 with its two scale tensors built from Python floats inside the timed call",
+    "fp8 + eager casts": "fp8 with the eager amax + scale + clamp + cast of both bf16 inputs (the lesson's "
+    "to_fp8) inside the timed call",
+}
+"""The products of a recorded fp8 cost table, by row."""
+_RECORDED_VARIANT = {"bf16": "bf16", "fp8": "fp8", "fp8unsc": "fp8 unscaled", "fp8+hostsc": "fp8 + host scales",
+                     "fp8+casts": "fp8 + eager casts"}  # fmt: skip
+_RECORDED_TIMER = {"events": "events_us", "events after memset": "events_after_memset_us", "do_bench": "do_bench_us",
+                   "wall": "wall_us"}  # fmt: skip
+
+
+def fp8_costs_of(record) -> Fp8CostReference:
+    """The fp8 cost table of a reference record (``amp_lessons.reference.find("fp8_cast_costs")``: its ``results``
+    map ``"<M>x<K>x<N> <product>"`` to one time per timer in µs), with the record's label and method; larger shapes
+    first, products in :data:`COST_VARIANTS` order."""
+    results, rows = getattr(record, "results", None), {}
+    if not isinstance(results, dict) or not hasattr(record, "label") or not hasattr(record, "method"):
+        raise TypeError(f"record must be a reference Record (amp_lessons.reference), got {type(record).__name__}")
+    for name, times in results.items():
+        shape, _, product = name.partition(" ")
+        if product not in _RECORDED_VARIANT or set(times) != set(_RECORDED_TIMER.values()):
+            raise ValueError(f"record holds {name!r}: not an fp8 cost row (products {', '.join(_RECORDED_VARIANT)})")
+        rows[shape, _RECORDED_VARIANT[product]] = tuple(times[_RECORDED_TIMER[t]] for t in COST_TIMERS)
+    order = list(COST_VARIANTS)
+
+    def size(shape: str) -> int:
+        return -math.prod(int(n) for n in shape.split("x"))
+
+    keys = sorted(rows, key=lambda k: (size(k[0]), order.index(k[1])))
+    return Fp8CostReference(record.label, record.method, COST_TIMERS, COST_VARIANTS, {k: rows[k] for k in keys})

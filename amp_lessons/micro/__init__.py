@@ -1,5 +1,5 @@
-"""Below 8 bits and below bf16: MX and NVFP4 block scales, fp8 recipes side by side, stochastic
-rounding and Kahan-compensated bf16 updates.
+"""Below 8 bits and below bf16: MX and NVFP4 block scales, fp8 scaling recipes and fp4 quantizers side by side,
+stochastic rounding and Kahan-compensated bf16 updates.
 
 `from amp_lessons import micro` gives every public name of the topic's modules: :mod:`.records`,
 :mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""

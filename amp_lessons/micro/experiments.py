@@ -1,5 +1,5 @@
-"""Below 8 bits and below bf16: microscaling (MX) and NVFP4 block scales, fp8 recipes side by side,
-stochastic rounding and Kahan-compensated bf16 updates. Data only: nothing here draws; the records the
+"""Below 8 bits and below bf16: microscaling (MX) and NVFP4 block scales, fp8 scaling recipes and fp4 quantizers side
+by side, stochastic rounding and Kahan-compensated bf16 updates. Data only: nothing here draws; the records the
 experiments return (:class:`~.records.BlockQuantized`, :class:`~.records.RecipeRow` ...) are in :mod:`.records`.
 
 Everything is emulated bit-exactly in float32 arithmetic on the formats engine (:mod:`amp_lessons.formats`):
@@ -235,6 +235,12 @@ class Recipe:
     """One way to store a tensor in 8 bits or fewer, as the recipe comparison runs it (:data:`RECIPES` names the
     course's recipes, :data:`RECIPE_BY_NAME` holds them, :func:`get_recipe` finds one by its name).
 
+    The fp8 entries are scaling recipes (where the scale comes from, as Transformer Engine's recipes choose it); the
+    fp4 entries ("mx" with fp4 elements, "nvfp4") are the formats' quantizers alone: round to nearest, blocks along
+    the last dimension, one tensor at a time. They are not fp4 *training* recipes, which add stochastic rounding of
+    the gradients, 16x16 weight blocks, a random Hadamard transform and quantization along both axes
+    (https://arxiv.org/abs/2509.25149).
+
     ``name`` is the name tables and widgets show; ``scaling`` one of :data:`RECIPE_SCALINGS`; ``element_format`` the
     format of the stored values; ``block`` the (rows, columns) sharing one scale ("block", "mx", "nvfp4"; the block
     scales of "mx" and "nvfp4" span part of one row); ``history`` the number of earlier steps whose amaxes a
@@ -445,10 +451,12 @@ def recipe_stats(x: torch.Tensor, q: torch.Tensor, saturated: torch.Tensor | Non
 
 
 def recipe_table(kind: str, step: int = SPIKE_STEP, recipes=RECIPES, *, progress: bool = False) -> list[RecipeRow]:
-    """One :class:`RecipeRow` per recipe (a name of :data:`RECIPES` or a :class:`Recipe`) for tensor ``kind`` at
-    ``step``: its display name, bits per value and :func:`recipe_stats`. ``progress``: a progress bar over the
-    recipes."""
-    recipes = [get_recipe(r) for r in _validate.sequence(recipes, "recipes", "recipe names")]
+    """One :class:`RecipeRow` per recipe (a name of :data:`RECIPES` or a :class:`Recipe`: the fp8 scaling recipes
+    and the fp4 quantizers, see :class:`Recipe`) for tensor ``kind`` at ``step``: its display name, bits per value and
+    :func:`recipe_stats`. ``recipes`` must name at least one. ``progress``: a progress bar over the recipes."""
+    if not _validate.sequence(recipes, "recipes", "recipe names"):
+        raise ValueError(f"recipes={recipes!r} is not allowed: name at least one of {', '.join(map(repr, RECIPES))}")
+    recipes = [get_recipe(r) for r in recipes]
     progress = _validate.flag(progress, "progress")
     rows = []
     for r in Progress(recipes, desc=f"{kind} recipes", disable=not progress):
@@ -480,6 +488,11 @@ def stochastic_round(
     tensor of x's shape, each in [0, 2**16), for a result that is repeatable bit for bit."""
     f = get_format(fmt)
     x = _tensor(x)
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(
+            f"generator={generator!r} is not allowed: a torch.Generator (torch.Generator().manual_seed(0) for "
+            f"repeatable draws) or None (torch's default generator), got {type(generator).__name__}"
+        )
     if noise is not None:
         if f.name != "bf16":
             raise ValueError(f"noise= works for fmt='bf16' only (the rounding on float32's bits), got fmt={fmt!r}")
@@ -597,7 +610,11 @@ def train_low_precision(
     data for every method. Returns update method -> its :class:`LowPrecisionRun` (the loss per step, the
     fraction of weights that never moved, the bytes per parameter).
     ``progress``: a progress bar per method (in a notebook a line that stays, saying how many steps ran in how long)."""
-    for m in _validate.sequence(methods, "methods", "method names"):
+    if not _validate.sequence(methods, "methods", "method names"):
+        raise ValueError(
+            f"methods={methods!r} is not allowed: name at least one of {', '.join(map(repr, UPDATE_METHODS))}"
+        )
+    for m in methods:
         _choice(m, UPDATE_METHODS, "method")
     progress = _validate.flag(progress, "progress")
     hidden = _validate.count(hidden, "hidden", 1, 1024)

@@ -145,7 +145,7 @@ class RecipeExplorer(Explorer):
                 (
                     "values saturated (clamped at the max)",
                     f"{self._saturated_count} ({100 * self.stats.saturated:.3f}%), holding "
-                    f"{100 * self._saturated_power:.3g}% of the tensor's power",
+                    f"{100 * self._saturated_power:.4g}% of the tensor's power",
                 ),  # fmt: skip
                 ("bias (sum of errors / sum of |x|)", f"{self.stats.bias:+.2e}"),
             ]

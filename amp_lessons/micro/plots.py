@@ -32,12 +32,17 @@ def plot_recipe_snr(tables: dict, ax=None) -> Axes:
     h = 0.8 / len(kinds)
     for i, k in enumerate(kinds):
         snr = [max(r.snr_db, 0.0) for r in tables[k]]
-        name_artist(ax, k, ax.barh(y + (i - (len(kinds) - 1) / 2) * h, snr, height=h, label=k))
+        at = y + (i - (len(kinds) - 1) / 2) * h
+        name_artist(ax, k, ax.barh(at, snr, height=h, label=k))
+        for yy, v in zip(at, snr):
+            if v < 1:  # a bar too short to see: say its value, so that 0 dB does not read as a missing bar
+                ax.annotate(f"{k}: {v:.0f} dB", (v, yy), xytext=(3, 0), textcoords="offset points", va="center",
+                            fontsize="x-small")  # fmt: skip
     ax.set_yticks(y, recipes)
     ax.invert_yaxis()
     ax.set_xlabel("signal-to-noise ratio (dB, higher is better; 6 dB per bit)")
     legend_outside(ax)
-    ax.set_title("The same tensors through each recipe (emulated bit-exactly)", loc="left")
+    ax.set_title("fp8 scaling recipes and fp4 quantizers, same tensors (emulated bit-exactly)", loc="left")
     return ax
 
 

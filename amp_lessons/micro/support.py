@@ -12,12 +12,14 @@ LESSON = course.Lesson(
     "10_microscaling.ipynb",
     "Below 8 bits: microscaling, fp8 recipes, bf16 weights",
     45,
-    "MX and NVFP4 block scales bit by bit, fp8/fp4 recipes side by side, stochastic rounding and Kahan updates",
+    "MX and NVFP4 block scales bit by bit, fp8 scaling recipes and fp4 quantizers side by side, stochastic rounding "
+    "and Kahan updates",
     topic="micro",
     key_code=("def mx_block_quantize(", "def floor_shared_exponent(", "torch.frexp(", "mx_block_quantize(x, fmt)"),
     shows=(
         "below 8 bits: OCP MX (MXFP8, MXFP4) and NVFP4 block scales bit by bit, e8m0 and the floor vs "
-        "round-up scale rules, fp8/fp4 recipes side by side on tensors with outliers and a gradient spike, "
+        "round-up scale rules, fp8 scaling recipes and fp4 quantizers side by side on tensors with outliers and a "
+        "gradient spike (and what an NVFP4 training recipe adds), "
         "stochastic rounding and Kahan-compensated bf16 weight updates (all emulated bit-exactly)"
     ),
     exercises="MX's RCEIL shared exponent, bf16 stochastic rounding written on the bits",

@@ -4,7 +4,6 @@
 :mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
 
 from .checks import (
-    check_scale_prediction,
     check_scaler_update,
     check_smallest_scale,
 )
@@ -53,7 +52,6 @@ __all__ = [
     "LESSON",
     "CensusIndex",
     "CensusTable",
-    "check_scale_prediction",
     "check_scaler_update",
     "check_smallest_scale",
     "compare_with_gradscaler",

@@ -11,7 +11,6 @@ from ..fp16.experiments import gradient_census
 from ..scaling.experiments import safe_window, scale_sweep, simulate_scaler
 
 __all__ = [
-    "check_scale_prediction",
     "check_scaler_update",
     "check_smallest_scale",
 ]
@@ -77,30 +76,6 @@ def check_smallest_scale(answer, census=None, max_underflow: float = 0.01) -> Ch
     return not_yet(
         f"2^{k} works, but it is not the smallest: a smaller power of two also keeps underflow at most {limit}. "
         "Hint: use scale_sweep and look for the first scale under the limit",
-        hide=want,
-    )
-
-
-@exercise
-def check_scale_prediction(answer, n_steps: int, inf_steps, **params) -> CheckResult:
-    """Exercise: the loss scale after ``n_steps`` steps of GradScaler's rule when the gradients
-    overflow at ``inf_steps`` (0-based), with ``params`` (init_scale, growth_factor, backoff_factor,
-    growth_interval; GradScaler's defaults otherwise). Checked with
-    :func:`amp_lessons.scaling.simulate_scaler`."""
-
-    history = simulate_scaler(n_steps, inf_steps, **params)
-    want = history.scale_after[-1] if n_steps else simulate_scaler(1, (), **params).scale[0]
-    placeholder(answer, "replace `...` with the scale you predict")
-    if same_value(answer, want):
-        return correct(
-            f"{want:g}: {sum(history.skipped)} back-off(s) and "
-            f"{sum(b > a for a, b in zip(history.scale, history.scale_after))} growth(s)"
-        )
-    backoffs = sum(history.skipped)
-    return not_yet(
-        f"{answer!r} is {off_by(answer, want).split(' by ')[0]}. Hint: each overflow multiplies the scale by the "
-        f"backoff factor and restarts the count of good steps; the scale grows only after growth_interval good "
-        f"steps in a row ({backoffs} overflow(s) here)",
         hide=want,
     )
 

@@ -167,8 +167,12 @@ def scaled_fractions(census: dict, scale: float, fmt="fp16") -> dict[str, dict[s
     return _index(census).fractions(scale, fmt)
 
 
+#: The exponents e whose 2**e is a (non-zero, finite) float32 number: the scales :func:`scale_sweep` accepts.
+SCALE_EXPONENTS = (-149, 127)
+
+
 def scale_sweep(census: dict, exponents=range(0, 33), fmt="fp16", kind: str = "activations") -> ScaleSweep:
-    """For each scale ``2**e`` of ``exponents``: the shares of the NON-ZERO gradients of ``kind``
+    """For each scale ``2**e`` of ``exponents`` (ints in :data:`SCALE_EXPONENTS`, -149 to 127): the shares of the NON-ZERO gradients of ``kind``
     ("activations" or "weights") that, once scaled, are "flushed" (round to zero: underflow), "subnormal",
     "saturated" or "inf" (the classes of :data:`amp_lessons.formats.CLASSES`; of the last two, the format's
     :meth:`~amp_lessons.formats.FloatFormat.overflow_class` is the one its overflow gives, "inf" in fp16).
@@ -177,6 +181,13 @@ def scale_sweep(census: dict, exponents=range(0, 33), fmt="fp16", kind: str = "a
     exps = tuple(_int_item(e, "exponents") for e in _int_items(exponents, "exponents"))
     if not exps:
         raise ValueError("exponents is empty: give at least one exponent, e.g. range(0, 33)")
+    for e in exps:
+        if not _validate.is_int(e, *SCALE_EXPONENTS):
+            lo, hi = SCALE_EXPONENTS
+            raise ValueError(
+                f"exponents holds {e!r}, which is not allowed: each exponent e must be an int from {lo} to {hi}, "
+                "so that the scale 2**e is a float32 number, as GradScaler's scale is"
+            )
     f = get_format(fmt)
     if kind not in index.KINDS:
         raise ValueError(f"kind must be one of {index.KINDS}, got {kind!r}")
@@ -210,8 +221,10 @@ def safe_window(
         raise TypeError(f"sweep must be the ScaleSweep returned by scale_sweep, got {type(sweep).__name__}")
     max_underflow, max_overflow = real(max_underflow, "max_underflow"), real(max_overflow, "max_overflow")
     for v, what in ((max_underflow, "max_underflow"), (max_overflow, "max_overflow")):
-        if math.isnan(v):
-            raise ValueError(f"{what}=nan is not allowed: it must be a bound on a fraction of the gradients (0 to 1)")
+        if not 0 <= v <= 1:  # NaN too
+            raise ValueError(
+                f"{what}={v!r} is not allowed: it must be a fraction of the gradients, from 0 to 1 (0.01 is 1%)"
+            )
     ok = [
         s for s, u, o in zip(sweep.scale, sweep.flushed, sweep.overflowed) if u <= max_underflow and o <= max_overflow
     ]
@@ -268,15 +281,27 @@ def compare_with_gradscaler(
     backoff_factor: float = 0.5,
     growth_interval: int = 5,
     seed: int = 0,
+    overflow: str = "backward",
 ) -> list[dict]:
     """Train two copies of one tiny fp32 model side by side, one with :class:`DynamicScaler`, one
-    with ``torch.amp.GradScaler("cpu")``, same parameters, same data; at ``inf_steps`` one gradient
-    element of both is set to inf. One row per step: ``{"step", "ours_scale", "torch_scale"
+    with ``torch.amp.GradScaler("cpu")``, same parameters, same data. At ``inf_steps`` (step numbers from 0 to
+    ``steps - 1``) both overflow: ``overflow="backward"`` sets one gradient element to inf after the backward pass;
+    ``"forward"`` sets one input element to inf before the forward pass (an activation that is inf: the loss
+    is inf, and the gradients inf or NaN). One row per step: ``{"step", "ours_scale", "torch_scale"
     (the scale used in that step), "ours_skipped", "torch_skipped", "params_equal" (both models'
-    parameters bit for bit equal after the step)}``."""
+    parameters bit for bit equal after the step), "params_finite" (GradScaler's model's parameters all
+    finite after the step)}``."""
     steps = count(steps, "steps", 1, 10_000, "training steps of two models")
     params = scaler_params(init_scale, growth_factor, backoff_factor, growth_interval)
+    if overflow not in ("backward", "forward"):
+        raise ValueError(f"overflow={overflow!r} is not allowed: it must be 'backward' or 'forward'")
     bad = {_int_item(k, "inf_steps") for k in _int_items(inf_steps, "inf_steps")}
+    outside = sorted(k for k in bad if not 0 <= k < steps)
+    if outside:
+        raise ValueError(
+            f"inf_steps holds {outside[0]!r}, which is not allowed: each step must be an int from 0 to "
+            f"{steps - 1} (steps={steps}: the steps are numbered from 0)"
+        )
     ours_model, torch_model = _tiny_model(seed), _tiny_model(seed)
     ours_opt = torch.optim.SGD(ours_model.parameters(), lr=0.1)
     torch_opt = torch.optim.SGD(torch_model.parameters(), lr=0.1)
@@ -291,9 +316,13 @@ def compare_with_gradscaler(
         for step in range(steps):
             x, y = torch.randn(32, 8, generator=g), torch.randn(32, 4, generator=g)
             row = {"step": step, "ours_scale": ours.scale, "torch_scale": theirs.get_scale()}
+            x_used = x
+            if step in bad and overflow == "forward":
+                x_used = x.clone()
+                x_used[0, 0] = math.inf  # an inf in the forward pass: the loss is inf
             for model, scale_loss in ((ours_model, ours.scale_loss), (torch_model, theirs.scale)):
-                scale_loss(torch.nn.functional.mse_loss(model(x), y)).backward()
-                if step in bad:
+                scale_loss(torch.nn.functional.mse_loss(model(x_used), y)).backward()
+                if step in bad and overflow == "backward":
                     model[0].weight.grad[0, 0] = math.inf  # an overflow in the backward pass
             row["ours_skipped"] = not ours.step(ours_opt, ours_model.parameters())
             ours.update()
@@ -307,6 +336,7 @@ def compare_with_gradscaler(
                 torch.allclose(a, b, rtol=0, atol=0, equal_nan=True)  # both NaN at a place counts as equal
                 for a, b in zip(ours_model.parameters(), torch_model.parameters())
             )
+            row["params_finite"] = all(bool(torch.isfinite(p).all()) for p in torch_model.parameters())
             ours_opt.zero_grad(set_to_none=True)
             torch_opt.zero_grad(set_to_none=True)
             rows.append(row)

@@ -108,32 +108,48 @@ class ScaleExplorer(Explorer):
         return (failure_html(problem) if problem else "") + self._readout(k), self._pic
 
     def _problem(self, k: int) -> str:
-        """Which gradients the scale ``2**k`` loses in the format ("" if none): the fractions that
-        are "flushed" to zero (scale too small) or land in the format's overflow class, "inf" in fp16 (too large,
-        the step would be skipped)."""
+        """Which gradients the scale ``2**k`` loses in the format ("" if none): the shares of the NON-ZERO
+        gradients (as :func:`~amp_lessons.scaling.scale_sweep`, the sweep's plot and the exercise count them: no
+        scale helps an exact zero) that are "flushed" to zero (scale too small) or land in the format's overflow
+        class, "inf" in fp16 (too large, the step would be skipped)."""
         parts = []
         over = self.fmt.overflow_class()
         for kind in ("weights", "activations"):
             fr = self.fractions[kind]
+            nonzero = 1.0 - fr["zero"] - fr["nan"]
             if fr["flushed"] > 0:
-                parts.append(f"{100 * fr['flushed']:.3g}% of the {kind} gradients are flushed to zero")
+                parts.append(
+                    f"{100 * fr['flushed'] / nonzero:.3g}% of the non-zero {kind} gradients are flushed to zero"
+                )
             if fr[over] > 0:
                 parts.append(
-                    f"{100 * fr[over]:.3g}% of the {kind} gradients overflow to {over} (GradScaler would skip the step)"
+                    f"{100 * fr[over] / nonzero:.3g}% of the non-zero {kind} gradients overflow to {over} "
+                    "(GradScaler would skip the step)"
                 )
         return f"at scale 2^{k} in {self.fmt.name}: " + "; ".join(parts) if parts else ""
 
     def _readout(self, k: int) -> str:
-        rows = []
-        shown = self.fmt.finite_input_classes()
+        """The classes of the NON-ZERO gradients of each kind (shares of them, as the line above, the sweep and
+        the exercise count): exact zeros stay zero at any scale, so they are left out, and their share of all
+        values is given in a note."""
+        rows, zeros = [], []
+        shown = [c for c in self.fmt.finite_input_classes() if c != "zero"]
         for kind in ("weights", "activations"):
             fr = self.fractions[kind]
-            bad = [c in ("flushed", self.fmt.overflow_class()) and fr[c] > 0 for c in shown]
+            nonzero = 1.0 - fr["zero"] - fr["nan"]
+            share = {c: fr[c] / nonzero if nonzero else 0.0 for c in shown}
+            bad = [c in ("flushed", self.fmt.overflow_class()) and share[c] > 0 for c in shown]
             rows.append(
-                [kind] + [Cell(f"{100 * fr[c]:.3f}%", tone="bad" if b else None, bold=b) for c, b in zip(shown, bad)]
+                [kind] + [Cell(f"{100 * share[c]:.3f}%", tone="bad" if b else None, bold=b) for c, b in zip(shown, bad)]
             )
-        head = ("gradients x 2^" + str(k), *shown)
-        return html_table(head, rows, mono=True, notes=["exact zeros stay zero at any scale; fractions of all values"])
+            zeros.append(f"{kind} {100 * fr['zero']:.3f}%")
+        head = ("non-zero gradients x 2^" + str(k), *shown)
+        note = (
+            "shares of the non-zero gradients; exact zeros, which no scale helps, are left out (of all values: "
+            + ", ".join(zeros)
+            + ")"
+        )
+        return html_table(head, rows, mono=True, notes=[note])
 
 
 def scale_explorer(exponent: int = 0, census: dict | None = None) -> widgets.VBox:

@@ -25,10 +25,11 @@ LESSON = course.Lesson(
     ),
     shows=(
         "gradient histograms against fp16's range, a scale slider and the safe window, loss scaling from "
-        "scratch checked against `GradScaler`, its state machine with sliders, training with and without "
+        "scratch checked against `GradScaler`, its state machine with sliders (a scale that reaches 0: a stall or "
+        "NaN weights, and a floor), training with and without "
         "scaling, the full recipe's pitfalls"
     ),
-    exercises="GradScaler's update rule, smallest safe scale, the scale after a run of steps",
+    exercises="GradScaler's update rule, smallest safe scale",
 )
 
 

@@ -1,4 +1,4 @@
-"""Checkers for lesson 02's exercises (the course's TF32 matmul model, the bf16/TF32 error ratio)."""
+"""Checkers for lesson 02's exercises (the course's TF32 matmul model, predicted error ratios of input formats)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import torch
 from .. import formats
 from .._exercise import attempt, correct, exercise, not_yet, placeholder, your_turn
 from ..checks import CheckResult, is_placeholder, off_by
-from ..tf32.experiments import emulated_matmul, error_vs_k
+from ..tf32.experiments import emulated_matmul, error_vs_k, matmul_errors
 
 __all__ = [
     "check_error_ratio",
@@ -182,33 +182,75 @@ def check_tf32_matmul(fn, rounding=None) -> CheckResult:
     )
 
 
-@exercise
-def check_error_ratio(answer, low: str = "bf16", high: str = "tf32") -> CheckResult:
-    """Exercise: predict how many times larger the matmul error is with ``low`` inputs than with
-    ``high`` inputs (both accumulated in fp32). Checked against a measurement made now (within a
-    factor of 1.5 of the measured ratio)."""
+# (format, than): pairs no cell of lesson 02 runs, with ratios above, at and below 1 (fp8, fp6 and made-up formats)
+_RATIO_PAIRS = (
+    ("fp8_e4m3", "tf32"),
+    ("fp8_e5m2", "bf16"),
+    ("fp6_e3m2", "fp16"),
+    ("e5m5", "bf16"),
+    ("fp16", "tf32"),
+    ("e8m13", "tf32"),
+    ("tf32", "fp8_e5m2"),
+)
+_MADE_UP = {"e5m5": formats.FloatFormat("e5m5", 5, 5), "e8m13": formats.FloatFormat("e8m13", 8, 13)}
 
-    fl, fh = formats.get_format(low), formats.get_format(high)
-    placeholder(answer, "replace `...` with your predicted ratio (a number)")
-    try:
-        answer = float(answer)
-    except (TypeError, ValueError):
-        return not_yet(f"the answer must be a number, got {answer!r}")
-    data = error_vs_k([256, 1024], (fl, fh), m=96, n=96, seed=3)
-    measured = sum(data.rms[fl.name]) / sum(data.rms[fh.name])
+
+def _ratio_format(name: str) -> formats.FloatFormat:
+    return _MADE_UP.get(name) or formats.get_format(name)
+
+
+def _measured_ratios() -> dict[tuple[str, str], float]:
+    """The matmul error with each pair's first format over the error with its second (random normal 96 x K @
+    K x 96, products summed in fp32, RMS errors against fp64 summed over K = 256 and 1024), measured now."""
+    names = sorted({n for pair in _RATIO_PAIRS for n in pair})
+    data = error_vs_k([256, 1024], [_ratio_format(n) for n in names], m=96, n=96, seed=3)
+    return {(a, b): sum(data.rms[a]) / sum(data.rms[b]) for a, b in _RATIO_PAIRS}
+
+
+@exercise
+def check_error_ratio(fn) -> CheckResult:
+    """Exercise: ``fn(fmt, than)`` (the learner's ``predicted_ratio``) (two :class:`~amp_lessons.formats.FloatFormat`) predicts, from the formats
+    alone, how many times larger the error of a matmul of random normal matrices (products summed in fp32) is with
+    inputs rounded to ``fmt`` than with inputs rounded to ``than``. Checked against ratios measured now for pairs
+    lesson 02 never runs (fp8, fp6 and made-up formats; ratios above, at and below 1): each prediction must be
+    within a factor of 1.5. A prediction may not measure: calling the course's ``error_vs_k``, ``matmul_errors``,
+    ``emulated_matmul`` or ``formats.quantize`` does not count."""
+    if is_placeholder(fn):
+        placeholder(fn, "write predicted_ratio(fmt, than) and pass the function itself")
+    if not callable(fn):
+        return not_yet(f"pass your function itself: check_error_ratio(predicted_ratio), got {type(fn).__name__}")
+    predicted = {}
+    for a, b in _RATIO_PAIRS:  # the predictions first: a starter or a wrong type is answered before any measurement
+        with _calls_to(formats.quantize, emulated_matmul, error_vs_k, matmul_errors) as used:
+            got = attempt(fn, _ratio_format(a), _ratio_format(b), prefix=f"predicted_ratio({a}, {b}): ")
+        if used:
+            return not_yet(
+                f"predicted_ratio calls the course's {sorted(used)[0]}: that measures; predict from the two "
+                "formats alone (their bits)"
+            )
+        if is_placeholder(got):
+            placeholder(got, "write predicted_ratio(fmt, than): it returns `...` so far")
+        try:
+            value = float(got)
+        except (TypeError, ValueError, OverflowError, RuntimeError):
+            return not_yet(f"predicted_ratio({a}, {b}) must return a number, got {got!r}")
+        if isinstance(got, bool) or not (math.isfinite(value) and value > 0):
+            return not_yet(f"predicted_ratio({a}, {b}) returned {got!r}: a ratio of two errors is a positive number")
+        predicted[(a, b)] = value
+    measured = _measured_ratios()
+    hide = tuple(measured.values()) + tuple(_ratio_format(a).eps / _ratio_format(b).eps for a, b in _RATIO_PAIRS)
     hint = (
-        f"each input's relative rounding error is about eps/2, so the error scales with eps: "
-        f"{fl.name} eps = 2**-{fl.mantissa_bits}, {fh.name} eps = 2**-{fh.mantissa_bits}"
+        "Hint: with fp32 sums the error comes from rounding the inputs; what sets how far a value of a format "
+        "moves when it is rounded?"
     )
-    if answer <= 0 or not math.isfinite(answer):
-        return not_yet(f"{answer!r} cannot be a ratio of errors. Hint: {hint}", hide=(measured, fl.eps / fh.eps))
-    if 1 / 1.5 <= answer / measured <= 1.5:
-        return correct(
-            f"measured now: {measured:.3g}; the eps ratio is "
-            f"2**{fh.mantissa_bits - fl.mantissa_bits} = {fl.eps / fh.eps:g}"
-        )
-    return not_yet(
-        f"{answer:g} is {off_by(answer, measured).split(' by ')[0]}: not within a factor 1.5 of the ratio "
-        f"measured now. Hint: {hint}",
-        hide=(measured, fl.eps / fh.eps),
-    )
+    rows = []
+    for (a, b), value in predicted.items():
+        want = measured[(a, b)]
+        if not 1 / 1.5 <= value / want <= 1.5:
+            return not_yet(
+                f"predicted_ratio({a}, {b}) = {value:g} is {off_by(value, want)}: not within a factor 1.5 of the "
+                f"ratio measured now for {a} inputs against {b} inputs. {hint}",
+                hide=hide,
+            )
+        rows.append(f"{a}/{b} {value:.3g} (measured {want:.3g})")
+    return correct("every prediction within a factor 1.5 of the ratio measured now: " + "; ".join(rows))

@@ -23,7 +23,7 @@ import torch
 from .. import _validate, formats, timing
 from .._runtime import exact_fp32, fp32_precision, parse_device
 from .._table import TableRecord
-from .._validate import allocation, count, positive, sequence
+from .._validate import allocation, count, positive, selection
 from ..device import gpu_info
 
 __all__ = [
@@ -114,7 +114,7 @@ def matmul_errors(m: int, k: int, n: int, *, device="cpu", seed: int = 0, varian
     """Errors of an (m x k) @ (k x n) product of random normal matrices against the fp64 product,
     for each variant in :data:`VARIANTS` ("tf32 hardware" only where the GPU has TF32)."""
     d = parse_device(device)
-    variants = list(VARIANTS if variants is None else sequence(variants, "variants", "variant names"))
+    variants = list(VARIANTS if variants is None else selection(variants, "variants", "variant names"))
     for v in variants:
         if v not in VARIANTS:
             raise ValueError(f"unknown variant {v!r}: use some of {', '.join(map(repr, VARIANTS))}")
@@ -182,7 +182,7 @@ def error_vs_k(
         raise ValueError(f"ks must be increasing positive ints, got {ks!r}")
     d = parse_device(device)
     a, b = _inputs(m, ks[-1], n, d, seed)
-    fmts = [formats.get_format(f) for f in sequence(fmts, "fmts", "format names")]
+    fmts = [formats.get_format(f) for f in selection(fmts, "fmts", "format names")]
     names = [f.name for f in fmts]
     quantized = {f.name: (formats.quantize(a, f, rounding), formats.quantize(b, f, rounding)) for f in fmts}
     rms, ref_rms = {f: [] for f in names}, []

@@ -82,7 +82,7 @@ def plot_matmul_errors(errors, ax=None, *, reference: dict | None = None) -> Axe
     """Relative error (max error / mean |fp64 result|) of each matmul variant as horizontal bars
     on a log axis, each labelled with its value; modelled variants (``how`` ending in "(model)") hatched.
     ``reference`` ({label: rel_error}) adds labelled reference figures (e.g. a published A100 figure) as
-    grey bars. The legend (outside the axes) says what solid, hatched and grey bars are.
+    grey bars, each label naming its source. The legend (outside the axes) says what solid, hatched and grey bars are.
     Named artists (:func:`amp_lessons._draw.named_artists`): each bar by its variant (or reference) label."""
     rows = [(e.variant, e.rel_error, e.how) for e in errors]
     if not rows:
@@ -115,7 +115,7 @@ def plot_matmul_errors(errors, ax=None, *, reference: dict | None = None) -> Axe
         "reference": dict(facecolor="#bbbbbb"),
     }
     handles = [
-        Patch(label="published reference" if k == "reference" else textwrap.fill(how, 26), **looks[k])
+        Patch(label="GPU reference (source in its label)" if k == "reference" else textwrap.fill(how, 26), **looks[k])
         for k, how in kinds.items()
     ]
     legend_outside(ax, handles=handles)

@@ -20,7 +20,7 @@ LESSON = course.Lesson(
         "elsewhere modelled: inputs rounded to TF32 bit-exactly, products summed in float32), error "
         "against K, speed with GPU references"
     ),
-    exercises="round to TF32 on the bits and a TF32 matmul by hand, bf16/TF32 error ratio",
+    exercises="round to TF32 on the bits and a TF32 matmul by hand, predict the error ratio of two input formats",
 )
 
 

@@ -3,12 +3,57 @@
 
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from tests.checker_rows import Row, solution_of
 
 
 def _bce_starter(z, y):
     return F.binary_cross_entropy(torch.sigmoid(z), y)
+
+
+class _StarterCounter(TorchDispatchMode):
+    """The notebook's starter: a mode that runs every op and counts nothing yet."""
+
+    def __init__(self):
+        super().__init__()
+        self.casts = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        # YOUR CODE: add 1 to self.casts when func is a cast to a 16-bit float dtype
+        return out
+
+
+def _count_casts_starter(work, *args):
+    with _StarterCounter() as counter:
+        work(*args)
+    return counter.casts
+
+
+class _EveryCopy(TorchDispatchMode):
+    """A naive counter: every aten._to_copy, whatever its dtypes."""
+
+    def __init__(self):
+        super().__init__()
+        self.casts = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        self.casts += func is torch.ops.aten._to_copy.default
+        return out
+
+
+def _count_every_copy(work, *args):
+    with _EveryCopy() as counter:
+        work(*args)
+    return counter.casts
+
+
+def _count_with_the_course_tracer(work, *args):
+    from amp_lessons import autocast
+
+    return len(autocast.trace(work, *args).casts)
 
 
 _DTYPES = solution_of("04").DTYPE_PREDICTIONS
@@ -22,6 +67,15 @@ ROWS: dict[str, Row] = {
         hidden=(_DTYPES[_CUMSUM].removeprefix("torch."),),
     ),
     "check_bce_fix": Row(
-        lambda s: s.bce_fix, _bce_starter, lambda z, y: F.binary_cross_entropy_with_logits(z, y, reduction="sum")
+        lambda s: s.bce_fix,
+        _bce_starter,
+        (
+            lambda z, y: F.binary_cross_entropy_with_logits(z, y, reduction="sum"),
+            # the probability form written out: right on moderate fp32 logits, inf at z = 20 and on fp16 at z = 10
+            lambda z, y: -(y * torch.log(torch.sigmoid(z)) + (1 - y) * torch.log(1 - torch.sigmoid(z))).mean(),
+        ),
+    ),
+    "check_cast_counter": Row(
+        lambda s: s.count_casts, _count_casts_starter, (_count_every_copy, _count_with_the_course_tracer)
     ),
 }

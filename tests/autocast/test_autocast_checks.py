@@ -2,8 +2,12 @@
 hint, and no message of a starter or a wrong answer states the answer (the starter's Your turn and the solution's
 Correct are tests/test_checker_contract.py's)."""
 
+import contextlib
+
+import pytest
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
 
 from amp_lessons import autocast
 from tests.test_checks import assert_not_yet, assert_your_turn, reveals, solution
@@ -93,3 +97,136 @@ def test_bce_fix_exercise():
     assert "your loss is" in wrong[0].message
     for r in [starter, *wrong]:
         assert not reveals(r.message, want), r.message
+
+
+def _probability_bce(z, y):
+    p = torch.sigmoid(z)
+    return -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()
+
+
+def test_bce_fix_refuses_a_loss_of_probabilities_that_the_tails_break():
+    """The hand-written loss of probabilities runs under the CUDA policy in fp32 and is right on moderate logits, but
+    it is inf where a sigmoid rounds to 1: fp32 at z = 20, fp16 at z = 10 (checked here, independently of the
+    checker); so is F.binary_cross_entropy on .float() inputs in a disabled region, capped at 100 per element."""
+    z, y = torch.randn(16) * 3, torch.rand(16)
+    assert torch.isfinite(_probability_bce(z, y))
+    assert _probability_bce(torch.tensor([20.0]), torch.tensor([0.0])).isinf()
+    assert _probability_bce(torch.tensor([10.0]).half(), torch.tensor([0.0]).half()).isinf()
+    assert F.binary_cross_entropy_with_logits(torch.tensor([20.0]), torch.tensor([0.0])).item() == 20.0
+    r = autocast.check_bce_fix(_probability_bce)
+    assert_not_yet(r)
+    assert "inf" in r.message and "softplus" in r.message, r.message
+
+    def disabled_region(z, y):
+        with torch.autocast("cuda", enabled=False):
+            return F.binary_cross_entropy(torch.sigmoid(z.float()), y.float())
+
+    r = autocast.check_bce_fix(disabled_region)
+    assert_not_yet(r)
+    assert "+-30" in r.message and "from the logits" in r.message, r.message
+    # a logits form written out by hand passes, fp16 included
+    assert autocast.check_bce_fix(lambda z, y: (F.softplus(-z) * y + F.softplus(z) * (1 - y)).mean())
+
+
+def test_dtype_predictions_list_one_wrong_prediction_per_line():
+    s = solution("04")
+    wrong = {k: "torch.float16" for k in STARTER}  # seven of the eight are wrong
+    r = autocast.check_dtype_predictions(wrong)
+    assert_not_yet(r)
+    lines = r.message.split("\n")
+    assert len(lines) == 1 + sum(wrong[k] != s.DTYPE_PREDICTIONS[k] for k in STARTER), lines
+    assert lines[0] == "7 of 8 predictions are wrong:", lines[0]
+    assert all(line.startswith("- ") and len(line) < 160 for line in lines[1:]), lines
+    assert "fp64" in lines[-1] and all("fp64" not in line for line in lines[:-1])  # the hint where it applies
+    assert r._repr_html_().count("<br>") == len(lines) - 1
+
+
+def _counter(condition, *, reset: bool = True):
+    """count_casts(work, *args) built on a TorchDispatchMode that counts the ops for which condition(func, args, out)."""
+    total = [0]
+
+    class Counter(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            total[0] += bool(condition(func, args, out))
+            return out
+
+    def count_casts(work, *args):
+        if reset:
+            total[0] = 0
+        with Counter():
+            work(*args)
+        return total[0]
+
+    return count_casts
+
+
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def _is_copy(func):
+    return func is torch.ops.aten._to_copy.default
+
+
+@pytest.mark.parametrize(
+    "condition, says",
+    [
+        (lambda f, a, o: _is_copy(f), "a cast up to fp32"),  # every _to_copy, upcasts included
+        (lambda f, a, o: _is_copy(f) and o.dtype == torch.bfloat16 and a[0].dtype != o.dtype, "fp16 is"),
+        (lambda f, a, o: _is_copy(f) and o.dtype.itemsize == 2 and a[0].dtype != o.dtype, "int16"),
+        (lambda f, a, o: _is_copy(f) and o.dtype in _HALF, "keeps its dtype"),  # a bf16 -> bf16 copy counted
+    ],
+    ids=["every copy", "bf16 only", "any 2-byte dtype", "same-dtype copies"],
+)
+def test_cast_counter_refuses_naive_counters(condition, says):
+    r = autocast.check_cast_counter(_counter(condition))
+    assert_not_yet(r)
+    assert says in r.message, r.message
+
+
+def test_cast_counter_refuses_a_count_that_carries_over_and_the_course_tracer():
+    right = lambda f, a, o: _is_copy(f) and o.dtype in _HALF and a[0].dtype != o.dtype  # noqa: E731
+    assert autocast.check_cast_counter(_counter(right))
+    r = autocast.check_cast_counter(_counter(right, reset=False))
+    assert_not_yet(r)
+    assert "start each count from zero" in r.message
+    r = autocast.check_cast_counter(lambda work, *args: len(autocast.trace(work, *args).casts))
+    assert_not_yet(r)
+    assert "course's own dispatch mode" in r.message
+    r = autocast.check_cast_counter(lambda work, *args: 5)  # no mode at all
+    assert_not_yet(r)
+    assert "no TorchDispatchMode" in r.message
+    assert_your_turn(autocast.check_cast_counter(_counter(lambda f, a, o: False)))
+
+
+def test_the_cast_counts_the_lesson_shows():
+    """The solution's counter on the lesson's cases: a weight used three times in one region is cast once (3 inputs
+    + weight + bias = 5), in three regions three times (9); one region around two SGD steps casts the weights once
+    (2 + 2 inputs = 4), one region per step twice (6); and the stale cast: both steps' outputs equal bit for bit."""
+    count = solution("04").count_casts
+    lin, x = torch.nn.Linear(16, 16), torch.randn(4, 16)
+
+    def calls(regions):
+        for _ in range(regions):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                for _ in range(3 // regions):
+                    lin(x)
+
+    assert count(calls, 1) == 5 and count(calls, 3) == 9
+    outs = {}
+
+    def steps(one_region):
+        opt = torch.optim.SGD(lin.parameters(), lr=0.1)
+        outs[one_region] = []
+        ctx = torch.autocast("cpu", dtype=torch.bfloat16) if one_region else contextlib.nullcontext()
+        with ctx:
+            for _ in range(2):
+                with contextlib.nullcontext() if one_region else torch.autocast("cpu", dtype=torch.bfloat16):
+                    out = lin(x)
+                outs[one_region].append(out.detach().clone())
+                out.sum().backward()
+                opt.step()
+                opt.zero_grad()
+
+    assert count(steps, True) == 4 and count(steps, False) == 6
+    assert torch.equal(*outs[True]) and not torch.equal(*outs[False])

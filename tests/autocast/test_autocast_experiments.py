@@ -366,6 +366,82 @@ def test_real_cuda_trace_agrees_with_the_fake_preview():
     assert real.output.dtype == fake.output.dtype == torch.float32
 
 
+def _lesson_model():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.LayerNorm(32), torch.nn.Linear(32, 4))
+    return model, torch.randn(8, 16), torch.randint(0, 4, (8,))
+
+
+def _lesson_step(m, x, y):
+    return F.cross_entropy(m(x), y)
+
+
+def _no_grad_step(m, x, y):
+    with torch.no_grad():
+        return _lesson_step(m, x, y)
+
+
+def test_autograd_adds_only_detach_to_a_forward_pass():
+    """What AUTOGRAD_BOOKKEEPING claims, measured: a forward pass of embedding, linear, attention, dropout, layer and
+    RMS norm, activations, softmax and cross-entropy traced with autograd (and its backward) and under no_grad differs
+    by detach ops alone, one per op that saves its own output."""
+    torch.manual_seed(0)
+    emb, lin, ln = torch.nn.Embedding(10, 16), torch.nn.Linear(16, 16), torch.nn.LayerNorm(16)
+    idx = torch.randint(0, 10, (2, 5))
+
+    def f(e, li, n, i):
+        h = e(i)
+        q = li(h).view(2, 5, 2, 8).transpose(1, 2)
+        a = F.scaled_dot_product_attention(q, q, q, is_causal=True).transpose(1, 2).reshape(2, 5, 16)
+        h = n(h + F.dropout(a, 0.1, training=True))
+        h = torch.sigmoid(h) * torch.tanh(h) + torch.exp(h).sqrt() + F.silu(h) + F.relu(h) + torch.pow(h, 2)
+        h = F.rms_norm(h, (16,)).masked_fill(i[..., None] == 0, 0.0)
+        logits = li(h).float()
+        return F.cross_entropy(logits.view(-1, 16), i.view(-1)) + torch.softmax(logits, -1).sum()
+
+    def no_grad(*a):
+        with torch.no_grad():
+            return f(*a)
+
+    torch.manual_seed(1)
+    with_grad = A.trace(f, emb, lin, ln, idx, backward=True)
+    torch.manual_seed(1)
+    without = A.trace(no_grad, emb, lin, ln, idx)
+    names = [op.name for op in with_grad.forward_ops(bookkeeping=True)]
+    assert names != [op.name for op in without.forward_ops(bookkeeping=True)]
+    assert {n for n in names if n not in [op.name for op in without.ops]} == {"detach"}
+    assert records.AUTOGRAD_BOOKKEEPING == ("detach",)
+    assert with_grad.forward_differences(without) == [] and without.forward_differences(with_grad) == []
+
+
+def test_forward_differences_ignore_bookkeeping_and_report_real_differences():
+    """The comparison lesson 04 asserts on a GPU (a real CUDA trace with autograd against the fake preview without),
+    run here on the CPU: the real CPU trace with autograd agrees with itself under no_grad although it holds one
+    detach more; with detach ops inserted it still agrees; a changed dtype, a missing op or a cast are reported."""
+    model, x, y = _lesson_model()
+    real = A.trace(_lesson_step, model, x, y, backward=True)
+    plain = A.trace(_no_grad_step, model, x, y)
+    assert [op.name for op in real.forward_ops(bookkeeping=True)].count("detach") == 1
+    assert "detach" not in [op.name for op in plain.ops] and real.forward_differences(plain) == []
+    detach = records.OpRecord("forward", "detach", (torch.float32,), ((8, 4),), (torch.float32,), ((8, 4),), False)
+    padded = records.Trace([detach, *plain.ops, detach], "cpu", torch.bfloat16, False)
+    assert padded.forward_differences(plain) == [] and len(padded.forward_ops(bookkeeping=True)) == len(plain.ops) + 2
+    # the CUDA preview of the same model differs from the CPU trace where the policies do: layer_norm's upcast first
+    preview = A.trace(_lesson_step, model, x, y, device_type="cuda", dtype=torch.bfloat16)
+    diffs = real.forward_differences(preview)
+    assert diffs and diffs[0].startswith("forward op 5: native_layer_norm(bfloat16, float32, float32)"), diffs
+    assert "_to_copy(bfloat16) -> float32 in the other trace" in diffs[0]
+    shorter = records.Trace(plain.ops[:-1], "cpu", torch.bfloat16, False)
+    assert plain.forward_differences(shorter) == [
+        f"forward op {len(plain.ops) - 1}: nll_loss_forward(float32, int64) -> float32, float32 here, (no op) in the "
+        "other trace"
+    ]
+    with pytest.raises(TypeError, match="other must be a Trace"):
+        real.forward_differences(real.ops)
+    with pytest.raises(TypeError, match="bookkeeping must be True or False"):
+        real.forward_ops(bookkeeping="yes")
+
+
 # --- the profiler tree -----------------------------------------------------------------------------
 
 

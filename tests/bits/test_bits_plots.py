@@ -231,7 +231,7 @@ def test_range_precision_bars_come_from_constants():
     assert bf16.get_x() + bf16.get_width() == pytest.approx(FORMATS["bf16"].max, rel=1e-12)
     assert bf16.get_height() < named_artists(ax)["fp16 normals"].get_height() < fp32.get_height()
     assert ax.get_xscale() == "log"
-    assert "eps 0.0078, 2 digits" in ax.get_yticklabels()[3].get_text()
+    assert "eps 0.0078, 2.4 digits" in ax.get_yticklabels()[3].get_text()  # (7 + 1) log10 2 = 2.41
 
 
 def test_range_precision_subset_order_and_no_subnormals_for_m0():

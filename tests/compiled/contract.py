@@ -17,8 +17,9 @@ def _no_inductor():
 ROWS: dict[str, Row] = {
     "check_fused_chain": Row(
         lambda s: s.fused_chain,
-        lambda h, g: F.rms_norm(F.silu(g) * h, (h.shape[-1],)),
-        lambda h, g: h,
+        lambda h, g, emulate: F.rms_norm(F.silu(g) * h, (h.shape[-1],)),
+        lambda h, g, emulate: F.rms_norm(F.silu(g.float()) * h.float(), (h.shape[-1],)).bfloat16(),
+        needs=_no_inductor,
     ),
     "check_compile_matching_eager": Row(
         lambda s: s.compile_matching_eager, lambda fn: torch.compile(fn), lambda fn: fn, needs=_no_inductor

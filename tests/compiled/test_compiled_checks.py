@@ -7,36 +7,81 @@ import torch.nn.functional as F
 
 from amp_lessons import compiled
 from amp_lessons.checks import CheckResult
+from amp_lessons.compiled import checks
 from amp_lessons.compiled.key_code import chain
 from tests.test_checks import assert_not_yet, solution
 
 needs_inductor = pytest.mark.skipif(not compiled.inductor_status()[0], reason="no C++ compiler for Inductor")
-RELEASE = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
 
 
-def fused_by_hand(h, g):  # the chain in fp32, one rounding at the end
-    return F.rms_norm(F.silu(g.float()) * h.float(), (h.shape[-1],)).to(torch.bfloat16)
+def by_hand(h, g, emulate, roundings=("silu", "mul")):  # the kernel in fp32; `roundings`: where emulation rounds
+    h, g = h.float(), g.float()
+    s = F.silu(g)
+    s = s.bfloat16().float() if emulate and "silu" in roundings else s
+    y = s * h
+    y = y.bfloat16().float() if emulate and "mul" in roundings else y
+    return F.rms_norm(y, (y.shape[-1],)).bfloat16()
 
 
-def test_fused_chain_passes_one_rounding_and_refuses_eager():
-    assert compiled.check_fused_chain(fused_by_hand)
-    assert compiled.check_fused_chain(lambda h, g: chain(h.double(), g.double()).to(torch.bfloat16))  # fp64 too
-    r = compiled.check_fused_chain(chain)
-    assert not r and r.todo and "eager" in r.message
-
-
-def test_fused_chain_rounding_in_the_middle_gets_a_hint():
-    def twice(h, g):  # silu rounded to bf16 before the multiplication
-        return F.rms_norm(F.silu(g.float()).bfloat16().float() * h.float(), (h.shape[-1],)).bfloat16()
-
-    r = compiled.check_fused_chain(twice)
+def test_fused_chain_refuses_eager_bf16_math_and_fp64_before_compiling():
+    r = compiled.check_fused_chain(lambda h, g, emulate: chain(h, g))  # the starter: eager mode's chain
+    assert not r and r.todo and "eager mode's chain" in r.message and "silu" in r.message
+    r = compiled.check_fused_chain(lambda h, g, emulate: chain(h, g.float()).bfloat16())  # mul still reads bf16 h
     assert_not_yet(r)
-    assert "rounded to bf16 before the end" in r.message
+    assert "ran on bf16 tensors" in r.message
+    r = compiled.check_fused_chain(lambda h, g, emulate: chain(h.double(), g.double()).bfloat16())
+    assert_not_yet(r)
+    assert "float64" in r.message
+
+
+@needs_inductor
+def test_fused_chain_is_compared_bit_for_bit_with_the_kernel():
+    right = compiled.check_fused_chain(by_hand)
+    assert right, right.message
+    assert "once by default and 3 times with emulate=True" in right.message
+    # one rounding at the end in both cases: right by default, wrong where the kernel emulates eager
+    r = compiled.check_fused_chain(lambda h, g, emulate: by_hand(h, g, False))
+    assert_not_yet(r)
+    assert "with emulate=True" in r.message and "rounds to bf16 once" in r.message
+    for half in (("silu",), ("mul",)):  # one of the two roundings of the emulated kernel is missing
+        r = compiled.check_fused_chain(lambda h, g, emulate, half=half: by_hand(h, g, emulate, half))
+        assert_not_yet(r)
+        assert "with emulate=True" in r.message and "twice" in r.message
+    r = compiled.check_fused_chain(lambda h, g, emulate: by_hand(h, g, True))  # eager's roundings by default
+    assert_not_yet(r)
+    assert "with emulate=False" in r.message and "3 times" in r.message
+
+
+@needs_inductor
+def test_the_kernel_outputs_the_checker_compares_with():
+    for h, g, eager, plain, emulated in checks._kernel_outputs(0):
+        assert (plain != eager).float().mean() > 0.1  # one rounding: differs from eager in many elements
+        assert torch.equal(plain, by_hand(h, g, False))  # the instructors' arithmetic is the kernel's, bit for bit
+        if checks._emulates(checks._kernel_outputs(0)):
+            assert torch.equal(emulated, eager) and torch.equal(emulated, by_hand(h, g, True))
+        else:  # torch 2.11's CPU Inductor: the setting changes nothing for the chain (measured)
+            assert torch.equal(emulated, plain)
+    release = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2])
+    if release >= (2, 13):  # measured with torch 2.13 and 2.15
+        assert checks._emulates(checks._kernel_outputs(0))
+    elif release <= (2, 11):
+        assert not checks._emulates(checks._kernel_outputs(0))
 
 
 @pytest.mark.parametrize(
     "answer",
-    [None, ..., 3, "x", lambda h, g: None, lambda h, g: 1 / 0, lambda h, g: h.float(), lambda h, g: h[:1], print],
+    [
+        None,
+        ...,
+        3,
+        "x",
+        lambda h, g, emulate: None,
+        lambda h, g, emulate: 1 / 0,
+        lambda h, g, emulate: h.float(),
+        lambda h, g, emulate: h[:1],
+        lambda h, g: h,
+        print,
+    ],
 )
 def test_junk_answers_get_feedback(answer):
     for check in (compiled.check_fused_chain, compiled.check_compile_matching_eager):
@@ -46,10 +91,9 @@ def test_junk_answers_get_feedback(answer):
 
 def test_seed_is_validated():
     with pytest.raises(TypeError):
-        compiled.check_fused_chain(fused_by_hand, seed=1.5)
+        compiled.check_fused_chain(by_hand, seed=1.5)
     with pytest.raises(TypeError):
         compiled.check_compile_matching_eager(lambda fn: fn, seed="0")
-    assert compiled.check_fused_chain(fused_by_hand, seed=7)
 
 
 # The exercises as lesson 11 gives them: a wrong answer gets "Not yet" with its own hint; the two cells swapped
@@ -57,11 +101,11 @@ def test_seed_is_validated():
 
 
 def test_fused_chain_exercise():
-    def fused_chain(h, g):  # lesson 11's starter
-        return F.rms_norm(F.silu(g) * h, (h.shape[-1],))
+    def fused_chain(h, g, emulate):  # lesson 11's starter
+        return chain(h, g)
 
     starter = compiled.check_fused_chain(fused_chain)
-    r = compiled.check_fused_chain(lambda h, g: fused_by_hand(h, g) * 1.01)
+    r = compiled.check_fused_chain(lambda h, g, emulate: (by_hand(h, g, emulate).float() * 1.01).bfloat16())
     assert_not_yet(r)
     swapped = compiled.check_fused_chain(solution("11").compile_matching_eager)
     assert_not_yet(swapped)
@@ -74,13 +118,30 @@ def test_compile_matching_eager_exercise():
         return torch.compile(fn)
 
     starter = compiled.check_compile_matching_eager(compile_matching_eager)
-    assert "default numerics" in starter.message
-    right = compiled.check_compile_matching_eager(solution("11").compile_matching_eager)
-    assert right, right.message
-    assert ("2.11" in right.message) == (RELEASE <= (2, 11))
+    assert starter.todo and "default numerics" in starter.message
+    for answer in (solution("11").compile_matching_eager, solution("11").compile_matching_eager_patched):
+        right = compiled.check_compile_matching_eager(answer)
+        assert right, right.message
+        assert "twice" in right.message  # the call of another rank compiled again, with the setting on
+        assert ("ignores the setting" in right.message) == (not checks._emulates(checks._kernel_outputs(0)))
     swapped = compiled.check_compile_matching_eager(solution("11").fused_chain)
     assert_not_yet(swapped)
     assert inductor_config.emulate_precision_casts is False
+
+
+@needs_inductor
+def test_compile_matching_eager_reads_the_setting_without_guarding_on_it():
+    def options(fn):  # the setting for fn's compiles alone: Dynamo traced fn before Inductor applied it
+        return torch.compile(fn, options={"emulate_precision_casts": True})
+
+    with checks._inductor_compiles() as seen:
+        compiled_chain = options(checks._fresh(chain))
+        h, g = compiled.make_inputs("chain", rows=4, width=8)
+        with torch.no_grad():
+            compiled_chain(h, g)
+            with inductor_config.patch(emulate_precision_casts=True):  # a change of the setting: no new compile
+                compiled_chain(h, g)
+    assert seen == [True]
 
 
 @needs_inductor
@@ -89,7 +150,7 @@ def test_compile_matching_eager_names_each_mistake():
         with inductor_config.patch(emulate_precision_casts=True):
             return torch.compile(fn)
 
-    def first_call_only(fn):  # the second call compiles again, without the setting
+    def first_call_only(fn):  # the call of another rank compiles again, without the setting
         compiled_fn, calls = torch.compile(fn), []
 
         def run(*args):
@@ -107,12 +168,33 @@ def test_compile_matching_eager_names_each_mistake():
 
     for answer, words in (
         (lazy, "compiles at the first call"),
-        (first_call_only, "compiled again without it"),
+        (first_call_only, "once with emulate_precision_casts off"),
         (left_on, "stays on for every later compile"),
-        (lambda fn: fn, "ran eagerly"),
+        (lambda fn: fn, "never reached Inductor"),
+        (lambda fn: torch.compile(fn, backend="eager"), "never reached Inductor"),
         (lambda fn: 3, "must return a function"),
     ):
         r = compiled.check_compile_matching_eager(answer)
         assert_not_yet(r)
         assert words in r.message, (answer, r.message)
         assert inductor_config.emulate_precision_casts is False  # the checker restores what an answer changed
+
+
+def test_a_read_of_the_setting_inside_the_traced_function_would_be_guarded():
+    # why the checker reads the setting where Inductor starts: read in traced code, it becomes a guard of its own,
+    # and the change of setting that Inductor ignores makes Dynamo trace again (measured with torch 2.11 to 2.15)
+    seen, traced = [], []
+
+    def probe(x):
+        seen.append(inductor_config.emulate_precision_casts)
+        return x * 2
+
+    def backend(gm, example_inputs):
+        traced.append(gm)
+        return gm.forward
+
+    probing = torch.compile(probe, backend=backend)
+    with inductor_config.patch(emulate_precision_casts=True):
+        probing(torch.ones(3))
+    probing(torch.ones(3))
+    assert len(traced) == 2 and seen == [True, False]

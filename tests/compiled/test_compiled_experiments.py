@@ -166,3 +166,18 @@ def test_bad_arguments_are_refused_clearly():
         compiled.eager_casts("mlp", inputs=[1, 2])
     with pytest.raises(TypeError, match="emulate_precision_casts"):
         compiled.compile_workload("mlp", emulate_precision_casts="yes")
+
+
+def test_torch_logs_keeps_torch_log_lines_without_the_prefix_and_restores_stderr(capfd):
+    import logging
+
+    h, g = compiled.make_inputs("chain", rows=2, width=4)
+    with compiled.torch_logs() as logs:
+        torch._logging.set_logs(graph_code=True)
+        torch.compile(compiled.workload("chain"), backend="eager")(h, g)
+        logging.getLogger("torch._dynamo").warning("kept in the list")
+    assert "kept in the list" in logs  # the whole line: no level, time, process or file before it
+    assert any("silu" in line for line in logs) and not any("[__graph_code]" in line for line in logs)
+    assert capfd.readouterr().err == ""  # nothing went to stderr
+    logging.getLogger("torch._dynamo").warning("after the block")
+    assert "after the block" in capfd.readouterr().err  # torch's default logging, on stderr again

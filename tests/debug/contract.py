@@ -10,7 +10,31 @@ def _keep_whole_model_fp32(model):
     return KeepFP32(model)
 
 
+def _starter_hook(model, x):
+    """Exercise 1's starter: the body is ``...``."""
+
+
+def _first_input_with_inf(model, x):
+    """A wrong answer: the inputs checked instead of the outputs, with a forward pre-hook."""
+    import torch
+
+    found = []
+    handles = [
+        m.register_forward_pre_hook(
+            lambda m, args, n=n: found.append(n) if any(not torch.isfinite(a).all() for a in args) else None
+        )
+        for n, m in model.named_modules()
+    ]
+    try:
+        model(x)
+    finally:
+        for h in handles:
+            h.remove()
+    return found[0] if found else None
+
+
 ROWS: dict[str, Row] = {
+    "check_nonfinite_hook": Row(lambda s: s.first_nonfinite_module, _starter_hook, _first_input_with_inf),
     "check_first_bad_layer": Row(lambda s: s.FIRST_BAD_LAYER, ..., "block4"),
     "check_fp16_fix": Row(lambda s: s.fix, lambda model: model, _keep_whole_model_fp32),
 }

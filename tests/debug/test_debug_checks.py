@@ -1,10 +1,11 @@
 """Tests of amp_lessons.debug.checks: right answers pass, each kind of wrong answer gets its own hint, and
 no answer makes a checker raise."""
 
+import pytest
 import torch
 
 from amp_lessons import debug
-from tests.test_checks import assert_not_yet, assert_your_turn, reveals
+from tests.test_checks import assert_not_yet, assert_your_turn, reveals, solution
 
 
 def test_first_bad_layer_checker():
@@ -89,3 +90,199 @@ def test_fp16_fix_exercise():
         assert_not_yet(r)
     for r in [starter, *wrong]:
         assert not reveals(r.message, bad), r.message
+
+
+# --- the wrapper that forgets to cast, and a bf16 region -------------------------------------------------
+
+
+class NoCast(torch.nn.Module):
+    """The likeliest first try at the fp32 wrapper: autocast switched off, the fp16 input not cast."""
+
+    def __init__(self, layer, dtype=None):
+        super().__init__()
+        self.layer, self.dtype = layer, dtype
+
+    def forward(self, x):
+        if self.dtype is None:
+            with torch.autocast("cpu", enabled=False):
+                return self.layer(x)
+        with torch.autocast("cpu", dtype=self.dtype):
+            return self.layer(x)
+
+
+def _wrap(wrapper, **kw):
+    model, x, _ = debug.broken_training_setup(3)
+    bad = debug.trace_overflow(model, x, autocast=torch.float16).first_nonfinite().label
+    block, layer = bad.split(".")
+
+    def fix(m):
+        getattr(m, block).__setattr__(layer, wrapper(getattr(getattr(m, block), layer), **kw))
+        return m
+
+    return fix, bad
+
+
+def test_a_wrapper_that_does_not_cast_its_input_is_told_to_cast_it():
+    fix, bad = _wrap(NoCast)
+    r = debug.check_fp16_fix(fix)
+    assert_not_yet(r)
+    assert "dtype mismatch (symptom S8)" in r.message and "cast the input to float32 (x.float())" in r.message
+    assert "inputs do not fit" not in r.message and "first layer" not in r.message
+    assert "its input is float16 but its weight is float32" in r.message
+
+
+def test_a_bf16_region_is_not_the_fp32_the_task_asks_for():
+    fix, bad = _wrap(NoCast, dtype=torch.bfloat16)
+    r = debug.check_fp16_fix(fix)
+    assert_not_yet(r)
+    assert "runs in bfloat16 under fp16 autocast, not in float32" in r.message and not reveals(r.message, bad)
+
+
+def test_the_tracer_names_a_dtype_mismatch_inside_the_model_not_the_inputs():
+    """Symptom S8 in the learner's own model: a bf16 activation leaves the autocast region and meets an fp32 layer."""
+
+    class EncoderDecoder(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.enc, self.dec = torch.nn.Linear(8, 4), torch.nn.Linear(4, 2)
+
+        def forward(self, x):
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                h = self.enc(x)
+            return self.dec(h)
+
+    model = EncoderDecoder()
+    with pytest.raises(ValueError, match="inside 'dec' \\(Linear\\) on a dtype mismatch: its input is bfloat16 but its "
+                       "weight is float32") as e:  # fmt: skip
+        debug.trace_overflow(model, torch.randn(2, 8))
+    assert "The inputs are not the cause" in str(e.value) and "x.float()" in str(e.value)
+    assert isinstance(e.value.__cause__, RuntimeError)
+    assert all(not m._forward_hooks and not m._forward_pre_hooks for m in model.modules())  # hooks removed
+    # inputs of the wrong dtype for the first layer are still the inputs' fault
+    with pytest.raises(ValueError, match="inputs do not fit the model: .*float16.*first layer"):
+        debug.trace_overflow(torch.nn.Linear(8, 2), torch.randn(2, 8).half())
+    with pytest.raises(ValueError, match="inputs do not fit the model: .*\\(2, 7\\) float32"):
+        debug.trace_overflow(torch.nn.Linear(8, 2), torch.randn(2, 7))
+
+
+# --- Exercise 1: the hook -------------------------------------------------------------------------------
+
+
+def _hooked(test):
+    """An answer that hooks every module's output and returns the first name ``test(output)`` flags."""
+
+    def answer(model, x):
+        found = []
+        handles = [
+            m.register_forward_hook(lambda m, a, out, n=n: found.append(n) if test(out) else None)
+            for n, m in model.named_modules()
+        ]
+        try:
+            model(x)
+        finally:
+            for h in handles:
+                h.remove()
+        return found[0] if found else None
+
+    return answer
+
+
+def _tensors(out):
+    return [out] if isinstance(out, torch.Tensor) else [t for t in out if isinstance(t, torch.Tensor)]
+
+
+def test_the_hook_exercises_models_break_naive_answers_where_the_tracer_says():
+    from amp_lessons.debug.checks import _hook_cases
+
+    for what, model, x, want in _hook_cases():
+        assert all(torch.isfinite(p).all() for p in model.parameters()), what  # the weights are finite
+        first = debug.trace_overflow(model, x).first_nonfinite()
+        assert (None if first is None else first.label) == want, what
+
+
+def test_hook_checker():
+    s = solution("08")
+    assert debug.check_nonfinite_hook(s.first_nonfinite_module)
+    assert_your_turn(debug.check_nonfinite_hook(...))
+    assert_your_turn(debug.check_nonfinite_hook(lambda model, x: None))
+    # torch.isfinite on a tuple output raises: the hint says outputs can be tuples
+    r = debug.check_nonfinite_hook(_hooked(lambda out: not torch.isfinite(out).all()))
+    assert_not_yet(r)
+    assert "returns a tuple" in r.message and "TypeError" in r.message and "look at every floating tensor" in r.message
+    # inf only: a NaN is missed
+    r = debug.check_nonfinite_hook(_hooked(lambda out: any(torch.isinf(t).any() for t in _tensors(out))))
+    assert "NaN counts too" in r.message
+    # the first tensor of a tuple only
+    r = debug.check_nonfinite_hook(_hooked(lambda out: not torch.isfinite(_tensors(out)[0]).all()))
+    assert "tuple" in r.message and not reveals(r.message, "attn")
+    # the order of named_modules() instead of the order the hooks fire: the model itself, then the container
+
+    def by_name(model, x, skip_model=False):
+        outs = {}
+        handles = [
+            m.register_forward_hook(lambda m, a, o, n=n: outs.__setitem__(n, o)) for n, m in model.named_modules()
+        ]
+        try:
+            model(x)
+        finally:
+            for h in handles:
+                h.remove()
+        bad = [
+            n
+            for n, _ in model.named_modules()
+            if n in outs and not all(torch.isfinite(t).all() for t in _tensors(outs[n]))
+        ]
+        bad = [n for n in bad if n or not skip_model]
+        return bad[0] if bad else None
+
+    assert "the model itself" in debug.check_nonfinite_hook(by_name).message
+    r = debug.check_nonfinite_hook(lambda m, x: by_name(m, x, skip_model=True))
+    assert "a container" in r.message and not reveals(r.message, "block.boom")
+
+    # the inputs instead of the outputs
+    def inputs(model, x):
+        found = []
+        handles = [
+            m.register_forward_pre_hook(
+                lambda m, a, n=n: found.append(n) if not all(torch.isfinite(t).all() for t in _tensors(a)) else None
+            )
+            for n, m in model.named_modules()
+        ]
+        try:
+            model(x)
+        finally:
+            for h in handles:
+                h.remove()
+        return found[0] if found else None
+
+    assert "an earlier module's output already held inf/NaN" in debug.check_nonfinite_hook(inputs).message
+    # a name where no output holds inf/NaN
+    assert "return None" in debug.check_nonfinite_hook(lambda m, x: s.first_nonfinite_module(m, x) or "head").message
+    # hooks left behind, after a normal call and when the model raises
+    left = debug.check_nonfinite_hook(lambda m, x: (m.register_forward_hook(lambda *a: None), "wide")[1])
+    assert "1 hook is still on the model" in left.message
+
+    def no_finally(model, x):
+        found = []
+        handles = [
+            m.register_forward_hook(
+                lambda m, a, o, n=n: found.append(n) if not all(torch.isfinite(t).all() for t in _tensors(o)) else None
+            )
+            for n, m in model.named_modules()
+        ]
+        model(x)
+        for h in handles:
+            h.remove()
+        return found[0] if found else None
+
+    assert "when the model raises" in debug.check_nonfinite_hook(no_finally).message
+
+    # the package's tracer is refused, however it is reached
+    def tracer(model, x):
+        first = debug.trace_overflow(model, x).first_nonfinite()
+        return None if first is None else first.label
+
+    assert "write the hook yourself" in debug.check_nonfinite_hook(tracer).message
+    assert "not a module name" in debug.check_nonfinite_hook(lambda m, x: (m(x), "nope")[1]).message
+    assert "as a string" in debug.check_nonfinite_hook(lambda m, x: (m(x), 3)[1]).message
+    assert "raised ZeroDivisionError" in debug.check_nonfinite_hook(lambda m, x: 1 / 0).message

@@ -27,6 +27,8 @@ def _fsdp_variant(
     via_scaler=True,
     update=True,
     scaler_cls=ShardedGradScaler,
+    device="cpu",
+    enabled=True,
     ret="pair",
 ):
     """An fp16 FSDP2 step with one thing changed."""
@@ -38,7 +40,7 @@ def _fsdp_variant(
         fully_shard(model, mesh=mesh, mp_policy=MixedPrecisionPolicy(param_dtype=param, reduce_dtype=reduce))
     if not opt_first:
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    scaler = scaler_cls("cpu")
+    scaler = scaler_cls(enabled=enabled) if device is None else scaler_cls(device, enabled=enabled)
     loss = model(batches[rank]).float().square().mean()
     (scaler.scale(loss) if scaled else loss).backward()
     if via_scaler:
@@ -86,6 +88,26 @@ def test_check_fsdp_fp16_step_passes_the_solution_and_names_each_mistake():
     assert not distributed.check_fsdp_fp16_step(42)
 
 
+def test_check_fsdp_fp16_step_names_a_disabled_scaler():
+    """The natural answer ShardedGradScaler() (or GradScaler()) means device="cuda": on a machine without CUDA it
+    disables itself, with a warning that stays in the workers' stderr. A disabled scaler passes the finite run (scale
+    1, the loss's own gradients) and steps in the overflow run; the checker must say that the scaler is off, not
+    send the learner to scaler.step, which the step already calls."""
+    off = distributed.check_fsdp_fp16_step(_fsdp_step(enabled=False))
+    assert not off and "ShardedGradScaler is disabled" in off.message and "enabled=False" in off.message, off.message
+    assert "step through scaler.step" not in off.message
+    rows = distributed.observe_fp16_fsdp_step(_fsdp_step(enabled=False), 2)
+    assert [r["finite"]["enabled"] for r in rows] == [False, False]
+    assert all(r["finite"]["stepped"] and r["overflow"]["stepped"] for r in rows)  # what the trap does
+    if torch.cuda.is_available():  # there the default device exists and the scaler stays on
+        return
+    for cls in (ShardedGradScaler, torch.amp.GradScaler):
+        r = distributed.check_fsdp_fp16_step(_fsdp_step(scaler_cls=cls, device=None))
+        assert not r and f"your {cls.__name__} is disabled" in r.message, r.message
+        assert 'defaults to "cuda"' in r.message and "Disabling" in r.message and "lesson 08, S11" in r.message
+        assert "step through scaler.step" not in r.message
+
+
 def ring(grads):
     acc = grads[0]
     for row in grads[1:]:
@@ -103,6 +125,8 @@ def test_check_ring_sum_bf16():
     assert not r and "differ" in r.message
     assert "shape" in distributed.check_ring_sum_bf16(lambda g: g).message
     assert "return a tensor" in distributed.check_ring_sum_bf16(lambda g: 1.0).message
+    r = distributed.check_ring_sum_bf16(lambda g: ring(g).bfloat16())  # the right values, in the wrong dtype
+    assert not r and "float32 tensor" in r.message and "torch.bfloat16" in r.message
     assert "raised" in distributed.check_ring_sum_bf16(lambda g: g.nope()).message
     assert not distributed.check_ring_sum_bf16(None)
     r = distributed.check_ring_sum_bf16(lambda g: distributed.ring_sum(g, "bf16"))

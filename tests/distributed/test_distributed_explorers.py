@@ -85,8 +85,13 @@ def test_the_failures_it_teaches(explorer):
     assert "amp-failure" in explorer.readout.value and "wrong, in every gradient" in explorer.readout.value
     explorer.set(order="pairwise")  # the tree order stays under 1%
     assert "amp-failure" not in explorer.readout.value
-    explorer.set(fmt="fp16", order="ring", log10_scale=6)
+    explorer.set(fmt="fp16", order="ring", log10_scale=6)  # most gradients are beyond 65504 before any sum
     assert "amp-failure" in explorer.readout.value and "65504" in explorer.readout.value
+    assert explorer.sweep.cast_overflowed > 0.5 and "inf (beyond 65504) before any sum" in explorer.readout.value
+    explorer.set(log10_scale=3)  # every gradient fits fp16; the sums of many ranks pass 65504
+    assert explorer.sweep.cast_overflowed == 0 and math.isinf(explorer.error)
+    assert "the partial sums passed" in explorer.readout.value and "largest value, 65504" in explorer.readout.value
+    assert "made 0% inf" in explorer.readout.value
     explorer.set(log10_scale=-12)
     assert "flushed 100% of the gradients" in explorer.readout.value
     explorer.set(fmt="fp32")

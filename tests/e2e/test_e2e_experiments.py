@@ -8,7 +8,7 @@ import torch
 
 from amp_lessons import recorders, reference, timing
 from amp_lessons.device import CPUInfo, device_report
-from amp_lessons.e2e import _common, experiments as e2e, models, records
+from amp_lessons.e2e import _common, _training, experiments as e2e, models, records
 from amp_lessons.e2e.records import (
     InferenceTable,
     LaunchTable,
@@ -32,7 +32,8 @@ def fake_cpu(monkeypatch):
     """Make e2e see a CPU with or without fp16 instructions (and no GPU)."""
 
     def use(cpu):
-        monkeypatch.setattr(e2e, "device_report", lambda: device_report(cpu=cpu, no_gpu=True))
+        for module in (e2e, _training):  # the experiments, and the training runs they export
+            monkeypatch.setattr(module, "device_report", lambda: device_report(cpu=cpu, no_gpu=True))
 
     return use
 
@@ -120,7 +121,8 @@ def test_slow_fp16_is_decided_by_the_measured_rate(fake_cpu, fake_rates, fp16_ra
         fake_rates({"fp32": 1e11, "bf16": 1e11, "fp16": fp16_rate})
         assert _common.slow_fp16(torch.device("cpu")) is slow
         assert (
-            e2e._not_run_reason("fp16 autocast + GradScaler", torch.device("cpu"), e2e.device_report(), False) is None
+            _training._not_run_reason("fp16 autocast + GradScaler", torch.device("cpu"), e2e.device_report(), False)
+            is None
         ) is not slow
     if slow:
         assert f"{fp16_rate / 1e11:.2g}x the fp32 rate here" in _common.slow_fp16_note(torch.device("cpu"))
@@ -378,14 +380,14 @@ def test_training_plan_scales_every_config_down_where_bf16_is_slow(fake_cpu, fak
     seen = []
     real_model = models.TinyTransformer
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(e2e, "TinyTransformer", lambda **kw: seen.append(kw) or real_model(**kw))
+        mp.setattr(_training, "TinyTransformer", lambda **kw: seen.append(kw) or real_model(**kw))
         for config in ("fp32", "bf16 autocast"):
             assert e2e.train(config, steps=2, progress=False).model == dict(plan.model, batch=plan.batch)
     assert seen == [plan.model] * 2
     # a bigger budget allows a bigger model; nothing fits -> the smallest size
     assert e2e.training_plan(budget_s=1e6).model == models.CPU_MODEL
     fake_rates(CRAWL)
-    assert e2e.training_plan().model == e2e._CPU_LADDER[-1][0] and e2e.training_plan().batch == 8
+    assert e2e.training_plan().model == _training._CPU_LADDER[-1][0] and e2e.training_plan().batch == 8
 
 
 def test_training_plan_counts_fp16_only_where_it_runs(fake_cpu, fake_rates):
@@ -469,7 +471,7 @@ def test_rate_table_shows_the_runs_behind_matmul_rates():
         t.rates("fp32").max == pytest.approx(e2e.matmul_rates("cpu")["fp32"] / 1e9) == flops / min(t.runs["fp32"]) / 1e9
     )
     text, html = both(t)
-    assert "median (GFLOP/s)" in text and "256^3 matmuls on cpu" in text and "median / fp32 median" in html
+    assert "median (GFLOP/s)" in text and "256^3 matmuls on cpu" in text and "max / fp32 max" in html
     with pytest.raises(ValueError, match="device"):
         RateTable.of("tpu")
 
@@ -549,9 +551,9 @@ def test_training_table_shows_step_spread_memory_and_loss():
 
 
 def test_training_table_of_a_real_run():
-    r = e2e.train("fp32", steps=4, batch=2, progress=False,
+    r = e2e.train("fp32", steps=4, batch=2, progress=False, sync_every=1,
                   model_kwargs=dict(vocab=16, d_model=32, n_heads=2, n_layers=1, seq_len=16))  # fmt: skip
-    assert len(r.step_times_s) == 2  # 3 timed steps, the first one a warm-up
+    assert len(r.step_times_s) == 2  # 3 steps timed one by one, the first one a warm-up
     t = TrainingTable.of([r])
     assert t.ran[0][1].n == 2 and "final loss" in str(t)
     assert repr(r) == repr(t)  # a run is shown as its one-row table

@@ -29,13 +29,86 @@ def test_stall_value_names_the_miss():
         assert word in r.message, r.message
 
 
-def test_lost_update_names_the_miss():
-    s = solution("03")
-    f = formats.FORMATS["fp16"]
-    w = formats.quantize(torch.tensor([1.5]), f).item()  # the first weight the checker tries
-    assert s.smallest_update(w) == 2.0 ** (math.frexp(w)[1] - 2 - f.mantissa_bits) == 2.0**-11  # the contract's
-    wrong = [
-        fp16.check_lost_update(lambda w: s.smallest_update(w) * 2),  # the whole gap
-        fp16.check_lost_update(lambda w: s.smallest_update(w) / 4),
-    ]
-    assert "too large by a factor of 2" in wrong[0].message and "too small by a factor of 4" in wrong[1].message
+# --- Exercise 1: Kahan summation in fp16 ------------------------------------------------------------------
+
+
+def _kahan_answer(values):  # the idiomatic answer, written as a learner would
+    total = torch.tensor(0.0, dtype=torch.float16)
+    c = torch.tensor(0.0, dtype=torch.float16)
+    for v in values:
+        y = v - c
+        t = total + y
+        c = (t - total) - y
+        total = t
+    return total
+
+
+def test_kahan16_accepts_the_idiomatic_answer_and_the_solution():
+    r = fp16.check_kahan16(_kahan_answer)
+    assert r and "2548" in r.message and "ends at 2048" in r.message
+    assert fp16.check_kahan16(solution("03").kahan16)
+    flipped = fp16.check_kahan16(  # the other sign convention: c = y - (t - total), added to the next addend
+        lambda values: _flipped(values)
+    )
+    assert flipped, flipped.message
+
+
+def _flipped(values):
+    total = torch.tensor(0.0, dtype=torch.float16)
+    c = torch.tensor(0.0, dtype=torch.float16)
+    for v in values:
+        y = v + c
+        t = total + y
+        c = y - (t - total)
+        total = t
+    return total
+
+
+def test_kahan16_inputs_break_a_plain_running_sum():
+    # every input the checker tries is one where a plain fp16 running sum misses the exact sum by over an ulp,
+    # and the fp16 extremes are there: 60000 (near the largest, 65504), 2**-14 (the smallest normal), subnormals
+    from amp_lessons.fp16.checks import _kahan_inputs
+
+    cases = _kahan_inputs()
+    assert all(v.dtype == torch.float16 for v in cases.values())
+    for name, v in cases.items():
+        exact = float(v.double().sum())
+        ulp = 2.0 ** (math.floor(math.log2(abs(exact))) - 10)
+        plain = float(fp16.running_sum(v.float(), "fp16")[-1])
+        assert abs(plain - exact) > ulp, name
+    values = torch.cat([v.float() for v in cases.values()])
+    assert values.max() == 60000 and bool((values == 2.0**-14).any()) and bool((values.abs() < 2.0**-14).any())
+
+
+def test_kahan16_names_each_mistake():
+    def no_feedback(values):  # the compensation is computed but never taken off the next addend
+        total = torch.tensor(0.0, dtype=torch.float16)
+        for v in values:
+            t = total + v
+            _ = (t - total) - v
+            total = t
+        return total
+
+    def in_float64(values):  # Kahan in Python floats: not fp16 operations
+        total = c = 0.0
+        for v in values.tolist():
+            y = v - c
+            t = total + y
+            c = (t - total) - y
+            total = t
+        return total
+
+    cases = {
+        no_feedback: "plain fp16 running sum",
+        (lambda values: values.sum()): "correctly rounded sum",
+        in_float64: "not an fp16 number",
+        (lambda values: fp16.kahan_sum(values.float(), "fp16")): "calls the course's own kahan_sum",
+        (lambda values: fp16.running_sum(values.float(), "fp16")[-1]): "calls the course's own running_sum",
+        (lambda values: torch.tensor(1.0, dtype=torch.float16)): "ulps off the exact sum",
+        (lambda values: [1.0, 2.0]): "expected a number",
+    }
+    for fn, words in cases.items():
+        r = fp16.check_kahan16(fn)
+        assert not r and words in r.message, (words, r.message)
+        assert "Hint" in r.message or "course's own" in r.message or "expected a number" in r.message
+    assert "Your turn" in str(fp16.check_kahan16(lambda values: None)) or not fp16.check_kahan16(lambda v: None)

@@ -1,13 +1,37 @@
 """Lesson 07's rows of the exercise-checker contract (tests/test_checker_contract.py): one per checker of
 ``amp_lessons.fp8.checks``, keyed by its name."""
 
+import torch
+
+from amp_lessons.fp8 import amax_scale, fake_quantize
 from tests.checker_rows import Row
 
 
-def _fp8_unscaled(x, w, b):
-    from amp_lessons.fp8 import fake_quantize
+class _Starter(torch.autograd.Function):
+    """The notebook's starter: the given forward, a backward that returns no gradients yet."""
 
-    return fake_quantize(x, "fp8_e4m3") @ fake_quantize(w, "fp8_e4m3").t() + b
+    @staticmethod
+    def forward(ctx, x, weight, bias, fwd_fmt, bwd_fmt):
+        x8 = fake_quantize(x, fwd_fmt, amax_scale(x, fwd_fmt))
+        w8 = fake_quantize(weight, fwd_fmt, amax_scale(weight, fwd_fmt))
+        ctx.save_for_backward(x8, w8)
+        ctx.bwd_fmt, ctx.has_bias = bwd_fmt, bias is not None
+        y = x8 @ w8.t()
+        return y + bias if bias is not None else y
+
+    @staticmethod
+    def backward(ctx, dy):
+        return None, None, None, None, None
+
+
+class _UnscaledGradient(_Starter):
+    """A naive backward: dy cast to e5m2 without a scale (tiny gradients flush, huge ones overflow)."""
+
+    @staticmethod
+    def backward(ctx, dy):
+        x8, w8 = ctx.saved_tensors
+        dy8 = fake_quantize(dy, ctx.bwd_fmt)
+        return dy8 @ w8, dy8.t() @ x8, dy.sum(0) if ctx.has_bias else None, None, None
 
 
 ROWS: dict[str, Row] = {
@@ -23,5 +47,7 @@ ROWS: dict[str, Row] = {
         hidden=("e5m2",),
         starter_lists_all=True,
     ),
-    "check_fp8_linear_forward": Row(lambda s: s.fp8_linear_forward, lambda x, w, b: x @ w.t() + b, _fp8_unscaled),
+    "check_fp8_linear_backward": Row(
+        lambda s: s.MyFp8LinearFn.backward, _Starter, (_UnscaledGradient, _UnscaledGradient.backward)
+    ),
 }

@@ -53,34 +53,59 @@ def test_fp8_format_choice_exercise():
     assert "not an fp8 format" in r.message
 
 
-def _linear_cases_first():
-    g = torch.Generator().manual_seed(11)
-    return torch.randn(16, 32, generator=g), torch.randn(8, 32, generator=g) * 0.1, torch.randn(8, generator=g)
+def _layer(backward):
+    """A Function with the notebook's given forward and ``backward`` as its backward."""
+    from tests.fp8.contract import _Starter
+
+    return type("Learners", (_Starter,), {"backward": staticmethod(backward)})
 
 
-def test_fp8_linear_forward_exercise():
+def _dy8(dy, fmt="fp8_e5m2", scaled=True):
+    return fp8.fake_quantize(dy, fmt, fp8.amax_scale(dy, fmt) if scaled else 1.0)
+
+
+def test_fp8_linear_backward_exercise():
+    from tests.fp8.contract import _Starter
+
     s = solution("07")
-    starter = fp8.check_fp8_linear_forward(lambda x, weight, bias: x @ weight.t() + bias)
-    assert "never went through fp8" in starter.message
+    assert fp8.check_fp8_linear_backward(s.MyFp8LinearFn)
+    assert fp8.check_fp8_linear_backward(s.MyFp8LinearFn.backward)  # the backward alone, under the given forward
+    assert_your_turn(fp8.check_fp8_linear_backward(_Starter))
+    assert_your_turn(fp8.check_fp8_linear_backward(...))
+
+    def grads(dy8, ctx, dy, db=None):
+        x8, w8 = ctx.saved_tensors
+        return dy8 @ w8, dy8.t() @ x8, (dy.sum(0) if db is None else db) if ctx.has_bias else None, None, None
+
     wrong = {
-        (
-            lambda x, w, b: fp8.fake_quantize(x, "fp8_e4m3") @ fp8.fake_quantize(w, "fp8_e4m3").t() + b
-        ): "without a scale",
-        (
-            lambda x, w, b: (
-                fp8.fake_quantize(x, "fp8_e5m2", fp8.amax_scale(x, "fp8_e5m2"))
-                @ fp8.fake_quantize(w, "fp8_e5m2", fp8.amax_scale(w, "fp8_e5m2")).t()
-                + b
-            )
-        ): "e4m3",
-        (lambda x, w, b: s.fp8_linear_forward(x, w, b) * 1.01): "own per-tensor scale",
-        (lambda x, w, b: x): "shape",
-    }
-    x, w, b = _linear_cases_first()
-    want = s.fp8_linear_forward(x, w, b)
+        _layer(lambda ctx, dy: grads(dy, ctx, dy)): "never went through fp8",
+        _layer(lambda ctx, dy: grads(_dy8(dy, scaled=False), ctx, dy)): "without a scale",
+        _layer(lambda ctx, dy: grads(_dy8(dy, "fp8_e4m3"), ctx, dy)): "e4m3",
+        _layer(lambda ctx, dy: grads(_dy8(dy), ctx, dy, db=_dy8(dy).sum(0))): "fp8 copy",
+        _layer(lambda ctx, dy: grads(_dy8(dy), ctx, dy)[:3]): "five",
+        _layer(lambda ctx, dy: (*grads(_dy8(dy), ctx, dy)[:2], dy.sum(0), None, None)): "None",
+        _layer(lambda ctx, dy: (*grads(_dy8(dy), ctx, dy)[:2], dy.sum(1), None, None)): "bias",
+        _layer(lambda ctx, dy: (grads(_dy8(dy), ctx, dy)[0], grads(_dy8(dy), ctx, dy)[1].t(), *grads(_dy8(dy), ctx, dy)[2:])): "dw must have the shape",
+        _layer(lambda ctx, dy: (grads(_dy8(dy), ctx, dy)[0], grads(_dy8(dy), ctx, dy)[1] * 1.01,
+                                *grads(_dy8(dy), ctx, dy)[2:])): "dw differs",
+        _layer(lambda ctx, dy: fp8.Fp8LinearFn.backward(ctx, dy)): "calls the lesson's",
+        fp8.Fp8LinearFn: "lesson's own",
+        fp8.Fp8LinearFn.backward: "lesson's own",
+        torch.nn.Linear: "pass the class MyFp8LinearFn",
+        42: "pass the class MyFp8LinearFn",
+    }  # fmt: skip
     for fn, words in wrong.items():
-        r = fp8.check_fp8_linear_forward(fn)
+        r = fp8.check_fp8_linear_backward(fn)
         assert_not_yet(r)
-        assert words in r.message, r.message
-        for message in (r.message, starter.message):
-            assert not any(reveals(message, float(v)) for v in want.flatten()[:8]), message
+        assert words in r.message, (words, r.message)
+
+
+def test_fp8_linear_backward_checker_cases_break_an_unscaled_cast():
+    """The checker's tiny and huge gradients: an unscaled e5m2 cast flushes the first and overflows the second."""
+    from amp_lessons.fp8.checks import _backward_cases
+
+    cases = {what.split(" (")[0]: dy for what, *_, dy in _backward_cases()}
+    tiny, huge = cases["gradients of about 1e-6"], cases["gradients up to about 3e5"]
+    assert bool((fp8.fake_quantize(tiny, "fp8_e5m2") == 0).all())  # every value below half of 2^-16
+    assert bool(fp8.fake_quantize(huge, "fp8_e5m2").isinf().any())
+    assert any(b is None for _, _, _, b, _ in _backward_cases())  # and a layer without a bias

@@ -322,7 +322,13 @@ def test_the_fp8_code_is_the_lessons_own():
     from amp_lessons.fp8 import checks, experiments, key_code
 
     assert fp8.amax_scale is key_code.amax_scale and fp8.fake_quantize is key_code.fake_quantize
-    assert fp8.Fp8LinearFn is key_code.Fp8LinearFn is checks.Fp8LinearFn is experiments.Fp8LinearFn
+    assert checks.Fp8LinearFn is key_code.Fp8LinearFn and experiments.to_fp8 is key_code.to_fp8
+    # the public Function is the lesson's, its arguments checked: the same forward and backward
+    import amp_lessons.fp8 as topic
+
+    assert issubclass(models.Fp8LinearFn, key_code.Fp8LinearFn) and topic.Fp8LinearFn is models.Fp8LinearFn
+    assert models.Fp8LinearFn.forward is key_code.Fp8LinearFn.forward
+    assert models.Fp8LinearFn.backward is key_code.Fp8LinearFn.backward
     x = torch.tensor([[1.0, 2.0, 3.0, 4.0, 0.5, 0.25, 1000.0, 1.0, 7.0]])  # 9 columns: a partial third block
     s, blocks = key_code.block_scales(x, "fp8_e4m3", (1, 4))
     assert blocks.shape == (1, 1, 3, 4) and s.tolist() == [[112.0, float(torch.tensor(0.448)), 64.0]]
@@ -333,3 +339,167 @@ def test_the_fp8_code_is_the_lessons_own():
         key_code.block_scales(torch.tensor([[1.0, math.inf]]), "fp8_e4m3", (1, 2))
     with pytest.raises(TypeError, match="x must be a torch.Tensor"):
         key_code.amax_scale([1.0])
+
+
+# --- the public Fp8LinearFn: its arguments ------------------------------------------------------------
+
+
+def _layer_inputs():
+    g = torch.Generator().manual_seed(3)
+    return torch.randn(4, 8, generator=g), torch.randn(3, 8, generator=g), torch.randn(3, generator=g)
+
+
+@pytest.mark.parametrize(
+    "bias",
+    [torch.ones(3, dtype=torch.int64), torch.ones(3, dtype=torch.bool), torch.ones(3, dtype=torch.complex64), 1.0,
+     [1.0, 2.0, 3.0]],
+    ids=["int", "bool", "complex", "float", "list"],
+)  # fmt: skip
+def test_fp8_linear_fn_refuses_a_bias_that_is_not_a_real_float_tensor(bias):
+    x, w, _ = _layer_inputs()
+    with pytest.raises(TypeError, match="bias"):
+        models.Fp8LinearFn.apply(x, w, bias)
+
+
+def test_fp8_linear_fn_refuses_bad_shapes_and_dtypes():
+    x, w, b = _layer_inputs()
+    with pytest.raises(ValueError, match=r"bias must hold weight.shape\[0\] = 3"):
+        models.Fp8LinearFn.apply(x, w, torch.ones(4))
+    with pytest.raises(ValueError, match="weight must be out x in"):
+        models.Fp8LinearFn.apply(x, torch.ones(3, 5), b)
+    with pytest.raises(ValueError, match="x must be 2-D"):
+        models.Fp8LinearFn.apply(x[0], w, b)
+    with pytest.raises(TypeError, match="x must be a real floating-point"):
+        models.Fp8LinearFn.apply(x.to(torch.complex64), w, b)
+    with pytest.raises(TypeError, match="weight must be a torch.Tensor"):
+        models.Fp8LinearFn.apply(x, w.tolist(), b)
+    with pytest.raises(ValueError, match="fp8_e9"):
+        models.Fp8LinearFn.apply(x, w, b, "fp8_e9")
+
+
+def test_fp8_linear_fn_checked_equals_the_lessons():
+    from amp_lessons.fp8 import key_code
+
+    x, w, b = _layer_inputs()
+    grads = []
+    for fn in (models.Fp8LinearFn, key_code.Fp8LinearFn):
+        xi, wi, bi = (t.clone().requires_grad_(True) for t in (x, w, b))
+        y = fn.apply(xi, wi, bi, "fp8_e4m3", "fp8_e5m2")
+        y.backward(torch.ones_like(y) * 1e-3)
+        grads.append((y.detach(), xi.grad, wi.grad, bi.grad))
+        assert y.dtype == torch.float32
+    assert all(torch.equal(a, c) for a, c in zip(*grads))
+    y = models.Fp8LinearFn.apply(x, w)  # bias None and the formats by default
+    assert torch.equal(y, key_code.Fp8LinearFn.apply(x, w, None, "fp8_e4m3", "fp8_e5m2"))
+
+
+# --- empty tensors -------------------------------------------------------------------------------------
+
+
+def test_an_empty_tensor_gets_a_clear_error_or_works():
+    with pytest.raises(ValueError, match=r"tensors\['e'\] is empty"):
+        fp8.scaling_errors({"e": torch.empty(0, 4)})
+    with pytest.raises(ValueError, match=r"tensors\['e'\] is empty"):
+        fp8.scaling_errors({"ok": torch.ones(2, 2), "e": torch.empty(0)})
+    assert fp8.amax_scale(torch.empty(0)) == 1.0  # nothing to scale
+    assert fp8.fake_quantize(torch.empty(0, 3)).shape == (0, 3)
+
+
+# --- the cost of the casts -----------------------------------------------------------------------------
+
+
+def test_h200_reference_ratios_use_one_timer():
+    h = records.fp8_costs_of(reference.find("fp8_cast_costs", published=False)[0])
+    big, small = "8192x8192x8192", "256x512x256"
+    assert h.label == "recorded on NVIDIA H200, torch 2.11, 2026-11-27"
+    assert list(h.times_us) == [(s, v) for s in (big, small) for v in records.COST_VARIANTS]
+    assert round(h.ratio(big, "fp8", "events"), 2) == 1.76
+    assert round(h.ratio(big, "fp8 + eager casts", "events"), 2) == 0.63
+    assert h.time_us(small, "bf16", "events after memset") == h.time_us(small, "fp8", "events after memset") == 5.6
+    assert set(h.variants) == {v for _, v in h.times_us} and all(len(t) == len(h.timers) for t in h.times_us.values())
+    text = str(h)
+    assert "recorded on NVIDIA H200" in text and "do_bench" in text and "(0.63x)" in text
+    with pytest.raises(ValueError, match="timer='nvtx'"):
+        h.time_us(big, "fp8", "nvtx")
+    with pytest.raises(ValueError, match="no time for shape"):
+        h.ratio("1x1x1", "fp8", "events")
+
+
+def test_fp8_cast_costs_on_the_cpu():
+    r = fp8.fp8_cast_costs("cpu", shapes=[(16, 32, 16), (8192, 8192, 8192)], repeats=2, calls=1)
+    assert isinstance(r, records.CastCosts) and r.device == "cpu"
+    assert set(r.times) == {("16x32x16", v) for v in ("bf16", "fp8", "fp8+casts")}
+    assert all(t > 0 for t in r.times.values())
+    assert r.timer == "perf_counter around 1 back-to-back calls, per call, median of 2"  # one timer, named
+    assert "a CPU" in r.skipped["8192x8192x8192"] and "torch.compile" in r.skipped["16x32x16", "fp8+compiled casts"]
+    assert r.ratio("16x32x16", "fp8") == r.times["16x32x16", "bf16"] / r.times["16x32x16", "fp8"]
+    assert r.ratio("8192x8192x8192", "fp8") is None
+    text = str(r)
+    assert "timer: perf_counter" in text and "skipped" in text and "<table" in r._repr_html_()
+
+
+def test_fp8_cast_costs_times_the_lessons_eager_cast(monkeypatch):
+    seen = []
+    real = fp8.to_fp8
+    monkeypatch.setattr(fp8, "to_fp8", lambda t: seen.append(tuple(t.shape)) or real(t))
+    fp8.fp8_cast_costs("cpu", shapes=[(16, 32, 48)], repeats=1, calls=1)
+    # two casts made before timing, then both inputs cast in every call of the "fp8+casts" row (warm-up included)
+    assert seen[:2] == [(16, 32), (48, 32)] and len(seen) > 2 and set(seen) == {(16, 32), (48, 32)}
+
+
+@pytest.mark.slow
+def test_fp8_cast_costs_compiles_the_casts_when_asked():
+    r = fp8.fp8_cast_costs("cpu", shapes=[(16, 32, 16)], compiled=True, repeats=1, calls=1)
+    assert ("16x32x16", "fp8+compiled casts") in r.times and not r.skipped
+
+
+def test_fp8_cast_costs_refuses_bad_arguments():
+    with pytest.raises(ValueError, match="shapes\\[0\\]"):
+        fp8.fp8_cast_costs("cpu", shapes=[(16, 32)])
+    with pytest.raises(ValueError, match="shapes\\[0\\]\\[1\\]"):
+        fp8.fp8_cast_costs("cpu", shapes=[(16, 0, 16)])
+    with pytest.raises(ValueError, match="shapes is empty"):
+        fp8.fp8_cast_costs("cpu", shapes=[])
+    with pytest.raises(TypeError, match="compiled"):
+        fp8.fp8_cast_costs("cpu", compiled="yes")
+    with pytest.raises(ValueError, match="calls"):
+        fp8.fp8_cast_costs("cpu", calls=0)
+    with pytest.raises(ValueError, match="device"):
+        fp8.fp8_cast_costs("tpu")
+
+
+# --- on a GPU (simulated: the decisions, not the kernels) -------------------------------------------
+
+
+def test_on_a_gpu_the_lesson_runs_scaled_mm_there(monkeypatch):
+    from tests.simulated_gpu import simulate
+
+    assert fp8._resolve_device(None) == torch.device("cpu")
+    simulate(monkeypatch, "H100")
+    assert fp8._resolve_device(None) == torch.device("cuda")  # scaled_mm_compare and fp8_cast_costs default to it
+    todo, skipped, compiled = fp8._cast_cost_plan(torch.device("cuda"), fp8.CAST_COST_SHAPES, None)
+    assert [t[0] for t in todo] == ["256x512x256", "8192x8192x8192"] and skipped == {} and compiled
+    # no kernel runs on a simulated GPU: the default call reaches for CUDA memory, which this torch build lacks
+    with pytest.raises((RuntimeError, AssertionError), match="(?i)cuda"):
+        fp8.scaled_mm_compare(16, 32, 16)
+    with pytest.raises((RuntimeError, AssertionError), match="(?i)cuda"):
+        fp8.fp8_cast_costs(shapes=[(16, 32, 16)], repeats=1, calls=1)
+
+
+def test_on_a_gpu_without_fp8_the_large_product_is_skipped(monkeypatch):
+    from tests.simulated_gpu import simulate
+
+    simulate(monkeypatch, "A100")
+    todo, skipped, compiled = fp8._cast_cost_plan(torch.device("cuda"), fp8.CAST_COST_SHAPES, None)
+    assert [t[0] for t in todo] == ["256x512x256"] and "no fp8 tensor cores" in skipped["8192x8192x8192"]
+    assert compiled  # a GPU compiles the casts
+    todo, skipped, compiled = fp8._cast_cost_plan(torch.device("cpu"), fp8.CAST_COST_SHAPES, None)
+    assert not compiled and ("256x512x256", "fp8+compiled casts") in skipped
+
+
+def test_fp8_costs_of_refuses_what_is_not_a_cost_record():
+    with pytest.raises(TypeError, match="record must be a reference Record"):
+        records.fp8_costs_of({"results": {}})
+    wrong = reference.find("tf32_matmul", published=False)[0]
+    with pytest.raises(ValueError, match="not an fp8 cost row"):
+        records.fp8_costs_of(wrong)

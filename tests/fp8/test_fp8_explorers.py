@@ -126,3 +126,9 @@ def test_fp8_explorer_says_why_the_slider_is_off():
     assert "slider" not in ex.readout.value
     ex.set(block="128x128")
     assert ex.slider.disabled and "off: each block is scaled by 448 / amax(block)" in ex.readout.value
+
+
+@pytest.mark.parametrize("shape", [(0,), (0, 4), (3, 0)])
+def test_fp8_explorer_refuses_an_empty_tensor(shape):
+    with pytest.raises(ValueError, match="tensor is empty"):
+        fp8.Fp8ScalingExplorer(tensor=torch.empty(shape))

@@ -419,3 +419,19 @@ def test_stochastic_round_with_noise_given_is_the_bit_rule():
         micro.stochastic_round(x, noise=ones + 1)
     with pytest.raises(ValueError, match="fmt='bf16' only"):
         micro.stochastic_round(x, "fp16", noise=zeros)
+
+
+def test_empty_selections_and_a_bad_generator_are_refused():
+    """An empty choice of recipes or methods would give a table or a run that the plots then refuse: it is refused
+    here, naming the argument and the allowed names; a generator that is not a torch.Generator (a seed passed
+    where the generator goes) is refused before torch's own random functions see it."""
+    for empty in ([], ()):
+        with pytest.raises(ValueError, match=r"recipes=(\[\]|\(\)) is not allowed: name at least one of .*'NVFP4'"):
+            micro.recipe_table("activations", recipes=empty)
+        with pytest.raises(ValueError, match=r"methods=(\[\]|\(\)) is not allowed: .*'stochastic rounding'"):
+            micro.train_low_precision(methods=empty)
+    for fmt in ("bf16", "fp4_e2m1"):  # the bit path and the general path
+        with pytest.raises(TypeError, match=r"generator=0 is not allowed: a torch.Generator .* or None .*got int"):
+            micro.stochastic_round(torch.ones(3), fmt, generator=0)
+    g = torch.Generator().manual_seed(0)
+    assert micro.stochastic_round(torch.ones(3), generator=g).tolist() == [1.0, 1.0, 1.0]  # a Generator still works

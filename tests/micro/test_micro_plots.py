@@ -54,3 +54,14 @@ def test_tiny_updates_and_recipe_legends_sit_outside_the_data():
     rows = [RecipeRow("a", 8.0, 20.0, 0.0, 0.0, 0.0), RecipeRow("b", 8.0, 30.0, 0.0, 0.0, 0.0)]
     tables = {k: rows for k in ("weight", "gradient")}
     assert legend_outside(plot_recipe_snr(tables))
+
+
+def test_recipe_snr_labels_the_bars_too_short_to_see():
+    """A recipe that keeps nothing of a tensor (SNR near 0 dB) draws no visible bar: its value is written instead."""
+    rows = {
+        "gradient": [RecipeRow("a", 8.0, 0.2, 0.0, 0.0, 0.0), RecipeRow("b", 8.0, 40.0, 0.0, 0.0, 0.0)],
+        "weights": [RecipeRow("a", 8.0, 30.0, 0.0, 0.0, 0.0), RecipeRow("b", 8.0, 35.0, 0.0, 0.0, 0.0)],
+    }
+    ax = plot_recipe_snr(rows)
+    assert [t.get_text() for t in ax.texts] == ["gradient: 0 dB"]
+    matplotlib.pyplot.close(ax.figure)

@@ -24,20 +24,6 @@ def test_smallest_scale_exercise():
         assert words in scaling.check_smallest_scale(answer, census=census).message
 
 
-EXERCISE = dict(init_scale=2.0**10, growth_factor=2.0, backoff_factor=0.5, growth_interval=3)  # as in lesson 05
-
-
-def test_scale_prediction_exercise():
-    s = solution("05")
-    want = scaling.simulate_scaler(10, (0, 4), **EXERCISE).scale_after[-1]
-    assert s.SCALE_PREDICTION == want and dict(s.SCALE_PREDICTION_EXERCISE, n_steps=10) == dict(
-        n_steps=10, inf_steps=(0, 4), **EXERCISE
-    )
-    for answer, word in ((want * 4, "too large"), (want / 2, "too small"), ("x", "not a number")):
-        r = scaling.check_scale_prediction(answer, 10, (0, 4), **EXERCISE)
-        assert word in r.message and "growth_interval" in r.message, r.message
-
-
 def _replay(fn):
     """The checker's result for ``fn``, and the expected scale of the last call ``fn`` got (the step that failed),
     from the instructors' update rule."""

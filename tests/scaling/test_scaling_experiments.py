@@ -136,11 +136,29 @@ def test_safe_window(census, small_census):
     lo2, hi2 = safe_window(scale_sweep(small_census))
     assert lo2 > lo  # a small loss needs a larger scale
     assert 2.0**16 >= lo2 and hi2 >= 2.0**16  # GradScaler's default fits it
-    assert safe_window(sw, max_underflow=-1) is None
+    exact = [s for s, u, o in zip(sw.scale, sw.flushed, sw.overflowed) if u == 0 and o == 0]  # nothing lost at all
+    assert safe_window(sw, max_underflow=0) == ((min(exact), max(exact)) if exact else None)
     with pytest.raises(TypeError, match="ScaleSweep"):
         safe_window({"scale": []})
     with pytest.raises(ValueError, match="empty"):
         scale_sweep(census, [])
+
+
+@pytest.mark.parametrize("bound", ["max_underflow", "max_overflow"])
+@pytest.mark.parametrize("value", [1.5, -0.01, -1.0, math.nan, math.inf, -math.inf])
+def test_safe_window_refuses_a_bound_that_is_not_a_fraction(census, bound, value):
+    # a bound above 1 (1.5 for 1.5%) would admit every scale and return a window: refused, naming the value
+    with pytest.raises(ValueError, match=rf"{bound}={value!r} is not allowed: it must be a fraction .* from 0 to 1"):
+        safe_window(scale_sweep(census), **{bound: value})
+
+
+@pytest.mark.parametrize("e", [10**6, 128, 1024, -150, -(10**6)])
+def test_scale_sweep_refuses_an_exponent_beyond_float32(census, e):
+    # 2**e must be a float32 number (GradScaler's scale is one): 10**6 used to raise OverflowError("math range error")
+    with pytest.raises(ValueError, match=rf"exponents holds {e}, .* an int from -149 to 127"):
+        scale_sweep(census, exponents=[0, e])
+    sw = scale_sweep(census, exponents=[-149, 127])  # the two ends are accepted
+    assert sw.flushed[0] == 1.0 and sw.inf[1] == 1.0
 
 
 # --- scalers from scratch ---------------------------------------------------------------------------
@@ -356,6 +374,39 @@ def test_small_loss_census_underflows(small_census):
 # simulate_scaler and DynamicScaler against GradScaler over drawn scenarios: test_scaling_properties.py
 
 
+@pytest.mark.parametrize("steps, inf_steps", [(30, [-1]), (10, (3, 10)), (10, (12,)), (5, (-3, 2))])
+def test_compare_with_gradscaler_refuses_a_step_it_does_not_run(steps, inf_steps):
+    # an overflow asked at a step that is never run (negative, or steps or later) used to be skipped silently
+    bad = min(k for k in inf_steps if not 0 <= k < steps)
+    with pytest.raises(ValueError, match=rf"inf_steps holds {bad}, .* an int from 0 to {steps - 1}"):
+        scaling.compare_with_gradscaler(steps, inf_steps=inf_steps)
+    with pytest.raises(ValueError, match="overflow='sideways'"):
+        scaling.compare_with_gradscaler(5, inf_steps=(1,), overflow="sideways")
+
+
+def test_a_forward_overflow_that_persists_freezes_training_at_scale_zero():
+    # an inf in the forward pass at every step: the scale halves to 0; at 0 the scaled loss is inf * 0 = NaN, the
+    # gradients are NaN, the step is skipped and the scale stays 0 * 0.5 = 0. No step is ever taken; the weights
+    # stay finite (and unchanged): training stops silently. Both scalers agree.
+    rows = scaling.compare_with_gradscaler(
+        10, inf_steps=tuple(range(10)), init_scale=2.0**-146, growth_interval=100, overflow="forward"
+    )
+    assert [r["torch_scale"] for r in rows] == [2.0**-146, 2.0**-147, 2.0**-148, 2.0**-149] + [0.0] * 6
+    assert all(r["torch_skipped"] and r["ours_skipped"] and r["params_finite"] for r in rows)
+    assert all(r["params_equal"] and r["ours_scale"] == r["torch_scale"] for r in rows)
+
+
+def test_a_forward_overflow_that_stops_at_scale_zero_writes_nan():
+    # the same overflows, stopping after step 5: step 6's loss is finite, loss * 0 = 0, its gradients are 0 (finite:
+    # the check passes), unscaling multiplies them by 1/0 = inf (NaN), and the step is taken: the weights are NaN
+    rows = scaling.compare_with_gradscaler(
+        10, inf_steps=tuple(range(6)), init_scale=2.0**-146, growth_interval=100, overflow="forward"
+    )
+    assert [r["torch_skipped"] for r in rows] == [True] * 6 + [False] + [True] * 3
+    assert [r["params_finite"] for r in rows] == [True] * 6 + [False] * 4
+    assert all(r["params_equal"] and r["ours_skipped"] == r["torch_skipped"] for r in rows)
+
+
 def test_a_scale_that_underflows_to_zero_fails_as_gradscaler_does():
     # overflows at every step drive a tiny scale to 0 in float32. With scale 0 the scaled loss and its gradients
     # are 0, the check for non-finite gradients (before the division) finds none, 1/0 = inf turns them into NaN,
@@ -536,3 +587,20 @@ def test_the_scalers_are_the_lessons_own_code():
     assert key_code.update_scale(2.0**127, 0, False, 2.0, 0.5, 1) == (2.0**127, 0)  # never grows to inf
     with pytest.raises(ValueError, match="scale='x' is not allowed"):
         StaticScaler("x")
+
+
+def test_the_loop_lesson_05_shows_is_train_comparisons():
+    # lesson 05 shows train_comparison's loop (its bookkeeping left out): every line it shows is in the function
+    import inspect
+    import json
+    import re
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "notebooks" / "05_loss_scaling.ipynb"
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    text = next("".join(c["source"]) for c in cells if "".join(c["source"]).startswith("## 6 · Training with"))
+    shown = re.search(r"```python\n(.*?)```", text, re.S).group(1)
+    source = {ln.strip() for ln in inspect.getsource(scaling.train_comparison).splitlines()}
+    lines = [ln.split("  #")[0].strip() for ln in shown.splitlines() if ln.strip()]
+    assert len(lines) == 11 and all(ln in source for ln in lines), [ln for ln in lines if ln not in source]
+    assert set(scaling.TRAIN_RUNS["fp16 autocast + GradScaler"]) == {True, torch.float16}

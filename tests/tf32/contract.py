@@ -21,5 +21,16 @@ ROWS: dict[str, Row] = {
             lambda a, b: a,
         ),
     ),
-    "check_error_ratio": Row(lambda s: s.ERROR_RATIO, ..., (2.0**5, 2.0, -1.0, "x"), lambda: (("bf16", "tf32"), {})),
+    "check_error_ratio": Row(
+        lambda s: s.predicted_ratio,
+        (..., lambda fmt, than: ...),
+        (
+            lambda fmt, than: 8.0,  # bf16 against TF32, measured in the lesson, for every pair
+            lambda fmt, than: 2.0 ** (fmt.mantissa_bits - than.mantissa_bits),  # the law upside down
+            lambda fmt, than: than.mantissa_bits / fmt.mantissa_bits,  # bits, not powers of two
+            lambda fmt, than: 2.0 ** (than.exponent_bits - fmt.exponent_bits),  # exponent bits set the range only
+            lambda fmt, than: -1.0,
+            lambda fmt, than: "x",
+        ),
+    ),
 }

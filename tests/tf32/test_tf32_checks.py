@@ -38,11 +38,48 @@ def test_tf32_matmul_exercise():
 
 def test_error_ratio_exercise():
     s = solution("02")
-    fl, fh = formats.get_format("bf16"), formats.get_format("tf32")
-    eps_ratio = fl.eps / fh.eps  # the prediction the exercise asks for, from the formats engine
-    assert s.ERROR_RATIO == eps_ratio
-    for answer, word in ((eps_ratio * 4, "too large"), (eps_ratio / 4, "too small"), (-1.0, "cannot be")):
-        assert word in tf32.check_error_ratio(answer, "bf16", "tf32").message
+    # the law the exercise asks for is the formats engine's eps ratio, for every pair of formats
+    for a in formats.FORMATS.values():
+        for b in formats.FORMATS.values():
+            assert s.predicted_ratio(a, b) == a.eps / b.eps
+    assert tf32.check_error_ratio(s.predicted_ratio)
+    starter = tf32.check_error_ratio(lambda fmt, than: ...)
+    assert_your_turn(starter)
+    # the lesson's own bf16/TF32 ratio, given for every pair, fails on the first pair the lesson never ran
+    r = tf32.check_error_ratio(lambda fmt, than: 8.0)
+    assert_not_yet(r)
+    assert "fp8_e4m3" in r.message and "too small" in r.message
+    # right on every pair but one (a ratio below 1): that pair is named
+    r = tf32.check_error_ratio(lambda fmt, than: max(1.0, s.predicted_ratio(fmt, than)))
+    assert_not_yet(r)
+    assert "e8m13" in r.message and "too large" in r.message
+    for bad, word in (
+        (lambda f, t: -1.0, "positive"),
+        (lambda f, t: "x", "number"),
+        (lambda f, t: float("nan"), "positive"),
+    ):
+        assert word in tf32.check_error_ratio(bad).message
+
+
+def test_error_ratio_pairs_are_none_the_lesson_measures_and_their_law_holds():
+    from amp_lessons.tf32 import checks
+
+    measured = checks._measured_ratios()
+    for (a, b), ratio in measured.items():
+        assert {a, b} != {"bf16", "tf32"}  # the lesson's table shows that one
+        law = checks._ratio_format(a).eps / checks._ratio_format(b).eps
+        assert abs(ratio / law - 1) < 0.1, (a, b, ratio, law)  # far inside the checker's factor 1.5
+    assert min(measured.values()) < 0.01 and max(measured.values()) > 100
+
+
+def test_error_ratio_may_not_measure():
+    def measures(fmt, than):
+        d = tf32.error_vs_k([64], [fmt, than])
+        return d.rms[fmt.name][0] / d.rms[than.name][0]
+
+    r = tf32.check_error_ratio(measures)
+    assert_not_yet(r)
+    assert "error_vs_k" in r.message
 
 
 def _round_away(x):

@@ -1,0 +1,171 @@
+"""Tests of amp_lessons.debug.records' triage on constructed timings: what the verdict concludes from the runs
+(medians and quartiles, rounds that disagree, a speed-up no matmul can give) and that it names causes of slowness
+only where AMP was not faster."""
+
+import dataclasses
+
+import pytest
+
+from amp_lessons import debug, timing
+
+MS = 1e-3
+
+
+def triage(fp32, amp, *, rounds=3, fp32_2x=None, **kw) -> debug.Triage:
+    """A Triage of the given step times (seconds), a model whose matmuls take 90% of the fp32 step and ran at half
+    their fp32 speed under autocast, on a CPU without bf16 instructions."""
+    fields = dict(
+        device="cpu",
+        dtype="bf16",
+        threads=1,
+        rounds=rounds,
+        fp32_times_s=tuple(fp32),
+        amp_times_s=tuple(amp),
+        fp32_2x_times_s=tuple(fp32_2x if fp32_2x is not None else [2 * t for t in fp32]),
+        matmul_share_fp32=0.9,
+        matmul_share_amp=0.8,
+        casts=4,
+        cast_share=0.02,
+        model_rate_ratios=(0.5,) * rounds,
+        rate_ratios=(0.02,) * rounds,
+        hardware="a CPU (AVX2): bf16 matrix instructions no",
+        fast_hardware=False,
+        odd_dims=[],
+        tf32_baseline=False,
+    )
+    fields.update(kw)
+    return debug.Triage(**fields)
+
+
+def steady(ms, n=15, jitter=0.01):
+    """``n`` steps of about ``ms`` milliseconds, a little apart (as an idle machine times them)."""
+    return [ms * MS * (1 + jitter * ((i % 5) - 2) / 2) for i in range(n)]
+
+
+def test_a_faster_run_names_no_cause_of_slowness_although_findings_hold():
+    # the lesson's old stored run: autocast 4x faster, with the matmul finding held by the profiler's ratio
+    t = triage(steady(1.0), steady(0.25), model_rate_ratios=(0.5, 0.5, 0.5))
+    held = [name for name, holds, _ in t.findings if holds]
+    assert "low-precision matmuls not faster" in held
+    assert t.outcome == "faster" and t.causes == []
+    assert (
+        t.verdict
+        == "AMP is faster here: 4.00x the fp32 speed (medians of 15 steps each, beyond the run-to-run spread)."
+    )
+    assert not any(name in t.verdict for name in held)
+
+
+def test_a_slower_run_names_the_findings_that_hold_as_causes():
+    t = triage(steady(1.0), steady(2.0), fp32_2x=steady(1.1))
+    assert t.outcome == "slower" and t.causes == ["low-precision matmuls not faster", "overhead-bound"]
+    assert t.verdict == (
+        "AMP is slower here: 0.50x the fp32 speed (medians of 15 steps each, beyond the run-to-run spread). "
+        "Causes found: low-precision matmuls not faster; overhead-bound."
+    )
+
+
+def test_a_run_within_the_spread_is_not_faster_and_says_so_when_no_finding_holds():
+    fp32 = [1.0 * MS, 1.1 * MS, 1.2 * MS] * 5
+    t = triage(fp32, [x * 0.97 for x in fp32], model_rate_ratios=(1.5,) * 3)
+    assert t.within_spread and t.outcome == "not faster" and t.causes == []
+    assert t.verdict.startswith("AMP is not faster here: 1.03x the fp32 speed")
+    assert t.verdict.endswith(
+        "None of the findings holds: profile the step (torch.profiler) to see where its time goes."
+    )
+
+
+def test_one_slow_step_does_not_move_the_verdict():
+    clean = triage(steady(0.29), steady(0.43))
+    spiked = triage([*steady(0.29)[:-1], 64 * MS], [*steady(0.43)[:-1], 17 * MS])  # a time slice lost, each
+    assert clean.outcome == spiked.outcome == "slower" and spiked.disturbance is None
+    assert spiked.speedup == pytest.approx(clean.speedup, rel=0.02) and spiked.verdict.startswith(
+        "AMP is slower here: 0.6"
+    )
+
+
+def test_a_round_slowed_by_other_work_gives_no_verdict():
+    # the first round's fp32 steps ran 40 times slower (threads waiting for each other on a busy machine)
+    fp32 = [64 * MS] * 5 + steady(0.29, 10)
+    t = triage(fp32, steady(0.43))
+    assert t.outcome == "no verdict" and t.causes == [] and t.disturbance is not None
+    assert t.verdict.startswith("No verdict: ") and t.verdict.endswith("Run it again when the machine is idle.")
+    assert "faster" not in t.verdict and "Causes" not in t.verdict
+
+
+def test_rounds_that_disagree_give_no_verdict_even_when_the_quartiles_are_tight():
+    # five rounds, each steady in itself, the fourth one's autocast twice as slow: a burst of work in that round,
+    # too short to move the quartiles of all the steps
+    amp = steady(0.5, 9) + steady(1.0, 3) + steady(0.5, 3)
+    t = triage(steady(1.0), amp, rounds=5)
+    assert not t.timings.too_noisy and t.round_speedups == pytest.approx((2.0, 2.0, 2.0, 1.0, 2.0), rel=0.02)
+    assert t.disturbance == "the rounds disagree: their speed-ups run from 1x to 2x" and t.outcome == "no verdict"
+
+
+def test_widely_spread_steps_give_no_verdict():
+    spread = [1 * MS, 2 * MS, 3 * MS] * 5
+    t = triage(spread, [x / 2 for x in spread])
+    assert t.timings.too_noisy and t.outcome == "no verdict"
+    assert t.disturbance.startswith("the typical steps spread too widely")
+
+
+def test_a_speed_up_beyond_amdahls_bound_gives_no_verdict():
+    # matmuls are half the step: faster matmuls give at most 2x; a measured 4x means one setting was slowed
+    t = triage(steady(4.0), steady(1.0), matmul_share_fp32=0.5)
+    assert t.amdahl_bound == pytest.approx(2.0) and t.outcome == "no verdict"
+    assert "beats Amdahl's bound of 2x" in t.disturbance
+    # within the slack: a little beyond the bound is allowed (ops on halved activations)
+    near = triage(steady(2.2), steady(1.0), matmul_share_fp32=0.5)
+    assert near.speedup < debug.AMDAHL_SLACK * near.amdahl_bound and near.outcome == "faster"
+
+
+def test_every_figure_is_a_median():
+    t = triage(
+        steady(1.0),
+        steady(2.0),
+        model_rate_ratios=(0.4, 9.0, 0.5),
+        rate_ratios=(0.02, 3.0, 0.03),
+        fp32_2x=[*steady(1.9)[:-1], 40 * MS],
+    )
+    assert t.model_rate_ratio == 0.5 and t.rate_ratio == 0.03
+    assert t.batch_time_ratio == pytest.approx(1.9, rel=0.02)
+    assert t.findings[0][1] is True and "a 256^3 matmul: 0.03x" in t.findings[0][2]
+
+
+def test_the_gpu_dimension_finding_holds_on_cuda_only():
+    cpu = triage(steady(1.0), steady(2.0), odd_dims=["'head' (out_features=10)"])
+    gpu = dataclasses.replace(cpu, device="cuda", rate_ratios=())
+    assert next(f for f in cpu.findings if f[0] == "dimensions not multiples of 8")[1] is False
+    assert next(f for f in gpu.findings if f[0] == "dimensions not multiples of 8")[1] is True
+    assert gpu.rate_ratio is None and "256^3" not in gpu.findings[0][2]
+
+
+def test_the_table_shows_medians_and_quartiles_and_the_verdict_once():
+    t = triage(steady(1.0), steady(2.0))
+    text, html = str(t), t._repr_html_()
+    first = text.splitlines()[0]
+    assert (
+        first.startswith("fp32 step 1.00 ms (quartiles 0.995–1.00, 15 steps)")
+        and "15 steps" in first
+        and "1 thread: 0.50x (medians)" in first
+    )
+    assert text.count("AMP is slower here") == 1 and "verdict: AMP is slower here" in html
+    assert t.timings.baseline_s == t.fp32_times_s and t.timings.labels == ("fp32", "bf16 autocast")
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ({"rounds": 2}, "rounds of equal length"),
+        ({"rounds": 0}, "rounds must be an int >= 1"),
+        ({"amp_times_s": ()}, "amp_times_s must be a non-empty tuple"),
+        ({"fp32_times_s": (1.0,) * 14 + (-1.0,)}, "positive"),
+        ({"model_rate_ratios": (0.5,)}, "one positive ratio per round"),
+    ],
+)
+def test_a_triage_refuses_inconsistent_data(change, match):
+    with pytest.raises(ValueError, match=match):
+        triage(steady(1.0), steady(2.0), **change)
+
+
+def test_the_noise_threshold_is_the_timing_modules():
+    assert timing.NOISY_QUARTILE_RATIO == 1.5 and debug.AMDAHL_SLACK == 1.25

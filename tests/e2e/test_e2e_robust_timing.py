@@ -1,0 +1,289 @@
+"""Lesson 06's measurements under load and its inputs: the interleaved rate probe, verdicts that read quartile
+ranges that do not overlap, training timed in blocks without a host sync per step, the launch-bound demo's
+arithmetic share, and the checks of token ids and model arguments."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from amp_lessons import e2e
+from amp_lessons.e2e import _common, records
+from amp_lessons.e2e.records import LaunchTable, RateTable, ThroughputTable, TrainingTable
+
+TINY = dict(vocab=16, d_model=16, n_heads=2, n_layers=1, seq_len=16)
+
+
+# --- the rate probe ----------------------------------------------------------------------------------------------
+
+
+def test_probe_runs_interleave_the_dtypes_round_after_round():
+    order = []
+
+    def time_call(dt, r):
+        order.append((r, dt))
+        return 1.0
+
+    runs = _common.probe_runs(time_call, ("fp32", "bf16", "fp16"), rounds=3)
+    assert order == [(r, dt) for r in range(3) for dt in ("fp32", "bf16", "fp16")]
+    assert runs == {dt: (1.0, 1.0, 1.0) for dt in ("fp32", "bf16", "fp16")}
+
+
+@pytest.mark.parametrize("bad_rounds", [{0}, {1, 2}, {0, 1, 2, 3}])
+def test_a_burst_of_load_does_not_change_the_rates(bad_rounds):
+    """The walkthrough's case: fp32 probes measured 20 to 60 times slower while the machine was busy. Each burst
+    here slows every dtype of some rounds 50x; the fastest probe of each, and so the fp16 decision, stays."""
+    true = {"fp32": 3.3e-4, "bf16": 0.025, "fp16": 0.024}  # 256^3 at ~100 GFLOP/s, and two slow fallbacks
+
+    def time_call(dt, r):
+        return true[dt] * (50 if r in bad_rounds else 1)
+
+    runs = _common.probe_runs(time_call)
+    assert len(runs["fp32"]) == _common.PROBE_ROUNDS == 8
+    assert {dt: min(v) for dt, v in runs.items()} == true
+    assert min(runs["fp32"]) / min(runs["fp16"]) < _common.SLOW_FP16_RATIO  # fp16 still measured slow
+
+
+def test_the_probe_runs_every_other_round_on_one_thread(monkeypatch):
+    threads = []
+    real = _common.timing.time_fn
+
+    def spy(fn, **kw):
+        threads.append(torch.get_num_threads())
+        return real(fn, **kw)
+
+    monkeypatch.setattr(_common.timing, "time_fn", spy)
+    _common.cached_runs.cache_clear()
+    try:
+        with _common.one_thread():  # a known starting point: then the "all threads" rounds run on this many
+            torch.set_num_threads(2)
+            runs = _common.matmul_rate_runs("cpu")
+    finally:
+        _common.cached_runs.cache_clear()
+    assert all(len(v) == _common.PROBE_ROUNDS for v in runs.values())
+    per_round = [threads[i : i + 3] for i in range(0, len(threads), 3)]
+    assert per_round == [[2] * 3 if r % 2 == 0 else [1] * 3 for r in range(_common.PROBE_ROUNDS)]
+
+
+def test_the_rate_table_compares_the_fastest_probes():
+    t = RateTable({"fp32": (1e-3, 30e-3, 40e-3), "bf16": (2e-3, 2e-3, 50e-3), "fp16": (0.1, 0.1, 0.1)}, 256, "cpu")
+    rows = {line.split()[0]: line.split()[-1] for line in str(t).splitlines()[3:6]}
+    assert rows == {"fp32": "1", "bf16": "0.500", "fp16": "0.0100"}
+    assert "every other round on one thread" in str(t)
+
+
+# --- verdicts ----------------------------------------------------------------------------------------------------
+
+
+def _spread_times(q1, med, q3):
+    return (q1 * 0.99, q1, med, q3, q3 * 1.01)
+
+
+def test_quartile_ranges_apart_give_a_verdict_however_noisy():
+    """The walkthrough's row: fp32 3.56 ms (3.17 to 10.4 between the quartiles) against bf16 autocast 129 ms (119 to
+    138): every quartile says bf16 is 11x to 50x slower, so the verdict is "slower", not "too noisy"."""
+    fp32 = _spread_times(3.17e-3, 3.56e-3, 10.4e-3)
+    bf16 = _spread_times(119e-3, 129e-3, 138e-3)
+    large = records.StepTimes("large", 1.0, 3.56e-3, 129e-3, 3.56 / 129, fp32, bf16)
+    t = LaunchTable.of(records.LaunchBoundDemo(large, large, ""))
+    assert t.comparisons["large"].baseline.quartile_ratio > e2e.NOISY_RANGE  # noisy on its own
+    assert t.verdicts == {"tiny": "slower", "large": "slower"}
+    runs = [
+        records.TrainRun("fp32", True, step_times_s=fp32, peak_memory_bytes=1, final_loss=1.0),
+        records.TrainRun("bf16 autocast", True, step_times_s=bf16, peak_memory_bytes=1, final_loss=1.0),
+    ]
+    assert "too noisy" not in str(TrainingTable.of(runs))
+    # overlapping and noisy: still no verdict
+    overlapping = _spread_times(100e-3, 130e-3, 200e-3)
+    t2 = LaunchTable.of(
+        records.LaunchBoundDemo(records.StepTimes("m", 1.0, 0.13, 0.129, 1.0, overlapping, bf16), large, "")
+    )
+    assert t2.verdicts["tiny"] == "too noisy to conclude"
+
+
+# --- the launch-bound demo ---------------------------------------------------------------------------------------
+
+
+def _steps(name, t, t_grown, t16=(1.0, 1.0, 1.0)):
+    return records.StepTimes(name, 1.0, t[1], t16[1], t[1] / t16[1], t, t16, None, 8, 8, t_grown)
+
+
+def test_arithmetic_share_is_what_grows_with_the_batch():
+    flat = _steps("tiny", (1.0, 1.1, 1.2), (1.14, 1.2, 1.3))  # 8x the batch, 1.14x the time: 2% arithmetic
+    assert flat.time_growth == pytest.approx(1.14)
+    assert flat.arithmetic_share == pytest.approx(0.02)
+    assert flat.most_from_faster_arithmetic == pytest.approx(1 / 0.98)
+    steep = _steps("large", (1.0, 1.0, 1.0), (8.4, 8.5, 8.6))  # all arithmetic: clipped to 1, no Amdahl bound
+    assert steep.arithmetic_share == 1.0 and math.isinf(steep.most_from_faster_arithmetic)
+    noise = _steps("m", (1.0, 1.0, 1.0), (0.9, 1.0, 1.0))  # a faster grown step (noise): clipped to 0
+    assert noise.arithmetic_share == 0.0 and noise.most_from_faster_arithmetic == 1.0
+    old = records.StepTimes("m", 1.0, 1.0, 1.0, 1.0, (1.0,), (1.0,))  # not timed at a grown batch
+    assert old.time_growth is None and old.arithmetic_share is None and old.most_from_faster_arithmetic is None
+    demo = records.LaunchBoundDemo(flat, steep, "width 256, as asked", bf16_over_fp32=0.015)
+    reading = demo.reading()
+    assert reading[0].startswith("tiny: 8x the batch made the fastest fp32 step 1.1x longer, so about 2% of its time")
+    assert reading[0].endswith("even free arithmetic would make the step at most 1.02x faster")
+    assert reading[1].endswith("the step is its arithmetic, which faster matmuls speed up")
+    assert "bf16 matmuls run at 0.015x the fp32 rate on this machine (measured), so its bf16 columns time" in reading[2]
+    text = str(LaunchTable.of(demo))
+    assert "fp32 at 8x the batch" in text and "share growing with the batch" in text and "2%" in text
+    assert all(sentence in text for sentence in reading)
+
+
+def test_launch_bound_demo_measures_the_grown_batch_on_one_thread():
+    out = e2e.launch_bound_demo(repeats=3, large_width=32, progress=False)
+    for r in out.runs.values():
+        assert r.growth == e2e.BATCH_GROWTH == 8 and len(r.fp32_grown_times_s) == len(r.fp32_times_s) == 3
+        assert 0 <= r.arithmetic_share <= 1
+    assert out.tiny.batch == 8 and out.large.batch == 32
+    assert out.bf16_over_fp32 == pytest.approx(e2e.matmul_rates()["bf16"] / e2e.matmul_rates()["fp32"])
+    assert torch.get_num_threads() >= 1  # restored after the demo's one-thread block
+
+
+# --- training timed in blocks --------------------------------------------------------------------------------
+
+
+def test_train_times_blocks_of_steps_and_keeps_every_loss():
+    blocks = e2e.train("fp32", steps=25, progress=False, model_kwargs=TINY, batch=2, sync_every=10)
+    each = e2e.train("fp32", steps=25, progress=False, model_kwargs=TINY, batch=2, sync_every=1)
+    assert blocks.loss == each.loss and len(blocks.loss) == blocks.steps == 25  # the same steps, every loss read
+    # 25 steps: the warm-up, then 23 timed (blocks of 10, 10, 3), then the last under peak_memory
+    assert len(blocks.step_times_s) == 3 and len(each.step_times_s) == 23
+    assert blocks.sync_every == 10 and each.sync_every == 1
+    assert e2e.train("fp32", steps=3, progress=False, model_kwargs=TINY, batch=2).sync_every == e2e.SYNC_EVERY == 10
+    blocks_text = str(TrainingTable.of([blocks]))
+    assert "each block of up to 10 steps timed between two host syncs, divided by its steps" in blocks_text
+    assert "each step timed alone, its loss read inside the timer" in str(TrainingTable.of([each]))
+
+
+def test_train_reads_no_loss_inside_a_timed_block(monkeypatch):
+    """The losses a step returns stay tensors until their block is timed: no read between the steps of a block."""
+    events = []
+
+    def make_step(model, optimizer, config, device_type):
+        inner = e2e.amp_step(model, optimizer, config, device_type)
+
+        def step(x, y):
+            events.append("step")
+            return inner(x, y)
+
+        return step
+
+    real = torch.Tensor.__float__
+
+    def spy(self):
+        events.append("read")
+        return real(self)
+
+    monkeypatch.setattr(torch.Tensor, "__float__", spy)
+    e2e.train("fp32", steps=10, progress=False, model_kwargs=TINY, batch=2, make_step=make_step, sync_every=4)
+    # warm-up step and its read; two blocks of 4 steps, each read after the block; the last step under peak_memory
+    want = ["step", "read"] + (["step"] * 4 + ["read"] * 4) * 2 + ["step", "read"]
+    assert events == want
+
+
+def test_train_accepts_a_step_that_returns_a_float_and_refuses_other_losses():
+    def make(returns):
+        def make_step(model, optimizer, config, device_type):
+            inner = e2e.amp_step(model, optimizer, config, device_type)
+            return lambda x, y: returns(inner(x, y))
+
+        return make_step
+
+    as_float = e2e.train("fp32", steps=4, progress=False, model_kwargs=TINY, batch=2, make_step=make(float))
+    default = e2e.train("fp32", steps=4, progress=False, model_kwargs=TINY, batch=2)
+    assert as_float.loss == default.loss
+    for bad in (lambda t: t.reshape(1), lambda t: t.long(), lambda t: "low"):
+        with pytest.raises(TypeError, match="0-dim float tensor"):
+            e2e.train("fp32", steps=3, progress=False, model_kwargs=TINY, batch=2, make_step=make(bad))
+    for bad in (0, -1, 1.5, "10"):
+        with pytest.raises((TypeError, ValueError), match="sync_every"):
+            e2e.train("fp32", steps=3, progress=False, model_kwargs=TINY, batch=2, sync_every=bad)
+
+
+# --- bad inputs ----------------------------------------------------------------------------------------------
+
+
+def test_train_refuses_unknown_model_arguments_naming_the_allowed_ones():
+    with pytest.raises(ValueError, match=r"unknown keys 'a'.*vocab, d_model, n_heads, n_layers, seq_len"):
+        e2e.train("fp32", model_kwargs={"a": 1}, progress=False)
+    with pytest.raises(TypeError, match="model_kwargs must be a dict of TinyTransformer arguments"):
+        e2e.train("fp32", model_kwargs=[("d_model", 16)], progress=False)
+
+
+@pytest.mark.parametrize(
+    "ids, lo, hi",
+    [([[0, 16]], 0, 16), ([[-1, 3]], -1, 3), ([[100, 2]], 2, 100)],
+)
+def test_token_ids_outside_the_vocabulary_are_refused_by_name(ids, lo, hi):
+    m = e2e.TinyTransformer(**TINY)
+    with pytest.raises(ValueError, match=rf"tokens must be ids in \[0, 15\] \(vocab=16\), got ids from {lo} to {hi}"):
+        m(torch.tensor(ids))
+
+
+def test_token_ids_must_be_integers_and_the_check_can_be_turned_off():
+    m = e2e.TinyTransformer(**TINY).eval()
+    with pytest.raises(
+        TypeError, match="tokens must be an int64 \\(or int32\\) tensor of token ids, got a torch.float32"
+    ):
+        m(torch.zeros(1, 4))
+    with pytest.raises(TypeError, match="got list"):
+        m([[1, 2]])
+    with pytest.raises(ValueError, match="got shape \\(1, 0\\)"):
+        m(torch.zeros(1, 0, dtype=torch.long))
+    ok = torch.tensor([[0, 15, 3]])
+    with torch.no_grad():
+        want = m(ok)
+        assert torch.equal(m(ok.int()), want)
+        m.check_ids = False  # what e2e.train does after checking its batches once
+        assert torch.equal(m(ok), want)
+
+
+# --- odd sizes against their nearest multiple of 8 -------------------------------------------------------------
+
+
+def _row(size, times, dtype="bf16"):
+    return dict(size=size, dtype=dtype, median_s=None, tflops=None, percent_of_peak=None, skipped=None, times_s=times)
+
+
+def test_each_odd_size_is_compared_with_its_nearest_multiple():
+    """256 slower than 257 must show: each odd size against its nearest aligned size, not the fastest one."""
+    t = lambda n, rate: tuple(2 * n**3 / (rate * f) for f in (0.99, 1.0, 1.01))  # noqa: E731
+    table = ThroughputTable.of(
+        [_row(256, t(256, 1.35e9)), _row(257, t(257, 3.04e9)), _row(263, t(263, 2.0e9)), _row(264, t(264, 3.0e9))]
+    )
+    verdict = table.alignment_verdict()
+    assert "n=257 at 2.25x the rate of n=256 (faster)" in verdict  # 3.04 / 1.35
+    assert "n=263 at 0.67x the rate of n=264 (slower)" in verdict
+    close = ThroughputTable.of([_row(64, t(64, 1.0e9)), _row(65, t(65, 0.997e9))])
+    assert "n=65 at 0.9970x the rate of n=64" in close.alignment_verdict()  # not "1.00x (slower)"
+
+
+def test_a_slow_step_does_not_make_a_block_overrun_the_budget(monkeypatch):
+    """Steps of 0.2 s against a budget of 0.5 s: the blocks shrink to what the budget has room for, so the run
+    stops at the fewest steps a run shows, not after a whole block of ten."""
+    import time as _time
+
+    def make_step(model, optimizer, config, device_type):
+        inner = e2e.amp_step(model, optimizer, config, device_type)
+
+        def step(x, y):
+            _time.sleep(0.2)
+            return inner(x, y)
+
+        return step
+
+    r = e2e.train("fp32", steps=30, progress=False, model_kwargs=TINY, batch=2, make_step=make_step, budget_s=0.5)
+    assert r.steps == e2e.MIN_TRAIN_STEPS and r.stopped_early.startswith("stopped after 6 of 30 steps")
+
+
+def test_the_training_table_warns_when_final_losses_come_after_different_steps():
+    runs = [
+        records.TrainRun("fp32", True, step_times_s=(0.03,), peak_memory_bytes=1, final_loss=1.06, steps=6),
+        records.TrainRun("bf16 autocast", True, step_times_s=(0.03,), peak_memory_bytes=1, final_loss=0.70, steps=12),
+    ]
+    text = str(TrainingTable.of(runs))
+    assert "final loss after different numbers of steps (fp32 6, bf16 autocast 12)" in text
+    assert "different numbers" not in str(TrainingTable.of(runs[:1]))
