@@ -36,7 +36,10 @@ leaves ``make setup`` the rest of the 9 minutes):
        sequential fp32 sum of the exact products and the exact product rounded to fp32: max and mean fp32 ulps;
    (h) ``cross_entropy``: ``F.cross_entropy`` of a small Linear under real fp16 and bf16 CUDA autocast, forward and
        backward (``amp_lessons.autocast.trace(..., fake=False, backward=True)``): the dtype of each
-       log_softmax / nll_loss op.
+       log_softmax / nll_loss op;
+   (i) ``fp8_cast_costs``: lesson 07's cast-cost table on the GPU (``amp_lessons.fp8.fp8_cast_costs``: the fp8 kernel
+       alone, with the eager amax + casts of both inputs, with the casts compiled) at 256x512x256 and 8192^3;
+   (j) ``launch_bound``: lesson 06's launch-bound demo on the GPU (``amp_lessons.e2e.launch_bound_demo``).
 
 Everything lands in one folder, ``gpu-check-results/<date>-<gpu>/`` (git-ignored): ``pytest.json`` and
 ``pytest.log``, ``references.json`` (the recorded references, :mod:`amp_lessons.reference`'s format) with
@@ -51,7 +54,7 @@ that folder next to the checkout, and ``make gpu-check`` installs from it with `
 
 This file is the command: the plan and its time budget, the results folder and summary, running the steps and
 the command line. The checks are functions in the modules next to it: (a) to (c) and (g), the GPU's arithmetic
-against emulations, in ``gpu_check_arithmetic.py``; (d) to (f) and (h), the course's tools against CUDA, in
+against emulations, in ``gpu_check_arithmetic.py``; (d) to (f) and (h) to (j), the course's tools and lessons against CUDA, in
 ``gpu_check_tools.py``;
 their argument checks in ``gpu_check_args.py``.
 
@@ -94,6 +97,8 @@ from gpu_check_tools import (  # noqa: E402
     check_amp_step,
     check_autocast_policy,
     check_cross_entropy,
+    check_fp8_cast_costs,
+    check_launch_bound,
     check_timing_helper,
 )
 
@@ -127,7 +132,7 @@ PLAN: tuple[Step, ...] = (
         "unit tests and nbval on the GPU (the course's nbval alone took a few minutes on an H100 with 4 workers; "
         "one worker per core here)",
         180.0,
-        250.0,
+        225.0,
     ),
     Step(
         "references",
@@ -135,7 +140,7 @@ PLAN: tuple[Step, ...] = (
         60.0,
         90.0,
     ),
-    Step("checks", "checks (a)-(h) in one child process (its start, then each check's own estimate)", 105.0, 140.0),
+    Step("checks", "checks (a)-(j) in one child process (its start, then each check's own estimate)", 130.0, 165.0),
 )
 CHECKS_START_S = 10.0
 """The checks process's start on a GPU machine (Python, torch, CUDA context), an estimate."""
@@ -213,6 +218,8 @@ CHECKS: tuple[Check, ...] = (
     Check("c", "scaled_mm", check_scaled_mm, 5.0, "torch._scaled_mm e4m3 vs emulation; fast accum (sm_89+)"),
     Check("g", "lowp_sum", check_lowp_sum, 5.0, "fp16/bf16 matmul summation in fp32 ulps, fp32 outputs"),
     Check("h", "cross_entropy", check_cross_entropy, 3.0, "cross_entropy's dtypes under real fp16/bf16 autocast"),
+    Check("i", "fp8_cast_costs", check_fp8_cast_costs, 15.0, "lesson 07's cast costs: kernel, eager, compiled casts"),
+    Check("j", "launch_bound", check_launch_bound, 10.0, "lesson 06's launch-bound demo, tiny vs large model"),
     Check("e", "timing_helper", check_timing_helper, 10.0, "timing.time_fn vs triton do_bench, 8192^3 bf16"),
     Check("f", "amp_step", check_amp_step, 25.0, "course AMP step vs minimal bf16 loop, ms/step"),
     Check("d", "autocast_policy", check_autocast_policy, 30.0, "real CUDA autocast vs fake preview, every op"),

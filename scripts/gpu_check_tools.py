@@ -401,3 +401,62 @@ def check_cross_entropy(device="cuda") -> dict:
     forward = {k: sorted({r[3].split(", ")[0] for r in rows if r[0] == "forward"}) for k, rows in out.items()}
     summary = "; ".join(f"{k} autocast: forward loss ops output {', '.join(v)}" for k, v in forward.items())
     return {"status": "ok", "summary": summary, "device": str(d), "ops": out}
+
+
+# --------------------------------------------------------------------------------------------
+# (i) lesson 07's cast costs and (j) lesson 06's launch-bound demo, on the GPU, as the lessons run them
+# --------------------------------------------------------------------------------------------
+
+
+def check_fp8_cast_costs(device="cuda", repeats: int = 10) -> dict:
+    """Check (i): ``amp_lessons.fp8.fp8_cast_costs`` (the fp8 kernel alone, with the lesson's eager amax + casts of
+    both inputs, and with the casts compiled) at 256x512x256 and 8192^3 on the device, under its one named timer."""
+    from amp_lessons import fp8
+
+    d = device_arg(device)
+    repeats = int_arg(repeats, "repeats", 1, 1000)
+    if d.type == "cuda":
+        gate = capability_gate(torch.cuda.get_device_capability(d), (8, 9), "fp8 tensor cores")
+        if gate:
+            return {"status": "skipped", "summary": gate}
+    r = fp8.fp8_cast_costs(d, compiled=True, repeats=repeats)
+    times = {f"{shape} {product}": seconds for (shape, product), seconds in r.times.items()}
+    ratios = {
+        key: r.ratio(*key.split(" ", 1)) for key in times if not key.endswith(" bf16") and r.ratio(*key.split(" ", 1))
+    }
+    skipped = {k if isinstance(k, str) else " ".join(k): why for k, why in r.skipped.items()}
+    summary = ", ".join(f"{k} {v:.2f}x bf16" for k, v in ratios.items()) or "nothing timed"
+    return {
+        "status": "ok",
+        "summary": f"{summary} (timer: {r.timer})",
+        "timer": r.timer,
+        "times_s": times,
+        "speed_vs_bf16": ratios,
+        "skipped": skipped,
+    }
+
+
+def check_launch_bound(device="cuda", repeats: int = 20) -> dict:
+    """Check (j): ``amp_lessons.e2e.launch_bound_demo`` on the device: a tiny and a large model's fp32 and bf16
+    autocast steps, how the fp32 step grows with 8x the batch, and what that leaves to faster arithmetic."""
+    from amp_lessons import e2e
+
+    d = device_arg(device)
+    repeats = int_arg(repeats, "repeats", 3, 1000)
+    r = e2e.launch_bound_demo(device=d, repeats=repeats, progress=False)
+    models = {}
+    for name, s in (("tiny", r.tiny), ("large", r.large)):
+        models[name] = {
+            "model": s.model,
+            "fp32_step_s": s.fp32_step_s,
+            "bf16_autocast_step_s": s.bf16_autocast_step_s,
+            "speedup": s.speedup,
+            "time_growth": s.time_growth,
+            "arithmetic_share": s.arithmetic_share,
+            "most_from_faster_arithmetic": s.most_from_faster_arithmetic,
+        }
+    summary = "; ".join(
+        f"{k}: bf16 {v['speedup']:.2f}x fp32, {100 * v['arithmetic_share']:.0f}% of the step is arithmetic"
+        for k, v in models.items()
+    )
+    return {"status": "ok", "summary": summary, "width_chosen": r.width_chosen, "models": models}
