@@ -213,6 +213,7 @@ def _valid_value(name: str, qualname: str):
         "report": lambda: importlib.import_module("amp_lessons.device").device_report(),
         "feature": lambda: "fp8",
         "no_gpu": lambda: "no CUDA GPU",
+        "record": lambda: importlib.import_module("amp_lessons.reference").find("fp8_cast_costs", published=False)[0],
     }
     by_callable = {
         "formats.FloatFormat": {"name": lambda: "e5m2x", "exponent_bits": lambda: 5, "mantissa_bits": lambda: 2},
