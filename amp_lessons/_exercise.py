@@ -18,15 +18,18 @@ learner's."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import re
+import sys
 
 from .checks import CheckResult, call_learner, is_placeholder
 
 __all__ = [
     "MASK",
     "attempt",
+    "calls_seen",
     "correct",
     "exercise",
     "finish",
@@ -164,3 +167,23 @@ def _masked(message: str, hide) -> str:
     for form in forms:
         message = re.sub(_pattern(form), MASK, message)
     return message
+
+
+@contextlib.contextmanager
+def calls_seen(wanted):
+    """Record, in the yielded set, the names of the functions called inside the block whose code
+    ``wanted(code)`` accepts (a code object: ``co_filename``, ``co_name``), however the caller got hold of them (an
+    imported name, a module attribute, a wrapper): a call is seen by where its code lives. How a checker refuses the
+    package's own function in a learner's answer."""
+    seen: set = set()
+    previous = sys.getprofile()
+
+    def profiler(frame, event, arg):
+        if event == "call" and wanted(frame.f_code):
+            seen.add(frame.f_code.co_name)
+
+    sys.setprofile(profiler)
+    try:
+        yield seen
+    finally:
+        sys.setprofile(previous)

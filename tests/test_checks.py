@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
+import torch
 
 from amp_lessons import checks
 from amp_lessons._exercise import reveals
@@ -171,3 +172,17 @@ def test_hidden_answers_are_masked_in_every_spelling_but_a_lone_digit():
         ex.not_yet(3)
     with pytest.raises(TypeError, match="message"):
         reveals(None, 1.0)
+
+
+def test_calls_seen_sees_a_function_however_it_was_reached():
+    from amp_lessons import formats
+    from amp_lessons._exercise import calls_seen
+
+    q = formats.quantize
+    alias = {"f": q}
+    with calls_seen(lambda code: code is formats.quantize.__code__) as seen:
+        alias["f"](torch.tensor([0.1]), "fp16")  # through a dict, under another name
+    assert seen == {"quantize"}
+    with calls_seen(lambda code: code is formats.quantize.__code__) as seen:
+        formats.get_format("fp16")
+    assert seen == set()

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import sys
 from collections import OrderedDict
 
 import torch
 from torch import nn
 
 from .. import _validate
-from .._exercise import attempt, correct, exercise, not_yet, placeholder, your_turn
+from .._exercise import attempt, calls_seen, correct, exercise, not_yet, placeholder, your_turn
 from .._validate import flag, positive
 from ..checks import CheckResult, call_learner
 from . import experiments, records
@@ -120,19 +119,8 @@ def _calls_to_tracer():
     ``OverflowTrace.first_nonfinite``) made inside the block, however the caller got hold of them: the calls are seen
     by where their code lives."""
     where = {experiments.__file__: "trace_overflow", records.__file__: "first_nonfinite"}
-    seen: set = set()
-    previous = sys.getprofile()
-
-    def profiler(frame, event, arg):
-        code = frame.f_code
-        if event == "call" and where.get(code.co_filename) == code.co_name:
-            seen.add(code.co_name)
-
-    sys.setprofile(profiler)
-    try:
+    with calls_seen(lambda code: where.get(code.co_filename) == code.co_name) as seen:
         yield seen
-    finally:
-        sys.setprofile(previous)
 
 
 _TUPLE_HINT = (

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import math
-import sys
 from contextlib import contextmanager
 from pathlib import Path
 
 import torch
 
 from .. import formats
-from .._exercise import attempt, correct, exercise, not_yet, placeholder
+from .._exercise import attempt, calls_seen, correct, exercise, not_yet, placeholder
 from .._validate import finite
 from ..checks import CheckResult, off_by, same_value
 from ..fp16.experiments import kahan_sum, running_sum
@@ -68,19 +67,8 @@ _SUMMERS = {"kahan_sum", "kahan_add", "running_sum", "running_sums_of_copies", "
 def _package_summers_called():
     """Record, in the yielded set, the course's own summation functions (:data:`_SUMMERS`, defined under
     ``amp_lessons/``) called inside the block, however the caller got hold of them."""
-    seen: set = set()
-    previous = sys.getprofile()
-
-    def profiler(frame, event, arg):
-        code = frame.f_code
-        if event == "call" and code.co_name in _SUMMERS and code.co_filename.startswith(str(_PACKAGE)):
-            seen.add(code.co_name)
-
-    sys.setprofile(profiler)
-    try:
+    with calls_seen(lambda code: code.co_name in _SUMMERS and code.co_filename.startswith(str(_PACKAGE))) as seen:
         yield seen
-    finally:
-        sys.setprofile(previous)
 
 
 def _kahan_inputs() -> dict[str, torch.Tensor]:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import contextlib
 import math
 import re
-import sys
 
 import torch
 
 from .. import formats
-from .._exercise import correct, exercise, not_yet, placeholder, your_turn
+from .._exercise import calls_seen, correct, exercise, not_yet, placeholder, your_turn
 from ..checks import CheckResult, call_learner, is_placeholder, off_by
 from . import key_code
 from .key_code import Fp8LinearFn, amax_scale, fake_quantize
@@ -157,18 +156,9 @@ def _backward_cases():
 def _calls_to_lessons_backward():
     """Record, in the yielded set, every call of the lesson's own ``Fp8LinearFn.backward`` (code in
     :mod:`.key_code`, however the learner reached it) made inside the block."""
-    where, seen = key_code.__file__, set()
-    previous = sys.getprofile()
-
-    def profiler(frame, event, arg):
-        if event == "call" and frame.f_code.co_filename == where and frame.f_code.co_name == "backward":
-            seen.add("backward")
-
-    sys.setprofile(profiler)
-    try:
+    where = key_code.__file__
+    with calls_seen(lambda code: code.co_filename == where and code.co_name == "backward") as seen:
         yield seen
-    finally:
-        sys.setprofile(previous)
 
 
 def _grads(fn, x, w, b, dy):

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import math
-import sys
 from contextlib import contextmanager
 
 import torch
 
-from .._exercise import attempt, correct, exercise, not_yet, placeholder, your_turn
+from .._exercise import attempt, calls_seen, correct, exercise, not_yet, placeholder, your_turn
 from ..checks import CheckResult, call_learner
 from . import experiments
 from .experiments import stochastic_round
@@ -133,19 +132,12 @@ def _calls_to_rounding():
     (``stochastic_round`` and its helpers in :mod:`.experiments`), however the caller got hold of them (an imported
     name, the module attribute, a wrapper): the calls are seen by where their code lives, as the TF32 lesson does."""
     where = experiments.__file__
-    seen: set = set()
-    previous = sys.getprofile()
 
-    def profiler(frame, event, arg):
-        code = frame.f_code
-        if event == "call" and code.co_filename == where and ("stochastic" in code.co_name or "sr_" in code.co_name):
-            seen.add(code.co_name)
+    def rounding(code) -> bool:
+        return code.co_filename == where and ("stochastic" in code.co_name or "sr_" in code.co_name)
 
-    sys.setprofile(profiler)
-    try:
+    with calls_seen(rounding) as seen:
         yield seen
-    finally:
-        sys.setprofile(previous)
 
 
 _LOW = 0xFFFF  # the 16 bits of a float32 that bf16 drops

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import math
-import sys
 from contextlib import contextmanager
 
 import torch
 
 from .. import formats
-from .._exercise import attempt, correct, exercise, not_yet, placeholder, your_turn
+from .._exercise import attempt, calls_seen, correct, exercise, not_yet, placeholder, your_turn
 from ..checks import CheckResult, is_placeholder, off_by
 from ..tf32.experiments import emulated_matmul, error_vs_k, matmul_errors
 
@@ -23,19 +22,9 @@ __all__ = [
 def _calls_to(*functions):
     """Record, in the yielded set, which of ``functions`` (Python functions) were called inside the block,
     however the caller got hold of them (an imported name, the module attribute, a wrapper)."""
-    codes = {f.__code__: f.__name__ for f in functions}
-    seen: set = set()
-    previous = sys.getprofile()
-
-    def profiler(frame, event, arg):
-        if event == "call" and frame.f_code in codes:
-            seen.add(codes[frame.f_code])
-
-    sys.setprofile(profiler)
-    try:
+    codes = {f.__code__ for f in functions}
+    with calls_seen(lambda code: code in codes) as seen:
         yield seen
-    finally:
-        sys.setprofile(previous)
 
 
 def _rounding_inputs() -> torch.Tensor:
