@@ -29,6 +29,7 @@ of the experiments that record them.
 
 __version__ = "0.1.0"
 
+from ._table import table
 from .formats import FORMATS, FloatFormat, compose, decompose, from_bits, get_format, quantize, to_bits
 
 __all__ = [
@@ -40,5 +41,6 @@ __all__ = [
     "from_bits",
     "get_format",
     "quantize",
+    "table",
     "to_bits",
 ]

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Cell", "TONES", "TableRecord", "duration_text", "html_table", "nbytes_text", "text_table"]
+__all__ = ["Cell", "TONES", "Table", "TableRecord", "duration_text", "html_table", "nbytes_text", "table", "text_table"]
 
 TONES = {
     "good": "color-mix(in srgb, var(--jp-success-color1, #2e7d32) 60%, var(--jp-content-font-color1, #000))",
@@ -162,6 +162,34 @@ class TableRecord:
 
     def __repr__(self) -> str:
         return self.__str__()
+
+
+class Table(TableRecord):
+    """A table a lesson builds from its own rows (a GPU reference beside this machine's figures): shown as HTML in
+    JupyterLab and as aligned text in a terminal, like every record of the course. Made by :func:`table`."""
+
+    def __init__(self, header, rows, title: str = "", notes=()):
+        self._parts = (tuple(header), [list(r) for r in rows], title, list(notes))
+
+    def _table(self) -> tuple:
+        return self._parts
+
+
+def table(header, rows, *, title: str = "", notes=()) -> Table:
+    """The rows under ``header`` as a table (``rows``: sequences of str, numbers or :class:`Cell`, one per column),
+    with an optional ``title`` and ``notes`` below it; the last expression of a cell shows it."""
+    if isinstance(header, (str, bytes)) or not isinstance(header, (list, tuple)) or not header:
+        raise TypeError(f"header must be a non-empty list or tuple of column names, got {header!r}")
+    if isinstance(rows, (str, bytes)) or not isinstance(rows, (list, tuple)):
+        raise TypeError(f"rows must be a list or tuple of rows, got {type(rows).__name__}")
+    for i, r in enumerate(rows):
+        if isinstance(r, (str, bytes)) or not isinstance(r, (list, tuple)) or len(r) != len(header):
+            raise ValueError(f"rows[{i}] must be a list or tuple of {len(header)} cells (one per column), got {r!r}")
+    if not isinstance(title, str):
+        raise TypeError(f"title must be a str, got {title!r}")
+    if isinstance(notes, (str, bytes)) or not isinstance(notes, (list, tuple)):
+        raise TypeError(f"notes must be a list or tuple of str, got {notes!r}")
+    return Table(header, rows, title, notes)
 
 
 def duration_text(seconds: float) -> str:

@@ -216,6 +216,7 @@ def _valid_value(name: str, qualname: str):
         "record": lambda: importlib.import_module("amp_lessons.reference").find("fp8_cast_costs", published=False)[0],
     }
     by_callable = {
+        "amp_lessons.table": {"header": lambda: ("a", "b"), "rows": lambda: [["1", "2"], ["3", "4"]]},
         "formats.FloatFormat": {"name": lambda: "e5m2x", "exponent_bits": lambda: 5, "mantissa_bits": lambda: 2},
         "device.GPUInfo": {"name": lambda: "NVIDIA H100", "capability": lambda: (9, 0), "memory_bytes": lambda: 2**36},
         "device.CPUInfo": {

@@ -80,3 +80,15 @@ def test_durations_and_byte_counts_in_words():
         "about 2 hours",
         "about 3 days",
     ]
+
+
+def test_a_lessons_own_table_shows_itself_as_html_and_text():
+    from amp_lessons import table
+
+    t = table(("GPU", "TFLOP/s"), [["H100", "804"]], title="8192^3 bf16", notes=["recorded on a GPU"])
+    assert "<table" in t._repr_html_() and "H100" in t._repr_html_() and "recorded on a GPU" in t._repr_html_()
+    assert str(t).splitlines()[0] == "8192^3 bf16" and "804" in repr(t)
+    with pytest.raises(ValueError, match=r"rows\[0\] must be a list or tuple of 2 cells"):
+        table(("a", "b"), [["only one"]])
+    with pytest.raises(TypeError, match="header must be a non-empty list or tuple"):
+        table("ab", [])

@@ -54,7 +54,8 @@ from ..device import default_device, gpu_info
 from ..formats import CLASSES, FloatFormat, get_format, quantize, representable_values
 from ..fp16.experiments import small_batch, small_model
 from ..timing import matmul_flops, time_fn
-from .key_code import amax_scale, block_scales, fake_quantize, float_tensor, scale_from_amax, to_fp8
+from ._checked import amax_scale, fake_quantize
+from .key_code import block_scales, float_tensor, scale_from_amax, to_fp8
 from .models import Fp8Linear
 from .records import (
     MAX_DIM,

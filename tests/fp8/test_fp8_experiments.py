@@ -321,7 +321,15 @@ def test_the_fp8_code_is_the_lessons_own():
     """One copy: the package's scale, cast, block scales and fp8 linear Function are lesson 07's exported cells."""
     from amp_lessons.fp8 import checks, experiments, key_code
 
-    assert fp8.amax_scale is key_code.amax_scale and fp8.fake_quantize is key_code.fake_quantize
+    # the public scale and cast are the lesson's, their arguments checked: each call goes to the exported cell's
+    calls = []
+    with pytest.MonkeyPatch.context() as mp:
+        for name in ("amax_scale", "fake_quantize"):
+            real = getattr(key_code, name)
+            mp.setattr(key_code, name, lambda *a, _r=real, _n=name, **k: calls.append(_n) or _r(*a, **k))
+        x = torch.randn(4, 8)
+        fp8.fake_quantize(x, "fp8_e4m3", fp8.amax_scale(x))
+    assert calls == ["amax_scale", "fake_quantize"]
     assert checks.Fp8LinearFn is key_code.Fp8LinearFn and experiments.to_fp8 is key_code.to_fp8
     # the public Function is the lesson's, its arguments checked: the same forward and backward
     import amp_lessons.fp8 as topic
