@@ -21,7 +21,7 @@ from .formats import (
     FloatFormat,
     get_format,
 )
-from .style import format_color, style_context
+from .style import fit_colors, format_color, style_context
 
 __all__ = [
     "OVERFLOW_COLOR",
@@ -202,12 +202,16 @@ def region_spans(ax: Axes, f: FloatFormat, lo: float, hi: float) -> None:
 
 
 def styled(func):
-    """Draw inside the course style, so a plot looks the same with or without use_style()."""
+    """Draw inside the course style, so a plot looks the same with or without use_style() (and follows its theme)."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         with style_context():
-            return func(*args, **kwargs)
+            result = func(*args, **kwargs)
+            figure = getattr(result, "figure", None)
+            if figure is not None:
+                fit_colors(figure)  # the dark theme: colours too dark for its background lightened
+            return result
 
     return wrapper
 

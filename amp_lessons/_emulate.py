@@ -12,7 +12,7 @@ from functools import lru_cache
 
 import torch
 
-__all__ = ["quantize_emulated"]
+__all__ = ["quantize_emulated", "torch_cast_infinity", "torch_cast_overflow"]
 
 _INF_BITS = 0x7F800000
 _NAN_BITS = 0x7FC00000
@@ -131,3 +131,26 @@ def quantize_emulated(x: torch.Tensor, f, rounding: str, overflow: str) -> torch
 @lru_cache(maxsize=None)
 def _f32_bits(value: float) -> int:
     return int(torch.tensor(value, dtype=torch.float32).view(torch.int32))
+
+
+@lru_cache(maxsize=None)
+def torch_cast_overflow(dtype: torch.dtype) -> str:
+    """What the installed torch's cast does with an overflowing finite value (it changed across
+    versions for float8_e4m3fn: NaN in older torch, saturation in newer)."""
+    big = torch.tensor([float.fromhex("0x1.fffffep127"), -float.fromhex("0x1.fffffep127")]).to(dtype).float()
+    if torch.isinf(big).all():
+        return "inf"
+    if torch.isnan(big).all():
+        return "nan"
+    return "saturate"
+
+
+@lru_cache(maxsize=None)
+def torch_cast_infinity(dtype: torch.dtype) -> str:
+    """What the installed torch's cast does with +-inf."""
+    out = torch.tensor([math.inf, -math.inf]).to(dtype).float()
+    if torch.isinf(out).all():
+        return "inf"
+    if torch.isnan(out).all():
+        return "nan"
+    return "saturate"

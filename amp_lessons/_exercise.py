@@ -116,6 +116,11 @@ def not_yet(message: str, *, hide=()) -> CheckResult:
     return CheckResult(False, _masked(message, hide))
 
 
+def hint_list(first: str, items, *, hide=()) -> CheckResult:
+    """Not yet: ``first``, then ``items`` as a short list, one "- ..." line each, most important first."""
+    return not_yet(first + ":\n" + "\n".join(f"- {h}" for h in items), hide=hide)
+
+
 def your_turn(message: str, *, hide=()) -> CheckResult:
     """The starter, untouched (a muted line, not a red one): ``message`` says what to do."""
     return CheckResult(False, _masked(message, hide), todo=True)

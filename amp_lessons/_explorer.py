@@ -9,22 +9,37 @@ import html
 import io
 import math
 import numbers
+import textwrap
 from collections.abc import Hashable
 
 import ipywidgets as widgets
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 from PIL import Image as PILImage
 
 from ._table import TONES, Cell, html_table
 from ._validate import number, real_in
-from .style import explorer_dpi, style_context
+from .style import (
+    explorer_dpi,
+    explorer_figsize,
+    fit_colors,
+    follow_theme,
+    projector_mode,
+    recolor,
+    style_context,
+    theme,
+)
 
 __all__ = [
     "Explorer",
     "Picture",
     "encode_png",
     "error_html",
+    "fit_inside",
+    "overflow",
+    "picture_layout",
     "failure_html",
     "readout_table",
     "image",
@@ -33,17 +48,24 @@ __all__ = [
 ]
 
 
+#: In projector mode no text in an explorer's picture is smaller than this (points): 20 pixels at 160 dpi.
+PROJECTOR_MIN_PT = 9.0
+
+
 class Picture:
     """A figure whose static part is rendered once; :meth:`png` redraws only the moving artists."""
 
     def __init__(self, figsize):
         with style_context():
-            self.fig = Figure(figsize=figsize, dpi=explorer_dpi(), layout="none")
+            self.fig = Figure(figsize=explorer_figsize(figsize), dpi=explorer_dpi(), layout="none")
+        self.min_fontsize = PROJECTOR_MIN_PT if projector_mode() else 0.0
+        follow_theme(self)
         self.canvas = FigureCanvasAgg(self.fig)
         self.moving = []
         self.parts = {}  # the moving artists by name (and whatever else an explorer keeps with its picture)
         self.centers = None  # the bit explorer's digit positions (data coordinates)
         self._background = None
+        self._overflow = 0.0
 
     def freeze(self, moving) -> None:
         """Render everything but ``moving`` into the background. ``moving`` is a list of artists, or a
@@ -55,19 +77,219 @@ class Picture:
         self.moving = list(moving)
         for artist in self.moving:
             artist.set_animated(True)
+        self._render_background()
+
+    theme_order = 0  # (recoloured before the explorers redraw)
+
+    def theme_changed(self) -> None:
+        """The theme changed (:func:`~amp_lessons.style.use_style`): take its colours, render the background again."""
+        recolor(self.fig, theme())
+        if self._background is not None:
+            self._render_background()
+
+    def _prepare(self) -> None:
+        """The page's colours (:func:`~amp_lessons.style.fit_colors`) and, in projector mode, no text under
+        :data:`PROJECTOR_MIN_PT`."""
+        fit_colors(self.fig)
+        if self.min_fontsize:
+            for t in self.fig.findobj(Text):
+                if t.get_fontsize() < self.min_fontsize:
+                    t.set_fontsize(self.min_fontsize)
+
+    def _render_background(self) -> None:
+        self._prepare()
         self.canvas.draw()
+        if fit_inside(self.fig):
+            self.canvas.draw()
         self._background = self.canvas.copy_from_bbox(self.fig.bbox)
+        self._overflow = max(overflow(self.fig))  # what no layout could bring inside (0: nothing)
+
+    def layout(self) -> dict:
+        """Where the last drawn PNG's texts lie (:func:`picture_layout`)."""
+        return picture_layout(self.fig)
 
     def png(self) -> bytes:
         """The picture as PNG: the frozen background with the moving artists drawn over it, or, for a
         picture never frozen, the whole figure redrawn."""
         if self._background is None:
+            self._prepare()
             self.canvas.draw()
+            if fit_inside(self.fig):
+                self.canvas.draw()
             return encode_png(self.canvas)
+        fit_colors(self.fig)  # (a moving artist may have taken a new colour)
+        if max(overflow(self.fig)) > self._overflow + 1:  # a moving text or legend grew past an edge: lay out again
+            self._render_background()
         self.canvas.restore_region(self._background)
         for artist in self.moving:
             self.fig.draw_artist(artist)
         return encode_png(self.canvas)
+
+
+def _drawn_texts(fig) -> list:
+    """The texts a draw of ``fig`` shows: visible, not empty, on a visible Axes and legend, and of the tick labels
+    only those of ticks inside the axis' view (matplotlib keeps the others but does not draw them)."""
+    hidden = set()
+    for ax in fig.axes:
+        for axis in ax._axis_map.values():
+            if not ax.axison or not axis.get_visible():  # ax.axis("off"): no tick, no axis label
+                hidden.update(id(t) for t in axis.findobj(Text))
+                continue
+            drawn = {id(t) for t in axis._update_ticks()}
+            for t in axis.majorTicks + axis.minorTicks:
+                if id(t) not in drawn:
+                    hidden.update((id(t.label1), id(t.label2)))
+    out = []
+    for t in fig.findobj(Text):
+        if not t.get_visible() or not t.get_text().strip() or id(t) in hidden:
+            continue
+        if t.axes is not None and not t.axes.get_visible():
+            continue
+        out.append(t)
+    return out
+
+
+_PAD_PX = 3.0
+
+
+def overflow(fig) -> tuple[float, float, float, float]:
+    """How far (pixels) the drawn texts and legends of ``fig`` pass its left, bottom, right and top edges (0 where
+    they do not), less a margin of a few pixels."""
+    renderer = fig.canvas.get_renderer()
+    w, h = fig.canvas.get_width_height()
+    left = bottom = right = top = 0.0
+    for artist in [*_drawn_texts(fig), *_legends(fig)]:
+        b = artist.get_window_extent(renderer)
+        if not (math.isfinite(b.x0) and math.isfinite(b.y0) and b.width >= 0 and b.height >= 0):
+            continue
+        left, bottom = max(left, _PAD_PX - b.x0), max(bottom, _PAD_PX - b.y0)
+        right, top = max(right, b.x1 - (w - _PAD_PX)), max(top, b.y1 - (h - _PAD_PX))
+    return left, bottom, right, top
+
+
+def _wrap_wide_texts(fig, room: float) -> bool:
+    """Break a title or label that passes the picture's right edge and is wider than the room from where it starts
+    (at most ``room`` pixels) into lines at spaces: no shrinking of the axes would bring it inside."""
+    renderer = fig.canvas.get_renderer()
+    legend_texts = {id(t) for lg in _legends(fig) for t in lg.get_texts()}
+    w = fig.canvas.get_width_height()[0]
+    wrapped = False
+    for t in _drawn_texts(fig):
+        box = t.get_window_extent(renderer)
+        text = t.get_text()
+        fits = min(room, w - _PAD_PX - max(box.x0, _PAD_PX))  # from where it starts (a title: the axes' left edge)
+        if box.x1 <= w - _PAD_PX or box.width <= fits or id(t) in legend_texts or " " not in text:
+            continue
+        longest = max(text.split("\n"), key=len)
+        chars = max(8, int(len(longest) * fits / box.width))
+        while chars > 8:
+            t.set_text("\n".join(textwrap.fill(line, chars) for line in text.split("\n")))
+            if t.get_window_extent(renderer).width <= fits:
+                break
+            chars -= max(1, chars // 10)
+        wrapped = True
+    return wrapped
+
+
+def fit_inside(fig, rounds: int = 3) -> bool:
+    """Shrink ``fig``'s axes (together, keeping their arrangement) until what is drawn around them (tick labels,
+    axis labels, legends placed beside them: matplotlib's layout box of each Axes) lies inside the figure; then break
+    a title or label still wider than its room into lines. True if anything moved (draw again)."""
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    if not axes:
+        return False
+    renderer = fig.canvas.get_renderer()
+    w, h = fig.canvas.get_width_height()
+    moved = False
+    for _ in range(rounds):
+        boxes = [ax.get_position() for ax in axes]
+        tight = [ax.get_tightbbox(renderer, for_layout_only=True) for ax in axes]
+        tight = [t for t in tight if t is not None and math.isfinite(t.x0) and math.isfinite(t.y0)]
+        if not tight:
+            break
+        left = max(0.0, _PAD_PX - min(t.x0 for t in tight))
+        bottom = max(0.0, _PAD_PX - min(t.y0 for t in tight))
+        right = max(0.0, max(t.x1 for t in tight) - (w - _PAD_PX))
+        top = max(0.0, max(t.y1 for t in tight) - (h - _PAD_PX))
+        if max(left, bottom, right, top) <= 0.5:
+            wrapped = _wrap_wide_texts(fig, w - 2 * _PAD_PX)
+            moved |= wrapped
+            if not wrapped:
+                break
+            continue
+        x0, y0 = min(b.x0 for b in boxes), min(b.y0 for b in boxes)
+        x1, y1 = max(b.x1 for b in boxes), max(b.y1 for b in boxes)
+        nx0, nx1 = x0 + left / w, x1 - right / w
+        ny0, ny1 = y0 + bottom / h, y1 - top / h
+        if nx1 - nx0 < 0.25 * (x1 - x0) or ny1 - ny0 < 0.25 * (y1 - y0):
+            break  # no room to make: leave the layout as drawn (the layout tests report the overflow)
+        sx, sy = (nx1 - nx0) / (x1 - x0), (ny1 - ny0) / (y1 - y0)
+        for ax, b in zip(axes, boxes):
+            ax.set_position([nx0 + (b.x0 - x0) * sx, ny0 + (b.y0 - y0) * sy, b.width * sx, b.height * sy], which="both")
+        moved = True
+    return moved
+
+
+def _legends(fig) -> list:
+    return [lg for lg in [*(ax.get_legend() for ax in fig.axes), *fig.legends] if lg is not None and lg.get_visible()]
+
+
+def picture_layout(fig) -> dict:
+    """Where the texts of ``fig``'s last draw lie, in its PNG's pixels (x right, y down from the top left corner):
+    ``size`` (width, height); ``texts``: each drawn text's ``text``, ``box`` [x0, y0, x1, y1], ``px`` (font size in
+    pixels), ``color`` (hex), ``box_color`` (the face of the box drawn around it, or None) and ``in_legend``; ``legends``: each legend's ``box`` and its texts; ``outside``: the
+    texts and legends whose box passes an edge of the picture, with how far (``by``, pixels); ``overlaps``: the
+    legends that cover a text not theirs, with the overlap's ``area`` (pixels squared); ``background``: the figure's
+    face colour. Made for tests of what a learner sees: ``fig`` must have been drawn (an explorer's PNG)."""
+    renderer = fig.canvas.get_renderer()
+    w, h = fig.canvas.get_width_height()
+
+    def box(artist) -> list[float]:
+        b = artist.get_window_extent(renderer)
+        return [round(b.x0, 1), round(h - b.y1, 1), round(b.x1, 1), round(h - b.y0, 1)]
+
+    legends = _legends(fig)
+    legend_texts = {id(t): k for k, lg in enumerate(legends) for t in [*lg.get_texts(), lg.get_title()]}
+    texts = []
+    for t in _drawn_texts(fig):
+        texts.append(
+            dict(
+                text=t.get_text()[:60],
+                box=box(t),
+                px=round(t.get_fontsize() * fig.dpi / 72, 2),
+                color=to_hex(t.get_color()),
+                box_color=to_hex(t.get_bbox_patch().get_facecolor()) if t.get_bbox_patch() is not None else None,
+                in_legend=legend_texts.get(id(t)),
+            )
+        )
+    legend_boxes = [dict(box=box(lg), texts=[t.get_text() for t in lg.get_texts()]) for lg in legends]
+    outside = []
+    for kind, items in (("text", texts), ("legend", legend_boxes)):
+        for item in items:
+            x0, y0, x1, y1 = item["box"]
+            by = max(-x0, -y0, x1 - w, y1 - h)
+            if by > 0.5:
+                what = item["text"] if kind == "text" else ", ".join(item["texts"])[:60]
+                outside.append(dict(kind=kind, what=what, box=item["box"], by=round(by, 1)))
+    overlaps = []
+    for k, lg in enumerate(legend_boxes):
+        lx0, ly0, lx1, ly1 = lg["box"]
+        for t in texts:
+            if t["in_legend"] == k:
+                continue
+            x0, y0, x1, y1 = t["box"]
+            area = max(0.0, min(x1, lx1) - max(x0, lx0)) * max(0.0, min(y1, ly1) - max(y0, ly0))
+            if area > 1.0:
+                overlaps.append(dict(legend=", ".join(lg["texts"])[:60], text=t["text"], area=round(area, 1)))
+    return dict(
+        size=[w, h],
+        dpi=fig.dpi,
+        background=to_hex(fig.get_facecolor()),
+        texts=texts,
+        legends=legend_boxes,
+        outside=outside,
+        overlaps=overlaps,
+    )
 
 
 def encode_png(canvas: FigureCanvasAgg) -> bytes:
@@ -100,12 +322,28 @@ class Explorer:
         self._held = False
         self.readout = widgets.HTML()
         self.image = image()
+        self.picture: Picture | None = None  # the picture shown last (its layout: picture.layout())
         rows = [widgets.HBox(list(self.controls.values()))] if rows is None else list(rows)
+        for row in rows:
+            _widen_sliders(row)
         self.widget = widgets.VBox([*rows, self.readout, self.image, *extra])
+        # named for pages that lay an explorer out (the presenter view: the read-out beside the picture)
+        self.widget.add_class("amp-explorer")
+        self.readout.add_class("amp-readout")
+        self.image.add_class("amp-picture")
         self.widget.explorer = self
         for w in self.controls.values():
             self.watch(w, self._on_change)
+        follow_theme(self)
         self.update()
+
+    theme_order = 1  # (redrawn after the pictures took the new theme's colours)
+
+    def theme_changed(self) -> None:
+        """The theme changed (:func:`~amp_lessons.style.use_style`): show the picture in its colours (the read-out's
+        colours are the page's)."""
+        if self.picture is not None:
+            self.image.value = self.picture.png()
 
     def draw(self):
         """The shown state's ``(readout_html, picture or None)``, its artists moved."""
@@ -117,6 +355,7 @@ class Explorer:
         self.readout.value = text
         if pic is not None:
             self.image.value = pic.png()
+            self.picture = pic
 
     def watch(self, widget, handler) -> None:
         """Call ``handler(change)`` when ``widget``'s value changes, except inside :meth:`holding`."""
@@ -181,6 +420,25 @@ class Explorer:
         finally:
             if changed:
                 self.update()
+
+
+# A slider's track must stay wide enough to drag (150 px and more): its label (about 7.5 px a character in JupyterLab's
+# 13 px type, at least its default 80 px) and read-out take their room from the slider's width first.
+_TRACK_PX, _PX_PER_CHAR, _READOUT_PX, _LABEL_PX = 190, 7.5, 80, 90
+
+
+def _widen_sliders(w) -> None:
+    """Give every slider in ``w`` (a control or a box of them) the width its label, read-out and track need."""
+    if isinstance(w, widgets.Box):
+        for child in w.children:
+            _widen_sliders(child)
+        return
+    if not isinstance(w, (widgets.IntSlider, widgets.FloatSlider, widgets.SelectionSlider)):
+        return
+    need = round(max(len(w.description) * _PX_PER_CHAR, _LABEL_PX) + _TRACK_PX + _READOUT_PX)
+    width = w.layout.width
+    if width is None or (width.endswith("px") and float(width[:-2]) < need):
+        w.layout.width = f"{need}px"
 
 
 def image() -> widgets.Image:

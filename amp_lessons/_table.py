@@ -180,6 +180,8 @@ def table(header, rows, *, title: str = "", notes=()) -> Table:
     with an optional ``title`` and ``notes`` below it; the last expression of a cell shows it."""
     if isinstance(header, (str, bytes)) or not isinstance(header, (list, tuple)) or not header:
         raise TypeError(f"header must be a non-empty list or tuple of column names, got {header!r}")
+    if not all(isinstance(h, str) for h in header):
+        raise TypeError(f"header must hold column names (str), got {header!r}")
     if isinstance(rows, (str, bytes)) or not isinstance(rows, (list, tuple)):
         raise TypeError(f"rows must be a list or tuple of rows, got {type(rows).__name__}")
     for i, r in enumerate(rows):
@@ -189,6 +191,8 @@ def table(header, rows, *, title: str = "", notes=()) -> Table:
         raise TypeError(f"title must be a str, got {title!r}")
     if isinstance(notes, (str, bytes)) or not isinstance(notes, (list, tuple)):
         raise TypeError(f"notes must be a list or tuple of str, got {notes!r}")
+    if not all(isinstance(n, str) for n in notes):
+        raise TypeError(f"notes must hold str only, got {notes!r}")
     return Table(header, rows, title, notes)
 
 

@@ -54,7 +54,7 @@ class CheckResult:
 
     def _repr_html_(self) -> str:
         tone, mark = ("good", "&#10004;") if self.ok else ("muted", "&#9998;") if self.todo else ("bad", "&#10008;")
-        return f"<div style='color: {TONES[tone]}'><b>{mark} {self.label}:</b> {html.escape(self.message)}</div>"
+        return f"<div style='color: {TONES[tone]}'><b>{mark} {self.label}:</b> {html.escape(self.message).replace(chr(10), '<br>')}</div>"
 
 
 def call_learner(fn, *args):

@@ -36,7 +36,7 @@ from functools import lru_cache
 import torch
 
 from ._census import CLASS_MEANINGS, CLASSES, Census, choices
-from ._emulate import quantize_emulated
+from ._emulate import quantize_emulated, torch_cast_infinity, torch_cast_overflow
 from ._validate import int_in
 
 __all__ = [
@@ -116,6 +116,12 @@ class FloatFormat:
                 f"format {self.name!r}: an 'ieee' format needs exponent_bits >= 2 (with 1 bit the "
                 "all-ones exponent is the only non-zero one and holds inf/NaN, leaving no normal "
                 "numbers); use encoding 'fn', 'fnuz' or 'finite' for 1 exponent bit"
+            )
+        if self.encoding == "fn" and self.exponent_bits == 1 and self.mantissa_bits == 0:
+            raise ValueError(
+                f"format {self.name!r}: an 'fn' format with exponent_bits=1 needs mantissa_bits >= 1 (e1m0 'fn' "
+                "has one non-zero exponent field, and its only code is NaN: it would hold only 0 and NaN, no "
+                "positive finite value); use encoding 'fnuz' or 'finite' for e1m0"
             )
         # below 2**-126 float32 has fewer mantissa bits; a power of two (mantissa_bits 0) still fits exactly
         lowest_emin = -126 if self.mantissa_bits else -149
@@ -217,6 +223,9 @@ class FloatFormat:
     def overflows(self, x: torch.Tensor) -> torch.Tensor:
         """Where round to nearest takes ``x`` beyond max (to inf, NaN or a saturated max, as the overflow
         mode says): ``|x|`` above :attr:`overflow_threshold`, or on it where the tie rounds up."""
+        if not isinstance(x, torch.Tensor) or not (x.is_floating_point() or x.dtype in _INT_DTYPES):
+            what = f"a {str(x.dtype)[6:]} tensor" if isinstance(x, torch.Tensor) else type(x).__name__
+            raise TypeError(f"x must be a real tensor (floating-point or integer, not bool or complex), got {what}")
         a, thr = x.abs(), self.overflow_threshold
         # the tie goes to the even neighbour: up (out of range) exactly when max's code is odd. With mantissa bits,
         # max's last mantissa bit is 1 except in "fn" formats (all-ones is NaN); without, it is the biased exponent's
@@ -392,6 +401,8 @@ def _float32_boundaries(f: FloatFormat) -> tuple[float, ...]:
     return (*found, math.inf)
 
 
+_INT_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+
 _TORCH_DTYPES = {
     (8, 23, "ieee"): torch.float32,
     (5, 10, "ieee"): torch.float16,
@@ -436,15 +447,20 @@ SCALE_FORMATS: dict[str, FloatFormat] = {
 }
 
 
-def get_format(fmt: str | FloatFormat) -> FloatFormat:
-    """Return a :class:`FloatFormat` from a name in :data:`FORMATS` (or pass one through)."""
+def get_format(fmt: str | FloatFormat, *, what: str = "fmt") -> FloatFormat:
+    """Return a :class:`FloatFormat` from a name in :data:`FORMATS` (or pass one through). ``what`` is the name
+    that an error gives the argument (the caller's parameter: ``"acc_fmt"``, ``"fmts[2]"``)."""
+    if not isinstance(what, str):
+        raise TypeError(f"what must be a str (the argument's name that errors give), got {what!r}")
     if isinstance(fmt, FloatFormat):
         return fmt
     if isinstance(fmt, str) and fmt in FORMATS:
         return FORMATS[fmt]
     if isinstance(fmt, str) and fmt in SCALE_FORMATS:
         return SCALE_FORMATS[fmt]
-    raise ValueError(f"unknown format {fmt!r}: use a FloatFormat or one of {choices({**FORMATS, **SCALE_FORMATS})}")
+    raise ValueError(
+        f"unknown format {what}={fmt!r}: use a FloatFormat or one of {choices({**FORMATS, **SCALE_FORMATS})}"
+    )
 
 
 def float32_input(x, what="x") -> torch.Tensor:
@@ -477,29 +493,6 @@ def check_modes(f: FloatFormat, rounding: str, overflow: str | None = None) -> s
     return overflow
 
 
-@lru_cache(maxsize=None)
-def _torch_cast_overflow(dtype: torch.dtype) -> str:
-    """What the installed torch's cast does with an overflowing finite value (it changed across
-    versions for float8_e4m3fn: NaN in older torch, saturation in newer)."""
-    big = torch.tensor([_F32_MAX, -_F32_MAX]).to(dtype).float()
-    if torch.isinf(big).all():
-        return "inf"
-    if torch.isnan(big).all():
-        return "nan"
-    return "saturate"
-
-
-@lru_cache(maxsize=None)
-def _torch_cast_infinity(dtype: torch.dtype) -> str:
-    """What the installed torch's cast does with +-inf."""
-    out = torch.tensor([math.inf, -math.inf]).to(dtype).float()
-    if torch.isinf(out).all():
-        return "inf"
-    if torch.isnan(out).all():
-        return "nan"
-    return "saturate"
-
-
 def _native_dtype(f: FloatFormat, rounding: str, overflow: str) -> torch.dtype | None:
     """torch's dtype if ``x.to(dtype)`` does exactly what was asked, else None."""
     dtype = f.torch_dtype
@@ -508,7 +501,7 @@ def _native_dtype(f: FloatFormat, rounding: str, overflow: str) -> torch.dtype |
         return None
     if dtype == torch.float32:
         return dtype if overflow == "inf" else None  # the identity keeps inf; saturation needs the emulation
-    if _torch_cast_overflow(dtype) != overflow or _torch_cast_infinity(dtype) != overflow:
+    if torch_cast_overflow(dtype) != overflow or torch_cast_infinity(dtype) != overflow:
         return None
     return dtype
 
@@ -630,6 +623,8 @@ def _int_field(v, what: str, hi: int, f: FloatFormat) -> torch.Tensor:
         raise ValueError(f"{what}={v} is out of range: {what} must be {allowed}")
     if isinstance(v, torch.Tensor):
         t = v
+    elif isinstance(v, (list, tuple)) and len(v) == 0:
+        t = torch.empty(0, dtype=torch.int64)  # no fields: an empty result, as from an empty integer tensor
     else:
         try:
             t = torch.as_tensor(v)

@@ -1,4 +1,4 @@
-"""The course's lessons, in order: lesson 00 and the lesson each topic declares (``amp_lessons.<topic>.LESSON``).
+"""The course's lessons, in order: lesson 00 and the lesson each topic declares (``amp_lessons.<topic>._support.LESSON``).
 
 Every list of lessons and topics derives from :data:`LESSONS`: the tests' topic lists, the browser tests, the
 docs that ``make docs`` writes, what runs where on a machine (:func:`what_runs_where`) and the workshop schedule
@@ -13,9 +13,19 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import autocast, bits, compiled, debug, distributed, e2e, fp8, fp16, micro, scaling, tf32
 from ._validate import int_in
+from .autocast import _support as autocast
+from .bits import _support as bits
+from .compiled import _support as compiled
 from .course import Lesson, LessonSupport, Runs, Schedule, WhatRunsWhere, check_report
+from .debug import _support as debug
+from .distributed import _support as distributed
+from .e2e import _support as e2e
+from .fp8 import _support as fp8
+from .fp16 import _support as fp16
+from .micro import _support as micro
+from .scaling import _support as scaling
+from .tf32 import _support as tf32
 
 __all__ = [
     "DAY_TWO",
@@ -36,13 +46,14 @@ START_HERE = Lesson(
     shows="the plan, your machine's hardware report, what runs natively / emulated / as reference",
 )
 
-#: The topics in lesson order (01..11): a new lesson is one more topic here.
+#: The topics in lesson order (01..11), each by the module that declares its lesson: a new lesson is one more
+#: topic here.
 _TOPICS_IN_ORDER = (bits, tf32, fp16, autocast, scaling, e2e, fp8, debug, distributed, micro, compiled)
 
 LESSONS: tuple[Lesson, ...] = (START_HERE, *(topic.LESSON for topic in _TOPICS_IN_ORDER))
 """The lessons in order."""
 
-_TOPIC = {topic.__name__.removeprefix("amp_lessons."): topic for topic in _TOPICS_IN_ORDER}
+_TOPIC = {topic.__name__.split(".")[1]: topic for topic in _TOPICS_IN_ORDER}
 for _name, _topic in _TOPIC.items():
     if _topic.LESSON.topic != _name:
         raise ImportError(f"amp_lessons.{_name}.LESSON names the topic {_topic.LESSON.topic!r}, not {_name!r}")
@@ -109,6 +120,10 @@ def workshop_schedule(
         raise ValueError(f"days must be 1 or 2, got {days!r}")
     if notebooks_dir is not None and not isinstance(notebooks_dir, (str, Path)):
         raise TypeError(f"notebooks_dir must be None or a folder (str or Path), got {type(notebooks_dir).__name__}")
+    if notebooks_dir is not None and not Path(notebooks_dir).is_dir():
+        raise ValueError(
+            f"notebooks_dir={str(notebooks_dir)!r} is not a folder: give the folder that holds the notebooks"
+        )
     t = h * 60 + m
     since_break, rows, had_lunch = 0, [], False
     for lesson in LESSONS:

@@ -12,9 +12,9 @@ from . import timing
 from ._runtime import parse_device
 from ._validate import int_at_least
 from .e2e._common import matmul_fn
-from .e2e.experiments import CONFIGS, matmul_throughput, train
-from .fp8.experiments import scaled_mm_compare
-from .tf32.experiments import matmul_errors, pick_size, time_matmuls
+from .e2e._experiments import CONFIGS, matmul_throughput, train
+from .fp8._experiments import scaled_mm_compare
+from .tf32._experiments import matmul_errors, pick_size, time_matmuls
 
 __all__ = [
     "record_fp8_scaled_mm",

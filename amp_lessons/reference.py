@@ -339,13 +339,15 @@ def save(records: Iterable[Record], path=None) -> Path:
     torch version and date, fields in a fixed order, results keys sorted, two-space indent and a
     trailing newline, so that saving the same records twice gives the same bytes."""
     path_or_none(path, "path")
+    p = _path(path)
     records = list(sequence(records, "records", "Records")) if not isinstance(records, Iterable) else list(records)
-    for r in records:
+    for i, r in enumerate(records):
         if not isinstance(r, Record):
-            raise TypeError(f"save() takes Record objects, got {r!r}")
+            raise TypeError(f"records[{i}] must be a reference.Record, got {r!r}")
+    if not records:
+        raise ValueError("records is empty: saving it would write a file without any reference; give the records")
     body = {"records": [{**r.to_dict(), "results": _sorted_dict(r.results)} for r in sorted(records, key=_sort_key)]}
     text = json.dumps(body, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    p = _path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=p.name, suffix=".tmp", dir=p.parent)
     try:

@@ -3,6 +3,7 @@
 >>> from amp_lessons.style import use_style, format_color
 >>> use_style()                  # once, in a notebook's setup cell
 >>> use_style(projector=True)    # the presenter view: explorers drawn at projector resolution
+>>> use_style(theme="dark")      # plots for a dark page: dark background, light text
 >>> format_color("bf16")
 '#D55E00'
 """
@@ -10,11 +11,18 @@
 from __future__ import annotations
 
 import contextlib
+import weakref
 import zlib
 from pathlib import Path
 
 import matplotlib
+import matplotlib.collections
+import matplotlib.colors
+import matplotlib.figure
+import matplotlib.lines
+import matplotlib.patches
 import matplotlib.pyplot as plt
+import matplotlib.text
 
 from ._validate import flag
 
@@ -24,10 +32,16 @@ __all__ = [
     "PROJECTOR_DPI",
     "PROJECTOR_RC",
     "STYLE_PATH",
+    "THEMES",
     "explorer_dpi",
+    "explorer_figsize",
+    "fit_colors",
+    "follow_theme",
     "format_color",
     "projector_mode",
+    "recolor",
     "style_context",
+    "theme",
     "use_style",
 ]
 
@@ -50,6 +64,9 @@ FORMAT_COLORS: dict[str, str] = {
     "fp4_e2m1": "#8C564B",
 }
 
+# fp32's black on a dark page: light grey
+_DARK_FORMAT_COLORS = {"fp32": "#E6E6E6"}
+
 #: Colours of the sign / exponent / mantissa fields in bit-layout pictures.
 FIELD_COLORS: dict[str, str] = {"sign": "#F4B6B4", "exponent": "#B5DFB0", "mantissa": "#B3D7EF"}
 
@@ -61,11 +78,13 @@ _FALLBACK = ("#6A3D9A", "#B15928", "#1F78B4", "#33A02C", "#E31A1C", "#FF7F00", "
 def format_color(name) -> str:
     """The colour of a format name (or a :class:`~amp_lessons.formats.FloatFormat`).
 
-    Names in :data:`FORMAT_COLORS` get their fixed colour; any other name a fallback colour that
-    depends only on the name."""
+    Names in :data:`FORMAT_COLORS` get their fixed colour (in the dark theme, fp32's black is drawn light grey);
+    any other name a fallback colour that depends only on the name."""
     name = getattr(name, "name", name)
     if not isinstance(name, str):
         raise TypeError(f"format_color needs a format name, got {name!r}")
+    if _theme == "dark" and name in _DARK_FORMAT_COLORS:
+        return _DARK_FORMAT_COLORS[name]
     if name in FORMAT_COLORS:
         return FORMAT_COLORS[name]
     return _FALLBACK[zlib.crc32(name.encode()) % len(_FALLBACK)]
@@ -93,20 +112,144 @@ PROJECTOR_RC: dict[str, float] = {
     "legend.fontsize": 13,
 }
 
+#: In projector mode an explorer's picture is at most this wide (pixels): beside its read-out on a 1920-pixel
+#: screen it is then shown 1:1, so that its smallest text (9 pt: 20 pixels at :data:`PROJECTOR_DPI`) stays 20
+#: pixels tall in the room. Its layout (in inches) shrinks to fit, to between 0.6 and 3/4, its type staying in
+#: points (a picture wider than 13 inches would be wider than this).
+PROJECTOR_MAX_WIDTH_PX = 1040
+_PROJECTOR_SHRINK, _PROJECTOR_LEAST = 0.75, 0.6  # (a wide picture of two panels: 0.6, or its labels would clash)
+
+#: The page themes plots follow: "light" (white background, dark text) and "dark".
+THEMES = ("light", "dark")
+
+#: What the dark theme changes in matplotlib's settings: a dark background (JupyterLab Dark's page grey), light
+#: text, ticks and spines, a dimmer grid, and black lines (the colour-cycle's last-but-one) drawn light instead.
+DARK_RC: dict = {
+    "figure.facecolor": "#212121",
+    "savefig.facecolor": "#212121",
+    "axes.facecolor": "#212121",
+    "axes.edgecolor": "#9e9e9e",
+    "axes.labelcolor": "#e6e6e6",
+    "text.color": "#e6e6e6",
+    "xtick.color": "#cfcfcf",
+    "ytick.color": "#cfcfcf",
+    "xtick.labelcolor": "#e6e6e6",
+    "ytick.labelcolor": "#e6e6e6",
+    "grid.color": "#3d3d3d",
+    "legend.facecolor": "#2a2a2a",
+    "legend.edgecolor": "#5a5a5a",
+    "legend.labelcolor": "#e6e6e6",
+    "patch.edgecolor": "#e6e6e6",
+    "axes.prop_cycle": matplotlib.cycler(
+        color=["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#E6E6E6", "#F0E442"]
+    ),
+}
+
 _projector = False
+_theme = "light"
+_light_rc: dict = {}  # while the dark theme is on: the values its settings replaced
 
 
-def use_style(projector: bool = False) -> None:
+def use_style(projector: bool = False, theme: str = "light") -> None:
     """Apply the course style to all later plots (``plt.style.use`` on the packaged file).
 
     ``projector=True`` (the presenter view, ``make present``) also switches to projector mode: explorers
-    created afterwards draw at :data:`PROJECTOR_DPI` (:func:`explorer_dpi`), and plots get
-    :data:`PROJECTOR_RC` (projector resolution, larger type). ``use_style()`` switches back."""
-    global _projector
-    _projector = flag(projector, "projector")
+    created afterwards draw at :data:`PROJECTOR_DPI` (:func:`explorer_dpi`) and at most
+    :data:`PROJECTOR_MAX_WIDTH_PX` wide (:func:`explorer_figsize`), and plots get :data:`PROJECTOR_RC` (projector
+    resolution, larger type). ``theme="dark"`` draws every later plot and explorer for a dark page
+    (:data:`DARK_RC`; colours too dark to read there are lightened: :func:`fit_colors`). ``use_style()`` switches
+    back to the light screen style."""
+    global _projector, _theme
+    projector = flag(projector, "projector")
+    if theme not in THEMES:
+        raise ValueError(f"theme={theme!r} is not a theme: use one of {', '.join(map(repr, THEMES))}")
+    was = _theme
+    _projector, _theme = projector, theme
+    if _light_rc:  # leaving the dark theme: its settings back to what they were (the style file sets only some)
+        plt.rcParams.update(_light_rc)
+        _light_rc.clear()
     plt.style.use(STYLE_PATH)
     if _projector:
         plt.rcParams.update(PROJECTOR_RC)
+    if _theme == "dark":
+        _light_rc.update({k: plt.rcParams[k] for k in DARK_RC})
+        plt.rcParams.update(DARK_RC)
+    if theme != was:
+        for follower in sorted(_FOLLOWERS, key=lambda f: getattr(f, "theme_order", 0)):
+            follower.theme_changed()
+
+
+# Objects told when the theme changes (live explorers' pictures take its colours, then the explorers redraw); weak.
+_FOLLOWERS: weakref.WeakSet = weakref.WeakSet()
+
+
+def follow_theme(obj) -> None:
+    """Call ``obj.theme_changed()`` whenever :func:`use_style` changes the theme, while ``obj`` lives (lowest
+    ``obj.theme_order`` first). Explorers' pictures and explorers use it to redraw in the new colours."""
+    if not callable(getattr(obj, "theme_changed", None)):
+        raise TypeError(f"follow_theme needs an object with a theme_changed() method, got {type(obj).__name__}")
+    _FOLLOWERS.add(obj)
+
+
+# The light style's value of a dark-theme key whose light value is "inherit" or "None": the key it takes it from.
+_INHERITS = {"xtick.labelcolor": "xtick.color", "ytick.labelcolor": "ytick.color", "legend.facecolor": "axes.facecolor",
+             "legend.labelcolor": "text.color"}  # fmt: skip
+
+
+def _theme_colors() -> list[tuple[tuple, tuple]]:
+    """(light, dark) pairs of the colours the two themes give the same element (text first, then background,
+    ticks, spines, grid, legend frame, fp32's line)."""
+    light = matplotlib.rc_params_from_file(STYLE_PATH, use_default_template=True)
+    keys = ["text.color", *(k for k in DARK_RC if k not in ("text.color", "axes.prop_cycle"))]
+    pairs = [(light[_INHERITS.get(k, k)], DARK_RC[k]) for k in keys]
+    pairs.append((FORMAT_COLORS["fp32"], _DARK_FORMAT_COLORS["fp32"]))
+    to_rgba = matplotlib.colors.to_rgba
+    return [(to_rgba(a), to_rgba(b)) for a, b in pairs]
+
+
+def recolor(fig, theme: str) -> None:
+    """Give the drawn figure ``fig`` the colours of ``theme``: every colour the other theme's style gave (the
+    backgrounds, texts, ticks, spines, grid, legend frames, fp32's line) becomes this theme's, and colours
+    :func:`fit_colors` lightened for the dark theme get their own back before. Then, for the dark theme,
+    :func:`fit_colors`. Explorers call it when the theme changes after they were drawn."""
+    _figure(fig)
+    if theme not in THEMES:
+        raise ValueError(f"theme={theme!r} is not a theme: use one of {', '.join(map(repr, THEMES))}")
+    to_rgba = matplotlib.colors.to_rgba
+    mapping = {}
+    for light, dark in _theme_colors():  # (the first pair of a colour decides: text before ticks and spines)
+        mapping.setdefault(dark if theme == "light" else light, light if theme == "light" else dark)
+
+    def new(color):
+        c = to_rgba(color)
+        m = mapping.get((*c[:3], 1.0))
+        return None if m is None else (*m[:3], c[3])
+
+    for artist in fig.findobj():
+        original = getattr(artist, "_amp_original", None)
+        if original:
+            for name, value in original.items():
+                getattr(artist, f"set_{name}")(value)
+            artist._amp_original = {}
+        if isinstance(artist, matplotlib.collections.Collection):
+            continue  # (glyphs drawn on coloured boxes keep their colour)
+        for name in ("color", "facecolor", "edgecolor", "markerfacecolor", "markeredgecolor"):
+            getter = getattr(artist, f"get_{name}", None)
+            if getter is None or not hasattr(artist, f"set_{name}"):
+                continue
+            try:
+                value = getter()
+                mapped = new(value)
+            except (ValueError, TypeError):
+                continue
+            if mapped:
+                getattr(artist, f"set_{name}")(mapped)
+    fit_colors(fig)
+
+
+def theme() -> str:
+    """The theme of the last :func:`use_style` call: "light" or "dark"."""
+    return _theme
 
 
 def projector_mode() -> bool:
@@ -118,6 +261,111 @@ def explorer_dpi() -> int:
     """The resolution at which explorers draw their pictures: 80 dpi, or :data:`PROJECTOR_DPI` in projector
     mode."""
     return PROJECTOR_DPI if _projector else _SCREEN_DPI
+
+
+def explorer_figsize(figsize) -> tuple[float, float]:
+    """The size (inches) at which an explorer draws a picture laid out for ``figsize``: the same on a screen; in
+    projector mode shrunk to :data:`PROJECTOR_MAX_WIDTH_PX` at :data:`PROJECTOR_DPI` (by 0.6 to 3/4), its type
+    staying in points, so that the picture is shown 1:1 and its text is as large as the room needs."""
+    ok = isinstance(figsize, (tuple, list)) and len(figsize) == 2
+    if not ok or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1e3 for v in figsize):
+        raise ValueError(f"figsize={figsize!r} is not allowed: a (width, height) pair in inches, each in (0, 1000)")
+    w, h = (float(v) for v in figsize)
+    if not _projector:
+        return w, h
+    k = min(_PROJECTOR_SHRINK, max(_PROJECTOR_LEAST, PROJECTOR_MAX_WIDTH_PX / (w * PROJECTOR_DPI)))
+    return w * k, h * k
+
+
+def _luminance(rgb) -> float:
+    def f(v: float) -> float:
+        return v / 12.92 if v <= 0.04045 else ((v + 0.055) / 1.055) ** 2.4
+
+    return 0.2126 * f(rgb[0]) + 0.7152 * f(rgb[1]) + 0.0722 * f(rgb[2])
+
+
+def _contrast(a, b) -> float:
+    la, lb = _luminance(a), _luminance(b)
+    return (max(la, lb) + 0.05) / (min(la, lb) + 0.05)
+
+
+def _readable(color, background, need: float):
+    """``color`` (RGBA) moved toward white (on a dark ``background``) or black (on a light one, such as a white
+    label box) just enough to reach contrast ``need``."""
+    r, g, b, a = color
+    end = 0.0 if _luminance(background) > 0.3 else 1.0
+    for t in (0.0, 0.15, 0.3, 0.45, 0.6, 0.75, 0.9, 1.0):
+        c = (r + t * (end - r), g + t * (end - g), b + t * (end - b))
+        if _contrast(c, background) >= need:
+            break
+    return (*c, a)
+
+
+def _behind(text, patches):
+    """The face colour of the opaque patch a text sits on (a bit-field box), or None."""
+    try:
+        x, y = text.get_transform().transform(text.get_position())
+    except (ValueError, TypeError):
+        return None
+    for p in patches:
+        face = matplotlib.colors.to_rgba(p.get_facecolor())
+        if face[3] >= 0.5 and p.get_visible() and p.contains_point((x, y)):
+            return face
+    return None
+
+
+def _keep(artist, name: str, value) -> None:
+    """Remember an artist's own colour before fit_colors changes it (recolor gives it back for the light theme)."""
+    original = getattr(artist, "_amp_original", None)
+    if original is None:
+        original = artist._amp_original = {}
+    original.setdefault(name, value)
+
+
+def _figure(fig) -> None:
+    if not isinstance(fig, matplotlib.figure.FigureBase):
+        raise TypeError(f"fig must be a matplotlib Figure, got {type(fig).__name__}")
+
+
+def fit_colors(fig) -> None:
+    """In the dark theme, make ``fig`` readable on its dark background: texts get at least 4.5:1 contrast with
+    what is behind them (the figure, or the box a text sits in) and lines 3:1, colours lightened only as far as
+    that needs (a format's colour keeps its hue). Nothing changes in the light theme. Explorers and the plot
+    functions call it after drawing; call it on a figure of your own drawn for the dark theme."""
+    _figure(fig)
+    if _theme != "dark":
+        return
+    to_rgba = matplotlib.colors.to_rgba
+    background = to_rgba(fig.get_facecolor())[:3]
+    for ax in fig.axes:
+        face = to_rgba(ax.get_facecolor())
+        back = face[:3] if face[3] > 0.5 else background
+        for line in ax.get_lines():
+            color = to_rgba(line.get_color())
+            if _contrast(color[:3], back) < 3:
+                _keep(line, "color", color)
+                line.set_color(_readable(color, back, 3))
+    patches = [p for ax in fig.axes for p in [*ax.patches, *ax.artists] if isinstance(p, matplotlib.patches.Patch)]
+    handles = [h for ax in fig.axes if ax.get_legend() for h in ax.get_legend().legend_handles]
+    for p in [*patches, *(h for h in handles if isinstance(h, matplotlib.patches.Patch))]:
+        face = to_rgba(p.get_facecolor())
+        if face[3] >= 0.5 and _contrast(face[:3], background) < 1.5:  # a black bar: lightened until it shows
+            _keep(p, "facecolor", face)
+            p.set_facecolor(_readable(face, background, 3))
+    for h in handles:
+        if isinstance(h, matplotlib.lines.Line2D) and _contrast(to_rgba(h.get_color())[:3], background) < 3:
+            _keep(h, "color", to_rgba(h.get_color()))
+            h.set_color(_readable(to_rgba(h.get_color()), background, 3))
+    for text in fig.findobj(matplotlib.text.Text):
+        if not text.get_text():
+            continue
+        box = text.get_bbox_patch()
+        behind = to_rgba(box.get_facecolor()) if box is not None else _behind(text, patches)
+        back = behind[:3] if behind is not None and behind[3] > 0.5 else background
+        color = to_rgba(text.get_color())
+        if _contrast(color[:3], back) < 4.5:
+            _keep(text, "color", color)
+            text.set_color(_readable(color, back, 4.5))
 
 
 @contextlib.contextmanager
@@ -133,7 +381,7 @@ def style_context():
     would be shown (the inline backend displays figures only in interactive mode)."""
     interactive = matplotlib.is_interactive()
     try:
-        with plt.style.context(STYLE_PATH):
+        with plt.style.context([STYLE_PATH, DARK_RC] if _theme == "dark" else STYLE_PATH):
             try:
                 yield
             finally:

@@ -9,7 +9,9 @@ import time
 
 import torch
 
-from amp_lessons import e2e
+from tests.faces import internals
+
+e2e = internals("e2e")
 
 
 def timed(label, fn):

@@ -7,14 +7,17 @@ from __future__ import annotations
 import statistics
 import time
 
-from amp_lessons.bits import BitExplorer, FormatDesigner
-from amp_lessons.distributed import REDUCTION_FORMATS, REDUCTION_ORDERS, ReductionExplorer
+from amp_lessons.bits._explorers import BitExplorer, FormatDesigner
+from amp_lessons.distributed._experiments import REDUCTION_FORMATS, REDUCTION_ORDERS
+from amp_lessons.distributed._explorers import ReductionExplorer
 from amp_lessons.formats import ENCODINGS, FORMATS, ROUNDING_MODES
-from amp_lessons.fp8 import Fp8ScalingExplorer
-from amp_lessons.fp16 import MagnitudeExplorer, SumExplorer
-from amp_lessons.micro import RECIPES, STEPS, TENSOR_KINDS, RecipeExplorer
-from amp_lessons.scaling import ScaleExplorer, ScalerStateExplorer
-from amp_lessons.tf32 import MatmulPrecisionExplorer
+from amp_lessons.fp8._explorers import Fp8ScalingExplorer
+from amp_lessons.fp16._explorers import MagnitudeExplorer, SumExplorer
+from amp_lessons.micro import TENSOR_KINDS
+from amp_lessons.micro._experiments import RECIPES, STEPS
+from amp_lessons.micro._explorers import RecipeExplorer
+from amp_lessons.scaling._explorers import ScaleExplorer, ScalerStateExplorer
+from amp_lessons.tf32._explorers import MatmulPrecisionExplorer
 
 _VALUES = ["0.1", "-0.0", "1e39", "nan", "inf", "1e-50", "65504", "3.14159", "-2.5e-6", "448", "1e-7"]
 

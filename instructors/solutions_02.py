@@ -7,10 +7,13 @@ import torch
 def round_to_tf32(x):
     """Exercise 1a: float32 -> float32 with 10 mantissa bits, the 13 dropped bits rounded to nearest, ties to even,
     on the bits: add 0xFFF plus the kept last bit (so an exact tie, 0x1000, carries only when that bit is 1), then
-    clear the 13 low bits. A carry out of the mantissa raises the exponent, as rounding should."""
+    clear the 13 low bits. A carry out of the mantissa raises the exponent, as rounding should (up to inf past
+    TF32's max). A NaN is kept as it is: clearing the low bits of a NaN whose payload lies only there would make it
+    inf."""
     bits = x.view(torch.int32)
     kept_last_bit = (bits >> 13) & 1
-    return ((bits + 0x0FFF + kept_last_bit) & ~0x1FFF).view(torch.float32)
+    rounded = ((bits + 0x0FFF + kept_last_bit) & ~0x1FFF).view(torch.float32)
+    return torch.where(x.isnan(), x, rounded)
 
 
 def tf32_matmul(a, b):

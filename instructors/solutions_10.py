@@ -7,10 +7,13 @@ from amp_lessons.micro.key_code import MX_ELEMENTS
 
 def rceil_shared_exponent(amax, element_format="fp8_e4m3"):
     # the smallest k with amax / 2**k <= max_elem: k = ceil(log2(amax / max_elem)), read exactly with frexp
-    # (amax / max_elem = m * 2**e, m in [0.5, 1): ceil(log2) is e, or e - 1 when m is exactly 0.5, a power of two)
+    # (amax / max_elem = m * 2**e, m in [0.5, 1): ceil(log2) is e, or e - 1 when m is exactly 0.5, a power of two).
+    # The quotient in float64: a bf16, fp16 or float32 amax divided there neither underflows nor rounds onto a
+    # power of two (in amax's own dtype it can: fp16's 2**-24 / 448 underflows to 0)
     max_elem = MX_ELEMENTS[element_format][3]
-    m, e = torch.frexp(amax / max_elem)
+    m, e = torch.frexp(amax.double() / max_elem)
     k = torch.where(m == 0.5, e - 1, e)
+    k = torch.where(amax == 0, -127, k)  # a block of zeros fits under any scale: e8m0's smallest, as the floor rule
     return k.clamp(-127, 127)  # e8m0 holds 2**-127 .. 2**127
 
 

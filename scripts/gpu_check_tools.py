@@ -312,7 +312,9 @@ def check_amp_step(
 ) -> dict:
     """Check (f): ``e2e.train("bf16 autocast")`` with the course's ``amp_step`` and with
     :func:`minimal_bf16_step`, alternately ``rounds`` times (same model, seed and data), ms per step."""
-    from amp_lessons import e2e
+    from tests.faces import internals
+
+    e2e = internals("e2e")
 
     d = device_arg(device)
     steps, rounds = int_arg(steps, "steps", 3, 10_000), int_arg(rounds, "rounds", 1, 100)
@@ -439,7 +441,9 @@ def check_fp8_cast_costs(device="cuda", repeats: int = 10) -> dict:
 def check_launch_bound(device="cuda", repeats: int = 20) -> dict:
     """Check (j): ``amp_lessons.e2e.launch_bound_demo`` on the device: a tiny and a large model's fp32 and bf16
     autocast steps, how the fp32 step grows with 8x the batch, and what that leaves to faster arithmetic."""
-    from amp_lessons import e2e
+    from tests.faces import internals
+
+    e2e = internals("e2e")
 
     d = device_arg(device)
     repeats = int_arg(repeats, "repeats", 3, 1000)

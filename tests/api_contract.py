@@ -36,6 +36,7 @@ import re
 import resource
 import signal
 import sys
+import tempfile
 import types
 import warnings
 from collections import Counter
@@ -137,7 +138,9 @@ def _loss_fn(out, *rest):
 
 def _fake_compiled(autocast: bool = True):
     """A CompiledWorkload of the eager chain workload (no compilation: the harness only needs its type)."""
-    from amp_lessons import compiled
+    from tests.faces import internals
+
+    compiled = internals("compiled")
 
     inputs = compiled.make_inputs("chain", rows=4, width=8)
     fn = compiled.workload("chain")
@@ -217,6 +220,9 @@ def _valid_value(name: str, qualname: str):
     }
     by_callable = {
         "amp_lessons.table": {"header": lambda: ("a", "b"), "rows": lambda: [["1", "2"], ["3", "4"]]},
+        "style.explorer_figsize": {"figsize": lambda: (6.0, 3.0)},
+        "style.fit_colors": {"fig": lambda: plt.figure()},
+        "style.recolor": {"fig": lambda: plt.figure(), "theme": lambda: "dark"},
         "formats.FloatFormat": {"name": lambda: "e5m2x", "exponent_bits": lambda: 5, "mantissa_bits": lambda: 2},
         "device.GPUInfo": {"name": lambda: "NVIDIA H100", "capability": lambda: (9, 0), "memory_bytes": lambda: 2**36},
         "device.CPUInfo": {
@@ -315,7 +321,11 @@ def _valid_value(name: str, qualname: str):
                 d.t5_like_model(), (torch.randn(2, 16),)
             )
         },
-        "reference.save": {"records": lambda: [], "path": lambda: None},
+        # one shipped record, saved to a new file (never the shipped one: a bad call must not write it)
+        "reference.save": {
+            "records": lambda: importlib.import_module("amp_lessons.reference").load()[:1],
+            "path": lambda: os.path.join(tempfile.mkdtemp(prefix="amp-contract-"), "references.json"),
+        },
         "fp8.block_scale_map": {
             "x": lambda: torch.randn(4, 8),
             "f": lambda: formats.get_format("fp8_e4m3"),
@@ -568,9 +578,7 @@ PACKAGE_DATA = str(Path(__file__).resolve().parent.parent / "amp_lessons" / "dat
 # Values are factories (called for each try) or plain values.
 EXTRA: dict[str, dict[str, list]] = {
     "lessons.what_runs_where": {"report": ["abc", 3, None]},
-    "fp8.block_scale_map": {"x": [_t(8), _t(2, 2, 8)]},
     "fp8.blockwise_fake_quantize": {"block": [(0, 128), (1,), "x", (HUGE, 1), (1.5, 2)]},
-    "fp8.cast_stats": {"x": [_t(3)], "q": [_t(5)]},
     "debug.trace_overflow": {"inputs": [lambda: (torch.randn(2, 7),), "x", lambda: ()]},
     "debug.why_not_faster": {
         "inputs": [lambda: (torch.randn(4, 7),), "x"],
@@ -581,19 +589,13 @@ EXTRA: dict[str, dict[str, list]] = {
         f"compiled.{f}": {"inputs": [lambda: (torch.randn(2, 4),), lambda: (torch.randn(2, 3), torch.randn(5, 7)), "x"]}
         for f in ("captured_graph", "eager_casts", "compile_workload")
     },
-    "e2e.amp_step": {"optimizer": [3, "sgd"]},
     "micro.tiny_updates": {"start": [math.nan]},
-    "micro.kahan_add": {"w": [3, _t(4)], "c": [_t(4), 3], "update": [_t(4), "x"]},
-    "micro.mx_scale_exponents": {"amax": [lambda: torch.tensor([1.0, -2.0])]},
-    "micro.recipe_stats": {"q": [_t(63)]},
     "tf32.emulated_matmul": {"a": [_t(8), _t(8, 7)], "b": [_t(7, 8), _t(16)]},
-    "distributed.ring_sum": {"grads": [_t(16)], "start": [-1, 4, 1.5]},
-    "distributed.pairwise_sum": {"grads": [_t(16)]},
-    "fp16.lost_update_fraction": {"updates": [_t(3)]},
     "scaling.simulate_scaler": {"inf_steps": [(-1,), ("x",), 3]},
     # wrong answers that once came without an error: fractional or out-of-range bit fields, empty selections,
     # out-of-range fractions and steps, a folder for a file, a bare int for a generator or a device tuple
-    "formats.compose": {"exponent": [2.5, True], "sign": [1.5, 2], "mantissa": [0.5]},
+    "formats.compose": {"exponent": [2.5, True, [2.5]], "sign": [1.5, 2], "mantissa": [0.5, [0.5]]},
+    "formats.from_bits": {"code": [[1.5], True]},
     "reference.overview": {"path": [lambda: PACKAGE_DATA]},
     "reference.load": {"path": [lambda: PACKAGE_DATA]},
     "scaling.safe_window": {"max_underflow": [1.5, -0.1]},
@@ -608,8 +610,29 @@ EXTRA: dict[str, dict[str, list]] = {
     "e2e.matmul_throughput": {"dtypes": [[]]},
     "tf32.error_vs_k": {"fmts": [[]]},
     "tf32.matmul_errors": {"variants": [[]]},
-    "debug.tensor_stats": {"formats": [[]]},
+    # a file written without any record; a schedule from a folder that is not there; cells that are not text
+    "reference.save": {"records": [[]]},
+    "lessons.workshop_schedule": {"notebooks_dir": ["/no/such/folder"]},
+    "amp_lessons.table": {"header": [[None, "b"]], "notes": [[None]]},
 }
+
+
+def _topic_bad_calls() -> None:
+    """Each topic's own bad calls (``BAD_CALLS`` in ``tests/<topic>/contract.py``, beside its checker rows)
+    join :data:`EXTRA`."""
+    for t in TOPICS:
+        try:
+            rows = getattr(importlib.import_module(f"tests.{t}.contract"), "BAD_CALLS", {})
+        except ModuleNotFoundError as e:
+            if e.name not in (f"tests.{t}", f"tests.{t}.contract"):
+                raise
+            continue
+        for name, params in rows.items():
+            for param, values in params.items():
+                EXTRA.setdefault(f"{t}.{name}", {}).setdefault(param, []).extend(values)
+
+
+_topic_bad_calls()
 
 
 class Odd:

@@ -1,15 +1,15 @@
 """One lesson's tests, for the edit loop (``make test LESSON=05``): its topic's own tests (``tests/<topic>/``), its
 notebook under nbval, and its rows of every promise module (the top-level ``tests/test_*.py`` tests parametrized
-over the lessons: a row is the lesson's when its parameter names the lesson's number, notebook, topic, or a public
-name of the topic). Everything else, other lessons, the presenter, the browser tests and the registry-wide checks,
+over the lessons: a row is the lesson's when its parameter names the lesson's number, notebook, topic, or a name
+of the topic, public or private). Everything else, other lessons, the presenter, the browser tests and the registry-wide checks,
 is left to the full ``make test``."""
 
 from __future__ import annotations
 
-import importlib
 import re
 
 from amp_lessons.lessons import LESSONS
+from tests.faces import internals
 
 
 def lesson_of(number: str):
@@ -23,7 +23,7 @@ def lesson_of(number: str):
 def _names(lesson) -> set[str]:
     names = {lesson.number, lesson.notebook, lesson.notebook.removesuffix(".ipynb")}
     if lesson.topic:
-        names |= {lesson.topic, *importlib.import_module(f"amp_lessons.{lesson.topic}").__all__}
+        names |= {lesson.topic, *vars(internals(lesson.topic))}
     return names
 
 

@@ -52,10 +52,8 @@ def test_the_harness_reaches_the_whole_api(outcomes):
     fns = harness.public_callables()
     probed = {o.callable for o in outcomes if o.kind == "probed"}
     classified = {o.callable for o in outcomes if o.kind in ("record", "picture", "exception")}
-    # measured: 296 public callables; 224 probed with a valid call, 72 classified (result records, pictures of
-    # results, exception classes); about 1,660 bad calls
-    assert len(fns) >= 280 and probed | classified == set(fns), sorted(set(fns) - probed - classified)
-    assert len(probed) >= 200 and sum(o.kind == "clear" for o in outcomes) >= 1500
+    assert probed | classified == set(fns), sorted(set(fns) - probed - classified)
+    assert sum(o.kind == "clear" for o in outcomes) >= len(probed), "each probed callable gets bad calls"
 
 
 def test_every_topic_and_base_module_is_enumerated():
@@ -124,12 +122,12 @@ ODD_ANSWERS = [None, ..., "x", "", 3, -1.5, math.nan, math.inf, [], {}, (), obje
 
 
 def _checkers() -> list[str]:
-    """Every public function of every topic's checks.py (a learner's answer first), found from the modules."""
+    """Every public function of every topic's _checks.py (a learner's answer first), found from the modules."""
     from amp_lessons.lessons import TOPICS
 
     out = []
     for t in TOPICS:
-        mod = importlib.import_module(f"amp_lessons.{t}.checks")
+        mod = importlib.import_module(f"amp_lessons.{t}._checks")
         for n, f in vars(mod).items():
             if inspect.isfunction(f) and f.__module__ == mod.__name__ and not n.startswith("_"):
                 out.append(f"{t}.{n}")
@@ -157,3 +155,8 @@ def test_checkers_answer_any_answer(name):
         with harness._time_limit(patience(20.0)):
             result = fn(answer, *args[1:], **kwargs)
         assert isinstance(result, CheckResult) and not result.ok and result.message, (name, answer)
+
+
+def test_every_extra_bad_call_names_a_public_callable():
+    # the contract probes the faces only: a row for a private or removed name would never run
+    assert not set(harness.EXTRA) - set(harness.public_callables())

@@ -24,9 +24,9 @@ from tests.checker_rows import Row
 from tests.test_checks import assert_not_yet, assert_your_turn, reveals, solution
 
 LESSON_OF = {lesson.topic: lesson.number for lesson in LESSONS if lesson.topic}
-# every public name of a topic's checks module is a checker (tested below)
+# every public name of a topic's _checks module is a checker (tested below)
 CHECKERS = sorted(
-    f"{topic}.{name}" for topic in TOPICS for name in importlib.import_module(f"amp_lessons.{topic}.checks").__all__
+    f"{topic}.{name}" for topic in TOPICS for name in importlib.import_module(f"amp_lessons.{topic}._checks").__all__
 )
 
 
@@ -55,8 +55,8 @@ def test_every_checker_has_a_row_and_every_row_a_checker():
 @pytest.mark.parametrize("name", CHECKERS)
 def test_every_checker_is_an_exercise(name):
     topic, check = name.split(".")
-    fn = getattr(importlib.import_module(f"amp_lessons.{topic}"), check)  # the topic exports it
-    assert check.startswith("check_") and fn is getattr(importlib.import_module(f"amp_lessons.{topic}.checks"), check)
+    fn = getattr(importlib.import_module(f"amp_lessons.{topic}"), check)  # the topic's face exports it
+    assert check.startswith("check_") and fn is getattr(importlib.import_module(f"amp_lessons.{topic}._checks"), check)
     assert _exercise.is_exercise(fn), f"{name} is not made with amp_lessons._exercise.exercise"
 
 

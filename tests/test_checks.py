@@ -186,3 +186,11 @@ def test_calls_seen_sees_a_function_however_it_was_reached():
     with calls_seen(lambda code: code is formats.quantize.__code__) as seen:
         formats.get_format("fp16")
     assert seen == set()
+
+
+def test_hints_come_as_a_short_list_shown_line_by_line():
+    from amp_lessons._exercise import hint_list
+
+    r = hint_list("your count is 3, not 2", ["start from zero", "count casts only"])
+    assert not r and r.message == "your count is 3, not 2:\n- start from zero\n- count casts only"
+    assert "2:<br>- start from zero<br>- count casts only" in r._repr_html_()

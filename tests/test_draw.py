@@ -89,9 +89,15 @@ def _plot_inputs():
     (module-wide) gradient census, giving ``(args, kwargs)``."""
     import torch
 
-    from amp_lessons import debug, distributed, e2e, fp8, fp16, micro, scaling, tf32, timing
+    from amp_lessons import debug, fp8, fp16, scaling, timing
+    from tests.faces import internals
+
+    distributed = internals("distributed")
+    e2e = internals("e2e")
+    micro = internals("micro")
+    tf32 = internals("tf32")
     from amp_lessons.autocast import output_dtypes
-    from amp_lessons.compiled import PrecisionErrors, RunErrors
+    from amp_lessons.compiled._experiments import PrecisionErrors, RunErrors
 
     def trace(c):
         return debug.trace_overflow(debug.t5_like_model(), debug.t5_like_batch()[0])
@@ -146,16 +152,11 @@ def _plot_inputs():
 
 
 def _public_plot_functions() -> list[str]:
-    import importlib
-
+    """Every plot function of every topic: the lessons' (in the face) and those only explorers draw with."""
     from amp_lessons.lessons import TOPICS
+    from tests.faces import internals
 
-    return [
-        f"{topic}.{name}"
-        for topic in TOPICS
-        for name in importlib.import_module(f"amp_lessons.{topic}").__all__
-        if name.startswith("plot_")
-    ]
+    return [f"{topic}.{name}" for topic in TOPICS for name in vars(internals(topic)) if name.startswith("plot_")]
 
 
 @pytest.fixture(scope="module")
@@ -175,18 +176,18 @@ def test_every_plot_function_names_the_artists_it_draws(qualname, given_axes, ce
     """Every public plot function of every topic names what it drew (:func:`amp_lessons._draw.named_artists`
     of the Axes it returns), in its own figure or on an Axes it is given; every named artist is an
     Artist drawn in the returned Axes' figure."""
-    import importlib
 
     import matplotlib.pyplot as plt
     from matplotlib.artist import Artist
 
     from amp_lessons._draw import named_artists
+    from tests.faces import internals
 
     inputs = _plot_inputs()
     if qualname not in inputs:
         pytest.fail(f"{qualname} is public but has no inputs in tests/test_draw.py's _plot_inputs: add its cheapest")
     topic, name = qualname.split(".")
-    plot = getattr(importlib.import_module(f"amp_lessons.{topic}"), name)
+    plot = getattr(internals(topic), name)
     args, kwargs = inputs[qualname](census)
     if given_axes:
         fig, given = plt.subplots()

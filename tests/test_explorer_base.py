@@ -8,13 +8,13 @@ import pytest
 from matplotlib.figure import Figure
 
 from amp_lessons._explorer import Explorer, Picture
-from amp_lessons.bits import BitExplorer, FormatDesigner
-from amp_lessons.distributed import ReductionExplorer
-from amp_lessons.fp8 import Fp8ScalingExplorer
-from amp_lessons.fp16 import MagnitudeExplorer, SumExplorer
-from amp_lessons.micro import RecipeExplorer
-from amp_lessons.scaling import ScaleExplorer, ScalerStateExplorer
-from amp_lessons.tf32 import MatmulPrecisionExplorer
+from amp_lessons.bits._explorers import BitExplorer, FormatDesigner
+from amp_lessons.distributed._explorers import ReductionExplorer
+from amp_lessons.fp8._explorers import Fp8ScalingExplorer
+from amp_lessons.fp16._explorers import MagnitudeExplorer, SumExplorer
+from amp_lessons.micro._explorers import RecipeExplorer
+from amp_lessons.scaling._explorers import ScaleExplorer, ScalerStateExplorer
+from amp_lessons.tf32._explorers import MatmulPrecisionExplorer
 from tests.pictures import is_png
 
 

@@ -15,7 +15,8 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 from amp_lessons import formats
-from amp_lessons.formats import FORMATS, FloatFormat, _torch_cast_overflow, from_bits, quantize, to_bits
+from amp_lessons._emulate import torch_cast_overflow
+from amp_lessons.formats import FORMATS, FloatFormat, from_bits, quantize, to_bits
 from amp_lessons.fp16 import classify
 
 TORCH_DTYPES = {
@@ -203,7 +204,7 @@ def test_millions_of_random_inputs_against_torch(name):
     x = hard_inputs(f, n_random=1_000_000, seed=1)  # > 2 million values with the negatives
     # the overflow mode of the installed torch's cast: float8_e4m3fn saturates in torch 2.13 (the
     # format's default) and gave NaN in torch 2.11; every other dtype follows its format's default
-    mode = _torch_cast_overflow(dtype)
+    mode = torch_cast_overflow(dtype)
     got, want = quantize(x, name, emulate=True, overflow=mode), x.to(dtype).float()
     assert bits_equal(got, want), first_mismatch(got, want, x)
     assert bits_equal(quantize(x, name, overflow=mode), want)  # the native path (where torch agrees) too
@@ -457,6 +458,70 @@ def test_bad_bit_fields_get_a_clear_error(call, error, words):
         call()
     for w in words:
         assert w in str(info.value), str(info.value)
+
+
+def _small_designs():
+    """Every (exponent_bits, mantissa_bits, encoding) of at most 12 bits, built or refused by the engine."""
+    for enc in formats.ENCODINGS:
+        for e in range(1, 9):
+            for m in range(0, 12 - e):
+                try:
+                    yield FloatFormat(f"e{e}m{m}{enc}", e, m, enc)
+                except ValueError:
+                    continue
+
+
+def test_every_design_the_engine_builds_holds_its_own_constants():
+    # what a format designer's table shows (max, smallest normal, smallest subnormal) are values of the format,
+    # read back from its codes: a design whose codes hold no positive finite value is refused, never tabled
+    built = list(_small_designs())
+    # of 240 designs, 22 refused: "ieee" e1 (11: no normal numbers), "fn" e1m0 (only 0 and NaN) and 10 with 8 exponent
+    # bits that float32 cannot hold ("fnuz" e8m1-3, "fn" e8m1-3, "finite" e8m0-3)
+    assert len(built) == 218
+    for f in built:
+        pos = positive_values(f)
+        assert len(pos) >= 2, f  # 0 and at least one positive finite value
+        assert pos[1] == f.smallest_subnormal and pos[-1] == f.max, f
+        assert f.smallest_normal in pos.tolist() and f.emin <= f.emax, f
+
+
+def test_e1m0_fn_holds_only_zero_and_nan_so_it_is_refused():
+    with pytest.raises(ValueError) as info:
+        FloatFormat("design", 1, 0, "fn")
+    msg = str(info.value)
+    assert "exponent_bits=1" in msg and "mantissa_bits >= 1" in msg and "only 0 and NaN" in msg, msg
+    # its neighbours are formats: one more mantissa bit, or the other encodings of e1m0
+    assert positive_values(FloatFormat("e1m1fn", 1, 1, "fn")).tolist() == [0.0, 1.0, 2.0]
+    assert positive_values(FloatFormat("e1m0fnuz", 1, 0, "fnuz")).tolist() == [0.0, 1.0]
+    assert positive_values(FloatFormat("e1m0finite", 1, 0, "finite")).tolist() == [0.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    "call, error, words",
+    [
+        (lambda: formats.get_format(None), ValueError, ["fmt=None", "fp16"]),
+        (lambda: formats.get_format(3), ValueError, ["fmt=3", "FloatFormat"]),
+        (lambda: formats.get_format("fp12", what="acc_fmt"), ValueError, ["acc_fmt='fp12'", "bf16"]),
+        (lambda: quantize(torch.ones(2), None), ValueError, ["fmt=None"]),
+        (lambda: FORMATS["fp16"].overflows(None), TypeError, ["x must be a real tensor", "NoneType"]),
+        (lambda: FORMATS["fp16"].overflows(torch.ones(2, dtype=torch.bool)), TypeError, ["x must", "bool"]),
+        (lambda: FORMATS["fp16"].overflows(torch.ones(2, dtype=torch.complex64)), TypeError, ["complex64"]),
+        (lambda: formats.compose(0, [2.5], 0, "fp16"), TypeError, ["exponent", "[2.5]", "whole numbers"]),
+    ],
+)
+def test_bad_format_and_tensor_arguments_are_named(call, error, words):
+    with pytest.raises(error) as info:
+        call()
+    for w in words:
+        assert w in str(info.value), str(info.value)
+
+
+def test_empty_inputs_give_empty_results():
+    assert formats.compose([], [], [], "fp16").shape == (0,)
+    assert formats.from_bits([], "fp16").shape == (0,)
+    assert to_bits(torch.ones(0), "fp16").shape == (0,) and quantize(torch.ones(0), "bf16").shape == (0,)
+    assert FORMATS["fp16"].overflows(torch.ones(0)).shape == (0,)
+    assert FORMATS["fp16"].overflows(torch.tensor([70000, 1])).tolist() == [True, False]  # integers are real values
 
 
 # --- bad input --------------------------------------------------------------------------------------

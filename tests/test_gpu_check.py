@@ -292,7 +292,9 @@ def test_extra_samples_fit_their_ops(qualified):
 
 
 def test_minimal_step_trains_like_the_course_step():
-    from amp_lessons import e2e
+    from tests.faces import internals
+
+    e2e = internals("e2e")
 
     torch.manual_seed(0)
     model = e2e.TinyTransformer(vocab=16, d_model=16, n_heads=2, n_layers=1, seq_len=8)

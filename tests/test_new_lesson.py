@@ -4,8 +4,8 @@ what runs where, a notebook with an exercise, a solution and their tests) is add
 `make docs` writes what the docs say of the registry, and every test that reads the registry passes on the copy,
 the new notebook and lesson 00 under nbval among them, and the browser test collects the new lesson.
 
-The test then lists what changed in the copy: the lesson's own files, its topic added to the import and the list
-of amp_lessons/lessons.py (two lines), and the files `make docs` writes (README.md, instructors/README.md, CONTRIBUTING.md, the
+The test then lists what changed in the copy: the lesson's own files, its topic's import and its place in the
+list of amp_lessons/lessons.py (one line each), and the files `make docs` writes (README.md, instructors/README.md, CONTRIBUTING.md, the
 package docstring, lesson 00's stored outputs)."""
 
 from __future__ import annotations
@@ -25,21 +25,17 @@ ROOT = Path(__file__).resolve().parent.parent
 TOPIC = {
     "amp_lessons/halves/__init__.py": '''"""Lesson 12, halving in fp16.
 
-`from amp_lessons import halves` gives every public name of the topic's modules: :mod:`.experiments`,
-:mod:`.checks`, :mod:`.support`."""
+The face: the names the lesson calls."""
 
-from .checks import check_half_of_largest
-from .experiments import halve
-from .support import LESSON, runs_where
+from ._checks import check_half_of_largest
+from ._experiments import halve
 
 __all__ = [
-    "LESSON",
     "check_half_of_largest",
     "halve",
-    "runs_where",
 ]
 ''',
-    "amp_lessons/halves/experiments.py": '''"""Halving a value in fp16."""
+    "amp_lessons/halves/_experiments.py": '''"""Halving a value in fp16."""
 
 from __future__ import annotations
 
@@ -54,13 +50,13 @@ def halve(x: float) -> float:
     """``x`` rounded to fp16, halved in fp16."""
     return float(torch.tensor(finite(x, "x"), dtype=torch.float16) / 2)
 ''',
-    "amp_lessons/halves/checks.py": '''"""Lesson 12's exercise checker."""
+    "amp_lessons/halves/_checks.py": '''"""Lesson 12's exercise checker."""
 
 from __future__ import annotations
 
 from .._exercise import correct, exercise, not_yet, placeholder
 from ..checks import CheckResult, off_by, same_value
-from .experiments import halve
+from ._experiments import halve
 
 __all__ = ["check_half_of_largest"]
 
@@ -74,7 +70,7 @@ def check_half_of_largest(answer) -> CheckResult:
         return correct("halving is exact in fp16: only the exponent changes")
     return not_yet(f"{off_by(answer, want)}: start from fp16's largest finite value", hide=want)
 ''',
-    "amp_lessons/halves/support.py": '''"""What lesson 12 runs on a given machine."""
+    "amp_lessons/halves/_support.py": '''"""What lesson 12 runs on a given machine."""
 
 from __future__ import annotations
 
@@ -155,8 +151,9 @@ def _notebook() -> dict:
 # a pytest started here loads no cache and no pytest-benchmark (GPU images often carry it; it warns under xdist)
 NO_PLUGINS = ("-p", "no:cacheprovider", "-p", "no:benchmark")
 
-# the two lines of amp_lessons/lessons.py a new topic joins
-IMPORT_LINE = "from . import autocast, bits, compiled, debug, distributed, e2e, fp8, fp16, micro, scaling, tf32"
+# amp_lessons/lessons.py: a new topic's import of the module that declares its lesson, and its place in the list
+IMPORT_AFTER = "from .fp16 import _support as fp16"
+IMPORT_LINE = "from .halves import _support as halves"
 LIST_LINE = "_TOPICS_IN_ORDER = (bits, tf32, fp16, autocast, scaling, e2e, fp8, debug, distributed, micro, compiled)"
 
 # the tests that read the registry, and the new lesson's own
@@ -223,9 +220,9 @@ def test_a_twelfth_lesson_needs_its_own_files_and_its_place_in_the_list(tmp_path
     # the lesson: its folder (with its LESSON), tests, notebook and solutions, and its topic in the lessons list
     lessons = copy / "amp_lessons" / "lessons.py"
     text = lessons.read_text(encoding="utf-8")
-    for line in (IMPORT_LINE, LIST_LINE):
+    for line in (IMPORT_AFTER, LIST_LINE):
         assert text.count(line + "\n") == 1, f"amp_lessons/lessons.py should hold the line {line!r}"
-    text = text.replace(IMPORT_LINE, IMPORT_LINE.replace("fp16,", "fp16, halves,"), 1)
+    text = text.replace(IMPORT_AFTER + "\n", IMPORT_AFTER + "\n" + IMPORT_LINE + "\n", 1)
     lessons.write_text(
         text.replace(LIST_LINE, LIST_LINE.replace("compiled)", "compiled, halves)"), 1), encoding="utf-8"
     )
@@ -253,4 +250,4 @@ def test_a_twelfth_lesson_needs_its_own_files_and_its_place_in_the_list(tmp_path
     diff = _run(["git", "diff", "-U0", "--", "amp_lessons/lessons.py"], copy, env)
     added = [line[1:] for line in diff.splitlines() if line.startswith("+") and not line.startswith("+++")]
     removed = [line[1:] for line in diff.splitlines() if line.startswith("-") and not line.startswith("---")]
-    assert removed == [IMPORT_LINE, LIST_LINE] and len(added) == 2, diff
+    assert removed == [LIST_LINE] and added == [IMPORT_LINE, LIST_LINE.replace("compiled)", "compiled, halves)")], diff

@@ -37,13 +37,6 @@ def solutions_table() -> dict[str, str]:
     return rows
 
 
-def test_the_solutions_table_lists_every_lesson_with_an_exercise_and_its_file():
-    table = solutions_table()
-    assert set(table) == lessons_with_exercises(), "instructors/README.md's solutions table against the notebooks"
-    for number, name in table.items():
-        assert name == f"solutions_{number}.py" and (ROOT / "instructors" / name).exists(), name
-
-
 def test_the_lessons_without_an_exercise_are_named_right():
     m = re.search(r"Lessons? ([\d, and]+?) (?:has|have) no graded exercise", INSTRUCTORS)
     without = {ls.number for ls in LESSONS} - lessons_with_exercises()
@@ -63,11 +56,6 @@ def test_the_workshop_length_matches_the_schedule():
                 f"{name} calls it a {other}-day workshop; the schedule has {days}"
             )
     assert f"{word}-day workshop" in INSTRUCTORS and f"Schedule: {word} day" in INSTRUCTORS
-
-
-def test_the_readme_lists_every_lesson():
-    for lesson in LESSONS:
-        assert f"`{lesson.notebook}`" in README, f"README.md's lesson table lacks {lesson.notebook}"
 
 
 def test_the_presenter_is_described_as_it_works():

@@ -5,7 +5,6 @@ names); the second list names the prose-keyed results not converted yet, and can
 longer returns a dict, or no longer exists, fails here until it is removed."""
 
 import dataclasses
-import importlib
 import inspect
 import re
 import typing
@@ -13,6 +12,7 @@ import typing
 import pytest
 
 from amp_lessons.lessons import TOPICS
+from tests.faces import internals
 
 GENUINE_MAPPINGS = {
     "tf32.mkldnn_precision_effect": "mkldnn fp32_precision setting -> relative error",
@@ -81,10 +81,10 @@ def test_a_list_of_dicts_counts_as_a_dict():
 
 
 def _public_functions():
+    # every function of a topic, the face's and its private modules' alike: what lessons call and what they build on
     for t in TOPICS:
-        module = importlib.import_module(f"amp_lessons.{t}")
-        for name in module.__all__:
-            fn = getattr(module, name)
+        module = internals(t)
+        for name, fn in vars(module).items():
             if inspect.isfunction(fn) and not name.startswith(("plot_", "check_")):
                 yield f"{t}.{name}", fn
 
@@ -127,9 +127,8 @@ def test_public_functions_return_records_not_prose_keyed_dicts():
 )
 def test_converted_results_are_frozen_records(qualname, record):
     topic, name = qualname.split(".")
-    module = importlib.import_module(f"amp_lessons.{topic}")
+    module = internals(topic)
     cls = getattr(module, record)
-    assert record in module.__all__
     assert inspect.signature(getattr(module, name)).return_annotation in (cls, record)
     assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen
     assert cls.__repr__ is not object.__repr__ and "_table" in vars(cls)  # shown as a table, not a field dump

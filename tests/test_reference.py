@@ -189,8 +189,11 @@ def test_save_load_round_trip_is_byte_stable(tmp_path):
 
 
 def test_save_rejects_non_records(tmp_path):
-    with pytest.raises(TypeError, match="Record objects"):
+    with pytest.raises(TypeError, match=r"records\[0\] must be a reference.Record"):
         save([{"experiment": "x"}], tmp_path / "r.json")
+    with pytest.raises(ValueError, match="records is empty"):
+        save([], tmp_path / "r.json")
+    assert not (tmp_path / "r.json").exists()
 
 
 @pytest.mark.parametrize(

@@ -139,7 +139,7 @@ def test_throughput_on_a_gpu_is_not_predicted_from_the_launch_bound_probe(monkey
     probe must not predict the first size of each dtype: it once made the H200's reference recorder skip its bf16,
     fp16 and fp32 rows at 8192^3 ("would take about 7.7 s"), where each takes about a millisecond. On a CPU the probe
     still predicts; the recorder has no time budget at all."""
-    from amp_lessons.e2e import experiments as e2e
+    from amp_lessons.e2e import _experiments as e2e
 
     calls = []
     monkeypatch.setattr(e2e, "matmul_rates", lambda device="cpu": calls.append(str(device)) or {"bf16": 1.0})

@@ -11,7 +11,8 @@
   ``importlib.import_module`` of a named package module, or of a computed name): every import is visible at the top.
 - No module uses another module's private (``_name``) helper, by attribute, by ``getattr`` with its name or through
   ``import_module``: what two modules share is public in one of them, or lives in a base module.
-- A topic's ``__init__`` exports exactly the public names of its modules, in an explicit ``__all__``.
+- A topic's ``__init__`` (its face) exports exactly the names the lessons, the presenter and the solutions call, in
+  an explicit ``__all__``; its other modules are private (``_experiments``, ``_plots``, ...).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ import importlib
 from pathlib import Path
 
 from amp_lessons.lessons import TOPICS as COURSE_TOPICS
+from tests import faces
+from tests.faces import called_names, internals
 
 PKG = Path(__file__).resolve().parent.parent / "amp_lessons"
 # lesson order, 01..11: the course's lesson registry
@@ -38,8 +41,10 @@ def _dotted(path: Path) -> str:
 MODULES = {_dotted(p): p for p in PKG.rglob("*.py") if p != PKG / "__init__.py"}
 BASE = {m for m in MODULES if "." not in m and m not in TOPICS and m not in ABOVE}
 # modules by role: what runs experiments, the frozen results, the models a lesson trains; none of them draws
-EXPERIMENTS = {m for m in MODULES if m.split(".")[-1] in ("experiments", "describe", "records", "models")}
-DRAWING = {"_draw", "_explorer", "style"} | {m for m in MODULES if m.split(".")[-1] in ("plots", "explorers")}
+EXPERIMENTS = {m for m in MODULES if m.split(".")[-1].lstrip("_") in ("experiments", "describe", "records", "models")}
+DRAWING = {"_draw", "_explorer", "style"} | {
+    m for m in MODULES if m.split(".")[-1].lstrip("_") in ("plots", "explorers")
+}
 
 
 def _resolve(name: str, path: Path, node: ast.ImportFrom) -> str:
@@ -53,7 +58,7 @@ def _resolve(name: str, path: Path, node: ast.ImportFrom) -> str:
 
 def _imports(name: str, path: Path | None = None) -> list[tuple[str, str, ast.AST]]:
     """(module imported, name, node) for every import of the file, at any depth; ``from .. import fp8``
-    gives ("amp_lessons.fp8", "") and ``from ..fp8 import experiments`` ("amp_lessons.fp8.experiments", "")."""
+    gives ("amp_lessons.fp8", "") and ``from ..fp8 import experiments`` ("amp_lessons.fp8._experiments", "")."""
     path = MODULES[name] if path is None else path
     out = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -82,8 +87,8 @@ def _topic(module: str) -> str | None:
 def test_the_layout():
     assert {"formats", "device", "course", "timing", "style", "checks"} <= BASE
     for t in TOPICS:
-        assert t in MODULES and f"{t}.checks" in MODULES or t == "e2e", f"topic {t} has no checks module"
-        assert f"{t}.experiments" in MODULES or t == "bits", f"topic {t} has no experiments module"
+        assert t in MODULES and f"{t}._checks" in MODULES or t == "e2e", f"topic {t} has no checks module"
+        assert f"{t}._experiments" in MODULES or t == "bits", f"topic {t} has no experiments module"
 
 
 def test_the_base_imports_no_topic():
@@ -141,7 +146,7 @@ def _crossings(modules: dict[str, Path] = MODULES) -> set[tuple[str, str]]:
                 if mod is not None and mod != name:
                     found.add((name, f"{mod}.{node.args[1].value}"))
             if isinstance(node, ast.Attribute) and _private(node.attr) and _imported_module(node.value):
-                # importlib.import_module("amp_lessons.fp8.experiments")._tensor
+                # importlib.import_module("amp_lessons.fp8._experiments")._tensor
                 found.add((name, f"{_imported_module(node.value)}.{node.attr}"))
             if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
                 base = node.value
@@ -213,11 +218,11 @@ def test_the_rules_see_a_crossing(tmp_path):
     # the checker itself: a module that reaches into another's private helper is caught, both ways
     probe = tmp_path / "probe.py"
     probe.write_text(
-        "from ..fp8 import experiments as fp8\nfrom .plots import _sum_style\n\n\ndef f(x):\n    return fp8._tensor(x)\n",
+        "from ..fp8 import _experiments as fp8\nfrom ._plots import _sum_style\n\n\ndef f(x):\n    return fp8._tensor(x)\n",
         encoding="utf-8",
     )
     found = _crossings({"fp16.probe": probe})
-    assert found == {("fp16.probe", "fp8.experiments._tensor"), ("fp16.probe", "fp16.plots._sum_style")}
+    assert found == {("fp16.probe", "fp8._experiments._tensor"), ("fp16.probe", "fp16._plots._sum_style")}
 
 
 def test_dependencies_between_modules_are_visible_at_the_top():
@@ -231,47 +236,68 @@ def test_dependencies_between_modules_are_visible_at_the_top():
 def test_the_rules_see_hidden_imports_and_private_names_read_by_string(tmp_path):
     probe = tmp_path / "probe.py"
     probe.write_text(
-        "import importlib\n\nfrom ..fp8 import experiments as fp8\n\n\n"
+        "import importlib\n\nfrom ..fp8 import _experiments as fp8\n\n\n"
         "def f(x, topic):\n"
         "    import amp_lessons.bits\n"
-        "    from amp_lessons.tf32 import experiments\n"
-        "    from . import plots\n"
-        "    m = importlib.import_module('amp_lessons.micro.experiments')\n"
+        "    from amp_lessons.tf32 import _experiments\n"
+        "    from . import _plots\n"
+        "    m = importlib.import_module('amp_lessons.micro._experiments')\n"
         "    importlib.import_module(f'amp_lessons.{topic}')\n"
         "    importlib.import_module('torch._dynamo')\n"
         "    getattr(x, '_enabled', True)\n"
-        "    return getattr(fp8, '_tensor'), importlib.import_module('amp_lessons.scaling.plots')._style\n",
+        "    return getattr(fp8, '_tensor'), importlib.import_module('amp_lessons.scaling._plots')._style\n",
         encoding="utf-8",
     )
     assert _crossings({"fp16.probe": probe}) == {
-        ("fp16.probe", "fp8.experiments._tensor"),
-        ("fp16.probe", "scaling.plots._style"),
+        ("fp16.probe", "fp8._experiments._tensor"),
+        ("fp16.probe", "scaling._plots._style"),
     }
     hidden = _hidden_imports("fp16.probe", probe)
     assert [h.split(":", 1)[1].strip() for h in hidden] == [
         "import amp_lessons.bits",
         "from amp_lessons.tf32 import",
         "from . import",
-        "import_module('amp_lessons.micro.experiments')",
+        "import_module('amp_lessons.micro._experiments')",
         "import_module of a computed name",
-        "import_module('amp_lessons.scaling.plots')",
+        "import_module('amp_lessons.scaling._plots')",
     ], hidden
     assert _hidden_imports("course", probe) == hidden  # no module is exempt: course no longer imports topics
 
 
-def test_a_topic_exports_its_modules_public_names():
+def test_a_topics_face_is_what_the_lessons_call():
+    """``amp_lessons.<topic>.__all__`` is exactly the names the lesson's cells, the presenter and the instructors'
+    solutions use (read from their code); everything else of the topic is in its private modules."""
+    called = called_names(TOPICS)
     for t in TOPICS:
         package = importlib.import_module(f"amp_lessons.{t}")
-        names = []
-        for sub in ("records", "models", "experiments", "describe", "plots", "explorers", "checks", "support"):
-            if f"{t}.{sub}" in MODULES:
-                module = importlib.import_module(f"amp_lessons.{t}.{sub}")
-                names += module.__all__
-                assert all(not n.startswith("_") for n in module.__all__)
-                assert all(hasattr(module, n) for n in module.__all__), f"{t}.{sub} lists a name it lacks"
-        assert len(names) == len(set(names)), f"two modules of {t} export one name"
-        assert sorted(package.__all__) == sorted(names)
-        assert all(getattr(package, n) is not None for n in names)
+        defined = set(vars(internals(t)))
+        assert sorted(package.__all__) == sorted(called[t] & defined), t
+        assert all(getattr(package, n) is not None for n in package.__all__)
+        assert not called[t] - defined - {"key_code"}, f"lessons call names {t} lacks: {called[t] - defined}"
+
+
+def test_the_face_reader_sees_each_way_of_calling(tmp_path, monkeypatch):
+    nb = tmp_path / "x.py"
+    nb.write_text(
+        "from amp_lessons import bits as b, fp16\nfrom amp_lessons.tf32 import plot_error_vs_k\n"
+        "import amp_lessons.micro as m\nb.plot_spacing()\nfp16.sum_sweep\nm.recipe_table()\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(faces, "CALLERS", [nb])
+    found = faces.called_names(["bits", "fp16", "tf32", "micro"])
+    assert found == {
+        "bits": {"plot_spacing"},
+        "fp16": {"sum_sweep"},
+        "tf32": {"plot_error_vs_k"},
+        "micro": {"recipe_table"},
+    }
+
+
+def test_a_topics_modules_are_private():
+    # the face is the topic's only public module, beside the key code its notebook exports
+    for t in TOPICS:
+        subs = {m.split(".", 1)[1] for m in MODULES if m.startswith(f"{t}.")}
+        assert all(s.startswith("_") or s == "key_code" for s in subs), (t, subs)
 
 
 def test_no_public_name_is_imported_under_a_private_alias():

@@ -44,7 +44,7 @@ def test_format_color_fallback_is_stable_and_unused():
 
 def test_projector_mode_raises_explorer_resolution_and_type_and_switches_back():
     from amp_lessons._explorer import Picture
-    from amp_lessons.style import PROJECTOR_DPI, explorer_dpi, projector_mode
+    from amp_lessons.style import PROJECTOR_DPI, PROJECTOR_MAX_WIDTH_PX, explorer_dpi, projector_mode
 
     with matplotlib.rc_context():
         use_style()
@@ -55,9 +55,10 @@ def test_projector_mode_raises_explorer_resolution_and_type_and_switches_back():
             assert projector_mode() and explorer_dpi() == PROJECTOR_DPI >= 150
             assert plt.rcParams["font.size"] > 11 and plt.rcParams["axes.labelsize"] > 12
             assert plt.rcParams["figure.dpi"] == PROJECTOR_DPI
-            # an explorer's picture: the same figure in inches, twice the pixels
+            # an explorer's picture: at most PROJECTOR_MAX_WIDTH_PX wide at twice the screen's resolution, its shape
+            # kept, so that it is shown 1:1 with its type in points (as large as the room needs)
             projector = Picture((10, 4)).canvas.get_width_height()
-            assert projector == (2 * screen[0], 2 * screen[1]) == (1600, 640)
+            assert screen == (800, 320) and projector == (PROJECTOR_MAX_WIDTH_PX, 416) == (1040, 416)
         finally:
             use_style()
         assert not projector_mode() and explorer_dpi() == 80 and plt.rcParams["font.size"] == 11

@@ -3,15 +3,12 @@
 `from amp_lessons import autocast` gives every public name of the topic's modules: :mod:`.records`,
 :mod:`.experiments`, :mod:`.plots`, :mod:`.checks`, :mod:`.support`."""
 
-from .checks import (
+from ._checks import (
     check_bce_fix,
     check_cast_counter,
     check_dtype_predictions,
 )
-from .experiments import (
-    DEVICE_TYPES,
-    POLICIES,
-    SOURCES,
+from ._experiments import (
     cast_cost,
     fake_cuda,
     output_dtypes,
@@ -22,28 +19,15 @@ from .experiments import (
     profile_tree,
     trace,
 )
-from .plots import plot_output_dtypes
-from .records import (
-    AUTOGRAD_BOOKKEEPING,
-    CastCost,
-    OpRecord,
-    ProfileNode,
-    ProfileTree,
-    Trace,
+from ._plots import (
+    plot_output_dtypes,
 )
-from .support import LESSON, runs_where
+from ._records import (
+    AUTOGRAD_BOOKKEEPING,
+)
 
 __all__ = [
     "AUTOGRAD_BOOKKEEPING",
-    "LESSON",
-    "CastCost",
-    "DEVICE_TYPES",
-    "OpRecord",
-    "POLICIES",
-    "ProfileNode",
-    "ProfileTree",
-    "SOURCES",
-    "Trace",
     "cast_cost",
     "check_bce_fix",
     "check_cast_counter",
@@ -56,6 +40,5 @@ __all__ = [
     "policy_sources",
     "policy_table",
     "profile_tree",
-    "runs_where",
     "trace",
 ]

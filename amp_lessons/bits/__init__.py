@@ -4,51 +4,34 @@
 `from amp_lessons import bits` gives every public name of the topic's modules: :mod:`.describe`, :mod:`.plots`,
 :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
 
-from .checks import (
+from ._checks import (
     check_decode_bits,
     check_format_choice,
     check_max_finite,
     check_ulp,
 )
-from .describe import (
-    BitInfo,
-    describe_code,
-    describe_value,
-)
-from .explorers import (
-    BitExplorer,
-    FormatDesigner,
+from ._explorers import (
     bit_explorer,
     format_designer,
 )
-from .plots import (
-    SPACING_FORMATS,
+from ._plots import (
     plot_bit_layout,
     plot_number_line,
     plot_range_precision,
     plot_rounding_error,
     plot_spacing,
 )
-from .support import LESSON, runs_where
 
 __all__ = [
-    "LESSON",
-    "BitExplorer",
-    "BitInfo",
-    "FormatDesigner",
-    "SPACING_FORMATS",
     "bit_explorer",
     "check_decode_bits",
     "check_format_choice",
     "check_max_finite",
     "check_ulp",
-    "describe_code",
-    "describe_value",
     "format_designer",
     "plot_bit_layout",
     "plot_number_line",
     "plot_range_precision",
     "plot_rounding_error",
     "plot_spacing",
-    "runs_where",
 ]

@@ -4,20 +4,11 @@ survive in Inductor's generated code, compiled bf16 numerics against eager and f
 `from amp_lessons import compiled` gives every public name of the topic's modules: :mod:`.experiments`,
 :mod:`.plots`, :mod:`.checks`, :mod:`.support`."""
 
-from .checks import (
+from ._checks import (
     check_compile_matching_eager,
     check_fused_chain,
 )
-from .experiments import (
-    WORKLOADS,
-    CapturedGraph,
-    CodeSummary,
-    CompiledWorkload,
-    EagerCasts,
-    Fp8Saturation,
-    InductorUnavailable,
-    PrecisionErrors,
-    RunErrors,
+from ._experiments import (
     captured_graph,
     compile_workload,
     eager_casts,
@@ -26,27 +17,14 @@ from .experiments import (
     make_inputs,
     precision_errors,
     step_times,
-    summarize_code,
     torch_logs,
-    workload,
 )
-from .plots import (
+from ._plots import (
     plot_errors,
     plot_step_times,
 )
-from .support import LESSON, runs_where
 
 __all__ = [
-    "LESSON",
-    "WORKLOADS",
-    "CapturedGraph",
-    "CodeSummary",
-    "CompiledWorkload",
-    "EagerCasts",
-    "Fp8Saturation",
-    "InductorUnavailable",
-    "PrecisionErrors",
-    "RunErrors",
     "captured_graph",
     "check_compile_matching_eager",
     "check_fused_chain",
@@ -58,9 +36,6 @@ __all__ = [
     "plot_errors",
     "plot_step_times",
     "precision_errors",
-    "runs_where",
     "step_times",
-    "summarize_code",
     "torch_logs",
-    "workload",
 ]

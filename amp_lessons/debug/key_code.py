@@ -19,8 +19,6 @@ class KeepFP32(nn.Module):
 
     def __init__(self, module: nn.Module):
         super().__init__()
-        if not isinstance(module, nn.Module):
-            raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
         self.module = module
 
     def forward(self, *args):

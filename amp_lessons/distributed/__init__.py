@@ -4,95 +4,46 @@ memory per parameter, and the precision of gradient reduction.
 `from amp_lessons import distributed` gives every public name of the topic's modules: :mod:`.records`,
 :mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
 
-from .checks import (
+from ._checks import (
     check_fsdp_fp16_step,
     check_ring_sum_bf16,
 )
-from .experiments import (
-    MAX_EMULATED_WORLD_SIZE,
-    MAX_WORLD_SIZE,
-    MEMORY_SETTINGS,
-    REDUCTION_FORMATS,
+from ._experiments import (
     REDUCTION_METHODS,
-    REDUCTION_ORDERS,
-    ForkUnsafe,
-    GroupTimeout,
-    GroupUnavailable,
     WorkerError,
     bytes_per_parameter,
     ddp_bf16_hook_build_check,
-    fork_runs_backward,
     fsdp_inf_sync,
     gloo_allreduce_check,
-    loopback_interface,
     observe_ddp_step,
-    observe_fp16_fsdp_step,
     observe_fsdp_step,
-    pairwise_sum,
     reduction_error,
-    reduction_sweep,
     ring_sum,
     run_group,
 )
-from .explorers import (
-    ReductionExplorer,
+from ._explorers import (
     reduction_explorer,
 )
-from .plots import (
+from ._plots import (
     plot_memory_per_parameter,
     plot_reduction_error,
 )
-from .records import (
-    AllreduceCheck,
-    BuildCheck,
-    DdpStep,
-    FsdpStages,
-    MemoryRow,
-    ReductionError,
-    ReductionSweep,
-    ScalerOutcome,
-)
-from .support import LESSON, runs_where
 
 __all__ = [
-    "LESSON",
-    "AllreduceCheck",
-    "BuildCheck",
-    "DdpStep",
-    "ForkUnsafe",
-    "FsdpStages",
-    "GroupTimeout",
-    "GroupUnavailable",
-    "MAX_EMULATED_WORLD_SIZE",
-    "MAX_WORLD_SIZE",
-    "MEMORY_SETTINGS",
-    "MemoryRow",
-    "REDUCTION_FORMATS",
     "REDUCTION_METHODS",
-    "REDUCTION_ORDERS",
-    "ReductionError",
-    "ReductionExplorer",
-    "ReductionSweep",
-    "ScalerOutcome",
     "WorkerError",
     "bytes_per_parameter",
     "check_fsdp_fp16_step",
     "check_ring_sum_bf16",
     "ddp_bf16_hook_build_check",
-    "fork_runs_backward",
     "fsdp_inf_sync",
     "gloo_allreduce_check",
-    "loopback_interface",
     "observe_ddp_step",
-    "observe_fp16_fsdp_step",
     "observe_fsdp_step",
-    "pairwise_sum",
     "plot_memory_per_parameter",
     "plot_reduction_error",
     "reduction_error",
     "reduction_explorer",
-    "reduction_sweep",
     "ring_sum",
     "run_group",
-    "runs_where",
 ]

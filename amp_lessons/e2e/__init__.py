@@ -3,22 +3,16 @@
 `from amp_lessons import e2e` gives every public name of the topic's modules: :mod:`.records`, :mod:`.models`,
 :mod:`.experiments`, :mod:`.plots`, :mod:`.checks`, :mod:`.support`."""
 
-from .checks import (
+from ._checks import (
     check_accumulated_amp_step,
     check_clipped_amp_step,
 )
-from .experiments import (
-    BATCH_GROWTH,
+from ._experiments import (
     CONFIGS,
     MIN_TRAIN_STEPS,
-    RATE_PROBE_SIZE,
     SLOW_FP16_RATIO,
-    SYNC_EVERY,
-    amp_step,
-    first_rates,
     inference_compare,
     launch_bound_demo,
-    matmul_rate_runs,
     matmul_rates,
     matmul_throughput,
     odd_size_effect,
@@ -27,75 +21,46 @@ from .experiments import (
     train,
     training_plan,
 )
-from .models import (
-    TinyTransformer,
-    make_batches,
-)
-from .plots import (
+from ._plots import (
     plot_inference,
     plot_throughput,
     plot_training_runs,
 )
-from .records import (
+from ._records import (
     NOISY_RANGE,
-    TENSOR_CORE_GENERATIONS,
     InferenceTable,
-    LaunchBoundDemo,
     LaunchTable,
-    OverflowDemo,
     RateTable,
     SpecRatioTable,
-    StepTimes,
-    TensorCoreTable,
     ThroughputTable,
-    TrainingPlan,
     TrainingTable,
-    TrainRun,
     tensor_core_table,
 )
-from .support import LESSON, runs_where
 
 __all__ = [
-    "BATCH_GROWTH",
-    "LESSON",
-    "amp_step",
-    "check_accumulated_amp_step",
-    "check_clipped_amp_step",
     "CONFIGS",
-    "first_rates",
-    "inference_compare",
     "InferenceTable",
-    "launch_bound_demo",
-    "LaunchBoundDemo",
     "LaunchTable",
     "MIN_TRAIN_STEPS",
     "NOISY_RANGE",
-    "make_batches",
-    "matmul_rate_runs",
+    "RateTable",
+    "SLOW_FP16_RATIO",
+    "SpecRatioTable",
+    "ThroughputTable",
+    "TrainingTable",
+    "check_accumulated_amp_step",
+    "check_clipped_amp_step",
+    "inference_compare",
+    "launch_bound_demo",
     "matmul_rates",
     "matmul_throughput",
     "odd_size_effect",
     "overflow_demo",
-    "OverflowDemo",
     "peak_memory",
     "plot_inference",
     "plot_throughput",
     "plot_training_runs",
-    "RATE_PROBE_SIZE",
-    "RateTable",
-    "SLOW_FP16_RATIO",
-    "SpecRatioTable",
-    "SYNC_EVERY",
-    "StepTimes",
-    "TENSOR_CORE_GENERATIONS",
-    "runs_where",
     "tensor_core_table",
-    "TensorCoreTable",
-    "ThroughputTable",
-    "TinyTransformer",
     "train",
     "training_plan",
-    "TrainingPlan",
-    "TrainingTable",
-    "TrainRun",
 ]

@@ -31,8 +31,8 @@ from ._common import (
     slow_fp16,
     slow_fp16_note,
 )
-from .models import CPU_MODEL, GPU_MODEL, TinyTransformer, make_batches, step_flops
-from .records import TrainingPlan, TrainRun
+from ._models import CPU_MODEL, GPU_MODEL, TinyTransformer, make_batches, step_flops
+from ._records import TrainingPlan, TrainRun
 
 CONFIGS = ("fp32", "tf32", "bf16 autocast", "fp16 autocast + GradScaler")
 """The training configurations of :func:`train`."""

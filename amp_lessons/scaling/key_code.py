@@ -9,7 +9,6 @@ notebook and run ``make export``; tests/test_key_code.py fails while this file a
 
 # -- notebooks/05_loss_scaling.ipynb, exported cell 1 --
 import math
-import numbers
 import struct
 
 import torch
@@ -24,19 +23,12 @@ def f32(x: float) -> float:
         return math.copysign(math.inf, x)
 
 
-def positive_number(value, name: str) -> float:
-    """value as a float if it is a positive finite real number; otherwise a ValueError that names it."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < math.inf:
-        raise ValueError(f"{name}={value!r} is not allowed: it must be a positive finite number")
-    return float(value)
-
-
 class StaticScaler:
     """Loss scaling with a fixed scale: multiply the loss, divide the gradients, skip a step whose
     gradients hold an inf or a NaN."""
 
     def __init__(self, scale: float):
-        self.scale = f32(positive_number(scale, "scale"))
+        self.scale = f32(scale)  # GradScaler keeps its scale in float32
 
     def scale_loss(self, loss: torch.Tensor) -> torch.Tensor:
         return loss * self.scale  # the backward pass now carries gradients `scale` times larger
@@ -69,27 +61,12 @@ def update_scale(scale, growth_tracker, found_inf, growth_factor, backoff_factor
     return scale, growth_tracker
 
 
-def scaler_params(init_scale, growth_factor, backoff_factor, growth_interval) -> tuple:
-    """GradScaler's four parameters, checked (a ValueError names a bad one and what is allowed)."""
-    init_scale = positive_number(init_scale, "init_scale")
-    growth_factor = positive_number(growth_factor, "growth_factor")
-    backoff_factor = positive_number(backoff_factor, "backoff_factor")
-    if not growth_factor > 1:
-        raise ValueError(f"growth_factor={growth_factor!r} is not allowed: it must be > 1")
-    if not backoff_factor < 1:
-        raise ValueError(f"backoff_factor={backoff_factor!r} is not allowed: it must be in (0, 1)")
-    if isinstance(growth_interval, bool) or not isinstance(growth_interval, numbers.Integral) or growth_interval < 1:
-        raise ValueError(f"growth_interval={growth_interval!r} is not allowed: it must be an int >= 1")
-    return f32(init_scale), growth_factor, backoff_factor, int(growth_interval)
-
-
 class DynamicScaler:
     """Loss scaling that adapts, with GradScaler's rule (update_scale) and defaults."""
 
     def __init__(self, init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000):
-        self.scale, self.growth_factor, self.backoff_factor, self.growth_interval = scaler_params(
-            init_scale, growth_factor, backoff_factor, growth_interval
-        )
+        self.scale = f32(init_scale)  # GradScaler keeps its scale in float32
+        self.growth_factor, self.backoff_factor, self.growth_interval = growth_factor, backoff_factor, growth_interval
         self.growth_tracker = 0  # clean steps in a row since the scale last changed
         self.found_inf = None  # set by unscale_, read by step and update
 

@@ -3,16 +3,11 @@
 `from amp_lessons import tf32` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`,
 :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
 
-from .checks import (
+from ._checks import (
     check_error_ratio,
     check_tf32_matmul,
 )
-from .experiments import (
-    MODELLED,
-    VARIANTS,
-    ErrorVsK,
-    MatmulError,
-    SwitchesTour,
+from ._experiments import (
     conv_errors,
     emulated_matmul,
     error_vs_k,
@@ -24,24 +19,15 @@ from .experiments import (
     switches_tour,
     time_matmuls,
 )
-from .explorers import (
-    MatmulPrecisionExplorer,
+from ._explorers import (
     matmul_precision_explorer,
 )
-from .plots import (
+from ._plots import (
     plot_error_vs_k,
     plot_matmul_errors,
 )
-from .support import LESSON, runs_where
 
 __all__ = [
-    "LESSON",
-    "MODELLED",
-    "ErrorVsK",
-    "MatmulError",
-    "MatmulPrecisionExplorer",
-    "SwitchesTour",
-    "VARIANTS",
     "check_error_ratio",
     "check_tf32_matmul",
     "conv_errors",
@@ -55,7 +41,6 @@ __all__ = [
     "pick_size",
     "plot_error_vs_k",
     "plot_matmul_errors",
-    "runs_where",
     "switches_tour",
     "time_matmuls",
 ]

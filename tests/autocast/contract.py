@@ -1,5 +1,5 @@
 """Lesson 04's rows of the exercise-checker contract (tests/test_checker_contract.py): one per checker of
-``amp_lessons.autocast.checks``, keyed by its name."""
+``amp_lessons.autocast._checks``, keyed by its name."""
 
 import torch
 import torch.nn.functional as F
@@ -55,6 +55,11 @@ def _count_with_the_course_tracer(work, *args):
 
     return len(autocast.trace(work, *args).casts)
 
+
+#: bad calls of the topic's face, beyond the contract's own (tests/api_contract.py adds them to its EXTRA)
+BAD_CALLS = {
+    "policy_of": {"op_name": ["", "sideways", "__class__", "aten::", "torch.nn.functional.cross_entropy"]},
+}
 
 _DTYPES = solution_of("04").DTYPE_PREDICTIONS
 _CUMSUM = "cuda: cumsum(a @ b, 0)"

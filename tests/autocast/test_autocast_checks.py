@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.autocast.checks, on lesson 04's exercises: each wrong answer gets "Not yet" with its own
+"""Tests of amp_lessons.autocast._checks, on lesson 04's exercises: each wrong answer gets "Not yet" with its own
 hint, and no message of a starter or a wrong answer states the answer (the starter's Your turn and the solution's
 Correct are tests/test_checker_contract.py's)."""
 
@@ -164,6 +164,11 @@ def _counter(condition, *, reset: bool = True):
 _HALF = (torch.float16, torch.bfloat16)
 
 
+def _first(args):
+    """The dtype of the first tensor among an op's arguments (None where there is none: torch.full, torch.arange)."""
+    return next((x.dtype for x in args if isinstance(x, torch.Tensor)), None)
+
+
 def _is_copy(func):
     return func is torch.ops.aten._to_copy.default
 
@@ -175,8 +180,26 @@ def _is_copy(func):
         (lambda f, a, o: _is_copy(f) and o.dtype == torch.bfloat16 and a[0].dtype != o.dtype, "fp16 is"),
         (lambda f, a, o: _is_copy(f) and o.dtype.itemsize == 2 and a[0].dtype != o.dtype, "int16"),
         (lambda f, a, o: _is_copy(f) and o.dtype in _HALF, "keeps its dtype"),  # a bf16 -> bf16 copy counted
+        # casts from fp32 only: misses fp64 -> bf16, int64 -> fp16 and fp16 -> bf16
+        (lambda f, a, o: _is_copy(f) and o.dtype in _HALF and a[0].dtype == torch.float32, "from any other dtype"),
+        # any op whose output is 16-bit and whose first input is not: counts torch.where(mask, h, h) and
+        # zeros_like(x, dtype=fp16), which cast nothing
+        (
+            lambda f, a, o: isinstance(o, torch.Tensor) and o.dtype in _HALF and _first(a) != o.dtype,
+            "is not a cast unless",
+        ),
+        # the cached cast counted at every use: each addmm as three casts (its input, weight and bias)
+        (lambda f, a, o: 3 * (f is torch.ops.aten.addmm.default), "cached"),
     ],
-    ids=["every copy", "bf16 only", "any 2-byte dtype", "same-dtype copies"],
+    ids=[
+        "every copy",
+        "bf16 only",
+        "any 2-byte dtype",
+        "same-dtype copies",
+        "from fp32 only",
+        "any 16-bit output",
+        "once per use",
+    ],
 )
 def test_cast_counter_refuses_naive_counters(condition, says):
     r = autocast.check_cast_counter(_counter(condition))
@@ -192,7 +215,7 @@ def test_cast_counter_refuses_a_count_that_carries_over_and_the_course_tracer():
     assert "start each count from zero" in r.message
     r = autocast.check_cast_counter(lambda work, *args: len(autocast.trace(work, *args).casts))
     assert_not_yet(r)
-    assert "course's own dispatch mode" in r.message
+    assert "course's own tools" in r.message and "TorchDispatchMode yourself" in r.message
     r = autocast.check_cast_counter(lambda work, *args: 5)  # no mode at all
     assert_not_yet(r)
     assert "no TorchDispatchMode" in r.message
@@ -230,3 +253,50 @@ def test_the_cast_counts_the_lesson_shows():
 
     assert count(steps, True) == 4 and count(steps, False) == 6
     assert torch.equal(*outs[True]) and not torch.equal(*outs[False])
+
+
+def test_cast_counter_refuses_a_count_once_per_tensor_and_one_that_misses_the_cast_op():
+    """Two more naive counters: one that counts each source tensor once (as if the cache lasted across regions and
+    steps), and one that looks for aten.to, which never reaches a dispatch mode (x.to(dtype) arrives as _to_copy)."""
+    sources = set()
+
+    def once_per_tensor(f, a, o):
+        if _is_copy(f) and o.dtype in _HALF and a[0].dtype != o.dtype and id(a[0]) not in sources:
+            sources.add(id(a[0]))
+            return True
+        return False
+
+    def count_once_per_tensor(work, *args):
+        sources.clear()
+        return _counter(once_per_tensor)(work, *args)
+
+    r = autocast.check_cast_counter(count_once_per_tensor)
+    assert_not_yet(r)
+    assert "too few" in r.message and r.message.count("\n- ") >= 1, r.message
+    r = autocast.check_cast_counter(_counter(lambda f, a, o: f.overloadpacket is torch.ops.aten.to))
+    assert not r.ok and "counts no casts yet" in r.message and "trace tables" in r.message, r.message
+
+
+def test_cast_counter_refuses_the_course_tools_called_beside_a_right_count():
+    """A right count that also calls the course's own tracer or profiler is refused: the checker sees the call,
+    however the function was reached."""
+    right = _counter(lambda f, a, o: _is_copy(f) and o.dtype in _HALF and a[0].dtype != o.dtype)
+    from amp_lessons.autocast import _experiments
+
+    for peek in (autocast.trace, _experiments.profile_tree):
+
+        def count(work, *args, _peek=peek):
+            _peek(lambda: None)
+            return right(work, *args)
+
+        r = autocast.check_cast_counter(count)
+        assert_not_yet(r)
+        assert "course's own tools" in r.message and f"autocast.{peek.__name__}" in r.message, r.message
+
+
+def test_cast_counter_hints_come_as_a_short_list():
+    r = autocast.check_cast_counter(_counter(lambda f, a, o: _is_copy(f)))
+    lines = r.message.split("\n")
+    assert len(lines) <= 4 and all(line.startswith("- ") and len(line) < 160 for line in lines[1:]), lines
+    assert "a cast up to fp32" in lines[1]  # the case's own hint first
+    assert r._repr_html_().count("<br>") == len(lines) - 1

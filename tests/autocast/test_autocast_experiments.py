@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from amp_lessons.autocast import _policy, experiments as A, records
+from amp_lessons.autocast import _experiments as A, _policy, _records as records
 
 HAS_CUDA = torch.cuda.is_available()
 

@@ -1,5 +1,5 @@
 """Lesson 01's rows of the exercise-checker contract (tests/test_checker_contract.py): one per checker of
-``amp_lessons.bits.checks``, keyed by its name."""
+``amp_lessons.bits._checks``, keyed by its name."""
 
 import math
 
@@ -35,4 +35,12 @@ ROWS: dict[str, Row] = {
     "check_format_choice": Row(
         lambda s: s.FORMAT_CHOICE_A, ..., "fp16", lambda: ((1e-6, 1e6, 0.01), {}), starter_lists_all=True
     ),
+}
+
+# Bad calls of the topic's face beyond the argument contract's kinds (tests/api_contract.py joins them to EXTRA): a
+# bool or a float for a code, a scale format where an exercise needs an element format, limits no format meets.
+BAD_CALLS: dict[str, dict[str, list]] = {
+    "check_decode_bits": {"code": [True, 2.0, 256, -1], "fmt": ["e8m0"]},
+    "check_ulp": {"fmt": ["e8m0"]},
+    "check_format_choice": {"high": [1e39], "max_rel_error": [1e-9]},
 }

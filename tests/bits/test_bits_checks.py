@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.bits.checks."""
+"""Tests of amp_lessons.bits._checks."""
 
 import math
 
@@ -83,3 +83,51 @@ def test_format_choice_exercise():
                 r = bits.check_format_choice(name, *limits)
                 assert_not_yet(r)
                 assert not reveals(r.message, want), r.message
+
+
+# The checkers cannot be fooled: the course's own engine does not count as an answer, and a formula that holds in the
+# middle of the range but not at its edges (subnormals, the top binade of a narrow format) is refused.
+
+
+def test_max_finite_may_not_look_the_answer_up():
+    r = bits.check_max_finite(lambda e, m: formats.FloatFormat("mine", e, m).max)
+    assert_not_yet(r)
+    assert "formats engine" in r.message
+
+
+def test_ulp_may_not_look_the_answer_up():
+    import torch
+
+    def next_code(x):  # the checker's own way: the neighbour's code
+        return (formats.from_bits(formats.to_bits(torch.tensor([x]), "bf16") + 1, "bf16") - x).item()
+
+    r = bits.check_ulp(next_code)
+    assert_not_yet(r)
+    assert "formats engine" in r.message
+
+
+def test_ulp_naive_answers_fail_at_the_edges():
+    # right for normal values only: the first subnormal probe refuses it
+    def normals_only(x):
+        return 2.0 ** (math.floor(math.log2(x)) - 7)
+
+    r = bits.check_ulp(normals_only)
+    assert_not_yet(r)
+    assert "below the smallest normal" in r.message
+    # the spacing of fp32 (float32 arithmetic's own next value), not bf16's
+    r = bits.check_ulp(lambda x: math.ulp(x) * 2**29 if x >= 2.0**-126 else 2.0**-149)
+    assert_not_yet(r)
+
+
+@pytest.mark.parametrize("name", list(formats.FORMATS))
+def test_ulp_checker_holds_for_every_element_format(name):
+    # an answer written from the widths alone passes in every format (fp8, fp6, fp4 included: their max has no
+    # larger neighbour and 1000 saturates, so the checker only asks about values below max)
+    f = formats.FORMATS[name]
+    smallest_normal, smallest_subnormal, m = f.smallest_normal, f.smallest_subnormal, f.mantissa_bits
+
+    def right(x):
+        return smallest_subnormal if x < smallest_normal else 2.0 ** (math.floor(math.log2(x)) - m)
+
+    assert bits.check_ulp(right, name), name
+    assert not bits.check_ulp(lambda x: 2.0 ** (math.floor(math.log2(x)) - m), name)  # subnormals forgotten

@@ -53,7 +53,8 @@ VOILA_OPTIONS = [
     '--VoilaConfiguration.extension_allowlist=["@jupyter-widgets/jupyterlab-manager", "@voila-dashboards/widgets-manager8"]',
     "--VoilaConfiguration.preheat_kernel=True",
 ]
-VIEWPORT = {"width": 1400, "height": 1000}
+# A laptop's screen, as learners open the lessons (the room's checks of screen_checks.py run at this size).
+VIEWPORT = {"width": 1440, "height": 900}
 # Figures for the end-of-run summary travel in report.user_properties under this key (root conftest.py).
 FIGURE_KEY = "amp-figure"
 

@@ -29,6 +29,7 @@ import statistics
 import time
 
 import harness
+import screen_checks
 
 from amp_lessons.lessons import TOPICS
 from tests.kernel_memory import peak_memory_bytes
@@ -95,6 +96,24 @@ _DEMOS = (
     ".jp-Notebook .jp-CodeCell .jp-OutputArea:has(.widget-slider, .widget-dropdown, .widget-text, "
     ".widget-toggle-buttons)"
 )
+# The model ids of the widgets the notebook's cells show, in order, and the notebook's kernel.
+_WIDGET_IDS_JS = """
+() => {
+  const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+  const ids = [];
+  for (let i = 0; i < cells.length; i++) {
+    const c = cells.get(i);
+    if (c.type !== 'code') continue;
+    for (const o of c.outputs.toJSON()) {
+      const view = o.data && o.data['application/vnd.jupyter.widget-view+json'];
+      if (view) ids.push(view.model_id);
+    }
+  }
+  return ids;
+}
+"""
+_KERNEL_ID_JS = "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.id"
+ROOM_SECTION = "browser: the lessons' explorers in JupyterLab at 1440 x 900, as a learner sees them"
 
 
 # Right after opening, once the kernel has answered kernel_info (JupyterLab then writes its language_info
@@ -341,6 +360,28 @@ def check_notebook_in_jupyterlab(notebook, browser, lab_server, figure) -> None:
         assert len(demos) == len(expected), (
             f"{notebook}: {len(demos)} interactive demos rendered, expected {len(expected)} ({expected})"
         )
+        # The room's checks (screen_checks.py) of every explorer at its opening state, before its controls move.
+        room = []
+        if demos:
+            kernel_client = screen_checks.Kernel(page.evaluate(_KERNEL_ID_JS), lab_server.home / "jupyter-runtime")
+            try:
+                layouts = kernel_client.layouts()
+            finally:
+                kernel_client.close()
+            shown = [layouts[m] for m in page.evaluate(_WIDGET_IDS_JS) if m in layouts]
+            assert len(shown) == len(demos), f"{notebook}: {len(shown)} explorers' pictures found, {len(demos)} shown"
+            for i, (root, layout) in enumerate(zip(demos, shown)):
+                root.scroll_into_view_if_needed()
+                screen = screen_checks.measure(root)
+                found = screen_checks.problems(screen, layout, presenter=False, dark=False)
+                room += [f"#{i} {expected[i]} ({rule}): {t}" for rule, texts in found.items() for t in texts]
+                if screen["sliders"]:
+                    figure(
+                        ROOM_SECTION,
+                        f"{stem} #{i}: narrowest slider track",
+                        min(x["px"] for x in screen["sliders"]),
+                        "px",
+                    )
         failure_seen = {}
         for i, root in enumerate(demos):
             seen = exercise_demo(page, root, stem, i, expected[i], kernel, figure, LATENCY_SECTION)
@@ -377,6 +418,10 @@ def check_notebook_in_jupyterlab(notebook, browser, lab_server, figure) -> None:
             late.append(f"opening it marks it modified; JupyterLab's metadata now: {json.dumps(opened['metadata'])}")
         if not_yet:
             late.append(f"after Run All, untouched exercises say 'Not yet' (not 'Your turn'): {not_yet}")
+        if room:
+            late.append(
+                f"{len(room)} failures of the room's checks (legends, labels, controls, fit):\n" + "\n".join(room)
+            )
         missing = [name for name, seen in failure_seen.items() if not seen]
         if missing:
             late.append(f"explorers never showed .amp-failure at their extremes: {missing}")

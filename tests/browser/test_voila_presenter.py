@@ -19,6 +19,7 @@ import time
 
 import harness
 import pytest
+import screen_checks
 from lab_session import artifact, assert_page_clean, demo_names, exercise_demo
 
 PRESENTER = harness.REPO / "presenter" / "explorers.ipynb"
@@ -175,17 +176,56 @@ def check_projector_screen(page, n: int, figure) -> None:
 
 
 _THEME_JS = "() => ({name: document.body.dataset.jpThemeName, light: document.body.dataset.jpThemeLight})"
+_KERNEL_ID_JS = "() => JSON.parse(document.getElementById('jupyter-config-data').textContent).kernelId"
+_ALL_DRAWN_JS = (
+    f"n => document.querySelectorAll('{_DEMOS} img').length >= n "
+    "&& getComputedStyle(document.getElementById('rendered_cells')).display !== 'none'"
+)
+# The screens whose pictures the room's checks are about, saved per theme (presenter-<theme>-screen<n>.png).
+SHOTS = (2, 3, 5, 6, 7, 10)
+ROOM_SECTION = "browser: the Voila presenter's screens at 1920 x 1080, as the room sees them"
+# The opening state of screen 3: the course's TF32 model rounds to nearest, ties to even.
+OPENING_CONTROLS = {3: "nearest_even"}
 
 
-def test_the_light_theme_is_one_address_away(browser, voila_server):
-    """The README's promise: the presenter is dark, and ``?theme=light`` gives the light theme."""
-    page = browser.new_page(viewport=PROJECTOR)
-    try:
-        page.goto(voila_server.url("/?theme=light"))
-        page.wait_for_function("() => document.body && document.body.dataset.jpThemeName", timeout=60_000)
-        assert page.evaluate(_THEME_JS) == {"name": "JupyterLab Light", "light": "true"}
-    finally:
-        page.close()
+class Room:
+    """The room's checks of every screen of one page (screen_checks: (a) legends and labels inside the picture,
+    (b) controls wide enough, (c) everything on screen, (d) picture text large enough, (e) dark pictures in the
+    dark theme), measured at each explorer's opening state and kept until :meth:`verdict`."""
+
+    def __init__(self, page, server, theme: str, figure):
+        self.page, self.theme, self.figure = page, theme, figure
+        kernel = screen_checks.Kernel(page.evaluate(_KERNEL_ID_JS), server.home / "jupyter-runtime")
+        try:
+            self.layouts = list(kernel.layouts().values())  # the explorers in the order the notebook made them
+        finally:
+            kernel.close()
+        self.failures: list[str] = []
+
+    def check(self, n: int, demo) -> None:
+        self.page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")  # fit()
+        screen = screen_checks.measure(demo)
+        found = screen_checks.problems(screen, self.layouts[n - 1], presenter=True, dark=self.theme == "dark")
+        if n in OPENING_CONTROLS and OPENING_CONTROLS[n] not in self.page.evaluate(_CONTROLS_JS):
+            found["a"].append(f"opens with {self.page.evaluate(_CONTROLS_JS)}, not {OPENING_CONTROLS[n]!r}")
+        for rule, texts in found.items():
+            self.failures += [f"{self.theme} screen {n} ({rule}): {t}" for t in texts]
+        if screen["sliders"]:
+            self.figure(
+                ROOM_SECTION,
+                f"{self.theme} screen {n}: narrowest slider track",
+                min(s["px"] for s in screen["sliders"]),
+                "px",
+            )
+        layout = self.layouts[n - 1]
+        if layout and screen["pictures"]:
+            px = min(t["px"] for t in layout["texts"]) * screen["pictures"][0]["scale"]
+            self.figure(ROOM_SECTION, f"{self.theme} screen {n}: smallest picture text", px, "px")
+        if n in SHOTS:
+            self.page.screenshot(path=artifact(f"presenter-{self.theme}-screen{n}.png"))
+
+    def verdict(self) -> None:
+        assert not self.failures, f"{len(self.failures)} failures of the room's checks:\n" + "\n".join(self.failures)
 
 
 def test_presenter_page_shows_every_explorer_and_each_responds(browser, voila_server, figure):
@@ -205,14 +245,8 @@ def test_presenter_page_shows_every_explorer_and_each_responds(browser, voila_se
     )
     try:
         t0 = time.perf_counter()
-        page.goto(voila_server.url("/"))
-        page.wait_for_function(
-            f"n => document.querySelectorAll('{_DEMOS} img').length >= n "
-            "&& getComputedStyle(document.getElementById('rendered_cells')).display !== 'none'",
-            arg=len(expected),
-            timeout=180_000,
-            polling=200,
-        )
+        page.goto(voila_server.url("/"), wait_until="commit")  # (the page streams as its cells run: waited below)
+        page.wait_for_function(_ALL_DRAWN_JS, arg=len(expected), timeout=180_000, polling=200)
         figure(LATENCY_SECTION, "page load until every explorer is drawn", time.perf_counter() - t0, "s")
         # Only the extensions that draw the widgets (harness.VOILA_OPTIONS), and no version mismatch but the known ones.
         assert extensions == {"@jupyter-widgets/jupyterlab-manager", "@voila-dashboards/widgets-manager8"}, extensions
@@ -236,9 +270,11 @@ def test_presenter_page_shows_every_explorer_and_each_responds(browser, voila_se
         assert page.evaluate(_SECTION_JS) == "0" and page.evaluate(_VISIBLE_DEMOS_JS) == []
         assert page.is_disabled("#amp-prev")
         page.screenshot(path=artifact("presenter-title.png"))
+        room = Room(page, voila_server, "dark", figure)
         for n in range(1, len(expected) + 1):
             page.click("#amp-next")
             check_projector_screen(page, n, figure)
+            room.check(n, demos[n - 1])
             i = n - 1
             shot = artifact(f"presenter-screen{n}.png")
             page.screenshot(path=shot)
@@ -277,5 +313,28 @@ def test_presenter_page_shows_every_explorer_and_each_responds(browser, voila_se
                     assert page.evaluate(_VISIBLE_DEMOS_JS) == [n - 1], f"screen {n}: PageUp did not come back"
                 assert page.evaluate(_CONTROLS_JS) == before, f"screen {n}: {key!r} moved {focused}"
         assert_page_clean("presenter view", kernel, console, remote)
+        room.verdict()
+    finally:
+        page.close()
+
+
+def test_the_light_theme_is_one_address_away_and_fits_the_room(browser, voila_server, figure):
+    """The README's promise: the presenter is dark, and ``?theme=light`` gives the light theme, pre-heated as well
+    (run after the dark page, which took the first pre-heated kernel: this one gets the next); every screen passes
+    the room's checks there too."""
+    page = browser.new_page(viewport=PROJECTOR)
+    try:
+        t0 = time.perf_counter()
+        page.goto(voila_server.url("/?theme=light"), wait_until="commit")
+        page.wait_for_function(_ALL_DRAWN_JS, arg=10, timeout=180_000, polling=200)
+        figure(LATENCY_SECTION, "page load until every explorer is drawn, ?theme=light", time.perf_counter() - t0, "s")
+        assert page.evaluate(_THEME_JS) == {"name": "JupyterLab Light", "light": "true"}
+        room = Room(page, voila_server, "light", figure)  # (after the kernel drew its pictures for the light page)
+        page.wait_for_timeout(300)  # (their last PNGs on their way to the page)
+        demos = page.query_selector_all(_DEMOS)
+        for n in range(1, len(demos) + 1):
+            page.click("#amp-next")
+            room.check(n, demos[n - 1])
+        room.verdict()
     finally:
         page.close()

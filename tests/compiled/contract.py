@@ -1,5 +1,5 @@
 """Lesson 11's rows of the exercise-checker contract (tests/test_checker_contract.py): one per checker of
-``amp_lessons.compiled.checks``, keyed by its name."""
+``amp_lessons.compiled._checks``, keyed by its name."""
 
 import torch
 import torch.nn.functional as F
@@ -24,4 +24,11 @@ ROWS: dict[str, Row] = {
     "check_compile_matching_eager": Row(
         lambda s: s.compile_matching_eager, lambda fn: torch.compile(fn), lambda fn: fn, needs=_no_inductor
     ),
+}
+
+
+# bad calls of the face's callables that once came without a clear error (joined to tests/api_contract.EXTRA): a
+# workload name whose error did not name the argument
+BAD_CALLS: dict[str, dict[str, list]] = {
+    f: {"name": [None, "", "sideways", 3]} for f in ("make_inputs", "eager_casts", "captured_graph", "compile_workload")
 }

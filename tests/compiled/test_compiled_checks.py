@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.compiled.checks: right answers pass, wrong ones fail with a hint, junk never raises."""
+"""Tests of amp_lessons.compiled._checks: right answers pass, wrong ones fail with a hint, junk never raises."""
 
 import pytest
 import torch
@@ -7,7 +7,7 @@ import torch.nn.functional as F
 
 from amp_lessons import compiled
 from amp_lessons.checks import CheckResult
-from amp_lessons.compiled import checks
+from amp_lessons.compiled import _checks as checks
 from amp_lessons.compiled.key_code import chain
 from tests.test_checks import assert_not_yet, solution
 
@@ -198,3 +198,43 @@ def test_a_read_of_the_setting_inside_the_traced_function_would_be_guarded():
         probing(torch.ones(3))
     probing(torch.ones(3))
     assert len(traced) == 2 and seen == [True, False]
+
+
+def test_fused_chain_refuses_compiling_it():
+    """The exercise asks for the kernel's arithmetic written eagerly: an answer that compiles the chain (torch.compile,
+    or the lesson's own compile_workload) is refused before anything is compared, with or without a C++ compiler."""
+    for answer in (
+        lambda h, g, emulate: torch.compile(chain, options={"emulate_precision_casts": emulate})(h, g),
+        lambda h, g, emulate: compiled.compile_workload("chain", (h, g), emulate_precision_casts=emulate).output,
+    ):
+        r = compiled.check_fused_chain(answer)
+        assert_not_yet(r)
+        assert "it compiles" in r.message and "eager PyTorch" in r.message, r.message
+
+
+@needs_inductor
+def test_fused_chain_tries_the_rows_where_the_eps_decides():
+    """The second input pair has rows where silu(g) * h is tiny (g = -20 and -100), a row of zeros and large
+    values. An rms_norm written with another eps (1e-6, or bf16's, the dtype eager mode hands it) is refused there,
+    with the eps named; the instructors' arithmetic matches the kernel on those rows bit for bit."""
+    h, g = checks._with_extremes(*compiled.make_inputs("chain", 1, rows=16, width=37))
+    assert (F.silu(g[:2].float()) * h[:2].float()).pow(2).mean() < 1e-14  # far below fp32's eps, 1.2e-7
+    assert not h[2].any()
+
+    def rms_norm_with(eps):
+        def answer(h, g, emulate):
+            h, g = h.float(), g.float()
+            s = F.silu(g)
+            s = s.bfloat16().float() if emulate else s
+            y = s * h
+            y = y.bfloat16().float() if emulate else y
+            return (y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + eps)).bfloat16()
+
+        return answer
+
+    right = compiled.check_fused_chain(rms_norm_with(torch.finfo(torch.float32).eps))
+    assert right, right.message
+    for eps in (1e-6, torch.finfo(torch.bfloat16).eps):
+        r = compiled.check_fused_chain(rms_norm_with(eps))
+        assert_not_yet(r)
+        assert "eps" in r.message and "\n- " in r.message, r.message

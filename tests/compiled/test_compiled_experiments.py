@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.compiled.experiments. Compiling is slow on a small CPU: the compiled workloads are made
+"""Tests of amp_lessons.compiled._experiments. Compiling is slow on a small CPU: the compiled workloads are made
 once per module (three graphs) and shared."""
 
 import dataclasses
@@ -7,7 +7,10 @@ import math
 import pytest
 import torch
 
-from amp_lessons import compiled, timing
+from amp_lessons import timing
+from tests.faces import internals
+
+compiled = internals("compiled")
 
 pytestmark = pytest.mark.skipif(not compiled.inductor_status()[0], reason="no C++ compiler for Inductor")
 

@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.compiled.plots."""
+"""Tests of amp_lessons.compiled._plots."""
 
 import matplotlib
 
@@ -7,7 +7,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
 
-from amp_lessons import compiled, timing
+from amp_lessons import timing
+from tests.faces import internals
+
+compiled = internals("compiled")
 
 
 @pytest.fixture(autouse=True)

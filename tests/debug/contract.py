@@ -1,11 +1,11 @@
 """Lesson 08's rows of the exercise-checker contract (tests/test_checker_contract.py): one per checker of
-``amp_lessons.debug.checks``, keyed by its name."""
+``amp_lessons.debug._checks``, keyed by its name."""
 
 from tests.checker_rows import Row
 
 
 def _keep_whole_model_fp32(model):
-    from amp_lessons.debug import KeepFP32
+    from amp_lessons.debug._models import KeepFP32
 
     return KeepFP32(model)
 
@@ -37,4 +37,17 @@ ROWS: dict[str, Row] = {
     "check_nonfinite_hook": Row(lambda s: s.first_nonfinite_module, _starter_hook, _first_input_with_inf),
     "check_first_bad_layer": Row(lambda s: s.FIRST_BAD_LAYER, ..., "block4"),
     "check_fp16_fix": Row(lambda s: s.fix, lambda model: model, _keep_whole_model_fp32),
+}
+
+
+class _NotADtype:
+    def __repr__(self):
+        return "<not a dtype>"
+
+
+# Bad calls of lesson 08's face that its argument kinds do not cover (tests/api_contract.py adds them to EXTRA)
+BAD_CALLS: dict[str, dict[str, list]] = {
+    "dtype_map": {"setting": [["autocast bf16"], {}]},  # unhashable: once a TypeError from the dict lookup
+    "why_not_faster": {"dtype": [_NotADtype(), None, "fp32"]},  # the message names dtype, not autocast
+    "check_fp16_fix": {"tolerance": [1e30, 1.5]},  # a tolerance above 100% checks nothing
 }

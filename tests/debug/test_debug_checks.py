@@ -1,11 +1,13 @@
-"""Tests of amp_lessons.debug.checks: right answers pass, each kind of wrong answer gets its own hint, and
+"""Tests of amp_lessons.debug._checks: right answers pass, each kind of wrong answer gets its own hint, and
 no answer makes a checker raise."""
 
 import pytest
 import torch
 
-from amp_lessons import debug
+from tests.faces import internals
 from tests.test_checks import assert_not_yet, assert_your_turn, reveals, solution
+
+debug = internals("debug")
 
 
 def test_first_bad_layer_checker():
@@ -192,12 +194,12 @@ def _tensors(out):
 
 
 def test_the_hook_exercises_models_break_naive_answers_where_the_tracer_says():
-    from amp_lessons.debug.checks import _hook_cases
+    from amp_lessons.debug._checks import _hook_cases
 
-    for what, model, x, want in _hook_cases():
+    for what, model, x, want, _ in _hook_cases():
         assert all(torch.isfinite(p).all() for p in model.parameters()), what  # the weights are finite
         first = debug.trace_overflow(model, x).first_nonfinite()
-        assert (None if first is None else first.label) == want, what
+        assert (None if first is None else first.name) == want, what  # a layer called twice: its name, any call
 
 
 def test_hook_checker():
@@ -286,3 +288,86 @@ def test_hook_checker():
     assert "not a module name" in debug.check_nonfinite_hook(lambda m, x: (m(x), "nope")[1]).message
     assert "as a string" in debug.check_nonfinite_hook(lambda m, x: (m(x), 3)[1]).message
     assert "raised ZeroDivisionError" in debug.check_nonfinite_hook(lambda m, x: 1 / 0).message
+
+
+# --- Exercise 1 on the models where a quick answer goes wrong ---------------------------------------------
+
+
+def _keeping(per_name):
+    """An answer that keeps one verdict per module name: ``per_name(verdicts, name, bad)`` stores it (the first
+    call's, or the last call's), and the first name whose verdict is bad is returned, in the order names came."""
+
+    def answer(model, x):
+        verdicts = {}
+
+        def hook(m, args, out, name):
+            per_name(verdicts, name, not all(torch.isfinite(t).all() for t in _tensors(out)))
+
+        handles = [m.register_forward_hook(lambda m, a, o, n=n: hook(m, a, o, n)) for n, m in model.named_modules()]
+        try:
+            model(x)
+        finally:
+            for h in handles:
+                h.remove()
+        return next((n for n, bad in verdicts.items() if bad), None)
+
+    return answer
+
+
+def test_a_hook_that_keeps_one_call_per_module_is_refused():
+    """A layer called twice in one forward pass: keeping only its first call misses an inf on the second, keeping
+    only its last call misses an inf on the first."""
+    first_call = _keeping(lambda v, n, bad: v.setdefault(n, bad))
+    last_call = _keeping(lambda v, n, bad: v.__setitem__(n, bad))
+    for answer, case in ((first_call, "finite the first time"), (last_call, "inf the first time only")):
+        r = debug.check_nonfinite_hook(answer)
+        assert_not_yet(r)
+        assert case in r.message and "its hook fires at every call" in r.message, r.message
+        assert not reveals(r.message, "rnn.fc") and not reveals(r.message, "retry.fc")
+
+
+def test_a_hook_that_cannot_read_bf16_or_an_empty_output_is_refused():
+    import numpy as np
+
+    # numpy has no bf16: a fine answer on fp32 and fp16 outputs fails on a bf16 model
+    numpy_answer = _hooked(lambda out: any(not np.isfinite(t.detach().numpy()).all() for t in _tensors(out)))
+    r = debug.check_nonfinite_hook(numpy_answer)
+    assert_not_yet(r)
+    assert "bf16 model" in r.message and "not with numpy" in r.message
+    # .max() of an empty output raises; torch.isfinite(t).all() is True for it
+    max_answer = _hooked(lambda out: any(not torch.isfinite(t.abs().max()) for t in _tensors(out)))
+    r = debug.check_nonfinite_hook(max_answer)
+    assert_not_yet(r)
+    assert "empty batch" in r.message and "torch.isfinite(t).all() is True" in r.message
+    # a threshold at fp16's largest value flags finite outputs
+    threshold = _hooked(lambda out: any(bool((t.float().abs() > 65504).any() | t.isnan().any()) for t in _tensors(out)))
+    assert_not_yet(debug.check_nonfinite_hook(threshold))
+
+
+def test_the_fp16_fix_checker_refuses_the_lessons_own_wrapper_and_a_tolerance_that_checks_nothing():
+    from amp_lessons.debug import key_code
+
+    model, x, _ = debug.broken_training_setup(3)
+    bad = debug.trace_overflow(model, x, autocast=torch.float16).first_nonfinite().label
+    block, layer = bad.split(".")
+    for wrapper in (key_code.KeepFP32, debug.KeepFP32):  # the exported cell's class and the checked one
+
+        def keep(m, wrapper=wrapper):
+            getattr(m, block).__setattr__(layer, wrapper(getattr(getattr(m, block), layer)))
+
+        r = debug.check_fp16_fix(keep)
+        assert not r and "write the wrapper yourself" in r.message
+    with pytest.raises(ValueError, match=r"tolerance=1e\+30 is not allowed: it must be a fraction in \(0, 1\]"):
+        debug.check_fp16_fix(keep, tolerance=1e30)
+
+
+def test_the_exported_wrapper_has_no_guard_and_the_packages_has_one():
+    import inspect
+
+    from amp_lessons.debug import key_code
+
+    init = inspect.getsource(key_code.KeepFP32.__init__)  # the mechanism only: no check of the argument
+    assert "isinstance" not in init and "raise" not in init and "TypeError" not in init
+    with pytest.raises(TypeError, match=r"module='x' is not allowed: KeepFP32 wraps a torch.nn.Module"):
+        debug.KeepFP32("x")
+    assert issubclass(debug.KeepFP32, key_code.KeepFP32)

@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.debug.experiments: the tracer, the triage and the dtype map, on small models
+"""Tests of amp_lessons.debug._experiments: the tracer, the triage and the dtype map, on small models
 including ones built to fail at a known layer."""
 
 import math
@@ -10,8 +10,10 @@ import pytest
 import torch
 from torch import nn
 
-from amp_lessons import debug
 from amp_lessons.formats import get_format
+from tests.faces import internals
+
+debug = internals("debug")
 
 
 def mse(y):
@@ -417,3 +419,20 @@ def test_autograd_saves_the_autocast_weight_copy_until_backward():
     assert len(copies) == 1 and copies[0]() is not None
     out.float().sum().backward()
     assert copies[0]() is None
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda m, x: debug.dtype_map(m, x, loss_fn=mse(torch.zeros(4, 4)), setting=["autocast bf16"]), "setting="),
+        (lambda m, x: debug.dtype_map(m, x, loss_fn=mse(torch.zeros(4, 4)), setting={}), "setting="),
+        (lambda m, x: debug.why_not_faster(m, x, loss_fn=mse(torch.zeros(4, 4)), dtype=object()), "dtype=<object"),
+        (lambda m, x: debug.why_not_faster(m, x, loss_fn=mse(torch.zeros(4, 4)), dtype="fp32"), "dtype='fp32'"),
+        (lambda m, x: debug.check_fp16_fix(lambda model: model, tolerance=1.5), "tolerance=1.5"),
+    ],
+)
+def test_debug_bad_inputs_name_the_argument(call, match):
+    """Bad values of the face's arguments: a ValueError naming the argument and what is allowed, before any work."""
+    with pytest.raises(ValueError, match=match) as e:
+        call(nn.Linear(8, 4), torch.randn(4, 8))
+    assert "is not allowed" in str(e.value) and "autocast=" not in str(e.value)

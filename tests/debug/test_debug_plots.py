@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.debug.plots."""
+"""Tests of amp_lessons.debug._plots."""
 
 import matplotlib
 

@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.debug.records' triage on constructed timings: what the verdict concludes from the runs
+"""Tests of amp_lessons.debug._records' triage on constructed timings: what the verdict concludes from the runs
 (medians and quartiles, rounds that disagree, a speed-up no matmul can give) and that it names causes of slowness
 only where AMP was not faster."""
 
@@ -6,7 +6,10 @@ import dataclasses
 
 import pytest
 
-from amp_lessons import debug, timing
+from amp_lessons import timing
+from tests.faces import internals
+
+debug = internals("debug")
 
 MS = 1e-3
 

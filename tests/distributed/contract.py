@@ -1,5 +1,5 @@
 """Lesson 09's rows of the exercise-checker contract (tests/test_checker_contract.py): one per checker of
-``amp_lessons.distributed.checks``, keyed by its name."""
+``amp_lessons.distributed._checks``, keyed by its name."""
 
 from tests.checker_rows import Row
 

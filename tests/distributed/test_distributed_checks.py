@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.distributed.checks: right answers pass, each typical mistake is named, nothing raises."""
+"""Tests of amp_lessons.distributed._checks: right answers pass, each typical mistake is named, nothing raises."""
 
 import functools
 
@@ -8,10 +8,12 @@ from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
 from torch.torch_version import TorchVersion
 
-from amp_lessons import distributed
 from amp_lessons.distributed.key_code import tiny_mlp
 from amp_lessons.formats import quantize
+from tests.faces import internals
 from tests.test_checks import assert_not_yet, assert_your_turn, reveals
+
+distributed = internals("distributed")
 
 
 def _fsdp_variant(
@@ -164,3 +166,66 @@ def test_ring_sum_bf16_exercise():
     want = distributed.ring_sum(quantize(torch.randn(2, 32, generator=gen), "bf16"), "bf16")
     for r in (starter, distributed.check_ring_sum_bf16(lambda g: g[0])):
         assert not any(reveals(r.message, float(v)) for v in want[:8] if abs(float(v)) > 1e-3), r.message
+
+
+# --- the bf16 ring sum on the inputs where a quick answer goes wrong --------------------------------------
+
+
+def _ring_with(round_hop):
+    """A ring sum from rank 0 whose running sum goes through ``round_hop`` after every add."""
+
+    def answer(grads):
+        acc = grads[0]
+        for row in grads[1:]:
+            acc = round_hop(acc + row)
+        return acc
+
+    return answer
+
+
+def test_the_ring_sum_checker_tries_ties_an_overflow_subnormals_and_one_rank():
+    # kept finite: right on random gradients, wrong where a bf16 partial sum overflows and stays inf
+    r = distributed.check_ring_sum_bf16(_ring_with(lambda s: torch.nan_to_num(s.bfloat16().float())))
+    assert_not_yet(r)
+    assert "beyond bf16's largest value" in r.message and "stays inf" in r.message
+    # subnormals flushed to zero
+    ftz = _ring_with(lambda s: torch.where(s.abs() < 2.0**-126, 0.0, s.bfloat16().float()))
+    r = distributed.check_ring_sum_bf16(ftz)
+    assert_not_yet(r)
+    assert "subnormal" in r.message and "no flush to zero" in r.message
+    # ties rounded away from zero by hand, with the bits (the random gradients find it first, or the ties)
+    half_up = _ring_with(lambda s: ((s.view(torch.int32) + 0x8000) & -65536).view(torch.float32))
+    assert_not_yet(distributed.check_ring_sum_bf16(half_up))
+
+    # a loop that assumes two ranks or more, or 32 values per rank
+    def first_pair_first(grads):
+        acc = (grads[0] + grads[1]).bfloat16().float()
+        for row in grads[2:]:
+            acc = (acc + row).bfloat16().float()
+        return acc
+
+    r = distributed.check_ring_sum_bf16(first_pair_first)
+    assert_not_yet(r)
+    assert "one rank" in r.message and "IndexError" in r.message
+
+    def from_zeros(grads):
+        acc = torch.zeros(32)
+        for row in grads:
+            acc = (acc + row).bfloat16().float()
+        return acc
+
+    r = distributed.check_ring_sum_bf16(from_zeros)
+    assert_not_yet(r)
+    assert "(3, 4)" in r.message or "one value each" in r.message
+
+
+def test_the_ring_sum_checker_refuses_the_lessons_sums_however_they_are_reached():
+    from amp_lessons.distributed import _experiments
+
+    def through_a_module_attribute(g):
+        return getattr(_experiments, "ring" + "_sum")(g, "bf16")
+
+    for fn in (through_a_module_attribute, functools.partial(distributed.pairwise_sum, fmt="bf16")):
+        r = distributed.check_ring_sum_bf16(fn)
+        assert_not_yet(r)
+        assert "write the loop yourself" in r.message

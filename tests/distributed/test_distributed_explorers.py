@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.distributed.explorers (and the sweep it draws): the reduction explorer driven as a learner
+"""Tests of amp_lessons.distributed._explorers (and the sweep it draws): the reduction explorer driven as a learner
 would, without a browser."""
 
 import matplotlib
@@ -10,10 +10,12 @@ import math
 import pytest
 import torch
 
-from amp_lessons import distributed
 from amp_lessons.formats import quantize
 from benchmarks.widget_steps import measure_update_ms
+from tests.faces import internals
 from tests.pictures import PNG
+
+distributed = internals("distributed")
 
 
 def test_the_sweep_is_the_packages_ring_and_pairwise_sums():

@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.distributed.plots (on data built directly: no process group needed)."""
+"""Tests of amp_lessons.distributed._plots (on data built directly: no process group needed)."""
 
 import matplotlib
 
@@ -8,7 +8,7 @@ import pytest
 
 from amp_lessons import distributed
 from amp_lessons._draw import named_artists
-from amp_lessons.distributed import MemoryRow, ReductionError
+from amp_lessons.distributed._records import MemoryRow, ReductionError
 
 
 def test_plot_reduction_error_draws_one_line_per_method_and_marks_zeros():

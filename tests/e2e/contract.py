@@ -1,5 +1,5 @@
 """Lesson 06's rows of the exercise-checker contract (tests/test_checker_contract.py): one per checker of
-``amp_lessons.e2e.checks``, keyed by its name."""
+``amp_lessons.e2e._checks``, keyed by its name."""
 
 from torch import nn
 
@@ -25,3 +25,10 @@ ROWS: dict[str, Row] = {
     "check_clipped_amp_step": Row(lambda s: s.clipped_amp_step, _clipped_starter, lambda *a: None),
     "check_accumulated_amp_step": Row(lambda s: s.accumulated_amp_step, _accumulation_starter, lambda *a: None),
 }
+
+
+BAD_CALLS = {
+    "odd_size_effect": {"dtype": [["bf16"], {}, "fp64"]},
+    "train": {"model_kwargs": [{"vocab": 8, "heads": 2}]},
+}
+"""Bad calls of lesson 06's public functions that once got an unclear error (joined to tests/api_contract.py's)."""

@@ -8,9 +8,11 @@ import pytest
 import torch
 from torch import nn
 
-from amp_lessons import e2e as face
-from amp_lessons.e2e import _common, _training, experiments as e2e, key_code, models, records
-from amp_lessons.e2e.records import LaunchTable, RateTable, ThroughputTable, TrainingTable
+from amp_lessons.e2e import _common, _experiments as e2e, _models as models, _records as records, _training, key_code
+from amp_lessons.e2e._records import LaunchTable, RateTable, ThroughputTable, TrainingTable
+from tests.faces import internals
+
+face = internals("e2e")
 
 TINY = dict(vocab=16, d_model=32, n_heads=2, n_layers=1, seq_len=16)
 

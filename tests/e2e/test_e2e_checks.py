@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.e2e.checks, on lesson 06's exercises: each wrong answer gets "Not yet" with its own hint,
+"""Tests of amp_lessons.e2e._checks, on lesson 06's exercises: each wrong answer gets "Not yet" with its own hint,
 and no message of a starter or a wrong answer states the answer (the recipe's scale sequence); the starter's Your
 turn and the solution's Correct are tests/test_checker_contract.py's."""
 
@@ -174,7 +174,7 @@ def test_the_accumulation_checker_measures_a_skipped_step():
     """The overflowing micro-batch does overflow: under the recipe the scale halves exactly once, at that call, and
     the parameters do not move in it (a checker whose data never overflowed could not tell one update per call
     from one per micro-batch)."""
-    from amp_lessons.e2e import checks
+    from amp_lessons.e2e import _checks as checks
 
     seen = []
 

@@ -8,8 +8,8 @@ import torch
 
 from amp_lessons import recorders, reference, timing
 from amp_lessons.device import CPUInfo, device_report
-from amp_lessons.e2e import _common, _training, experiments as e2e, models, records
-from amp_lessons.e2e.records import (
+from amp_lessons.e2e import _common, _experiments as e2e, _models as models, _records as records, _training
+from amp_lessons.e2e._records import (
     InferenceTable,
     LaunchTable,
     RateTable,

@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.e2e.plots."""
+"""Tests of amp_lessons.e2e._plots."""
 
 import matplotlib
 
@@ -36,7 +36,8 @@ def test_plot_throughput_draws_only_measured_points():
 
 
 def test_plot_training_runs_legend_and_skipped_runs():
-    from amp_lessons.e2e import TrainRun, plot_training_runs
+    from amp_lessons.e2e import plot_training_runs
+    from amp_lessons.e2e._records import TrainRun
 
     runs = [
         TrainRun("fp32", True, loss=(4.0, 2.0, 1.0), step_time_s=0.05, peak_memory_bytes=3 * 2**20),

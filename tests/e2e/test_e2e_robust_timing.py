@@ -9,9 +9,11 @@ import math
 import pytest
 import torch
 
-from amp_lessons import e2e
-from amp_lessons.e2e import _common, records
-from amp_lessons.e2e.records import LaunchTable, RateTable, ThroughputTable, TrainingTable
+from amp_lessons.e2e import _common, _records as records
+from amp_lessons.e2e._records import LaunchTable, RateTable, ThroughputTable, TrainingTable
+from tests.faces import internals
+
+e2e = internals("e2e")
 
 TINY = dict(vocab=16, d_model=16, n_heads=2, n_layers=1, seq_len=16)
 

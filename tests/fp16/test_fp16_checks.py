@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.fp16.checks, on lesson 03's exercises: each wrong answer gets its own hint (the contract
+"""Tests of amp_lessons.fp16._checks, on lesson 03's exercises: each wrong answer gets its own hint (the contract
 every checker keeps, starter, solution and no answer in a message, is tests/test_checker_contract.py)."""
 
 import math
@@ -66,18 +66,20 @@ def _flipped(values):
 
 def test_kahan16_inputs_break_a_plain_running_sum():
     # every input the checker tries is one where a plain fp16 running sum misses the exact sum by over an ulp,
-    # and the fp16 extremes are there: 60000 (near the largest, 65504), 2**-14 (the smallest normal), subnormals
-    from amp_lessons.fp16.checks import _kahan_inputs
+    # and the fp16 extremes are there: 60000 and 65504 (the largest), 2**-14 (the smallest normal), subnormals
+    from amp_lessons.fp16._checks import _kahan_inputs
 
     cases = _kahan_inputs()
     assert all(v.dtype == torch.float16 for v in cases.values())
     for name, v in cases.items():
+        if v.numel() <= 1:  # the edges: no values, one value
+            continue
         exact = float(v.double().sum())
         ulp = 2.0 ** (math.floor(math.log2(abs(exact))) - 10)
         plain = float(fp16.running_sum(v.float(), "fp16")[-1])
         assert abs(plain - exact) > ulp, name
     values = torch.cat([v.float() for v in cases.values()])
-    assert values.max() == 60000 and bool((values == 2.0**-14).any()) and bool((values.abs() < 2.0**-14).any())
+    assert values.max() == 65504 and bool((values == 2.0**-14).any()) and bool((values.abs() < 2.0**-14).any())
 
 
 def test_kahan16_names_each_mistake():
@@ -112,3 +114,61 @@ def test_kahan16_names_each_mistake():
         assert not r and words in r.message, (words, r.message)
         assert "Hint" in r.message or "course's own" in r.message or "expected a number" in r.message
     assert "Your turn" in str(fp16.check_kahan16(lambda values: None)) or not fp16.check_kahan16(lambda v: None)
+
+
+def test_kahan16_tries_the_edges_and_refuses_naive_answers_there():
+    # the checker's inputs hold no values, one value (fp16's largest), a sum that climbs to near 65504, and
+    # subnormal addends; each naive answer below passes the plain cases of a textbook and fails one of these
+    from amp_lessons.fp16._checks import _kahan_inputs
+
+    sizes = {name: v.numel() for name, v in _kahan_inputs().items()}
+    assert 0 in sizes.values() and 1 in sizes.values()
+    values = torch.cat(list(_kahan_inputs().values())).float()
+    assert values.max() == 65504 and bool(((values > 0) & (values < 2.0**-14)).any())
+
+    def from_first(values):  # Kahan started at values[0]: IndexError on no values
+        total, c = values[0], values[0] * 0
+        for v in values[1:]:
+            y = v - c
+            t = total + y
+            c = (t - total) - y
+            total = t
+        return total
+
+    def none_when_empty(values):
+        return None if len(values) == 0 else solution("03").kahan16(values)
+
+    def compensation_in_fp32(values):  # the total in fp16, what was lost kept in fp32: more exact than fp16 Kahan
+        total, c = torch.tensor(0.0, dtype=torch.float16), torch.tensor(0.0)
+        for v in values:
+            y = v.float() - c
+            t = (total.float() + y).half()
+            c = (t.float() - total.float()) - y
+            total = t
+        return total
+
+    def fp32_sum_rounded_once(values):
+        return values.float().sum().half()
+
+    cases = {
+        from_first: "IndexError",
+        none_when_empty: "no values",
+        compensation_in_fp32: "correctly rounded sum",
+        fp32_sum_rounded_once: "correctly rounded sum",
+    }
+    for fn, words in cases.items():
+        r = fp16.check_kahan16(fn)
+        assert not r and words in r.message, (fn.__name__, r.message)
+    assert "Hints: (1)" in fp16.check_kahan16(fp32_sum_rounded_once).message
+
+
+def test_stall_value_refuses_a_v_that_fp16_cannot_hold():
+    import re
+
+    import pytest
+
+    for v, rounds_to in ((1e30, "inf"), (1e-9, "0")):
+        with pytest.raises(ValueError, match=re.escape(f"v={v!r} is not allowed: in fp16 it rounds to {rounds_to};")):
+            fp16.check_stall_value(2048.0, v, "fp16")
+    r = fp16.check_stall_value(2048.0, -1.0, "fp16")  # a negative v: the gap in the hint is a positive size
+    assert not r and "reaches 2" in r.message and "-2" not in r.message

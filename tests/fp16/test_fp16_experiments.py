@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from amp_lessons.formats import CLASSES, FORMATS, OVERFLOW_MODES, ROUNDING_MODES, FloatFormat, quantize
-from amp_lessons.fp16 import experiments as fp16
+from amp_lessons.fp16 import _experiments as fp16
 
 E5M7 = FloatFormat("e5m7", 5, 7)
 
@@ -410,3 +410,16 @@ def test_training_is_seeded_and_shows_progress(training, capsys):
 def test_training_rejects_bad_input(kwargs, match):
     with pytest.raises((TypeError, ValueError), match=match):
         fp16.train_master_weights(progress=False, **kwargs)
+
+
+def test_the_learning_rate_limit_of_train_master_weights_is_the_regressions_own():
+    # its error message says: gradient descent on the regression diverges above 2 / lambda_max (lambda_max about
+    # 2.3, so about 0.87), and the limit 0.5 leaves a margin for every seed's data
+    from amp_lessons.fp16._experiments import _regression, train_master_weights
+
+    for seed in range(4):
+        x, y = _regression(seed)
+        lam = float(torch.linalg.eigvalsh((x.T @ x / len(y)).double()).max())
+        assert 2.1 < lam < 2.4 and 0.5 < 2 / lam < 0.95, (seed, lam)
+    with pytest.raises(ValueError, match=r"lr=0.9 is not allowed: .*\(0, 0.5\]"):
+        train_master_weights(lr=0.9)

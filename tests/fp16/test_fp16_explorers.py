@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.fp16.explorers."""
+"""Tests of amp_lessons.fp16._explorers."""
 
 import matplotlib
 
@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 import torch
 
-from amp_lessons import fp16
 from benchmarks.widget_steps import measure_update_ms
+from tests.faces import internals
 from tests.pictures import is_png
+
+fp16 = internals("fp16")
 
 # --- magnitude explorer (lesson 03) --------------------------------------------------------------
 

@@ -3,7 +3,9 @@ rounding (``.half()``) as an independent reference."""
 
 import torch
 
-from amp_lessons import fp16
+from tests.faces import internals
+
+fp16 = internals("fp16")
 
 
 def _data():
@@ -40,7 +42,9 @@ def test_a_small_update_is_lost_in_fp16_weights_and_kept_by_the_master():
 
 def test_train_master_weights_runs_the_key_code_step():
     runs = fp16.train_master_weights(steps=3, progress=False)
-    x, y = fp16.experiments._regression(0)
+    from amp_lessons.fp16._experiments import _regression
+
+    x, y = _regression(0)
     w = torch.zeros(x.shape[1])
     losses = []
     for _ in range(3):

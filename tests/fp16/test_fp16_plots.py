@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.fp16.plots."""
+"""Tests of amp_lessons.fp16._plots."""
 
 import matplotlib
 
@@ -83,7 +83,8 @@ def test_gradient_histogram_regions_and_fractions(census):
 
 
 def test_gradient_histogram_scale_moves_values_out_of_subnormals(census):
-    from amp_lessons.fp16 import census_fractions, plot_gradient_histogram
+    from amp_lessons.fp16 import plot_gradient_histogram
+    from amp_lessons.fp16._experiments import census_fractions
 
     ax = plot_gradient_histogram(census, scale=1024.0)
     scaled = census_fractions(census.activations * 1024.0)
@@ -99,7 +100,8 @@ def test_gradient_histogram_scale_moves_values_out_of_subnormals(census):
 
 
 def test_loss_curves_plot():
-    from amp_lessons.fp16 import MasterWeightRuns, plot_loss_curves
+    from amp_lessons.fp16 import plot_loss_curves
+    from amp_lessons.fp16._experiments import MasterWeightRuns
 
     result = MasterWeightRuns(
         fmt="fp16",
@@ -121,7 +123,7 @@ def test_loss_curves_plot():
 
 
 def test_format_regions_from_the_constants():
-    from amp_lessons.fp16 import REGION_FORMATS, plot_format_regions
+    from amp_lessons.fp16._plots import REGION_FORMATS, plot_format_regions
 
     ax = plot_format_regions(1e-5)
     assert [t.get_text() for t in ax.get_yticklabels()] == list(REGION_FORMATS)
@@ -141,7 +143,7 @@ def test_format_regions_from_the_constants():
 
 
 def test_format_regions_edges_nan_and_custom_formats():
-    from amp_lessons.fp16 import plot_format_regions
+    from amp_lessons.fp16._plots import plot_format_regions
 
     ax = plot_format_regions(0.0)
     assert named_artists(ax)["marker"].get_xdata()[0] == 1e-50  # clipped to the axis
@@ -158,13 +160,13 @@ def test_format_regions_edges_nan_and_custom_formats():
 
 def test_lesson_03_plots_draw_without_warnings(tmp_path, census):
     from amp_lessons.fp16 import (
-        plot_format_regions,
         plot_gradient_histogram,
         plot_loss_curves,
         plot_running_sums,
         running_sums_of_copies,
         train_master_weights,
     )
+    from amp_lessons.fp16._plots import plot_format_regions
 
     result = train_master_weights(2, progress=False)
     for ax in (
@@ -198,7 +200,8 @@ def test_line_plots_keep_their_legends_outside_the_data():
 def test_gradient_histogram_legend_numbers_match_the_lesson_print(census):
     """The legend writes each share as lessons 03 and 05 print it, f"{share:.2%}" (two decimals)."""
     from amp_lessons.formats import FORMATS
-    from amp_lessons.fp16 import census_fractions, plot_gradient_histogram
+    from amp_lessons.fp16 import plot_gradient_histogram
+    from amp_lessons.fp16._experiments import census_fractions
 
     ax = plot_gradient_histogram(census, "fp16")
     text = " ".join(t.get_text() for t in ax.get_legend().get_texts())

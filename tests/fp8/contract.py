@@ -1,5 +1,7 @@
 """Lesson 07's rows of the exercise-checker contract (tests/test_checker_contract.py): one per checker of
-``amp_lessons.fp8.checks``, keyed by its name."""
+``amp_lessons.fp8._checks``, keyed by its name."""
+
+import math
 
 import torch
 
@@ -51,3 +53,22 @@ ROWS: dict[str, Row] = {
         lambda s: s.MyFp8LinearFn.backward, _Starter, (_UnscaledGradient, _UnscaledGradient.backward)
     ),
 }
+
+
+BAD_CALLS = {
+    "scaling_errors": {
+        "delayed_history": [[None, 0.9], [math.nan], [-1.0], []],
+        "tensors": [lambda: {"nan": torch.tensor([1.0, math.nan])}],
+    },
+    "amax_scale": {
+        "x": [lambda: torch.tensor([1.0, math.nan]), lambda: torch.ones(3, dtype=torch.int32), [1.0]],
+        "margin": [10**6],
+    },
+    "fake_quantize": {
+        "x": [lambda: torch.ones(3, dtype=torch.complex64)],
+        "scale": [lambda: torch.tensor([2.0, 0.0, 2.0]), lambda: torch.full((5,), 2.0)],
+    },
+    "blockwise_fake_quantize": {"x": [lambda: torch.tensor([[1.0, math.inf]])]},
+}
+"""Bad calls of lesson 07's public functions that once got an unclear error, or none (joined to
+tests/api_contract.py's)."""

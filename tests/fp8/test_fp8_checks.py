@@ -1,11 +1,14 @@
-"""Tests of amp_lessons.fp8.checks, on lesson 07's exercises: each wrong answer gets "Not yet" with its own hint,
+"""Tests of amp_lessons.fp8._checks, on lesson 07's exercises: each wrong answer gets "Not yet" with its own hint,
 and no message of a starter or a wrong answer states the answer (the starter's Your turn and the solution's Correct
 are tests/test_checker_contract.py's)."""
 
 import torch
 
-from amp_lessons import formats, fp8
+from amp_lessons import formats
+from tests.faces import internals
 from tests.test_checks import assert_not_yet, assert_your_turn, reveals, solution
+
+fp8 = internals("fp8")
 
 
 def _first_scale():
@@ -24,6 +27,10 @@ def test_amax_scale_exercise():
         (lambda x, m: m / float(x.max()) if x.abs().max() > 0 else 1.0): "MAGNITUDE",
         (lambda x, m: m / float(x.abs().max())): "all-zero",
         (lambda x, m: "x"): "return a number",
+        # naive scales that only fp16/bf16 inputs or tiny values break, and the lesson's own function
+        (lambda x, m: m / x.abs().max() if x.abs().max() > 0 else 1.0): "in float32",
+        (lambda x, m: (m / x.float().abs().max().clamp(min=1e-12)).item() if x.abs().max() > 0 else 1.0): "epsilon",
+        (lambda x, m: fp8.amax_scale(x) * m / 448): "lesson's own amax_scale",
     }
     results = []
     for fn, words in wrong.items():
@@ -102,7 +109,7 @@ def test_fp8_linear_backward_exercise():
 
 def test_fp8_linear_backward_checker_cases_break_an_unscaled_cast():
     """The checker's tiny and huge gradients: an unscaled e5m2 cast flushes the first and overflows the second."""
-    from amp_lessons.fp8.checks import _backward_cases
+    from amp_lessons.fp8._checks import _backward_cases
 
     cases = {what.split(" (")[0]: dy for what, *_, dy in _backward_cases()}
     tiny, huge = cases["gradients of about 1e-6"], cases["gradients up to about 3e5"]

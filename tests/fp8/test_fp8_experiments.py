@@ -1,6 +1,7 @@
 """Tests of amp_lessons.fp8: lesson 07's fp8 scaling recipes (small sizes; no timing asserts)."""
 
 import dataclasses
+import inspect
 import math
 
 import pytest
@@ -8,7 +9,7 @@ import torch
 
 from amp_lessons import recorders, reference
 from amp_lessons.formats import get_format, quantize, representable_values
-from amp_lessons.fp8 import experiments as fp8, models, records
+from amp_lessons.fp8 import _experiments as fp8, _models as models, _records as records
 
 E4M3 = get_format("fp8_e4m3")
 E5M2 = get_format("fp8_e5m2")
@@ -319,7 +320,7 @@ def test_scaled_mm_timing_times_the_matmul_only(monkeypatch):
 
 def test_the_fp8_code_is_the_lessons_own():
     """One copy: the package's scale, cast, block scales and fp8 linear Function are lesson 07's exported cells."""
-    from amp_lessons.fp8 import checks, experiments, key_code
+    from amp_lessons.fp8 import _checks as checks, _experiments as experiments, key_code
 
     # the public scale and cast are the lesson's, their arguments checked: each call goes to the exported cell's
     calls = []
@@ -332,9 +333,7 @@ def test_the_fp8_code_is_the_lessons_own():
     assert calls == ["amax_scale", "fake_quantize"]
     assert checks.Fp8LinearFn is key_code.Fp8LinearFn and experiments.to_fp8 is key_code.to_fp8
     # the public Function is the lesson's, its arguments checked: the same forward and backward
-    import amp_lessons.fp8 as topic
-
-    assert issubclass(models.Fp8LinearFn, key_code.Fp8LinearFn) and topic.Fp8LinearFn is models.Fp8LinearFn
+    assert issubclass(models.Fp8LinearFn, key_code.Fp8LinearFn)
     assert models.Fp8LinearFn.forward is key_code.Fp8LinearFn.forward
     assert models.Fp8LinearFn.backward is key_code.Fp8LinearFn.backward
     x = torch.tensor([[1.0, 2.0, 3.0, 4.0, 0.5, 0.25, 1000.0, 1.0, 7.0]])  # 9 columns: a partial third block
@@ -343,10 +342,19 @@ def test_the_fp8_code_is_the_lessons_own():
     assert torch.equal(blocks[0, 0, 2], torch.tensor([7.0, 0.0, 0.0, 0.0]))  # zero padding changes no amax
     p, _ = key_code.block_scales(x, "fp8_e4m3", (1, 4), power_of_two=True)
     assert p.tolist() == [[64.0, 0.25, 64.0]]
+    # the exported cells hold the mechanism only; the package's copies check their arguments first
+    assert "raise " not in inspect.getsource(key_code) and "isinstance(x" not in inspect.getsource(key_code)
+    from amp_lessons.fp8 import _checked
+
     with pytest.raises(ValueError, match="inf or NaN"):
-        key_code.block_scales(torch.tensor([[1.0, math.inf]]), "fp8_e4m3", (1, 2))
+        _checked.block_scales(torch.tensor([[1.0, math.inf]]), "fp8_e4m3", (1, 2))
+    with pytest.raises(ValueError, match="overflows float32"):
+        _checked.block_scales(torch.tensor([[1e-44, 1.0]]), "fp8_e4m3", (1, 1))
     with pytest.raises(TypeError, match="x must be a torch.Tensor"):
-        key_code.amax_scale([1.0])
+        _checked.amax_scale([1.0])
+    with pytest.raises(ValueError, match="amax is nan"):
+        _checked.scale_from_amax(math.nan)
+    assert _checked.scale_from_amax(112.0, "fp8_e4m3", 2) == key_code.scale_from_amax(112.0, "fp8_e4m3", 2) == 1.0
 
 
 # --- the public Fp8LinearFn: its arguments ------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.fp8.explorers."""
+"""Tests of amp_lessons.fp8._explorers."""
 
 import matplotlib
 
@@ -9,9 +9,11 @@ import math
 import pytest
 import torch
 
-from amp_lessons import fp8
 from benchmarks.widget_steps import measure_update_ms
+from tests.faces import internals
 from tests.pictures import is_png
+
+fp8 = internals("fp8")
 
 # --- fp8 scaling (lesson 07) -----------------------------------------------------------------------
 
@@ -22,7 +24,9 @@ def fp8_explorer():
 
 
 def test_fp8_explorer_matches_scaling_errors(fp8_explorer):
-    from amp_lessons import fp8
+    from tests.faces import internals
+
+    fp8 = internals("fp8")
 
     ex = fp8_explorer
     ex.set(block="none", fmt="e4m3", exponent=0)

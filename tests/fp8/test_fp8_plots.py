@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.fp8.plots."""
+"""Tests of amp_lessons.fp8._plots."""
 
 import matplotlib
 
@@ -44,7 +44,8 @@ def test_plot_fp8_window(fp8_tensors):
 
 
 def test_plot_scaling_errors(fp8_tensors):
-    from amp_lessons.fp8 import SCALING_METHODS, plot_scaling_errors, scaling_errors
+    from amp_lessons.fp8 import plot_scaling_errors, scaling_errors
+    from amp_lessons.fp8._experiments import SCALING_METHODS
 
     rows = scaling_errors(fp8_tensors)
     ax = plot_scaling_errors(rows)

@@ -9,10 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from amp_lessons import micro
 from amp_lessons.formats import get_format, quantize
 from amp_lessons.micro import key_code
 from amp_lessons.micro.key_code import MX_ELEMENTS, floor_shared_exponent, mx_block_quantize, round_to_element
+from tests.faces import internals
+
+micro = internals("micro")
 
 ML = {
     "fp8_e4m3": ml_dtypes.float8_e4m3fn,
@@ -167,7 +169,7 @@ def test_the_package_quantizer_is_the_lessons_key_code():
         q = micro.mx_quantize(x, fmt, "floor")
         assert torch.equal(q.values.nan_to_num(), values.nan_to_num()) and torch.equal(q.clipped, saturated)
         assert torch.equal(q.scale_codes, (k + 127).int())
-    assert micro.mx_quantize.__module__ == "amp_lessons.micro.experiments" and key_code.mx_block_quantize
+    assert micro.mx_quantize.__module__ == "amp_lessons.micro._experiments" and key_code.mx_block_quantize
     with pytest.raises(ValueError, match="'bf16' is not an MX element format"):
         micro.mx_quantize(x, "bf16")
 

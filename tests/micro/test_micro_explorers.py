@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.micro.explorers: the recipe explorer driven as a learner would, without a browser."""
+"""Tests of amp_lessons.micro._explorers: the recipe explorer driven as a learner would, without a browser."""
 
 import matplotlib
 
@@ -8,9 +8,11 @@ import math
 
 import pytest
 
-from amp_lessons import micro
 from benchmarks.widget_steps import measure_update_ms
+from tests.faces import internals
 from tests.pictures import PNG
+
+micro = internals("micro")
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +78,7 @@ def test_the_opening_spike_is_seen_in_the_picture():
     of the bulk that the stored line lacks (the recipe moved those values left, onto the clamp)."""
     import numpy as np
 
-    from amp_lessons.micro import explorers
+    from amp_lessons.micro import _explorers as explorers
 
     e = micro.RecipeExplorer()
     fill, line, _ = e._pic.moving

@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.micro.plots."""
+"""Tests of amp_lessons.micro._plots."""
 
 import matplotlib
 
@@ -7,15 +7,8 @@ matplotlib.use("Agg")
 import pytest
 import torch
 
-from amp_lessons.micro import (
-    UPDATE_METHODS,
-    LowPrecisionRun,
-    RecipeRow,
-    TinyUpdates,
-    plot_recipe_snr,
-    plot_tiny_updates,
-    plot_training,
-)
+from amp_lessons.micro import UPDATE_METHODS, plot_recipe_snr, plot_tiny_updates, plot_training
+from amp_lessons.micro._records import LowPrecisionRun, RecipeRow, TinyUpdates
 from tests.pictures import legend_outside
 
 

@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.scaling.checks, on lesson 05's exercises: each wrong answer gets its own hint, and none
+"""Tests of amp_lessons.scaling._checks, on lesson 05's exercises: each wrong answer gets its own hint, and none
 states the answer (the contract every checker keeps, starter and solution included, is
 tests/test_checker_contract.py)."""
 
@@ -62,3 +62,39 @@ def test_scaler_update_exercise():
         assert "GradScaler has" not in r.message and not reveals(r.message, want), r.message
     r, want = _replay(lambda sc, t, f, g, b, i: (sc * b, 0) if f else (sc * g, 0))
     assert "too large by a factor of 2" in r.message and math.isfinite(want)
+
+
+def test_scaler_update_tries_the_boundaries_and_refuses_the_packages_rule():
+    from amp_lessons.scaling._checks import _UPDATE_CASES
+
+    # overflows at the start and in a row, and one on the step whose count would reach the interval
+    assert any(infs[:3] == (0, 1, 2) for *_, infs in _UPDATE_CASES)
+    assert any(interval - 1 in infs for *_, interval, infs in _UPDATE_CASES)
+
+    def grows_first(sc, t, f, g, b, i):  # checks the count before the overflow
+        t += 1
+        if t == i:
+            return sc * g, 0
+        return (sc * b, 0) if f else (sc, t)
+
+    def no_reset(sc, t, f, g, b, i):  # backs off, but keeps counting from where it was
+        if f:
+            return sc * b, t
+        return (sc * g, 0) if t + 1 >= i else (sc, t + 1)
+
+    def counts_overflows(sc, t, f, g, b, i):  # counts an overflow step as a step of the interval
+        t += 1
+        if f:
+            return sc * b, t
+        return (sc * g, 0) if t >= i else (sc, t)
+
+    for fn in (grows_first, no_reset, counts_overflows):
+        r = scaling.check_scaler_update(fn)
+        assert_not_yet(r)
+        assert "Hints: (1)" in r.message, r.message
+    from amp_lessons.scaling.key_code import update_scale
+
+    for fn in (update_scale, lambda *a: update_scale(*a), lambda *a: scaling.simulate_scaler(0) and update_scale(*a)):
+        r = scaling.check_scaler_update(fn)
+        assert_not_yet(r)
+        assert "course's own" in r.message, r.message

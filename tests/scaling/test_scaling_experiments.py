@@ -8,9 +8,10 @@ import pytest
 import torch
 
 from amp_lessons.formats import CLASSES
-from amp_lessons.fp16 import census_fractions, gradient_census
-from amp_lessons.scaling import experiments as scaling, records
-from amp_lessons.scaling.experiments import (
+from amp_lessons.fp16 import gradient_census
+from amp_lessons.fp16._experiments import census_fractions
+from amp_lessons.scaling import _experiments as scaling, _records as records
+from amp_lessons.scaling._experiments import (
     CensusIndex,
     DynamicScaler,
     StaticScaler,
@@ -22,7 +23,7 @@ from amp_lessons.scaling.experiments import (
     simulate_scaler,
     train_comparison,
 )
-from amp_lessons.scaling.records import (
+from amp_lessons.scaling._records import (
     CensusTable,
     GradScalerComparison,
     PitfallTable,
@@ -319,7 +320,7 @@ def test_dynamic_scaler_unscale_before_clipping():
 
 
 def test_gradient_census_of_matches_gradient_census():
-    from amp_lessons.fp16 import small_batch, small_model
+    from amp_lessons.fp16._experiments import small_batch, small_model
 
     mine = gradient_census_of(small_model(), torch.nn.functional.cross_entropy, small_batch())
     theirs = gradient_census()
@@ -580,13 +581,61 @@ def test_the_scalers_are_the_lessons_own_code():
     """One copy: the package's scalers and update rule are the ones lesson 05 defines in its cells."""
     from amp_lessons.scaling import key_code
 
-    assert scaling.DynamicScaler is key_code.DynamicScaler and scaling.StaticScaler is key_code.StaticScaler
+    assert issubclass(scaling.DynamicScaler, key_code.DynamicScaler)
+    assert issubclass(scaling.StaticScaler, key_code.StaticScaler)
+    assert scaling.update_scale is key_code.update_scale
+    # only __init__ is the package's own (its checks): every method learners read is the lesson's
+    for ours, lessons in (
+        (scaling.DynamicScaler, key_code.DynamicScaler),
+        (scaling.StaticScaler, key_code.StaticScaler),
+    ):
+        assert set(vars(ours)) - {
+            "__doc__",
+            "__module__",
+            "__qualname__",
+            "__firstlineno__",
+            "__static_attributes__",
+        } == {"__init__"}
+        assert all(getattr(ours, m) is getattr(lessons, m) for m in ("scale_loss", "unscale_", "step"))
     assert key_code.update_scale(2.0**10, 2, False, 2.0, 0.5, 3) == (2.0**11, 0)
     assert key_code.update_scale(2.0**10, 2, True, 2.0, 0.5, 3) == (2.0**9, 0)
     assert key_code.update_scale(2.0**10, 0, False, 2.0, 0.5, 3) == (2.0**10, 1)
     assert key_code.update_scale(2.0**127, 0, False, 2.0, 0.5, 1) == (2.0**127, 0)  # never grows to inf
-    with pytest.raises(ValueError, match="scale='x' is not allowed"):
+    with pytest.raises(TypeError, match="scale must be a positive number, got 'x'"):
         StaticScaler("x")
+
+
+def test_the_lessons_key_code_holds_no_argument_checks():
+    """The exported cells learners read show the mechanism only; the package's wrappers (_checked) check the
+    arguments. The RuntimeErrors that stay are GradScaler's state machine (unscale_ twice, update before a step)."""
+    import inspect
+
+    from amp_lessons.scaling import key_code
+
+    text = inspect.getsource(key_code)
+    assert "raise ValueError" not in text and "raise TypeError" not in text and "isinstance(" not in text
+    assert text.count("raise RuntimeError") == 2
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        (dict(init_scale=1e39), ValueError, r"init_scale=1e\+39 .*float32"),
+        (dict(init_scale=1e-46), ValueError, r"init_scale=1e-46 .*float32"),
+        (dict(init_scale="x"), TypeError, "init_scale must be a positive number"),
+        (dict(init_scale=True), TypeError, "init_scale must be a positive number"),
+        (dict(growth_factor=math.inf), ValueError, "growth_factor=inf"),
+        (dict(growth_factor="2"), ValueError, "growth_factor='2'"),
+        (dict(backoff_factor=-0.5), ValueError, "backoff_factor=-0.5"),
+        (dict(growth_interval=2**31), ValueError, "growth_interval=2147483648 .*int32"),
+        (dict(growth_interval=10**30), ValueError, "growth_interval=10+ .*int32"),
+        (dict(growth_interval=True), ValueError, "growth_interval=True"),
+    ],
+)
+def test_the_checked_scalers_name_each_bad_parameter(kwargs, error, match):
+    for make in (DynamicScaler, lambda **kw: simulate_scaler(5, **kw), lambda **kw: compare_with_gradscaler(2, **kw)):
+        with pytest.raises(error, match=match):
+            make(**kwargs)
 
 
 def test_the_loop_lesson_05_shows_is_train_comparisons():

@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.scaling.explorers."""
+"""Tests of amp_lessons.scaling._explorers."""
 
 import matplotlib
 
@@ -9,9 +9,11 @@ import math
 import numpy as np
 import pytest
 
-from amp_lessons import scaling
 from benchmarks.widget_steps import measure_update_ms
+from tests.faces import internals
 from tests.pictures import is_png
+
+scaling = internals("scaling")
 
 # --- loss scaling (lesson 05) ---------------------------------------------------------------------
 
@@ -27,7 +29,7 @@ def scaler_states():
 
 
 def test_scale_explorer_readout_is_scaled_fractions(scales):
-    from amp_lessons.scaling import scaled_fractions
+    from amp_lessons.scaling._experiments import scaled_fractions
 
     for k in (0, 16, 32, 5):
         scales.set(exponent=k)

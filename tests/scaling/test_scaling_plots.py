@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.scaling.plots."""
+"""Tests of amp_lessons.scaling._plots."""
 
 import matplotlib
 
@@ -41,7 +41,7 @@ def test_scale_sweep_plot_draws_the_sweep_and_the_window(census05):
 
 
 def test_scaled_histogram_moves_with_the_exponent(census05):
-    from amp_lessons.scaling import plot_scaled_histogram
+    from amp_lessons.scaling._plots import plot_scaled_histogram
 
     a = plot_scaled_histogram(census05, 0)
     b = plot_scaled_histogram(census05, 32)
@@ -78,7 +78,8 @@ def test_scaler_history_from_simulation_and_comparison():
 
 
 def test_train_comparison_plot():
-    from amp_lessons.scaling import TrainComparison, plot_train_comparison
+    from amp_lessons.scaling import plot_train_comparison
+    from amp_lessons.scaling._records import TrainComparison
 
     result = TrainComparison(
         steps=2,
@@ -100,13 +101,8 @@ def test_train_comparison_plot():
 
 
 def test_legends_sit_outside_the_data(census05):
-    from amp_lessons.scaling import (
-        plot_scale_sweep,
-        plot_scaled_histogram,
-        plot_scaler_history,
-        scale_sweep,
-        simulate_scaler,
-    )
+    from amp_lessons.scaling import plot_scale_sweep, plot_scaler_history, scale_sweep, simulate_scaler
+    from amp_lessons.scaling._plots import plot_scaled_histogram
 
     assert legend_outside(plot_scale_sweep(scale_sweep(census05)))
     assert legend_outside(plot_scaled_histogram(census05, 8))

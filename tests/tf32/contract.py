@@ -1,5 +1,5 @@
 """Lesson 02's rows of the exercise-checker contract (tests/test_checker_contract.py): one per checker of
-``amp_lessons.tf32.checks``, keyed by its name."""
+``amp_lessons.tf32._checks``, keyed by its name."""
 
 from tests.checker_rows import Row
 
@@ -33,4 +33,11 @@ ROWS: dict[str, Row] = {
             lambda fmt, than: "x",
         ),
     ),
+}
+
+# Bad calls of the topic's face beyond the argument contract's kinds (tests/api_contract.py joins them to EXTRA): a K
+# given twice, an unknown format among good ones, an unknown variant.
+BAD_CALLS: dict[str, dict[str, list]] = {
+    "error_vs_k": {"ks": [[16, 16], [64, 16]], "fmts": [["fp16", "fp99"], ["fp16", None]]},
+    "matmul_errors": {"variants": [["fp32", "tf33"]]},
 }

@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.tf32.checks: the checker says what the course's TF32 model is, and what it is not."""
+"""Tests of amp_lessons.tf32._checks: the checker says what the course's TF32 model is, and what it is not."""
 
 import torch
 
@@ -62,7 +62,7 @@ def test_error_ratio_exercise():
 
 
 def test_error_ratio_pairs_are_none_the_lesson_measures_and_their_law_holds():
-    from amp_lessons.tf32 import checks
+    from amp_lessons.tf32 import _checks as checks
 
     measured = checks._measured_ratios()
     for (a, b), ratio in measured.items():
@@ -121,3 +121,34 @@ def test_the_rounding_the_learner_writes_is_checked_on_ties_and_may_not_call_the
     assert_not_yet(not_written)
     assert "returns x as it is" in not_written.message
     assert tf32.check_tf32_matmul(mm(s.round_to_tf32), s.round_to_tf32)
+
+
+# The rounding the learner writes is tried at the edges of the range too: subnormals, values that round up to inf,
+# inf, and NaNs whose payload lies only in the 13 dropped bits. The naive bit rounding (add, then clear the low bits)
+# is right everywhere but there: it turns those NaNs into inf.
+
+
+def _naive_round(x):
+    bits = x.view(torch.int32)
+    return ((bits + 0x0FFF + ((bits >> 13) & 1)) & ~0x1FFF).view(torch.float32)
+
+
+def test_rounding_that_turns_nan_into_inf_is_refused():
+    r = tf32.check_tf32_matmul(lambda a, b: _naive_round(a) @ _naive_round(b), _naive_round)
+    assert_not_yet(r)
+    assert "NaN" in r.message and "inf" in r.message
+    s = solution("02")
+    x = torch.tensor([0x7F800001, 0x7F801000, 0x7F7FFFFF, 0x00001000], dtype=torch.int32).view(torch.float32)
+    assert torch.isinf(_naive_round(x[:1])).all() and torch.isnan(s.round_to_tf32(x[:2])).all()
+    want = quantize(x, "tf32")
+    got = s.round_to_tf32(x)
+    assert torch.isinf(got[2]) and got[2] == want[2] and got[3] == want[3]  # fp32's max rounds up to inf in TF32
+
+
+def test_rounding_on_floats_fails_on_subnormals():
+    def via_frexp(x):  # keep 11 significant bits of each value: right for normals, not for TF32's subnormals
+        m, e = torch.frexp(x)
+        return torch.ldexp(torch.round(m * 2**11) / 2**11, e)
+
+    r = tf32.check_tf32_matmul(lambda a, b: via_frexp(a) @ via_frexp(b), via_frexp)
+    assert_not_yet(r)

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from amp_lessons import formats, recorders, reference
-from amp_lessons.tf32 import experiments as tf32
+from amp_lessons.tf32 import _experiments as tf32
 
 
 def test_emulated_matmul_rounds_both_inputs_with_the_hardware_rule():

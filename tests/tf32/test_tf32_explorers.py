@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.tf32.explorers."""
+"""Tests of amp_lessons.tf32._explorers."""
 
 import matplotlib
 
@@ -7,8 +7,10 @@ matplotlib.use("Agg")
 import ipywidgets as widgets
 import pytest
 
-from amp_lessons import tf32
+from tests.faces import internals
 from tests.pictures import is_png
+
+tf32 = internals("tf32")
 
 # --- matmul precision explorer (lesson 02) ------------------------------------------------------
 

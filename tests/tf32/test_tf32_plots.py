@@ -1,4 +1,4 @@
-"""Tests of amp_lessons.tf32.plots."""
+"""Tests of amp_lessons.tf32._plots."""
 
 import matplotlib
 
@@ -14,7 +14,8 @@ from tests.pictures import legend_outside
 
 
 def test_error_vs_k_plot_lines_and_trend():
-    from amp_lessons.tf32 import ErrorVsK, plot_error_vs_k
+    from amp_lessons.tf32 import plot_error_vs_k
+    from amp_lessons.tf32._experiments import ErrorVsK
 
     data = ErrorVsK((16, 64, 256), {"tf32": (1e-3, 2e-3, 4e-3), "bf16": (8e-3, 1.6e-2, 3.2e-2)}, (4, 8, 16))
     ax = plot_error_vs_k(data, extra={"mine": [1, 2, 4]})
@@ -34,7 +35,8 @@ def test_error_vs_k_plot_lines_and_trend():
 
 
 def test_matmul_errors_plot_bars():
-    from amp_lessons.tf32 import MatmulError, plot_matmul_errors
+    from amp_lessons.tf32 import plot_matmul_errors
+    from amp_lessons.tf32._experiments import MatmulError
 
     errs = [
         MatmulError("fp32", 1e-4, 1e-6, 1e-5, "measured on this CPU"),

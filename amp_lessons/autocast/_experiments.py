@@ -1,0 +1,650 @@
+"""Lesson 04's experiments: what autocast does to each op, seen three ways.
+
+- **The policy tables** (:func:`policy_table`, :func:`policy_groups`, :func:`policy_of`,
+  :func:`policy_sources`): for every ATen op that has an autocast kernel in the *installed* torch,
+  whether autocast runs it in lower precision, in fp32, promotes its inputs to the widest dtype,
+  or refuses it. No public torch API returns this, so it is derived: which ops have a kernel comes
+  from the dispatcher; the CUDA classes come from the header ``ATen/autocast_mode.h`` that ships
+  in the wheel, and every class the header does not give (all of them for the CPU, whose lists
+  live in a ``.cpp`` that is not shipped) is *measured*: the op is called under autocast with
+  small sample inputs and the dtype it returns says the class. CPU and CUDA policies differ:
+  ``layer_norm``, ``softmax``, ``exp`` and ``sum`` are fp32 ops under CUDA autocast and on no list
+  at all under CPU autocast.
+- **The tracer** (:func:`trace`): runs a function under autocast while a ``TorchDispatchMode``
+  records every ATen op with its input and output dtypes, including the ``_to_copy`` casts that
+  autocast inserts, and optionally the backward pass. The CUDA policy can be previewed on a
+  machine without a GPU with fake CUDA tensors (no data, no kernels, only dtypes and shapes).
+- **The profiler tree** (:func:`profile_tree`): the same story from ``torch.profiler``, with
+  timings, as an indented op tree, plus a Chrome trace file.
+
+:func:`cast_cost` times the fp32 upcast that a CUDA-style fp32 op (layer norm) needs for a
+low-precision input against the op itself.
+
+Every function returns data (the results are the records of :mod:`.records`); nothing here draws. The
+machinery that reads and measures torch's autocast lists is in :mod:`._policy`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import logging
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+
+from .._runtime import quiet_fd2
+from .._validate import count, is_int, path_or_none, sequence
+from ..timing import time_fn
+from ._policy import SOURCES, classify, cuda_autocast_on_fake, is_cast_op
+from ._records import CastCost, OpRecord, ProfileNode, ProfileTree, Trace, bare_op_name, dtype_name
+
+__all__ = [
+    "DEVICE_TYPES",
+    "POLICIES",
+    "SOURCES",
+    "cast_cost",
+    "fake_cuda",
+    "output_dtypes",
+    "policy_groups",
+    "policy_of",
+    "policy_sources",
+    "policy_table",
+    "profile_tree",
+    "trace",
+]
+
+POLICIES = ("lower_precision", "fp32", "fp32_set_opt_dtype", "fp32_append_dtype", "promote", "banned")
+"""What autocast does to an op: the five values of ``CastPolicy`` in PyTorch's ``autocast_mode.h``
+(https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.h), and one kernel that is not a
+policy.
+
+- ``"lower_precision"`` (``lower_precision_fp``): cast the floating inputs to fp16/bf16;
+- ``"fp32"``: cast the floating inputs to float32 (a separate cast before the op);
+- ``"fp32_set_opt_dtype"``: no cast; call the op with ``dtype=torch.float32`` so that it *writes* fp32,
+  unless the caller passed a ``dtype`` (then it is left alone): softmax, log_softmax, sum, prod, cumsum...;
+- ``"fp32_append_dtype"``: no cast; call the overload that takes an output dtype, with float32 (``norm``);
+- ``"promote"``: cast all floating inputs to the widest floating dtype among them;
+- ``"banned"``: a kernel that raises (``binary_cross_entropy`` under CUDA autocast).
+
+The CPU lists (``autocast_mode.cpp``) use only ``lower_precision``, ``fp32`` and ``promote``."""
+
+DEVICE_TYPES = ("cpu", "cuda")
+
+_DEFAULT_DTYPES = {"cpu": torch.bfloat16, "cuda": torch.float16}
+_AUTOCAST_DTYPES = (torch.bfloat16, torch.float16)
+
+
+# --------------------------------------------------------------------------------------------
+# Checks
+# --------------------------------------------------------------------------------------------
+
+
+def _check_device_type(device_type) -> str:
+    if not isinstance(device_type, str) or device_type not in DEVICE_TYPES:
+        raise ValueError(f"device_type must be 'cpu' or 'cuda', got {device_type!r}")
+    return device_type
+
+
+def _check_dtype(dtype, device_type: str) -> torch.dtype:
+    if dtype is None:
+        return _DEFAULT_DTYPES[device_type]
+    if not isinstance(dtype, torch.dtype) or dtype not in _AUTOCAST_DTYPES:
+        raise ValueError(
+            f"dtype must be torch.bfloat16 or torch.float16 (the low-precision dtypes autocast "
+            f"runs in), or None for the default of {device_type!r} "
+            f"({_DEFAULT_DTYPES[device_type]}), got {dtype!r}"
+        )
+    return dtype
+
+
+# --------------------------------------------------------------------------------------------
+# Policy tables
+# --------------------------------------------------------------------------------------------
+
+
+def policy_table(device_type: str) -> dict[str, str]:
+    """``{op name: policy}`` for every ATen op with an autocast kernel for ``device_type``
+    (``"cpu"`` or ``"cuda"``) in the installed torch; the policy is one of :data:`POLICIES`.
+
+    Names have no overload (``"mm"``, ``"layer_norm"``, ``"conv_transpose2d"``); ops without an
+    autocast kernel (``add``, ``relu``, ``embedding``...) are absent: autocast leaves them alone,
+    so they run in whatever dtype their inputs have. Works for ``"cuda"`` without a GPU.
+
+    How it is derived (see :func:`policy_sources` for each op): the op list is every operator
+    for which the dispatcher holds a kernel of its own under the ``AutocastCPU`` /
+    ``AutocastCUDA`` key. CUDA classes are read from the macro lists of the installed
+    ``torch/include/ATen/autocast_mode.h``; the rest (the banned ``binary_cross_entropy``, and
+    every CPU op, as the CPU lists are in a ``.cpp`` the wheel does not ship) are measured by
+    calling each op under autocast with small sample inputs built from its schema and reading
+    the dtype it returns (bfloat16 for the CPU; fp16 on fake CUDA tensors for CUDA). The
+    measurements run once per session, for both device types, in a separate Python process
+    (about 4 s on a 2-core CPU); later calls are instant. An op that could be classified in no
+    way would be left out; in torch 2.13 there is none.
+    """
+    return dict(classify(_check_device_type(device_type))[0])
+
+
+def policy_sources(device_type: str) -> dict[str, str]:
+    """``{op name: how its class was found}`` for the ops of :func:`policy_table`, one of
+    :data:`SOURCES`: ``"header"`` (CUDA only: listed in the installed ``autocast_mode.h``),
+    ``"measured"`` (the dtype the op returned under autocast on this machine, on fake CUDA
+    tensors for CUDA, for at least one overload) or ``"fallback"``: no sample input could call
+    the op, so its class is borrowed, in this order: for the CPU, from the few ops whose class the
+    module copies from ``autocast_mode.cpp`` because they run only on some CPUs (``mkldnn_rnn_layer``:
+    measured where the CPU has AVX512, a fallback on AVX2-only CPUs, where oneDNN refuses it); from
+    an op of the same name in the CUDA header, from the class measured for the other device type, or
+    from the longest header op name inside its name (a guess: in torch 2.13 only CUDA's
+    ``cudnn_convolution`` and ``cudnn_convolution_transpose``, which fake tensors cannot run, get
+    their class this way, from ``convolution``: lower_precision, which is what ``autocast_mode.cpp``
+    registers). Which ops are "measured" therefore depends on the CPU; the table does not."""
+    return dict(classify(_check_device_type(device_type))[1])
+
+
+def policy_groups(device_type: str) -> dict[str, list[str]]:
+    """``{policy: sorted op names}`` for every policy in :data:`POLICIES` (empty lists included)."""
+    groups: dict[str, list[str]] = {p: [] for p in POLICIES}
+    for name, policy in policy_table(device_type).items():
+        groups[policy].append(name)
+    return {p: sorted(names) for p, names in groups.items()}
+
+
+def policy_of(op_name, device_type: str) -> str | None:
+    """The autocast policy of one op (``"mm"``, ``"aten::mm"``, ``"aten.mm.default"`` or
+    ``torch.ops.aten.mm``) on ``device_type``, or None if autocast has no kernel for it there. A name that is no
+    ATen operator of the installed torch (``"sideways"``, ``""``) is a ValueError."""
+    name = bare_op_name(op_name)
+    if not isinstance(getattr(torch.ops.aten, name, None), torch._ops.OpOverloadPacket):
+        raise ValueError(
+            f"op_name must name an ATen operator of the installed torch, such as 'mm' or 'layer_norm' "
+            f"(torch.ops.aten.<name>), got {op_name!r}"
+        )
+    return policy_table(device_type).get(name)
+
+
+# --------------------------------------------------------------------------------------------
+# The tracer
+# --------------------------------------------------------------------------------------------
+
+
+def _tensors(tree) -> list[torch.Tensor]:
+    return [t for t in tree_leaves(tree) if isinstance(t, torch.Tensor)]
+
+
+class _Recorder(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.ops: list[OpRecord] = []
+        self.phase = "forward"
+        self.paused = False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if self.paused or func.namespace == "prim":
+            return out
+        ins, outs = _tensors((args, kwargs)), _tensors(out)
+        is_cast = is_cast_op(func) and bool(ins) and bool(outs) and ins[0].dtype != outs[0].dtype
+        is_weight_cast = (
+            is_cast
+            and self.phase == "forward"
+            and (isinstance(ins[0], torch.nn.Parameter) or (ins[0].is_leaf and ins[0].requires_grad))
+        )
+        name = func.__name__.split(".")[0]
+        if func.namespace != "aten":
+            name = f"{func.namespace}::{name}"
+        self.ops.append(
+            OpRecord(
+                self.phase,
+                name,
+                tuple(t.dtype for t in ins),
+                tuple(tuple(t.shape) for t in ins),
+                tuple(t.dtype for t in outs),
+                tuple(tuple(t.shape) for t in outs),
+                is_cast,
+                is_weight_cast,
+            )
+        )
+        return out
+
+
+def _fake_tensor(t: torch.Tensor, mode) -> torch.Tensor:
+    with mode:
+        return torch.empty_strided(tuple(t.shape), tuple(t.stride()), dtype=t.dtype, device="cuda")
+
+
+def _convert(obj, mode, memo: dict):
+    """Fake CUDA copies of the tensors and modules in ``obj`` (lists, tuples and dicts walked)."""
+    if isinstance(obj, torch.Tensor):
+        if isinstance(obj, FakeTensor) and obj.fake_mode is mode:
+            return obj
+        if id(obj) not in memo:
+            memo[id(obj)] = _fake_tensor(obj.detach(), mode)
+        return memo[id(obj)]
+    if isinstance(obj, torch.nn.Module):
+        tensors = [*obj.parameters(), *obj.buffers()]
+        if tensors and all(isinstance(t, FakeTensor) and t.fake_mode is mode for t in tensors):
+            return obj  # converted already (by fake_cuda)
+        clone = copy.deepcopy(obj)
+        clone._apply(lambda t: _convert(t, mode, memo))
+        for p in clone.parameters():
+            p.requires_grad_(False)  # autograd on fake CUDA tensors needs the CUDA runtime
+        return clone
+    if isinstance(obj, (list, tuple)):
+        converted = [_convert(o, mode, memo) for o in obj]
+        return type(obj)(converted) if not hasattr(obj, "_fields") else type(obj)(*converted)
+    if isinstance(obj, dict):
+        return type(obj)((k, _convert(v, mode, memo)) for k, v in obj.items())
+    return obj
+
+
+def fake_cuda(obj, mode=None):
+    """Fake CUDA copies of the tensors and ``nn.Module`` s in ``obj`` (a tensor, a module, or
+    lists/tuples/dicts of them; anything else is returned as is), for ``mode`` (a
+    ``FakeTensorMode``; a new one if None). Module copies are
+    deep copies whose parameters and buffers are fake and do not require grad; tensors keep
+    shape, stride and dtype, not values. The original objects are not changed.
+
+    :func:`trace` does this itself for its arguments; call this to build fake inputs yourself
+    (then trace uses their fake mode), e.g. to look at shapes inside the mode."""
+    mode = FakeTensorMode() if mode is None else mode
+    if not isinstance(mode, FakeTensorMode):
+        raise TypeError(f"mode must be a FakeTensorMode or None, got {type(mode).__name__}")
+    return _convert(obj, mode, {})
+
+
+def _existing_fake_mode(tree):
+    for leaf in tree_leaves(tree):
+        if isinstance(leaf, FakeTensor):
+            return leaf.fake_mode
+        if isinstance(leaf, torch.nn.Module):
+            for t in (*leaf.parameters(), *leaf.buffers()):
+                if isinstance(t, FakeTensor):
+                    return t.fake_mode
+    return None
+
+
+def _check_devices(tree, device_type: str, fake: bool) -> None:
+    def tensors_of(leaf):
+        if isinstance(leaf, torch.Tensor):
+            yield "a tensor argument", leaf
+        elif isinstance(leaf, torch.nn.Module):
+            for n, t in (*leaf.named_parameters(), *leaf.named_buffers()):
+                yield f"{type(leaf).__name__}.{n}", t
+
+    for leaf in tree_leaves(tree):
+        for what, t in tensors_of(leaf):
+            if fake:
+                continue  # everything is converted
+            if isinstance(t, FakeTensor):
+                raise ValueError(f"{what} is a fake tensor, but fake=False: pass real tensors, or fake=True")
+            if t.device.type != device_type and t.dim() > 0:
+                hint = (
+                    " (move them with .cuda(), or preview the CUDA policy with fake=True)"
+                    if device_type == "cuda"
+                    else " (move them with .cpu())"
+                )
+                raise ValueError(
+                    f"{what} is on {t.device}, but device_type={device_type!r} runs autocast "
+                    f"on {device_type} tensors{hint}"
+                )
+
+
+def _all_real_cuda(tree) -> bool:
+    """Every tensor in ``tree`` (and every parameter and buffer of a module in it) is a real CUDA tensor."""
+    for leaf in tree_leaves(tree):
+        if isinstance(leaf, torch.nn.Module):
+            tensors = [*leaf.parameters(), *leaf.buffers()]
+        elif isinstance(leaf, torch.Tensor):
+            tensors = [leaf]
+        else:
+            continue
+        if any(isinstance(t, FakeTensor) or t.device.type != "cuda" for t in tensors):
+            return False
+    return True
+
+
+def _first_output_tensor(out):
+    for t in tree_leaves(out):
+        if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
+            return t
+    return None
+
+
+def trace(fn, *args, device_type: str = "cpu", dtype=None, fake=None, backward: bool = False, **kwargs) -> Trace:
+    """Run ``fn(*args, **kwargs)`` under ``torch.autocast(device_type, dtype)`` and record every
+    ATen op the dispatcher runs: name, input and output dtypes and shapes, and whether it is a
+    cast (a ``_to_copy`` that changes the dtype: those in the forward pass are autocast's).
+
+    ``dtype``: ``torch.bfloat16`` or ``torch.float16``; None means bfloat16 on the CPU, float16
+    for CUDA. With ``backward=True`` the backward pass of ``fn``'s (first floating) output runs
+    too, outside autocast as it should (a non-scalar output gets a gradient of ones), and its ops
+    are recorded with phase "backward"; the gradients accumulate into the parameters as any
+    backward would.
+
+    ``device_type="cuda"``: ``fake=False`` runs everything for real, on a GPU, and the tensors and
+    modules must already be on it. ``fake=None`` (the default) runs for real only where torch sees a
+    GPU *and* every tensor and module is already on it; otherwise (CPU tensors, on any machine, or
+    ``fake=True``) the CUDA policy is *previewed*: ``args``, ``kwargs`` and ``fn`` itself if it is an ``nn.Module`` are
+    replaced by fake CUDA copies (:func:`fake_cuda`; fake tensors have dtypes and shapes, no
+    values, and run no kernels), and CUDA autocast is switched on for them directly. So pass
+    every tensor and module ``fn`` uses as an argument, ``trace(lambda m, x: m(x).sum(), model,
+    x, device_type="cuda")``, not through a closure: a real tensor met inside the fake region is
+    an error. Tensors created inside ``fn`` with ``device="cuda"`` are fake. Fake tensors cannot
+    take part in autograd in a CPU-only torch (it asks the CUDA runtime for a stream), so the
+    preview runs under ``torch.no_grad()`` with the autocast cast cache off: every call casts
+    its weights again (on a GPU, casts of parameters are cached once per autocast region), and
+    ``backward=True`` is refused.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {fn!r}")
+    device_type = _check_device_type(device_type)
+    dtype = _check_dtype(dtype, device_type)
+    if fake not in (None, True, False):
+        raise ValueError(f"fake must be None (automatic), True or False, got {fake!r}")
+    if not isinstance(backward, bool):
+        raise ValueError(f"backward must be True or False, got {backward!r}")
+    has_cuda = torch.cuda.is_available()
+    if device_type == "cpu":
+        if fake:
+            raise ValueError(
+                "fake=True previews the CUDA policy: use device_type='cuda' "
+                "(device_type='cpu' runs CPU autocast for real)"
+            )
+        fake = False
+    elif fake is None:
+        fake = not (has_cuda and _all_real_cuda((fn, args, kwargs)))
+    elif not fake and not has_cuda:
+        raise RuntimeError(
+            "device_type='cuda' with fake=False needs a CUDA GPU, and torch sees none here; "
+            "preview the CUDA policy with fake=True (or fake=None)"
+        )
+    if fake and backward:
+        raise ValueError(
+            "backward=True cannot run on fake CUDA tensors (autograd needs the CUDA runtime); "
+            "trace the backward pass with device_type='cpu', or on a GPU"
+        )
+    everything = (fn, args, kwargs)
+    _check_devices(everything, device_type, fake)
+    if fake:
+        return _trace_fake(fn, args, kwargs, dtype)
+    return _trace_real(fn, args, kwargs, device_type, dtype, backward)
+
+
+def _trace_real(fn, args, kwargs, device_type, dtype, backward) -> Trace:
+    rec = _Recorder()
+    with rec:
+        with torch.autocast(device_type, dtype=dtype):
+            out = fn(*args, **kwargs)
+        if backward:
+            root = _first_output_tensor(out)
+            if root is None or not root.requires_grad:
+                raise ValueError(
+                    "backward=True, but fn's output has no floating tensor that requires grad: "
+                    "give fn a module with parameters, or inputs with requires_grad=True"
+                )
+            rec.paused = True
+            grad = torch.ones_like(root)
+            rec.paused = False
+            rec.phase = "backward"
+            root.backward(grad)
+    name = torch.cuda.get_device_name() if device_type == "cuda" else None
+    return Trace(rec.ops, device_type, dtype, False, out, name)
+
+
+def _trace_fake(fn, args, kwargs, dtype) -> Trace:
+    mode = _existing_fake_mode((fn, args, kwargs)) or FakeTensorMode()
+    memo: dict = {}
+    fn_c = _convert(fn, mode, memo) if isinstance(fn, torch.nn.Module) else fn
+    args_c, kwargs_c = _convert(args, mode, memo), _convert(kwargs, mode, memo)
+    rec = _Recorder()
+    try:
+        with torch.no_grad(), mode, rec, cuda_autocast_on_fake(dtype, cache=False):
+            out = fn_c(*args_c, **kwargs_c)
+    except Exception as e:
+        text = str(e)
+        if "FakeTensor" in text and ("non-Fake" in text or "nonfake" in text.lower() or "convert all Tensors" in text):
+            raise ValueError(
+                "fn used a real tensor inside the fake CUDA preview (probably through a closure or a "
+                "global): pass every tensor and module fn needs as an argument of trace, so that it "
+                "can be converted, or create it inside fn"
+            ) from e
+        raise
+    return Trace(rec.ops, "cuda", dtype, True, out, None)
+
+
+# --------------------------------------------------------------------------------------------
+# The profiler tree
+# --------------------------------------------------------------------------------------------
+
+_NOT_TENSORS = {"Scalar", "ScalarList", "", "GenericList", "None", "Device", "Layout", "bool", "int"}
+
+
+def _clean_inputs(dims, types) -> tuple[list, list]:
+    """The tensor inputs of a profiler event: shapes and dtypes ("float", "BFloat16", "Half")."""
+    dims, types = list(dims or []), list(types or [])
+    if len(dims) != len(types):
+        return dims, [t.replace("c10::", "") for t in types]
+    keep = [i for i, t in enumerate(types) if t not in _NOT_TENSORS]
+    return [dims[i] for i in keep], [types[i].replace("c10::", "") for i in keep]
+
+
+def _build_tree(events: list) -> list:
+    """Nest Chrome-trace CPU events by time containment, per thread."""
+    by_thread: dict = {}
+    for e in events:
+        by_thread.setdefault(e.get("tid"), []).append(e)
+    roots = []
+    for evs in by_thread.values():
+        evs.sort(key=lambda e: (float(e["ts"]), -float(e.get("dur", 0))))
+        stack: list[tuple[float, ProfileNode]] = []
+        for e in evs:
+            start, dur = float(e["ts"]), float(e.get("dur", 0))
+            a = e.get("args", {})
+            shapes, dtypes = _clean_inputs(a.get("Input Dims"), a.get("Input type"))
+            node = ProfileNode(e["name"], shapes, dtypes, dur, dur, [], start)
+            while stack and start >= stack[-1][0] - 1e-3:  # the previous op ended before this one started
+                stack.pop()
+            (stack[-1][1].children if stack else roots).append(node)
+            stack.append((start + dur, node))
+    roots.sort(key=lambda n: n.start_us)
+
+    def settle(node):
+        for c in node.children:
+            settle(c)
+        node.self_us = max(node.total_us - sum(c.total_us for c in node.children), 0.0)
+
+    for r in roots:
+        settle(r)
+    return roots
+
+
+def profile_tree(fn, *args, device_type: str = "cpu", dtype=None, trace_dir=None, **kwargs) -> ProfileTree:
+    """Run ``fn(*args, **kwargs)`` under ``torch.autocast(device_type, dtype)`` inside
+    ``torch.profiler.profile(record_shapes=True)`` and return its CPU op tree
+    (:class:`ProfileTree`): each op with its tensor inputs' shapes and dtypes, self and total
+    time, its children indented below it; autocast's casts appear as ``aten::to`` ->
+    ``aten::_to_copy`` -> ``aten::copy_`` children of the op that needed them.
+
+    ``fn`` runs once, unwarmed (the first call of an op includes one-time setup), so read times
+    as rough. On a GPU (``device_type="cuda"``) CUDA activity is recorded too; the GPU kernels
+    are in the Chrome trace, the tree shows the CPU side. The Chrome trace is written to a new
+    file in ``trace_dir`` (created if needed; default a new temporary folder). This measures
+    real kernels: ``device_type="cuda"`` needs a GPU (use :func:`trace` to preview the CUDA
+    policy without one)."""
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {fn!r}")
+    device_type = _check_device_type(device_type)
+    dtype = _check_dtype(dtype, device_type)
+    if device_type == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(
+            "profile_tree(device_type='cuda') times real CUDA kernels, and torch sees no GPU here; "
+            "use device_type='cpu', or trace(..., device_type='cuda') to preview the CUDA policy"
+        )
+    _check_devices((fn, args, kwargs), device_type, False)
+    if path_or_none(trace_dir, "trace_dir") is None:
+        trace_dir = tempfile.mkdtemp(prefix="amp_profile_")
+    trace_dir = Path(trace_dir)
+    trace_dir.mkdir(parents=True, exist_ok=True)
+    fd, path = tempfile.mkstemp(prefix="autocast_", suffix=".json", dir=trace_dir)
+    os.close(fd)
+
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device_type == "cuda" else [])
+    with quiet_fd2():  # kineto's start/stop lines and torch 2.11's per-start UserWarning
+        with profile(activities=activities, record_shapes=True) as prof:
+            with torch.autocast(device_type, dtype=dtype):
+                fn(*args, **kwargs)
+            if device_type == "cuda":
+                torch.cuda.synchronize()
+    prof.export_chrome_trace(path)
+    with open(path) as f:
+        data = json.load(f)
+    events = data.get("traceEvents", data) if isinstance(data, dict) else data
+    cpu = [
+        e
+        for e in events
+        if isinstance(e, dict) and e.get("ph") == "X" and e.get("cat") in ("cpu_op", "user_annotation") and "ts" in e
+    ]
+    name = torch.cuda.get_device_name() if device_type == "cuda" else None
+    return ProfileTree(_build_tree(cpu), path, device_type, dtype, name)
+
+
+# --------------------------------------------------------------------------------------------
+# The cost of an upcast
+# --------------------------------------------------------------------------------------------
+
+
+def _check_size(size) -> tuple[int, int]:
+    if is_int(size):
+        size = (int(size), int(size))
+    if not isinstance(size, (tuple, list)) or len(size) != 2 or not all(is_int(v, 1) for v in size):
+        raise ValueError(f"size must be a positive int or a pair (rows, features) of positive ints, got {size!r}")
+    rows, features = int(size[0]), int(size[1])
+    if rows * features > 2**26:
+        raise ValueError(f"size {rows} x {features} is over 2**26 elements; keep it smaller")
+    return rows, features
+
+
+def cast_cost(size=(4096, 1024), repeats: int = 20, *, device: str = "cpu") -> CastCost:
+    """Time an fp32 layer norm fed a low-precision activation, and the cast it needs.
+
+    ``x`` is a bfloat16 ``(rows, features)`` tensor (``size``; an int means square) and
+    ``ln`` an ``nn.LayerNorm(features)`` with fp32 weight and bias. Medians of ``repeats`` timed
+    calls (after 3 untimed ones; :func:`amp_lessons.timing.time_fn`), in seconds, without
+    autograd:
+
+    - ``"autocast_layer_norm_s"``: ``ln(x)`` under ``torch.autocast(device, bfloat16)``, what
+      autocast really does here. On CUDA, layer_norm is an fp32 op, so autocast inserts the
+      upcast; under CPU autocast it is on no list, so no cast is inserted and the mixed
+      bf16-input/fp32-weight kernel runs (``"autocast_inserts_upcast"`` says which, traced).
+    - ``"upcast_then_layer_norm_s"``: ``ln(x.float())``, the CUDA policy spelled out.
+    - ``"upcast_into_buffer_then_layer_norm_s"``: the same with the fp32 copy written into a
+      buffer allocated once (``ln(buf.copy_(x))``): the arithmetic and memory traffic without
+      a fresh allocation. On Linux the difference can be large: ``ln(x.float())`` frees two
+      big temporaries per call, glibc's ``malloc`` gives that memory back to the OS and every
+      call faults it in again (on the 2-core CI machine at 4096 x 1024: about 10 ms instead of
+      about 1.5 ms; with trimming switched off through ``mallopt`` the two agree). That is the
+      allocator, not the cast.
+    - ``"cast_s"``: ``x.float()`` alone.
+    - ``"layer_norm_fp32_s"``: ``ln(x32)`` on an fp32 copy of ``x``, no cast.
+    - ``"cast_over_layer_norm"``: ``cast_s / layer_norm_fp32_s``.
+
+    Returned as the :class:`CastCost`, with the ``size``, ``repeats`` and ``device`` (``"cpu"`` or the GPU's
+    name) measured. CPU times are noisy: the first large allocations of a process can add page-fault time, so run it
+    twice before reading much into one result.
+    """
+    rows, features = _check_size(size)
+    count(repeats, "repeats", 1, 10_000, "timed calls of each of four ops")
+    if device not in DEVICE_TYPES:
+        raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("cast_cost(device='cuda') needs a CUDA GPU, and torch sees none here; use device='cpu'")
+    g = torch.Generator().manual_seed(0)
+    x32 = torch.randn(rows, features, generator=g).to(device)
+    x = x32.to(torch.bfloat16)
+    ln = torch.nn.LayerNorm(features).to(device)
+    buf = torch.empty_like(x32)
+
+    def autocast_ln():
+        with torch.autocast(device, dtype=torch.bfloat16):
+            return ln(x)
+
+    probe = trace(lambda m, t: m(t), ln, x[:2], device_type=device, dtype=torch.bfloat16, fake=False)
+    inserts = any(
+        op.is_cast and op.in_dtypes[0] == torch.bfloat16 and op.out_dtypes[0] == torch.float32 for op in probe.ops
+    )
+    with torch.no_grad():
+        times = {
+            "autocast_layer_norm_s": time_fn(autocast_ln, device=device, repeats=int(repeats)).median_s,
+            "upcast_then_layer_norm_s": time_fn(lambda: ln(x.float()), device=device, repeats=int(repeats)).median_s,
+            "upcast_into_buffer_then_layer_norm_s": time_fn(
+                lambda: ln(buf.copy_(x)), device=device, repeats=int(repeats)
+            ).median_s,
+            "cast_s": time_fn(lambda: x.float(), device=device, repeats=int(repeats)).median_s,
+            "layer_norm_fp32_s": time_fn(lambda: ln(x32), device=device, repeats=int(repeats)).median_s,
+        }
+    return CastCost(
+        **times,
+        cast_over_layer_norm=times["cast_s"] / times["layer_norm_fp32_s"],
+        autocast_inserts_upcast=inserts,
+        size=(rows, features),
+        repeats=int(repeats),
+        device=torch.cuda.get_device_name() if device == "cuda" else "cpu",
+    )
+
+
+def output_dtypes(exprs: dict, *args, device_types=DEVICE_TYPES) -> dict:
+    """``{label: {device_type: dtype name}}``: the output dtype of each ``exprs[label](*args)`` traced under
+    each device type's autocast (:func:`trace`: CPU autocast measured here; CUDA autocast on a GPU, or
+    previewed with fake CUDA tensors). A call that raises gives ``"error"``. ``exprs`` maps a label to a
+    function of ``args``; the names are ``torch.float32``'s without ``torch.``, e.g. ``"bfloat16"``."""
+    if not isinstance(exprs, dict) or not exprs:
+        raise TypeError(f"exprs must be a non-empty dict {{label: function}}, got {exprs!r}")
+    bad = [k for k, f in exprs.items() if not isinstance(k, str) or not callable(f)]
+    if bad:
+        raise TypeError(f"exprs must map string labels to functions; these do not: {bad}")
+    if isinstance(device_types, str):
+        device_types = (device_types,)
+    device_types = tuple(_check_device_type(d) for d in sequence(device_types, "device_types", "'cpu'/'cuda'"))
+    if not device_types:
+        raise ValueError("device_types must name at least one of 'cpu' and 'cuda', got an empty selection ()")
+    if len(set(device_types)) != len(device_types):
+        raise ValueError(f"device_types must name each device type once, got {device_types!r}")
+    out = {}
+    for label, fn in exprs.items():
+        row = {}
+        for d in device_types:
+            try:
+                with _quiet_fake_errors():
+                    row[d] = dtype_name(trace(fn, *args, device_type=d).output.dtype)
+            except (RuntimeError, TypeError, ValueError) as exc:
+                if any(m in str(exc) for m in _PREVIEW_LIMITS):
+                    raise  # a limit of the fake CUDA preview, not a refusal by autocast
+                row[d] = "error"
+        out[label] = row
+    return out
+
+
+#: errors that come from the fake CUDA preview itself (a CPU-only torch, a real tensor in a fake region)
+_PREVIEW_LIMITS = ("not linked with support for cuda", "real tensor inside the fake CUDA preview")
+
+
+@contextlib.contextmanager
+def _quiet_fake_errors():
+    """Silence the fake-tensor logger's traceback for an op whose meta function refuses its inputs (the
+    error itself is raised and becomes the ``"error"`` answer)."""
+    log = logging.getLogger("torch._subclasses.fake_tensor")
+    level = log.level
+    log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        log.setLevel(level)

@@ -1,0 +1,651 @@
+"""Lesson 03's experiments: fp16 overflow, underflow and swamping, and why mixed precision keeps
+fp32 where it does (accumulators, master weights) and scales gradients.
+
+Every function returns data; the pictures are in :mod:`.plots`. All rounding goes
+through the formats engine (:mod:`amp_lessons.formats`) or an exact scalar twin of it, so any
+:class:`~amp_lessons.formats.FloatFormat` can be the accumulator, not only the dtypes torch has.
+No fp16 matmul runs here: on CPUs without a fast fp16 path (most of them) they take a fallback tens
+to hundreds of times slower than fp32, so "fp16 weights" are fp32 tensors holding fp16 values
+(rounded by :func:`~amp_lessons.formats.quantize`) and the arithmetic on them is fp32: a model of a
+GPU's fp16 tensor core with fp32 accumulation, not a bit-exact copy of it.
+
+How a running sum is rounded: each addition is done in float32 (round to nearest even) and the
+result rounded to the accumulator's format. For addends that are already in the accumulator's
+format (fp16, bf16 or any format of at most 11 significant bits) this is exactly the correctly
+rounded sum, as float32 carries more than twice their digits; it is also what torch's CPU fp16 and
+bf16 arithmetic do, which the tests check bit for bit.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .. import _validate
+from .._runtime import Progress, one_thread
+from .._table import TableRecord
+from .._validate import count, finite, flag
+from ..formats import CLASSES, FloatFormat, check_modes, float32_input, get_format, quantize
+from .key_code import sgd_step
+
+__all__ = [
+    "MasterWeightRuns",
+    "GradientCensus",
+    "SumCopies",
+    "census_fractions",
+    "check_copies",
+    "classify",
+    "gradient_census",
+    "gradient_census_of",
+    "kahan_sum",
+    "lost_update_fraction",
+    "running_sum",
+    "running_sums_of_copies",
+    "sgd_step",
+    "small_batch",
+    "small_model",
+    "sum_copies",
+    "train_master_weights",
+    "update_survives",
+]
+
+_MAX_COPIES = 1_000_000
+_SCALAR_ROWS = 16  # running sums of at most this many rows loop in Python floats (faster)
+
+
+# --- checks ------------------------------------------------------------------------------------
+
+
+def _values(values, what="values") -> torch.Tensor:
+    """A float32 tensor from a floating tensor (not float64) or a list of numbers."""
+    if isinstance(values, torch.Tensor):
+        return float32_input(values, what)
+    if isinstance(values, (list, tuple)):
+        try:
+            return torch.tensor(values, dtype=torch.float32)
+        except (TypeError, ValueError, RuntimeError):
+            raise TypeError(f"{what} must be a tensor or a list of numbers, got {values!r:.80}") from None
+    raise TypeError(f"{what} must be a float32 tensor or a list of numbers, got {type(values).__name__}")
+
+
+# --- exact rounding of one Python float ----------------------------------------------------------
+
+
+def _is_fp32(f: FloatFormat) -> bool:
+    return (f.exponent_bits, f.mantissa_bits, f.encoding) == (8, 23, "ieee")
+
+
+@functools.lru_cache(maxsize=None)
+def _scalar_rounder(f: FloatFormat, rounding: str, overflow: str):
+    """A function rounding one float (holding a float32 value, or an exact sum of two) to ``f``:
+    the same result as :func:`~amp_lessons.formats.quantize`, about 20x faster for one value."""
+    m, emin, fmax = f.mantissa_bits, f.emin, f.max
+    qmin = emin - m
+    over = {"inf": math.inf, "saturate": fmax, "nan": math.nan}[overflow]
+    unsigned_zero = not f.has_negative_zero
+    frexp, ldexp, floor = math.frexp, math.ldexp, math.floor
+    if _is_fp32(f) and rounding == "nearest_even" and overflow == "inf":
+        return float  # quantize returns float32 input unchanged here
+
+    def rnd(x: float) -> float:
+        if x != x:
+            return x
+        a = -x if x < 0 else x
+        if a == 0:
+            return 0.0 if unsigned_zero else x
+        if a == math.inf:
+            r = over
+        else:
+            e = frexp(a)[1] - 1  # a is in [2**e, 2**(e+1))
+            q = e - m if e > emin else qmin  # the value of the last kept bit: 2**q
+            s = ldexp(a, -q)  # exact
+            if rounding == "nearest_even":
+                n = round(s)
+            elif rounding == "nearest_away":
+                n = floor(s)
+                n += (s - n) >= 0.5
+            else:
+                n = floor(s)
+            r = ldexp(n, q)
+            if r > fmax:
+                r = fmax if rounding == "toward_zero" else over  # toward zero never makes inf
+        if r == 0 and unsigned_zero:
+            return 0.0
+        return -r if x < 0 else r
+
+    return rnd
+
+
+_FP32 = get_format("fp32")
+_round32 = _scalar_rounder(_FP32, "nearest_even", "inf")
+
+
+# --- running sums --------------------------------------------------------------------------------
+
+
+def running_sum(values, acc_fmt="fp16", rounding: str = "nearest_even", *, overflow: str | None = None) -> torch.Tensor:
+    """Sequential sum with the accumulator rounded to ``acc_fmt`` after every addition.
+
+    ``values`` has shape ``(..., N)``: each row is summed left to right (the leading dimensions are
+    independent sums). The addends are used as given (float32; round them first to model fp16
+    addends). Returns all partial sums (float32, the shape of ``values``), like ``cumsum``: element
+    ``i`` is the sum of the first ``i + 1`` terms.
+
+    Each addition is done in float32 and rounded to ``acc_fmt`` with ``rounding`` (and ``overflow``,
+    default the format's own); for ``"fp32"`` this is a float32 running sum, for ``"fp16"`` and
+    ``"bf16"`` it agrees bit for bit with torch's own arithmetic in that dtype,
+    ``acc = acc + v`` step by step.
+    """
+    f = get_format(acc_fmt)
+    overflow = check_modes(f, rounding, overflow)
+    x = _values(values)
+    if x.dim() == 0:
+        raise ValueError("values must have at least one dimension (..., N): the last one is summed")
+    if x.shape[-1] == 0:
+        return x.clone()
+    if _is_fp32(f) and overflow == "inf":  # rounding a float32 sum to fp32 changes nothing
+        with np.errstate(over="ignore", invalid="ignore"):  # inf and NaN are results here, not errors
+            out = np.add.accumulate(x.numpy(), axis=-1, dtype=np.float32)  # sequential, in float32
+        out += np.float32(0.0)  # the loop starts from +0.0, so a leading -0.0 sums to +0.0
+        return torch.from_numpy(np.ascontiguousarray(out))
+    rows = x.reshape(-1, x.shape[-1])
+    if rows.shape[0] <= _SCALAR_ROWS:
+        rnd = _scalar_rounder(f, rounding, overflow)
+        out = torch.tensor([_scalar_running_sum(row.tolist(), rnd) for row in rows], dtype=torch.float32)
+    else:
+        out = torch.empty_like(rows)
+        acc = torch.zeros(rows.shape[0])
+        for i in range(rows.shape[1]):
+            acc = quantize(acc + rows[:, i], f, rounding, overflow)
+            out[:, i] = acc
+    return out.reshape(x.shape)
+
+
+def _scalar_running_sum(row: list, rnd) -> list:
+    acc, out = 0.0, []
+    append, r32 = out.append, _round32
+    for v in row:
+        acc = rnd(r32(acc + v))
+        append(acc)
+    return out
+
+
+def _constant_running_sum(v: float, n: int, f: FloatFormat) -> torch.Tensor:
+    """``running_sum(torch.full((n,), v), f)`` for a float32 value ``v``, fast: once adding ``v``
+    gives the accumulator back (a stall, or inf), every later partial sum is the same."""
+    rnd = _scalar_rounder(f, "nearest_even", f.default_overflow)
+    acc, out = 0.0, []
+    for _ in range(n):
+        new = rnd(_round32(acc + v))
+        out.append(new)
+        if new == acc or new != new:  # stuck (inf + v is inf too) or NaN: it stays so
+            break
+        acc = new
+    result = torch.empty(n)
+    result[: len(out)] = torch.tensor(out, dtype=torch.float32)
+    result[len(out) :] = out[-1] if out else 0.0
+    return result
+
+
+def kahan_sum(values, fmt="fp16") -> float:
+    """Compensated (Kahan) summation of a 1-D tensor with every operation rounded to ``fmt``:
+    the running sum and the compensation (the low part the sum could not hold) are both ``fmt``
+    values, yet the result is within about one ulp of the exact sum of the addends."""
+    f = get_format(fmt)
+    x = _values(values)
+    if x.dim() != 1:
+        raise ValueError(f"values must be 1-D, got shape {tuple(x.shape)}")
+    rnd = _scalar_rounder(f, "nearest_even", f.default_overflow)
+
+    def op(a: float) -> float:
+        return rnd(_round32(a))
+
+    total = comp = 0.0
+    for v in x.tolist():
+        y = op(v - comp)
+        t = op(total + y)
+        comp = op(op(t - total) - y)
+        total = t
+    return total
+
+
+def check_copies(v, n) -> tuple[float, int]:
+    """``(v, n)`` for :func:`sum_copies` / :func:`running_sums_of_copies`, checked: v a finite number, n a
+    count from 1 up (ValueError/TypeError naming the bad value otherwise)."""
+    v = _validate.real(v, "v")
+    if not math.isfinite(v):
+        raise ValueError(f"v must be a finite number, got {v!r}")
+    n = _validate.integer(n, "n")
+    if not _validate.is_int(n, 1, _MAX_COPIES):
+        raise ValueError(f"n must be from 1 to {_MAX_COPIES:_}, got {n:_}")
+    return v, n
+
+
+def _fp16_copies(v: float, n: int) -> torch.Tensor:
+    """``torch.full((n,), v, dtype=torch.float16)``, also where torch.full refuses a value beyond
+    fp16's range: the cast (float32 first, as torch.full does) then gives inf, or 65504 for values
+    that round down to it."""
+    return torch.tensor(v, dtype=torch.float32).to(torch.float16).expand(n).contiguous()
+
+
+def running_sums_of_copies(v: float, n: int) -> dict[str, torch.Tensor]:
+    """The partial sums of ``n`` copies of ``v`` (each of length ``n``, float32), by method:
+
+    ``"fp16 running sum"`` (fp16 addends, fp16 accumulator), ``"fp32 running sum"`` (fp32 addends
+    and accumulator), ``"fp16 addends, fp32 accumulator"``, ``"torch.cumsum (fp16 tensor)"``
+    (``torch.full((n,), v, dtype=torch.float16).cumsum(0)``: fp32 accumulation inside, every
+    output rounded to fp16) and ``"exact"`` (``k * fp16(v)`` in float64, then made float32 for
+    the plot). ``v`` is made float32 first and then fp16, as ``torch.full`` does."""
+    v, n = check_copies(v, n)
+    t16 = _fp16_copies(v, n)
+    v32 = float(torch.tensor(v, dtype=torch.float32))
+    v16 = float(t16[0])
+    k = np.arange(1, n + 1, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow to inf is what is shown
+        fp32 = np.add.accumulate(np.full(n, v32, np.float32)) + np.float32(0.0)  # from +0.0, as a loop
+        fp16_fp32 = np.add.accumulate(np.full(n, v16, np.float32)) + np.float32(0.0)
+        exact = k * v16
+    return {
+        "fp16 running sum": _constant_running_sum(v16, n, get_format("fp16")),
+        "fp32 running sum": torch.from_numpy(fp32),
+        "fp16 addends, fp32 accumulator": torch.from_numpy(fp16_fp32),
+        "torch.cumsum (fp16 tensor)": t16.cumsum(0).float(),
+        "exact": torch.from_numpy(exact).float(),
+    }
+
+
+def _number_text(v) -> str:
+    """A result value as a table shows it: None as "none", an int as it is, a float to 8 significant digits."""
+    if v is None:
+        return "none"
+    return str(v) if isinstance(v, int) else f"{v:.8g}"
+
+
+@dataclass(frozen=True, repr=False)
+class SumCopies(TableRecord):
+    """``n`` copies of ``v`` summed several ways (:func:`sum_copies`): the final sums, and where fp16 gives up.
+
+    ``fp16_running_sum`` (fp16 addends, fp16 accumulator), ``fp32_running_sum`` (fp32 addends and accumulator),
+    ``fp16_addends_fp32_accumulator``, ``torch_sum_fp16`` (``torch.full((n,), v, dtype=torch.float16).sum().item()``:
+    PyTorch accumulates fp16 in fp32 internally and rounds the result to fp16 once), ``torch_sum_fp32`` (the same
+    fp16 tensor summed into a float32 result), ``exact`` (``n * fp16(v)`` in float64), ``cumsum_first_inf_index``
+    (the first index where the fp16 tensor's ``cumsum`` is inf, or None) and ``stall_value`` (where the fp16 running
+    sum stops changing, or None if it never does within ``n`` terms; an overflow to inf is not a stall). Shown as a
+    table of the labels in :attr:`LABELS`."""
+
+    v: float
+    n: int
+    fp16_running_sum: float
+    fp32_running_sum: float
+    fp16_addends_fp32_accumulator: float
+    torch_sum_fp16: float
+    torch_sum_fp32: float
+    exact: float
+    cumsum_first_inf_index: int | None
+    stall_value: float | None
+
+    LABELS = {
+        "fp16_running_sum": "fp16 running sum",
+        "fp32_running_sum": "fp32 running sum",
+        "fp16_addends_fp32_accumulator": "fp16 addends, fp32 accumulator",
+        "torch_sum_fp16": "torch.sum (fp16 tensor)",
+        "torch_sum_fp32": "torch.sum(dtype=float32)",
+        "exact": "exact",
+        "cumsum_first_inf_index": "cumsum first inf index",
+        "stall_value": "stall value",
+    }
+
+    def _table(self):
+        rows = [(label, _number_text(getattr(self, f))) for f, label in self.LABELS.items()]
+        return None, rows, f"{self.n:,} copies of {self.v:g}, summed", ()
+
+
+def sum_copies(v: float, n: int) -> SumCopies:
+    """Sum ``n`` copies of ``v`` several ways: the :class:`SumCopies` (the final values, and where fp16 gives up).
+    For ``|v|`` beyond fp16's range, where ``torch.full`` refuses, the fp16 tensor is made by a cast (its values
+    are inf)."""
+    sums = running_sums_of_copies(v, n)
+    v, n = check_copies(v, n)
+    t16 = _fp16_copies(v, n)
+    run16 = sums["fp16 running sum"]
+    stall = None
+    if n > 1:
+        same = ((run16[1:] == run16[:-1]) & torch.isfinite(run16[1:])).nonzero()
+        stall = float(run16[int(same[0])]) if len(same) else None
+    inf = torch.isinf(sums["torch.cumsum (fp16 tensor)"]).nonzero()
+    return SumCopies(
+        v=v,
+        n=n,
+        fp16_running_sum=float(run16[-1]),
+        fp32_running_sum=float(sums["fp32 running sum"][-1]),
+        fp16_addends_fp32_accumulator=float(sums["fp16 addends, fp32 accumulator"][-1]),
+        torch_sum_fp16=t16.sum().item(),
+        torch_sum_fp32=t16.sum(dtype=torch.float32).item(),
+        exact=n * float(t16[0]),
+        cumsum_first_inf_index=int(inf[0]) if len(inf) else None,
+        stall_value=stall,
+    )
+
+
+# --- lost updates ----------------------------------------------------------------------------------
+
+
+def update_survives(weight: float, update: float, fmt="fp16") -> bool:
+    """Whether ``weight - update`` (computed in float32), rounded to ``fmt``, differs from
+    ``weight`` rounded to ``fmt``: False means the SGD step is lost (swamped by rounding)."""
+    w, u = finite(weight, "weight"), finite(update, "update")
+    x = torch.tensor([w, u], dtype=torch.float32)
+    f = get_format(fmt)
+    new, old = quantize(torch.stack([x[0] - x[1], x[0]]), f).tolist()
+    return not (new == old or (math.isnan(new) and math.isnan(old)))
+
+
+def lost_update_fraction(weights, updates, fmt="fp16") -> float:
+    """The fraction of the non-zero ``updates`` that are lost: ``weights - updates`` (float32)
+    rounds to the same ``fmt`` value as ``weights``. 0.0 when every update is zero."""
+    w, u = _values(weights, "weights"), _values(updates, "updates")
+    if w.shape != u.shape:
+        raise ValueError(f"weights {tuple(w.shape)} and updates {tuple(u.shape)} must have the same shape")
+    f = get_format(fmt)
+    moved = u != 0
+    total = int(moved.sum())
+    if total == 0:
+        return 0.0
+    lost = (quantize(w - u, f) == quantize(w, f)) & moved
+    return int(lost.sum()) / total
+
+
+# --- master weights ----------------------------------------------------------------------------------
+
+_RUNS = ("fp32", "fp16 weights", "fp32 master weights")
+
+
+def _regression(seed: int, n: int = 256, d: int = 64, noise: float = 0.01):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, d, generator=g)
+    w_true = (1.0 + 3.0 * torch.rand(d, generator=g)) * torch.sign(torch.randn(d, generator=g))
+    y = x @ w_true + noise * torch.randn(n, generator=g)
+    return x, y
+
+
+@dataclass(frozen=True, repr=False)
+class MasterWeightRuns(TableRecord):
+    """The three training runs of :func:`train_master_weights`, by run name ("fp32", "fp16 weights", "fp32 master
+    weights"): ``loss`` the loss of each step, ``lost_fraction`` the mean over steps of the fraction of weight
+    updates lost in the run's own weight storage, ``lost_if_fmt`` the same fraction had the run's weights been
+    stored in ``fmt``; ``steps`` and ``lr`` as trained. Shown as a table of each run's final loss and shares."""
+
+    fmt: str
+    steps: int
+    lr: float
+    loss: dict[str, tuple[float, ...]]
+    lost_fraction: dict[str, float]
+    lost_if_fmt: dict[str, float]
+
+    def _table(self):
+        header = ("run", "final loss", "updates lost", f"lost if stored in {self.fmt}")
+        rows = [
+            (run, f"{losses[-1]:.3g}", f"{self.lost_fraction[run]:.2%}", f"{self.lost_if_fmt[run]:.2%}")
+            for run, losses in self.loss.items()
+        ]
+        return header, rows, f"{self.steps} SGD steps (lr {self.lr:g}), weights in fp32 and in {self.fmt}", ()
+
+
+def train_master_weights(
+    steps: int = 300, *, lr: float = 0.1, seed: int = 0, progress: bool = True, fmt="fp16"
+) -> MasterWeightRuns:
+    """Train one linear regression (64 weights of magnitude 1..4, 256 generated samples, loss
+    ``mean((x @ w - y)**2) / 2``, plain SGD from zero) three ways, same data, same start:
+
+    ``"fp32"``: everything fp32. ``"fp16 weights"``: the weights are stored in ``fmt``: after every
+    SGD step they are rounded to ``fmt``, so an update smaller than half the gap between
+    neighbouring ``fmt`` values is lost. ``"fp32 master weights"``: forward and backward use an
+    ``fmt`` copy of the weights, the update goes to an fp32 master copy (mixed precision).
+
+    The ``fmt`` runs use inputs rounded to ``fmt`` too; their arithmetic is fp32 math on those
+    rounded values (``formats.quantize``, no real fp16 matmuls, which would be slow on a CPU) - as
+    on a GPU, where fp16 tensor cores multiply fp16 values and accumulate in fp32.
+
+    Returns the :class:`MasterWeightRuns`: each run's loss per step, and the shares of its weight updates
+    lost. The loss of step ``i`` is that of the weights the forward pass used.
+    """
+    # each step of each run: forward, backward and update of 256 x 64 products, about 6 * 256 * 64 FLOPs
+    steps = count(steps, "steps", 1, 100_000, "training steps of three runs", flops_each=3 * 6 * 256 * 64)
+    seed, progress = _validate.seed(seed), flag(progress, "progress")
+    lr = _validate.real(lr, "lr")
+    if not 0 < lr <= 0.5:  # NaN fails too
+        raise ValueError(
+            f"lr={lr!r} is not allowed: it must be a number in (0, 0.5]; gradient descent on this regression diverges "
+            "above 2 / (the largest eigenvalue of x.T @ x / n, about 2.3), about 0.87"
+        )
+    f = get_format(fmt)
+    x, y = _regression(seed)
+    xq = quantize(x, f)
+    w0 = torch.zeros(x.shape[1])
+    weights = {"fp32": w0.clone(), "fp16 weights": quantize(w0, f), "fp32 master weights": w0.clone()}
+    loss = {r: [] for r in _RUNS}
+    lost = {r: 0.0 for r in _RUNS}
+    lost_fmt = {r: 0.0 for r in _RUNS}
+    with one_thread():
+        for _ in Progress(range(int(steps)), desc="training 3 ways", disable=not progress):
+            for run in _RUNS:
+                w = weights[run]
+                # the lesson's own step (key_code.sgd_step): fp32, fmt weights, or an fmt copy of fp32 masters
+                weights[run], update, step_loss = sgd_step(
+                    w, x if run == "fp32" else xq, y, lr, fmt=None if run == "fp32" else f, master=run != "fp16 weights"
+                )
+                loss[run].append(step_loss)
+                storage = f if run == "fp16 weights" else _FP32
+                lost[run] += lost_update_fraction(w, update, storage)
+                lost_fmt[run] += lost_update_fraction(w, update, f)
+    return MasterWeightRuns(
+        fmt=f.name,
+        steps=int(steps),
+        lr=lr,
+        loss={r: tuple(v) for r, v in loss.items()},
+        lost_fraction={r: v / steps for r, v in lost.items()},
+        lost_if_fmt={r: v / steps for r, v in lost_fmt.items()},
+    )
+
+
+# --- gradient census -------------------------------------------------------------------------------
+
+
+def small_model(seed: int = 0) -> torch.nn.Module:
+    """A small seeded MLP classifier: 64 inputs, two hidden layers of 256 ReLUs, 10 classes
+    (PyTorch's default initialisation)."""
+    seed = _validate.seed(seed)
+    g = torch.random.fork_rng(devices=[])
+    with g:
+        torch.manual_seed(seed)
+        return torch.nn.Sequential(
+            torch.nn.Linear(64, 256),
+            torch.nn.ReLU(),
+            torch.nn.Linear(256, 256),
+            torch.nn.ReLU(),
+            torch.nn.Linear(256, 10),
+        )
+
+
+def small_batch(seed: int = 0, size: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generated inputs (``size`` x 64, standard normal) and labels (0..9, from a fixed random
+    linear teacher) for :func:`small_model`."""
+    size = count(size, "size", 1, 1_000_000, "samples of 64 inputs")
+    g = torch.Generator().manual_seed(_validate.seed(seed))
+    x = torch.randn(int(size), 64, generator=g)
+    teacher = torch.randn(64, 10, generator=g)
+    return x, (x @ teacher).argmax(dim=1)
+
+
+def classify(x, fmt, rounding: str = "nearest_even") -> list[str]:
+    """Where each value of ``x`` (a number, list or tensor; made float32 first, as the engine
+    works in float32) lands in ``fmt``: its class of :data:`amp_lessons.formats.CLASSES`, as
+    :meth:`~amp_lessons.formats.FloatFormat.classify` says (``fmt``'s default overflow), one name per
+    value in ``x``'s flattened order: ``"zero"``, ``"flushed"`` (non-zero, rounds to zero),
+    ``"subnormal"``, ``"normal"``, ``"saturated"`` (beyond the range, stored as +-max), ``"inf"``
+    or ``"nan"``. A non-zero number (or float64 value) that float32 itself rounds to zero is
+    ``"flushed"``, not ``"zero"``: making it float32 was its first rounding."""
+    f = get_format(fmt)
+    wide = x if isinstance(x, torch.Tensor) and x.dtype == torch.float64 else None
+    t = x.float() if wide is not None else x
+    if isinstance(t, (torch.Tensor, list, tuple)):
+        t = _values(t, "x")
+        if isinstance(x, (list, tuple)):
+            wide = torch.tensor(x, dtype=torch.float64)
+    else:
+        wide = torch.tensor(_validate.real(t, "x"), dtype=torch.float64)
+        t = wide.float()
+    codes = f.classify(t, rounding)
+    if wide is not None:
+        codes[(codes == CLASSES.index("zero")) & (wide != 0)] = CLASSES.index("flushed")
+    return [CLASSES[c] for c in codes.reshape(-1).tolist()]
+
+
+def census_fractions(values: torch.Tensor, fmt="fp16") -> dict[str, float]:
+    """The fraction of ``values`` in each class of :data:`amp_lessons.formats.CLASSES` once rounded
+    to ``fmt`` (:meth:`~amp_lessons.formats.FloatFormat.census`, ``fmt``'s default overflow): a dict
+    keyed by the classes, in their order, summing to 1 (all 0.0 for no values). Every overflow lands
+    in one class, :meth:`~amp_lessons.formats.FloatFormat.overflow_class` (``"inf"`` in fp16)."""
+    t = _values(values)
+    census = get_format(fmt).census(t)
+    return {c: census.fraction(c) for c in CLASSES}
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class GradientCensus(TableRecord):
+    """Where one fp32 forward and backward pass's gradients would land in ``fmt`` (:func:`gradient_census`,
+    :func:`gradient_census_of`): ``weights`` a 1-D tensor of all parameter-gradient values, ``activations`` a
+    1-D tensor of all activation-gradient values, ``fractions`` the kind ("weights", "activations") ->
+    :func:`census_fractions` of its values (keyed by the classes of :data:`amp_lessons.formats.CLASSES`, summing
+    to 1: ``"zero"`` exactly zero in fp32, ``"flushed"`` non-zero but rounds to zero in ``fmt``), ``loss`` the
+    loss whose gradients were counted. Shown as a table of the classes a finite gradient can land in (the format's
+    :meth:`~amp_lessons.formats.FloatFormat.finite_input_classes`), as lesson 05's
+    :class:`~amp_lessons.scaling.CensusTable` shows them."""
+
+    weights: torch.Tensor
+    activations: torch.Tensor
+    fractions: dict[str, dict[str, float]]
+    loss: float
+    fmt: str
+
+    @property
+    def tensors(self) -> dict[str, torch.Tensor]:
+        """The gradient tensors by kind: "weights" and "activations"."""
+        return {"weights": self.weights, "activations": self.activations}
+
+    def _table(self):
+        shown = get_format(self.fmt).finite_input_classes()
+        header = ("gradients of", *(f"{c} (%)" for c in shown))
+        rows = [[kind, *(f"{100 * fr[c]:.2f}" for c in shown)] for kind, fr in self.fractions.items()]
+        title = f"where the gradient values fall in {self.fmt} (loss {self.loss:.1g})"
+        return header, rows, title, ["each row sums to 100%"]
+
+
+def gradient_census(model=None, *, batch=None, fmt="fp16", seed: int = 0) -> GradientCensus:
+    """One forward and backward pass in fp32, then where every gradient would land in ``fmt``.
+
+    ``model`` defaults to :func:`small_model` (seed ``seed``) and ``batch`` (inputs, targets) to
+    :func:`small_batch` (seed ``seed``); a model of your own needs a batch. The loss is the
+    cross entropy averaged over the batch (integer targets) or the mean squared error (float
+    targets). Activation gradients are the gradients of the loss with respect to every leaf
+    module's output (collected with tensor hooks on those outputs); weight gradients those of all
+    parameters (weights and biases).
+
+    Returns the :class:`GradientCensus`: the gradient values of the parameters and of the activations, and
+    the :func:`census_fractions` of each (keyed by the classes of :data:`amp_lessons.formats.CLASSES`, summing to
+    1; ``"zero"``: exactly zero in fp32; ``"flushed"``: non-zero but rounds to zero in ``fmt``).
+    """
+    seed = _validate.seed(seed)
+    if model is None:
+        model = small_model(seed)
+        if batch is None:
+            batch = small_batch(seed)
+    elif not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module or None, got {type(model).__name__}")
+    if batch is None:
+        raise ValueError("a model of your own needs batch=(inputs, targets)")
+    if not (isinstance(batch, (tuple, list)) and len(batch) == 2):
+        raise TypeError("batch must be a pair (inputs, targets)")
+    targets = batch[1]
+    loss_fn = torch.nn.functional.mse_loss if targets.is_floating_point() else torch.nn.functional.cross_entropy
+    return gradient_census_of(model, loss_fn, batch, fmt)
+
+
+def gradient_census_of(model: torch.nn.Module, loss_fn, batch, fmt="fp16") -> GradientCensus:
+    """:func:`gradient_census` for any module and loss: one fp32 forward and
+    backward pass of ``loss_fn(model(inputs), targets)`` (``batch`` = ``(inputs, targets)``; a
+    single tensor is the inputs, and the loss is ``loss_fn(model(batch))``), activation gradients
+    from hooks on every leaf module's output, weight gradients from every parameter.
+
+    Returns the :class:`GradientCensus`, as ``gradient_census`` does; raises ValueError ("no gradients") when the loss
+    reaches no parameter and no module output (everything frozen)."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not callable(loss_fn):
+        raise TypeError(f"loss_fn must be callable, e.g. torch.nn.functional.mse_loss; got {loss_fn!r}")
+    f = get_format(fmt)
+    if isinstance(batch, (tuple, list)) and len(batch) == 2:
+        inputs, targets = batch
+        compute = lambda out: loss_fn(out, targets)  # noqa: E731
+    elif isinstance(batch, torch.Tensor):
+        inputs, compute = batch, loss_fn
+    else:
+        raise TypeError("batch must be a pair (inputs, targets) or an inputs tensor")
+    grads: list[torch.Tensor] = []
+
+    def on_output(module, args, output):
+        if isinstance(output, torch.Tensor) and output.requires_grad:
+            output.register_hook(lambda grad: grads.append(grad.detach().reshape(-1).float()))
+
+    leaves = [m for m in model.modules() if not list(m.children())]
+    handles = [m.register_forward_hook(on_output) for m in leaves]
+    try:
+        model.zero_grad(set_to_none=True)
+        loss = compute(model(inputs))
+        if not (isinstance(loss, torch.Tensor) and loss.numel() == 1):
+            raise TypeError(f"loss_fn must return a scalar tensor, got {loss!r:.80}")
+        if not loss.requires_grad:
+            raise ValueError(
+                "no gradients: the loss does not depend on any parameter that requires grad "
+                "(is the whole model frozen?)"
+            )
+        loss.backward()
+    finally:
+        for h in handles:
+            h.remove()
+    params = [p.grad.detach().reshape(-1).float() for p in model.parameters() if p.grad is not None]
+    if not params or not grads:
+        raise ValueError("no gradients: no parameter of the model received a gradient")
+    weights, activations = torch.cat(params), torch.cat(grads)
+    return GradientCensus(
+        weights=weights,
+        activations=activations,
+        fractions={"weights": census_fractions(weights, f), "activations": census_fractions(activations, f)},
+        loss=loss.item(),
+        fmt=f.name,
+    )
+
+
+def checked_sgd_step(weights, inputs, y, lr, *, fmt=None, master=True):
+    """Lesson 03's SGD step (:func:`.key_code.sgd_step`, written in the notebook), with its arguments checked
+    first: ``weights`` (n,), ``inputs`` (m, n) and ``y`` (m,) float32 tensors, ``lr`` a positive finite number,
+    ``fmt`` None or a format name, ``master`` True or False. ``amp_lessons.fp16.sgd_step`` is this function."""
+    weights, inputs, y = (float32_input(t, w) for t, w in ((weights, "weights"), (inputs, "inputs"), (y, "y")))
+    if weights.dim() != 1 or inputs.dim() != 2 or y.dim() != 1:
+        raise ValueError(
+            "weights must be 1-D (n,), inputs 2-D (m, n) and y 1-D (m,), got "
+            f"{tuple(weights.shape)}, {tuple(inputs.shape)} and {tuple(y.shape)}"
+        )
+    if inputs.shape != (y.shape[0], weights.shape[0]):
+        raise ValueError(
+            f"inputs must have shape (len(y), len(weights)) = {(y.shape[0], weights.shape[0])}, "
+            f"got {tuple(inputs.shape)}"
+        )
+    lr = _validate.positive(lr, "lr")
+    if fmt is not None:
+        fmt = get_format(fmt)
+    return sgd_step(weights, inputs, y, lr, fmt=fmt, master=flag(master, "master"))

@@ -1,0 +1,467 @@
+"""Lesson 05's experiments: loss scaling, from a census of gradient magnitudes to GradScaler.
+
+- Where do the gradients land once multiplied by a scale? :func:`scaled_fractions`,
+  :func:`scale_sweep` and :func:`safe_window` answer it for any census
+  (:func:`amp_lessons.fp16.gradient_census`, or :func:`gradient_census_of` for any model and loss),
+  exactly as rounding ``g * scale`` would, but fast enough for a slider (:class:`CensusIndex`).
+- Loss scaling from scratch: :class:`StaticScaler` and :class:`DynamicScaler` are written in the lesson's
+  cells (``#| export``, generated into :mod:`.key_code`) and imported here with their arguments checked
+  (:mod:`._checked`); :func:`compare_with_gradscaler`
+  checks the dynamic one step for step against ``torch.amp.GradScaler``; :func:`simulate_scaler` runs the same
+  update rule (``key_code.update_scale``) as a state machine without a model or gradients, for plots and widgets.
+- :func:`train_comparison`: one tiny model trained in fp32, fp16 autocast without and with
+  GradScaler, and bf16 autocast, on this machine's CPU (with Adam). :func:`pitfall_setup`: the model and data of
+  the lesson's measurements of what goes wrong around a scaler (scheduler order, clipping, checkpoints, bf16).
+
+What they return (:class:`~.records.ScaleSweep`, :class:`~.records.ScalerHistory`,
+:class:`~.records.TrainComparison`) and the tables the lesson builds from it (:class:`~.records.PitfallTable` ...)
+are the records of :mod:`.records`.
+
+GradScaler keeps its scale in a float32 tensor and computes ``scale * factor`` in double, rounded
+to float32; a growth that would give inf is skipped. The code here does the same, so every scale
+agrees with torch's bit for bit, also for factors that are not powers of two.
+"""
+
+from __future__ import annotations
+
+import math
+import weakref
+
+import numpy as np
+import torch
+
+from .. import _validate
+from .._runtime import Progress, one_thread
+from .._validate import (
+    count,
+    flag,
+    real,
+)
+from ..formats import CLASSES, Census, get_format
+from ..fp16._experiments import GradientCensus, gradient_census_of
+from ._checked import DynamicScaler, StaticScaler, scaler_params, update_scale
+from ._records import ScalerHistory, ScaleSweep, TrainComparison
+
+__all__ = [
+    "CensusIndex",
+    "DynamicScaler",
+    "GradientCensus",
+    "StaticScaler",
+    "TRAIN_RUNS",
+    "compare_with_gradscaler",
+    "gradient_census_of",
+    "pitfall_setup",
+    "safe_window",
+    "scale_sweep",
+    "scaled_fractions",
+    "simulate_scaler",
+    "small_loss_census",
+    "train_comparison",
+]
+
+#: The runs of :func:`train_comparison`: name -> (autocast enabled, autocast dtype, GradScaler enabled).
+TRAIN_RUNS = {
+    "fp32": (False, torch.float32, False),
+    "fp16 autocast, no scaling": (True, torch.float16, False),
+    "fp16 autocast + GradScaler": (True, torch.float16, True),
+    "bf16 autocast, no scaler": (True, torch.bfloat16, False),
+}
+
+
+# --- census under a scale ------------------------------------------------------------------------
+
+
+class CensusIndex:
+    """A census's gradient magnitudes, sorted once, so that the census of ``g * scale`` for any
+    scale costs a multiplication and three binary searches instead of rounding every value.
+
+    Multiplying by a positive float32 scale keeps the sorted order, so the number of values in each
+    class is where the class's threshold (the largest float32 that still rounds to zero, etc.:
+    :meth:`~amp_lessons.formats.FloatFormat.largest_float32`) falls in the scaled magnitudes.
+    """
+
+    KINDS = ("weights", "activations")
+
+    def __init__(self, census: GradientCensus | dict):
+        census = census.tensors if isinstance(census, GradientCensus) else census
+        if not isinstance(census, dict) or not set(self.KINDS) <= set(census):
+            raise TypeError(
+                "census must be a GradientCensus (from amp_lessons.fp16.gradient_census or "
+                "scaling.gradient_census_of) or a dict with 'weights' and 'activations' gradient tensors"
+            )
+        self.sorted, self.zeros, self.nans, self.size = {}, {}, {}, {}
+        for kind in self.KINDS:
+            g = census[kind]
+            if not isinstance(g, torch.Tensor):
+                raise TypeError(f"census[{kind!r}] must be a tensor, got {type(g).__name__}")
+            a = np.sort(g.detach().reshape(-1).float().abs().numpy())  # NaNs sort to the end
+            self.sorted[kind] = a
+            self.size[kind] = a.size
+            self.zeros[kind] = int(np.searchsorted(a, 0.0, side="right"))
+            self.nans[kind] = int(np.isnan(a).sum())
+
+    def counts(self, kind: str, scale: float, fmt="fp16") -> Census:
+        """How many values of ``kind`` land in each class of :data:`amp_lessons.formats.CLASSES` once multiplied by
+        ``scale`` (in float32) and rounded to ``fmt`` (round to nearest even, ``fmt``'s default overflow), as a
+        :class:`~amp_lessons.formats.Census`: what ``fmt.census(g * scale)`` counts, except that "zero" counts the
+        exact zeros before scaling (a product that float32 makes zero is "flushed")."""
+        if kind not in self.KINDS:
+            raise ValueError(f"kind must be one of {self.KINDS}, got {kind!r}")
+        f = get_format(fmt)
+        t_zero, t_sub, t_fits = (f.largest_float32(c) for c in ("flushed", "subnormal", "normal"))
+        s = np.float32(_validate.positive(scale, "scale"))
+        a = self.sorted[kind]
+        with np.errstate(over="ignore"):  # overflow to inf is a result here
+            b = a * s
+        n_zero, n_sub, n_fits = np.searchsorted(b, [t_zero, t_sub, t_fits], side="right").tolist()
+        n_zero = max(n_zero, self.zeros[kind])  # an exact zero stays zero
+        n_sub, n_fits = max(n_sub, n_zero), max(n_fits, n_zero)
+        counts = dict.fromkeys(CLASSES, 0)
+        counts["zero"] = self.zeros[kind]
+        counts["flushed"] = n_zero - self.zeros[kind]
+        counts["subnormal"] = n_sub - n_zero
+        counts["normal"] = n_fits - n_sub
+        counts[f.overflow_class()] += self.size[kind] - self.nans[kind] - n_fits
+        counts["nan"] += self.nans[kind]
+        return Census(f.name, "nearest_even", f.default_overflow, tuple(counts.values()))
+
+    def fractions(self, scale: float, fmt="fp16") -> dict[str, dict[str, float]]:
+        """``{"weights": {...}, "activations": {...}}``: each kind's fraction of its values in each class of
+        :data:`amp_lessons.formats.CLASSES` (:meth:`counts`)."""
+        out = {}
+        for kind in self.KINDS:
+            c = self.counts(kind, scale, fmt)
+            out[kind] = {k: c.fraction(k) for k in CLASSES}
+        return out
+
+
+_INDEXES: dict = {}  # id(activations tensor) -> (ref to it, ref to the weights tensor, CensusIndex)
+
+
+def _index(census) -> CensusIndex:
+    """The :class:`CensusIndex` of a census, built once per census (kept while its tensors live;
+    tensors compare elementwise, so the cache is keyed by identity)."""
+    if isinstance(census, CensusIndex):
+        return census
+    tensors = census.tensors if isinstance(census, GradientCensus) else census
+    acts = tensors.get("activations") if isinstance(tensors, dict) else None
+    weights = tensors.get("weights") if isinstance(tensors, dict) else None
+    if not (isinstance(acts, torch.Tensor) and isinstance(weights, torch.Tensor)):
+        return CensusIndex(census)  # raises the TypeError that says what is expected
+    cached = _INDEXES.get(id(acts))
+    if cached is not None and cached[0]() is acts and cached[1]() is weights:
+        return cached[2]
+    index = CensusIndex(census)
+    _INDEXES[id(acts)] = (weakref.ref(acts), weakref.ref(weights), index)
+    weakref.finalize(acts, _INDEXES.pop, id(acts), None)
+    return index
+
+
+def scaled_fractions(census: dict, scale: float, fmt="fp16") -> dict[str, dict[str, float]]:
+    """The census fractions (keyed by the classes of :data:`amp_lessons.formats.CLASSES`) of the
+    gradients of ``census`` multiplied by ``scale``: ``{"weights": {...}, "activations": {...}}``.
+
+    The same numbers as ``census_fractions(census[kind] * scale, fmt)`` (the multiplication is
+    float32), except that "zero" always counts the exact zeros of the unscaled gradients (a scale
+    below 1 can make a product zero in float32; that counts as "flushed" here). ``census`` may
+    also be a :class:`CensusIndex`; a census's index is built on first use and kept."""
+    return _index(census).fractions(scale, fmt)
+
+
+#: The exponents e whose 2**e is a (non-zero, finite) float32 number: the scales :func:`scale_sweep` accepts.
+SCALE_EXPONENTS = (-149, 127)
+
+
+def scale_sweep(census: dict, exponents=range(0, 33), fmt="fp16", kind: str = "activations") -> ScaleSweep:
+    """For each scale ``2**e`` of ``exponents`` (ints in :data:`SCALE_EXPONENTS`, -149 to 127): the shares of the NON-ZERO gradients of ``kind``
+    ("activations" or "weights") that, once scaled, are "flushed" (round to zero: underflow), "subnormal",
+    "saturated" or "inf" (the classes of :data:`amp_lessons.formats.CLASSES`; of the last two, the format's
+    :meth:`~amp_lessons.formats.FloatFormat.overflow_class` is the one its overflow gives, "inf" in fp16).
+    Exact zeros are left out: no scale helps them. Returns the :class:`ScaleSweep`."""
+    index = _index(census)
+    exps = tuple(_int_item(e, "exponents") for e in _int_items(exponents, "exponents"))
+    if not exps:
+        raise ValueError("exponents is empty: give at least one exponent, e.g. range(0, 33)")
+    for e in exps:
+        if not _validate.is_int(e, *SCALE_EXPONENTS):
+            lo, hi = SCALE_EXPONENTS
+            raise ValueError(
+                f"exponents holds {e!r}, which is not allowed: each exponent e must be an int from {lo} to {hi}, "
+                "so that the scale 2**e is a float32 number, as GradScaler's scale is"
+            )
+    f = get_format(fmt)
+    if kind not in index.KINDS:
+        raise ValueError(f"kind must be one of {index.KINDS}, got {kind!r}")
+    nonzero = index.size[kind] - index.zeros[kind] - index.nans[kind]
+    shares = {cls: [] for cls in ("flushed", "subnormal", "saturated", "inf")}
+    for e in exps:
+        c = index.counts(kind, math.ldexp(1.0, e), f)
+        for cls, share in shares.items():
+            share.append(c[cls] / nonzero if nonzero else 0.0)
+    scales = tuple(math.ldexp(1.0, e) for e in exps)
+    return ScaleSweep(kind, f.name, nonzero, exps, scales, **{cls: tuple(v) for cls, v in shares.items()})
+
+
+def _int_items(values, what: str) -> tuple:
+    if not isinstance(values, (list, tuple, range, set)):
+        raise TypeError(f"{what} must be a list, tuple or range of ints, got {values!r} ({type(values).__name__})")
+    return tuple(values)
+
+
+def _int_item(v, what: str) -> int:
+    return _validate.integer(v, f"each of {what}")
+
+
+def safe_window(
+    sweep: ScaleSweep, max_underflow: float = 0.01, max_overflow: float = 0.0
+) -> tuple[float, float] | None:
+    """The smallest and the largest scale of a :class:`ScaleSweep` whose flushed share (underflow) is at most
+    ``max_underflow`` and whose :attr:`~ScaleSweep.overflowed` share is at most ``max_overflow``; None if no
+    scale is."""
+    if not isinstance(sweep, ScaleSweep):
+        raise TypeError(f"sweep must be the ScaleSweep returned by scale_sweep, got {type(sweep).__name__}")
+    max_underflow, max_overflow = real(max_underflow, "max_underflow"), real(max_overflow, "max_overflow")
+    for v, what in ((max_underflow, "max_underflow"), (max_overflow, "max_overflow")):
+        if not 0 <= v <= 1:  # NaN too
+            raise ValueError(
+                f"{what}={v!r} is not allowed: it must be a fraction of the gradients, from 0 to 1 (0.01 is 1%)"
+            )
+    ok = [
+        s for s, u, o in zip(sweep.scale, sweep.flushed, sweep.overflowed) if u <= max_underflow and o <= max_overflow
+    ]
+    return (min(ok), max(ok)) if ok else None
+
+
+def simulate_scaler(
+    n_steps: int,
+    inf_steps=(),
+    *,
+    init_scale: float = 2.0**16,
+    growth_factor: float = 2.0,
+    backoff_factor: float = 0.5,
+    growth_interval: int = 2000,
+) -> ScalerHistory:
+    """GradScaler's scale over ``n_steps`` steps when the gradients overflow exactly at
+    ``inf_steps`` (0-based), without any model: the :class:`ScalerHistory` (the scale used at each step,
+    whether the step was skipped, the scale after each step's update)."""
+    n_steps = count(n_steps, "n_steps", 0, 10_000_000, "simulated steps")
+    scale, growth, backoff, interval = scaler_params(init_scale, growth_factor, backoff_factor, growth_interval)
+    if isinstance(inf_steps, (str, bytes, dict)) or not hasattr(inf_steps, "__iter__"):
+        raise TypeError(f"inf_steps must be an iterable of step numbers (ints >= 0), got {inf_steps!r}")
+    bad = set()
+    for k in inf_steps:
+        if not _validate.is_int(k, 0):
+            raise ValueError(f"inf_steps holds {k!r}, which is not allowed: each step must be an int >= 0")
+        bad.add(int(k))
+    used, skipped, after = [], [], []
+    tracker = 0
+    for step in range(n_steps):
+        used.append(scale)
+        skipped.append(step in bad)
+        scale, tracker = update_scale(scale, tracker, step in bad, growth, backoff, interval)
+        after.append(scale)
+    return ScalerHistory(tuple(used), tuple(skipped), tuple(after))
+
+
+# --- the from-scratch scaler against GradScaler --------------------------------------------------------
+
+
+def _tiny_model(seed: int) -> torch.nn.Module:
+    seed = _validate.seed(seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 4))
+
+
+def compare_with_gradscaler(
+    steps: int = 30,
+    *,
+    inf_steps=(3, 4, 10),
+    init_scale: float = 2.0**16,
+    growth_factor: float = 2.0,
+    backoff_factor: float = 0.5,
+    growth_interval: int = 5,
+    seed: int = 0,
+    overflow: str = "backward",
+) -> list[dict]:
+    """Train two copies of one tiny fp32 model side by side, one with :class:`DynamicScaler`, one
+    with ``torch.amp.GradScaler("cpu")``, same parameters, same data. At ``inf_steps`` (step numbers from 0 to
+    ``steps - 1``) both overflow: ``overflow="backward"`` sets one gradient element to inf after the backward pass;
+    ``"forward"`` sets one input element to inf before the forward pass (an activation that is inf: the loss
+    is inf, and the gradients inf or NaN). One row per step: ``{"step", "ours_scale", "torch_scale"
+    (the scale used in that step), "ours_skipped", "torch_skipped", "params_equal" (both models'
+    parameters bit for bit equal after the step), "params_finite" (GradScaler's model's parameters all
+    finite after the step)}``."""
+    steps = count(steps, "steps", 1, 10_000, "training steps of two models")
+    params = scaler_params(init_scale, growth_factor, backoff_factor, growth_interval)
+    if overflow not in ("backward", "forward"):
+        raise ValueError(f"overflow={overflow!r} is not allowed: it must be 'backward' or 'forward'")
+    bad = {_int_item(k, "inf_steps") for k in _int_items(inf_steps, "inf_steps")}
+    outside = sorted(k for k in bad if not 0 <= k < steps)
+    if outside:
+        raise ValueError(
+            f"inf_steps holds {outside[0]!r}, which is not allowed: each step must be an int from 0 to "
+            f"{steps - 1} (steps={steps}: the steps are numbered from 0)"
+        )
+    ours_model, torch_model = _tiny_model(seed), _tiny_model(seed)
+    ours_opt = torch.optim.SGD(ours_model.parameters(), lr=0.1)
+    torch_opt = torch.optim.SGD(torch_model.parameters(), lr=0.1)
+    ours = DynamicScaler(*params)
+    init, growth, backoff, interval = params
+    theirs = torch.amp.GradScaler(
+        "cpu", init_scale=init, growth_factor=growth, backoff_factor=backoff, growth_interval=interval
+    )
+    g = torch.Generator().manual_seed(seed)
+    rows = []
+    with one_thread():  # tiny models: one thread is fastest, and immune to a busy machine
+        for step in range(steps):
+            x, y = torch.randn(32, 8, generator=g), torch.randn(32, 4, generator=g)
+            row = {"step": step, "ours_scale": ours.scale, "torch_scale": theirs.get_scale()}
+            x_used = x
+            if step in bad and overflow == "forward":
+                x_used = x.clone()
+                x_used[0, 0] = math.inf  # an inf in the forward pass: the loss is inf
+            for model, scale_loss in ((ours_model, ours.scale_loss), (torch_model, theirs.scale)):
+                scale_loss(torch.nn.functional.mse_loss(model(x_used), y)).backward()
+                if step in bad and overflow == "backward":
+                    model[0].weight.grad[0, 0] = math.inf  # an overflow in the backward pass
+            row["ours_skipped"] = not ours.step(ours_opt, ours_model.parameters())
+            ours.update()
+            theirs.step(torch_opt)
+            # what torch's step read (its per-device found-inf flags for this optimizer): it skipped the step iff any
+            # is set; read from torch's own decision, not inferred from the scale
+            found = theirs._found_inf_per_device(torch_opt)
+            row["torch_skipped"] = bool(sum(float(v) for v in found.values()))
+            theirs.update()
+            row["params_equal"] = all(
+                torch.allclose(a, b, rtol=0, atol=0, equal_nan=True)  # both NaN at a place counts as equal
+                for a, b in zip(ours_model.parameters(), torch_model.parameters())
+            )
+            row["params_finite"] = all(bool(torch.isfinite(p).all()) for p in torch_model.parameters())
+            ours_opt.zero_grad(set_to_none=True)
+            torch_opt.zero_grad(set_to_none=True)
+            rows.append(row)
+    return rows
+
+
+# --- census of any model ------------------------------------------------------------------------------
+
+# --- training four ways ---------------------------------------------------------------------------------
+
+
+def _comparison_setup(seed: int, steps: int, target_scale: float, batch: int = 64):
+    """The data and the model of :func:`train_comparison`: targets of order ``target_scale`` from a
+    random teacher; a 32-64-16 MLP whose outputs are multiplied by ``target_scale`` (it predicts in
+    units of the targets' size, so its weights keep PyTorch's usual initialisation)."""
+    seed = _validate.seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(steps, batch, 32, generator=g)
+    w1 = torch.randn(32, 32, generator=g) / math.sqrt(32)
+    w2 = torch.randn(32, 16, generator=g)
+    y = target_scale * (torch.tanh(x @ w1) @ w2)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        net = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 16))
+    return x, y, net
+
+
+def small_loss_census(seed: int = 0, *, target_scale: float = 1e-3, fmt="fp16") -> GradientCensus:
+    """The gradient census (:func:`gradient_census_of`, fp32) of :func:`train_comparison`'s model
+    on its first batch, before training: a small loss, so many gradients fall below fp16's range."""
+    x, y, net = _comparison_setup(seed, 1, _target_scale(target_scale))
+    model = torch.nn.Sequential(net, _Scale(target_scale))
+    return gradient_census_of(model, torch.nn.functional.mse_loss, (x[0], y[0]), fmt)
+
+
+def _target_scale(value) -> float:
+    """The order of magnitude of the targets of :func:`train_comparison`'s model: a number in (0, 1]."""
+    return _validate.real_in(
+        value, "target_scale", 0, 1, open_low=True,
+        allowed="a number in (0, 1]: the size of the model's outputs and targets (1e-3 makes the loss small)",
+    )  # fmt: skip
+
+
+class _Scale(torch.nn.Module):
+    def __init__(self, factor: float):
+        super().__init__()
+        self.factor = factor
+
+    def forward(self, x):
+        return x * self.factor
+
+
+def train_comparison(
+    steps: int = 60, *, seed: int = 0, progress: bool = True, lr: float = 1e-2, target_scale: float = 1e-3
+) -> TrainComparison:
+    """Train one tiny model four ways on the CPU (:data:`TRAIN_RUNS`), same start, same data:
+    fp32; fp16 autocast without loss scaling; fp16 autocast with ``torch.amp.GradScaler("cpu")``;
+    bf16 autocast without a scaler. Adam (``lr``), MSE loss, a fresh batch of 64 each step.
+
+    The targets are small (order ``target_scale``), so the loss is small (about 1e-5) and so are
+    its gradients: at the model's output they are around 1e-8, below fp16's smallest subnormal
+    (6e-8). All four runs are the same loop, switched with ``enabled=``, as in PyTorch's AMP recipe.
+
+    Returns the :class:`TrainComparison`: each run's loss per step, share of exactly-zero gradient elements
+    and wall time, and GradScaler's scale and skipped steps.
+    """
+    import time
+
+    steps = count(steps, "steps", 1, 10_000, "training steps of four runs")
+    progress = flag(progress, "progress")
+    lr = _validate.real_in(lr, "lr", 0, 1, open_low=True, allowed="a learning rate for Adam, in (0, 1]")
+    target_scale = _target_scale(target_scale)
+    x, y, start = _comparison_setup(seed, steps, target_scale)
+    out = {"loss": {}, "zero_grad_fraction": {}, "scale": [], "skipped": [], "seconds": {}}
+    bar = Progress(total=len(TRAIN_RUNS) * steps, desc="training 4 ways", disable=not progress)
+    with one_thread(), bar:
+        for name, (use_amp, dtype, use_scaler) in TRAIN_RUNS.items():
+            bar.set_postfix_str(name)
+            t0 = time.perf_counter()
+            model = torch.nn.Sequential(_copy(start), _Scale(target_scale))
+            opt = torch.optim.Adam(model.parameters(), lr=lr)
+            scaler = torch.amp.GradScaler("cpu", enabled=use_scaler)
+            losses, zeros = [], []
+            for step in range(steps):
+                with torch.autocast("cpu", dtype=dtype, enabled=use_amp):
+                    loss = torch.nn.functional.mse_loss(model(x[step]), y[step])
+                scaler.scale(loss).backward()
+                grads = torch.cat([p.grad.reshape(-1) for p in model.parameters()])
+                zeros.append(float((grads == 0).float().mean()))
+                if use_scaler:
+                    out["scale"].append(scaler.get_scale())
+                scaler.step(opt)
+                scaler.update()
+                if use_scaler:
+                    out["skipped"].append(scaler.get_scale() < out["scale"][-1])
+                opt.zero_grad(set_to_none=True)
+                losses.append(loss.item())
+                bar.update()
+            out["loss"][name] = tuple(losses)
+            out["zero_grad_fraction"][name] = sum(zeros) / steps
+            out["seconds"][name] = time.perf_counter() - t0
+    return TrainComparison(
+        steps=int(steps),
+        loss=out["loss"],
+        zero_grad_fraction=out["zero_grad_fraction"],
+        scale=tuple(out["scale"]),
+        skipped=tuple(out["skipped"]),
+        seconds=out["seconds"],
+    )
+
+
+def _copy(module: torch.nn.Module) -> torch.nn.Module:
+    import copy
+
+    return copy.deepcopy(module)
+
+
+# --- pitfalls around a scaler --------------------------------------------------------------------------
+
+
+def pitfall_setup(seed: int = 0):
+    """``(model, x, y)`` for the recipe's pitfalls: a small seeded fp32 MLP (8 -> 4 outputs), a batch of 32
+    random inputs and regression targets; an MSE loss on it trains in a few ms on any CPU."""
+    model = _tiny_model(seed)
+    g = torch.Generator().manual_seed(seed)
+    x, y = torch.randn(32, 8, generator=g), torch.randn(32, 4, generator=g)
+    return model, x, y
