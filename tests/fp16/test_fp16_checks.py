@@ -126,14 +126,7 @@ def test_kahan16_tries_the_edges_and_refuses_naive_answers_there():
     values = torch.cat(list(_kahan_inputs().values())).float()
     assert values.max() == 65504 and bool(((values > 0) & (values < 2.0**-14)).any())
 
-    def from_first(values):  # Kahan started at values[0]: IndexError on no values
-        total, c = values[0], values[0] * 0
-        for v in values[1:]:
-            y = v - c
-            t = total + y
-            c = (t - total) - y
-            total = t
-        return total
+    from tests.fp16.contract import _from_first as from_first  # Kahan from values[0]: IndexError on none
 
     def none_when_empty(values):
         return None if len(values) == 0 else solution("03").kahan16(values)
