@@ -81,17 +81,17 @@ def _backward_and_exit() -> None:
 
 
 def fork_runs_backward() -> bool:
-    """Whether a process forked from this one can run a backward pass.
+    """Whether a process forked from this one can run a backward pass: a forked child tries a one-element backward
+    pass and says (a few milliseconds).
 
-    Once the autograd engine has started its device threads, which it does at the first backward pass in a process
-    that sees an accelerator (a CUDA GPU, for one; a CPU-only machine never starts them), torch refuses every
-    backward pass in a forked child: "Unable to handle autograd's threading in combination with fork-based
-    multiprocessing" (https://github.com/pytorch/pytorch/wiki/Autograd-and-Fork). Without an accelerator this is
-    True at once; with one, a forked child tries a one-element backward pass and says (a few milliseconds)."""
+    Once the autograd engine has started its device threads, torch refuses every backward pass in a forked child:
+    "Unable to handle autograd's threading in combination with fork-based multiprocessing"
+    (https://github.com/pytorch/pytorch/wiki/Autograd-and-Fork). It starts them at the first backward pass in a
+    process that sees an accelerator, and not only then: on a CUDA build of torch without a GPU, a CPU backward pass
+    after fake CUDA tensors (the fake-CUDA previews of lesson 04), or after a backward pass through an FSDP2 model,
+    starts them too (measured with torch 2.11.0's CUDA wheel). So the child is asked every time."""
     if "fork" not in multiprocessing.get_all_start_methods():
         return False
-    if not torch.accelerator.is_available():
-        return True
     return _probe_fork()
 
 

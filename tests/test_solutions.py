@@ -1,11 +1,11 @@
 """The instructors' solutions pass the learners' checkers (so both stay correct)."""
 
-import importlib.util
 from pathlib import Path
 
 from amp_lessons import autocast, bits, debug, e2e, fp16, scaling, tf32
 from amp_lessons.lessons import LESSONS
 from tests.faces import internals
+from tests.test_checks import solution
 
 fp8 = internals("fp8")
 
@@ -13,10 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def load(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "instructors" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return solution(name.removeprefix("solutions_"))
 
 
 def test_lesson_01_solutions():

@@ -7,8 +7,10 @@ from __future__ import annotations
 import functools
 import multiprocessing
 import os
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -160,12 +162,16 @@ def _raises_autograd_fork(rank, world_size):
 
 
 def test_the_fork_probe_runs_a_backward_pass_in_a_forked_child(monkeypatch):
-    """Here (no accelerator, or one whose autograd threads never started) a forked child runs a backward pass; a
-    child that fails is reported. The failing case is real only on a machine with an accelerator, after a backward
-    pass: simulated here with a child that exits 1."""
-    assert _launch.fork_runs_backward() is True and _launch._probe_fork() is True
+    """In a fresh process (whose autograd threads never started) a forked child runs a backward pass; a child that
+    fails is reported (simulated here with a child that exits 1; real after a backward pass with an accelerator, or,
+    on a CUDA build without a GPU, after fake CUDA tensors or an FSDP2 backward pass: this pytest worker may have
+    run such tests, so the fresh case runs in its own interpreter)."""
+    fresh = "from amp_lessons import _launch; assert _launch.fork_runs_backward() is True"
+    subprocess.run(
+        [sys.executable, "-c", fresh], check=True, timeout=patience(120), cwd=Path(__file__).resolve().parents[2]
+    )
     monkeypatch.setattr(_launch, "_backward_and_exit", lambda: os._exit(1))
-    assert _launch._probe_fork() is False
+    assert _launch._probe_fork() is False and _launch.fork_runs_backward() is False
 
 
 def test_where_fork_breaks_autograd_importable_functions_are_spawned(monkeypatch):
