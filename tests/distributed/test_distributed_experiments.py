@@ -104,7 +104,8 @@ def test_a_failing_worker_stops_the_group_at_once(tmp_path, how, words):
 def test_a_hanging_rank_is_named_and_every_worker_stopped(tmp_path):
     t0 = time.monotonic()
     with pytest.raises(_launch.GroupTimeout) as info:
-        _launch.run_group(_one_rank_fails, 2, (str(tmp_path), "hang"), timeout=3)
+        # forked (no backward pass here): a spawned worker could take longer than 3 s just to start
+        _launch.run_group(_one_rank_fails, 2, (str(tmp_path), "hang"), timeout=3, start_method="fork")
     assert time.monotonic() - t0 < patience(15)
     assert "ran past its timeout of 3 s" in str(info.value) and "fn had not returned on rank(s) 1" in str(info.value)
     assert info.value.ranks == [1] and "rank(s) 0 had returned and waited for them" in str(info.value)
@@ -115,7 +116,7 @@ def test_a_hanging_rank_is_named_and_every_worker_stopped(tmp_path):
 def test_timeout_stops_every_worker():
     t0 = time.monotonic()
     with pytest.raises(_launch.GroupTimeout, match="ran past its timeout of 1 s") as info:
-        _launch.run_group(_sleeps, 2, timeout=1)
+        _launch.run_group(_sleeps, 2, timeout=1, start_method="fork")
     assert info.value.ranks == [0, 1] and "rank(s) 0, 1" in str(info.value)
     assert time.monotonic() - t0 < patience(10) and not multiprocessing.active_children()
 
