@@ -96,11 +96,15 @@ class Picture:
                 if t.get_fontsize() < self.min_fontsize:
                     t.set_fontsize(self.min_fontsize)
 
-    def _render_background(self) -> None:
+    def _draw_fitted(self) -> None:
+        """Draw the whole figure in the page's colours, laid out again where something passed an edge."""
         self._prepare()
         self.canvas.draw()
         if fit_inside(self.fig):
             self.canvas.draw()
+
+    def _render_background(self) -> None:
+        self._draw_fitted()
         self._background = self.canvas.copy_from_bbox(self.fig.bbox)
         self._overflow = max(overflow(self.fig))  # what no layout could bring inside (0: nothing)
 
@@ -112,10 +116,7 @@ class Picture:
         """The picture as PNG: the frozen background with the moving artists drawn over it, or, for a
         picture never frozen, the whole figure redrawn."""
         if self._background is None:
-            self._prepare()
-            self.canvas.draw()
-            if fit_inside(self.fig):
-                self.canvas.draw()
+            self._draw_fitted()
             return encode_png(self.canvas)
         fit_colors(self.fig)  # (a moving artist may have taken a new colour)
         if max(overflow(self.fig)) > self._overflow + 1:  # a moving text or legend grew past an edge: lay out again
