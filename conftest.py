@@ -17,6 +17,7 @@ fails, naming the figure.
 from __future__ import annotations
 
 import os
+import tempfile
 from collections import defaultdict
 
 import pytest
@@ -100,6 +101,9 @@ def pytest_configure(config):
         config.pluginmanager.register(_XdistDistMode(), "amp-xdist-dist-mode")
     if _FORCED_BACKEND and "inline" not in _FORCED_BACKEND:
         os.environ.pop("MPLBACKEND", None)
+    # Plots take the colours of JupyterLab's theme setting (amp_lessons.style.lab_theme): the suite and its kernels
+    # read an empty settings folder, so a developer's dark JupyterLab does not change what the tests draw.
+    os.environ["JUPYTERLAB_SETTINGS_DIR"] = tempfile.mkdtemp(prefix="amp-lab-settings-")
 
 
 def pytest_collection_modifyitems(config, items):

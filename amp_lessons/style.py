@@ -1,7 +1,7 @@
 """The course's plot style and its fixed colours: every plot colours a format the same way.
 
 >>> from amp_lessons.style import use_style, format_color
->>> use_style()                  # once, in a notebook's setup cell
+>>> use_style()                  # once, in a notebook's setup cell: the colours of JupyterLab's theme
 >>> use_style(projector=True)    # the presenter view: explorers drawn at projector resolution
 >>> use_style(theme="dark")      # plots for a dark page: dark background, light text
 >>> format_color("bf16")
@@ -11,6 +11,10 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import os
+import re
+import sys
 import weakref
 import zlib
 from pathlib import Path
@@ -38,6 +42,7 @@ __all__ = [
     "fit_colors",
     "follow_theme",
     "format_color",
+    "lab_theme",
     "projector_mode",
     "recolor",
     "style_context",
@@ -150,19 +155,23 @@ _theme = "light"
 _light_rc: dict = {}  # while the dark theme is on: the values its settings replaced
 
 
-def use_style(projector: bool = False, theme: str = "light") -> None:
+def use_style(projector: bool = False, theme: str = "auto") -> None:
     """Apply the course style to all later plots (``plt.style.use`` on the packaged file).
 
     ``projector=True`` (the presenter view, ``make present``) also switches to projector mode: explorers
     created afterwards draw at :data:`PROJECTOR_DPI` (:func:`explorer_dpi`) and at most
     :data:`PROJECTOR_MAX_WIDTH_PX` wide (:func:`explorer_figsize`), and plots get :data:`PROJECTOR_RC` (projector
     resolution, larger type). ``theme="dark"`` draws every later plot and explorer for a dark page
-    (:data:`DARK_RC`; colours too dark to read there are lightened: :func:`fit_colors`). ``use_style()`` switches
-    back to the light screen style."""
+    (:data:`DARK_RC`; colours too dark to read there are lightened: :func:`fit_colors`), ``theme="light"`` for a
+    light one. ``theme="auto"`` (the default) takes the theme JupyterLab is set to (:func:`lab_theme`), light where
+    none is set. Live explorers redraw in the new colours; plots already drawn keep theirs until their cell runs
+    again."""
     global _projector, _theme
     projector = flag(projector, "projector")
-    if theme not in THEMES:
-        raise ValueError(f"theme={theme!r} is not a theme: use one of {', '.join(map(repr, THEMES))}")
+    if theme not in (*THEMES, "auto"):
+        raise ValueError(f"theme={theme!r} is not a theme: use one of {', '.join(map(repr, (*THEMES, 'auto')))}")
+    if theme == "auto":
+        theme = lab_theme() or "light"
     was = _theme
     _projector, _theme = projector, theme
     if _light_rc:  # leaving the dark theme: its settings back to what they were (the style file sets only some)
@@ -177,6 +186,48 @@ def use_style(projector: bool = False, theme: str = "light") -> None:
     if theme != was:
         for follower in sorted(_FOLLOWERS, key=lambda f: getattr(f, "theme_order", 0)):
             follower.theme_changed()
+
+
+#: JupyterLab's theme setting, in its user settings folder (``JUPYTERLAB_SETTINGS_DIR``, else
+#: ``<jupyter config dir>/lab/user-settings``) and in the default a site sets (``overrides.json``).
+_LAB_THEME_FILE = Path("@jupyterlab", "apputils-extension", "themes.jupyterlab-settings")
+_LAB_THEME_PLUGIN = "@jupyterlab/apputils-extension:themes"
+
+
+def _settings_text(text: str) -> dict:
+    """A JupyterLab settings file: JSON with ``//`` and ``/* */`` comments (outside strings) and trailing commas."""
+    text = re.sub(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/', lambda m: m.group(1) or "", text, flags=re.S)
+    return json.loads(re.sub(r",(\s*[}\]])", r"\1", text))
+
+
+def lab_theme() -> str | None:
+    """The theme JupyterLab is set to, as a kernel on the same machine reads it from JupyterLab's settings files:
+    "dark" for a theme whose name says Dark (JupyterLab Dark, for one), "light" for any other; None where nothing is
+    set or JupyterLab follows the system's light or dark mode (its "adaptive-theme"), which a kernel cannot see.
+    The user's own setting wins over a site's default (``overrides.json``)."""
+    folder = os.environ.get("JUPYTERLAB_SETTINGS_DIR")
+    if not folder:
+        try:
+            from jupyter_core.paths import jupyter_config_dir
+        except ImportError:  # (a kernel always has jupyter_core; plain Python may not)
+            return None
+        folder = os.path.join(jupyter_config_dir(), "lab", "user-settings")
+    lab_dir = os.environ.get("JUPYTERLAB_DIR") or os.path.join(sys.prefix, "share", "jupyter", "lab")
+    settings = {}
+    for path, pick in (
+        (Path(lab_dir, "settings", "overrides.json"), lambda d: d.get(_LAB_THEME_PLUGIN, {})),
+        (Path(folder, _LAB_THEME_FILE), lambda d: d),
+    ):
+        try:
+            found = pick(_settings_text(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            continue  # (no such file, or one being written: as if unset)
+        if isinstance(found, dict):
+            settings.update(found)
+    name = settings.get("theme")
+    if settings.get("adaptive-theme") is True or not isinstance(name, str):
+        return None
+    return "dark" if "dark" in name.lower() else "light"
 
 
 # Objects told when the theme changes (live explorers' pictures take its colours, then the explorers redraw); weak.

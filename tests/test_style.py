@@ -1,5 +1,7 @@
 """Tests of amp_lessons.style: one local style file, fixed colours per format."""
 
+import json
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -8,7 +10,7 @@ import matplotlib.pyplot as plt
 import pytest
 
 from amp_lessons.formats import FORMATS
-from amp_lessons.style import FORMAT_COLORS, STYLE_PATH, format_color, use_style
+from amp_lessons.style import FORMAT_COLORS, STYLE_PATH, format_color, lab_theme, theme, use_style
 
 
 def test_style_file_is_local_and_applies():
@@ -114,3 +116,54 @@ def test_every_figure_of_a_session_is_shown_inline(monkeypatch):
     nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
     pngs = [sum("image/png" in o.get("data", {}) for o in c.outputs) for c in nb.cells]
     assert pngs == [0, 1, 0, 1, 1]
+
+
+_THEME_FILE = ("@jupyterlab", "apputils-extension", "themes.jupyterlab-settings")
+
+
+def _lab(tmp_path, monkeypatch, user=None, site=None):
+    """JupyterLab's settings as a kernel finds them: the user's file (text) and a site's overrides.json (dict)."""
+    monkeypatch.setenv("JUPYTERLAB_SETTINGS_DIR", str(tmp_path / "user"))
+    monkeypatch.setenv("JUPYTERLAB_DIR", str(tmp_path / "app"))
+    if user is not None:
+        path = tmp_path.joinpath("user", *_THEME_FILE)
+        path.parent.mkdir(parents=True)
+        path.write_text(user)
+    if site is not None:
+        (tmp_path / "app" / "settings").mkdir(parents=True)
+        (tmp_path / "app" / "settings" / "overrides.json").write_text(json.dumps(site))
+
+
+@pytest.mark.parametrize(
+    "user, site, expected",
+    [
+        (None, None, None),  # nothing set: JupyterLab shows its light default, the plots too
+        ('{\n  // chosen in Settings > Theme\n  "theme": "JupyterLab Dark",\n}', None, "dark"),
+        ('{"theme": "JupyterLab Light"}', None, "light"),
+        ('{"theme": "JupyterLab Dark", "adaptive-theme": true}', None, None),  # follows the system: unknown here
+        (None, {"@jupyterlab/apputils-extension:themes": {"theme": "JupyterLab Dark"}}, "dark"),  # the site's default
+        (
+            '{"theme": "JupyterLab Light"}',
+            {"@jupyterlab/apputils-extension:themes": {"theme": "JupyterLab Dark"}},
+            "light",
+        ),
+        ('{"theme": "JupyterLab Da', None, None),  # a file half written: as if unset
+        ('{"theme": "Solarized Dark", "x": "a // not a comment"}', None, "dark"),
+    ],
+)
+def test_lab_theme_reads_jupyterlabs_setting(tmp_path, monkeypatch, user, site, expected):
+    _lab(tmp_path, monkeypatch, user, site)
+    assert lab_theme() == expected
+
+
+def test_plots_take_jupyterlabs_theme_and_explicit_themes_win(tmp_path, monkeypatch):
+    _lab(tmp_path, monkeypatch, '{"theme": "JupyterLab Dark"}')
+    try:
+        use_style()  # a lesson's setup cell
+        assert theme() == "dark" and matplotlib.colors.to_hex(plt.rcParams["figure.facecolor"]) == "#212121"
+        use_style(theme="light")
+        assert theme() == "light" and matplotlib.colors.to_hex(plt.rcParams["figure.facecolor"]) == "#ffffff"
+        with pytest.raises(ValueError, match=r"theme='blue' is not a theme: use one of 'light', 'dark', 'auto'"):
+            use_style(theme="blue")
+    finally:
+        use_style(theme="light")

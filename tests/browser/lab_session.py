@@ -430,3 +430,79 @@ def check_notebook_in_jupyterlab(notebook, browser, lab_server, figure) -> None:
         page.close()
         for session in lab_server.api("GET", "/api/sessions") or []:
             lab_server.api("DELETE", f"/api/sessions/{session['id']}")
+
+
+# Every picture in the notebook's output areas (plots and explorers): its background, the pixel at (1, 1).
+_BACKGROUNDS_JS = """
+(selector) => [...document.querySelectorAll(selector)].filter(img => img.naturalWidth > 0).map(img => {
+  const c = document.createElement('canvas'); c.width = 4; c.height = 4;
+  const g = c.getContext('2d'); g.drawImage(img, 0, 0, 4, 4, 0, 0, 4, 4);
+  return [...g.getImageData(1, 1, 1, 1).data.slice(0, 3)];
+})
+"""
+_PLOTS = ".jp-Notebook .jp-OutputArea-output:not(:has(.widget-slider, .widget-dropdown, .widget-text, .widget-toggle-buttons)) img"
+_EXPLORER_PICTURES = (
+    ".jp-Notebook .jp-OutputArea-output:has(.widget-slider, .widget-dropdown, .widget-text, .widget-toggle-buttons) img"
+)
+_LAB_THEME_SETTING = ("@jupyterlab", "apputils-extension", "themes.jupyterlab-settings")
+
+
+def _set_lab_theme(page, lab_server, theme: str) -> None:
+    """Switch JupyterLab's theme and wait until the setting is saved where a kernel reads it."""
+    set_theme(page, theme)
+    setting = lab_server.home.joinpath("lab-settings", *_LAB_THEME_SETTING)
+    deadline = time.monotonic() + 30
+    while not (setting.is_file() and f'"{theme}"' in setting.read_text(encoding="utf-8")):
+        assert time.monotonic() < deadline, f"JupyterLab did not save the theme {theme!r} in {setting}"
+        time.sleep(0.1)
+
+
+def check_plots_follow_the_lab_theme(notebook, browser, lab_server) -> None:
+    """Run ``notebook`` from the top with JupyterLab set to its dark theme: every picture (plots and explorers) has a
+    dark background. Then switch to the light theme and run ``use_style()`` again, as lesson 00 tells learners to:
+    the live explorers redraw light, the plots already drawn keep their dark background until their cell runs."""
+    stem = notebook.removesuffix(".ipynb")
+    page = browser.new_page(viewport=harness.VIEWPORT)
+    try:
+        page.goto(lab_server.url(f"/lab/tree/{notebook}?reset"))
+        page.wait_for_function(_READY_JS, timeout=120_000)
+        _set_lab_theme(page, lab_server, DARK)
+        page.evaluate(
+            "() => { window.__runAll = undefined; window.jupyterapp.commands"
+            ".execute('notebook:run-all-cells').then(r => { window.__runAll = r; }); }"
+        )
+        page.wait_for_function("() => window.__runAll !== undefined", timeout=300_000, polling=200)
+        page.wait_for_function(_READY_JS, timeout=60_000)
+        errors = {c["index"]: c["errors"] for c in page.evaluate(_CELLS_JS) if c["errors"]}
+        assert not errors, f"{notebook}: cells show errors: {errors}"
+        plots, pictures = page.evaluate(_BACKGROUNDS_JS, _PLOTS), page.evaluate(_BACKGROUNDS_JS, _EXPLORER_PICTURES)
+        assert plots and pictures, f"{notebook}: {len(plots)} plots and {len(pictures)} explorer pictures shown"
+        light = [rgb for rgb in plots + pictures if screen_checks._luminance(rgb) > 0.1]
+        assert not light, f"{notebook}, JupyterLab Dark: pictures drawn on a light background: {light}"
+        page.locator(_EXPLORER_PICTURES).first.scroll_into_view_if_needed()
+        page.screenshot(path=artifact(f"{stem}-dark-run-all.png"))
+
+        _set_lab_theme(page, lab_server, LIGHT)
+        kernel = screen_checks.Kernel(page.evaluate(_KERNEL_ID_JS), lab_server.home / "jupyter-runtime")
+        try:
+            kernel.run("from amp_lessons.style import use_style\nuse_style()")
+        finally:
+            kernel.close()
+        page.wait_for_function(
+            """(selector) => [...document.querySelectorAll(selector)].every(img => {
+                 const c = document.createElement('canvas'); c.width = 4; c.height = 4;
+                 const g = c.getContext('2d'); g.drawImage(img, 0, 0, 4, 4, 0, 0, 4, 4);
+                 return g.getImageData(1, 1, 1, 1).data[0] > 200; })""",
+            arg=_EXPLORER_PICTURES,
+            timeout=30_000,
+            polling=200,
+        )
+        kept = page.evaluate(_BACKGROUNDS_JS, _PLOTS)
+        assert all(screen_checks._luminance(rgb) <= 0.1 for rgb in kept), f"{notebook}: a drawn plot changed: {kept}"
+        page.locator(_EXPLORER_PICTURES).first.scroll_into_view_if_needed()
+        page.screenshot(path=artifact(f"{stem}-light-after-use-style.png"))
+    finally:
+        set_theme(page, LIGHT)
+        page.close()
+        for session in lab_server.api("GET", "/api/sessions") or []:
+            lab_server.api("DELETE", f"/api/sessions/{session['id']}")

@@ -4,7 +4,7 @@ notebook as a unit of its own (ONE_UNIT_PER_TEST), so the lessons run in paralle
 
 import harness
 import pytest
-from lab_session import check_notebook_in_jupyterlab
+from lab_session import check_notebook_in_jupyterlab, check_plots_follow_the_lab_theme
 
 from amp_lessons.lessons import LESSONS
 
@@ -18,3 +18,7 @@ def test_every_lesson_notebook_is_here():
 @pytest.mark.parametrize("notebook", NOTEBOOKS)
 def test_notebook_in_jupyterlab(notebook, browser, lab_server, figure):
     check_notebook_in_jupyterlab(notebook, browser, lab_server, figure)
+
+
+def test_plots_follow_jupyterlabs_theme(browser, lab_server):
+    check_plots_follow_the_lab_theme("03_fp16_overflow_underflow.ipynb", browser, lab_server)
