@@ -147,8 +147,6 @@ def staircase(f: FloatFormat):
     """Edges and gaps of the spacing staircase, exactly from the constants: the subnormal range
     has the constant gap 2**(emin-m); the binade [2**e, 2**(e+1)) the gap 2**(e-m)."""
     m = f.mantissa_bits
-    if f.emax < f.emin:  # a degenerate design with no positive finite value (e1m0 "fn")
-        return np.empty(0), np.empty(0)
     edges, gaps = ([f.smallest_subnormal], [f.smallest_subnormal]) if m else ([], [])
     for e in range(f.emin, f.emax + 1):
         edges.append(math.ldexp(1.0, e))

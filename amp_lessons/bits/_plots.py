@@ -158,9 +158,6 @@ def plot_spacing(formats=SPACING_FORMATS, ax=None) -> Axes:
     for f in fmts:
         xs, ys = _draw.staircase(f)
         color = format_color(f.name)
-        if xs.size == 0:
-            ax.plot([], [], color=color, label=f"{format_label(f)}: no positive values")
-            continue
         name_artist(ax, f.name, ax.step(xs, ys, where="post", color=color, label=format_label(f))[0])
         name_artist(ax, f"{f.name} max", ax.plot([f.max], [ys[-1]], "o", color=color)[0])
         (normal,) = ax.plot(

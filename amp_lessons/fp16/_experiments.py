@@ -140,7 +140,7 @@ def running_sum(values, acc_fmt="fp16", rounding: str = "nearest_even", *, overf
     ``"bf16"`` it agrees bit for bit with torch's own arithmetic in that dtype,
     ``acc = acc + v`` step by step.
     """
-    f = get_format(acc_fmt)
+    f = get_format(acc_fmt, what="acc_fmt")
     overflow = check_modes(f, rounding, overflow)
     x = _values(values)
     if x.dim() == 0:
