@@ -1,8 +1,9 @@
 """Re-execute notebooks in a fresh kernel and store their outputs reproducibly (make notebooks).
 
 Restart-and-run-all order (execution counts 1..N), then strip what churns diffs: execution
-timestamps, widget state and the widget views that need it (a short text note stays). Cell ids are
-made stable ("cell-01", ...).
+timestamps, widget state and the widget views that need it (a short text note stays), and the chunks a
+kernel happened to send a stream in (consecutive stdout or stderr text is stored as one output, as
+JupyterLab shows it). Cell ids are made stable ("cell-01", ...).
 
 The notebook metadata is what JupyterLab itself would write, so that opening a notebook does not
 mark it modified: JupyterLab replaces ``language_info`` with its kernel's whenever the two differ
@@ -33,6 +34,16 @@ def clean(nb: nbformat.NotebookNode) -> nbformat.NotebookNode:
         cell.metadata.pop("execution", None)
         for key in ("collapsed", "scrolled"):
             cell.metadata.pop(key, None)
+        merged = []
+        for out in cell.get("outputs", []):
+            last = merged[-1] if merged else None
+            if out.get("output_type") == "stream" and last and last.get("output_type") == "stream":
+                if last.get("name") == out.get("name"):
+                    last["text"] += out["text"]
+                    continue
+            merged.append(out)
+        if "outputs" in cell:
+            cell["outputs"] = merged
         for out in cell.get("outputs", []):
             out.get("metadata", {}).pop("execution", None)
             data = out.get("data")

@@ -110,7 +110,12 @@ def test_make_notebooks_strips_what_churns():
         nbformat.v4.new_output(
             "display_data",
             data={"application/vnd.jupyter.widget-view+json": {"model_id": "abc"}, "text/plain": "VBox(...)"},
-        )
+        ),
+        *(
+            nbformat.v4.new_output("stream", name=n, text=t)
+            for n, t in [("stdout", "a\n"), ("stdout", "b"), ("stderr", "w\n")]
+        ),
+        nbformat.v4.new_output("stream", name="stdout", text="c\n"),
     ]
     nb.cells = [nbformat.v4.new_markdown_cell("x"), cell]
     out = run_notebooks.clean(nb)
@@ -118,6 +123,12 @@ def test_make_notebooks_strips_what_churns():
     assert [c["id"] for c in out.cells] == ["cell-01", "cell-02"]
     assert "execution" not in out.cells[1].metadata
     assert out.cells[1].outputs[0].data == {"text/plain": run_notebooks.WIDGET_NOTE}
+    # a stream in as many chunks as the kernel sent: one output per run of the same stream, in order
+    assert [(o["name"], o["text"]) for o in out.cells[1].outputs[1:]] == [
+        ("stdout", "a\nb"),
+        ("stderr", "w\n"),
+        ("stdout", "c\n"),
+    ]
 
 
 # An exercise's heading: "**Exercise 2 — fix it (5 min).**" (or a Markdown heading "### Exercise 1 — ... (10 min)")
