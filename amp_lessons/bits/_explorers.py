@@ -103,7 +103,7 @@ class BitExplorer(Explorer):
     def check(self, name: str, value):
         if name == "value":  # a string is typed as is: an unreadable one is explained in the read-out
             return value if isinstance(value, str) else repr(parse_value(value))
-        name = get_format(value).name
+        name = get_format(value, what="format").name
         if name not in self._formats:
             raise ValueError(f"format {name!r} is not in this explorer's menu: {', '.join(self._formats)}")
         return name

@@ -153,8 +153,9 @@ def tensor_stats(tensors, formats) -> TensorStats | None:
         raise TypeError(f"formats must be a format name or a list/tuple of them, got {formats!r}")
     if not formats:
         raise ValueError("formats is empty: give at least one format name")
-    for fmt in [formats] if isinstance(formats, str) else formats:
-        f = get_format(fmt)
+    many = not isinstance(formats, str)
+    for i, fmt in enumerate(formats if many else [formats]):
+        f = get_format(fmt, what=f"formats[{i}]" if many else "formats")
         codes = f.classify(x)
         codes[float32_flushed] = CLASSES.index("flushed")
         counts = torch.bincount(codes, minlength=len(CLASSES)).tolist()
@@ -207,7 +208,11 @@ def trace_overflow(
     dtype = _check_autocast(autocast)
     dev = _device_type(model, args, device_type)
     loss_fn = _check_loss_fn(loss_fn, required=False)
-    fmts = tuple(get_format(f).name for f in (formats if isinstance(formats, (tuple, list)) else [formats]))
+    many = isinstance(formats, (tuple, list))
+    fmts = tuple(
+        get_format(f, what=f"formats[{i}]" if many else "formats").name
+        for i, f in enumerate(formats if many else [formats])
+    )
     if not fmts:
         raise ValueError("formats is empty: give at least one format name, e.g. ('fp16', 'bf16')")
 

@@ -55,7 +55,7 @@ class Fp8LinearFn(key_code.Fp8LinearFn):
         devices = {t.device for t in (x, weight, bias) if t is not None}
         if len(devices) > 1:
             raise ValueError(f"x, weight and bias must be on one device, got {sorted(map(str, devices))}")
-        fwd, bwd = get_format(fwd_fmt).name, get_format(bwd_fmt).name
+        fwd, bwd = get_format(fwd_fmt, what="fwd_fmt").name, get_format(bwd_fmt, what="bwd_fmt").name
         return super().apply(x, weight, bias, fwd, bwd)
 
 
@@ -79,7 +79,7 @@ class Fp8Linear(torch.nn.Module):
         ref = torch.nn.Linear(in_features, out_features, bias=flag(bias, "bias"))
         self.weight = ref.weight
         self.bias = ref.bias
-        self.fwd_fmt, self.bwd_fmt = get_format(fwd_fmt).name, get_format(bwd_fmt).name
+        self.fwd_fmt, self.bwd_fmt = get_format(fwd_fmt, what="fwd_fmt").name, get_format(bwd_fmt, what="bwd_fmt").name
 
     @classmethod
     def from_linear(cls, linear: torch.nn.Linear, **kwargs) -> Fp8Linear:
