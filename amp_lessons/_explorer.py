@@ -316,7 +316,19 @@ class Explorer:
     The subclass implements :meth:`draw`: read the controls, move the picture's artists and return
     ``(readout_html, picture)``; the base shows the read-out, then the picture's PNG (``None``: the
     PNG shown stays, as when a typed value cannot be read). :meth:`check` refuses a value a control
-    cannot take; a subclass refines it where a control needs its own words."""
+    cannot take; a subclass refines it where a control needs its own words.
+
+    Three declarations (data only) describe what a learner does with the explorer, for scripted moves that time
+    and test it: :attr:`SAMPLE_TEXTS`, :attr:`EXTRA_MOVES` and :attr:`COLD_MOVES`."""
+
+    #: What a learner types into each text box control (control name -> texts): the ends and failures it can reach.
+    SAMPLE_TEXTS: dict[str, tuple[str, ...]] = {}
+    #: The widgets a learner moves besides the controls (names of the explorer's attributes): a button, a box of
+    #: toggle buttons.
+    EXTRA_MOVES: tuple[str, ...] = ()
+    #: Control name -> the explorer's cache (an attribute holding a dict) that a change of it may fill: scripted
+    #: moves empty it, untimed, before each move, so that a move costs what a setting not seen before costs.
+    COLD_MOVES: dict[str, str] = {}
 
     def __init__(self, controls: dict, rows=None, *, extra=()):
         self.controls = dict(controls)

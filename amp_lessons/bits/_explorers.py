@@ -62,6 +62,13 @@ class BitExplorer(Explorer):
     own resync), then redraws once.
     """
 
+    SAMPLE_TEXTS = {
+        "value": (
+            "0.1", "-0.0", "1e39", "nan", "inf", "1e-50", "65504", "3.14159", "-2.5e-6", "448", "1e-7", "not a number"
+        )
+    }  # fmt: skip
+    EXTRA_MOVES = ("bit_row",)
+
     def __init__(self, value=0.1, fmt="fp16"):
         f = get_format(fmt)
         self._formats = {**FORMATS, f.name: f}  # a learner's own FloatFormat joins the menu

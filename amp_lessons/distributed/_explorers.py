@@ -37,6 +37,7 @@ class ReductionExplorer(Explorer):
     FAILURE_ERROR = 0.01
     WORLD_SIZES = tuple(2**k for k in range(1, 13))
     LOG10_SCALES = (-12, 6)
+    COLD_MOVES = {"fmt": "_sweeps", "order": "_sweeps", "log10_scale": "_sweeps"}  # a new setting computes a sweep
 
     def __init__(self, world_size: int = 16, fmt: str = "bf16", order: str = "ring", log10_scale: int = 0):
         if not is_int(world_size) or world_size not in self.WORLD_SIZES:

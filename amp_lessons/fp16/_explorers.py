@@ -176,6 +176,10 @@ class SumExplorer(Explorer):
     READOUT = ("fp16_running_sum", "fp16_addends_fp32_accumulator", "torch_sum_fp16", "exact")  # SumCopies fields
     TOPS = (1.15, 2.3)  # y-axis tops, in units of the exact final sum: one background each
     FP16_MAX = 65504.0
+    SAMPLE_TEXTS = {
+        "v": ("0.01", "16", "-16", "1", "3e-8", "1e5", "0", "65504", "0.1", "1e-30", "2049", "1e38", "0.3333", "nan",
+              "not a number")
+    }  # fmt: skip
 
     def __init__(self, v: float = 16.0, n: int = 4096):
 

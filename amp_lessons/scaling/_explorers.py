@@ -172,6 +172,7 @@ class ScalerStateExplorer(Explorer):
     N_STEPS = 200
     GRAD_RANGE = (-40, 8)  # log2 max |gradient|: 2**8 x 2**8 already overflows fp16
     DEFAULTS = dict(init_scale=2.0**16, growth_factor=2.0, backoff_factor=0.5, growth_interval=2000)
+    EXTRA_MOVES = ("inject_button", "clear_button")
 
     def __init__(
         self,

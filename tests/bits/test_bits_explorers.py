@@ -14,7 +14,6 @@ from amp_lessons import _explorer
 from amp_lessons.bits import bit_explorer, format_designer
 from amp_lessons.bits._explorers import BitExplorer, FormatDesigner
 from amp_lessons.formats import ENCODINGS, FORMATS
-from benchmarks.widget_steps import measure_update_ms
 from tests.pictures import is_png
 
 
@@ -280,22 +279,6 @@ def test_designer_starting_invalid_does_not_raise():
     assert "exponent_bits" in d.error and d.fmt is None and d.image.value == b""
     d.set(exponent_bits=2)
     assert d.error == "" and is_png(d.image)
-
-
-# --- timing helper -----------------------------------------------------------------------------
-
-
-def test_measure_update_ms_reports_each_kind(designer):
-    bits = measure_update_ms(bit_explorer(), n=2)
-    assert set(bits) == {"value", "format", "flip bit"}
-    design = measure_update_ms(designer.widget, n=2)
-    assert set(design) == {"exponent bits", "mantissa bits", "encoding"}
-    for result in (bits, design):
-        assert all(0 < r["median"] <= r["max"] for r in result.values())
-    with pytest.raises(TypeError, match="VBox"):
-        measure_update_ms(widgets.VBox())
-    with pytest.raises(ValueError, match="0"):
-        measure_update_ms(designer, n=0)
 
 
 # --- the failures the controls reach --------------------------------------------------------------

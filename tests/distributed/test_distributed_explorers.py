@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from amp_lessons.formats import quantize
-from benchmarks.widget_steps import measure_update_ms
 from tests.faces import internals
 from tests.pictures import PNG
 
@@ -120,9 +119,3 @@ def test_the_default_opens_on_a_state_that_shows_the_lesson():
 def test_bad_explorer_arguments_are_named(kwargs, match):
     with pytest.raises(ValueError, match=match):
         distributed.ReductionExplorer(**kwargs)
-
-
-def test_measure_update_ms_for_the_reduction_explorer(explorer):
-    times = measure_update_ms(explorer.widget, n=2)
-    assert set(times) == {"ranks", "sum in", "order", "log10 gradient scale"}
-    assert all(t["median"] > 0 for t in times.values())

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 import torch
 
-from benchmarks.widget_steps import measure_update_ms
 from tests.faces import internals
 from tests.pictures import is_png
 
@@ -153,11 +152,6 @@ def test_sum_explorer_bad_arguments():
         fp16.SumExplorer(16.0, 8193)
     with pytest.raises(ValueError, match="finite"):
         fp16.SumExplorer(math.inf)
-
-
-def test_measure_update_ms_for_lesson_03(magnitudes, sums):
-    assert set(measure_update_ms(magnitudes, n=2)) == {"log10 |x|", "sign"}
-    assert set(measure_update_ms(sums.widget, n=2)) == {"v", "n"}
 
 
 # --- the failures the controls reach --------------------------------------------------------------

@@ -9,7 +9,6 @@ import math
 import pytest
 import torch
 
-from benchmarks.widget_steps import measure_update_ms
 from tests.faces import internals
 from tests.pictures import is_png
 
@@ -66,7 +65,7 @@ def test_fp8_explorer_extremes(fp8_explorer, settings):
     assert all(math.isfinite(v) for v in (s.relative_error, s.flushed, s.saturated))
 
 
-def test_fp8_explorer_bad_input_and_timing(fp8_explorer):
+def test_fp8_explorer_bad_input(fp8_explorer):
     with pytest.raises(ValueError, match="exponent"):
         fp8_explorer.set(exponent=fp8_explorer.max_exponent + 1)
     with pytest.raises(ValueError, match="exponent"):
@@ -75,8 +74,6 @@ def test_fp8_explorer_bad_input_and_timing(fp8_explorer):
         fp8_explorer.set(block="2x2")
     with pytest.raises(ValueError, match="fmt"):
         fp8_explorer.set(fmt="e3m4")
-    r = measure_update_ms(fp8_explorer, n=2)
-    assert set(r) == {"log2 scale", "block", "format"}
 
 
 # --- the failures the slider reaches -------------------------------------------------------------

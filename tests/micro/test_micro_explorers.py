@@ -8,7 +8,6 @@ import math
 
 import pytest
 
-from benchmarks.widget_steps import measure_update_ms
 from tests.faces import internals
 from tests.pictures import PNG
 
@@ -54,11 +53,6 @@ def test_the_spike_is_the_failure_it_teaches(explorer):
 def test_bad_input_is_named(kwargs, match):
     with pytest.raises(ValueError, match=match):
         micro.RecipeExplorer(**kwargs)
-
-
-def test_measure_update_ms_for_the_recipe_explorer(explorer):
-    times = measure_update_ms(explorer.widget, n=2)
-    assert set(times) == {"recipe", "tensor", "step"} and all(t["median"] > 0 for t in times.values())
 
 
 # --- the failures the controls reach --------------------------------------------------------------

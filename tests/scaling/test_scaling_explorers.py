@@ -9,7 +9,6 @@ import math
 import numpy as np
 import pytest
 
-from benchmarks.widget_steps import measure_update_ms
 from tests.faces import internals
 from tests.pictures import is_png
 
@@ -111,19 +110,6 @@ def test_scaler_state_explorer_bad_input(scaler_states):
         scaler_states.set(growth_interval=2000)
     with pytest.raises(ValueError, match="step"):
         scaler_states.inject(200)
-
-
-def test_measure_update_ms_for_lesson_05(scales, scaler_states):
-    assert set(measure_update_ms(scales, n=2)) == {"log2 scale"}
-    assert set(measure_update_ms(scaler_states.widget, n=2)) == {
-        "init_scale",
-        "growth_factor",
-        "backoff_factor",
-        "growth_interval",
-        "log2 max |gradient|",
-        "inject inf",
-        "clear",
-    }
 
 
 # --- the failures the controls reach --------------------------------------------------------------
