@@ -182,14 +182,21 @@ def budget_plan(budget_s: float = BUDGET_S, steps: Sequence[Step] = PLAN) -> lis
     return out
 
 
-def plan_text(budget_s: float = BUDGET_S) -> str:
+def steps_to_run(skip_pytest: bool = False, skip_references: bool = False) -> tuple[Step, ...]:
+    """The steps of :data:`PLAN` that run: a skipped step takes no part of the budget."""
+    skipped = {"pytest"} if skip_pytest else set()
+    skipped |= {"references"} if skip_references else set()
+    return tuple(s for s in PLAN if s.name not in skipped)
+
+
+def plan_text(budget_s: float = BUDGET_S, steps: Sequence[Step] = PLAN) -> str:
     rows = [
         (p["step"], f"{p['estimate_s']:.0f} s", f"{p['limit_s']:.0f} s", f"{p['starts_by_s']:.0f} s", p["what"])
-        for p in budget_plan(budget_s)
+        for p in budget_plan(budget_s, steps)
     ]
     rows += [(f"  check {c.letter} {c.name}", f"{c.estimate_s:.0f} s", "", "", c.what) for c in CHECKS]
     notes = [
-        f"limits add up to {sum(p['limit_s'] for p in budget_plan(budget_s)):.0f} s; make setup gets the rest of "
+        f"limits add up to {sum(p['limit_s'] for p in budget_plan(budget_s, steps)):.0f} s; make setup gets the rest of "
         f"{TOTAL_S:.0f} s ({SETUP_S:.0f} s: seconds when .venv is current, an offline install from the wheelhouse otherwise)",
         "estimates: H100 figures; a step that reaches its limit is stopped and reported as a timeout",
     ]
@@ -527,9 +534,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     names = args.only or [c.name for c in CHECKS]
+    steps = steps_to_run(args.skip_pytest, args.skip_references)
 
     if args.plan:
-        print(plan_text(args.budget))
+        print(plan_text(args.budget, steps))
         return 0
     if not torch.cuda.is_available():
         print(no_gpu_message(), file=sys.stderr)
@@ -539,13 +547,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     start = time.time()
-    plan = {p["step"]: p for p in budget_plan(args.budget)}
+    plan = {p["step"]: p for p in budget_plan(args.budget, steps)}
     gpu = torch.cuda.get_device_name(0)
     major, minor = torch.cuda.get_device_capability(0)
     folder = results_folder(gpu, root=args.results)
     print(f"gpu-check on {gpu} (sm_{major}{minor}), torch {torch.__version__}, CUDA {torch.version.cuda}")
     print(f"results: {folder}")
-    print(plan_text(args.budget))
+    print(plan_text(args.budget, steps))
     triton_note = ensure_triton(args.wheelhouse)
     print(triton_note)
     env_note = {

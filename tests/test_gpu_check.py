@@ -380,6 +380,24 @@ def test_time_budget_plan_fits_nine_minutes():
         gc.budget_plan(100)
 
 
+def test_the_budget_counts_only_the_steps_that_run(capsys):
+    assert [s.name for s in gc.steps_to_run()] == ["pytest", "references", "checks"]
+    assert [s.name for s in gc.steps_to_run(skip_pytest=True)] == ["references", "checks"]
+    assert [s.name for s in gc.steps_to_run(skip_pytest=True, skip_references=True)] == ["checks"]
+    without_pytest = sum(s.estimate_s for s in gc.PLAN if s.name != "pytest")
+    budget = 250.0
+    assert without_pytest <= budget < sum(s.estimate_s for s in gc.PLAN)
+    with pytest.raises(ValueError, match="budget_s=250"):
+        gc.budget_plan(budget)  # all three steps cannot fit in 250 s
+    plan = gc.budget_plan(budget, gc.steps_to_run(skip_pytest=True))
+    assert [p["step"] for p in plan] == ["references", "checks"]
+    assert sum(p["limit_s"] for p in plan) <= budget + 1e-9
+    assert all(p["limit_s"] >= p["estimate_s"] for p in plan)
+    assert gc.main(["--plan", "--skip-pytest", "--budget", "250"]) == 0
+    out = capsys.readouterr().out
+    assert "references" in out and "\npytest" not in out
+
+
 def test_run_logged_stops_at_its_limit(tmp_path):
     code, secs = gc.run_logged(
         [sys.executable, "-c", "import time; print('started', flush=True); time.sleep(60)"], tmp_path / "x.log", 2.0

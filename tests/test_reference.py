@@ -273,7 +273,7 @@ MEASURED = {
 
 
 def h100(name: str) -> Record:
-    (r,) = find(name, published=False)
+    (r,) = [r for r in find(name, published=False) if r.device == H100]
     return r
 
 
@@ -281,14 +281,28 @@ ROOT = Path(__file__).resolve().parent.parent
 H200 = "NVIDIA H200"
 # measured on an H200 on 2026-11-27 (torch 2.11.0+cu130, course commit 4e72ce7) by scripts/gpu_probe.py's procedure
 H200_MEASURED = {"fp8_cast_costs", "cuda_cross_entropy_autocast", "inductor_emulate_precision_casts"}
+# measured on an H200 on 2026-11-27 (torch 2.11.0+cu130, course commit beeacb5) by `python scripts/gpu_check.py
+# --skip-pytest`: the recorder's five experiments (beside the H100's) and checks (a), (d) and (f)-(j)
+H200_CHECKS = {
+    "lowp_matmul_fp32_sum",
+    "fp8_cast_costs_course",
+    "e2e_launch_bound",
+    "amp_step_vs_minimal",
+    "autocast_real_vs_preview_gpu_check",
+    "tf32_rounding_per_op_gpu_check",
+    "cuda_cross_entropy_autocast_gpu_check",
+}
+PROVENANCE = ("device", "capability", "torch", "cuda", "date", "commit")
 
 
 def test_shipped_file_holds_only_real_recordings():
     assert reference.DEFAULT_PATH.name == "references.json" and reference.DEFAULT_PATH.parent.name == "data"
     everything = load()
-    assert len(everything) == 16
+    assert len(everything) == 28
     records = [r for r in everything if r.device == H100]
-    assert {r.experiment for r in everything if r.device == H200} == H200_MEASURED
+    assert {r.experiment for r in everything if r.device == H200} == H200_MEASURED | H200_CHECKS | RECORDER
+    for r in everything:  # every record: its GPU, compute capability, torch, CUDA, day, course commit and how
+        assert all(getattr(r, k) for k in PROVENANCE) and (r.command or r.method) and not r.source, r.experiment
     for r in records:
         assert (r.command or r.method) and r.date and not r.source, r
         # every shipped record says where it comes from: the GPU, torch 2.11, the day and the course commit
@@ -377,9 +391,8 @@ def test_h100_original_tf32_experiment():
     assert res["tf32_rel_error"] == pytest.approx(res["tf32_max_error"] / res["mean_abs_reference"])
 
 
-def h200(name: str) -> Record:
-    (r,) = find(name, published=False)
-    assert r.device == H200
+def h200(name: str, commit: str = "4e72ce7") -> Record:
+    (r,) = [r for r in find(name, published=False) if r.device == H200 and r.commit == commit]
     return r
 
 
@@ -391,6 +404,48 @@ def test_h200_records_name_their_gpu_torch_day_commit_and_procedure():
         )  # fmt: skip
         assert r.label == "recorded on NVIDIA H200, torch 2.11, 2026-11-27"
         assert "scripts/gpu_probe.py" in r.method and (ROOT / "scripts" / "gpu_probe.py").is_file()
+
+
+def test_h200_gpu_check_records_load_with_their_provenance_and_figures():
+    for name in sorted(H200_CHECKS | RECORDER):
+        r = h200(name, commit="beeacb5")
+        assert (r.capability, r.torch, r.cuda, r.date, r.source) == ("9.0", "2.11.0+cu130", "13.0", "2026-11-27", "")
+        assert r.label == "recorded on NVIDIA H200, torch 2.11, 2026-11-27" and r.method
+        assert r.command == ("python -m amp_lessons.reference record" if name in RECORDER else
+                             "python scripts/gpu_check.py --skip-pytest")  # fmt: skip
+        assert "gpu_check.py --skip-pytest" in (r.command + r.method) and "/work" not in json.dumps(r.to_dict())
+    # both GPUs' records of a recorder experiment: compare() shows them side by side, newest first
+    both = reference.compare("e2e_training", {}, "this machine").references
+    assert [r.device for r in both] == [H200, H100]
+    assert round(h200("e2e_training", "beeacb5").results["bf16_step_time_s"] * 1e3, 2) == 12.07
+    # (g): fp32 ulps of fp32 outputs, max and mean, against two references
+    s = h200("lowp_matmul_fp32_sum", "beeacb5").results
+    assert s["fp32_output"] == "torch.mm(a, b, out_dtype=torch.float32)"
+    assert s["fp16 K=16384 vs_exact_rounded_to_fp32"]["max_ulps"] == 1341021.0
+    assert s["bf16 K=256 sequential_fp32_sum_vs_exact"]["max_ulps"] == 589824.0
+    # (i): the course's fp8_cast_costs, one timer, compiled casts recover most of the eager casts' loss at 8192^3
+    c = h200("fp8_cast_costs_course", "beeacb5").results
+    assert c["timer"] == "cuda events around 10 back-to-back calls, per call, median of 10"
+    big = "8192x8192x8192"
+    assert round(c[f"{big} fp8+casts speed_vs_bf16"], 2) == 0.75
+    assert round(c[f"{big} fp8+compiled casts speed_vs_bf16"], 2) == 1.58
+    # (j): bf16 autocast slower than fp32 for both models of the launch-bound demo, width 1024
+    j = h200("e2e_launch_bound", "beeacb5").results
+    assert j["width_chosen"].startswith("width 1024, not 4096")
+    assert round(j["tiny"]["speedup"], 2) == 0.87 and round(j["large"]["speedup"], 2) == 0.79
+    # (f), (d), (h), (a)
+    f = h200("amp_step_vs_minimal", "beeacb5").results
+    assert [round(f[f"{k}_step_time_s"] * 1e3, 2) for k in ("course_amp_step", "minimal_bf16_loop")] == [12.30, 13.14]
+    assert round(f["course_over_minimal"], 3) == 0.936
+    d = h200("autocast_real_vs_preview_gpu_check", "beeacb5").results
+    assert (d["ops"], d["agree"], d["disagree"], d["table_entries_contradicted_by_gpu"]) == (111, 107, 0, 0)
+    h = h200("cuda_cross_entropy_autocast_gpu_check", "beeacb5").results
+    assert h["bf16 autocast"]["forward _log_softmax"] == "bfloat16 -> bfloat16"
+    assert h["fp16 autocast"]["forward nll_loss_forward"] == "float32, int64 -> float32, float32"
+    a = h200("tf32_rounding_per_op_gpu_check", "beeacb5").results
+    cases = {k: v for k, v in a.items() if isinstance(v, dict) and "values" in v}
+    tf32_ran = [v for v in cases.values() if v["no_rounding"] > 0]
+    assert len(tf32_ran) >= 10 and all(v["nearest_even"] == 0 and v["nearest_away"] > 0 for v in tf32_ran)
 
 
 def test_h200_fp8_costs_eager_casts_are_not_hidden_by_a_large_matmul():
@@ -681,16 +736,16 @@ def test_a_folder_is_not_a_reference_file(tmp_path):
 
 def test_overview_lists_every_reference(tmp_path):
     o = reference.overview()
-    assert len(o.records) == 16 + len(PUBLISHED)
+    assert len(o.records) == 28 + len(PUBLISHED)
     text = str(o)
     assert text.splitlines()[0] == "GPU references of the course"
     row = next(line for line in text.splitlines() if line.startswith("amp_minimal_loop"))
     assert row.split()[1:] == "recorded on NVIDIA H100 80GB HBM3, torch 2.11, 2026-11-23 26".split()
     assert "NVIDIA A100 (GA100) (published)" in text
-    assert "16 recorded on a GPU, 2 published" in text and "python -m amp_lessons.reference show" in text
+    assert "28 recorded on a GPU, 2 published" in text and "python -m amp_lessons.reference show" in text
     assert "fp8_cast_costs" in text and "recorded on NVIDIA H200, torch 2.11, 2026-11-27" in text
     assert "<table" in o._repr_html_()
-    assert len(reference.overview(published=False).records) == 16
+    assert len(reference.overview(published=False).records) == 28
     empty = reference.overview(path=tmp_path / "none.json", published=False)
     assert empty.records == () and "0 recorded on a GPU, 0 published" in str(empty)
     with pytest.raises(TypeError, match="published must be True or False, got 'yes'"):
