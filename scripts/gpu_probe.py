@@ -14,9 +14,12 @@
    called outside it, and with ``options={"emulate_precision_casts": True}``; the share of elements that differ
    from eager, and the number of graphs Dynamo compiled.
 
-The records ``fp8_cast_costs``, ``cuda_cross_entropy_autocast`` and ``inductor_emulate_precision_casts`` in
-``amp_lessons/data/references.json`` were measured with this procedure on an NVIDIA H200 on 2026-11-27 (torch
-2.11.0+cu130). Run: ``python scripts/gpu_probe.py`` (prints the tables; ``--json FILE`` also writes them).
+The records ``fp8_cast_costs`` and ``inductor_emulate_precision_casts`` in ``amp_lessons/data/references.json`` were
+measured with this procedure on an NVIDIA H200 on 2026-11-27 (torch 2.11.0+cu130). Its cross_entropy reading of that
+day gave ``nll_loss_forward`` the autocast dtype, which the course's own trace on the same GPU did not reproduce
+(autocast casts nll_loss's input to float32 first): the record ``cuda_cross_entropy_autocast`` comes from that trace
+(``make gpu-check``, check (h)). An op that returns several tensors (``nll_loss_forward``) is logged with the dtype
+of its first. Run: ``python scripts/gpu_probe.py`` (prints the tables; ``--json FILE`` also writes them).
 """
 
 from __future__ import annotations
@@ -112,7 +115,7 @@ def fp8_costs(device: str = "cuda") -> dict:
 
 
 class OpDtypes(TorchDispatchMode):
-    """Every ATen op that runs, with the dtype of its result."""
+    """Every ATen op that runs, with the dtype of its result (of its first result, for an op that returns several)."""
 
     def __init__(self):
         super().__init__()
@@ -120,7 +123,8 @@ class OpDtypes(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         result = func(*args, **(kwargs or {}))
-        self.ops.append((func.overloadpacket.__name__, str(getattr(result, "dtype", ""))))
+        first = result[0] if isinstance(result, (tuple, list)) and result else result
+        self.ops.append((func.overloadpacket.__name__, str(getattr(first, "dtype", ""))))
         return result
 
 

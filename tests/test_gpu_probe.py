@@ -50,6 +50,7 @@ def test_the_dispatch_log_reads_cross_entropys_dtypes(probe):
     names = [name for name, _ in log.ops]
     assert "_log_softmax" in names and any("nll_loss" in n for n in names)
     assert dict(log.ops)["_log_softmax"] == "torch.float32"  # the CPU's policy runs cross_entropy in fp32
+    assert dict(log.ops)["nll_loss_forward"] == "torch.float32"  # (output, total_weight): the first one's dtype
 
 
 def test_without_a_gpu_it_says_what_it_needs(probe, monkeypatch, capsys):

@@ -280,17 +280,17 @@ def h100(name: str) -> Record:
 ROOT = Path(__file__).resolve().parent.parent
 H200 = "NVIDIA H200"
 # measured on an H200 on 2026-11-27 (torch 2.11.0+cu130, course commit 4e72ce7) by scripts/gpu_probe.py's procedure
-H200_MEASURED = {"fp8_cast_costs", "cuda_cross_entropy_autocast", "inductor_emulate_precision_casts"}
+H200_MEASURED = {"fp8_cast_costs", "inductor_emulate_precision_casts"}
 # measured on an H200 on 2026-11-27 (torch 2.11.0+cu130, course commit beeacb5) by `python scripts/gpu_check.py
 # --skip-pytest`: the recorder's five experiments (beside the H100's) and checks (a), (d) and (f)-(j)
 H200_CHECKS = {
+    "cuda_cross_entropy_autocast",
     "lowp_matmul_fp32_sum",
     "fp8_cast_costs_course",
     "e2e_launch_bound",
     "amp_step_vs_minimal",
     "autocast_real_vs_preview_gpu_check",
     "tf32_rounding_per_op_gpu_check",
-    "cuda_cross_entropy_autocast_gpu_check",
 }
 PROVENANCE = ("device", "capability", "torch", "cuda", "date", "commit")
 
@@ -298,7 +298,7 @@ PROVENANCE = ("device", "capability", "torch", "cuda", "date", "commit")
 def test_shipped_file_holds_only_real_recordings():
     assert reference.DEFAULT_PATH.name == "references.json" and reference.DEFAULT_PATH.parent.name == "data"
     everything = load()
-    assert len(everything) == 28
+    assert len(everything) == 27
     records = [r for r in everything if r.device == H100]
     assert {r.experiment for r in everything if r.device == H200} == H200_MEASURED | H200_CHECKS | RECORDER
     for r in everything:  # every record: its GPU, compute capability, torch, CUDA, day, course commit and how
@@ -439,9 +439,6 @@ def test_h200_gpu_check_records_load_with_their_provenance_and_figures():
     assert round(f["course_over_minimal"], 3) == 0.936
     d = h200("autocast_real_vs_preview_gpu_check", "beeacb5").results
     assert (d["ops"], d["agree"], d["disagree"], d["table_entries_contradicted_by_gpu"]) == (111, 107, 0, 0)
-    h = h200("cuda_cross_entropy_autocast_gpu_check", "beeacb5").results
-    assert h["bf16 autocast"]["forward _log_softmax"] == "bfloat16 -> bfloat16"
-    assert h["fp16 autocast"]["forward nll_loss_forward"] == "float32, int64 -> float32, float32"
     a = h200("tf32_rounding_per_op_gpu_check", "beeacb5").results
     cases = {k: v for k, v in a.items() if isinstance(v, dict) and "values" in v}
     tf32_ran = [v for v in cases.values() if v["no_rounding"] > 0]
@@ -461,12 +458,17 @@ def test_h200_fp8_costs_eager_casts_are_not_hidden_by_a_large_matmul():
     assert res[f"{small} fp8+casts"]["events_us"] > 5 * res[f"{small} fp8"]["events_us"]
 
 
-def test_h200_cuda_cross_entropy_runs_in_the_autocast_dtype():
-    res = h200("cuda_cross_entropy_autocast").results
-    assert res == {
-        f"{name} autocast": {"_log_softmax": dtype, "nll_loss_forward": dtype}
-        for name, dtype in (("bf16", "torch.bfloat16"), ("fp16", "torch.float16"))
-    }
+def test_h200_cuda_cross_entropy_log_softmax_runs_in_the_autocast_dtype_and_nll_loss_in_fp32():
+    res = h200("cuda_cross_entropy_autocast", "beeacb5").results
+    for name, low in (("bf16", "bfloat16"), ("fp16", "float16")):
+        ops = res[f"{name} autocast"]
+        assert (ops["_log_softmax"], ops["nll_loss_forward"]) == (f"torch.{low}", "torch.float32")
+        assert {k: v for k, v in ops.items() if " " in k} == {
+            "forward _log_softmax": f"{low} -> {low}",
+            "forward nll_loss_forward": "float32, int64 -> float32, float32",  # autocast casts its input up first
+            "backward nll_loss_backward": "float32, float32, int64, float32 -> float32",
+            "backward _log_softmax_backward_data": f"{low}, {low} -> {low}",
+        }
 
 
 def test_h200_inductor_keeps_the_first_compiles_setting():
@@ -736,16 +738,16 @@ def test_a_folder_is_not_a_reference_file(tmp_path):
 
 def test_overview_lists_every_reference(tmp_path):
     o = reference.overview()
-    assert len(o.records) == 28 + len(PUBLISHED)
+    assert len(o.records) == 27 + len(PUBLISHED)
     text = str(o)
     assert text.splitlines()[0] == "GPU references of the course"
     row = next(line for line in text.splitlines() if line.startswith("amp_minimal_loop"))
     assert row.split()[1:] == "recorded on NVIDIA H100 80GB HBM3, torch 2.11, 2026-11-23 26".split()
     assert "NVIDIA A100 (GA100) (published)" in text
-    assert "28 recorded on a GPU, 2 published" in text and "python -m amp_lessons.reference show" in text
+    assert "27 recorded on a GPU, 2 published" in text and "python -m amp_lessons.reference show" in text
     assert "fp8_cast_costs" in text and "recorded on NVIDIA H200, torch 2.11, 2026-11-27" in text
     assert "<table" in o._repr_html_()
-    assert len(reference.overview(published=False).records) == 28
+    assert len(reference.overview(published=False).records) == 27
     empty = reference.overview(path=tmp_path / "none.json", published=False)
     assert empty.records == () and "0 recorded on a GPU, 0 published" in str(empty)
     with pytest.raises(TypeError, match="published must be True or False, got 'yes'"):
