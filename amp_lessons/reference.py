@@ -561,11 +561,12 @@ class Overview(TableRecord):
 
 def overview(*, path=None, published: bool = True) -> Overview:
     """A table of every reference: the recorded ones of ``path`` (default: the shipped file), by
-    experiment, then (``published``) the published figures."""
+    experiment, then (``published``) the published figures. A ``path`` that names no file raises
+    FileNotFoundError (a typo is not an empty file)."""
     if not isinstance(published, bool):
         raise TypeError(f"published must be True or False, got {published!r}")
     p = _path(path)
-    recorded = load(p) if p.exists() else []
+    recorded = load(p) if path is not None or p.exists() else []
     names = sorted({r.experiment for r in recorded} | ({r.experiment for r in PUBLISHED} if published else set()))
     return Overview(tuple(r for n in names for r in find(n, published=published, path=p)))
 

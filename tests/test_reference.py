@@ -748,7 +748,10 @@ def test_overview_lists_every_reference(tmp_path):
     assert "fp8_cast_costs" in text and "recorded on NVIDIA H200, torch 2.11, 2026-11-27" in text
     assert "<table" in o._repr_html_()
     assert len(reference.overview(published=False).records) == 27
-    empty = reference.overview(path=tmp_path / "none.json", published=False)
+    with pytest.raises(FileNotFoundError, match="no reference file at .*none.json"):
+        reference.overview(path=tmp_path / "none.json")  # a typo is not an empty file
+    (tmp_path / "empty.json").write_text('{"records": []}')
+    empty = reference.overview(path=tmp_path / "empty.json", published=False)
     assert empty.records == () and "0 recorded on a GPU, 0 published" in str(empty)
     with pytest.raises(TypeError, match="published must be True or False, got 'yes'"):
         reference.overview(published="yes")
