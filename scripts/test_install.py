@@ -3,7 +3,7 @@
 1. **the wheel**: built from the working tree's tracked files (a copy, so the checkout gains no build/ or egg-info),
    it holds every tracked file under ``amp_lessons/`` (every topic sub-package and every data file);
 2. installed with ``--no-deps`` into a fresh venv, run from outside the source tree, it imports every topic, finds
-   its data files, and runs ``presenter/explorers.ipynb`` (six topics' explorers) under nbval;
+   its data files, and runs ``delivery/presenter/explorers.ipynb`` (six topics' explorers) under nbval;
 3. **``pip install git+<repository URL>``** (README "Installing the package"): the same, from a git repository
    holding the same files (``git+file://``);
 4. **an environment with its own torch** (README "Running on a GPU"): the wheel installed, with its dependencies,
@@ -33,7 +33,7 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOK = "presenter/explorers.ipynb"
+NOTEBOOK = "delivery/presenter/explorers.ipynb"
 
 
 def run(cmd: list[str], cwd: Path | str | None = None, env: dict | None = None) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CALLERS = (
     sorted((ROOT / "notebooks").glob("*.ipynb"))
-    + sorted((ROOT / "presenter").glob("*.ipynb"))
+    + sorted((ROOT / "delivery" / "presenter").glob("*.ipynb"))
     + sorted((ROOT / "instructors").glob("*.py"))
 )
 

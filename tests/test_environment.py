@@ -120,7 +120,8 @@ def test_make_test_torch_runs_every_test_with_another_torch_from_pypi_and_ci_run
     assert "/etc/xdg" not in makefile and "/opt/" not in makefile  # nothing of one machine
     target = makefile.split("\ntest-torch: setup-torch\n", 1)[1].split("\n\n", 1)[0]
     assert "$(TORCH_VENV)/bin/python -m pytest $(XDIST)" in target
-    assert "tests notebooks presenter --ignore=tests/browser" in target
+    assert '-m "not hub" tests notebooks delivery/tests delivery/presenter' in target
+    assert "--ignore=tests/browser --ignore=delivery/tests/browser" in target
     assert ".venv-torch-*/" in (ROOT / ".gitignore").read_text().splitlines()
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     online, tests = ci.split('echo "== the tests run $mode"', 1)
@@ -153,7 +154,9 @@ def test_ci_runs_the_readme_test_command_with_the_browser_tests_and_offline():
     assert "export CI=true" in ci and "apt-get install" in ci and "chromium" in ci
     assert 'step "make test" offline make test' in ci and 'step "make portability" offline make portability' in ci
     test_target = makefile.split("\ntest: setup\n", 1)[1].split("\n\n", 1)[0]
-    assert "tests notebooks presenter" in test_target and "tests/browser" in test_target
+    assert "tests notebooks --ignore=tests/browser" in test_target and "pytest $(XDIST) tests/browser" in test_target
+    assert "delivery" not in test_target  # the course's tests alone; the delivery rig's are make test-delivery
+    assert 'step "make test-delivery" offline make test-delivery' in ci
 
 
 def test_the_machine_matrix_covers_isa_and_thread_counts():
@@ -162,7 +165,9 @@ def test_the_machine_matrix_covers_isa_and_thread_counts():
     configs = makefile.split("\nPORTABILITY ?= ", 1)[1].split("\n", 1)[0]
     assert '"ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=AVX2"' in configs
     assert '"OMP_NUM_THREADS=1"' in configs and '"OMP_NUM_THREADS=4"' in configs
-    assert "notebooks presenter" in target and "tests --ignore=tests/browser" in target  # unit tests once
+    assert "notebooks delivery/presenter" in target and '-m "not hub"' in target
+    # the unit tests once, in the first configuration: the course's and the delivery rig's
+    assert 'unit="tests delivery/tests --ignore=tests/browser --ignore=delivery/tests/browser"' in target
     assert "make portability" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
 
 
@@ -195,12 +200,17 @@ def test_ruff_format_is_clean():
     _ruff("format", "--check")
 
 
+def _delivery_python() -> list[Path]:
+    """The delivery rig's Python files (delivery/), not those of the workshop hub's own venv."""
+    return [p for p in (ROOT / "delivery").rglob("*.py") if ".venv" not in p.relative_to(ROOT).parts]
+
+
 def test_every_pytest_started_in_a_subprocess_leaves_pytest_benchmark_out():
     # GPU images often carry pytest-benchmark, which warns under xdist, and the project's warnings are errors: a pytest
     # that a test or script starts must pass -p no:benchmark (as make gpu-check does), else it fails there alone
     pattern = re.compile(r'"-m",\s*"pytest"(.{0,400})', re.S)
     missing = []
-    for path in sorted([*(ROOT / "tests").rglob("*.py"), *(ROOT / "scripts").glob("*.py")]):
+    for path in sorted([*(ROOT / "tests").rglob("*.py"), *(ROOT / "scripts").glob("*.py"), *_delivery_python()]):
         for m in pattern.finditer(path.read_text(encoding="utf-8")):
             call = m.group(1).split("]", 1)[0]
             if "no:benchmark" not in call and "NO_PLUGINS" not in call:

@@ -68,7 +68,7 @@ MACHINE_PATH = re.compile(r"/usr/|/opt/|/home/|/root/|site-packages|\.venv|/tmp/
 
 
 @pytest.mark.parametrize(
-    "path", sorted([*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("presenter/*.ipynb")]), ids=lambda p: p.name
+    "path", sorted([*ROOT.glob("notebooks/*.ipynb"), *ROOT.glob("delivery/presenter/*.ipynb")]), ids=lambda p: p.name
 )
 def test_no_compared_output_holds_a_path_of_this_machine(path):
     for i, c in enumerate(nbformat.read(path, as_version=4).cells):

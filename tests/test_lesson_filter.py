@@ -29,7 +29,7 @@ from tests.lesson_filter import keeps, lesson_of
             "tests/test_explorer_base.py::test_every_explorer_is_an_explorer_and_takes_its_extremes[RecipeExplorer]",
             False,
         ),
-        ("presenter/explorers.ipynb::Cell 2", False),
+        ("delivery/presenter/explorers.ipynb::Cell 2", False),
         ("tests/browser/test_lab_lessons.py::test_notebook_in_jupyterlab[05_loss_scaling.ipynb]", False),
         ("tests/test_checker_contract.py::test_every_checker_has_a_row_and_every_row_a_checker", False),
     ],

@@ -9,7 +9,7 @@ import pytest
 from amp_lessons.lessons import LESSONS as COURSE_LESSONS, TOPICS
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "presenter").glob("*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb")) + sorted((ROOT / "delivery" / "presenter").glob("*.ipynb"))
 MARKER = re.compile(r"#\s*NBVAL_\w+")
 KNOWN = {"NBVAL_IGNORE_OUTPUT", "NBVAL_SKIP", "NBVAL_CHECK_OUTPUT", "NBVAL_RAISES_EXCEPTION"}
 
@@ -74,14 +74,14 @@ def test_the_pictures_check_reads_the_lessons():
 
 
 def test_presenter_view_shows_every_explorer_of_the_lessons():
-    """presenter/explorers.ipynb (make present) has one cell per explorer the lessons show."""
+    """delivery/presenter/explorers.ipynb (make present) has one cell per explorer the lessons show."""
     call = re.compile(rf"\b(?:{'|'.join(TOPICS)})\.(\w+_explorer|format_designer)\(")
 
     def explorers(paths):
         return {m for p in paths for c in code_cells(nbformat.read(p, as_version=4)) for m in call.findall(c.source)}
 
     lessons = explorers(sorted((ROOT / "notebooks").glob("*.ipynb")))
-    presenter = explorers([ROOT / "presenter" / "explorers.ipynb"])
+    presenter = explorers([ROOT / "delivery" / "presenter" / "explorers.ipynb"])
     assert len(lessons) >= 8 and presenter == lessons
 
 

@@ -42,10 +42,10 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
     "--disable-dev-shm-usage",
 ]
-# The presenter page's offline Voila template (presenter/jupyter/voila/templates/amp-offline).
+# The presenter page's offline Voila template (delivery/presenter/jupyter/voila/templates/amp-offline).
 VOILA_TEMPLATE = "amp-offline"
-VOILA_JUPYTER_PATH = REPO / "presenter" / "jupyter"
-# Voilà's options beyond the template, the same as the Makefile's `present` line (test_voila_presenter.py checks
+VOILA_JUPYTER_PATH = REPO / "delivery" / "presenter" / "jupyter"
+# Voilà's options beyond the template, the same as `make present` (delivery/tests/browser/test_voila_presenter.py checks
 # that they match): only the two extensions that draw the widgets are loaded (Voilà would also load
 # jupyterlab_pygments, code highlighting for a page that shows no code), and one kernel is kept pre-heated (the
 # notebook already run when the page is asked for; Voilà starts the next one as soon as one is taken).

@@ -66,13 +66,3 @@ def test_remote_requests_flag_everything_off_this_machine():
 def test_server_kind_is_checked():
     with pytest.raises(ValueError, match="kind must be 'lab' or 'voila', got 'notebook'"):
         harness.Server("notebook", [])
-
-
-def test_make_present_serves_what_the_browser_test_checks():
-    """`make present` (README) and the presenter browser test start Voila the same way."""
-    makefile = (harness.REPO / "Makefile").read_text(encoding="utf-8")
-    recipe = makefile.split("\npresent: setup\n", 1)[1].split("\n\n", 1)[0]
-    assert f"--template={harness.VOILA_TEMPLATE}" in recipe
-    assert f"JUPYTER_PATH={harness.VOILA_JUPYTER_PATH.relative_to(harness.REPO)}" in recipe
-    assert "presenter/explorers.ipynb" in recipe and "127.0.0.1" in recipe
-    assert (harness.VOILA_JUPYTER_PATH / "voila" / "templates" / harness.VOILA_TEMPLATE / "index.html.j2").exists()

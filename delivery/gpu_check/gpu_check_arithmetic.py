@@ -1,13 +1,14 @@
-"""Checks (a) to (c) and (g) of ``make gpu-check`` (``scripts/gpu_check.py``): the GPU's arithmetic against the
+"""Checks (a) to (c) and (g) of ``make gpu-check`` (``delivery/gpu_check/gpu_check.py``): the GPU's arithmetic against the
 course's models of it. (a) ``tf32_rounding``: how each op rounds fp32 inputs to TF32, against the rounding modes of
 :func:`amp_lessons.formats.quantize`; (b) ``lowp_matmul``: fp16 and bf16 matmuls against an fp32-accumulating
 emulation; (c) ``scaled_mm``: ``torch._scaled_mm`` (fp8 e4m3) against an fp32 emulation, and ``use_fast_accum`` at
 large K; (g) ``lowp_sum``: the same matmuls' summation in fp32 outputs, in fp32 ulps. Each check is a function
 ``check_<name>(device) -> dict``; its inputs, emulations and mismatch counters run on a CPU too
-(tests/test_gpu_check.py). Importing this module makes no CUDA call."""
+(delivery/tests/test_gpu_check.py). Importing this module makes no CUDA call."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Mapping, Sequence
 
@@ -15,7 +16,37 @@ import torch
 from gpu_check_args import device_arg, int_arg, number_arg, tensor_arg
 
 from amp_lessons import formats
-from amp_lessons._runtime import exact_fp32, fp32_precision
+
+
+@contextlib.contextmanager
+def fp32_precision(matmul: str | None = None, conv: str | None = None, cpu_matmul: str | None = None):
+    """Set the fp32 math of CUDA matmuls / cuDNN convolutions / CPU (oneDNN) matmuls (``"ieee"`` or ``"tf32"``;
+    ``"bf16"`` too for the CPU) with torch's ``fp32_precision`` settings, and restore them on exit."""
+    knobs = [
+        ("matmul", torch.backends.cuda.matmul, matmul, ("ieee", "tf32")),
+        ("conv", torch.backends.cudnn.conv, conv, ("ieee", "tf32")),
+        ("cpu_matmul", torch.backends.mkldnn.matmul, cpu_matmul, ("ieee", "tf32", "bf16")),
+    ]
+    saved = []
+    try:
+        for name, obj, value, allowed in knobs:
+            if value is None:
+                continue
+            if value not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+            saved.append((obj, obj.fp32_precision))
+            obj.fp32_precision = value
+        yield
+    finally:
+        for obj, old in reversed(saved):
+            obj.fp32_precision = old
+
+
+def exact_fp32(d: torch.device):
+    """IEEE fp32 matmuls on ``d``'s kind of device (no TF32 on a GPU, no bf16 rounding on an AMX CPU), touching
+    only that device's setting."""
+    return fp32_precision(matmul="ieee") if d.type == "cuda" else fp32_precision(cpu_matmul="ieee")
+
 
 TF32_MODELS = ("nearest_even", "nearest_away", "toward_zero")
 """The rounding models of fp32 -> TF32 compared with the hardware (modes of :func:`amp_lessons.formats.quantize`)."""

@@ -3,9 +3,9 @@
 Run it on a machine with one CUDA GPU (compute capability 8.0 or newer for TF32 and bf16, 8.9 or newer
 for fp8)::
 
-    make gpu-check                          # setup, then: python scripts/gpu_check.py
-    python scripts/gpu_check.py --plan      # the time budget of each step, nothing run
-    python scripts/gpu_check.py --only tf32_rounding scaled_mm --skip-pytest --skip-references
+    make gpu-check                          # setup, then: python delivery/gpu_check/gpu_check.py
+    python delivery/gpu_check/gpu_check.py --plan      # the time budget of each step, nothing run
+    python delivery/gpu_check/gpu_check.py --only tf32_rounding scaled_mm --skip-pytest --skip-references
 
 Steps, in order, each under a hard time limit (:data:`PLAN`; the limits add up to :data:`BUDGET_S`, which
 leaves ``make setup`` the rest of the 9 minutes):
@@ -47,7 +47,7 @@ Everything lands in one folder, ``gpu-check-results/<date>-<gpu>/`` (git-ignored
 table printed at the end. The exit status is 0 only if pytest passed and every step and check ran
 (a finding such as a rounding model that does not match is data, not a failure).
 
-Offline GPU machines: ``make gpu-wheels`` (``scripts/gpu_wheels.py``) downloads the pinned wheels of
+Offline GPU machines: ``make gpu-wheels`` (``delivery/gpu_check/gpu_wheels.py``) downloads the pinned wheels of
 ``requirements.txt``, triton and the build backend into ``gpu-wheelhouse/`` on a machine with network; copy
 that folder next to the checkout, and ``make gpu-check`` installs from it with ``pip --no-index
 --find-links gpu-wheelhouse`` (``--wheelhouse`` here installs triton from it if it is missing).
@@ -60,7 +60,7 @@ their argument checks in ``gpu_check_args.py``.
 
 Without a GPU the script stops at once with exit status 2 and says what each step needs. Its CPU parts
 (the TF32 mismatch counter and tie inputs, the emulations, the results writer and summary, the budget plan)
-are tested in ``tests/test_gpu_check.py``. Importing this module makes no CUDA call.
+are tested in ``delivery/tests/test_gpu_check.py``. Importing this module makes no CUDA call.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ from pathlib import Path
 
 import torch
 
-from amp_lessons._table import text_table
+from amp_lessons import table
 
 HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:  # the checks live next to this script: importable also when it is loaded by its path
@@ -102,7 +102,7 @@ from gpu_check_tools import (  # noqa: E402
     check_timing_helper,
 )
 
-ROOT = HERE.parent
+ROOT = HERE.parents[1]  # the repository (delivery/gpu_check/../..)
 RESULTS_ROOT = ROOT / "gpu-check-results"
 WHEELHOUSE = ROOT / "gpu-wheelhouse"
 NO_GPU_EXIT = 2
@@ -200,8 +200,8 @@ def plan_text(budget_s: float = BUDGET_S, steps: Sequence[Step] = PLAN) -> str:
         f"{TOTAL_S:.0f} s ({SETUP_S:.0f} s: seconds when .venv is current, an offline install from the wheelhouse otherwise)",
         "estimates: H100 figures; a step that reaches its limit is stopped and reported as a timeout",
     ]
-    return text_table(
-        ("step", "estimate", "limit", "starts by", "what"), rows, title="gpu-check time budget", notes=notes
+    return str(
+        table(("step", "estimate", "limit", "starts by", "what"), rows, title="gpu-check time budget", notes=notes)
     )
 
 
@@ -328,8 +328,8 @@ def summarize(folder, expected: Sequence[str] = SUMMARY_ORDER) -> tuple[str, boo
         ok = ok and d["status"] not in _BAD
         secs = d.get("seconds")
         rows.append((label, d["status"], f"{secs:.1f} s" if isinstance(secs, (int, float)) else "", d["summary"]))
-    table = text_table(("step", "status", "time", "result"), rows, title=f"gpu-check summary: {Path(folder)}")
-    return table, ok
+    text = str(table(("step", "status", "time", "result"), rows, title=f"gpu-check summary: {Path(folder)}"))
+    return text, ok
 
 
 def run_check(check: Check, device: str, folder: Path) -> dict:
@@ -401,7 +401,7 @@ def no_gpu_message() -> str:
             "`make gpu-wheels` downloads."
         )
     lines.append(
-        "  Without a GPU, `make test` runs the course's CPU tests (tests/test_gpu_check.py covers this script's CPU parts)."
+        "  Without a GPU, `make test` runs the course's CPU tests (`make test-delivery`: this script's CPU parts)."
     )
     return "\n".join(lines)
 
@@ -458,7 +458,12 @@ def pytest_command(cores: int) -> list[str]:
     xdist, and the course's tests turn warnings into errors (seen on an H200 image: an INTERNALERROR before any
     test ran); where the plugin is absent the option does nothing."""
     cmd = [sys.executable, "-m", "pytest", "-p", "no:benchmark", "-n", str(cores), "--dist", "loadfile"]
-    return cmd + ["tests", "notebooks", "--ignore=tests/browser"]
+    # the course's tests and lessons, and the delivery rig's unit tests (delivery/tests: not the hub, not the browser)
+    return (
+        cmd
+        + ["-m", "not hub", "tests", "notebooks", "delivery/tests", "--ignore=delivery/tests/browser"]
+        + ["--ignore=tests/browser"]
+    )
 
 
 def step_pytest(folder: Path, limit_s: float) -> dict:
@@ -529,7 +534,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--skip-pytest", action="store_true", help="no pytest step")
     parser.add_argument("--skip-references", action="store_true", help="no reference recording")
     parser.add_argument("--results", type=Path, default=RESULTS_ROOT, help=f"results root (default {RESULTS_ROOT})")
-    parser.add_argument("--wheelhouse", type=Path, default=None, help="offline wheels (scripts/gpu_wheels.py)")
+    parser.add_argument(
+        "--wheelhouse", type=Path, default=None, help="offline wheels (delivery/gpu_check/gpu_wheels.py)"
+    )
     parser.add_argument("--run-checks", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)

@@ -2,10 +2,10 @@
 
 Run it where there is network, for the GPU machine's Python and platform::
 
-    make gpu-wheels                                   # = python scripts/gpu_wheels.py --dest gpu-wheelhouse
-    python scripts/gpu_wheels.py --python-version 3.12 --platform manylinux_2_28_x86_64
-    python scripts/gpu_wheels.py --torch-index https://download.pytorch.org/whl/cu128   # a CUDA build of torch
-    python scripts/gpu_wheels.py --no-triton          # without triton (check (e) then skips do_bench)
+    make gpu-wheels                                   # = python delivery/gpu_check/gpu_wheels.py --dest gpu-wheelhouse
+    python delivery/gpu_check/gpu_wheels.py --python-version 3.12 --platform manylinux_2_28_x86_64
+    python delivery/gpu_check/gpu_wheels.py --torch-index https://download.pytorch.org/whl/cu128   # a CUDA build of torch
+    python delivery/gpu_check/gpu_wheels.py --no-triton          # without triton (check (e) then skips do_bench)
 
 It runs ``pip download`` of every pin of ``requirements.txt`` (torch==2.13.0 on Linux from PyPI is a CUDA
 build, with its CUDA libraries and its triton), plus ``triton`` (for ``triton.testing.do_bench``), the build
@@ -15,7 +15,7 @@ backend that ``pip install -e .`` needs (setuptools, wheel) and pip, into one fo
 
 Copy the folder next to the checkout on the GPU machine. ``make gpu-check`` sees it (``GPU_WHEELHOUSE``,
 default ``gpu-wheelhouse``) and runs ``make setup`` with ``PIP_NO_INDEX=1 PIP_FIND_LINKS=<wheelhouse>``, so
-that every install comes from the folder (pip's ``--no-index --find-links``); ``scripts/gpu_check.py
+that every install comes from the folder (pip's ``--no-index --find-links``); ``delivery/gpu_check/gpu_check.py
 --wheelhouse`` installs triton from it the same way if it is still missing.
 """
 
@@ -28,7 +28,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 REQUIREMENTS = ROOT / "requirements.txt"
 DEST = ROOT / "gpu-wheelhouse"
 EXTRAS = ("setuptools>=69", "wheel", "pip")

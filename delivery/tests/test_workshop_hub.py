@@ -1,15 +1,17 @@
-"""The workshop hub (workshop/, README.md "Running a workshop on one server").
+"""The workshop hub (delivery/workshop/, README.md "Running a workshop on one server").
 
-* The kernel wrapper's settings and the Kubernetes values: fast, always run.
+* The kernel wrapper's settings and the Kubernetes values: fast, run by ``make test-delivery``.
 * The room (``make test-hub``): the hub on free localhost ports with a temporary state folder, HUB_LEARNERS
   (default 4) learners created through its REST API, each learner's server started, and every learner running
   lessons 00-03 at the same time, each in their own kernels under their own server; then one kernel filled past
   its memory cap. Per learner it prints wall time and the peak resident memory of the kernels' process trees.
-  It runs alone (it starts a dozen processes on purpose), so under ``make test``/``make unit`` it is skipped
-  unless AMP_TEST_HUB=1, which ``make test-hub`` sets; without the hub's venv (``make setup-workshop``) it is
-  skipped with that reason, except under CI=true, where that is a failure.
+  It runs alone (it starts a dozen processes on purpose): its tests carry the ``hub`` marker, which ``make
+  test-delivery`` leaves out and ``make test-hub`` alone selects, and are skipped unless AMP_TEST_HUB=1, which
+  ``make test-hub`` sets; without the hub's venv (``make setup-workshop``) they are skipped with that reason, except
+  under CI=true, where that is a failure.
 * Every test that starts the hub needs the hub's own venv, which only ``make setup-workshop`` makes, so they all
-  run under ``make test-hub`` alone: ``make test`` sets up everything it runs.
+  run under ``make test-hub`` alone, and the fast ones above under ``make test-delivery`` alone: no test runs
+  twice.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "workshop"))
+ROOT = Path(__file__).resolve().parents[2]
+WORKSHOP = ROOT / "delivery" / "workshop"
+sys.path.insert(0, str(WORKSHOP))
 
 import kernel_wrapper  # noqa: E402
 import simulated_room as room  # noqa: E402
@@ -73,10 +76,10 @@ def test_the_kernel_command_runs_ipykernel_with_the_startup_file():
 def test_the_kernel_spec_points_at_the_course_venv_and_the_wrapper():
     import json
 
-    spec_dir = ROOT / "workshop" / "jupyter" / "kernels" / "python3"
+    spec_dir = WORKSHOP / "jupyter" / "kernels" / "python3"
     argv = json.loads((spec_dir / "kernel.json").read_text())["argv"]
     resolved = [Path(a.replace("{resource_dir}", str(spec_dir))).resolve() for a in argv[:2]]
-    assert resolved == [(ROOT / ".venv" / "bin" / "python").resolve(), ROOT / "workshop" / "kernel_wrapper.py"]
+    assert resolved == [(ROOT / ".venv" / "bin" / "python").resolve(), WORKSHOP / "kernel_wrapper.py"]
     assert argv[2:] == ["-f", "{connection_file}"]
 
 
@@ -84,7 +87,7 @@ def test_a_kernel_over_its_cap_gets_an_error_and_lives_on(monkeypatch):
     """The wrapper's cap in a real kernel: a 4 GiB tensor under a 1 GiB cap fails in the cell, the next cell runs."""
     from jupyter_client.manager import start_new_kernel
 
-    monkeypatch.setenv("JUPYTER_PATH", str(ROOT / "workshop" / "jupyter"))  # the workshop's "python3" comes first
+    monkeypatch.setenv("JUPYTER_PATH", str(WORKSHOP / "jupyter"))  # the workshop's "python3" comes first
     monkeypatch.setenv("AMP_KERNEL_MEMORY_LIMIT", "1G")
     km, kc = start_new_kernel(kernel_name="python3")
     try:
@@ -129,7 +132,7 @@ def test_the_startup_file_caps_every_gpu_when_asked(monkeypatch):
 
     shell = Shell()
     namespace = {"get_ipython": lambda: shell}
-    exec(compile((ROOT / "workshop" / "kernel_startup.py").read_text(), "kernel_startup.py", "exec"), namespace)
+    exec(compile((WORKSHOP / "kernel_startup.py").read_text(), "kernel_startup.py", "exec"), namespace)
     assert calls == [(0.04, 0), (0.04, 1)]
     assert shell.custom[0] == (MemoryError, RuntimeError)
     assert set(namespace) - {"__builtins__"} == {"get_ipython"}, "the learner's namespace is left as it was"
@@ -137,7 +140,7 @@ def test_the_startup_file_caps_every_gpu_when_asked(monkeypatch):
 
 @pytest.mark.parametrize("args", [["--lesson", "99_none.ipynb"], ["--max", "0"], ["--factor", "1"]])
 def test_the_load_script_refuses_bad_arguments(args, capsys):
-    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, str(ROOT / "delivery" / "load"))
     import hub_load
 
     with pytest.raises(SystemExit) as e:
@@ -148,7 +151,7 @@ def test_the_load_script_refuses_bad_arguments(args, capsys):
 # -- the Kubernetes values (no cluster here: checked as YAML against the keys Zero to JupyterHub documents)
 def test_the_z2jh_values_use_documented_keys():
     """Keys from https://z2jh.jupyter.org/en/stable/resources/reference.html (the chart's configuration reference)."""
-    values = yaml.safe_load((ROOT / "workshop" / "z2jh-values.yaml").read_text())
+    values = yaml.safe_load((WORKSHOP / "z2jh-values.yaml").read_text())
     assert set(values) <= {"hub", "singleuser", "cull", "prePuller", "scheduling", "proxy"}
     hub = values["hub"]["config"]
     assert hub["JupyterHub"]["authenticator_class"] == "shared-password"
@@ -159,23 +162,24 @@ def test_the_z2jh_values_use_documented_keys():
     assert single["cpu"]["limit"] >= single["cpu"]["guarantee"]
     assert values["cull"]["enabled"] is True and values["cull"]["timeout"] > 0
     assert values["prePuller"]["hook"]["enabled"] is True
-    gpu = yaml.safe_load((ROOT / "workshop" / "z2jh-values-gpu.yaml").read_text())
+    gpu = yaml.safe_load((WORKSHOP / "z2jh-values-gpu.yaml").read_text())
     profile = gpu["singleuser"]["profileList"][0]
     assert profile["kubespawner_override"]["extra_resource_limits"] == {"nvidia.com/gpu": "1"}
     assert set(gpu) <= {"singleuser", "hub", "cull", "prePuller", "scheduling"}
 
 
-# -- the hub itself (its own venv: make test-hub)
+# -- the hub itself (its own venv: make test-hub, which selects these by their marker, `-m hub`)
 HUB_ONLY = pytest.mark.skipif(os.environ.get("AMP_TEST_HUB") != "1", reason="needs the hub's venv: make test-hub")
 
 
+@pytest.mark.hub
 @HUB_ONLY
 def test_the_hub_refuses_to_start_without_a_password(tmp_path):
     _hub_or_skip()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AMP_WORKSHOP")}
     env["AMP_WORKSHOP_STATE"] = str(tmp_path)
     r = subprocess.run(
-        [str(room.HUB_VENV / "bin" / "jupyterhub"), "-f", str(ROOT / "workshop" / "jupyterhub_config.py")],
+        [str(room.HUB_VENV / "bin" / "jupyterhub"), "-f", str(WORKSHOP / "jupyterhub_config.py")],
         env=env,
         cwd=tmp_path,
         capture_output=True,
@@ -185,6 +189,7 @@ def test_the_hub_refuses_to_start_without_a_password(tmp_path):
     assert r.returncode != 0 and "Set AMP_WORKSHOP_PASSWORD" in r.stdout + r.stderr
 
 
+@pytest.mark.hub
 @HUB_ONLY
 def test_a_room_of_learners_runs_lessons_00_to_03_at_once(tmp_path):
     _hub_or_skip()

@@ -1,4 +1,4 @@
-"""The presenter view (``make present``): presenter/explorers.ipynb served by Voilà with the course's
+"""The presenter view (``make present``): delivery/presenter/explorers.ipynb served by Voilà with the course's
 offline template, checked in a real Chromium on a 1920 x 1080 projector page, like the lessons: every
 explorer renders without code, every control moves (extremes included) and redraws, no kernel or console
 error, no request off this machine. Latency is printed beside JupyterLab's.
@@ -22,7 +22,7 @@ import pytest
 import screen_checks
 from lab_session import artifact, assert_page_clean, demo_names, exercise_demo
 
-PRESENTER = harness.REPO / "presenter" / "explorers.ipynb"
+PRESENTER = harness.REPO / "delivery" / "presenter" / "explorers.ipynb"
 LATENCY_SECTION = "browser: control-to-redraw latency in the Voila presenter view (median of the timed moves)"
 PROJECTOR_SECTION = "browser: the Voila presenter view at 1920 x 1080 (projector mode)"
 PROJECTOR = {"width": 1920, "height": 1080}
@@ -138,12 +138,17 @@ class VersionMismatches:
 
 
 def test_make_present_and_the_tests_start_voila_alike():
-    """The Makefile's `present` line passes Voilà the options the tests' server gets (harness.VOILA_OPTIONS)."""
-    lines = (harness.REPO / "Makefile").read_text(encoding="utf-8").splitlines()
+    """`make present` (README; its recipe in delivery/delivery.mk) serves the page this test checks, with the options
+    the tests' server gets (harness.VOILA_OPTIONS): the same notebook, template and template folder, on localhost."""
+    lines = (harness.REPO / "delivery" / "delivery.mk").read_text(encoding="utf-8").splitlines()
     recipe = lines[lines.index(next(x for x in lines if x.startswith("present:"))) + 1]
     args = shlex.split(recipe)
     assert f"--template={harness.VOILA_TEMPLATE}" in args, recipe
     assert [a for a in args if a.startswith("--VoilaConfiguration.")] == harness.VOILA_OPTIONS, recipe
+    assert f"JUPYTER_PATH={harness.VOILA_JUPYTER_PATH.relative_to(harness.REPO)}" in args, recipe
+    assert str(PRESENTER.relative_to(harness.REPO)) in args and "--Voila.ip=127.0.0.1" in args, recipe
+    assert (harness.VOILA_JUPYTER_PATH / "voila" / "templates" / harness.VOILA_TEMPLATE / "index.html.j2").exists()
+    assert "\ninclude delivery/delivery.mk\n" in (harness.REPO / "Makefile").read_text(encoding="utf-8")
 
 
 @pytest.fixture(scope="module")

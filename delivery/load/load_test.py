@@ -13,8 +13,8 @@ It then reads pytest's JUnit XML and prints, per notebook, the cells that passed
 failures (``NameError``, timeout, dead kernel, kernel restarted mid-notebook, crashed worker, other), with the
 wall time. Exit status: pytest's, or 1 where any cell failed.
 
-    .venv/bin/python scripts/load_test.py                       # the lessons hit hardest (03 04 05 08 11)
-    .venv/bin/python scripts/load_test.py notebooks presenter   # every notebook
+    .venv/bin/python delivery/load/load_test.py                       # the lessons hit hardest (03 04 05 08 11)
+    .venv/bin/python delivery/load/load_test.py notebooks delivery/presenter   # every notebook
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import xml.etree.ElementTree as ET
 from collections import Counter, defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TARGETS = [
     "notebooks/03_fp16_overflow_underflow.ipynb",
     "notebooks/04_autocast_policies.ipynb",

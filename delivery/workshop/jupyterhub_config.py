@@ -3,7 +3,7 @@
 One single-user JupyterLab per learner (SimpleLocalProcessSpawner: every learner is a process of the user who runs
 the hub, with a home of their own under the state folder holding their own copy of the notebooks), one shared
 password for the room (SharedPasswordAuthenticator, JupyterHub >= 5.3), and every learner's kernel capped in
-memory (workshop/kernel_wrapper.py, through the kernel spec in workshop/jupyter/kernels/python3/).
+memory (delivery/workshop/kernel_wrapper.py, through the kernel spec in delivery/workshop/jupyter/kernels/python3/).
 
 Everything is set through the environment, never in this file:
 
@@ -14,7 +14,7 @@ Everything is set through the environment, never in this file:
                                travels in clear over plain HTTP)
   AMP_WORKSHOP_PORT            the hub's public port (default 8000); AMP_WORKSHOP_HUB_PORT (8081) and
                                AMP_WORKSHOP_PROXY_API_PORT (8001) are its internal ones, on 127.0.0.1
-  AMP_WORKSHOP_STATE           the hub's database, cookie secret and the learners' homes (default workshop/state)
+  AMP_WORKSHOP_STATE           the hub's database, cookie secret and the learners' homes (default delivery/workshop/state)
   AMP_WORKSHOP_API_TOKEN       optional: a token for the REST API with the admin role (scripts, tests)
   AMP_KERNEL_MEMORY_LIMIT      each kernel's memory cap (default 3G; "none" for no cap)
   AMP_KERNEL_THREADS           optional: OMP_NUM_THREADS of each kernel
@@ -23,7 +23,7 @@ Everything is set through the environment, never in this file:
 
 Insecure by design for a short workshop, as JupyterHub's docs say of both classes: anyone with the password can
 log in as any learner, and the learners' servers are processes of one system user that can read each other's
-files. For anything longer, use real accounts or Kubernetes (workshop/z2jh-values.yaml).
+files. For anything longer, use real accounts or Kubernetes (delivery/workshop/z2jh-values.yaml).
 """
 
 import os
@@ -34,7 +34,7 @@ from pathlib import Path
 c = get_config()  # noqa: F821  (JupyterHub defines it when it loads this file)
 
 WORKSHOP = Path(__file__).resolve().parent
-ROOT = WORKSHOP.parent
+ROOT = WORKSHOP.parents[1]  # the repository (delivery/workshop/../..)
 HUB_BIN = Path(sys.executable).parent  # the hub's venv (make setup-workshop)
 STATE = Path(os.environ.get("AMP_WORKSHOP_STATE") or WORKSHOP / "state").resolve()
 STATE.mkdir(parents=True, exist_ok=True)
@@ -76,7 +76,7 @@ if os.environ.get("AMP_WORKSHOP_ADMIN"):
     c.Authenticator.admin_users = {os.environ["AMP_WORKSHOP_ADMIN"]}
     c.SharedPasswordAuthenticator.admin_password = os.environ.get("AMP_WORKSHOP_ADMIN_PASSWORD", "")
 
-# -- a token for the REST API (the hub test and scripts/hub_load.py create learners and start servers with it)
+# -- a token for the REST API (the hub test and delivery/load/hub_load.py create learners and start servers with it)
 if os.environ.get("AMP_WORKSHOP_API_TOKEN"):
     c.JupyterHub.services = [{"name": "workshop-admin", "api_token": os.environ["AMP_WORKSHOP_API_TOKEN"]}]
     c.JupyterHub.load_roles = [{"name": "admin", "services": ["workshop-admin"]}]
@@ -90,7 +90,7 @@ c.Spawner.start_timeout = 180  # a busy machine starts servers slowly
 c.Spawner.http_timeout = 180
 cull_s = _env_int("AMP_KERNEL_CULL_IDLE_S", 3600)
 c.Spawner.args = [
-    # the workshop's kernel spec only: the notebooks ask for "python3", which is it (workshop/jupyter comes first)
+    # the workshop's kernel spec only: the notebooks ask for "python3", which is it (delivery/workshop/jupyter comes first)
     "--KernelSpecManager.allowed_kernelspecs=python3",
     "--KernelSpecManager.ensure_native_kernel=False",
     f"--MappingKernelManager.cull_idle_timeout={cull_s}",

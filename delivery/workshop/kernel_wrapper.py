@@ -1,8 +1,8 @@
 """A learner's kernel with a memory cap: set the limits, then become ipykernel (the workshop's kernel spec runs this).
 
-The workshop's kernel spec (``workshop/jupyter/kernels/python3/kernel.json``) starts every learner's kernel as
+The workshop's kernel spec (``delivery/workshop/jupyter/kernels/python3/kernel.json``) starts every learner's kernel as
 ``<course .venv>/bin/python kernel_wrapper.py -f <connection file>``. This sets, from the environment the hub gives
-each learner's server (``workshop/jupyterhub_config.py``):
+each learner's server (``delivery/workshop/jupyterhub_config.py``):
 
 * ``AMP_KERNEL_MEMORY_LIMIT`` (``3G`` by default; ``512M``, ``2.5G``, bytes, or ``none``): ``RLIMIT_DATA``, soft and
   hard, so the kernel cannot raise it. Since Linux 4.7 it counts the process's private writable memory (heap and

@@ -1,10 +1,10 @@
-"""Checks (d) to (f) of ``make gpu-check`` (``scripts/gpu_check.py``): the course's own tools against the real
+"""Checks (d) to (f) of ``make gpu-check`` (``delivery/gpu_check/gpu_check.py``): the course's own tools against the real
 thing on a CUDA GPU. (d) ``autocast_policy``: every op of ``amp_lessons.autocast.policy_table("cuda")`` under real
 CUDA autocast against the fake-CUDA preview; (e) ``timing_helper``: ``amp_lessons.timing.time_fn`` against
 ``triton.testing.do_bench``; (f) ``amp_step``: the course's AMP step against a minimal bf16 autocast loop; (h)
 ``cross_entropy``: the dtypes of ``F.cross_entropy``'s ops under real fp16/bf16 autocast, forward and backward. Each
 check is a function ``check_<name>(device) -> dict``; the fake-CUDA side of (d) runs on a CPU too
-(tests/test_gpu_check.py). Importing this module makes no CUDA call."""
+(delivery/tests/test_gpu_check.py). Importing this module makes no CUDA call."""
 
 from __future__ import annotations
 
@@ -312,9 +312,7 @@ def check_amp_step(
 ) -> dict:
     """Check (f): ``e2e.train("bf16 autocast")`` with the course's ``amp_step`` and with
     :func:`minimal_bf16_step`, alternately ``rounds`` times (same model, seed and data), ms per step."""
-    from tests.faces import internals
-
-    e2e = internals("e2e")
+    from amp_lessons import e2e
 
     d = device_arg(device)
     steps, rounds = int_arg(steps, "steps", 3, 10_000), int_arg(rounds, "rounds", 1, 100)
@@ -322,7 +320,8 @@ def check_amp_step(
         gate = capability_gate(torch.cuda.get_device_capability(d), (8, 0), "bf16 tensor cores")
         if gate:
             return {"status": "skipped", "summary": gate}
-    makers = {"course amp_step": e2e.amp_step, "minimal bf16 loop": minimal_bf16_step}
+    # make_step=None: train's own step, the course's amp_step (lesson 06's make_step)
+    makers = {"course amp_step": None, "minimal bf16 loop": minimal_bf16_step}
     times: dict[str, list[float]] = {k: [] for k in makers}
     final: dict[str, list[float]] = {k: [] for k in makers}
     model = None
@@ -441,9 +440,7 @@ def check_fp8_cast_costs(device="cuda", repeats: int = 10) -> dict:
 def check_launch_bound(device="cuda", repeats: int = 20) -> dict:
     """Check (j): ``amp_lessons.e2e.launch_bound_demo`` on the device: a tiny and a large model's fp32 and bf16
     autocast steps, how the fp32 step grows with 8x the batch, and what that leaves to faster arithmetic."""
-    from tests.faces import internals
-
-    e2e = internals("e2e")
+    from amp_lessons import e2e
 
     d = device_arg(device)
     repeats = int_arg(repeats, "repeats", 3, 1000)

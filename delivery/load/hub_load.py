@@ -1,15 +1,15 @@
 """How many learners this machine holds: `make bench-hub` (a figure, not a pass/fail test).
 
-Starts the workshop hub (workshop/jupyterhub_config.py, from workshop/.venv: `make setup-workshop`) on free
+Starts the workshop hub (delivery/workshop/jupyterhub_config.py, from delivery/workshop/.venv: `make setup-workshop`) on free
 localhost ports, then ramps the room: 1 learner, 2, 4, 8, ... each running the same lesson at the same moment in
-their own kernel under their own single-user server (workshop/simulated_room.py: the REST API and the kernels'
+their own kernel under their own single-user server (delivery/workshop/simulated_room.py: the REST API and the kernels'
 websockets, as JupyterLab does). The time alone (1 learner) is the baseline; the ramp stops at the first room size
 where the slowest learner takes more than ``--factor`` (2) times it, or any cell fails. It prints one row per room
 size: the slowest and median learner's time, that over the time alone, the peak kernel memory, and failures; then
 the largest room that stayed within the factor.
 
-    .venv/bin/python scripts/hub_load.py                                   # lesson 03, rooms of 1, 2, 4, 8, 16
-    .venv/bin/python scripts/hub_load.py --lesson 02_tf32.ipynb --max 8
+    .venv/bin/python delivery/load/hub_load.py                                   # lesson 03, rooms of 1, 2, 4, 8, 16
+    .venv/bin/python delivery/load/hub_load.py --lesson 02_tf32.ipynb --max 8
 
 The figure depends on what else the machine runs: take it on a quiet machine.
 """
@@ -25,8 +25,8 @@ import threading
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "workshop"))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "delivery" / "workshop"))
 
 import simulated_room as room  # noqa: E402
 

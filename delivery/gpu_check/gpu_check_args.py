@@ -1,4 +1,4 @@
-"""Argument checks of ``make gpu-check``'s modules (``scripts/gpu_check.py`` and its checks): a bad value gets a
+"""Argument checks of ``make gpu-check``'s modules (``delivery/gpu_check/gpu_check.py`` and its checks): a bad value gets a
 clear error naming it and what is allowed."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The CPU parts of ``make gpu-check`` (scripts/gpu_check.py, its checks in scripts/gpu_check_arithmetic.py and
-scripts/gpu_check_tools.py) and of its wheelhouse (scripts/gpu_wheels.py):
+"""The CPU parts of ``make gpu-check`` (delivery/gpu_check/gpu_check.py, its checks in delivery/gpu_check/gpu_check_arithmetic.py and
+delivery/gpu_check/gpu_check_tools.py) and of its wheelhouse (delivery/gpu_check/gpu_wheels.py):
 the TF32 mismatch counter and its tie inputs, the emulations against independent references (numpy, ml_dtypes),
 the autocast comparison on the fake-CUDA side, the results writer and summary, the time budget and the exit
 without a GPU."""
@@ -22,18 +22,18 @@ import torch
 
 from amp_lessons._runtime import exact_fp32
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"amp_course_{name}", ROOT / "scripts" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"amp_course_{name}", ROOT / "delivery" / "gpu_check" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = mod  # dataclasses look their module up while the class is built
     spec.loader.exec_module(mod)
     return mod
 
 
-gc = _load("gpu_check")  # the command; it makes its checks, next to it in scripts/, importable
+gc = _load("gpu_check")  # the command; it makes its checks, next to it in delivery/gpu_check/, importable
 arith = importlib.import_module("gpu_check_arithmetic")  # checks (a)-(c)
 tools = importlib.import_module("gpu_check_tools")  # checks (d)-(f)
 wheels = _load("gpu_wheels")
@@ -410,7 +410,7 @@ def test_run_logged_stops_at_its_limit(tmp_path):
 def test_without_a_gpu_it_stops_at_once_saying_what_needs_what(tmp_path):
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="")  # the same on a GPU machine: torch sees none
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "--results", str(tmp_path)],
+        [sys.executable, str(ROOT / "delivery" / "gpu_check" / "gpu_check.py"), "--results", str(tmp_path)],
         capture_output=True,
         text=True,
         timeout=120,
@@ -428,7 +428,7 @@ def test_without_a_gpu_it_stops_at_once_saying_what_needs_what(tmp_path):
 def test_import_makes_no_cuda_call_and_plan_prints():
     code = (
         "import importlib.util, sys, torch; "
-        f"spec = importlib.util.spec_from_file_location('g', {str(ROOT / 'scripts' / 'gpu_check.py')!r}); "
+        f"spec = importlib.util.spec_from_file_location('g', {str(ROOT / 'delivery' / 'gpu_check' / 'gpu_check.py')!r}); "
         "m = importlib.util.module_from_spec(spec); sys.modules['g'] = m; spec.loader.exec_module(m); "
         "assert m.main(['--plan']) == 0; print('cuda initialized:', torch.cuda.is_initialized())"
     )
@@ -470,12 +470,14 @@ def test_wheelhouse_refuses_unpinned_requirements(tmp_path):
 
 
 def test_makefile_targets_use_the_scripts_and_the_wheelhouse():
-    make = (ROOT / "Makefile").read_text(encoding="utf-8")
+    # the targets live in delivery/delivery.mk, which the root Makefile includes (`make gpu-check` from the root)
+    assert "\ninclude delivery/delivery.mk\n" in (ROOT / "Makefile").read_text(encoding="utf-8")
+    make = (ROOT / "delivery" / "delivery.mk").read_text(encoding="utf-8")
     phony = next(line for line in make.splitlines() if line.startswith(".PHONY:"))
     assert " gpu-check" in phony and " gpu-wheels" in phony
-    assert "\ngpu-check: setup\n\t$(PY) scripts/gpu_check.py --wheelhouse $(GPU_WHEELHOUSE)\n" in make
+    assert "\ngpu-check: setup\n\t$(PY) delivery/gpu_check/gpu_check.py --wheelhouse $(GPU_WHEELHOUSE)\n" in make
     assert "gpu-check: export PIP_NO_INDEX = 1" in make and "gpu-check: export PIP_FIND_LINKS" in make
-    assert "$(PY) scripts/gpu_wheels.py --dest $(GPU_WHEELHOUSE)" in make
+    assert "$(PY) delivery/gpu_check/gpu_wheels.py --dest $(GPU_WHEELHOUSE)" in make
 
 
 # ---------------------------------------------------------------------------------------- bad input
@@ -529,6 +531,7 @@ def test_write_result_refuses_a_bad_status_or_name(tmp_path):
 def test_the_pytest_step_runs_without_a_benchmark_plugin_and_the_plugin_flag_is_harmless(tmp_path):
     cmd = gc.pytest_command(4)
     assert cmd[1:7] == ["-m", "pytest", "-p", "no:benchmark", "-n", "4"] and cmd[-1] == "--ignore=tests/browser"
+    assert cmd[9:-1] == ["-m", "not hub", "tests", "notebooks", "delivery/tests", "--ignore=delivery/tests/browser"]
     # where pytest-benchmark is not installed (this environment), disabling it is accepted
     (tmp_path / "test_one.py").write_text("def test_one():\n    assert True\n", encoding="utf-8")
     out = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:benchmark", "-q", "-p", "no:cacheprovider",

@@ -1,8 +1,8 @@
 """Simulated learners on the workshop hub: start it, add learners through its REST API, run lessons in their kernels.
 
-Used by tests/test_workshop_hub.py (`make test-hub`) and scripts/hub_load.py (`make bench-hub`); runs with the
+Used by delivery/tests/test_workshop_hub.py (`make test-hub`) and delivery/load/hub_load.py (`make bench-hub`); runs with the
 course's .venv python (requests, websocket-client and psutil come with its pins) and starts the hub from the
-hub's venv (workshop/.venv, `make setup-workshop`).
+hub's venv (delivery/workshop/.venv, `make setup-workshop`).
 
 Each learner does what JupyterLab does for a person: it opens a notebook (``POST /user/<name>/api/sessions``, so
 the kernel runs under that learner's own single-user server, in their home, with the workshop's capped kernel
@@ -31,7 +31,7 @@ import requests
 import websocket
 
 WORKSHOP = Path(__file__).resolve().parent
-ROOT = WORKSHOP.parent
+ROOT = WORKSHOP.parents[1]  # the repository (delivery/workshop/../..)
 HUB_VENV = Path(os.environ.get("AMP_HUB_VENV") or WORKSHOP / ".venv")
 LESSONS_00_03 = (
     "00_start_here.ipynb",
@@ -66,7 +66,7 @@ def _tree(pid: int) -> list[psutil.Process]:
 
 
 class Hub:
-    """The workshop's JupyterHub (workshop/jupyterhub_config.py) on free localhost ports with its own state folder."""
+    """The workshop's JupyterHub (delivery/workshop/jupyterhub_config.py) on free localhost ports with its own state folder."""
 
     def __init__(self, state: Path, memory_limit: str = "3G", extra_env: dict[str, str] | None = None):
         self.state = Path(state)
