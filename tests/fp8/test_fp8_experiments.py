@@ -1,7 +1,6 @@
 """Tests of amp_lessons.fp8: lesson 07's fp8 scaling recipes (small sizes; no timing asserts)."""
 
 import dataclasses
-import inspect
 import math
 
 import pytest
@@ -342,8 +341,7 @@ def test_the_fp8_code_is_the_lessons_own():
     assert torch.equal(blocks[0, 0, 2], torch.tensor([7.0, 0.0, 0.0, 0.0]))  # zero padding changes no amax
     p, _ = key_code.block_scales(x, "fp8_e4m3", (1, 4), power_of_two=True)
     assert p.tolist() == [[64.0, 0.25, 64.0]]
-    # the exported cells hold the mechanism only; the package's copies check their arguments first
-    assert "raise " not in inspect.getsource(key_code) and "isinstance(x" not in inspect.getsource(key_code)
+    # the package's copies check their arguments first
     from amp_lessons.fp8 import _checked
 
     with pytest.raises(ValueError, match="inf or NaN"):

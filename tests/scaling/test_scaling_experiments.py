@@ -605,18 +605,6 @@ def test_the_scalers_are_the_lessons_own_code():
         StaticScaler("x")
 
 
-def test_the_lessons_key_code_holds_no_argument_checks():
-    """The exported cells learners read show the mechanism only; the package's wrappers (_checked) check the
-    arguments. The RuntimeErrors that stay are GradScaler's state machine (unscale_ twice, update before a step)."""
-    import inspect
-
-    from amp_lessons.scaling import key_code
-
-    text = inspect.getsource(key_code)
-    assert "raise ValueError" not in text and "raise TypeError" not in text and "isinstance(" not in text
-    assert text.count("raise RuntimeError") == 2
-
-
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
