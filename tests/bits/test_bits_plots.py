@@ -9,7 +9,6 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
-import torch
 from matplotlib.patches import Rectangle
 
 from amp_lessons._draw import named_artists
@@ -17,7 +16,6 @@ from amp_lessons.bits import plot_bit_layout, plot_number_line, plot_range_preci
 from amp_lessons.bits._describe import describe_code, describe_value
 from amp_lessons.formats import FORMATS, FloatFormat, representable_values
 from amp_lessons.style import FORMAT_COLORS, style_context
-from tests.pictures import legend_outside
 
 
 def digits(ax) -> str:
@@ -323,17 +321,6 @@ def test_plots_keep_user_style_outside():
         assert plt.rcParams["font.size"] == 11
 
 
-def test_every_plot_draws_without_warnings(tmp_path):
-    for ax in (
-        plot_bit_layout("fp32", -0.1),
-        plot_spacing(),
-        plot_range_precision(),
-        plot_rounding_error(["fp16", "bf16"], x=torch.logspace(-10, 10, 200, base=2.0)),
-        plot_number_line("fp8_e5m2", scale="symlog"),
-    ):
-        ax.figure.savefig(tmp_path / "p.png")
-
-
 def test_bit_layouts_with_one_width_have_boxes_of_one_size():
     """Drawn with width=32, fp32's and fp8's boxes are equally wide and every row starts at the left
     edge, so each field's drawn width is proportional to its bits (lesson 01 compares them by eye)."""
@@ -349,12 +336,6 @@ def test_bit_layouts_with_one_width_have_boxes_of_one_size():
     assert len(widths) == 1 and len(lefts) == 1
     with pytest.raises(ValueError, match="width must be an int from 16"):
         plot_bit_layout("fp16", 0.1, width=8)
-
-
-def test_legends_sit_outside_the_data():
-    assert legend_outside(plot_spacing())
-    assert legend_outside(plot_range_precision())
-    assert legend_outside(plot_rounding_error(["fp16", "bf16"]))
 
 
 def test_number_line_title_claims_short_subnormal_ticks_only_where_they_show():
