@@ -442,10 +442,6 @@ ALLOWED = {
     },
     ("fp8.values_in", "lo", "-inf"): "the count of values below hi: an infinite bound is a half line",
     ("fp8.values_in", "hi", "inf"): "the count of values above lo: an infinite bound is a half line",
-    **{
-        (q, "growth_interval", "huge"): "an interval, not work: a scaler that never grows its scale"
-        for q in ("scaling.simulate_scaler", "scaling.compare_with_gradscaler")
-    },
     ("lessons.workshop_schedule", "break_every", "huge"): "a schedule's arithmetic: no break at all",
     **{
         (q, p, "inf"): "documented: math.inf means no time limit"
@@ -464,11 +460,6 @@ ALLOWED = {
     ("checks.off_by", "want"): "a checker's hint: never raises",
     ("checks.same_value", "got"): "a checker's comparison of any answer: answers False, never raises",
     ("formats.FloatFormat", "description"): "free text shown with the format",
-    **{
-        ("scaling.safe_window", p, repr(v)): "a bound on a fraction: -inf admits no scale, inf any"
-        for p in ("max_underflow", "max_overflow")
-        for v in (math.inf, -math.inf)
-    },
     ("formats.float32_input", "what"): "the name its errors give the tensor (free text)",
     **{
         ("tf32.fp32_precision", p): "a context manager: the setting is checked when it is entered (`with ...`)"

@@ -198,14 +198,6 @@ def test_spacing_custom_formats():
     assert named_artists(ax)["tiny"].get_xdata().max() == 1.0  # e1m0 fnuz: 0, 1, NaN and -1
 
 
-@pytest.mark.parametrize(
-    "bad, exc, match", [((), ValueError, "empty"), (("fp16", "fp99"), ValueError, "fp99"), (16, TypeError, "16")]
-)
-def test_spacing_rejects_bad_formats(bad, exc, match):
-    with pytest.raises(exc, match=match):
-        plot_spacing(bad)
-
-
 # --- range and precision -------------------------------------------------------------------------
 
 
@@ -264,21 +256,6 @@ def test_rounding_error_custom_x_and_modes():
     assert err[1] == pytest.approx(0.005859375 / 1.005859375)  # truncated to 1.0, not rounded up
 
 
-@pytest.mark.parametrize(
-    "x, exc, match",
-    [
-        ([1.0, -2.0], ValueError, "-2.0"),
-        ([[1.0]], ValueError, "shape"),
-        ([], ValueError, "shape"),
-        ("abc", TypeError, "str"),
-        ([1.0, float("inf")], ValueError, "inf"),
-    ],
-)
-def test_rounding_error_rejects_bad_x(x, exc, match):
-    with pytest.raises(exc, match=match):
-        plot_rounding_error("fp16", x=x)
-
-
 # --- number line -------------------------------------------------------------------------------
 
 
@@ -298,18 +275,14 @@ def test_number_line_negative_range_symlog_and_zoom():
     assert sum(len(c.get_segments()) for c in ax.collections) == 17
 
 
-@pytest.mark.parametrize(
-    "kwargs, match",
-    [
-        (dict(fmt="fp16"), "16 bits"),
-        (dict(fmt="fp8_e4m3", lo=5, hi=1), "lo=5"),
-        (dict(fmt="fp8_e4m3", scale="log2"), "'log2'"),
-        (dict(fmt="fp8_e4m3", hi=math.inf), "inf"),
-    ],
-)
-def test_number_line_rejects_bad_input(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        plot_number_line(**kwargs)
+def test_spacing_names_the_format_it_does_not_know():
+    with pytest.raises(ValueError, match="fmt='fp99'"):
+        plot_spacing(("fp16", "fp99"))
+
+
+def test_number_line_refuses_limits_in_the_wrong_order():
+    with pytest.raises(ValueError, match="lo=5"):
+        plot_number_line("fp8_e4m3", lo=5, hi=1)
 
 
 def test_plots_keep_user_style_outside():
