@@ -519,7 +519,17 @@ EXTRA: dict[str, dict[str, list]] = {
     "scaling.simulate_scaler": {"inf_steps": [(-1,), ("x",), 3]},
     # wrong answers that once came without an error: fractional or out-of-range bit fields, empty selections,
     # out-of-range fractions and steps, a folder for a file, a bare int for a generator or a device tuple
-    "formats.compose": {"exponent": [2.5, True, [2.5]], "sign": [1.5, 2], "mantissa": [0.5, [0.5]]},
+    "formats.compose": {"exponent": [2.5, True, [2.5], 32], "sign": [1.5, 2], "mantissa": [0.5, [0.5]]},
+    "formats.get_format": {"fmt": [None]},
+    "formats.quantize": {
+        "fmt": [None],
+        "rounding": ["stochastic"],
+        "overflow": ["wrap"],
+        "x": [lambda: torch.arange(3), lambda: torch.ones(2, dtype=torch.float64), [1.0]],
+        "emulate": ["yes"],
+    },
+    "formats.FloatFormat": {"exponent_bits": [9], "mantissa_bits": [24, 2.0], "encoding": ["posit"]},
+    "formats.representable_values": {"fmt": ["fp32"]},
     "formats.from_bits": {"code": [[1.5], True]},
     "reference.overview": {"path": [lambda: PACKAGE_DATA]},
     "reference.load": {"path": [lambda: PACKAGE_DATA]},
