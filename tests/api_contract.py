@@ -530,6 +530,8 @@ EXTRA: dict[str, dict[str, list]] = {
     },
     "formats.FloatFormat": {"exponent_bits": [9], "mantissa_bits": [24, 2.0], "encoding": ["posit"]},
     "formats.representable_values": {"fmt": ["fp32"]},
+    "device.device_report": {"mps": ["Apple M2"], "no_gpu": ["yes"]},
+    "device.GPUInfo": {"bf16_supported": ["yes"], "rocm": [1], "multiprocessors": [-1], "name": [""]},
     "timing.time_fn": {
         "block_s": [0, -1.0, math.nan, math.inf, 11.0, "1ms", True],
         "device": ["mps", "gpu", 0],
