@@ -557,7 +557,12 @@ EXTRA: dict[str, dict[str, list]] = {
     "tf32.matmul_errors": {"variants": [[]]},
     # a file written without any record; a schedule from a folder that is not there; cells that are not text
     "reference.save": {"records": [[]]},
-    "lessons.workshop_schedule": {"notebooks_dir": ["/no/such/folder"]},
+    "lessons.workshop_schedule": {
+        "notebooks_dir": ["/no/such/folder"],
+        "start": ["9am", "25:00"],
+        "lunch_minutes": [-5],
+        "days": [3],
+    },
     "amp_lessons.table": {"header": [[None, "b"]], "notes": [[None]]},
 }
 

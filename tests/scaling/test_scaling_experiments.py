@@ -114,8 +114,6 @@ def test_sweep_of_the_default_census(census):
     )
     assert sw.overflowed is sw.inf and sw.inf[32] > 0.5  # 2**32 pushes most activation gradients past 65504
     assert not any(sw.saturated)  # fp16 overflows to inf, never to +-max
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        sw.kind = "weights"
     text = repr(sw)
     assert "flushed (%)" in text and "inf (%)" in text and "2^32" in text
 
