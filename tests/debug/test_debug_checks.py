@@ -41,7 +41,6 @@ def test_fp16_fix_checker():
         "Linear layers still run in fp16"
         in debug.check_fp16_fix(lambda m: debug.KeepFP32(m), own_wrapper=False).message
     )
-    assert "raised ZeroDivisionError" in debug.check_fp16_fix(lambda m: 1 / 0).message
     r = debug.check_fp16_fix(lambda m: m)
     assert_your_turn(r)
     assert "still produces inf/NaN" in r.message and bad not in r.message  # never names the answer of exercise 1
@@ -287,7 +286,6 @@ def test_hook_checker():
     assert "write the hook yourself" in debug.check_nonfinite_hook(tracer).message
     assert "not a module name" in debug.check_nonfinite_hook(lambda m, x: (m(x), "nope")[1]).message
     assert "as a string" in debug.check_nonfinite_hook(lambda m, x: (m(x), 3)[1]).message
-    assert "raised ZeroDivisionError" in debug.check_nonfinite_hook(lambda m, x: 1 / 0).message
 
 
 # --- Exercise 1 on the models where a quick answer goes wrong ---------------------------------------------
