@@ -4,7 +4,7 @@
 - a function answer that raises gets "Not yet" naming the exception's type and message, never a traceback;
 - a wrong answer gets "Not yet", and its message does not state the expected answer (a value in any usual spelling;
   for a function, no line of the instructors' code);
-- the instructors' solution (instructors/solutions_NN.py) gets "Correct";
+- the instructors' solution (instructors/solutions_NN.py) gets "Correct" (tests/test_solutions.py, on these rows);
 - any answer at all (None, a string, NaN, an empty list, a tensor, a function that raises...) gets a CheckResult,
   never an exception.
 
@@ -127,14 +127,6 @@ def test_a_wrong_answer_fails_without_the_answer(name):
         if callable(answer):
             for line in _code_lines(answer):
                 assert line not in r.message, (r.message, line)
-
-
-@pytest.mark.parametrize("name", CHECKERS)
-def test_the_instructors_solution_is_correct(name):
-    _, answer, check = _setup(name)
-    r = check(answer)
-    assert isinstance(r, checks.CheckResult) and r.ok and not r.todo, r
-    assert repr(r).startswith("Correct: ")
 
 
 ODD_ANSWERS = [None, ..., "x", "", 3, -1.5, math.nan, math.inf, [], {}, (), object(), _raises, lambda *a: "x",

@@ -1,11 +1,16 @@
-"""Every lesson with an exercise has the instructors' solutions file (instructors/solutions_NN.py). That each
-solution gets "Correct" from the learners' checker is one row per checker of tests/test_checker_contract.py."""
+"""The instructors' solutions (instructors/solutions_NN.py): every lesson with an exercise has its file, and each
+solution gets "Correct" from the checker the learners call (one case per checker, on the rows of
+tests/test_checker_contract.py)."""
 
 import json
 import re
 from pathlib import Path
 
+import pytest
+
+from amp_lessons.checks import CheckResult
 from amp_lessons.lessons import LESSONS
+from tests.test_checker_contract import CHECKERS, _setup
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,3 +25,11 @@ def test_every_lesson_with_an_exercise_has_a_solution_file():
     solutions = {p.stem.removeprefix("solutions_") for p in (ROOT / "instructors").glob("solutions_*.py")}
     assert with_exercises == {lesson.number for lesson in LESSONS if lesson.exercises}, "the registry's exercises"
     assert with_exercises == solutions, f"exercises without solutions: {with_exercises - solutions}"
+
+
+@pytest.mark.parametrize("name", CHECKERS)
+def test_the_instructors_solution_is_correct(name):
+    _, answer, check = _setup(name)
+    r = check(answer)
+    assert isinstance(r, CheckResult) and r.ok and not r.todo, r
+    assert repr(r).startswith("Correct: ")
