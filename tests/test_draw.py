@@ -175,7 +175,9 @@ def _drawn(fig) -> set[int]:
 def test_every_plot_function_names_the_artists_it_draws(qualname, given_axes, census):
     """Every public plot function of every topic names what it drew (:func:`amp_lessons._draw.named_artists`
     of the Axes it returns), in its own figure or on an Axes it is given; every named artist is an
-    Artist drawn in the returned Axes' figure."""
+    Artist drawn in the returned Axes' figure; every legend lies outside its Axes (it covers no data); the figure
+    saves without a warning (warnings are errors)."""
+    import io
 
     import matplotlib.pyplot as plt
     from matplotlib.artist import Artist
@@ -202,6 +204,10 @@ def test_every_plot_function_names_the_artists_it_draws(qualname, given_axes, ce
         artists = value if isinstance(value, tuple) else (value,)
         assert all(isinstance(a, Artist) for a in artists), f"{qualname}: {key!r} is not an Artist or a tuple of them"
         assert all(id(a) in drawn for a in artists), f"{qualname}: {key!r} is not drawn in the returned figure"
+    ax.figure.savefig(io.BytesIO(), format="png")
+    for each in ax.figure.axes:
+        legend = each.get_legend()
+        assert legend is None or not legend.get_window_extent().overlaps(each.get_window_extent()), qualname
     plt.close("all")
 
 

@@ -499,14 +499,10 @@ def test_e1m0_fn_holds_only_zero_and_nan_so_it_is_refused():
 @pytest.mark.parametrize(
     "call, error, words",
     [
-        (lambda: formats.get_format(None), ValueError, ["fmt=None", "fp16"]),
-        (lambda: formats.get_format(3), ValueError, ["fmt=3", "FloatFormat"]),
         (lambda: formats.get_format("fp12", what="acc_fmt"), ValueError, ["acc_fmt='fp12'", "bf16"]),
-        (lambda: quantize(torch.ones(2), None), ValueError, ["fmt=None"]),
         (lambda: FORMATS["fp16"].overflows(None), TypeError, ["x must be a real tensor", "NoneType"]),
         (lambda: FORMATS["fp16"].overflows(torch.ones(2, dtype=torch.bool)), TypeError, ["x must", "bool"]),
         (lambda: FORMATS["fp16"].overflows(torch.ones(2, dtype=torch.complex64)), TypeError, ["complex64"]),
-        (lambda: formats.compose(0, [2.5], 0, "fp16"), TypeError, ["exponent", "[2.5]", "whole numbers"]),
     ],
 )
 def test_bad_format_and_tensor_arguments_are_named(call, error, words):
@@ -530,25 +526,12 @@ def test_empty_inputs_give_empty_results():
 @pytest.mark.parametrize(
     "call, error, words",
     [
-        (lambda: quantize(torch.ones(2), "fp12"), ValueError, ["'fp12'", "fp16"]),
-        (lambda: quantize(torch.ones(2), "bf16", "stochastic"), ValueError, ["'stochastic'", "nearest_even"]),
         (lambda: quantize(torch.ones(2), "fp8_e4m3", overflow="inf"), ValueError, ["'inf'", "saturate"]),
-        (lambda: quantize(torch.ones(2), "fp16", overflow="wrap"), ValueError, ["'wrap'", "saturate"]),
-        (lambda: quantize(torch.arange(3), "fp16"), TypeError, ["floating-point", "int64"]),
-        (lambda: quantize(torch.ones(2, dtype=torch.float64), "fp16"), TypeError, ["float64", ".float()"]),
-        (lambda: quantize([1.0], "fp16"), TypeError, ["torch.Tensor", "list"]),
-        (lambda: quantize(torch.ones(2), "fp16", emulate="yes"), TypeError, ["emulate"]),
-        (lambda: FloatFormat("x", 9, 3), ValueError, ["exponent_bits=9", "1 to 8"]),
-        (lambda: FloatFormat("x", 4, 24), ValueError, ["mantissa_bits=24", "0 to 23"]),
-        (lambda: FloatFormat("x", 4, 2.0), ValueError, ["mantissa_bits=2.0"]),
-        (lambda: FloatFormat("x", 4, 3, "posit"), ValueError, ["'posit'", "'fnuz'"]),
         (lambda: FloatFormat("x", 1, 3, "ieee"), ValueError, ["exponent_bits >= 2"]),
         (lambda: FloatFormat("x", 8, 5, "fn"), ValueError, ["float32"]),
         (lambda: from_bits(torch.tensor([256]), "fp8_e5m2"), ValueError, ["256", "0..255"]),
         (lambda: from_bits(torch.tensor([1.5]), "fp8_e5m2"), TypeError, ["integer"]),
-        (lambda: formats.compose(0, 32, 0, "fp16"), ValueError, ["exponent", "0..31"]),
         (lambda: to_bits(torch.tensor([math.nan]), "fp4_e2m1"), ValueError, ["no NaN"]),
-        (lambda: formats.representable_values("fp32"), ValueError, ["16 bits"]),
     ],
 )
 def test_bad_input_gets_a_clear_error(call, error, words):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import re
 from pathlib import Path
 
 from amp_lessons.lessons import TOPICS as COURSE_TOPICS
@@ -95,6 +96,73 @@ def test_the_base_imports_no_topic():
     for name in BASE:
         used = {m.split(".")[0] for m in _package_modules_used(name)}
         assert used <= BASE, f"{name} imports {sorted(used - BASE)}, which are not base modules"
+    assert "course" not in {m.split(".")[0] for m in _package_modules_used("device")}, "the probes know no lesson"
+
+
+NETWORK = {"urllib", "http", "socket", "requests", "httpx", "aiohttp", "ftplib", "smtplib"}
+
+
+def test_the_package_opens_no_connection():
+    for name in MODULES:
+        used = {m.split(".")[0] for m, _, _ in _imports(name)} & NETWORK
+        assert not used, f"{name} imports {sorted(used)}"
+
+
+# the one raise the key code shows on purpose: lesson 09's rank that fails, to show what the launcher reports
+DELIBERATE_RAISES = {"distributed.key_code.one_rank_fails"}
+
+
+def _argument_checks(name: str, path: Path) -> list[str]:
+    """The ``if ...: raise ValueError/TypeError`` statements of a module, by function, and its imports of the
+    argument helpers (``_validate``)."""
+    found = [f"imports {m}" for m, _, _ in _imports(name, path) if m.split(".")[-1] == "_validate"]
+    for fn in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)) or f"{name}.{fn.name}" in DELIBERATE_RAISES:
+            continue
+        for node in ast.walk(fn):
+            if isinstance(node, ast.If) and any(
+                isinstance(r, ast.Raise)
+                and r.exc is not None
+                and "Error" in ast.unparse(r.exc)
+                and ast.unparse(r.exc).split("(")[0] in ("ValueError", "TypeError")
+                for r in ast.walk(node)
+            ):
+                found.append(f"{fn.name}, line {node.lineno}")
+    return found
+
+
+def test_the_key_code_learners_read_checks_no_argument():
+    """The cells a lesson exports (``<topic>/key_code.py``) show the mechanism only; the face's wrappers check the
+    arguments (the argument contract probes the faces)."""
+    key_code = [m for m in MODULES if m.endswith(".key_code")]
+    assert len(key_code) >= 8
+    for name in key_code:
+        assert not _argument_checks(name, MODULES[name]), (name, _argument_checks(name, MODULES[name]))
+
+
+def test_the_key_code_rule_sees_a_check(tmp_path):
+    probe = tmp_path / "key_code.py"
+    probe.write_text(
+        "from .. import _validate\n\n\ndef f(x):\n    if not isinstance(x, int):\n"
+        "        raise TypeError('x')\n    if x < 0:\n        raise RuntimeError('state')\n    return x\n",
+        encoding="utf-8",
+    )
+    assert _argument_checks("fp8.key_code", probe) == ["imports amp_lessons._validate", "f, line 5"]
+
+
+def test_every_pytest_started_in_a_subprocess_leaves_pytest_benchmark_out():
+    # GPU images often carry pytest-benchmark, which warns under xdist, and the project's warnings are errors: a pytest
+    # that a test or script starts must pass -p no:benchmark (as make gpu-check does), else it fails there alone
+    root = PKG.parent
+    pattern = re.compile(r'"-m",\s*"pytest"(.{0,400})', re.S)
+    missing = []
+    delivery = [p for p in (root / "delivery").rglob("*.py") if ".venv" not in p.relative_to(root).parts]
+    for path in sorted([*(root / "tests").rglob("*.py"), *(root / "scripts").glob("*.py"), *delivery]):
+        for m in pattern.finditer(path.read_text(encoding="utf-8")):
+            call = m.group(1).split("]", 1)[0]
+            if "no:benchmark" not in call and "NO_PLUGINS" not in call:
+                missing.append(f"{path.relative_to(root)}: {m.group(0)[:80]!r}")
+    assert not missing, missing
 
 
 def test_a_topic_imports_only_earlier_topics():

@@ -106,12 +106,6 @@ def test_cpu_calls_slower_than_a_block_are_timed_one_by_one_and_counted():
     assert min(t.times_s) >= 0.003
 
 
-@pytest.mark.parametrize("bad", [0, -1.0, math.nan, math.inf, 11.0, "1ms", True])
-def test_block_s_is_checked(bad):
-    with pytest.raises((TypeError, ValueError), match="block_s"):
-        time_fn(lambda: None, repeats=1, block_s=bad)
-
-
 def test_block_s_is_for_the_cpu_only():
     with pytest.raises(ValueError, match="block_s=0.001 is for the CPU only"):
         time_fn(lambda: None, device="cuda", repeats=1, block_s=1e-3)
@@ -262,26 +256,6 @@ def test_timing_rejects_bad_fields():
 
 
 # ---------------------------------------------------------------------------- argument checks
-
-
-@pytest.mark.parametrize(
-    "kwargs, exc, shown",
-    [
-        (dict(repeats=0), ValueError, "repeats must be an int >= 1, got 0"),
-        (dict(repeats=2.5), TypeError, "got 2.5"),
-        (dict(warmup=-1), ValueError, "warmup must be an int >= 0, got -1"),
-        (dict(device="mps"), ValueError, "'mps'"),
-        (dict(device="gpu"), ValueError, "'gpu'"),
-        (dict(device=0), ValueError, "got 0"),
-        (dict(dtype_key="float16"), ValueError, "'float16'"),
-        (dict(flops=-1.0), ValueError, "got -1.0"),
-        (dict(flush_l2="yes"), TypeError, "'yes'"),
-    ],
-)
-def test_time_fn_rejects(kwargs, exc, shown):
-    with pytest.raises(exc) as info:
-        time_fn(lambda: None, **kwargs)
-    assert shown in str(info.value)
 
 
 def test_time_fn_error_lists_allowed_values():

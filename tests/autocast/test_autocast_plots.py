@@ -27,20 +27,9 @@ def test_output_dtypes_follow_the_policies():
     }
 
 
-def test_output_dtypes_reject_bad_input():
-    with pytest.raises(TypeError, match="exprs"):
-        autocast.output_dtypes({}, torch.ones(2))
-    with pytest.raises(TypeError, match="string labels"):
-        autocast.output_dtypes({"a": 3}, torch.ones(2))
-    with pytest.raises(ValueError, match="device_type"):
+def test_output_dtypes_names_the_device_type_it_does_not_know():
+    with pytest.raises(ValueError, match="device_type must be 'cpu' or 'cuda', got 'tpu'"):
         autocast.output_dtypes({"a": lambda x: x}, torch.ones(2), device_types=("tpu",))
-    for empty in ((), []):  # an empty selection would return a table of empty rows
-        with pytest.raises(ValueError, match=r"device_types must name at least one of 'cpu' and 'cuda'.*\(\)"):
-            autocast.output_dtypes({"a": lambda x: x}, torch.ones(2), device_types=empty)
-    with pytest.raises(ValueError, match="each device type once"):
-        autocast.output_dtypes({"a": lambda x: x}, torch.ones(2), device_types=("cpu", "cpu"))
-    with pytest.raises(TypeError, match="device_types must be a list or tuple"):
-        autocast.output_dtypes({"a": lambda x: x}, torch.ones(2), device_types=None)
 
 
 def test_plot_output_dtypes_draws_one_cell_per_op_and_device():

@@ -9,7 +9,6 @@ import math
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
-import torch
 from matplotlib.patches import Rectangle
 
 from amp_lessons._draw import named_artists
@@ -17,7 +16,6 @@ from amp_lessons.bits import plot_bit_layout, plot_number_line, plot_range_preci
 from amp_lessons.bits._describe import describe_code, describe_value
 from amp_lessons.formats import FORMATS, FloatFormat, representable_values
 from amp_lessons.style import FORMAT_COLORS, style_context
-from tests.pictures import legend_outside
 
 
 def digits(ax) -> str:
@@ -200,14 +198,6 @@ def test_spacing_custom_formats():
     assert named_artists(ax)["tiny"].get_xdata().max() == 1.0  # e1m0 fnuz: 0, 1, NaN and -1
 
 
-@pytest.mark.parametrize(
-    "bad, exc, match", [((), ValueError, "empty"), (("fp16", "fp99"), ValueError, "fp99"), (16, TypeError, "16")]
-)
-def test_spacing_rejects_bad_formats(bad, exc, match):
-    with pytest.raises(exc, match=match):
-        plot_spacing(bad)
-
-
 # --- range and precision -------------------------------------------------------------------------
 
 
@@ -266,21 +256,6 @@ def test_rounding_error_custom_x_and_modes():
     assert err[1] == pytest.approx(0.005859375 / 1.005859375)  # truncated to 1.0, not rounded up
 
 
-@pytest.mark.parametrize(
-    "x, exc, match",
-    [
-        ([1.0, -2.0], ValueError, "-2.0"),
-        ([[1.0]], ValueError, "shape"),
-        ([], ValueError, "shape"),
-        ("abc", TypeError, "str"),
-        ([1.0, float("inf")], ValueError, "inf"),
-    ],
-)
-def test_rounding_error_rejects_bad_x(x, exc, match):
-    with pytest.raises(exc, match=match):
-        plot_rounding_error("fp16", x=x)
-
-
 # --- number line -------------------------------------------------------------------------------
 
 
@@ -300,18 +275,14 @@ def test_number_line_negative_range_symlog_and_zoom():
     assert sum(len(c.get_segments()) for c in ax.collections) == 17
 
 
-@pytest.mark.parametrize(
-    "kwargs, match",
-    [
-        (dict(fmt="fp16"), "16 bits"),
-        (dict(fmt="fp8_e4m3", lo=5, hi=1), "lo=5"),
-        (dict(fmt="fp8_e4m3", scale="log2"), "'log2'"),
-        (dict(fmt="fp8_e4m3", hi=math.inf), "inf"),
-    ],
-)
-def test_number_line_rejects_bad_input(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        plot_number_line(**kwargs)
+def test_spacing_names_the_format_it_does_not_know():
+    with pytest.raises(ValueError, match="fmt='fp99'"):
+        plot_spacing(("fp16", "fp99"))
+
+
+def test_number_line_refuses_limits_in_the_wrong_order():
+    with pytest.raises(ValueError, match="lo=5"):
+        plot_number_line("fp8_e4m3", lo=5, hi=1)
 
 
 def test_plots_keep_user_style_outside():
@@ -321,17 +292,6 @@ def test_plots_keep_user_style_outside():
     assert plt.rcParams["font.size"] == before
     with style_context():
         assert plt.rcParams["font.size"] == 11
-
-
-def test_every_plot_draws_without_warnings(tmp_path):
-    for ax in (
-        plot_bit_layout("fp32", -0.1),
-        plot_spacing(),
-        plot_range_precision(),
-        plot_rounding_error(["fp16", "bf16"], x=torch.logspace(-10, 10, 200, base=2.0)),
-        plot_number_line("fp8_e5m2", scale="symlog"),
-    ):
-        ax.figure.savefig(tmp_path / "p.png")
 
 
 def test_bit_layouts_with_one_width_have_boxes_of_one_size():
@@ -349,12 +309,6 @@ def test_bit_layouts_with_one_width_have_boxes_of_one_size():
     assert len(widths) == 1 and len(lefts) == 1
     with pytest.raises(ValueError, match="width must be an int from 16"):
         plot_bit_layout("fp16", 0.1, width=8)
-
-
-def test_legends_sit_outside_the_data():
-    assert legend_outside(plot_spacing())
-    assert legend_outside(plot_range_precision())
-    assert legend_outside(plot_rounding_error(["fp16", "bf16"]))
 
 
 def test_number_line_title_claims_short_subnormal_ticks_only_where_they_show():

@@ -32,3 +32,4 @@ ROWS: dict[str, Row] = {
 BAD_CALLS: dict[str, dict[str, list]] = {
     f: {"name": [None, "", "sideways", 3]} for f in ("make_inputs", "eager_casts", "captured_graph", "compile_workload")
 }
+BAD_CALLS["eager_casts"]["inputs"] = [[1, 2]]  # a list of numbers where the workload's tensors go

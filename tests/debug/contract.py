@@ -50,4 +50,5 @@ BAD_CALLS: dict[str, dict[str, list]] = {
     "dtype_map": {"setting": [["autocast bf16"], {}]},  # unhashable: once a TypeError from the dict lookup
     "why_not_faster": {"dtype": [_NotADtype(), None, "fp32"]},  # the message names dtype, not autocast
     "check_fp16_fix": {"tolerance": [1e30, 1.5]},  # a tolerance above 100% checks nothing
+    "t5_like_model": {"bad_block": [7]},  # a block the model does not have
 }

@@ -41,7 +41,6 @@ def test_fp16_fix_checker():
         "Linear layers still run in fp16"
         in debug.check_fp16_fix(lambda m: debug.KeepFP32(m), own_wrapper=False).message
     )
-    assert "raised ZeroDivisionError" in debug.check_fp16_fix(lambda m: 1 / 0).message
     r = debug.check_fp16_fix(lambda m: m)
     assert_your_turn(r)
     assert "still produces inf/NaN" in r.message and bad not in r.message  # never names the answer of exercise 1
@@ -287,7 +286,6 @@ def test_hook_checker():
     assert "write the hook yourself" in debug.check_nonfinite_hook(tracer).message
     assert "not a module name" in debug.check_nonfinite_hook(lambda m, x: (m(x), "nope")[1]).message
     assert "as a string" in debug.check_nonfinite_hook(lambda m, x: (m(x), 3)[1]).message
-    assert "raised ZeroDivisionError" in debug.check_nonfinite_hook(lambda m, x: 1 / 0).message
 
 
 # --- Exercise 1 on the models where a quick answer goes wrong ---------------------------------------------
@@ -361,13 +359,9 @@ def test_the_fp16_fix_checker_refuses_the_lessons_own_wrapper_and_a_tolerance_th
         debug.check_fp16_fix(keep, tolerance=1e30)
 
 
-def test_the_exported_wrapper_has_no_guard_and_the_packages_has_one():
-    import inspect
-
+def test_the_packages_wrapper_of_the_exported_class_checks_its_argument():
     from amp_lessons.debug import key_code
 
-    init = inspect.getsource(key_code.KeepFP32.__init__)  # the mechanism only: no check of the argument
-    assert "isinstance" not in init and "raise" not in init and "TypeError" not in init
     with pytest.raises(TypeError, match=r"module='x' is not allowed: KeepFP32 wraps a torch.nn.Module"):
         debug.KeepFP32("x")
     assert issubclass(debug.KeepFP32, key_code.KeepFP32)

@@ -60,7 +60,8 @@ def _fsdp_step(**change):
 
 
 def test_check_fsdp_fp16_step_passes_the_solution_and_names_each_mistake():
-    assert distributed.check_fsdp_fp16_step(_fsdp_step())
+    right = distributed.check_fsdp_fp16_step(_fsdp_step())
+    assert right and "ShardedGradScaler" not in right.message  # the sharded scaler needs no note
     plain = distributed.check_fsdp_fp16_step(_fsdp_step(scaler_cls=torch.amp.GradScaler))
     assert plain and "ShardedGradScaler also agrees" in plain.message  # right on FSDP2, with a note
     cases = {

@@ -36,10 +36,8 @@ def test_plot_memory_per_parameter_stacks_the_components():
     assert isinstance(ReductionError([2], {"x": [0.1]}, 1).at("x", 2), float)
 
 
-def test_reduction_error_legend_names_the_zero_marker_and_sits_outside():
+def test_reduction_error_legend_names_the_zero_marker():
     r = distributed.reduction_error((2, 16), elements=32)
     ax = distributed.plot_reduction_error(r)
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert labels[-1] == "error exactly 0 (drawn at 1e-10)"  # fp32 over two ranks is exact
-    ax.figure.canvas.draw()
-    assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1

@@ -1,6 +1,8 @@
 """Lesson 03's rows of the exercise-checker contract (tests/test_checker_contract.py): one per checker of
 ``amp_lessons.fp16._checks``, keyed by its name."""
 
+import torch
+
 from tests.checker_rows import Row
 
 
@@ -16,6 +18,16 @@ def _plain_running_sum(values):
 BAD_CALLS: dict[str, dict[str, list]] = {
     "check_stall_value": {"v": [10**30, 1e-9, -1e-9]},
     "train_master_weights": {"lr": [1.5, 0.9, 10**30]},
+    "running_sum": {
+        "values": [
+            lambda: torch.ones(3, dtype=torch.float64),
+            lambda: torch.tensor(1.0),
+            lambda: torch.arange(3),
+            "123",
+        ],
+        "overflow": ["nan", "wrap"],
+    },
+    "sum_copies": {"v": [True, "16"], "n": [1_000_001]},
 }
 
 

@@ -12,7 +12,6 @@ import torch
 
 from amp_lessons._draw import named_artists
 from amp_lessons.formats import FloatFormat
-from tests.pictures import legend_outside
 
 # --- lesson 03 plots --------------------------------------------------------------------------
 
@@ -158,26 +157,6 @@ def test_format_regions_edges_nan_and_custom_formats():
         plot_format_regions("big")
 
 
-def test_lesson_03_plots_draw_without_warnings(tmp_path, census):
-    from amp_lessons.fp16 import (
-        plot_gradient_histogram,
-        plot_loss_curves,
-        plot_running_sums,
-        running_sums_of_copies,
-        train_master_weights,
-    )
-    from amp_lessons.fp16._plots import plot_format_regions
-
-    result = train_master_weights(2, progress=False)
-    for ax in (
-        plot_running_sums(running_sums_of_copies(16.0, 4096), limit=65504.0),
-        plot_gradient_histogram(census),
-        plot_loss_curves(result),
-        plot_format_regions(1e39),
-    ):
-        ax.figure.savefig(tmp_path / "p.png")
-
-
 def test_running_sums_minus_shows_the_error():
     from amp_lessons.fp16 import plot_running_sums
 
@@ -187,14 +166,6 @@ def test_running_sums_minus_shows_the_error():
     assert "exact" in ax.get_ylabel()
     with pytest.raises(ValueError, match="'nope' is not one of the labels"):
         plot_running_sums({"a": [1.0]}, minus="nope")
-
-
-def test_line_plots_keep_their_legends_outside_the_data():
-    from amp_lessons.fp16 import plot_loss_curves, plot_running_sums, running_sums_of_copies, train_master_weights
-
-    assert legend_outside(plot_running_sums(running_sums_of_copies(16.0, 200), limit=1000.0))
-    result = train_master_weights(3, progress=False)
-    assert legend_outside(plot_loss_curves(result))
 
 
 def test_gradient_histogram_legend_numbers_match_the_lesson_print(census):

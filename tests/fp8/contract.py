@@ -68,7 +68,12 @@ BAD_CALLS = {
         "x": [lambda: torch.ones(3, dtype=torch.complex64)],
         "scale": [lambda: torch.tensor([2.0, 0.0, 2.0]), lambda: torch.full((5,), 2.0)],
     },
-    "blockwise_fake_quantize": {"x": [lambda: torch.tensor([[1.0, math.inf]])]},
+    "blockwise_fake_quantize": {
+        "x": [lambda: torch.tensor([[1.0, math.inf]]), lambda: torch.ones(8), lambda: torch.ones(2, 2, 2)],
+        "block": [(1, 2, 3)],
+        "fmt": ["int8"],
+    },
+    "fp8_cast_costs": {"shapes": [[(16, 32)], [(16, 0, 16)], []], "compiled": ["yes"]},
 }
 """Bad calls of lesson 07's public functions that once got an unclear error, or none (joined to
 tests/api_contract.py's)."""

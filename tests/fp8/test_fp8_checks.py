@@ -26,6 +26,7 @@ def test_amax_scale_exercise():
         (lambda x, m: float(x.abs().max()) / m if x.abs().max() > 0 else 1.0): "inverse",
         (lambda x, m: m / float(x.max()) if x.abs().max() > 0 else 1.0): "MAGNITUDE",
         (lambda x, m: m / float(x.abs().max())): "all-zero",
+        (lambda x, m: m / x.abs().max()): "1.0",  # a tensor, inf for an all-zero x: the hint gives zeros' scale
         (lambda x, m: "x"): "return a number",
         # naive scales that only fp16/bf16 inputs or tiny values break, and the lesson's own function
         (lambda x, m: m / x.abs().max() if x.abs().max() > 0 else 1.0): "in float32",
@@ -58,6 +59,14 @@ def test_fp8_format_choice_exercise():
     r = fp8.check_fp8_format_choice(dict(s.FP8_FORMAT_CHOICE, gradients="fp16"))
     assert_not_yet(r)
     assert "not an fp8 format" in r.message
+    # any spelling of a format counts; each mistake gets its reason: e4m3's range (57344 is e5m2's max) for the
+    # gradients, e4m3's extra mantissa bit for the weights, the missing key by name
+    assert fp8.check_fp8_format_choice({"weights": torch.float8_e4m3fn, "activations": "fp8_e4m3", "gradients": "E5M2"})
+    r = fp8.check_fp8_format_choice(dict.fromkeys(STARTER, "e4m3"))
+    assert not r and "57344" in r.message
+    r = fp8.check_fp8_format_choice({"weights": "e5m2", "activations": "e4m3", "gradients": "e5m2"})
+    assert not r and "weights" in r.message and "mantissa" in r.message
+    assert "gradients" in fp8.check_fp8_format_choice({"weights": "e4m3", "activations": "e4m3"}).message
 
 
 def _layer(backward):

@@ -102,11 +102,3 @@ def test_plot_scaling_errors_shows_what_the_methods_change(fp8_tensors):
     by = {(r["tensor"], r["method"]): r["flushed"] + r["saturated"] for r in rows}
     assert by[("weight gradients", "no scaling")] > 100 * by[("weight gradients", "per-tensor")]
     plt.close("all")
-
-
-def test_plot_fp8_window_legend_is_below_the_axes(fp8_tensors):
-    from amp_lessons.fp8 import plot_fp8_window
-
-    ax = plot_fp8_window(fp8_tensors)
-    ax.figure.canvas.draw()
-    assert ax.get_legend().get_window_extent().y1 <= ax.get_window_extent().y0

@@ -61,6 +61,12 @@ def test_the_exercise_amaxes_tell_the_float32_log_apart():
     assert int(solution("10").rceil_shared_exponent(near)) == 11
 
 
+def test_the_stochastic_rounding_probability_the_lesson_shows():
+    """1 + 1e-4 in float32 is 1 + 839 * 2**-23: bf16 stochastic rounding goes up with probability 839 / 2**16."""
+    x = torch.tensor(1 + 1e-4)
+    assert int(x.view(I32)) & 0xFFFF == 839 and solution("10").SR_PROBABILITY == 839 / 2**16
+
+
 I32 = torch.int32
 
 

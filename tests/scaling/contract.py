@@ -14,11 +14,15 @@ def _small_census():
 #: float32 cannot hold, an interval GradScaler's int32 count never reaches, a dict for the overflow steps, and
 #: training and target sizes outside what the comparison's model is for
 BAD_CALLS: dict[str, dict[str, list]] = {
-    "simulate_scaler": {"inf_steps": [{}, {3: True}], "init_scale": [1e39, 1e-46], "growth_interval": [2**31]},
-    "compare_with_gradscaler": {"init_scale": [1e39], "growth_interval": [2**31, 10**30]},
+    **{
+        f: {"init_scale": [1e39, 1e-46], "growth_factor": [1.0], "backoff_factor": [1.0], "growth_interval": [2**31]}
+        for f in ("simulate_scaler", "compare_with_gradscaler")
+    },
+    "safe_window": {"max_overflow": [1.5, -0.01]},
     "small_loss_census": {"target_scale": [10**30, 2.0]},
     "train_comparison": {"lr": [10**30, 1.5], "target_scale": [10**30, 2.0]},
 }
+BAD_CALLS["simulate_scaler"]["inf_steps"] = [{}, {3: True}]
 
 
 def _grows_first(sc, t, f, g, b, i):

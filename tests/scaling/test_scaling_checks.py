@@ -14,6 +14,7 @@ def test_smallest_scale_exercise():
     sweep = scaling.scale_sweep(census, range(0, 64), "fp16", "activations")
     want = scaling.safe_window(sweep, 0.01, 0.0)[0]  # the answer, from the sweep
     assert s.SMALLEST_SCALE_SMALL_LOSS == want
+    assert scaling.check_smallest_scale(s.SMALLEST_SCALE_DEFAULT)  # the first question: the default census
     wrong = {
         want * 2: "not the smallest",
         want / 2: "larger scale",

@@ -114,8 +114,6 @@ def test_sweep_of_the_default_census(census):
     )
     assert sw.overflowed is sw.inf and sw.inf[32] > 0.5  # 2**32 pushes most activation gradients past 65504
     assert not any(sw.saturated)  # fp16 overflows to inf, never to +-max
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        sw.kind = "weights"
     text = repr(sw)
     assert "flushed (%)" in text and "inf (%)" in text and "2^32" in text
 
@@ -143,14 +141,6 @@ def test_safe_window(census, small_census):
         safe_window({"scale": []})
     with pytest.raises(ValueError, match="empty"):
         scale_sweep(census, [])
-
-
-@pytest.mark.parametrize("bound", ["max_underflow", "max_overflow"])
-@pytest.mark.parametrize("value", [1.5, -0.01, -1.0, math.nan, math.inf, -math.inf])
-def test_safe_window_refuses_a_bound_that_is_not_a_fraction(census, bound, value):
-    # a bound above 1 (1.5 for 1.5%) would admit every scale and return a window: refused, naming the value
-    with pytest.raises(ValueError, match=rf"{bound}={value!r} is not allowed: it must be a fraction .* from 0 to 1"):
-        safe_window(scale_sweep(census), **{bound: value})
 
 
 @pytest.mark.parametrize("e", [10**6, 128, 1024, -150, -(10**6)])
@@ -258,32 +248,6 @@ def test_simulate_scaler_rule_and_speed():
     assert repr(h) == repr(ScalerEvents.of(h))  # shown as its events
     long = simulate_scaler(10000, range(0, 10000, 7), growth_interval=1)
     assert len(long.scale) == 10000 and sum(long.skipped) == len(range(0, 10000, 7))
-
-
-@pytest.mark.parametrize(
-    "kwargs, match",
-    [
-        (dict(init_scale=0.0), "init_scale=0.0.*positive finite"),
-        (dict(init_scale=math.inf), "init_scale"),
-        (dict(growth_factor=1.0), "growth_factor=1.0.*> 1"),
-        (dict(backoff_factor=1.0), r"backoff_factor=1.0.*\(0, 1\)"),
-        (dict(backoff_factor=0.0), "backoff_factor"),
-        (dict(growth_interval=0), "growth_interval=0.*>= 1"),
-        (dict(growth_interval=2.5), "growth_interval=2.5"),
-    ],
-)
-def test_bad_scaler_parameters(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        DynamicScaler(**kwargs)
-    with pytest.raises(ValueError, match=match):
-        simulate_scaler(10, **kwargs)
-
-
-def test_bad_simulation_inputs():
-    with pytest.raises(ValueError, match="n_steps"):
-        simulate_scaler(-1)
-    with pytest.raises(ValueError, match="inf_steps holds -1"):
-        simulate_scaler(10, (-1,))
 
 
 def test_static_scaler_skips_overflow_and_unscales():
@@ -605,18 +569,6 @@ def test_the_scalers_are_the_lessons_own_code():
         StaticScaler("x")
 
 
-def test_the_lessons_key_code_holds_no_argument_checks():
-    """The exported cells learners read show the mechanism only; the package's wrappers (_checked) check the
-    arguments. The RuntimeErrors that stay are GradScaler's state machine (unscale_ twice, update before a step)."""
-    import inspect
-
-    from amp_lessons.scaling import key_code
-
-    text = inspect.getsource(key_code)
-    assert "raise ValueError" not in text and "raise TypeError" not in text and "isinstance(" not in text
-    assert text.count("raise RuntimeError") == 2
-
-
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
@@ -630,6 +582,11 @@ def test_the_lessons_key_code_holds_no_argument_checks():
         (dict(growth_interval=2**31), ValueError, "growth_interval=2147483648 .*int32"),
         (dict(growth_interval=10**30), ValueError, "growth_interval=10+ .*int32"),
         (dict(growth_interval=True), ValueError, "growth_interval=True"),
+        (dict(init_scale=0.0), ValueError, "init_scale=0.0.*positive finite"),
+        (dict(growth_factor=1.0), ValueError, "growth_factor=1.0.*> 1"),
+        (dict(backoff_factor=1.0), ValueError, r"backoff_factor=1.0.*\(0, 1\)"),
+        (dict(growth_interval=0), ValueError, "growth_interval=0.*>= 1"),
+        (dict(growth_interval=2.5), ValueError, "growth_interval=2.5"),
     ],
 )
 def test_the_checked_scalers_name_each_bad_parameter(kwargs, error, match):

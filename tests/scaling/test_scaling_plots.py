@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 from amp_lessons._draw import named_artists
-from tests.pictures import legend_outside
 
 # --- lesson 05: loss scaling ---------------------------------------------------------------------
 
@@ -98,12 +97,3 @@ def test_train_comparison_plot():
     ]
     with pytest.raises(TypeError, match="TrainComparison returned by amp_lessons.scaling.train_comparison, got dict"):
         plot_train_comparison({"loss": {}})
-
-
-def test_legends_sit_outside_the_data(census05):
-    from amp_lessons.scaling import plot_scale_sweep, plot_scaler_history, scale_sweep, simulate_scaler
-    from amp_lessons.scaling._plots import plot_scaled_histogram
-
-    assert legend_outside(plot_scale_sweep(scale_sweep(census05)))
-    assert legend_outside(plot_scaled_histogram(census05, 8))
-    assert legend_outside(plot_scaler_history(simulate_scaler(60, inf_steps=(0, 30), growth_interval=10)))

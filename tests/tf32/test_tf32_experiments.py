@@ -142,12 +142,6 @@ def test_reference_experiments_run_small_on_cpu():
     assert check["bf16_tflops"] == pytest.approx(2 * 64**3 / check["bf16_time_s"] / 1e12)
 
 
-@pytest.mark.parametrize("bad", [0, -1, 2.5, True])
-def test_bad_sizes(bad):
-    with pytest.raises((TypeError, ValueError), match=r"m must be an int >= 1"):
-        tf32.matmul_errors(bad, 4, 4)
-
-
 def test_the_tf32_model_rounds_ties_to_even_by_default():
     """The course's TF32 model is ties-to-even (what the H100 measured), in the matmul model and in the cast."""
     import inspect
@@ -155,3 +149,20 @@ def test_the_tf32_model_rounds_ties_to_even_by_default():
     assert inspect.signature(tf32.emulated_matmul).parameters["rounding"].default == "nearest_even"
     a = torch.tensor([[1 + 2**-11]])  # a tie between the TF32 neighbours 1 and 1 + 2**-10
     assert tf32.emulated_matmul(a, torch.ones(1, 1)).item() == 1.0  # to even: 1, not 1 + 2**-10
+
+
+@pytest.mark.skipif(tf32.has_tf32("cuda"), reason="a TF32 GPU measures 'tf32 hardware'")
+def test_a_selection_that_would_measure_nothing_here_is_an_error():
+    with pytest.raises(ValueError) as info:
+        tf32.matmul_errors(8, 8, 8, variants=["tf32 hardware"])
+    assert "variants=['tf32 hardware']" in str(info.value) and "tf32 emulated" in str(info.value)
+
+
+def test_empty_matrices_work():
+    assert tf32.emulated_matmul(torch.ones(0, 3), torch.ones(3, 2)).shape == (0, 2)
+    assert torch.equal(tf32.emulated_matmul(torch.ones(2, 0), torch.ones(0, 2)), torch.zeros(2, 2))  # an empty sum
+
+
+def test_a_k_that_is_not_an_int_is_named():
+    with pytest.raises(TypeError, match=r"each k must be an int >= 1, got 2.5"):
+        tf32.error_vs_k([2.5])
