@@ -8,7 +8,6 @@ large K; (g) ``lowp_sum``: the same matmuls' summation in fp32 outputs, in fp32 
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Mapping, Sequence
 
@@ -16,30 +15,7 @@ import torch
 from gpu_check_args import device_arg, int_arg, number_arg, tensor_arg
 
 from amp_lessons import formats
-
-
-@contextlib.contextmanager
-def fp32_precision(matmul: str | None = None, conv: str | None = None, cpu_matmul: str | None = None):
-    """Set the fp32 math of CUDA matmuls / cuDNN convolutions / CPU (oneDNN) matmuls (``"ieee"`` or ``"tf32"``;
-    ``"bf16"`` too for the CPU) with torch's ``fp32_precision`` settings, and restore them on exit."""
-    knobs = [
-        ("matmul", torch.backends.cuda.matmul, matmul, ("ieee", "tf32")),
-        ("conv", torch.backends.cudnn.conv, conv, ("ieee", "tf32")),
-        ("cpu_matmul", torch.backends.mkldnn.matmul, cpu_matmul, ("ieee", "tf32", "bf16")),
-    ]
-    saved = []
-    try:
-        for name, obj, value, allowed in knobs:
-            if value is None:
-                continue
-            if value not in allowed:
-                raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
-            saved.append((obj, obj.fp32_precision))
-            obj.fp32_precision = value
-        yield
-    finally:
-        for obj, old in reversed(saved):
-            obj.fp32_precision = old
+from amp_lessons.tf32 import fp32_precision  # torch's fp32_precision switches, restored on exit
 
 
 def exact_fp32(d: torch.device):
