@@ -226,7 +226,7 @@ def as_formats(formats) -> list[FloatFormat]:
     if isinstance(formats, (str, FloatFormat)):
         formats = [formats]
     try:
-        fmts = [get_format(f) for f in formats]
+        fmts = [get_format(f, what=f"formats[{i}]") for i, f in enumerate(formats)]
     except TypeError:
         raise TypeError(f"formats must be format names or FloatFormats, got {formats!r}") from None
     if not fmts:

@@ -86,9 +86,9 @@ _AUTOCAST_DTYPES = (torch.bfloat16, torch.float16)
 # --------------------------------------------------------------------------------------------
 
 
-def _check_device_type(device_type) -> str:
+def _check_device_type(device_type, what: str = "device_type") -> str:
     if not isinstance(device_type, str) or device_type not in DEVICE_TYPES:
-        raise ValueError(f"device_type must be 'cpu' or 'cuda', got {device_type!r}")
+        raise ValueError(f"{what} must be 'cpu' or 'cuda', got {device_type!r}")
     return device_type
 
 
@@ -613,7 +613,10 @@ def output_dtypes(exprs: dict, *args, device_types=DEVICE_TYPES) -> dict:
         raise TypeError(f"exprs must map string labels to functions; these do not: {bad}")
     if isinstance(device_types, str):
         device_types = (device_types,)
-    device_types = tuple(_check_device_type(d) for d in sequence(device_types, "device_types", "'cpu'/'cuda'"))
+    device_types = tuple(
+        _check_device_type(d, f"device_types[{i}]")
+        for i, d in enumerate(sequence(device_types, "device_types", "'cpu'/'cuda'"))
+    )
     if not device_types:
         raise ValueError("device_types must name at least one of 'cpu' and 'cuda', got an empty selection ()")
     if len(set(device_types)) != len(device_types):

@@ -136,15 +136,17 @@ def matmul_throughput(
     the remaining rows are skipped, with the time spent in the reason (the first row that can run always runs)."""
     d = parse_device(device)
     try:
-        sizes = [count(s, "each size", 1, MAX_SIZE) for s in sizes]
+        sizes = [count(s, f"sizes[{i}]", 1, MAX_SIZE) for i, s in enumerate(sizes)]
     except TypeError:
         raise TypeError(f"sizes must be a list of positive ints, got {sizes!r}") from None
     if not sizes:
         raise ValueError("sizes is empty: give at least one matrix size")
     dtypes = [dtypes] if isinstance(dtypes, str) else list(selection(dtypes, "dtypes", "dtype names"))
-    for dt in dtypes:
+    for i, dt in enumerate(dtypes):
         if dt not in _THROUGHPUT_DTYPES:
-            raise ValueError(f"unknown dtype {dt!r}: use some of {', '.join(map(repr, _THROUGHPUT_DTYPES))}")
+            raise ValueError(
+                f"dtypes[{i}]={dt!r} is not a dtype it times: use some of {', '.join(map(repr, _THROUGHPUT_DTYPES))}"
+            )
     if not dtypes:
         raise ValueError("dtypes is empty: give at least one of " + ", ".join(_THROUGHPUT_DTYPES))
     repeats = count(repeats, "repeats", 1, MAX_SIZE)

@@ -182,7 +182,7 @@ def error_vs_k(
     (it grows like sqrt(K) too)."""
     if isinstance(ks, (str, bytes)) or not hasattr(ks, "__iter__"):
         raise TypeError(f"ks must be a sequence of increasing positive ints, got {ks!r}")
-    ks = [count(k, "each k", 1, MAX_DIM) for k in ks]
+    ks = [count(k, f"ks[{i}]", 1, MAX_DIM) for i, k in enumerate(ks)]
     if not ks or any(lo >= hi for lo, hi in zip(ks, ks[1:])):
         raise ValueError(f"ks must be strictly increasing positive ints (each K once), got {ks!r}")
     d = parse_device(device)

@@ -59,7 +59,7 @@ def _count_with_the_course_tracer(work, *args):
 #: bad calls of the topic's face, beyond the contract's own (tests/api_contract.py adds them to its EXTRA)
 BAD_CALLS = {
     "policy_of": {"op_name": ["", "sideways", "__class__", "aten::", "torch.nn.functional.cross_entropy"]},
-    "output_dtypes": {"exprs": [{}, {"a": 3}], "device_types": [[], ("cpu", "cpu"), None]},
+    "output_dtypes": {"exprs": [{}, {"a": 3}], "device_types": [[], ("cpu", "cpu"), None, ("tpu",)]},
 }
 
 _DTYPES = solution_of("04").DTYPE_PREDICTIONS

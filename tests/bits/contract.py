@@ -43,7 +43,7 @@ BAD_CALLS: dict[str, dict[str, list]] = {
     "check_decode_bits": {"code": [True, 2.0, 256, -1], "fmt": ["e8m0", None]},
     "check_ulp": {"fmt": ["e8m0", "fp99"]},
     "check_format_choice": {"low": [True], "high": [1e39], "max_rel_error": [1e-9]},
-    "plot_spacing": {"formats": [(), 16]},
+    "plot_spacing": {"formats": [(), 16, ("fp16", "fp99")]},
     "plot_rounding_error": {"x": [[1.0, -2.0], [[1.0]], [], "abc", [1.0, math.inf]]},
     "plot_number_line": {"fmt": ["fp16"], "hi": [math.inf], "scale": ["log2"]},
 }

@@ -275,11 +275,6 @@ def test_number_line_negative_range_symlog_and_zoom():
     assert sum(len(c.get_segments()) for c in ax.collections) == 17
 
 
-def test_spacing_names_the_format_it_does_not_know():
-    with pytest.raises(ValueError, match="fmt='fp99'"):
-        plot_spacing(("fp16", "fp99"))
-
-
 def test_number_line_refuses_limits_in_the_wrong_order():
     with pytest.raises(ValueError, match="lo=5"):
         plot_number_line("fp8_e4m3", lo=5, hi=1)

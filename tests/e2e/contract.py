@@ -30,6 +30,6 @@ ROWS: dict[str, Row] = {
 BAD_CALLS = {
     "odd_size_effect": {"dtype": [["bf16"], {}, "fp64"]},
     "train": {"model_kwargs": [{"vocab": 8, "heads": 2}, [1]], "steps": [1], "device": ["meta"]},
-    "matmul_throughput": {"sizes": [[], [2.5], 5]},
+    "matmul_throughput": {"sizes": [[], [2.5], 5, [0]], "dtypes": [("fp64",)]},
 }
 """Bad calls of lesson 06's public functions that once got an unclear error (joined to tests/api_contract.py's)."""

@@ -531,10 +531,3 @@ def test_inference_table():
     assert "bf16 weights: .to(torch.bfloat16): everything bf16" in html
     real = e2e.inference_compare(repeats=2)
     assert all(len(r["times_s"]) >= 1 for r in real) and len(InferenceTable.of(real).rows) == 4
-
-
-def test_throughput_names_the_size_or_dtype_it_refuses():
-    with pytest.raises(ValueError, match="each size must be an int >= 1, got 0"):
-        e2e.matmul_throughput(sizes=[0])
-    with pytest.raises(ValueError, match="unknown dtype 'fp64': use some of 'fp32'"):
-        e2e.matmul_throughput(sizes=[8], dtypes=("fp64",))

@@ -38,7 +38,7 @@ ROWS: dict[str, Row] = {
 # Bad calls of the topic's face beyond the argument contract's kinds (tests/api_contract.py joins them to EXTRA): a K
 # given twice, an unknown format among good ones, an unknown variant.
 BAD_CALLS: dict[str, dict[str, list]] = {
-    "error_vs_k": {"ks": [[16, 16], [64, 16], []], "fmts": [["fp16", "fp99"], ["fp16", None], "fp16"]},
+    "error_vs_k": {"ks": [[16, 16], [64, 16], [], [2.5]], "fmts": [["fp16", "fp99"], ["fp16", None], "fp16"]},
     "matmul_errors": {"variants": [["fp32", "tf33"]]},
     "mkldnn_precision_effect": {"size": [10**6]},
     "emulated_matmul": {"fmt": [None]},

@@ -161,8 +161,3 @@ def test_a_selection_that_would_measure_nothing_here_is_an_error():
 def test_empty_matrices_work():
     assert tf32.emulated_matmul(torch.ones(0, 3), torch.ones(3, 2)).shape == (0, 2)
     assert torch.equal(tf32.emulated_matmul(torch.ones(2, 0), torch.ones(0, 2)), torch.zeros(2, 2))  # an empty sum
-
-
-def test_a_k_that_is_not_an_int_is_named():
-    with pytest.raises(TypeError, match=r"each k must be an int >= 1, got 2.5"):
-        tf32.error_vs_k([2.5])
