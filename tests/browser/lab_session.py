@@ -310,6 +310,15 @@ def save_dark_shot(page, panel, demos, stem: str, what, name: str) -> None:
         shutil.copyfile(shot, harness.REPO / "imgs" / name)
 
 
+def run_all(page) -> None:
+    """Run > Run All Cells, as a learner does, and wait until every cell has been sent."""
+    page.evaluate(
+        "() => { window.__runAll = undefined; window.jupyterapp.commands"
+        ".execute('notebook:run-all-cells').then(r => { window.__runAll = r; }); }"
+    )
+    page.wait_for_function("() => window.__runAll !== undefined", timeout=300_000, polling=200)
+
+
 def check_notebook_in_jupyterlab(notebook, browser, lab_server, figure) -> None:
     stem = notebook.removesuffix(".ipynb")
     page = browser.new_page(viewport=harness.VIEWPORT)
@@ -330,11 +339,7 @@ def check_notebook_in_jupyterlab(notebook, browser, lab_server, figure) -> None:
 
         # Run All, as a learner does (Run menu > Run All Cells), and wait for it to finish.
         t0 = time.perf_counter()
-        page.evaluate(
-            "() => { window.__runAll = undefined; window.jupyterapp.commands"
-            ".execute('notebook:run-all-cells').then(r => { window.__runAll = r; }); }"
-        )
-        page.wait_for_function("() => window.__runAll !== undefined", timeout=300_000, polling=200)
+        run_all(page)
         run_all_s = time.perf_counter() - t0
         page.wait_for_function(_READY_JS, timeout=60_000)
 
@@ -467,11 +472,7 @@ def check_plots_follow_the_lab_theme(notebook, browser, lab_server) -> None:
         page.goto(lab_server.url(f"/lab/tree/{notebook}?reset"))
         page.wait_for_function(_READY_JS, timeout=120_000)
         _set_lab_theme(page, lab_server, DARK)
-        page.evaluate(
-            "() => { window.__runAll = undefined; window.jupyterapp.commands"
-            ".execute('notebook:run-all-cells').then(r => { window.__runAll = r; }); }"
-        )
-        page.wait_for_function("() => window.__runAll !== undefined", timeout=300_000, polling=200)
+        run_all(page)
         page.wait_for_function(_READY_JS, timeout=60_000)
         errors = {c["index"]: c["errors"] for c in page.evaluate(_CELLS_JS) if c["errors"]}
         assert not errors, f"{notebook}: cells show errors: {errors}"
@@ -488,15 +489,10 @@ def check_plots_follow_the_lab_theme(notebook, browser, lab_server) -> None:
             kernel.run("from amp_lessons.style import use_style\nuse_style()")
         finally:
             kernel.close()
-        page.wait_for_function(
-            """(selector) => [...document.querySelectorAll(selector)].every(img => {
-                 const c = document.createElement('canvas'); c.width = 4; c.height = 4;
-                 const g = c.getContext('2d'); g.drawImage(img, 0, 0, 4, 4, 0, 0, 4, 4);
-                 return g.getImageData(1, 1, 1, 1).data[0] > 200; })""",
-            arg=_EXPLORER_PICTURES,
-            timeout=30_000,
-            polling=200,
-        )
+        deadline = time.monotonic() + 30  # the explorers redraw in the kernel, then the page shows their new PNGs
+        while any(rgb[0] <= 200 for rgb in page.evaluate(_BACKGROUNDS_JS, _EXPLORER_PICTURES)):
+            assert time.monotonic() < deadline, f"{notebook}: the explorers stayed dark after use_style() in Light"
+            time.sleep(0.2)
         kept = page.evaluate(_BACKGROUNDS_JS, _PLOTS)
         assert all(screen_checks._luminance(rgb) <= 0.1 for rgb in kept), f"{notebook}: a drawn plot changed: {kept}"
         page.locator(_EXPLORER_PICTURES).first.scroll_into_view_if_needed()
