@@ -479,8 +479,8 @@ def scaled_mm_compare(
     where there is one, else the CPU).
 
     Returns a :class:`ScaledMMComparison`: the relative errors, the largest difference between
-    ``_scaled_mm`` and the emulation (they differ only in the order of the fp32 sums and where the
-    scales are applied), the scales, and why ``_scaled_mm`` did not run, if it did not. On a GPU with
+    ``_scaled_mm`` and the emulation (on a CPU they differ only in the order of the fp32 sums and where the
+    scales are applied; a GPU's fp8 accumulation is not IEEE fp32), the scales, and why ``_scaled_mm`` did not run, if it did not. On a GPU with
     fp8 tensor cores (or when ``time_it`` is True) also median times and TFLOP/s of the fp8 and bf16
     matmuls."""
 
