@@ -75,9 +75,12 @@ browser: setup
 ## ATen's unvectorised kernels. Each configuration gets an empty torch.compile (Inductor) cache: its key does not
 ## include the CPU level, so code compiled for AVX2 would be loaded, and fail to build, under ATEN_CPU_CAPABILITY=default.
 ## ATEN_CPU_CAPABILITY=default: ATen's scalar kernels; ONEDNN_MAX_CPU_ISA=AVX2: oneDNN without AVX512/AMX.
+## PORTABILITY_UNIT= (empty) leaves the unit tests out: CI runs the first two configurations under the other torch
+## releases instead (MACHINE= of test-torch, .ci/run), so that each configuration runs once and the unit suite three times.
 PORTABILITY ?= "ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=AVX2" "OMP_NUM_THREADS=1" "OMP_NUM_THREADS=4"
+PORTABILITY_UNIT ?= tests delivery/tests --ignore=tests/browser --ignore=delivery/tests/browser
 portability: setup
-	@status=0; unit="tests delivery/tests --ignore=tests/browser --ignore=delivery/tests/browser"; \
+	@status=0; unit="$(PORTABILITY_UNIT)"; \
 	for cfg in $(PORTABILITY); do \
 	  echo "== portability: $$cfg"; \
 	  cache=$$(mktemp -d); \
@@ -93,8 +96,10 @@ portability: setup
 ## rig's too: its unit tests but the hub's and the browser's, and the presenter notebook). `make
 ## setup-torch` is the downloading half alone (CI runs it online, then test-torch offline). pip reads no config
 ## file there (PIP_CONFIG_FILE=/dev/null), so that a pip.conf's other index, find-links or version cap cannot swap
-## the wheel; set TORCH_PIP_ENV= to keep your pip configuration (a proxy, a mirror).
+## the wheel; set TORCH_PIP_ENV= to keep your pip configuration (a proxy, a mirror). MACHINE="OMP_NUM_THREADS=1" (any of
+## PORTABILITY's configurations) runs them under that configuration.
 TORCH ?=
+MACHINE ?=
 TORCH_VENV = .venv-torch-$(TORCH)
 TORCH_PIP_ENV ?= env -u PIP_FIND_LINKS -u PIP_INDEX_URL -u PIP_EXTRA_INDEX_URL -u PIP_CONSTRAINT PIP_CONFIG_FILE=/dev/null
 BROWSER_ONLY := playwright voila
@@ -113,7 +118,7 @@ setup-torch:
 
 test-torch: setup-torch
 	@cache=$$(mktemp -d); status=0; \
-	TORCHINDUCTOR_CACHE_DIR=$$cache $(TORCH_VENV)/bin/python -m pytest $(XDIST) -p no:cacheprovider -m "not hub" tests notebooks delivery/tests delivery/presenter \
+	env $(MACHINE) TORCHINDUCTOR_CACHE_DIR=$$cache $(TORCH_VENV)/bin/python -m pytest $(XDIST) -p no:cacheprovider -m "not hub" tests notebooks delivery/tests delivery/presenter \
 	  --ignore=tests/browser --ignore=delivery/tests/browser || status=$$?; \
 	rm -rf $$cache; exit $$status
 
