@@ -539,6 +539,21 @@ def test_the_pytest_step_runs_without_a_benchmark_plugin_and_the_plugin_flag_is_
     assert out.returncode == 0, out.stdout + out.stderr
 
 
+def test_the_pytest_step_gives_each_worker_one_thread(tmp_path, monkeypatch):
+    seen = {}
+
+    def fake_run_logged(cmd, log, timeout_s, env=None):
+        seen.update(cmd=cmd, env=env)
+        log.write_text("1 passed in 0.01s\n", encoding="utf-8")
+        return 0, 0.01
+
+    monkeypatch.setattr(gc, "run_logged", fake_run_logged)
+    monkeypatch.setattr(gc.os, "cpu_count", lambda: 16)
+    result = gc.step_pytest(tmp_path, 60)
+    assert result["status"] == "passed" and seen["cmd"][seen["cmd"].index("-n") + 1] == "16"
+    assert seen["env"]["OMP_NUM_THREADS"] == "1" and seen["env"]["PATH"] == gc.os.environ["PATH"]
+
+
 # ------------------------------------------------------------------------------------------ (h) cross_entropy
 
 
