@@ -75,10 +75,19 @@ browser: setup
 ## ATen's unvectorised kernels. Each configuration gets an empty torch.compile (Inductor) cache: its key does not
 ## include the CPU level, so code compiled for AVX2 would be loaded, and fail to build, under ATEN_CPU_CAPABILITY=default.
 ## ATEN_CPU_CAPABILITY=default: ATen's scalar kernels; ONEDNN_MAX_CPU_ISA=AVX2: oneDNN without AVX512/AMX.
+## Tests of the repository's own files (the notebooks' JSON and prose, the package's source, the generated docs, the
+## test machinery): their answer is the same under every torch release and machine configuration, so `make test`
+## runs them and `portability` and `test-torch` leave them out.
+REPO_TESTS := tests/test_structure.py tests/test_registry_docs.py tests/test_notebooks.py tests/test_lesson_claims.py \
+  tests/test_key_code.py tests/test_lesson_filter.py tests/test_nbval_guard.py tests/test_new_lesson.py \
+  tests/test_readmes.py tests/test_scheduling.py
+$(foreach f,$(REPO_TESTS),$(if $(wildcard $(f)),,$(error REPO_TESTS names $(f), which is not there)))
+NOT_REPO_TESTS := $(addprefix --ignore=,$(REPO_TESTS))
+
 ## PORTABILITY_UNIT= (empty) leaves the unit tests out: CI runs the first two configurations under the other torch
 ## releases instead (MACHINE= of test-torch, .ci/run), so that each configuration runs once and the unit suite three times.
 PORTABILITY ?= "ATEN_CPU_CAPABILITY=default ONEDNN_MAX_CPU_ISA=AVX2" "OMP_NUM_THREADS=1" "OMP_NUM_THREADS=4"
-PORTABILITY_UNIT ?= tests delivery/tests --ignore=tests/browser --ignore=delivery/tests/browser
+PORTABILITY_UNIT ?= tests delivery/tests --ignore=tests/browser --ignore=delivery/tests/browser $(NOT_REPO_TESTS)
 portability: setup
 	@status=0; unit="$(PORTABILITY_UNIT)"; \
 	for cfg in $(PORTABILITY); do \
@@ -92,7 +101,7 @@ portability: setup
 
 ## Another PyTorch release: `make test-torch TORCH=2.15.0` makes .venv-torch-2.15.0 with that torch from PyPI (on Linux
 ## its default wheel, a CUDA build; without a GPU the tests run on the CPU) and the other pins of requirements.txt
-## (not the browser/presenter-only ones), then runs the unit tests and nbval over every notebook in it (the delivery
+## (not the browser/presenter-only ones), then runs the unit tests (but REPO_TESTS) and nbval over every notebook in it (the delivery
 ## rig's too: its unit tests but the hub's and the browser's, and the presenter notebook). `make
 ## setup-torch` is the downloading half alone (CI runs it online, then test-torch offline). pip reads no config
 ## file there (PIP_CONFIG_FILE=/dev/null), so that a pip.conf's other index, find-links or version cap cannot swap
@@ -119,7 +128,7 @@ setup-torch:
 test-torch: setup-torch
 	@cache=$$(mktemp -d); status=0; \
 	env $(MACHINE) TORCHINDUCTOR_CACHE_DIR=$$cache $(TORCH_VENV)/bin/python -m pytest $(XDIST) -p no:cacheprovider -m "not hub" tests notebooks delivery/tests delivery/presenter \
-	  --ignore=tests/browser --ignore=delivery/tests/browser || status=$$?; \
+	  --ignore=tests/browser --ignore=delivery/tests/browser $(NOT_REPO_TESTS) || status=$$?; \
 	rm -rf $$cache; exit $$status
 
 ## The course as others install it (scripts/test_install.py; offline): the wheel holds every file under amp_lessons/;
