@@ -123,8 +123,6 @@ def _check_workload(name) -> str:
 
 def workload(name: str, *, autocast: bool = True):
     """The function of workload ``name`` (one of :data:`WORKLOADS`); ``autocast=False``: the same in fp32."""
-    name = _check_workload(name)
-    flag(autocast, "autocast")
     if name == "chain":
         return key_code.chain
     out = functools.partial(key_code.mlp, autocast=autocast)
