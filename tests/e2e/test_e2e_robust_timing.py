@@ -69,35 +69,6 @@ def test_the_probe_runs_every_other_round_on_one_thread(monkeypatch):
     assert per_round == [[2] * 3 if r % 2 == 0 else [1] * 3 for r in range(_common.PROBE_ROUNDS)]
 
 
-# --- verdicts ----------------------------------------------------------------------------------------------------
-
-
-def _spread_times(q1, med, q3):
-    return (q1 * 0.99, q1, med, q3, q3 * 1.01)
-
-
-def test_quartile_ranges_apart_give_a_verdict_however_noisy():
-    """The walkthrough's row: fp32 3.56 ms (3.17 to 10.4 between the quartiles) against bf16 autocast 129 ms (119 to
-    138): every quartile says bf16 is 11x to 50x slower, so the verdict is "slower", not "too noisy"."""
-    fp32 = _spread_times(3.17e-3, 3.56e-3, 10.4e-3)
-    bf16 = _spread_times(119e-3, 129e-3, 138e-3)
-    large = records.StepTimes("large", 1.0, 3.56e-3, 129e-3, 3.56 / 129, fp32, bf16)
-    t = LaunchTable.of(records.LaunchBoundDemo(large, large, ""))
-    assert t.comparisons["large"].baseline.quartile_ratio > e2e.NOISY_RANGE  # noisy on its own
-    assert t.verdicts == {"tiny": "slower", "large": "slower"}
-    runs = [
-        records.TrainRun("fp32", True, step_times_s=fp32, peak_memory_bytes=1, final_loss=1.0),
-        records.TrainRun("bf16 autocast", True, step_times_s=bf16, peak_memory_bytes=1, final_loss=1.0),
-    ]
-    assert "too noisy" not in str(TrainingTable.of(runs))
-    # overlapping and noisy: still no verdict
-    overlapping = _spread_times(100e-3, 130e-3, 200e-3)
-    t2 = LaunchTable.of(
-        records.LaunchBoundDemo(records.StepTimes("m", 1.0, 0.13, 0.129, 1.0, overlapping, bf16), large, "")
-    )
-    assert t2.verdicts["tiny"] == "too noisy to conclude"
-
-
 # --- the launch-bound demo ---------------------------------------------------------------------------------------
 
 
