@@ -8,6 +8,7 @@ import contextlib
 import functools
 import os
 import types
+import warnings
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -73,11 +74,19 @@ def _fresh(fn):
     return types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__)
 
 
+def _import_inductor():
+    with warnings.catch_warnings():  # torch.utils.mkldnn's TorchScript deprecation warning: torch's, not the learner's
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import torch._inductor.compile_fx
+        import torch._inductor.config
+    return torch._inductor.compile_fx, torch._inductor.config
+
+
 @functools.lru_cache(maxsize=4)
 def _kernel_outputs(seed: int) -> tuple:
     """For each input pair of ``seed``: (h, g, eager, Inductor's output, Inductor's output with
     ``emulate_precision_casts=True``), cached for the process."""
-    experiments._require_inductor_import()
+    _import_inductor()
     out = []
     with torch.no_grad():
         plain = torch.compile(_fresh(chain), dynamic=False, options={"emulate_precision_casts": False})
@@ -230,7 +239,7 @@ def check_fused_chain(fn, seed: int = 0) -> CheckResult:
 def _inductor_compiles():
     """The setting of ``emulate_precision_casts`` each time Inductor compiles a graph in the block, read in
     ``compile_fx`` (with ``options=`` applied), not in the traced code, where Dynamo would guard on it."""
-    compile_fx, config = experiments._require_inductor_import()
+    compile_fx, config = _import_inductor()
     seen, depth, original = [], [], compile_fx.compile_fx
 
     def spy(gm, example_inputs, *args, **kwargs):
@@ -309,7 +318,7 @@ def check_compile_matching_eager(fn, seed: int = 0) -> CheckResult:
     ok, why = inductor_status()
     if not ok:
         return not_yet(why)
-    _, config = experiments._require_inductor_import()
+    _, config = _import_inductor()
     before = config.emulate_precision_casts
     inputs = [make_inputs("chain", seed + i, rows=_ROWS, width=w) for i, w in enumerate((_WIDTHS[0],) + _WIDTHS)]
     # the last pair as 2 x 8 x 74: a tensor of another rank fails a guard whatever Dynamo made dynamic before

@@ -100,12 +100,10 @@ def torch_logs():
         lines += [_LOG_PREFIX.sub("", line) for line in buffer.getvalue().splitlines()]
 
 
-def _require_inductor_import():
+def _require_inductor_import() -> None:
     with warnings.catch_warnings():  # torch.utils.mkldnn's TorchScript deprecation warning: torch's, not the learner's
         warnings.simplefilter("ignore", DeprecationWarning)
-        import torch._inductor.compile_fx
-        import torch._inductor.config
-    return torch._inductor.compile_fx, torch._inductor.config
+        import torch._inductor.compile_fx  # noqa: F401
 
 
 def _require_inductor() -> None:
