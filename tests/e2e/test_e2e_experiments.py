@@ -41,6 +41,15 @@ def fake_cpu(monkeypatch):
 # --- tensor-core table ---------------------------------------------------------------------------
 
 
+def test_generations_table_is_ordered_and_complete():
+    gens = records.TENSOR_CORE_GENERATIONS  # what lesson 06's table says (its cell marks this machine: not compared)
+    assert [g[0] for g in gens] == [1, 2, 3, 4, 5]
+    assert [g[3] for g in gens] == sorted(g[3] for g in gens)
+    added = {g[1].split()[0]: g[4] for g in gens}
+    assert added["Volta"] == "fp16" and "fp8" in added["Hopper"] and "fp4" in added["Blackwell"]
+    assert "TF32" in added["Ampere"] and "bf16" in added["Ampere"] and "int8" in added["Turing"]
+
+
 @pytest.mark.parametrize(
     "name, cap, gen",
     [
