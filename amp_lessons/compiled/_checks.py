@@ -1,13 +1,6 @@
 """Checkers for lesson 11's exercises, on the pointwise chain ``rms_norm(silu(g) * h)`` of bf16 tensors (lesson 11's
-``chain``):
-
-- :func:`check_fused_chain`: the arithmetic of the C++ kernel Inductor generates for the chain, with and without
-  ``emulate_precision_casts``, written in eager PyTorch and compared bit for bit with the kernel's output (the
-  checker compiles the chain four times, once per process: a few seconds on a small CPU);
-- :func:`check_compile_matching_eager`: a function that compiles another one so that its bf16 results match eager
-  mode's (compiles the chain with the learner's function: a few seconds on a small CPU).
-
-Each returns a :class:`amp_lessons.checks.CheckResult` and never raises on a learner's answer."""
+``chain``): the fused kernel's arithmetic written eagerly (:func:`check_fused_chain`), and a compile whose bf16
+results match eager mode's (:func:`check_compile_matching_eager`)."""
 
 from __future__ import annotations
 
@@ -38,18 +31,15 @@ _NOT_ARITHMETIC = {"_to_copy", "to", "copy_", "copy", "clone", "detach", "alias"
 
 
 def _with_extremes(h, g):
-    """``h``, ``g`` (bf16, at least 4 rows) with rows where a plain random input hides a mistake: silu(g) tiny
-    (g = -20: the row's mean square, about 1e-15, is far below rms_norm's eps, so the eps decides the result), silu
-    underflowing to a float32 subnormal (g = -100), a row of zeros in h (rms_norm of zeros is zeros) and large g
-    (silu(g) = g, bf16's rounding of the product at its largest)."""
+    """``h``, ``g`` with rows where a random input hides a mistake: silu(g) tiny (rms_norm's eps decides), a
+    subnormal, h zero, g large."""
     h, g = h.clone(), g.clone()
     g[0], g[1], h[2], g[3] = -20.0, -100.0, 0.0, 60.0
     return h, g
 
 
 def _compiles():
-    """Calls of Dynamo or Inductor (``torch.compile`` and what the course compiles with), or of this lesson's own
-    compiled workloads, inside the block: the exercise asks for the kernel's arithmetic written eagerly."""
+    """Calls of ``torch.compile``, Dynamo, Inductor or this lesson's compiled workloads inside the block."""
     torch_dir = os.path.dirname(torch.__file__)
     entries = {
         (os.path.join(torch_dir, "__init__.py"), "compile"),
@@ -85,9 +75,7 @@ def _fresh(fn):
 
 
 def _import_inductor():
-    with warnings.catch_warnings():
-        # importing Inductor imports torch.utils.mkldnn, whose TorchScript classes warn that TorchScript is
-        # deprecated: a warning about torch's own code, not the learner's
+    with warnings.catch_warnings():  # torch.utils.mkldnn's TorchScript deprecation warning: torch's, not the learner's
         warnings.simplefilter("ignore", DeprecationWarning)
         import torch._inductor.compile_fx
         import torch._inductor.config
@@ -97,12 +85,10 @@ def _import_inductor():
 @functools.lru_cache(maxsize=4)
 def _kernel_outputs(seed: int) -> tuple:
     """For each input pair of ``seed``: (h, g, eager, Inductor's output, Inductor's output with
-    ``emulate_precision_casts=True``), the chain compiled by Inductor (``dynamic=False``, each setting passed to
-    this compile alone with ``options=``). Kept for the process: compiling is the slow part."""
+    ``emulate_precision_casts=True``), cached for the process."""
     _import_inductor()
     out = []
     with torch.no_grad():
-        # each setting given to its own compile: whatever the process's global setting is now
         plain = torch.compile(_fresh(chain), dynamic=False, options={"emulate_precision_casts": False})
         emulating = torch.compile(_fresh(chain), dynamic=False, options={"emulate_precision_casts": True})
         for i, width in enumerate(_WIDTHS):
@@ -114,14 +100,12 @@ def _kernel_outputs(seed: int) -> tuple:
 
 
 def _emulates(refs) -> bool:
-    """Whether this torch's CPU Inductor applies ``emulate_precision_casts`` to the chain: the emulated kernel's
-    output differs from the default one (torch 2.11's CPU backend ignores the setting here: measured, equal)."""
+    """Whether this torch's CPU Inductor applies ``emulate_precision_casts`` to the chain (torch 2.11's does not)."""
     return any(not torch.equal(plain, emulated) for *_, plain, emulated in refs)
 
 
 class _Ops(TorchDispatchMode):
-    """Records every ATen op a function runs: its name, the dtypes it reads and writes, and each rounding to bf16
-    (a conversion from fp32 to bf16)."""
+    """Records the ATen ops run on bf16 or fp64 tensors, and the roundings from fp32 to bf16."""
 
     def __init__(self):
         super().__init__()
@@ -165,13 +149,10 @@ def _times(n: int) -> str:
 @exercise
 def check_fused_chain(fn, seed: int = 0) -> CheckResult:
     """Exercise: ``fn(h, g, emulate)`` computes ``chain(h, g) = rms_norm(silu(g) * h)`` of bf16 ``h``, ``g`` as the
-    C++ kernel Inductor fuses it into does, in eager PyTorch: in fp32 (bf16 only where a value is converted), with
-    the roundings to bf16 of that kernel, by default (``emulate=False``) and with
-    ``torch._inductor.config.emulate_precision_casts`` (``emulate=True``). Compared bit for bit with the kernel's
-    output on two input pairs (16 x 64 and 16 x 74). Where this torch's CPU Inductor ignores the setting (torch
-    2.11, measured), the ``emulate=True`` result is compared with eager mode's, whose roundings the setting
-    reproduces. The second pair has rows where silu(g) is tiny or a subnormal, a row of zeros and large values;
-    compiling (torch.compile, the lesson's compiled workloads) is refused."""
+    C++ kernel Inductor fuses it into does, in eager PyTorch (fp32, with the kernel's roundings to bf16), by default
+    (``emulate=False``) and with ``emulate_precision_casts`` (``emulate=True``). Compared bit for bit with the
+    kernel's output on two input pairs (where this torch's CPU Inductor ignores the setting, ``emulate=True`` is
+    compared with eager mode's). Compiling is refused."""
     seed = _validate.seed(seed)
     h0, g0 = make_inputs("chain", seed, rows=_ROWS, width=_WIDTHS[0])
     runs = {}
@@ -256,10 +237,8 @@ def check_fused_chain(fn, seed: int = 0) -> CheckResult:
 
 @contextlib.contextmanager
 def _inductor_compiles():
-    """The setting of ``emulate_precision_casts`` each time Inductor compiles a graph in the block, read where
-    Inductor starts (``torch._inductor.compile_fx.compile_fx``, which ``torch.compile`` calls with its
-    ``options=`` as ``config_patches``), not in the traced code: reading the config there would make Dynamo guard
-    on it."""
+    """The setting of ``emulate_precision_casts`` each time Inductor compiles a graph in the block, read in
+    ``compile_fx`` (with ``options=`` applied), not in the traced code, where Dynamo would guard on it."""
     compile_fx, config = _import_inductor()
     seen, depth, original = [], [], compile_fx.compile_fx
 
@@ -281,8 +260,7 @@ def _inductor_compiles():
 
 
 def _mentions_emulation(fn) -> bool:
-    """Whether ``fn``'s code (its nested functions included) names ``emulate_precision_casts``: as an attribute,
-    a keyword or a string. Read from the code objects, so it needs no source file."""
+    """Whether ``fn``'s code objects (nested ones included) name ``emulate_precision_casts``."""
 
     def names(code) -> bool:
         if "emulate_precision_casts" in code.co_names:
@@ -334,13 +312,8 @@ def _judge_settings(fn, seen: list, shapes: list) -> None:
 @exercise
 def check_compile_matching_eager(fn, seed: int = 0) -> CheckResult:
     """Exercise: ``fn(f)`` returns a compiled version of ``f`` whose bf16 results equal eager mode's on every call
-    (Inductor with ``emulate_precision_casts`` on whenever it compiles ``f``), and leaves Inductor's settings as they
-    were.
-
-    The checker compiles lesson 11's ``chain`` with ``fn`` and calls the result on three input pairs, the last of
-    another rank (so Dynamo compiles it again). It reads the setting each time Inductor starts a compile (with
-    ``options=`` applied), and compares the results with eager mode's: every element equal. Where this torch's CPU
-    Inductor ignores the setting for the chain (torch 2.11, measured), only the setting is checked."""
+    (``emulate_precision_casts`` on whenever Inductor compiles ``f``), leaving Inductor's settings as they were.
+    Checked on lesson 11's ``chain`` with three input pairs, the last of another rank (so Dynamo compiles again)."""
     seed = _validate.seed(seed)
     ok, why = inductor_status()
     if not ok:

@@ -1,21 +1,8 @@
-"""Lesson 11, ``torch.compile`` and mixed precision: what Dynamo captures of an autocast region, where the casts
-go in the code Inductor generates, why compiled bf16 results differ from eager ones, and what it does to speed.
-
-Everything here runs on the CPU, where Inductor generates C++ and compiles it with the system's C++ compiler
-(on a GPU the same graphs become Triton kernels). Three views of one function:
-
-- :func:`eager_casts`: the ops eager autocast runs (lesson 04's tracer): every cast is a kernel that writes a
-  new tensor, every bf16 op output is a rounding to bf16 stored in memory.
-- :func:`captured_graph`: the graph Dynamo captures (autocast enter/exit become graph nodes) and the ATen
-  graph AOTAutograd hands to Inductor, where autocast's casts are explicit ``convert_element_type`` nodes.
-- :func:`compile_workload`: the function compiled by Inductor, its generated code summarised by
-  :func:`summarize_code` (kernels, library calls, tensors written in bf16), the compile time measured.
-
-:func:`precision_errors` compares eager, compiled and compiled with
-``torch._inductor.config.emulate_precision_casts=True`` against an fp64 reference; :func:`step_times` times
-eager and compiled, fp32 and autocast. Compiling is slow on a small CPU (seconds per graph, the first one
-in a process more): the functions take a compiled result and reuse it rather than compiling again.
-"""
+"""Lesson 11, ``torch.compile`` and mixed precision, on the CPU (Inductor generates C++): the casts eager autocast
+runs (:func:`eager_casts`), the graphs Dynamo and AOTAutograd capture (:func:`captured_graph`), the code Inductor
+generates (:func:`compile_workload`, :func:`summarize_code`), compiled bf16 numerics against eager and fp64
+(:func:`precision_errors`) and step times (:func:`step_times`). Compiling is slow on a small CPU: the functions take
+a compiled result and reuse it."""
 
 from __future__ import annotations
 
@@ -29,7 +16,6 @@ import warnings
 from dataclasses import dataclass, field
 
 import torch
-import torch.nn.functional as F
 
 from .. import _validate, timing
 from .._runtime import one_thread
@@ -64,29 +50,22 @@ __all__ = [
 
 LOW = torch.bfloat16
 
-WORKLOADS = ("mlp", "chain", "layer_norm", "rms_norm")
-"""The functions the lesson compiles (:func:`workload`):
-
-- ``"mlp"``: a SwiGLU MLP block under bf16 autocast, ``rms_norm(silu(x @ w_gate) * (x @ w_up))``: two matmuls
-  (autocast casts ``x`` and both weights to bf16) and a pointwise chain on their bf16 outputs;
-- ``"chain"``: the pointwise chain alone on bf16 tensors, ``rms_norm(silu(g) * h)`` (three bf16 ops eagerly);
-- ``"layer_norm"`` / ``"rms_norm"``: ``norm(x @ w)`` under bf16 autocast, with the norm's fp32 weight and bias
-  (``rms_norm`` has no bias). On the CPU, autocast leaves both norms out of its lists: they get the bf16 output
-  of the matmul and return bf16.
-"""
+WORKLOADS = ("mlp", "chain")
+"""The functions the lesson compiles (:func:`workload`): ``"mlp"``, a SwiGLU block under bf16 autocast,
+``rms_norm(silu(x @ w_gate) * (x @ w_up))``; ``"chain"``, its pointwise chain alone on bf16 tensors,
+``rms_norm(silu(g) * h)``."""
 
 MAX_ROWS = 4096
 MAX_WIDTH = 1024
 
 
 class InductorUnavailable(RuntimeError):
-    """Inductor cannot compile on this machine (no C++ compiler for its CPU backend); the message says what to
-    install."""
+    """Inductor cannot compile here (no C++ compiler); the message says what to install."""
 
 
 def inductor_status() -> tuple[bool, str]:
     """Whether Inductor's CPU backend can run here, and a sentence saying why (the C++ compiler it found, or
-    what to install). Inductor compiles the C++ it generates with ``$CXX`` or ``g++``/``clang++``."""
+    what to install)."""
     try:
         from torch._inductor.cpp_builder import get_cpp_compiler
 
@@ -106,27 +85,23 @@ _LOG_PREFIX = re.compile(r"^[A-Z]\d{4} [\d:.]+ +\d+ \S+:\d+\] (?:\[[\d/_]+\] )?(
 
 @contextlib.contextmanager
 def torch_logs():
-    """Keep what torch logs in the block (``torch._logging.set_logs(...)`` inside it, Dynamo's warnings) in a list
-    of lines, without torch's prefix (level, time, process, file and line, frame), instead of writing it to stderr,
-    which Jupyter shows as a pink block, as it shows errors. Afterwards torch's default logging is back
-    (``torch._logging.set_logs()``), writing to stderr again."""
+    """Keep what torch logs in the block (``torch._logging.set_logs(...)`` inside it, Dynamo's warnings) in the
+    yielded list of lines, without torch's prefix, instead of on stderr; torch's default logging is back after."""
     import io
 
     lines: list = []
     buffer = io.StringIO()
     try:
         with contextlib.redirect_stderr(buffer):
-            torch._logging.set_logs()  # torch's handlers made again, now writing to the buffer
+            torch._logging.set_logs()  # handlers made again, writing to the buffer
             yield lines
     finally:
-        torch._logging.set_logs()  # made again after stderr is back, so later logs reach it
+        torch._logging.set_logs()
         lines += [_LOG_PREFIX.sub("", line) for line in buffer.getvalue().splitlines()]
 
 
 def _require_inductor_import() -> None:
-    with warnings.catch_warnings():
-        # importing Inductor imports torch.utils.mkldnn, whose TorchScript classes warn that TorchScript is
-        # deprecated: a warning about torch's own code, not the learner's
+    with warnings.catch_warnings():  # torch.utils.mkldnn's TorchScript deprecation warning: torch's, not the learner's
         warnings.simplefilter("ignore", DeprecationWarning)
         import torch._inductor.compile_fx  # noqa: F401
 
@@ -138,28 +113,6 @@ def _require_inductor() -> None:
     _require_inductor_import()
 
 
-# --------------------------------------------------------------------------------------------
-# The workloads
-# --------------------------------------------------------------------------------------------
-
-
-# ``"mlp"`` and ``"chain"`` are lesson 11's own cells (key_code: mlp, chain); the two norms only the tests use.
-
-
-def _layer_norm(x, w, weight, bias, *, autocast: bool = True):
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-        y = x @ w
-        return F.layer_norm(y, (y.shape[-1],), weight, bias)
-
-
-def _rms_norm(x, w, weight, *, autocast: bool = True):
-    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
-        y = x @ w
-        # rms_norm has no mixed-dtype kernel: a bf16 input with an fp32 weight takes the composite path
-        # (and eagerly warns about it); multiplying by the weight afterwards is the same function
-        return F.rms_norm(y, (y.shape[-1],)) * weight
-
-
 def _check_workload(name) -> str:
     if name not in WORKLOADS:
         raise ValueError(f"name={name!r} is not allowed: a workload, one of {', '.join(map(repr, WORKLOADS))}")
@@ -167,22 +120,17 @@ def _check_workload(name) -> str:
 
 
 def workload(name: str, *, autocast: bool = True):
-    """The function of workload ``name`` (one of :data:`WORKLOADS`); ``autocast=False`` runs the same
-    function in fp32 (``torch.autocast(..., enabled=False)``; ``"chain"`` has no autocast region)."""
-    name = _check_workload(name)
-    flag(autocast, "autocast")
+    """The function of workload ``name`` (one of :data:`WORKLOADS`); ``autocast=False``: the same in fp32."""
     if name == "chain":
         return key_code.chain
-    fn = {"mlp": key_code.mlp, "layer_norm": _layer_norm, "rms_norm": _rms_norm}[name]
-    out = functools.partial(fn, autocast=autocast)
+    out = functools.partial(key_code.mlp, autocast=autocast)
     out.__name__ = f"{name}_{'autocast' if autocast else 'fp32'}"
     return out
 
 
 def make_inputs(name: str, seed: int = 0, *, rows: int = 32, width: int = 64) -> tuple:
-    """Random inputs of workload ``name``: ``rows`` x ``width`` activations, weights ``width`` x ``2*width``
-    scaled by ``1/sqrt(width)`` (fp32, as a model keeps them; ``"chain"`` gets bf16 ``h`` and ``g``, as the
-    output of bf16 matmuls would be). No tensor requires grad: the lesson compiles inference graphs."""
+    """Random inputs of workload ``name``: fp32 ``rows`` x ``width`` activations and ``width`` x ``2*width`` weights
+    scaled by ``1/sqrt(width)``; ``"chain"`` gets bf16 ``h`` and ``g`` of ``rows`` x ``2*width``."""
     name = _check_workload(name)
     seed = _validate.seed(seed)
     rows = count(rows, "rows", 1, MAX_ROWS, "kept small: compiled and bf16 work is slow on a CPU")
@@ -195,25 +143,13 @@ def make_inputs(name: str, seed: int = 0, *, rows: int = 32, width: int = 64) ->
 
     if name == "chain":
         return randn(rows, hidden).to(LOW), randn(rows, hidden).to(LOW)
-    x, w = randn(rows, width), randn(width, hidden) / math.sqrt(width)
-    if name == "mlp":
-        return x, w, randn(width, hidden) / math.sqrt(width)
-    weight = 1 + 0.1 * randn(hidden)
-    if name == "layer_norm":
-        return x, w, weight, 0.1 * randn(hidden)
-    return x, w, weight
-
-
-# --------------------------------------------------------------------------------------------
-# Eager: the casts autocast runs
-# --------------------------------------------------------------------------------------------
+    return randn(rows, width), randn(width, hidden) / math.sqrt(width), randn(width, hidden) / math.sqrt(width)
 
 
 @dataclass(frozen=True)
 class EagerCasts:
-    """What eager mode ran: ``ops`` ATen ops, of which ``casts`` changed a dtype (each a kernel writing a new
-    tensor), and ``bf16_outputs`` ops that wrote a bf16 result (each a rounding to bf16 stored in memory,
-    casts to bf16 included)."""
+    """What eager mode ran: ``ops`` ATen ops, of which ``casts`` changed a dtype and ``bf16_outputs`` wrote a bf16
+    result (casts to bf16 included)."""
 
     workload: str
     ops: tuple
@@ -228,8 +164,8 @@ class EagerCasts:
 
 
 def eager_casts(name: str, inputs: tuple | None = None) -> EagerCasts:
-    """Run workload ``name`` eagerly under lesson 04's tracer (:func:`amp_lessons.autocast.trace`) and count
-    its casts and its bf16 outputs. ``inputs``: from :func:`make_inputs` (the default)."""
+    """Run workload ``name`` eagerly under lesson 04's tracer and count its casts and bf16 outputs. ``inputs``:
+    from :func:`make_inputs` (the default)."""
     name = _check_workload(name)
     args = make_inputs(name) if inputs is None else _check_inputs(inputs, name)
     with torch.no_grad():
@@ -240,8 +176,7 @@ def eager_casts(name: str, inputs: tuple | None = None) -> EagerCasts:
 
 
 def _check_inputs(inputs, name: str) -> tuple:
-    """``inputs`` of workload ``name``: as many floating-point tensors as :func:`make_inputs` gives, on which the
-    workload runs eagerly (checked with one eager call, before anything is traced or compiled)."""
+    """``inputs`` checked to be workload ``name``'s: its number of float tensors, on which it runs eagerly."""
     if not isinstance(inputs, (tuple, list)) or not all(isinstance(t, torch.Tensor) for t in inputs):
         raise TypeError(f"inputs must be a tuple of tensors (from make_inputs), got {type(inputs).__name__}")
     want = make_inputs(name, rows=1, width=1)
@@ -260,11 +195,6 @@ def _check_inputs(inputs, name: str) -> tuple:
             f"make_inputs({name!r}) gives, e.g. {[tuple(t.shape) for t in want]} for rows=1, width=1"
         ) from e
     return tuple(inputs)
-
-
-# --------------------------------------------------------------------------------------------
-# Dynamo's graph and the ATen graph Inductor receives
-# --------------------------------------------------------------------------------------------
 
 
 def _target_name(target) -> str:
@@ -307,7 +237,7 @@ _CAST_TARGETS = ("prims.convert_element_type", "aten._to_copy")
 @dataclass(frozen=True)
 class CapturedGraph:
     """The graph Dynamo captured (``dynamo``: one line per node) and the ATen graph AOTAutograd made of it for
-    Inductor (``aten``), where autocast's casts are explicit nodes (``casts``: their lines)."""
+    Inductor (``aten``; ``casts``: its cast nodes)."""
 
     workload: str
     dynamo: tuple
@@ -334,11 +264,8 @@ class CapturedGraph:
 
 
 def captured_graph(name: str, inputs: tuple | None = None) -> CapturedGraph:
-    """Trace workload ``name`` with Dynamo and AOTAutograd only (no Inductor, no C++ compiler: fast) and
-    return both graphs. ``inputs``: from :func:`make_inputs` (the default).
-
-    Lesson 11's ``GraphRecorder`` backend keeps Dynamo's graph and hands it on to AOTAutograd, whose forward
-    compiler, a second ``GraphRecorder``, keeps the ATen graph and runs it unchanged."""
+    """Trace workload ``name`` with Dynamo and AOTAutograd only (no Inductor: fast) and return both graphs, kept
+    by two of lesson 11's ``GraphRecorder``. ``inputs``: from :func:`make_inputs` (the default)."""
     from torch._dynamo.backends.common import aot_autograd
 
     name = _check_workload(name)
@@ -355,10 +282,6 @@ def captured_graph(name: str, inputs: tuple | None = None) -> CapturedGraph:
     return CapturedGraph(name, _graph_lines(dynamo.graphs[0]), _graph_lines(aten.graphs[0]), len(dynamo.graphs))
 
 
-# --------------------------------------------------------------------------------------------
-# Inductor's generated code
-# --------------------------------------------------------------------------------------------
-
 _KERNEL = re.compile(r"^(\w+) = async_compile\.cpp_pybinding\(\[([^\]]*)\]", re.M)
 _EXTERN = re.compile(r"\b(extern_kernels\.\w+|torch\.ops\.\w+\.\w+(?:\.\w+)?)\(")
 _CONVERT = re.compile(r"\bconvert<|static_cast<(?:at::BFloat16|float|bfloat16)>")
@@ -366,14 +289,9 @@ _CONVERT = re.compile(r"\bconvert<|static_cast<(?:at::BFloat16|float|bfloat16)>"
 
 @dataclass(frozen=True)
 class CodeSummary:
-    """What Inductor generated for one graph, counted from its code (``torch._inductor.utils.run_and_get_code``).
-
-    ``kernels``: the names of the C++ kernels it generated (each fuses several ops; the name lists them);
-    ``library_calls``: the calls to ATen/oneDNN kernels (matmuls); ``bf16_writes`` / ``fp32_writes``: the
-    tensors the kernels write in each dtype (their output pointers); ``conversions``: dtype conversions
-    written in the C++ source. The first four do not depend on the CPU; ``conversions`` does (a vectorized
-    kernel has a vector loop and a scalar tail, a CPU without AVX2 gets scalar code), so the lesson shows it
-    but never compares it."""
+    """What Inductor generated for one graph, counted from its code: ``kernels`` the generated C++ kernels' names,
+    ``library_calls`` calls to ATen/oneDNN kernels, ``bf16_writes`` / ``fp32_writes`` the tensors the kernels write
+    in each dtype, ``conversions`` dtype conversions in the C++ source (this one depends on the CPU)."""
 
     kernels: tuple
     library_calls: tuple
@@ -390,8 +308,7 @@ class CodeSummary:
 
 
 def summarize_code(code: str) -> CodeSummary:
-    """Count kernels, library calls, bf16/fp32 tensors written and conversions in Inductor's generated code for
-    the CPU (the Python wrapper with its C++ kernels, one string)."""
+    """The :class:`CodeSummary` of Inductor's generated CPU code (the Python wrapper with its C++ kernels)."""
     if not isinstance(code, str):
         raise TypeError(f"code must be Inductor's generated code as a str, got {type(code).__name__}")
     kernels, bf16, fp32 = [], 0, 0
@@ -407,10 +324,8 @@ def summarize_code(code: str) -> CodeSummary:
 
 @dataclass
 class CompiledWorkload:
-    """A workload compiled by Inductor: ``fn`` (call it with the inputs again), the ``output`` of its first call,
-    the generated ``code`` and its :class:`CodeSummary`, and ``compile_seconds``: how long the first call took
-    (tracing, C++ generation and compilation; much more for the first graph of a process and with an empty
-    Inductor cache)."""
+    """A workload compiled by Inductor: ``fn``, the ``output`` of its first call, the generated ``code`` and its
+    :class:`CodeSummary`, and ``compile_seconds`` (how long the first call took)."""
 
     workload: str
     autocast: bool
@@ -430,7 +345,7 @@ class CompiledWorkload:
 def _inductor_settings(emulate: bool):
     import torch._inductor.config as ic
 
-    # compile_threads=1: on a 2-core machine the pool of compile workers costs seconds to start and saves nothing
+    # compile_threads=1: on a small machine a pool of compile workers costs seconds and saves nothing
     with ic.patch(emulate_precision_casts=emulate, compile_threads=1):
         yield
 
@@ -439,9 +354,8 @@ def compile_workload(
     name: str, inputs: tuple | None = None, *, autocast: bool = True, emulate_precision_casts: bool = False
 ) -> CompiledWorkload:
     """Compile workload ``name`` with ``torch.compile(dynamic=False)`` (Inductor), run it once on ``inputs``
-    (default: :func:`make_inputs`) and keep the generated code. ``emulate_precision_casts=True`` sets
-    ``torch._inductor.config.emulate_precision_casts``: Inductor then rounds to bf16 wherever eager mode would,
-    inside its fused kernels. Raises :class:`InductorUnavailable` when no C++ compiler is installed."""
+    (default: :func:`make_inputs`) and keep the generated code. ``emulate_precision_casts=True``: Inductor rounds to
+    bf16 wherever eager mode would. Raises :class:`InductorUnavailable` without a C++ compiler."""
     from torch._inductor.utils import run_and_get_code
 
     name = _check_workload(name)
@@ -451,15 +365,14 @@ def compile_workload(
     _require_inductor()
     fn = workload(name, autocast=autocast)
     with _inductor_settings(emulate_precision_casts):
-        # a fresh function object each time: Dynamo caches per code object (it does not guard on Inductor's
-        # settings: a compiled function keeps those of its first compile)
+        # a fresh function object: Dynamo caches per code object and does not guard on Inductor's settings
         compiled = torch.compile(functools.partial(fn), dynamic=False)
         t0 = time.perf_counter()
         with torch.no_grad():
             out, codes = run_and_get_code(compiled, *args)
         seconds = time.perf_counter() - t0
     if emulate_precision_casts:
-        # a later call may compile again (new input shapes, a failed guard): keep the setting for that compile
+        # a later call may compile again: keep the setting for that compile
         plain = compiled
 
         def compiled(*a):
@@ -469,23 +382,11 @@ def compile_workload(
     return CompiledWorkload(name, autocast, emulate_precision_casts, compiled, args, out, "\n".join(codes), seconds)
 
 
-# --------------------------------------------------------------------------------------------
-# Numerics
-# --------------------------------------------------------------------------------------------
-
-
 def _reference(name: str, args: tuple) -> torch.Tensor:
-    """fp64 on the values the bf16 kernels see: activations and weights rounded to bf16 where autocast casts
-    them, then everything in fp64 (so the errors are those of the roundings after the inputs)."""
+    """The workload in fp64 on its inputs rounded to bf16 (as autocast casts them)."""
     if name == "chain":
         return key_code.chain(*(a.double() for a in args))
-    x, w, *rest = args
-    xd, wd = x.to(LOW).double(), w.to(LOW).double()
-    if name == "mlp":
-        return key_code.mlp(xd, wd, rest[0].to(LOW).double(), autocast=False)
-    if name == "layer_norm":
-        return _layer_norm(xd, wd, rest[0].double(), rest[1].double(), autocast=False)
-    return _rms_norm(xd, wd, rest[0].double(), autocast=False)
+    return key_code.mlp(*(a.to(LOW).double() for a in args), autocast=False)
 
 
 def _rel_errors(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float]:
@@ -495,10 +396,8 @@ def _rel_errors(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float]:
 
 @dataclass(frozen=True)
 class RunErrors:
-    """One run's output against the fp64 reference and against eager mode (a part of :class:`PrecisionErrors`):
-    ``max_error`` and ``mean_error`` the element-wise relative error against fp64; ``equals_eager`` whether the
-    output equals eager's bit for bit, ``ulps_from_eager`` the largest difference from eager in bf16 units in the
-    last place, ``fraction_differing`` the fraction of elements that differ from eager."""
+    """One run's output against fp64 (``max_error``, ``mean_error``: element-wise relative) and against eager
+    (``equals_eager`` bit for bit, ``ulps_from_eager`` the largest difference in bf16 ulps, ``fraction_differing``)."""
 
     max_error: float
     mean_error: float
@@ -509,9 +408,8 @@ class RunErrors:
 
 @dataclass(frozen=True, repr=False)
 class PrecisionErrors(TableRecord):
-    """The errors of :func:`precision_errors` for ``workload``: a :class:`RunErrors` for ``eager``, ``compiled``
-    and (None when not given) ``emulated``; :attr:`runs` holds those present by name. Shown as a table, the errors
-    to 3 digits."""
+    """The errors of :func:`precision_errors`: a :class:`RunErrors` for ``eager``, ``compiled`` and ``emulated``
+    (None when not given); :attr:`runs` holds those present by name. Shown as a table."""
 
     workload: str
     eager: RunErrors
@@ -520,7 +418,6 @@ class PrecisionErrors(TableRecord):
 
     @property
     def runs(self) -> dict[str, RunErrors]:
-        """The runs present, by name: eager, compiled and, if measured, emulated."""
         runs = {"eager": self.eager, "compiled": self.compiled, "emulated": self.emulated}
         return {k: v for k, v in runs.items() if v is not None}
 
@@ -535,16 +432,9 @@ class PrecisionErrors(TableRecord):
 
 
 def precision_errors(compiled: CompiledWorkload, emulated=None) -> PrecisionErrors:
-    """Max and mean element-wise relative error against an fp64 reference of eager mode, of ``compiled``
-    and (if given) of ``emulated``, on ``compiled``'s inputs. ``emulated``: the same workload compiled with
-    ``emulate_precision_casts=True`` (a :class:`CompiledWorkload`), or the output tensor of such a compiled
-    function called on ``compiled.inputs`` (lesson 11 compiles it in a cell). Also: whether compiled and emulated outputs equal eager's bit for bit, and the
-    largest difference from eager in bf16 units in the last place (ulps) of each element, and the fraction of
-    elements that differ from eager. Emulation reproduces eager's roundings, not its fp32 arithmetic: where ATen's
-    and Inductor's fp32 ``exp``/``rsqrt`` differ in the last bit, a value next to a bf16 rounding boundary can round
-    the other way (seen: 2 of 4096 elements, 1 ulp, with ATen's scalar kernels).
-
-    Returns the :class:`PrecisionErrors` (``emulated`` None when not given)."""
+    """The :class:`PrecisionErrors` of eager mode, ``compiled`` and (if given) ``emulated`` on ``compiled``'s
+    inputs, against fp64 and against eager. ``emulated``: the same workload compiled with
+    ``emulate_precision_casts=True``, or the output tensor of such a function on ``compiled.inputs``."""
     if not isinstance(compiled, CompiledWorkload) or compiled.emulate_precision_casts or not compiled.autocast:
         raise TypeError("compiled must be a CompiledWorkload from compile_workload(name) with autocast on")
     if (
@@ -589,17 +479,10 @@ def precision_errors(compiled: CompiledWorkload, emulated=None) -> PrecisionErro
     return PrecisionErrors(name, run(eager), run(compiled.output), None if emul_out is None else run(emul_out))
 
 
-# --------------------------------------------------------------------------------------------
-# Speed
-# --------------------------------------------------------------------------------------------
-
-
 def step_times(compiled_autocast: CompiledWorkload, compiled_fp32: CompiledWorkload, *, repeats: int = 20) -> dict:
-    """Time of one call of the workload, eager and compiled, fp32 and bf16 autocast, measured here with
-    :func:`amp_lessons.timing.time_fn` (compile time excluded: it is in each ``compile_seconds``): ``repeats`` runs
-    of each, a run the mean of a block of calls that lasts about 1 ms (``block_s``; the calls take microseconds).
-
-    Returns ``{"eager fp32": Timing, "eager autocast": ..., "compiled fp32": ..., "compiled autocast": ...}``."""
+    """Time of one call of the workload, eager and compiled, fp32 and bf16 autocast (``repeats`` runs of about
+    1 ms blocks of calls; compile time excluded): ``{"eager fp32": Timing, "eager autocast": ..., "compiled fp32":
+    ..., "compiled autocast": ...}``."""
     for what, c, ac in (("compiled_autocast", compiled_autocast, True), ("compiled_fp32", compiled_fp32, False)):
         if not isinstance(c, CompiledWorkload) or c.autocast is not ac or c.emulate_precision_casts:
             raise TypeError(
@@ -617,18 +500,11 @@ def step_times(compiled_autocast: CompiledWorkload, compiled_fp32: CompiledWorkl
         "compiled autocast": compiled_autocast.fn,
     }
     out = {}
-    # one thread: these calls take microseconds to milliseconds, and on a busy small machine waiting for
-    # descheduled worker threads would dominate them
+    # one thread, 1 ms blocks: on a busy small machine a descheduled thread would dominate calls of microseconds
     with torch.no_grad(), one_thread():
         for label, fn in fns.items():
-            # runs of 1 ms blocks: a call takes microseconds, and one descheduling would otherwise be a whole run
             out[label] = timing.time_fn(functools.partial(fn, *args), warmup=3, repeats=repeats, block_s=1e-3)
     return out
-
-
-# --------------------------------------------------------------------------------------------
-# Pitfall: fp8 casts
-# --------------------------------------------------------------------------------------------
 
 
 def _to_e4m3(x):
@@ -637,10 +513,8 @@ def _to_e4m3(x):
 
 @dataclass(frozen=True, repr=False)
 class Fp8Saturation(TableRecord):
-    """What :func:`fp8_saturation`'s casts to ``float8_e4m3fn`` gave: ``values`` the fp32 values cast, ``eager`` and
-    ``compiled`` what each cast gave back (448 where it saturates, NaN where it does not), ``compile_seconds`` the
-    time of the first compiled call (compilation included). :attr:`agree`: whether the two casts gave the same
-    value (NaN and NaN agree) for every value. Shown as a table, one row per value."""
+    """What :func:`fp8_saturation`'s casts to ``float8_e4m3fn`` gave back for ``values``, ``eager`` and ``compiled``
+    (448 where it saturates, NaN where not), and ``compile_seconds``. Shown as a table."""
 
     values: tuple[float, ...]
     eager: tuple[float, ...]
@@ -659,10 +533,8 @@ class Fp8Saturation(TableRecord):
 
 
 def fp8_saturation(values=(448.0, 500.0, 1e5, float("inf"))) -> Fp8Saturation:
-    """Cast ``values`` (fp32) to ``float8_e4m3fn`` eagerly and in a compiled function, on this torch and CPU.
-
-    Returns the :class:`Fp8Saturation`: what each cast gives back (448 where it saturates, NaN where it does not)
-    and the compile time. Raises :class:`InductorUnavailable` when no C++ compiler is installed."""
+    """Cast ``values`` (fp32) to ``float8_e4m3fn`` eagerly and compiled, on this torch and CPU: the
+    :class:`Fp8Saturation`. Raises :class:`InductorUnavailable` without a C++ compiler."""
     if isinstance(values, torch.Tensor):
         values = values.tolist()
     if not isinstance(values, (tuple, list)) or not values or not all(isinstance(v, (int, float)) for v in values):

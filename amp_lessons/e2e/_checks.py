@@ -15,23 +15,22 @@ __all__ = [
 ]
 
 
-def _setup(seed: int):
+def _run(step_fn, accumulated: bool = False, seed: int = 0):
+    """``step_fn(model, optimizer, scaler, *args)`` on a fresh model for each step's arguments (six batches, or four
+    lists of micro-batches): the parameters, the scale after each call, and the first error."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
-    g = torch.Generator().manual_seed(seed)
-    batches = [(torch.randn(16, 8, generator=g) * 10, torch.randn(16, 4, generator=g)) for _ in range(6)]
-    return model, batches
-
-
-def _run(step_fn, seed: int = 0):
-    """Six steps of ``step_fn(model, optimizer, scaler, x, y)`` on a fresh model; the parameters and scales."""
-    model, batches = _setup(seed)
+    if accumulated:
+        calls = [(list(batch),) for batch in _micro_batches(seed)]
+    else:
+        g = torch.Generator().manual_seed(seed)
+        calls = [(torch.randn(16, 8, generator=g) * 10, torch.randn(16, 4, generator=g)) for _ in range(6)]
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     scaler = torch.amp.GradScaler("cpu", init_scale=2.0**8, growth_interval=2)
     scales = []
-    for x, y in batches:
-        _, err = call_learner(step_fn, model, opt, scaler, x, y)
+    for args in calls:
+        _, err = call_learner(step_fn, model, opt, scaler, *args)
         if err:
             return None, None, err
         scales.append(scaler.get_scale())
@@ -68,11 +67,11 @@ def _same_bits(got, params) -> bool:
     )
 
 
-def _known_mistake(run, step, variants, got, scales) -> CheckResult | None:
+def _known_mistake(step, variants, got, scales, accumulated: bool = False) -> CheckResult | None:
     """ "Close, but ..." for the first of ``variants`` ((keyword arguments of ``step``, hint)) whose run gives the
     learner's parameters and scales exactly; None when none does."""
     for kwargs, hint in variants:
-        params, sc, _ = run(lambda *a, kw=kwargs: step(*a, **kw))
+        params, sc, _ = _run(lambda *a, kw=kwargs: step(*a, **kw), accumulated)
         if _same_bits(got, params) and scales == sc:
             return not_yet(f"close, but {hint}")
     return None
@@ -114,7 +113,7 @@ def check_clipped_amp_step(fn) -> CheckResult:
             "the forward ran in fp32: run model(x) and the loss under torch.autocast('cpu', dtype=torch.float16)",
         ),
     )
-    close = _known_mistake(_run, _reference, variants, got, scales)
+    close = _known_mistake(_reference, variants, got, scales)
     if close is not None:  # a CheckResult is falsy when not ok
         return close
     if scales != want_scales:
@@ -147,23 +146,6 @@ def _micro_batches(seed: int):
             batch[1] = (x * 1e5, y)  # cast to fp16 by autocast: inf, so this step's gradients hold inf/NaN
         steps.append(batch)
     return steps
-
-
-def _run_accumulated(step_fn, seed: int = 0):
-    """Four calls of ``step_fn(model, optimizer, scaler, micro_batches)`` on a fresh model: the parameters, the
-    scale after each call, and the first error."""
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
-    opt = torch.optim.SGD(model.parameters(), lr=0.05)
-    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**8, growth_interval=2)
-    scales = []
-    for batch in _micro_batches(seed):
-        _, err = call_learner(step_fn, model, opt, scaler, list(batch))
-        if err:
-            return None, None, err
-        scales.append(scaler.get_scale())
-    return [p.detach().clone() for p in model.parameters()], scales, None
 
 
 def _accumulate(model, optimizer, scaler, micro_batches, *, divide=True, step_each=False, zero=True, autocast=True):
@@ -204,7 +186,7 @@ def check_accumulated_amp_step(fn) -> CheckResult:
     placeholder(fn, "write fn(model, optimizer, scaler, micro_batches) and pass the function itself")
     if not callable(fn):
         return not_yet(f"expected a function, got {type(fn).__name__} {fn!r:.60}")
-    got, scales, err = _run_accumulated(fn)
+    got, scales, err = _run(fn, True)
     if err and "No inf checks were recorded" in err:
         return not_yet(
             f"{err.rstrip('.')}. Hint: update() reads the inf checks that step() records; call scaler.update() once "
@@ -217,14 +199,14 @@ def check_accumulated_amp_step(fn) -> CheckResult:
         )
     if err:
         return not_yet(err)
-    want, want_scales, _ = _run_accumulated(_accumulate)
+    want, want_scales, _ = _run(_accumulate, True)
     if _same_bits(got, want) and scales == want_scales:
         return correct(
             "one scaled backward per micro-batch, each loss divided by their number, then one step and one update: "
             f"the step whose micro-batch overflowed was skipped whole, and the scale halved once "
             f"({want_scales[_OVERFLOW_STEP - 1]:g} to {want_scales[_OVERFLOW_STEP]:g})"
         )
-    params, sc, _ = _run_accumulated(_accumulation_starter)  # an fp32 run through the overflow ends in NaN
+    params, sc, _ = _run(_accumulation_starter, True)  # an fp32 run through the overflow ends in NaN
     if _same_bits(got, params) and scales == sc:
         return your_turn(
             "so far this is the starter: an fp32 optimizer step per micro-batch, with neither autocast nor the scaler. "
@@ -250,7 +232,7 @@ def check_accumulated_amp_step(fn) -> CheckResult:
             "the forward ran in fp32: run model(x) and the loss under torch.autocast('cpu', dtype=torch.float16)",
         ),
     )
-    close = _known_mistake(_run_accumulated, _accumulate, variants, got, scales)
+    close = _known_mistake(_accumulate, variants, got, scales, True)
     if close is not None:  # a CheckResult is falsy when not ok
         return close
     if scales != want_scales:

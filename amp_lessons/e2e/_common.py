@@ -1,7 +1,5 @@
-"""Lesson 06's measuring tools, shared by its modules (private to the topic): the largest size its experiments
-accept, the torch dtype of each format name, the probe that times this machine's matmuls (which :mod:`.experiments`
-sizes its work from, decides from whether fp16 is worth running, and :class:`.records.RateTable` shows), the timed
-matmul of each format, and the peak memory of a call. The face exports their public names from :mod:`.experiments`."""
+"""Lesson 06's measuring tools, private to the topic: the probe that times this machine's matmuls (which sizes the
+lesson's work and decides whether fp16 is worth running), the timed matmul of each format, and peak memory."""
 
 from __future__ import annotations
 
@@ -14,13 +12,10 @@ from .. import timing
 from .._runtime import exact_fp32, fp32_precision, one_thread, parse_device, quiet_fd2
 
 MAX_SIZE = 65_536
-"""The largest size, count or number of repeats this lesson's experiments accept (a typo must not hang a kernel)."""
+"""The largest size, count or number of repeats this lesson's experiments accept."""
 
 TORCH_DTYPES = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
-# --------------------------------------------------------------------------------------------
-# Sizing the work by what this machine measures
-# --------------------------------------------------------------------------------------------
 
 RATE_DTYPES = ("fp32", "bf16", "fp16")
 RATE_PROBE_SIZE = 256
@@ -28,16 +23,13 @@ RATE_PROBE_SIZE = 256
 
 
 PROBE_ROUNDS = 8
-"""How many short probes :func:`matmul_rates` takes of each dtype, interleaved (see :func:`probe_runs`)."""
+"""How many short probes :func:`matmul_rates` takes of each dtype."""
 
 
 def probe_runs(time_call, dtypes=RATE_DTYPES, rounds: int = PROBE_ROUNDS) -> dict[str, tuple[float, ...]]:
     """``{dtype: seconds of each probe}``: ``rounds`` rounds, each timing one call of every dtype in turn
-    (``time_call(dtype, round)`` times one call in round ``round``, 0-based). Interleaved, so that each dtype's
-    probes are spread over the whole measurement: a burst of work from another program slows the probes of a round
-    or two, not every probe of one dtype (timed back to back, fp32's five probes took under 2 ms, so one such burst
-    could slow all of them, and made fp32 look 20 times slower than it is). The rate is then read from the fastest
-    probe of each dtype."""
+    (``time_call(dtype, round)``). Interleaved, so that a burst of other work slows a round, not every probe of one
+    dtype; the rate is read from the fastest probe."""
     out: dict[str, list[float]] = {dt: [] for dt in dtypes}
     for r in range(rounds):
         for dt in dtypes:
@@ -53,9 +45,7 @@ def cached_runs(device: str) -> tuple[tuple[str, tuple[float, ...]], ...]:
     operands = {dt: a32.to(TORCH_DTYPES[dt]) for dt in RATE_DTYPES}
 
     def time_call(dt: str, r: int) -> float:
-        # on a CPU, every other round on one thread: when other programs keep the cores busy, a multi-threaded
-        # matmul waits for its slowest thread (measured on a 2-core CPU under load: 256^3 in fp32 took 22 to 35 ms
-        # on two threads, 0.45 ms on one); the fastest probe, on one thread or on all, is the machine's capability
+        # on a CPU, every other round on one thread: under load a multi-threaded matmul waits for its slowest thread
         threads = one_thread() if d.type == "cpu" and r % 2 else contextlib.nullcontext()
         a = operands[dt]
         with threads:
@@ -66,29 +56,21 @@ def cached_runs(device: str) -> tuple[tuple[str, tuple[float, ...]], ...]:
 
 
 def matmul_rate_runs(device="cpu") -> dict[str, tuple[float, ...]]:
-    """The timed probes (seconds, :data:`PROBE_ROUNDS` each, interleaved by :func:`probe_runs`) behind
-    :func:`matmul_rates`: the same measurement, cached once per process, so that the rates can be shown with their
-    spread (``e2e.RateTable.of(device)``)."""
+    """The timed probes behind :func:`matmul_rates` (seconds, cached once per process), for ``e2e.RateTable``."""
     d = parse_device(device)
     return dict(cached_runs(str(d)))
 
 
 def cached_rates(device: str) -> tuple[tuple[str, float], ...]:
     flops = timing.matmul_flops(RATE_PROBE_SIZE, RATE_PROBE_SIZE, RATE_PROBE_SIZE)
-    # the fastest call: a busy machine only ever makes calls slower, and the rate is a capability
     return tuple((dt, flops / min(times)) for dt, times in cached_runs(device))
 
 
 def matmul_rates(device="cpu") -> dict[str, float]:
-    """FLOP/s of a 256x256x256 matmul in fp32 (IEEE), bf16 and fp16 on ``device``, measured once per
-    process (the fastest of :data:`PROBE_ROUNDS` calls of each, interleaved by :func:`probe_runs`, on a CPU every
-    other one on one thread, after a warm-up call: under a millisecond each where the formats are fast, ~25 ms each
-    where they take a slow fallback) and cached. The lessons size their work from these rates, so that a laptop
-    whose CPU has no fast bf16 or fp16 path (tens to hundreds of times slower than fp32 there) runs a smaller
-    experiment instead of running for minutes, and they decide from them whether fp16 is worth running. Times
-    predicted from these rates are estimates: fast kernels run larger matmuls faster per FLOP, slow fallbacks run
-    them slower (measured on an AVX2 CPU: bf16 at 3 GFLOP/s for 128^3, 1.4 for 256^3), so 256^3, the size of the
-    lessons' matmuls, is what is timed."""
+    """FLOP/s of a 256x256x256 matmul in fp32 (IEEE), bf16 and fp16 on ``device``: the fastest of
+    :data:`PROBE_ROUNDS` interleaved calls of each (on a CPU every other one on one thread), measured once per process.
+    The lessons size their work from these rates, so that a CPU without a fast bf16 or fp16 path (tens to hundreds of
+    times slower than fp32) runs a smaller experiment, and decide from them whether fp16 is worth running."""
     d = parse_device(device)
     return dict(cached_rates(str(d)))
 
@@ -99,10 +81,9 @@ def rate_note(dtype: str, rates: dict[str, float]) -> str:
 
 
 SLOW_FP16_RATIO = 0.25
-"""fp16 counts as slow where its measured matmul rate is under this share of fp32's. A fast fp16 path
-(a GPU's tensor cores, oneDNN's fp16 kernels) runs at about the fp32 rate or faster; the generic CPU
-fallback ran at 0.009x to 0.02x of fp32 at 256^3 on the AVX2 CPU the course was checked on. A quarter
-sits far from both, so timing noise cannot flip the decision."""
+"""fp16 counts as slow where its measured matmul rate is under this share of fp32's: a fast fp16 path runs at about
+the fp32 rate or faster, the generic CPU fallback at 0.009x to 0.02x (measured on an AVX2 CPU); a quarter sits far
+from both."""
 
 
 def fp16_over_fp32(d: torch.device) -> float:
@@ -111,7 +92,7 @@ def fp16_over_fp32(d: torch.device) -> float:
 
 
 def slow_fp16(d: torch.device) -> bool:
-    """fp16 matmuls run at under ``SLOW_FP16_RATIO`` of the fp32 rate here (measured, :func:`matmul_rates`)."""
+    """fp16 matmuls run at under ``SLOW_FP16_RATIO`` of the fp32 rate here (measured)."""
     return fp16_over_fp32(d) < SLOW_FP16_RATIO
 
 
@@ -121,11 +102,6 @@ def slow_fp16_note(d: torch.device) -> str:
         f"fp16 matmuls run at {fp16_over_fp32(d):.2g}x the fp32 rate here (measured at "
         f"{RATE_PROBE_SIZE}^3): no fast fp16 path on {where}"
     )
-
-
-# --------------------------------------------------------------------------------------------
-# The matmul of each format
-# --------------------------------------------------------------------------------------------
 
 
 def matmul_fn(dtype: str, size: int, d: torch.device):
@@ -149,21 +125,12 @@ def matmul_fn(dtype: str, size: int, d: torch.device):
     return (lambda: a @ b), ctx
 
 
-# --------------------------------------------------------------------------------------------
-# Peak memory
-# --------------------------------------------------------------------------------------------
-
-
 def peak_memory(fn, *, device="cpu") -> int:
-    """Peak bytes allocated while ``fn()`` runs, above what was allocated when it started
-    (tensors that already existed are not counted).
+    """Peak bytes allocated while ``fn()`` runs, above what was allocated when it started.
 
-    CUDA: ``torch.cuda.reset_peak_memory_stats`` then ``max_memory_allocated`` minus the bytes
-    allocated before. CPU (torch keeps no CPU peak counter): ``fn`` runs under
-    ``torch.profiler.profile(profile_memory=True)``, which logs every allocation and free of
-    torch's CPU allocator with its size and time; the running sum of those, in time order, has
-    its maximum at the high-water mark. Memory that is not a torch tensor (Python objects, numpy
-    arrays) is not seen, and the profiler slows ``fn`` down: do not time inside this."""
+    CUDA: from ``torch.cuda.max_memory_allocated``. CPU: the running sum of the allocations and frees that
+    ``torch.profiler.profile(profile_memory=True)`` logs, at its maximum; memory that is not a torch tensor is not seen,
+    and the profiler slows ``fn`` down: do not time inside this."""
     if not callable(fn):
         raise TypeError(f"fn must be a callable taking no arguments, got {fn!r}")
     d = parse_device(device)

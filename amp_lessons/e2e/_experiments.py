@@ -1,15 +1,7 @@
-"""Lesson 06's experiments: mixed precision end to end, where the speed comes from and where not.
-
-What runs where: everything here measures on the device it is given (``"cpu"`` or ``"cuda"``).
-On a CPU, bf16 and fp16 matmuls are fast only where oneDNN has a path for them (bf16: AVX512-BF16 or
-AMX; fp16: AVX512-FP16, AVX-NE-CONVERT or AMX-FP16); elsewhere they take a generic fallback, tens to
-hundreds of times slower than fp32 depending on the CPU and the size. What decides is the rate
-measured here (:func:`matmul_rates`), not a flag: where fp16 runs at under a quarter of the fp32 rate,
-fp16 work is kept tiny or skipped, with the measured ratio in the reason. TF32 and fp8 are measured on GPUs that have them
-and skipped elsewhere. GPU figures are recorded with :mod:`amp_lessons.reference`
-("e2e_matmul_throughput", "e2e_training"). What they return is in :mod:`.records`, the model they train in
-:mod:`.models`, the training runs in :mod:`._training` (exported here), the pictures are in :mod:`.plots`.
-"""
+"""Lesson 06's experiments: mixed precision end to end, where the speed comes from and where not. Everything measures
+on the device it is given; what decides whether bf16/fp16 work is sized down or skipped on a CPU is the rate
+measured here (:func:`matmul_rates`), not a flag. TF32 and fp8 are measured on GPUs that have them, skipped
+elsewhere. What they return is in :mod:`._records`, the training runs in :mod:`._training` (exported here)."""
 
 from __future__ import annotations
 
@@ -73,17 +65,10 @@ __all__ = [
     "training_plan",
 ]
 
-# --------------------------------------------------------------------------------------------
-# Matmul throughput
-# --------------------------------------------------------------------------------------------
-
 
 def first_rates(device="cpu") -> dict[str, float]:
     """The rates that predict the first size of each dtype in :func:`matmul_throughput`: :func:`matmul_rates` on a
-    CPU, where a 256^3 matmul runs at the rate of larger ones (or faster, on a slow fallback); none on a GPU, where a
-    256^3 matmul is bound by its launch (an H200 measured 1.86 TFLOP/s in bf16 there, against about 800 at 8192^3), so
-    that it would predict seconds for a matmul that takes a millisecond: there the first size runs, and the later
-    ones are predicted from it."""
+    CPU; none on a GPU, where a 256^3 matmul is bound by its launch (there the first size runs, and predicts the next)."""
     d = parse_device(device)
     return {} if d.type == "cuda" else matmul_rates(d)
 
@@ -119,21 +104,15 @@ def matmul_throughput(
     budget_s: float = 1.0,
     total_budget_s: float = math.inf,
 ) -> list[dict]:
-    """TFLOP/s of square size^3 matmuls in each of ``dtypes`` ("fp32", "tf32", "bf16", "fp16",
-    "fp8"), timed with :func:`amp_lessons.timing.time_fn` (median of ``repeats``).
+    """TFLOP/s of square size^3 matmuls in each of ``dtypes`` ("fp32", "tf32", "bf16", "fp16", "fp8"), the median of
+    ``repeats`` runs.
 
-    Rows ``{"size", "dtype", "median_s", "tflops", "percent_of_peak", "skipped", "times_s"}`` (``times_s``: every
-    timed run, for the spread; ``e2e.ThroughputTable.of(rows)`` shows them as a table): ``percent_of_peak``
-    is the share of the GPU's spec-sheet peak (None on a CPU, or for a GPU not in ``SPEC_PEAKS``);
-    ``skipped`` is None for a measured row, else the reason (then the figures are None). Skipped:
-    "tf32"/"fp8" without a GPU that has them; "fp16" above ``max_fp16_cpu_size`` where its
-    :func:`matmul_rates` rate is under a quarter of fp32's (a CPU without a fast fp16 path); and any row whose
-    predicted time (warm-up and repeats, from the fastest run at the dtype's previous size, or from
-    :func:`matmul_rates` for its first, and on a CPU never from a rate below :func:`matmul_rates`'s) exceeds
-    ``budget_s`` seconds, with the prediction in the reason: a CPU without bf16 instructions runs bf16 matmuls
-    tens of times slower than fp32, and the lesson must not wait minutes for it. The predictions are re-checked as the rows run: once the rows have taken
-    ``total_budget_s`` seconds together (a machine busy with other work runs everything slower than predicted),
-    the remaining rows are skipped, with the time spent in the reason (the first row that can run always runs)."""
+    Rows ``{"size", "dtype", "median_s", "tflops", "percent_of_peak", "skipped", "times_s"}``: ``percent_of_peak`` of
+    the GPU's spec-sheet peak (None on a CPU or an unknown GPU); ``skipped`` None for a measured row, else the reason
+    (then the figures are None). Skipped: "tf32"/"fp8" without a GPU that has them; "fp16" above
+    ``max_fp16_cpu_size`` where its :func:`matmul_rates` rate is under a quarter of fp32's; a row whose predicted time
+    (from the dtype's previous size, or its first from :func:`matmul_rates`) exceeds ``budget_s``; and every row left
+    once the rows have taken ``total_budget_s`` together (the first row that can run always runs)."""
     d = parse_device(device)
     try:
         sizes = [count(s, f"sizes[{i}]", 1, MAX_SIZE) for i, s in enumerate(sizes)]
@@ -189,8 +168,7 @@ def matmul_throughput(
                 with ctx:
                     t = timing.time_fn(fn, device=d.type, warmup=warmup, repeats=repeats, flops=flops, dtype_key=dt)
                 row.update(median_s=t.median_s, tflops=t.tflops, percent_of_peak=t.percent_of_peak, times_s=t.times_s)
-                # the fastest run, and never below the probe's rate: a busy machine only makes runs slower, and a
-                # single run that other work stalled must not skip the larger sizes
+                # the fastest run, never below the probe's: a run stalled by other work must not skip larger sizes
                 rate[dt] = max(flops / min(t.times_s), probe.get(dt, 0.0))
             rows.append(row)
     return rows
@@ -205,15 +183,10 @@ def odd_size_effect(
     repeats: int = 5,
     budget_s: float = 2.0,
 ) -> list[dict]:
-    """TFLOP/s of (base+offset)^3 matmuls in ``dtype``: the AMP recipe's "try batch 513" point
-    (tensor cores like sizes that are multiples of 8). Rows as :func:`matmul_throughput`, plus
-    ``"offset"`` and ``"relative_to_first"`` (this row's TFLOP/s over the first measured row's).
-    On a CPU the effect may be small or absent: measured, not assumed.
-
-    ``base=None`` (the default): 1024 on a CPU, 4096 on a GPU, halved (down to 64) until all the
-    rows are predicted to take at most ``budget_s`` seconds by :func:`matmul_rates` (on a CPU
-    without bf16 instructions a 1024^3 bf16 matmul takes over a second). Each row also carries
-    ``"base_chosen"``: a sentence saying which base was used and why."""
+    """TFLOP/s of (base+offset)^3 matmuls in ``dtype``: the AMP recipe's "try batch 513" point (tensor cores like
+    multiples of 8). Rows as :func:`matmul_throughput`, plus ``"offset"``, ``"relative_to_first"`` (TFLOP/s over the
+    first measured row's) and ``"base_chosen"`` (a sentence). ``base=None``: 1024 on a CPU, 4096 on a GPU, halved (down
+    to 64) until the rows are predicted to take at most ``budget_s`` seconds."""
     if not (isinstance(dtype, str) and dtype in _THROUGHPUT_DTYPES):
         raise ValueError(f"dtype={dtype!r} is not allowed: use one of {', '.join(map(repr, _THROUGHPUT_DTYPES))}")
     offs = [count(o, "each offset", 0, MAX_SIZE) for o in selection(offsets, "offsets", "ints >= 0")]
@@ -246,10 +219,6 @@ def odd_size_effect(
     return rows
 
 
-# --------------------------------------------------------------------------------------------
-# Launch-bound: tiny work per op gains nothing
-# --------------------------------------------------------------------------------------------
-
 BATCH_GROWTH = 8
 """:func:`launch_bound_demo` times each model's fp32 step at its batch and at this many times that batch."""
 
@@ -276,7 +245,6 @@ def _mlp_step_times(
     with exact_fp32(d):
         for fn in fns:
             timing.time_fn(fn, device=d.type, warmup=2, repeats=1)  # warm-up
-        # interleaved: a burst of other work slows one round of all three, not every run of one of them
         while len(runs[0]) < repeats and (len(runs[0]) < min(FEWEST_RUNS, repeats) or time.perf_counter() < deadline):
             for fn, out in zip(fns, runs):
                 out += timing.time_fn(fn, device=d.type, warmup=0, repeats=1).times_s
@@ -307,22 +275,13 @@ def launch_bound_demo(
 ) -> LaunchBoundDemo:
     """Where a training step's time goes, for a tiny MLP (3 x Linear(64, 64), batch 8) and a large one (batch =
     width): ``large_width`` if given, else 512 on a CPU, 4096 on a GPU, halved (down to 64) until its steps are
-    predicted by :func:`matmul_rates` to take at most ``budget_s`` seconds.
+    predicted to take at most ``budget_s`` seconds.
 
-    Each model's fp32 step (forward, backward) is timed at its batch and at :data:`BATCH_GROWTH` times that batch
-    (fp32: the format every machine runs at full speed): the part of the step that grows with the batch is its
-    arithmetic, the part that does not is per-op overhead (Python, dispatch, kernel launches), which no faster
-    number format removes (``StepTimes.arithmetic_share`` and ``.most_from_faster_arithmetic``). The step under
-    bf16 autocast is timed at the model's batch too: on a machine with fast bf16 matmuls it shows what AMP gains;
-    where bf16 matmuls take a slow path (a CPU without bf16 instructions) it shows that path, and
-    ``bf16_over_fp32`` (the measured matmul rates) says which case this is.
-
-    The three steps of a model are timed in turn, round after round, so that a burst of other work slows a round,
-    not every run of one of them; on a CPU on one thread (a multi-threaded matmul whose threads another program
-    delays waits for the slowest). Returns the :class:`LaunchBoundDemo` (``e2e.LaunchTable.of(result)`` shows it
-    with its reading). The timing stops adding rounds once twice ``budget_s`` has been spent (a machine busy with
-    other work), after at least three; a model timed fewer times than asked has a ``cut_short`` sentence saying so.
-    ``progress``: a progress bar over the two models."""
+    Each model's fp32 step is timed at its batch and at :data:`BATCH_GROWTH` times that batch: the part that grows
+    with the batch is arithmetic, the rest per-op overhead that no faster format removes. The bf16 autocast step is
+    timed at the model's batch; ``bf16_over_fp32`` (the measured matmul rates) says whether bf16 takes a slow path.
+    The steps are timed in turn, round after round (on a CPU on one thread); rounds stop once twice ``budget_s`` is
+    spent, after at least three. Returns the :class:`LaunchBoundDemo`. ``progress``: a progress bar."""
     d = parse_device(device)
     repeats = count(repeats, "repeats", 1, MAX_SIZE)
     budget_s = budget_seconds(budget_s, "budget_s")
@@ -330,8 +289,7 @@ def launch_bound_demo(
     deadline = time.perf_counter() + 2 * budget_s
     large_repeats = max(3, repeats // 4)
     rates = matmul_rates(d)
-    # on a CPU, one thread: a multi-threaded matmul whose threads another program delays waits for the slowest
-    # (measured on a 2-core CPU under load: a 3 ms step took 0.07 to 0.5 s), a single thread only for itself
+    # on a CPU, one thread: under load a multi-threaded matmul waits for its slowest thread
     threads = one_thread() if d.type == "cpu" else contextlib.nullcontext()
     slowdown = torch.get_num_threads() if d.type == "cpu" else 1  # the rates were measured on every thread
     if large_width is not None:
@@ -352,15 +310,6 @@ def launch_bound_demo(
     return LaunchBoundDemo(tiny, large, why, rates["bf16"] / rates["fp32"])
 
 
-# --------------------------------------------------------------------------------------------
-# Training, the AMP recipe's way
-# --------------------------------------------------------------------------------------------
-
-# --------------------------------------------------------------------------------------------
-# Inference
-# --------------------------------------------------------------------------------------------
-
-
 def _param_bytes(model: nn.Module) -> int:
     return sum(p.numel() * p.element_size() for p in model.parameters())
 
@@ -374,16 +323,12 @@ def inference_compare(
     repeats: int = 5,
     budget_s: float = math.inf,
 ) -> list[dict]:
-    """Logits of one model (default: a seeded, freshly initialised :class:`TinyTransformer`;
-    pass a trained ``model`` to compare that) run four ways on one batch of :func:`make_batches`:
-    "fp32"; "bf16 autocast" (fp32 weights, matmuls in bf16); "bf16 weights" (``.to(torch.bfloat16)``,
-    everything bf16); "fp16 weights" (``.half()``).
+    """Logits of one model (default: a seeded :class:`TinyTransformer`; or a trained ``model``) run four ways on one
+    batch: "fp32", "bf16 autocast", "bf16 weights" (``.to(torch.bfloat16)``) and "fp16 weights" (``.half()``).
 
-    Rows ``{"variant", "max_abs_error" (max |logits - fp32 logits|), "time_s" (median forward), "times_s" (every
-    timed forward),
-    "param_bytes", "output_dtype", "note"}``. Where fp16 matmuls are slow (measured, as in
-    :func:`train`) the fp16 row is timed once: the note says so. Once ``budget_s`` seconds are spent (a machine
-    busy with other work), each remaining variant is timed the fewest times a spread needs, and its note says so."""
+    Rows ``{"variant", "max_abs_error" (against fp32's logits), "time_s" (median forward), "times_s", "param_bytes",
+    "output_dtype", "note"}``. Where fp16 matmuls are slow (measured) the fp16 row is timed once; once ``budget_s`` is
+    spent, each remaining variant is timed the fewest times a spread needs. The notes say so."""
     d = parse_device(device)
     batch, repeats = count(batch, "batch", 1, MAX_SIZE), count(repeats, "repeats", 1, MAX_SIZE)
     budget_s = budget_seconds(budget_s, "budget_s")
@@ -417,7 +362,6 @@ def inference_compare(
 
             out = fwd()
             few = name == "fp16 weights" and slow16
-            # the call above was the first warm-up; past the deadline no more
             warm = 0 if few or time.perf_counter() >= deadline else 1
             times, cut = time_until(fwd, d, warm, 1 if few else repeats, deadline, time_fn=timing.time_fn)
             if cut:
@@ -441,12 +385,9 @@ def inference_compare(
 
 
 def overflow_demo() -> OverflowDemo:
-    """A tiny layer whose activations exceed fp16's largest value (65504): Linear(8, 8) with
-    weights 100 x identity on inputs up to 2000 (activations up to 2e5), then LayerNorm and a
-    Linear(8, 4) head, in fp32, ``.half()`` and ``.to(torch.bfloat16)`` (CPU, a few µs).
-
-    fp16 stores the big activations as inf, LayerNorm turns inf - inf into NaN; bf16 has fp32's
-    range and stays finite (with bf16's ~3-digit precision). Returns the :class:`OverflowDemo`."""
+    """A tiny layer whose activations exceed fp16's largest value (65504): Linear(8, 8) with weights 100 x identity on
+    inputs up to 2000, then LayerNorm and a Linear(8, 4) head, in fp32, fp16 and bf16 (CPU). fp16 stores the big
+    activations as inf and LayerNorm makes NaN of them; bf16 has fp32's range. Returns the :class:`OverflowDemo`."""
     g = torch.Generator().manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 8), nn.LayerNorm(8), nn.Linear(8, 4))
     with torch.no_grad():

@@ -7,14 +7,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.ticker import NullLocator
 
-from .._draw import (
-    axes_for,
-    decade_ticks,
-    legend_outside,
-    name_artist,
-    series,
-    styled,
-)
+from .._draw import axes_for, decade_ticks, legend_outside, name_artist, series, styled
 from ..e2e._records import TrainRun
 from ..style import format_color
 
@@ -25,21 +18,15 @@ __all__ = [
 ]
 
 
-_E2E_DTYPE_COLORS = {
-    "fp32": format_color("fp32"),
-    "tf32": format_color("tf32"),
-    "bf16": format_color("bf16"),
-    "fp16": format_color("fp16"),
-    "fp8": format_color("fp8_e4m3"),
-}
+def _dtype_color(dt: str) -> str:
+    return format_color("fp8_e4m3" if dt == "fp8" else dt)
 
 
 @styled
 def plot_throughput(rows, ax=None) -> Axes:
     """TFLOP/s against matrix size (log-log), one line per dtype, from the rows of
-    :func:`amp_lessons.e2e.matmul_throughput`. Skipped rows are not drawn; the legend says how
-    many sizes of a dtype were skipped.
-    Named artists (:func:`amp_lessons._draw.named_artists`): each measured dtype's line by the dtype."""
+    :func:`amp_lessons.e2e.matmul_throughput`; the legend says how many sizes of a dtype were skipped.
+    Named artists: each measured dtype's line by the dtype."""
     rows = list(rows) if not isinstance(rows, dict) else None
     if not rows or not all(isinstance(r, dict) and {"size", "dtype", "tflops", "skipped"} <= set(r) for r in rows):
         raise TypeError("rows must be the non-empty list returned by amp_lessons.e2e.matmul_throughput")
@@ -50,10 +37,10 @@ def plot_throughput(rows, ax=None) -> Axes:
         skipped = sum(1 for r in rows if r["dtype"] == dt and r["skipped"])
         label = dt + (f" ({skipped} size{'s' if skipped > 1 else ''} skipped)" if skipped else "")
         if not done:
-            ax.plot([], [], color=_E2E_DTYPE_COLORS.get(dt, format_color(dt)), label=f"{dt}: not measured here")
+            ax.plot([], [], color=_dtype_color(dt), label=f"{dt}: not measured here")
             continue
         x, y = zip(*done)
-        (line,) = ax.plot(x, y, marker="o", lw=2, color=_E2E_DTYPE_COLORS.get(dt, format_color(dt)), label=label)
+        (line,) = ax.plot(x, y, marker="o", lw=2, color=_dtype_color(dt), label=label)
         name_artist(ax, dt, line)
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
@@ -67,16 +54,10 @@ def plot_throughput(rows, ax=None) -> Axes:
     return ax
 
 
-def _mib(b) -> str:
-    return f"{b / 2**20:.1f} MiB"
-
-
 @styled
 def plot_training_runs(results, ax=None) -> Axes:
-    """Loss curves of the :func:`amp_lessons.e2e.train` results that ran; each legend entry gives
-    the median step time and the peak memory of a step. Runs that did not run are listed under
-    the plot with the first part of their reason.
-    Named artists (:func:`amp_lessons._draw.named_artists`): each run's curve by its config."""
+    """Loss curves of the :func:`amp_lessons.e2e.train` results that ran, each labelled with its median step time and
+    peak memory; runs that did not run are listed under the plot. Named artists: each run's curve by its config."""
     results = list(results.values()) if isinstance(results, dict) else list(results)
     if not results or not all(isinstance(r, TrainRun) for r in results):
         raise TypeError("results must be a non-empty list of the TrainRuns returned by amp_lessons.e2e.train")
@@ -93,7 +74,7 @@ def plot_training_runs(results, ax=None) -> Axes:
             skipped.append(f"{r.config}: {r.reason.split(':', 1)[-1].split(',')[0].strip()}")
             continue
         y = series(r.loss, r.config)
-        label = f"{r.config}: {r.step_time_s * 1e3:.1f} ms/step, peak {_mib(r.peak_memory_bytes)}"
+        label = f"{r.config}: {r.step_time_s * 1e3:.1f} ms/step, peak {r.peak_memory_bytes / 2**20:.1f} MiB"
         (line,) = ax.plot(
             np.arange(1, y.size + 1),
             y,
@@ -125,9 +106,8 @@ def plot_training_runs(results, ax=None) -> Axes:
 
 @styled
 def plot_inference(rows, ax=None) -> Axes:
-    """Two bar groups from :func:`amp_lessons.e2e.inference_compare`: the max |logit error| against
-    fp32 (log scale; fp32 itself is 0 and written, not drawn) and the forward time, per variant. The
-    returned (error) axes names both sets of bars, "error" and "time" (:func:`amp_lessons._draw.named_artists`)."""
+    """Two bar groups from :func:`amp_lessons.e2e.inference_compare`: the max |logit error| against fp32 (log scale;
+    fp32's 0 written, not drawn) and the forward time, per variant. The returned axes names both, "error" and "time"."""
     rows = list(rows) if not isinstance(rows, dict) else None
     if not rows or not all(isinstance(r, dict) and {"variant", "max_abs_error", "time_s"} <= set(r) for r in rows):
         raise TypeError("rows must be the non-empty list returned by amp_lessons.e2e.inference_compare")

@@ -1,8 +1,6 @@
-"""Lesson 06's results as frozen records: what its experiments (:mod:`.experiments`) return, the
-:class:`StepTimes`, :class:`LaunchBoundDemo`, :class:`TrainingPlan`, :class:`TrainRun` and :class:`OverflowDemo`, and the
-tables that show them with their spread (the tables that need no record of the lesson are in :mod:`._tables`) (:class:`TensorCoreTable`, :class:`SpecRatioTable`, :class:`RateTable`,
-:class:`ThroughputTable`, :class:`LaunchTable`, :class:`TrainingTable`, :class:`InferenceTable`): each keeps the
-figures as fields for asserts and shows itself as an HTML table in JupyterLab and as aligned text in a terminal."""
+"""Lesson 06's results as frozen records (:class:`StepTimes`, :class:`LaunchBoundDemo`, :class:`TrainingPlan`,
+:class:`TrainRun`, :class:`OverflowDemo`) and the tables that show them with their spread; the tables that need no
+record are in :mod:`._tables`."""
 
 from __future__ import annotations
 
@@ -41,9 +39,6 @@ __all__ = [
     "tensor_core_table",
 ]
 
-# --------------------------------------------------------------------------------------------
-# Tensor-core generations
-# --------------------------------------------------------------------------------------------
 
 TENSOR_CORE_GENERATIONS: tuple[tuple[int, str, str, int, str], ...] = (
     (1, "Volta", "V100, Titan V", 2017, "fp16"),
@@ -52,8 +47,7 @@ TENSOR_CORE_GENERATIONS: tuple[tuple[int, str, str, int, str], ...] = (
     (4, "Hopper (and Ada Lovelace)", "H100, H200; Ada: L4, L40S, RTX 4090", 2022, "fp8"),
     (5, "Blackwell", "B200, GB200, RTX 5090", 2024, "fp4, fp6"),
 )
-"""(generation, architecture, example GPUs, year, formats added): each generation also runs the
-formats of the ones before it. Ada Lovelace (2022) is counted with Hopper: its tensor cores run fp8."""
+"""(generation, architecture, example GPUs, year, formats added); Ada Lovelace is counted with Hopper (fp8)."""
 
 _TABLE_HEADER = ("gen", "architecture", "example GPUs", "year", "formats added")
 _TABLE_TITLE = "NVIDIA tensor-core generations (each adds formats to those before it)"
@@ -61,8 +55,7 @@ _TABLE_TITLE = "NVIDIA tensor-core generations (each adds formats to those befor
 
 @dataclass(frozen=True, repr=False)
 class TensorCoreTable:
-    """:data:`TENSOR_CORE_GENERATIONS` with this machine's row marked (``marked``: its generation,
-    or None) and one line that says what this machine has."""
+    """:data:`TENSOR_CORE_GENERATIONS` with this machine's generation ``marked`` (or None) and a line on what it has."""
 
     rows: tuple[tuple[int, str, str, int, str], ...]
     marked: int | None
@@ -111,18 +104,11 @@ def tensor_core_table(report: DeviceReport | None = None) -> TensorCoreTable:
     )
 
 
-# --------------------------------------------------------------------------------------------
-# Launch-bound: tiny work per op gains nothing (launch_bound_demo)
-# --------------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class StepTimes:
-    """One model's training steps in :func:`launch_bound_demo`: ``model`` its description, ``flops_per_step`` the
-    matmul FLOPs of a step, ``fp32_step_s`` and ``bf16_autocast_step_s`` the medians, ``speedup`` = fp32 median /
-    bf16 median, ``fp32_times_s`` and ``bf16_autocast_times_s`` every timed step (for the spread), ``cut_short``
-    a sentence when fewer steps than asked were timed (the time budget was spent), else None; ``batch``, ``growth``
-    and ``fp32_grown_times_s``: the fp32 steps timed at ``growth`` times the batch (empty where not timed)."""
+    """One model's training steps in :func:`launch_bound_demo`: ``flops_per_step``, the fp32 and bf16 autocast medians
+    and every timed step, ``speedup`` (fp32 median / bf16 median), ``cut_short`` (a sentence where the budget cut the
+    timing short), and the fp32 steps timed at ``growth`` times the ``batch``."""
 
     model: str
     flops_per_step: float
@@ -145,25 +131,22 @@ class StepTimes:
 
     @property
     def arithmetic_share(self) -> float | None:
-        """The share of the fp32 step (at ``batch``) that grows with the batch: with a step time of
-        ``overhead + per_sample * batch``, ``per_sample * batch / time``, from the fastest steps at the two batches:
-        ``(time_growth - 1) / (growth - 1)``, clipped to [0, 1]. The rest is per-op overhead."""
+        """The share of the fp32 step that grows with the batch, ``(time_growth - 1) / (growth - 1)`` clipped to [0, 1]
+        (a step time of ``overhead + per_sample * batch``); the rest is per-op overhead."""
         g = self.time_growth
         return None if g is None else min(1.0, max(0.0, (g - 1) / (self.growth - 1)))
 
     @property
     def most_from_faster_arithmetic(self) -> float | None:
-        """The largest speed-up of the fp32 step that any faster arithmetic could give (Amdahl's law):
-        ``1 / (1 - arithmetic_share)``; ``inf`` where the whole step grows with the batch."""
+        """The largest speed-up any faster arithmetic could give the fp32 step (Amdahl's law): ``1 / (1 - arithmetic_share)``."""
         share = self.arithmetic_share
         return None if share is None else (math.inf if share >= 1 else 1 / (1 - share))
 
 
 @dataclass(frozen=True, repr=False)
 class LaunchBoundDemo(TableRecord):
-    """What :func:`launch_bound_demo` timed: the :class:`StepTimes` of the ``tiny`` and the ``large`` model, and
-    ``width_chosen``, a sentence saying which width the large one has and why. Shown as its
-    :class:`LaunchTable`."""
+    """What :func:`launch_bound_demo` timed: the :class:`StepTimes` of the ``tiny`` and ``large`` model, ``width_chosen``
+    (a sentence) and ``bf16_over_fp32`` (the measured matmul rates). Shown as its :class:`LaunchTable`."""
 
     tiny: StepTimes
     large: StepTimes
@@ -171,8 +154,7 @@ class LaunchBoundDemo(TableRecord):
     bf16_over_fp32: float | None = None
 
     def reading(self) -> list[str]:
-        """What the timings say, one sentence per model and one on bf16 (from ``bf16_over_fp32``, the measured
-        matmul rates)."""
+        """What the timings say, one sentence per model and one on bf16."""
         out = []
         for name, r in self.runs.items():
             share, most = r.arithmetic_share, r.most_from_faster_arithmetic
@@ -205,7 +187,6 @@ class LaunchBoundDemo(TableRecord):
 
     @property
     def runs(self) -> dict[str, StepTimes]:
-        """The two models' step times by name: "tiny" and "large"."""
         return {"tiny": self.tiny, "large": self.large}
 
     def _table(self):
@@ -215,17 +196,10 @@ class LaunchBoundDemo(TableRecord):
         return LaunchTable.of(self)._marked()
 
 
-# --------------------------------------------------------------------------------------------
-# Training (training_plan, train)
-# --------------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, repr=False)
 class TrainingPlan(TableRecord):
-    """What :func:`training_plan` chose: ``model`` the :class:`TinyTransformer` keyword arguments, ``batch``,
-    ``steps``, ``configs`` the configurations of :data:`CONFIGS` that run here, ``predicted_s`` configuration ->
-    predicted seconds (CPU only, else None), ``scaled_down`` whether the model is smaller than the full size,
-    ``note`` a sentence saying what was chosen and why. Shown as a small table."""
+    """What :func:`training_plan` chose: ``model`` (:class:`TinyTransformer` arguments), ``batch``, ``steps``, the
+    ``configs`` that run here, ``predicted_s`` per config (CPU only), ``scaled_down`` and a ``note``. Shown as a table."""
 
     model: dict
     batch: int
@@ -249,15 +223,11 @@ class TrainingPlan(TableRecord):
 
 @dataclass(frozen=True, repr=False)
 class TrainRun(TableRecord):
-    """One run of :func:`train`: ``config`` (one of :data:`CONFIGS`) and ``ran``. A run that did not run has only
-    ``reason``, a sentence saying why. A run that ran has ``loss`` (per step), ``final_loss``, ``step_time_s`` (the
-    median step time), ``step_times_s`` (the time per step of each timed block; the first step, a warm-up, left out),
-    ``peak_memory_bytes`` (:func:`peak_memory` of the last step: activations, gradients, optimizer temporaries;
-    not the parameters and optimizer state that already existed), ``device``, ``steps`` (run), ``planned_steps``,
-    ``stopped_early`` (None, or a sentence saying after how many steps and seconds the budget stopped the run) and
-    ``model`` (the :class:`TinyTransformer` arguments and the batch), ``sync_every`` (the steps timed together
-    between two host synchronisations: each entry of ``step_times_s`` is a block's time over its steps). Shown as its
-    :class:`TrainingTable`."""
+    """One run of :func:`train`: ``config`` and ``ran``; a run that did not run has only its ``reason``. A run that ran has
+    ``loss`` (per step), ``final_loss``, ``step_time_s`` (median) and ``step_times_s`` (each timed block's time per
+    step), ``peak_memory_bytes`` of the last step (above what existed before it), ``device``, ``steps`` run and
+    ``planned_steps``, ``stopped_early`` (None, or why), ``model`` (its arguments and the batch) and ``sync_every``.
+    Shown as its :class:`TrainingTable`."""
 
     config: str
     ran: bool
@@ -278,17 +248,10 @@ class TrainRun(TableRecord):
         return TrainingTable.of([self])._table()
 
 
-# --------------------------------------------------------------------------------------------
-# An overflowing layer (overflow_demo)
-# --------------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, repr=False)
 class OverflowDemo(TableRecord):
-    """What :func:`overflow_demo`'s layer did in each dtype: ``max_activation`` its largest activation (in fp32),
-    ``fp16_max`` fp16's largest value, ``outputs`` dtype name ("fp32", "fp16", "bf16") -> the outputs,
-    ``fp16_finite`` and ``bf16_finite`` whether those outputs are all finite, ``bf16_max_abs_error`` the largest
-    difference of the bf16 outputs from fp32's. Shown as a small table."""
+    """What :func:`overflow_demo`'s layer did in each dtype: ``max_activation``, ``fp16_max``, ``outputs`` per dtype,
+    whether the fp16 and bf16 outputs are finite, and the bf16 outputs' largest difference from fp32's. Shown as a table."""
 
     max_activation: float
     fp16_max: float
@@ -308,38 +271,10 @@ class OverflowDemo(TableRecord):
         return None, rows, "an overflowing layer in fp32, fp16 and bf16", ()
 
 
-# ============================================================================================
-# Results as small tables: each record is built from what an experiment returned (``Record.of(result)``),
-# keeps the figures as fields for asserts, and shows itself as an HTML table in JupyterLab and as aligned
-# text in a terminal (amp_lessons._table.TableRecord). Timings come with their spread (timing.Spread).
-# ============================================================================================
-
-
-# --------------------------------------------------------------------------------------------
-# Spec sheets: tensor-core rate over fp32 rate
-# --------------------------------------------------------------------------------------------
-
-
-# --------------------------------------------------------------------------------------------
-# Matmul rates of this machine (the probe the lessons size their work from)
-# --------------------------------------------------------------------------------------------
-
-
-# --------------------------------------------------------------------------------------------
-# Throughput by dtype and size
-# --------------------------------------------------------------------------------------------
-
-
-# --------------------------------------------------------------------------------------------
-# Launch-bound: a tiny model and a large one, fp32 against bf16 autocast
-# --------------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, repr=False)
 class LaunchTable(TableRecord):
-    """``e2e.launch_bound_demo``'s two models: ``comparisons[name]`` a :class:`timing.TimingComparison`
-    of the fp32 and bf16-autocast training steps; ``models[name]`` the model's description; ``note`` the width
-    chosen for the large one."""
+    """``e2e.launch_bound_demo``'s two models: ``comparisons[name]`` the :class:`timing.TimingComparison` of the fp32
+    and bf16-autocast steps, ``models[name]`` the model's description, ``note`` the large one's width."""
 
     comparisons: dict
     models: dict
@@ -350,8 +285,8 @@ class LaunchTable(TableRecord):
 
     @property
     def verdicts(self) -> dict:
-        """``{model: "faster" | "slower" | "within the run-to-run spread" | "too noisy to conclude"}``: bf16
-        autocast's step against fp32's, from the runs' quartiles (:data:`NOISY_RANGE`)."""
+        """``{model: "faster" | "slower" | "within the run-to-run spread" | "too noisy to conclude"}``: bf16 autocast's
+        step against fp32's, from the quartiles."""
         return {name: verdict(c.baseline, c.candidate) for name, c in self.comparisons.items()}
 
     @classmethod
@@ -424,15 +359,10 @@ class LaunchTable(TableRecord):
         return [spread_text(timing.Spread.of(r.fp32_grown_times_s), size), f"{100 * r.arithmetic_share:.0f}%"]
 
 
-# --------------------------------------------------------------------------------------------
-# Training runs
-# --------------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, repr=False)
 class TrainingTable(TableRecord):
-    """``e2e.train``'s runs: ``ran`` rows of (config, step-time spread in s, peak memory bytes, final loss);
-    ``not_run`` of (config, reason)."""
+    """``e2e.train``'s runs: ``ran`` rows of (config, step-time spread, peak memory bytes, final loss); ``not_run`` of
+    (config, reason)."""
 
     ran: tuple
     not_run: tuple
@@ -506,8 +436,3 @@ class TrainingTable(TableRecord):
                 notes.append("step times: " + "; ".join(f"{c}: {how(k)}" for c, k in self.sync_every))
         notes += [f"{c} not run: {why.removeprefix('not run: ')}" for c, why in self.not_run]
         return header, rows, "training runs", notes
-
-
-# --------------------------------------------------------------------------------------------
-# Inference
-# --------------------------------------------------------------------------------------------

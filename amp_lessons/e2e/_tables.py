@@ -1,7 +1,5 @@
-"""Lesson 06's tables of measurements that need no record of the lesson, each built from what an experiment returned
-(``Table.of(result)``) and shown with its spread: :class:`SpecRatioTable`, :class:`RateTable`,
-:class:`ThroughputTable` and :class:`InferenceTable`, and the helpers every table of the lesson uses (its verdicts
-read the quartiles). :mod:`.records` exports them."""
+"""Lesson 06's tables of measurements that need no record of the lesson (``Table.of(result)``), shown with their
+spread, and the helpers every table of the lesson uses."""
 
 from __future__ import annotations
 
@@ -25,11 +23,8 @@ def rows_of(rows, keys: set, what: str, want: str) -> list[dict]:
 
 
 NOISY_RANGE = timing.NOISY_QUARTILE_RATIO
-"""Two sets of timed runs are too noisy to compare when the ratio of their medians could lie anywhere in a range
-wider than this factor between the quartiles (one's upper quartile over the other's lower one, against the
-reverse), as on a machine busy with other work, and their interquartile ranges overlap. Then no verdict is
-drawn, "within the spread" included. Where the interquartile ranges do not overlap, the faster set is named however
-noisy both are. Quartiles, not the extreme runs: one run slowed down by another program moves the extremes only."""
+"""Two sets of timed runs whose interquartile ranges overlap are too noisy to compare when the ratio of their medians
+could lie anywhere in a range wider than this factor between the quartiles (as on a machine busy with other work)."""
 
 
 def too_noisy(a: timing.Spread, b: timing.Spread) -> bool:
@@ -37,10 +32,9 @@ def too_noisy(a: timing.Spread, b: timing.Spread) -> bool:
 
 
 def verdict(base: timing.Spread, cand: timing.Spread, faster: str = "faster", slower: str = "slower") -> str:
-    """What two sets of timed runs (seconds) show: ``faster`` / ``slower`` where their interquartile ranges do not
-    overlap (every typical run of one beats every typical run of the other, however much each set varies); where
-    they overlap, too noisy to conclude if they vary by more than :data:`NOISY_RANGE` together, else within the
-    run-to-run spread."""
+    """What two sets of timed runs show: ``faster`` / ``slower`` where their interquartile ranges do not overlap; where
+    they overlap, "too noisy to conclude" if they vary by more than :data:`NOISY_RANGE` together, else "within the
+    run-to-run spread"."""
     if not base.quartiles_overlap(cand):
         return faster if base.median > cand.median else slower
     if too_noisy(base, cand):
@@ -57,8 +51,8 @@ def fmt(x: float) -> str:
 
 @dataclass(frozen=True, repr=False)
 class SpecRatioTable(TableRecord):
-    """Spec-sheet fp16 tensor-core and fp32 peaks of the GPUs in ``timing.SPEC_PEAKS`` that have both:
-    ``rows`` of (GPU, fp16 TFLOP/s, fp32 TFLOP/s); ``ratio(name)`` is fp16 / fp32."""
+    """Spec-sheet fp16 tensor-core and fp32 peaks of the GPUs in ``timing.SPEC_PEAKS`` that have both: ``rows`` of
+    (GPU, fp16 TFLOP/s, fp32 TFLOP/s); ``ratio(name)`` is fp16 / fp32."""
 
     rows: tuple
 
@@ -82,9 +76,8 @@ class SpecRatioTable(TableRecord):
 
 @dataclass(frozen=True, repr=False)
 class RateTable(TableRecord):
-    """The runs behind ``e2e.matmul_rates``: ``runs[dtype]`` the seconds of each timed n^3 matmul (n =
-    ``size``), shown as GFLOP/s of the slowest, median and fastest run, and the fastest against fp32's fastest
-    (the rates the lessons use: a busy machine only ever makes a run slower)."""
+    """The runs behind ``e2e.matmul_rates``: ``runs[dtype]`` the seconds of each timed n^3 matmul (n = ``size``), shown
+    as GFLOP/s of the slowest, median and fastest run, and the fastest against fp32's fastest."""
 
     runs: dict
     size: int
@@ -99,12 +92,8 @@ class RateTable(TableRecord):
         """GFLOP/s of the slowest, the median and the fastest run."""
         return timing.Spread.of(self.runs[dtype]).inverse(timing.matmul_flops(self.size, self.size, self.size) / 1e9)
 
-    def overlaps_fp32(self, dtype: str) -> bool:
-        return self.rates(dtype).quartiles_overlap(self.rates("fp32"))
-
     def too_noisy(self, dtype: str) -> bool:
-        """Whether ``dtype``'s runs and fp32's overlap and vary too much to compare (:data:`NOISY_RANGE`); runs whose
-        interquartile ranges do not overlap are never too noisy: every typical run of one beat the other's."""
+        """Whether ``dtype``'s runs and fp32's overlap and vary too much to compare (:data:`NOISY_RANGE`)."""
         return verdict(self.rates(dtype), self.rates("fp32")) == "too noisy to conclude"
 
     def _table(self) -> tuple:
@@ -124,9 +113,8 @@ class RateTable(TableRecord):
 
 @dataclass(frozen=True, repr=False)
 class ThroughputTable(TableRecord):
-    """The rows of ``e2e.matmul_throughput`` (or ``e2e.odd_size_effect``) with their spread: ``measured`` rows
-    of (dtype, n, TFLOP/s spread, % of the spec peak at the median or None); ``skipped`` the reasons of
-    the rows not run; ``note`` (odd_size_effect: the base chosen)."""
+    """The rows of ``e2e.matmul_throughput`` (or ``e2e.odd_size_effect``) with their spread: ``measured`` rows of
+    (dtype, n, TFLOP/s spread, % of the spec peak or None), ``skipped`` the reasons of the rows not run, ``note``."""
 
     measured: tuple
     skipped: tuple
@@ -152,9 +140,8 @@ class ThroughputTable(TableRecord):
         return cls(tuple(measured), tuple(dict.fromkeys(skipped)), rows[0].get("base_chosen", ""))
 
     def alignment_verdict(self, multiple: int = 8) -> str:
-        """One sentence on what these rows measured for sizes that are multiples of ``multiple`` against sizes
-        that are not, per dtype: each other size against its nearest multiple of ``multiple`` (the smaller one on a
-        tie): slower, faster, within the run-to-run spread, or too noisy to conclude."""
+        """One sentence per dtype on what these rows measured for sizes that are not multiples of ``multiple`` against
+        their nearest multiple (the smaller on a tie): slower, faster, within the run-to-run spread, or too noisy."""
         multiple = count(multiple, "multiple", 2, MAX_SIZE)
         out = []
         for dt in dict.fromkeys(dt for dt, _, _, _ in self.measured):
@@ -166,7 +153,7 @@ class ThroughputTable(TableRecord):
                 continue
             parts = []
             for n, s in odd:
-                near = min(aligned, key=lambda r: (abs(r[0] - n), r[0]))  # its nearest multiple, the smaller on a tie
+                near = min(aligned, key=lambda r: (abs(r[0] - n), r[0]))
                 # rates: the odd size is "slower" where its rate is below the aligned one's
                 words = verdict(near[1], s, faster="slower", slower="faster")
                 ratio = s.median / near[1].median
@@ -183,7 +170,7 @@ class ThroughputTable(TableRecord):
 
     def _table(self) -> tuple:
         peak = any(p is not None for *_, p in self.measured)
-        # TFLOP/s where the rates reach 1 TFLOP/s (GPUs), else GFLOP/s (CPUs): no column of 1e-05s
+        # TFLOP/s where the rates reach 1 TFLOP/s (GPUs), else GFLOP/s (CPUs)
         unit, k = (
             ("TFLOP/s", 1.0) if max((s.median for _, _, s, _ in self.measured), default=1) >= 1 else ("GFLOP/s", 1e3)
         )

@@ -1,6 +1,5 @@
 """Lesson 06's training runs: the plan that sizes them to this machine (:func:`training_plan`), the checked AMP step
-(:func:`amp_step`, around the lesson's own ``make_step``) and :func:`train`, which times a small transformer's
-steps in each of the four configurations. :mod:`.experiments` exports them."""
+(:func:`amp_step`) and :func:`train`."""
 
 from __future__ import annotations
 
@@ -13,24 +12,11 @@ import torch
 from torch import nn
 
 from .. import _validate
-from .._runtime import (
-    Progress,
-    budget_seconds,
-    exact_fp32,
-    fp32_precision,
-    parse_device,
-)
+from .._runtime import Progress, budget_seconds, exact_fp32, fp32_precision, parse_device
 from .._validate import count, flag
 from ..device import DeviceReport, device_report
 from . import key_code
-from ._common import (
-    MAX_SIZE,
-    matmul_rates,
-    peak_memory,
-    rate_note,
-    slow_fp16,
-    slow_fp16_note,
-)
+from ._common import MAX_SIZE, matmul_rates, peak_memory, rate_note, slow_fp16, slow_fp16_note
 from ._models import CPU_MODEL, GPU_MODEL, TinyTransformer, make_batches, step_flops
 from ._records import TrainingPlan, TrainRun
 
@@ -39,8 +25,6 @@ CONFIGS = ("fp32", "tf32", "bf16 autocast", "fp16 autocast + GradScaler")
 
 
 _CPU_RUN = dict(steps=40, batch=16)
-
-
 _GPU_RUN = dict(steps=100, batch=32)
 
 
@@ -77,17 +61,12 @@ _CONFIG_DTYPE = {"fp32": "fp32", "tf32": "fp32", "bf16 autocast": "bf16", "fp16 
 def training_plan(*, device="cpu", budget_s: float = 8.0, allow_slow_fp16: bool = False) -> TrainingPlan:
     """The model and batch that :func:`train` uses by default on ``device``, chosen from a measurement.
 
-    On a GPU: d_model 768, 6 layers, 256 tokens, batch 32, 100 steps. On a CPU: the first of four
-    sizes, from d_model 256 / 64 tokens / batch 16 (40 steps) down to d_model 64 / 32 tokens / batch 8,
-    whose run of every configuration that runs here (see :func:`train`) is predicted to take at most
-    ``budget_s`` seconds, predicted from each dtype's :func:`matmul_rates` and the step's matmul FLOPs
-    (an estimate: on the AVX2 CPU it was checked on, about 2x the time the runs took). On a CPU with bf16 instructions the default fits; on one without
-    (most laptops), bf16 matmuls run tens of times slower than fp32 and the model is scaled down for every
-    configuration alike, so that the runs stay comparable. The smallest size is used if none fits.
+    On a GPU: d_model 768, 6 layers, 256 tokens, batch 32, 100 steps. On a CPU: the first of four sizes, from d_model
+    256 / 64 tokens / batch 16 (40 steps) down to d_model 64 / 32 tokens / batch 8, whose runs of every configuration
+    that runs here are predicted (from :func:`matmul_rates` and the step's FLOPs) to take at most ``budget_s`` seconds
+    together; the smallest if none fits. Every configuration gets the same size, so the runs stay comparable.
 
-    Returns the :class:`TrainingPlan`: the model's keyword arguments, the batch, the steps, the configurations
-    that run here, the predicted seconds (CPU only), whether the model was scaled down and a sentence saying what
-    was chosen and why."""
+    Returns the :class:`TrainingPlan`."""
     d = parse_device(device)
     budget_s = budget_seconds(budget_s, "budget_s")
     if not isinstance(allow_slow_fp16, bool):
@@ -139,26 +118,10 @@ def training_plan(*, device="cpu", budget_s: float = 8.0, allow_slow_fp16: bool 
 
 
 def amp_step(model: nn.Module, optimizer, config: str, device_type: str, max_norm: float | None = 1.0):
-    """The training step of ``config`` (one of :data:`CONFIGS`), the AMP recipe's way: lesson 06's ``make_step``
-    (written in the notebook, exported to :mod:`.key_code`), with its arguments checked. Returns ``step(x, y)`` that
-    runs forward and loss under ``torch.autocast``, the scaled backward, ``unscale_`` and ``clip_grad_norm_`` to
-    ``max_norm`` (``None``: no clipping), the optimizer step and the scaler's update through ``torch.amp.GradScaler``
-    (enabled for fp16 only), and returns the loss.
-
-    The loss is computed from logits upcast to fp32: under CUDA autocast ``cross_entropy`` has no
-    autocast entry and would take fp16/bf16 logits as they are."""
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if not isinstance(optimizer, torch.optim.Optimizer):
-        raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
-    if config not in CONFIGS:
-        raise ValueError(f"config must be one of {', '.join(map(repr, CONFIGS))}, got {config!r}")
-    if device_type not in ("cpu", "cuda"):
-        raise ValueError(f"device_type must be 'cpu' or 'cuda' (torch.autocast's device types), got {device_type!r}")
-    if max_norm is not None:
-        _validate.number(max_norm, "max_norm", "a positive number or None (no clipping)")
-        if not _validate.is_real(max_norm, 0, math.inf, open_low=True, open_high=True):
-            raise ValueError(f"max_norm must be a positive, finite number or None (no clipping), got {max_norm!r}")
+    """The training step of ``config`` (one of :data:`CONFIGS`), the AMP recipe's way: lesson 06's ``make_step``.
+    Returns ``step(x, y)``: forward and loss (on logits upcast to fp32) under ``torch.autocast``,
+    scaled backward, ``unscale_``, ``clip_grad_norm_`` to ``max_norm`` (``None``: no clipping), optimizer step and
+    ``GradScaler`` update (enabled for fp16 only); it returns the loss."""
     return key_code.make_step(model, optimizer, config, device_type, max_norm)
 
 
@@ -192,7 +155,7 @@ SYNC_EVERY = 10
 
 
 def _loss_of(loss):
-    """The loss a step returned, unread: a 0-dim float tensor (detached) or a float."""
+    """The loss a step returned, unread: a detached 0-dim float tensor or a float."""
     if isinstance(loss, torch.Tensor):
         if loss.dim() == 0 and loss.is_floating_point():
             return loss.detach()
@@ -219,41 +182,20 @@ def train(
     budget_s: float = math.inf,
     sync_every: int = SYNC_EVERY,
 ) -> TrainRun:
-    """Train a :class:`TinyTransformer` on :func:`make_batches` data in one of :data:`CONFIGS`.
+    """Train a :class:`TinyTransformer` on :func:`make_batches` data in one of :data:`CONFIGS`: the :class:`TrainRun`.
 
-    One loop for all four: each step is ``make_step(model, optimizer, config, device_type)(x, y)``,
-    by default :func:`amp_step` (lesson 06's ``make_step``, exported from the notebook to :mod:`.key_code`: the
-    AMP recipe with ``torch.autocast(device, dtype, enabled=...)``, ``torch.amp.GradScaler(device, enabled=...)``
-    and gradient clipping); lesson 06 passes the one its cell defines. The step returns its loss as a 0-dim tensor
-    (not read, so no host sync) or a float.
-    TF32 through :func:`amp_lessons.tf32.fp32_precision` (fp32 runs with IEEE fp32 matmuls). AdamW,
-    a fresh batch each step, same start and data for every config of a seed.
+    Each step is ``make_step(model, optimizer, config, device_type)(x, y)`` (default :func:`amp_step`), returning its
+    loss as a 0-dim tensor or a float. TF32 through :func:`amp_lessons.tf32.fp32_precision`; fp32 runs with IEEE fp32
+    matmuls. AdamW, the same start and data for every config of a seed. Sizes from :func:`training_plan` unless
+    ``model_kwargs`` (:class:`TinyTransformer`'s arguments), ``batch`` or ``steps`` say otherwise.
 
-    Timing, ``sync_every`` (default :data:`SYNC_EVERY`): the first step runs alone, as a warm-up, and is not counted;
-    then the steps run in blocks of ``sync_every``, each timed from a host synchronisation before it to one after its
-    last step, with nothing in between that waits for the GPU: the losses stay tensors until the block's time is
-    taken, and are read then (every step's loss is in the result). So the CPU queues the next step's kernels while
-    the GPU runs the current one, as a training loop that does not read its loss every step does. Each entry of
-    ``step_times_s`` is a block's time over its steps. ``sync_every=1``: each step is timed on its own and its
-    loss read inside the timer (``loss.item()`` after every step, a host sync per step): on a GPU that adds the
-    CPU's launch time of each step to the step. On a CPU, where nothing runs asynchronously, both measure the same.
+    Timing: the first step is a warm-up, not counted; then blocks of ``sync_every`` steps are timed between two host
+    synchronisations, their losses read after the timer (``sync_every=1``: each step timed alone, its loss read inside
+    the timer). Each entry of ``step_times_s`` is a block's time over its steps.
 
-    Defaults: :func:`training_plan` (with ``allow_slow_fp16``): on a CPU a small model (d_model 256,
-    2 layers, 64 tokens; 40 steps of batch 16: about 2 s per config on a 2-core CPU with bf16
-    instructions), scaled down for every config alike where the measured bf16/fp16 matmul rate says
-    the runs would take too long; on a GPU a larger one (d_model 768, 6 layers, 256 tokens; 100 steps
-    of batch 32). ``model_kwargs`` overrides the model's sizes (keys: :class:`TinyTransformer`'s arguments),
-    ``batch`` and ``steps`` the run's.
-
-    ``budget_s``: the run stops adding blocks once it has taken that long (after at least :data:`MIN_TRAIN_STEPS`
-    steps), and a block holds no more steps than the rest of the budget has room for at the last block's pace, so
-    that a machine busy with other work does not turn a predicted few seconds into minutes; the data of
-    each step stays that of the planned run, so runs stopped at different steps compare step by step.
-
-    Returns the :class:`TrainRun`: its losses, median and every step time, the peak memory of a step, the steps
-    run and planned, and whether the budget stopped it early; or, with ``ran`` False and its ``reason``, where the
-    config cannot be run meaningfully here (TF32 without an Ampere+ GPU; fp16 where its
-    measured matmul rate is under a quarter of fp32's, unless ``allow_slow_fp16``)."""
+    ``budget_s``: the run stops adding steps once it has taken that long (after at least :data:`MIN_TRAIN_STEPS`).
+    A config that cannot run meaningfully here (TF32 without an Ampere+ GPU; fp16 where its measured matmul rate is
+    under a quarter of fp32's, unless ``allow_slow_fp16``) returns ``ran`` False with its ``reason``."""
     if config not in CONFIGS:
         raise ValueError(f"unknown config {config!r}: use one of {', '.join(map(repr, CONFIGS))}")
     make_step = amp_step if make_step is None else make_step
@@ -279,9 +221,7 @@ def train(
 
     torch.manual_seed(seed)
     model = TinyTransformer(**mk).to(d)
-    data = make_batches(seed, steps, batch, mk["seq_len"], mk["vocab"])  # ids in [0, vocab) by construction
-    model.check_ids = False  # so the forward does not check them again (on a GPU, a host sync every step)
-    data = data.to(d)
+    data = make_batches(seed, steps, batch, mk["seq_len"], mk["vocab"]).to(d)
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
 
     precision = fp32_precision(matmul="tf32") if config == "tf32" else exact_fp32(d)
@@ -306,8 +246,7 @@ def train(
         while i < looped:
             k = 1 if i == 0 else min(sync_every, looped - i)  # the first step alone: the warm-up
             if i > 0 and math.isfinite(budget_s):
-                # a block ends past the budget by at most one step: it holds the steps the budget's rest has room
-                # for at the last block's pace, and at least those up to the fewest steps a run shows
+                # the steps the budget's rest has room for at the last block's pace, at least up to the fewest
                 room = int((budget_s - (time.perf_counter() - started)) / (times[-1] if times else warm_up))
                 k = min(k, max(room, least - i, 1))
             _sync(d)

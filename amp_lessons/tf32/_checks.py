@@ -20,8 +20,7 @@ __all__ = [
 
 @contextmanager
 def _calls_to(*functions):
-    """Record, in the yielded set, which of ``functions`` (Python functions) were called inside the block,
-    however the caller got hold of them (an imported name, the module attribute, a wrapper)."""
+    """The yielded set: which of ``functions`` were called inside the block."""
     codes = {f.__code__ for f in functions}
     with calls_seen(lambda code: code in codes) as seen:
         yield seen
@@ -38,9 +37,7 @@ _EDGE_BITS = (
 
 
 def _rounding_inputs() -> torch.Tensor:
-    """float32 values for a TF32 rounding: random normals of both signs, zeros, exact ties (the 13 dropped
-    bits 1000000000000b) whose kept last bit is even and odd, so ties-to-even and ties-away differ, and the edges
-    of :data:`_EDGE_BITS` (subnormals, overflow to inf, inf, NaNs)."""
+    """float32 values to round to TF32: random normals, zeros, exact ties of both parities, and :data:`_EDGE_BITS`."""
     g = torch.Generator().manual_seed(11)
     x = torch.randn(4096, generator=g) * torch.exp2(torch.randint(-20, 20, (4096,), generator=g).float())
     bits = x.view(torch.int32)
@@ -58,8 +55,7 @@ def _differs(got: torch.Tensor, want: torch.Tensor) -> torch.Tensor:
 
 
 def _check_rounding(rounding) -> CheckResult | str | None:
-    """None if ``rounding(x)`` rounds float32 to TF32 as the course's model does, "unchanged" if it returns x as it
-    is (the starter); otherwise the feedback."""
+    """None if ``rounding`` rounds to TF32 as the course's model does, "unchanged" for the starter, else feedback."""
     x = _rounding_inputs()
     want = formats.quantize(x, "tf32", "nearest_even")
     with _calls_to(formats.quantize, emulated_matmul) as used:
@@ -221,8 +217,7 @@ def _ratio_format(name: str) -> formats.FloatFormat:
 
 
 def _measured_ratios() -> dict[tuple[str, str], float]:
-    """The matmul error with each pair's first format over the error with its second (random normal 96 x K @
-    K x 96, products summed in fp32, RMS errors against fp64 summed over K = 256 and 1024), measured now."""
+    """Each pair's matmul error ratio, measured now (96 x K @ K x 96, RMS errors summed over K = 256 and 1024)."""
     names = sorted({n for pair in _RATIO_PAIRS for n in pair})
     data = error_vs_k([256, 1024], [_ratio_format(n) for n in names], m=96, n=96, seed=3)
     return {(a, b): sum(data.rms[a]) / sum(data.rms[b]) for a, b in _RATIO_PAIRS}

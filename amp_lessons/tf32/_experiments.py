@@ -1,13 +1,9 @@
 """Lesson 02's experiments: what TF32 costs in accuracy and buys in speed.
 
-Real TF32 needs an NVIDIA GPU of the Ampere generation or newer; everywhere else the experiments
-use a model of it: both inputs are rounded bit-exactly to TF32 by :mod:`amp_lessons.formats` (to
-nearest with ties to even, what an NVIDIA H100 was measured to do for mm, linear, addmm, bmm and
-cuDNN conv2d with torch 2.11 on 2026-11-23 -- the course's reference ``tf32_rounding_per_op`` --, or
-by truncation, as a kernel that ignores the low 13 bits does) and multiplied in IEEE fp32. cuBLAS
-and cuDNN do not document their rounding, other GPUs (A100, consumer GPUs) were not measured, and
-tensor cores do not sum like IEEE fp32, so the model is exact in its input rounding only. Every function takes its sizes and device as arguments
-and returns data; the pictures are in :mod:`.plots`.
+Real TF32 needs an NVIDIA GPU of the Ampere generation or newer; elsewhere the course's model: both inputs rounded
+bit-exactly to TF32 by :mod:`amp_lessons.formats` (to nearest with ties to even, what an NVIDIA H100 was measured to
+do with torch 2.11 on 2026-11-23, the reference ``tf32_rounding_per_op``; or by truncation) and multiplied in IEEE
+fp32. Tensor cores do not sum like IEEE fp32: the model is exact in its input rounding only.
 """
 
 from __future__ import annotations
@@ -44,7 +40,7 @@ __all__ = [
     "time_matmuls",
 ]
 
-MAX_DIM = 65_536  # the largest matrix dimension the lesson accepts (a typo must not fill the memory)
+MAX_DIM = 65_536  # the largest matrix dimension the lesson accepts
 
 MODELLED = "inputs rounded bit-exactly, fp32 sum (model)"
 """The ``how`` of an emulated variant: its inputs are rounded exactly, its summation is a model."""
@@ -70,9 +66,8 @@ def has_tf32(device="cuda") -> bool:
 
 
 def emulated_matmul(a: torch.Tensor, b: torch.Tensor, fmt="tf32", rounding="nearest_even") -> torch.Tensor:
-    """``a @ b`` with both inputs rounded to ``fmt`` and the products summed in IEEE fp32: the
-    course's model of a tensor core with TF32 (or bf16/fp16) inputs and fp32 accumulation. The
-    rounding of the inputs is exact; the summation is a model (a tensor core's is not IEEE fp32)."""
+    """``a @ b`` with both inputs rounded to ``fmt`` and the products summed in IEEE fp32: the course's model of a
+    tensor core with TF32 (or bf16/fp16) inputs and fp32 accumulation."""
     for name, t in (("a", a), ("b", b)):
         if not isinstance(t, torch.Tensor) or t.dtype != torch.float32:
             raise TypeError(f"{name} must be a float32 tensor, got {getattr(t, 'dtype', type(t).__name__)}")
@@ -111,8 +106,8 @@ def _errors(c: torch.Tensor, ref: torch.Tensor) -> tuple[float, float, float]:
 
 
 def matmul_errors(m: int, k: int, n: int, *, device="cpu", seed: int = 0, variants=None) -> list[MatmulError]:
-    """Errors of an (m x k) @ (k x n) product of random normal matrices against the fp64 product,
-    for each variant in :data:`VARIANTS` ("tf32 hardware" only where the GPU has TF32)."""
+    """Errors of an (m x k) @ (k x n) product of random normal matrices against the fp64 product, for each variant
+    in :data:`VARIANTS` ("tf32 hardware" only where the GPU has TF32)."""
     d = parse_device(device)
     variants = list(VARIANTS if variants is None else selection(variants, "variants", "variant names"))
     for v in variants:
@@ -126,31 +121,21 @@ def matmul_errors(m: int, k: int, n: int, *, device="cpu", seed: int = 0, varian
     a, b = _inputs(m, k, n, d, seed)
     ref = a.double() @ b.double()
     out = []
+    where = f"measured on {torch.cuda.get_device_name(d) if d.type == 'cuda' else 'this CPU'}"
     for v in variants:
-        if v == "tf32 hardware":
-            if not has_tf32(d):
-                continue
-            with fp32_precision(matmul="tf32"):
-                c = a @ b
-            out.append(MatmulError(v, *_errors(c, ref), f"measured on {torch.cuda.get_device_name(d)}"))
-        elif v == "fp32":
-            with exact_fp32(d):
-                c = a @ b
-            where = torch.cuda.get_device_name(d) if d.type == "cuda" else "this CPU"
-            out.append(MatmulError(v, *_errors(c, ref), f"measured on {where}"))
-        else:
-            fmt, rounding = _EMULATED[v]
-            with exact_fp32(d):
-                c = emulated_matmul(a, b, fmt, rounding)
-            out.append(MatmulError(v, *_errors(c, ref), MODELLED))
+        if v == "tf32 hardware" and not has_tf32(d):
+            continue
+        measured = v in ("fp32", "tf32 hardware")
+        with fp32_precision(matmul="tf32") if v == "tf32 hardware" else exact_fp32(d):
+            c = a @ b if measured else emulated_matmul(a, b, *_EMULATED[v])
+        out.append(MatmulError(v, *_errors(c, ref), where if measured else MODELLED))
     return out
 
 
 @dataclass(frozen=True, repr=False)
 class ErrorVsK(TableRecord):
     """The RMS errors of :func:`error_vs_k`: ``k`` the inner dimensions, ``rms`` input format name -> the RMS
-    error against fp64 at each K (one curve per format for the plot), ``ref_rms`` the RMS of the exact product at
-    each K. Shown as a table, one row per K, the errors to 3 digits."""
+    error against fp64 at each K, ``ref_rms`` the RMS of the exact product at each K. Shown as a table."""
 
     k: tuple[int, ...]
     rms: dict[str, tuple[float, ...]]
@@ -175,11 +160,8 @@ def error_vs_k(
     rounding: str = "nearest_even",
     device="cpu",
 ) -> ErrorVsK:
-    """RMS error of (m x K) @ (K x n) products against fp64, for each K and each input format
-    (inputs rounded by the formats engine, products accumulated in fp32).
-
-    Returns the :class:`ErrorVsK`: the RMS errors per format name, and the RMS of the exact products
-    (it grows like sqrt(K) too)."""
+    """RMS error of (m x K) @ (K x n) products against fp64, for each K and each input format (inputs rounded by
+    the formats engine, products accumulated in fp32): the :class:`ErrorVsK`."""
     if isinstance(ks, (str, bytes)) or not hasattr(ks, "__iter__"):
         raise TypeError(f"ks must be a sequence of increasing positive ints, got {ks!r}")
     ks = [count(k, f"ks[{i}]", 1, MAX_DIM) for i, k in enumerate(ks)]
@@ -202,9 +184,8 @@ def error_vs_k(
 
 
 def pick_size(device="cpu", *, budget_s: float | None = None) -> int:
-    """A square matmul size for the lesson's timing: small enough for a 2-core CPU within the
-    notebook budget, large enough to fill a big GPU, and never more memory than the device has
-    (three fp32 matrices plus an fp64 reference product)."""
+    """A square matmul size for the lesson's timing: small enough for a 2-core CPU within the notebook budget,
+    large enough to fill a big GPU, within the device's memory."""
     d = parse_device(device)
     budget_s = None if budget_s is None else positive(budget_s, "budget_s")
     if d.type == "cpu":
@@ -218,10 +199,8 @@ def pick_size(device="cpu", *, budget_s: float | None = None) -> int:
 
 
 def time_matmuls(size: int, *, device="cpu", repeats: int = 5) -> dict:
-    """Times of a size^3 fp32 matmul with full fp32 math and (on a TF32 GPU) with TF32: setting name
-    ("fp32", "tf32") -> its :class:`~amp_lessons.timing.Timing`.
-
-    On a CPU only the fp32 time is measured: an emulated TF32 matmul says nothing about speed."""
+    """Times of a size^3 fp32 matmul with full fp32 math and (on a TF32 GPU only) with TF32: setting name
+    ("fp32", "tf32") -> its :class:`~amp_lessons.timing.Timing`."""
     d = parse_device(device)
     size = count(size, "size", 1, MAX_DIM)
     a, b = _inputs(size, size, size, d, 0)
@@ -238,8 +217,8 @@ def time_matmuls(size: int, *, device="cpu", repeats: int = 5) -> dict:
 def conv_errors(
     *, device="cpu", batch: int = 8, channels: int = 64, size: int = 32, seed: int = 0
 ) -> list[MatmulError]:
-    """A 3x3 convolution with fp32 math and with TF32 inputs (real cuDNN TF32 on a TF32 GPU; the
-    course's model everywhere: inputs rounded bit-exactly, fp32 sum), against the fp64 convolution."""
+    """Errors of a 3x3 convolution against fp64 with fp32 math, with TF32 inputs (the course's model) and, on a
+    TF32 GPU, with real cuDNN TF32."""
     d = parse_device(device)
     g = torch.Generator().manual_seed(_validate.seed(seed))
     batch, channels, size = (
@@ -250,32 +229,22 @@ def conv_errors(
     w = (torch.randn(channels, channels, 3, 3, generator=g) / math.sqrt(9 * channels)).to(d)
     conv = torch.nn.functional.conv2d
     ref = conv(x.double(), w.double(), padding=1)
-    out = []
-    exact = fp32_precision(conv="ieee") if d.type == "cuda" else fp32_precision(cpu_matmul="ieee")
-    with exact:
-        out.append(MatmulError("fp32", *_errors(conv(x, w, padding=1), ref), "measured"))
-        q = {
-            r: conv(formats.quantize(x, "tf32", r), formats.quantize(w, "tf32", r), padding=1)
-            for r in ("nearest_even", "toward_zero")
-        }
-    out.append(MatmulError("tf32 emulated", *_errors(q["nearest_even"], ref), MODELLED))
-    out.append(MatmulError("tf32 emulated (truncation)", *_errors(q["toward_zero"], ref), MODELLED))
+    with fp32_precision(conv="ieee") if d.type == "cuda" else fp32_precision(cpu_matmul="ieee"):
+        out = [MatmulError("fp32", *_errors(conv(x, w, padding=1), ref), "measured")]
+        for v in ("tf32 emulated", "tf32 emulated (truncation)"):
+            r = _EMULATED[v][1]
+            c = conv(formats.quantize(x, "tf32", r), formats.quantize(w, "tf32", r), padding=1)
+            out.append(MatmulError(v, *_errors(c, ref), MODELLED))
     if has_tf32(d):
         with fp32_precision(conv="tf32"):
-            out.append(
-                MatmulError(
-                    "tf32 hardware",
-                    *_errors(conv(x, w, padding=1), ref),
-                    f"measured on {torch.cuda.get_device_name(d)}",
-                )
-            )
+            c = conv(x, w, padding=1)
+        out.append(MatmulError("tf32 hardware", *_errors(c, ref), f"measured on {torch.cuda.get_device_name(d)}"))
     return out
 
 
 def mkldnn_precision_effect(size: int = 512, seed: int = 0) -> dict[str, float]:
     """Relative error (max error / mean |ref|) of a CPU fp32 matmul under each setting of
-    ``torch.backends.mkldnn.matmul.fp32_precision``, measured on this CPU (restored afterwards).
-    Whether "tf32"/"bf16" change anything depends on the CPU (e.g. AMX)."""
+    ``torch.backends.mkldnn.matmul.fp32_precision`` (restored afterwards)."""
     size = count(size, "size", 1, MAX_DIM)
     a, b = _inputs(size, size, size, torch.device("cpu"), seed)
     ref = a.double() @ b.double()
@@ -318,13 +287,10 @@ print(json.dumps(out))
 
 @dataclass(frozen=True, repr=False)
 class SwitchesTour(TableRecord):
-    """The TF32 switches of :func:`switches_tour`, each a mapping of the switch (as written in Python) to its
-    value: ``legacy_defaults`` (``allow_tf32`` and ``get_float32_matmul_precision()``), ``new_api_defaults``
-    (the ``fp32_precision`` switches), and the new switches ``after_high`` and ``after_medium``
-    (``torch.set_float32_matmul_precision("high")`` / ``("medium")``); ``cuda_matmul_bf16`` what setting
-    ``torch.backends.cuda.matmul.fp32_precision = "bf16"`` raised (None if it was accepted), ``mixed_read``
-    what reading ``allow_tf32`` gave after setting ``fp32_precision`` ("no error", or the error). Shown as a
-    table, one row per switch and step."""
+    """The TF32 switches of :func:`switches_tour`, each step a mapping switch -> value: ``legacy_defaults``,
+    ``new_api_defaults``, ``after_high`` and ``after_medium`` (after ``set_float32_matmul_precision``);
+    ``cuda_matmul_bf16`` the error of setting ``cuda.matmul.fp32_precision = "bf16"`` (None: accepted),
+    ``mixed_read`` what reading ``allow_tf32`` gave after setting ``fp32_precision``. Shown as a table."""
 
     legacy_defaults: dict[str, object]
     new_api_defaults: dict[str, object]
@@ -353,9 +319,8 @@ class SwitchesTour(TableRecord):
 
 
 def switches_tour() -> SwitchesTour:
-    """The TF32 switches of this torch, old and new, read in a fresh Python process (so that
-    mixing the two APIs, which makes torch raise, does not leave this process in that state): the
-    :class:`SwitchesTour`."""
+    """The TF32 switches of this torch, old and new, read in a fresh Python process (mixing the two APIs leaves
+    it in an error state): the :class:`SwitchesTour`."""
     proc = subprocess.run([sys.executable, "-c", _TOUR], capture_output=True, text=True, timeout=120, check=False)
     if proc.returncode != 0:
         raise RuntimeError(f"the switches tour failed: {proc.stderr.strip()[-500:]}")

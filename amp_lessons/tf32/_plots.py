@@ -8,15 +8,8 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.patches import Patch
 
-from .._draw import (
-    axes_for,
-    legend_outside,
-    name_artist,
-    styled,
-)
-from ..formats import (
-    FORMATS,
-)
+from .._draw import axes_for, legend_outside, name_artist, styled
+from ..formats import FORMATS
 from ..style import format_color
 from ..tf32._experiments import ErrorVsK
 
@@ -26,26 +19,16 @@ __all__ = [
 ]
 
 
-_VARIANT_FORMAT = {"fp32": "fp32", "tf32": "tf32", "bf16": "bf16", "fp16": "fp16"}
-
-
 def _variant_color(variant: str) -> str:
-    for key, fmt in _VARIANT_FORMAT.items():
-        if variant.startswith(key):
-            return format_color(fmt)
-    return format_color(variant)
+    return format_color(next((f for f in ("fp32", "tf32", "bf16", "fp16") if variant.startswith(f)), variant))
 
 
 @styled
 def plot_error_vs_k(data: ErrorVsK, ax=None, *, extra: dict | None = None) -> Axes:
-    """RMS error of a matmul against its inner dimension K, log-log, one line per input format
-    (the :class:`~amp_lessons.tf32.ErrorVsK` of :func:`amp_lessons.tf32.error_vs_k`), and one dashed black guide line proportional to
-    sqrt(K) (slope 1/2 on these axes), a third of the way below the first point of the lowest line
-    whose inputs are rounded (tf32, bf16, fp16, or any other but fp32), so that it stays visible
-    next to the lines it is compared with. ``extra`` ({label: [rms per K]}) adds more lines (e.g. a
-    designed format), labelled as given.
-    Named artists (:func:`amp_lessons._draw.named_artists`): each line by its key in ``data.rms`` or
-    ``extra``, and the guide "sqrt K guide"."""
+    """RMS error of a matmul against its inner dimension K, log-log, one line per input format of ``data`` (from
+    :func:`amp_lessons.tf32.error_vs_k`), and a dashed sqrt(K) guide a third below the lowest rounded line's first
+    point. ``extra`` ({label: [rms per K]}) adds more lines. Named artists: each line by its key, and the guide
+    "sqrt K guide"."""
     if not isinstance(data, ErrorVsK):
         raise TypeError(f"data must be the ErrorVsK returned by amp_lessons.tf32.error_vs_k, got {type(data).__name__}")
     ks = np.asarray(data.k, dtype=float)
@@ -79,20 +62,18 @@ def plot_error_vs_k(data: ErrorVsK, ax=None, *, extra: dict | None = None) -> Ax
 
 @styled
 def plot_matmul_errors(errors, ax=None, *, reference: dict | None = None) -> Axes:
-    """Relative error (max error / mean |fp64 result|) of each matmul variant as horizontal bars
-    on a log axis, each labelled with its value; modelled variants (``how`` ending in "(model)") hatched.
-    ``reference`` ({label: rel_error}) adds labelled reference figures (e.g. a published A100 figure) as
-    grey bars, each label naming its source. The legend (outside the axes) says what solid, hatched and grey bars are.
-    Named artists (:func:`amp_lessons._draw.named_artists`): each bar by its variant (or reference) label."""
+    """Relative error (max error / mean |fp64 result|) of each matmul variant of ``errors`` as labelled horizontal
+    bars on a log axis, modelled variants hatched. ``reference`` ({label: rel_error}) adds grey bars of reference
+    figures, each label naming its source. Named artists: each bar by its label."""
     rows = [(e.variant, e.rel_error, e.how) for e in errors]
     if not rows:
         raise ValueError("errors is empty: pass the list from amp_lessons.tf32.matmul_errors")
     rows += [(label, value, "reference") for label, value in (reference or {}).items()]
     ax = axes_for(ax, (8, 0.5 * len(rows) + 1.2))
-    kinds = {}  # what each kind of bar is, in the words of the first row of that kind
+    kinds = {}
     for i, (label, value, how) in enumerate(rows):
         color = "#bbbbbb" if how == "reference" else _variant_color(label)
-        modelled = how.endswith("(model)")  # tf32.MODELLED: rounded inputs, an IEEE fp32 sum
+        modelled = how.endswith("(model)")
         (bar,) = ax.barh(
             i,
             value,

@@ -1,5 +1,4 @@
-"""Tests of amp_lessons.compiled._experiments. Compiling is slow on a small CPU: the compiled workloads are made
-once per module (three graphs) and shared."""
+"""Tests of amp_lessons.compiled._experiments; the three compiled graphs are made once per module."""
 
 import dataclasses
 import math
@@ -33,7 +32,6 @@ def test_eager_casts_count_what_autocast_runs():
     assert e.bf16_outputs == 9
     chain = compiled.eager_casts("chain")
     assert chain.casts == 2 and chain.bf16_outputs == 3
-    assert compiled.eager_casts("layer_norm").casts == 2  # layer_norm is on no CPU autocast list: no upcast
 
 
 def test_captured_graph_holds_the_autocast_region_and_its_casts():
@@ -54,8 +52,6 @@ def test_summarize_code_counts_kernels_calls_and_writes():
     s = compiled.summarize_code(code)
     assert s.kernels == ("cpp_fused_a_0",) and s.library_calls == ("extern_kernels.mm",)
     assert (s.bf16_writes, s.fp32_writes, s.conversions) == (1, 1, 1)
-    with pytest.raises(TypeError):
-        compiled.summarize_code(None)
 
 
 def test_inductor_fuses_the_casts(mlp):
@@ -86,50 +82,16 @@ def test_compiled_bf16_differs_from_eager_and_emulation_restores_it(mlp):
         e.eager.equals_eager and e.eager.fraction_differing == 0 and list(e.runs) == ["eager", "compiled", "emulated"]
     )
     assert list(compiled.precision_errors(mlp["autocast"]).runs) == ["eager", "compiled"]
-    text = str(e)
-    assert "mlp: bf16 errors against fp64" in text and f"{e.compiled.max_error:.2e}" in text
     with pytest.raises(TypeError):
         compiled.precision_errors(mlp["emulated"])
     with pytest.raises(TypeError):
         compiled.precision_errors(mlp["autocast"], mlp["fp32"])
-
-
-def test_precision_errors_takes_the_emulated_output_tensor(mlp):
-    """Lesson 11 compiles the emulated block in a cell and passes its output: the same figures as the workload's."""
-    a = compiled.precision_errors(mlp["autocast"], mlp["emulated"])
-    b = compiled.precision_errors(mlp["autocast"], mlp["emulated"].output)
-    assert a == b
+    # lesson 11 compiles the emulated block in a cell and passes its output: the same figures as the workload's
+    assert compiled.precision_errors(mlp["autocast"], mlp["emulated"].output) == e
     with pytest.raises(ValueError, match="shape"):
         compiled.precision_errors(mlp["autocast"], mlp["emulated"].output[:3])
     with pytest.raises(ValueError, match="dtype"):
         compiled.precision_errors(mlp["autocast"], mlp["emulated"].output.float())
-    with pytest.raises(TypeError, match="str"):
-        compiled.precision_errors(mlp["autocast"], "emulated")
-
-
-def test_graph_recorder_keeps_what_dynamo_captured():
-    from amp_lessons.compiled.key_code import GraphRecorder, chain
-
-    h, g = compiled.make_inputs("chain")
-    rec = GraphRecorder()
-    torch._dynamo.reset()
-    try:
-        out = torch.compile(chain, backend=rec)(h, g)
-
-        # a graph break (a print) splits the function into two graphs
-        def broken(h, g):
-            y = torch.nn.functional.silu(g) * h
-            print(end="")
-            return torch.nn.functional.rms_norm(y, (y.shape[-1],))
-
-        rec2 = GraphRecorder()
-        torch.compile(broken, backend=rec2)(h, g)
-    finally:
-        torch._dynamo.reset()
-    assert torch.equal(out, chain(h, g))  # the graph ran unchanged
-    assert len(rec.graphs) == 1 and len(rec2.graphs) == 2
-    calls = [getattr(n.target, "__name__", "") for n in rec.graphs[0].graph.nodes if n.op == "call_function"]
-    assert calls == ["silu", "mul", "rms_norm"]
 
 
 def test_step_times_times_four_settings(mlp):
@@ -138,29 +100,15 @@ def test_step_times_times_four_settings(mlp):
     assert all(isinstance(v, timing.Timing) and v.median_s > 0 for v in t.values())
     with pytest.raises(TypeError):
         compiled.step_times(mlp["fp32"], mlp["autocast"])
-    with pytest.raises(ValueError):
-        compiled.step_times(mlp["autocast"], mlp["fp32"], repeats=10**9)
 
 
 def test_fp8_saturation_eager_and_compiled_agree_on_this_torch():
     r = compiled.fp8_saturation((448.0, 500.0, float("inf")))
-    assert isinstance(r, compiled.Fp8Saturation) and r.__dataclass_params__.frozen
     assert r.values == (448.0, 500.0, math.inf) and r.compile_seconds > 0
     assert r.eager[0] == r.compiled[0] == 448.0
     assert all(v == 448.0 or math.isnan(v) for v in r.eager + r.compiled)
     assert r.agree  # eager and generated code agree in every release measured
     assert not dataclasses.replace(r, compiled=(448.0, 448.0, 448.0), eager=(448.0, math.nan, 448.0)).agree
-    rows = repr(r).splitlines()
-    assert rows[1].split() == ["value", "eager", "cast", "compiled", "cast"] and rows[-1].split()[0] == "inf"
-    with pytest.raises(TypeError):
-        compiled.fp8_saturation("inf")
-
-
-def test_the_workload_table_refuses_what_it_does_not_hold():
-    with pytest.raises(ValueError, match="workload"):
-        compiled.workload("conv")
-    with pytest.raises(TypeError, match="autocast"):
-        compiled.workload("mlp", autocast=1)
 
 
 def test_torch_logs_keeps_torch_log_lines_without_the_prefix_and_restores_stderr(capfd):

@@ -19,42 +19,27 @@ def _close_figures():
     plt.close("all")
 
 
-def test_plot_errors_draws_one_container_per_run():
-    errors = {"eager": (1e-2, 3e-3), "compiled": (8e-3, 2e-3), "emulated": (1e-2, 3e-3)}
+def test_plot_errors_bars_reach_their_values_from_one_base_and_say_them():
+    errors = {"eager": (1.31e-2, 3.0e-3), "compiled": (1.01e-2, 2.3e-3), "emulated": (1.31e-2, 3.0e-3)}
     ax = compiled.plot_errors(errors)
     assert [c.get_label() for c in ax.containers] == ["eager", "compiled", "emulated"]
-    assert ax.get_yscale() == "log"
-    with pytest.raises(TypeError):
-        compiled.plot_errors({"eager": (1, 1)})
+    bottom = ax.get_ylim()[0]
+    assert ax.get_yscale() == "log" and bottom == pytest.approx(1e-4)  # a decade below the smallest error's decade
+    for run in errors:
+        (bars,) = [c for c in ax.containers if c.get_label() == run]
+        assert [b.get_y() for b in bars] == pytest.approx([bottom] * 2)
+        assert [b.get_y() + b.get_height() for b in bars] == pytest.approx(list(errors[run]))
+    assert sorted(t.get_text() for t in ax.texts) == sorted(f"{v:.2e}" for e in errors.values() for v in e)
 
 
 def test_plot_errors_takes_the_precision_errors_record():
     def run(mx, mean):
         return compiled.RunErrors(mx, mean, equals_eager=False, ulps_from_eager=1.0, fraction_differing=0.1)
 
-    errors = compiled.PrecisionErrors("mlp", run(1e-2, 3e-3), run(8e-3, 2e-3))
-    ax = compiled.plot_errors(errors)
+    ax = compiled.plot_errors(compiled.PrecisionErrors("mlp", run(1e-2, 3e-3), run(8e-3, 2e-3)))
     assert [c.get_label() for c in ax.containers] == ["eager", "compiled"]
-    assert sorted(t.get_text() for t in ax.texts) == sorted(f"{v:.2e}" for v in (1e-2, 3e-3, 8e-3, 2e-3))
 
 
 def test_plot_step_times_draws_every_setting():
     times = {k: timing.time_fn(lambda: None, repeats=1) for k in ("eager fp32", "compiled fp32")}
-    ax = compiled.plot_step_times(times)
-    assert len(ax.containers[0]) == 2
-    with pytest.raises(TypeError):
-        compiled.plot_step_times({"a": 1.0})
-
-
-def test_plot_errors_bars_reach_their_values_from_one_base_and_say_them():
-    errors = {"eager": (1.31e-2, 3.0e-3), "compiled": (1.01e-2, 2.3e-3), "emulated": (1.31e-2, 3.0e-3)}
-    ax = compiled.plot_errors(errors)
-    bottom = ax.get_ylim()[0]
-    assert bottom == pytest.approx(1e-4)  # a decade below the smallest error's decade
-    for run in errors:
-        (bars,) = [c for c in ax.containers if c.get_label() == run]
-        assert [b.get_y() for b in bars] == pytest.approx([bottom] * 2)
-        assert [b.get_y() + b.get_height() for b in bars] == pytest.approx(list(errors[run]))
-    assert sorted(t.get_text() for t in ax.texts) == sorted(f"{v:.2e}" for e in errors.values() for v in e)
-    ax.figure.canvas.draw()
-    assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1
+    assert len(compiled.plot_step_times(times).containers[0]) == 2

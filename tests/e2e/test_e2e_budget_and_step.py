@@ -6,7 +6,6 @@ import math
 
 import pytest
 import torch
-from torch import nn
 
 from amp_lessons.e2e import _common, _experiments as e2e, _models as models, _records as records, _training, key_code
 from amp_lessons.e2e._records import LaunchTable, RateTable, ThroughputTable, TrainingTable
@@ -27,8 +26,13 @@ def test_the_package_runs_the_notebooks_step():
     real = key_code.make_step
 
     def spy(*args):
-        calls.append(args[2:])
-        return real(*args)
+        inner = real(*args)
+
+        def step(x, y):
+            calls.append((*args[2:], tuple(x.shape), tuple(y.shape)))
+            return inner(x, y)
+
+        return step
 
     mp = pytest.MonkeyPatch()
     mp.setattr(key_code, "make_step", spy)
@@ -36,7 +40,7 @@ def test_the_package_runs_the_notebooks_step():
         r = e2e.train("bf16 autocast", steps=3, progress=False, model_kwargs=TINY, batch=2)
     finally:
         mp.undo()
-    assert r.ran and calls == [("bf16 autocast", "cpu", 1.0)]
+    assert r.ran and calls == [("bf16 autocast", "cpu", 1.0, (2, 16), (2, 16))] * 3
     mine = e2e.train("bf16 autocast", steps=3, progress=False, model_kwargs=TINY, batch=2, make_step=key_code.make_step)
     assert mine.loss == r.loss  # same seed and data, the same function: the same losses
 
@@ -75,27 +79,6 @@ def test_the_step_clips_the_true_gradients(config):
     assert clipped and all(0.05 * 0.99 < n <= 0.05 * 1.001 for n in clipped), clipped
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "err", "match"),
-    [
-        ({"max_norm": -1.0}, ValueError, "max_norm must be a positive, finite number or None"),
-        ({"max_norm": math.nan}, ValueError, "max_norm"),
-        ({"max_norm": math.inf}, ValueError, "max_norm"),
-        ({"max_norm": "1"}, TypeError, "max_norm must be a positive number or None"),
-        ({"max_norm": True}, TypeError, "max_norm"),
-        ({"config": "fp8"}, ValueError, "config must be one of"),
-        ({"device_type": "mps"}, ValueError, "device_type must be 'cpu' or 'cuda'"),
-        ({"model": "model"}, TypeError, "model must be a torch.nn.Module"),
-        ({"optimizer": None}, TypeError, "optimizer must be a torch.optim.Optimizer"),
-    ],
-)
-def test_amp_step_bad_inputs(kwargs, err, match):
-    model = nn.Linear(2, 2)
-    args = dict(model=model, optimizer=torch.optim.SGD(model.parameters(), lr=0.1), config="fp32", device_type="cpu")
-    with pytest.raises(err, match=match):
-        e2e.amp_step(**{**args, **kwargs})
-
-
 # --- time budgets: re-checked as the work goes -------------------------------------------------------------------
 
 
@@ -111,9 +94,6 @@ def test_train_stops_adding_steps_when_its_budget_is_spent():
     assert short.steps == 4 and short.stopped_early is None  # fewer steps than the floor: all of them
     t = TrainingTable.of([full, cut])
     assert f"fp32: stopped after {e2e.MIN_TRAIN_STEPS} of 12 steps" in str(t)
-    for bad in (-1, 0, math.nan, "1", True):
-        with pytest.raises((TypeError, ValueError), match="budget_s"):
-            e2e.train("fp32", steps=3, progress=False, model_kwargs=TINY, batch=2, budget_s=bad)
 
 
 def test_throughput_skips_the_rest_once_its_total_budget_is_spent():
@@ -122,8 +102,6 @@ def test_throughput_skips_the_rest_once_its_total_budget_is_spent():
     for r in rows[1:]:
         assert r["skipped"].startswith("the time budget of 1e-09 s for these matmuls was spent") and r["tflops"] is None
     assert all(r["skipped"] is None for r in e2e.matmul_throughput([16, 32], ("fp32",), repeats=1))
-    with pytest.raises(ValueError, match="total_budget_s"):
-        e2e.matmul_throughput([8], total_budget_s=0)
 
 
 def test_launch_demo_and_inference_time_fewer_runs_once_the_budget_is_spent():
@@ -135,43 +113,57 @@ def test_launch_demo_and_inference_time_fewer_runs_once_the_budget_is_spent():
     assert "tiny: timed 3 and 3 steps, not 8" in str(LaunchTable.of(out))
     whole = e2e.launch_bound_demo(repeats=4, large_width=32, progress=False)
     assert len(whole.tiny.fp32_times_s) == 4 and whole.tiny.cut_short is None
-    with pytest.raises(TypeError, match="progress"):
-        e2e.launch_bound_demo(progress="yes")
     rows = e2e.inference_compare(repeats=5, budget_s=1e-9)
     slow16 = _common.slow_fp16(torch.device("cpu"))
     for r in rows:
         want = 1 if (r["variant"] == "fp16 weights" and slow16) else 3
         assert len(r["times_s"]) == want, r
     assert "timed 3 times, not 5: the time budget was spent" in rows[0]["note"]
-    with pytest.raises(ValueError, match="budget_s"):
-        e2e.inference_compare(budget_s=-1)
 
 
 # --- verdicts: a wide spread concludes nothing ------------------------------------------------------------------
 
 
-def test_a_wide_spread_is_too_noisy_to_conclude():
-    """The runs of a busy machine (a speed-up anywhere from 0.00x to 400x) get no verdict, not "within the spread"."""
+def _spread_times(q1, med, q3):
+    return (q1 * 0.99, q1, med, q3, q3 * 1.01)
 
-    def steps(model, t32, t16):
-        return records.StepTimes(model, 1.0, t32[1], t16[1], t32[1] / t16[1], t32, t16)
 
-    large = steps("3 x Linear(512, 512), batch 512", (0.020, 0.021, 0.022), (0.010, 0.011, 0.012))
-    noisy = steps("3 x Linear(64, 64), batch 8", (1e-4, 2e-4, 4e-2), (1e-4, 3e-4, 5e-2))
-    same = steps("m", (0.020, 0.021, 0.022), (0.021, 0.0215, 0.023))
-    t = LaunchTable.of(records.LaunchBoundDemo(noisy, large, "width 512, as asked"))
-    assert t.verdicts == {"tiny": "too noisy to conclude", "large": "faster"}
-    assert LaunchTable.of(records.LaunchBoundDemo(same, large, "")).verdicts["tiny"] == "within the run-to-run spread"
-    text = str(t)
+def _steps(t32, t16, model="m"):
+    return records.StepTimes(model, 1.0, t32[1], t16[1], t32[1] / t16[1], t32, t16)
+
+
+LARGE = _steps((0.020, 0.021, 0.022), (0.010, 0.011, 0.012), "3 x Linear(512, 512), batch 512")
+
+
+@pytest.mark.parametrize(
+    "t32, t16, words",
+    [
+        # the walkthrough's row: fp32 3.56 ms (3.17 to 10.4 between the quartiles) against bf16 autocast 129 ms (119
+        # to 138): noisy on its own, but every quartile says bf16 is 11x to 50x slower
+        (_spread_times(3.17e-3, 3.56e-3, 10.4e-3), _spread_times(119e-3, 129e-3, 138e-3), "slower"),
+        (_spread_times(100e-3, 130e-3, 200e-3), _spread_times(119e-3, 129e-3, 138e-3), "too noisy to conclude"),
+        ((1e-4, 2e-4, 4e-2), (1e-4, 3e-4, 5e-2), "too noisy to conclude"),  # a speed-up from 0.00x to 400x
+        ((0.020, 0.021, 0.022), (0.021, 0.0215, 0.023), "within the run-to-run spread"),
+        ((0.020, 0.021, 0.022), (0.010, 0.011, 0.012), "faster"),
+    ],
+)
+def test_verdicts_read_the_quartiles(t32, t16, words):
+    assert LaunchTable.of(records.LaunchBoundDemo(_steps(t32, t16), LARGE, "")).verdicts["tiny"] == words
+    runs = [
+        records.TrainRun("fp32", True, step_times_s=t32, peak_memory_bytes=1, final_loss=1.0),
+        records.TrainRun("bf16 autocast", True, step_times_s=t16, peak_memory_bytes=1, final_loss=1.0),
+    ]
+    text = str(TrainingTable.of(runs))
+    assert ("bf16 autocast: step times too noisy to compare with fp32's" in text) == (words == "too noisy to conclude")
+    assert ("within the run-to-run spread of fp32's" in text) == (words == "within the run-to-run spread")
+
+
+def test_a_noisy_row_of_the_launch_table_says_so():
+    noisy = _steps((1e-4, 2e-4, 4e-2), (1e-4, 3e-4, 5e-2), "3 x Linear(64, 64), batch 8")
+    text = str(LaunchTable.of(records.LaunchBoundDemo(noisy, LARGE, "width 512, as asked")))
     tiny_row = next(line for line in text.splitlines() if line.startswith("tiny"))
     assert "too noisy to conclude" in tiny_row and "within the run-to-run spread" not in tiny_row
     assert "more than 1.5x apart" in text
-    runs = [
-        records.TrainRun("fp32", True, step_times_s=(0.03, 0.04, 0.5), peak_memory_bytes=1, final_loss=1.0),
-        records.TrainRun("bf16 autocast", True, step_times_s=(0.03, 0.035, 0.4), peak_memory_bytes=1, final_loss=1.0),
-    ]
-    text = str(TrainingTable.of(runs))
-    assert "bf16 autocast: step times too noisy to compare with fp32's" in text and "within" not in text
 
 
 def test_rate_table_says_when_the_rates_are_too_noisy():
@@ -181,6 +173,7 @@ def test_rate_table_says_when_the_rates_are_too_noisy():
     # the table compares the fastest runs, the rates the lessons use: 1e-3 / 5e-4 = 2 and 1e-3 / 0.1 = 0.01
     rows = {line.split()[0]: line.split()[-1] for line in str(t).splitlines()[3:6]}
     assert rows == {"fp32": "1", "bf16": "2.00", "fp16": "0.0100"}
+    assert "every other round on one thread" in str(t)
 
 
 def _row(size, times, dtype="bf16"):
@@ -201,3 +194,16 @@ def test_alignment_verdict_says_what_was_measured_either_way():
     assert alone.alignment_verdict() == "bf16: too few sizes measured here to compare multiples of 8 with other sizes."
     with pytest.raises(ValueError, match="multiple"):
         same.alignment_verdict(0)
+
+
+def test_each_odd_size_is_compared_with_its_nearest_multiple():
+    """256 slower than 257 must show: each odd size against its nearest aligned size, not the fastest one."""
+    t = lambda n, rate: tuple(2 * n**3 / (rate * f) for f in (0.99, 1.0, 1.01))  # noqa: E731
+    table = ThroughputTable.of(
+        [_row(256, t(256, 1.35e9)), _row(257, t(257, 3.04e9)), _row(263, t(263, 2.0e9)), _row(264, t(264, 3.0e9))]
+    )
+    verdict = table.alignment_verdict()
+    assert "n=257 at 2.25x the rate of n=256 (faster)" in verdict  # 3.04 / 1.35
+    assert "n=263 at 0.67x the rate of n=264 (slower)" in verdict
+    close = ThroughputTable.of([_row(64, t(64, 1.0e9)), _row(65, t(65, 0.997e9))])
+    assert "n=65 at 0.9970x the rate of n=64" in close.alignment_verdict()  # not "1.00x (slower)"

@@ -42,7 +42,7 @@ def fake_cpu(monkeypatch):
 
 
 def test_generations_table_is_ordered_and_complete():
-    gens = records.TENSOR_CORE_GENERATIONS
+    gens = records.TENSOR_CORE_GENERATIONS  # what lesson 06's table says (its cell marks this machine: not compared)
     assert [g[0] for g in gens] == [1, 2, 3, 4, 5]
     assert [g[3] for g in gens] == sorted(g[3] for g in gens)
     added = {g[1].split()[0]: g[4] for g in gens}
@@ -79,9 +79,6 @@ def test_table_without_gpu_says_what_the_cpu_has():
     assert t.machine.endswith("bf16 instructions yes, fp16 instructions yes")
     pascal = records.tensor_core_table(device_report(cpu=NO_FP16_CPU, gpu_properties=gpu("Tesla P100", 6, 0)))
     assert pascal.marked is None and "no tensor cores" in pascal.machine
-    assert repr(records.tensor_core_table()).startswith("NVIDIA tensor-core generations")  # this machine
-    with pytest.raises(TypeError, match="DeviceReport"):
-        records.tensor_core_table("H100")
 
 
 # --- matmul throughput ---------------------------------------------------------------------------
@@ -107,13 +104,6 @@ def test_throughput_rows_and_fp16_skip_where_fp16_is_measured_slow(fake_cpu, fak
     assert "TF32" in by[(32, "tf32")]["skipped"] and "fp8" in by[(32, "fp8")]["skipped"]
 
 
-def test_throughput_measures_fp16_like_bf16_where_fp16_is_measured_fast(fake_cpu, fake_rates):
-    fake_cpu(NO_FP16_CPU)  # the flag says no fp16 path: the measured rate decides
-    fake_rates(FAST)
-    rows = e2e.matmul_throughput([48], ("fp16",), repeats=1, max_fp16_cpu_size=0)
-    assert rows[0]["skipped"] is None and rows[0]["tflops"] > 0
-
-
 @pytest.mark.parametrize("fp16_rate, slow", [(2.4e10, True), (2.5e10, False), (1e11, False), (1e9, True)])
 def test_slow_fp16_is_decided_by_the_measured_rate(fake_cpu, fake_rates, fp16_rate, slow):
     for cpu in (NO_FP16_CPU, FP16_CPU):  # the CPU flags do not matter
@@ -132,18 +122,6 @@ def test_odd_size_effect_rows():
     rows = e2e.odd_size_effect(base=64, offsets=(0, 1, 8), repeats=1)
     assert [r["size"] for r in rows] == [64, 65, 72] and [r["offset"] for r in rows] == [0, 1, 8]
     assert rows[0]["relative_to_first"] == 1.0 and all(r["relative_to_first"] > 0 for r in rows)
-    with pytest.raises(ValueError, match="offsets is empty"):
-        e2e.odd_size_effect(offsets=())
-
-
-def test_launch_bound_demo_reports_both_models():
-    out = e2e.launch_bound_demo(repeats=2, large_width=64)
-    assert isinstance(out, records.LaunchBoundDemo) and out.__dataclass_params__.frozen
-    assert set(out.runs) == {"tiny", "large"} and out.tiny.model == "3 x Linear(64, 64), batch 8"
-    for r in out.runs.values():
-        assert r.fp32_step_s > 0 and r.bf16_autocast_step_s > 0
-        assert r.speedup == pytest.approx(r.fp32_step_s / r.bf16_autocast_step_s)
-    assert repr(out) == repr(LaunchTable.of(out))  # shown as its table
 
 
 # --- peak memory ----------------------------------------------------------------------------------
@@ -160,8 +138,6 @@ def test_peak_memory_sees_a_64_mib_tensor():
     assert 64 * 2**20 <= peak < 66 * 2**20
     keep = torch.empty(32 * 2**20, dtype=torch.uint8)  # allocated before: not counted
     assert e2e.peak_memory(lambda: keep.fill_(0)) < 2**20
-    with pytest.raises(TypeError, match="callable"):
-        e2e.peak_memory(42)
 
 
 # --- data, model, training ------------------------------------------------------------------------
@@ -175,10 +151,6 @@ def test_make_batches_is_seeded_and_follows_the_rule():
     nxt = {}
     for prev, cur in zip(a[..., :-1].reshape(-1).tolist(), a[..., 1:].reshape(-1).tolist()):
         assert nxt.setdefault(prev, cur) == cur  # noise 0: one fixed successor per token
-    with pytest.raises(ValueError, match="vocab"):
-        models.make_batches(0, 1, 1, 4, 1)
-    with pytest.raises(ValueError, match="noise"):
-        models.make_batches(0, 1, 1, 4, 8, noise=2)
 
 
 def test_tiny_transformer_shapes_and_causality():
@@ -193,8 +165,6 @@ def test_tiny_transformer_shapes_and_causality():
         assert torch.allclose(m(x)[:, :-1], m(x2)[:, :-1], atol=1e-6)
     with pytest.raises(ValueError, match="divisible"):
         models.TinyTransformer(d_model=30, n_heads=4)
-    with pytest.raises(ValueError, match="seq <= 16"):
-        m(torch.zeros(1, 17, dtype=torch.long))
 
 
 def test_train_fp32_and_bf16_learn_and_agree():
@@ -208,35 +178,11 @@ def test_train_fp32_and_bf16_learn_and_agree():
     assert runs["fp32"].final_loss == pytest.approx(runs["bf16 autocast"].final_loss, rel=0.15)
 
 
-def test_train_runs_the_step_the_caller_writes():
-    calls = []
-
-    def make_step(model, optimizer, config, device_type):
-        inner = e2e.amp_step(model, optimizer, config, device_type)
-
-        def step(x, y):
-            calls.append((tuple(x.shape), tuple(y.shape), config, device_type))
-            return inner(x, y)
-
-        return step
-
-    mine = e2e.train("bf16 autocast", steps=3, progress=False, model_kwargs=TINY, batch=2, make_step=make_step)
-    default = e2e.train("bf16 autocast", steps=3, progress=False, model_kwargs=TINY, batch=2)
-    assert calls == [((2, 16), (2, 16), "bf16 autocast", "cpu")] * 3
-    assert mine.loss == default.loss  # same seed, same data, same recipe: the same losses
-    with pytest.raises(TypeError, match="make_step must be a function"):
-        e2e.train("fp32", steps=2, progress=False, model_kwargs=TINY, make_step="amp")
-    with pytest.raises(TypeError, match="must return a callable step"):
-        e2e.train("fp32", steps=2, progress=False, model_kwargs=TINY, make_step=lambda *a: None)
-    with pytest.raises(TypeError, match="must return the loss as a float"):
-        e2e.train("fp32", steps=2, progress=False, model_kwargs=TINY, make_step=lambda *a: lambda x, y: "low")
-
-
 def test_train_does_not_run_fp16_or_tf32_where_they_mean_nothing(fake_cpu, fake_rates):
     fake_cpu(NO_FP16_CPU)
     fake_rates(NO_BF16)
     r = e2e.train("fp16 autocast + GradScaler", progress=False)
-    assert isinstance(r, records.TrainRun) and r.ran is False and r.loss == () and r.final_loss is None
+    assert r.ran is False and r.loss == () and r.final_loss is None
     assert r.reason.startswith("not run: fp16 matmuls run at 0.03x the fp32 rate here (measured at 256^3)")
     t = e2e.train("tf32", progress=False)
     assert t.ran is False and "TF32" in t.reason
@@ -244,13 +190,6 @@ def test_train_does_not_run_fp16_or_tf32_where_they_mean_nothing(fake_cpu, fake_
         "fp16 autocast + GradScaler", steps=4, progress=False, model_kwargs=TINY, batch=2, allow_slow_fp16=True
     )
     assert forced.ran and len(forced.loss) == 4 and all(math.isfinite(v) for v in forced.loss)
-
-
-def test_train_runs_fp16_where_fp16_is_measured_fast(fake_cpu, fake_rates):
-    fake_cpu(FP16_CPU)
-    fake_rates(FAST)
-    r = e2e.train("fp16 autocast + GradScaler", steps=3, progress=False, model_kwargs=TINY, batch=2)
-    assert r.ran and len(r.loss) == 3
 
 
 # --- inference ------------------------------------------------------------------------------------
@@ -268,19 +207,14 @@ def test_inference_errors_are_ordered():
         rows["bf16 weights"]["param_bytes"] * 2 == rows["fp32"]["param_bytes"] == rows["bf16 autocast"]["param_bytes"]
     )
     assert rows["bf16 autocast"]["output_dtype"] == "bfloat16" and rows["fp16 weights"]["output_dtype"] == "float16"
-    with pytest.raises(TypeError, match="TinyTransformer"):
-        e2e.inference_compare(model=torch.nn.Linear(2, 2))
 
 
 def test_overflow_demo_breaks_fp16_not_bf16():
     out = e2e.overflow_demo()
-    assert isinstance(out, records.OverflowDemo) and out.__dataclass_params__.frozen
     assert out.max_activation > out.fp16_max == 65504
     assert not out.fp16_finite and any(math.isnan(v) or math.isinf(v) for v in out.outputs["fp16"])
     assert out.bf16_finite and 0 < out.bf16_max_abs_error < 0.05
     assert all(math.isfinite(v) for v in out.outputs["fp32"])
-    rows = {line.rsplit(None, 1)[0]: line.rsplit(None, 1)[1] for line in repr(out).splitlines()[1:]}
-    assert rows["fp16 outputs finite"] == "False" and rows["bf16 outputs finite"] == "True"
 
 
 # --- reference experiments ------------------------------------------------------------------------
@@ -295,8 +229,6 @@ def test_reference_experiments_run_small_on_cpu():
     tr = recorders.record_training("cpu", steps=3, model_kwargs=TINY, batch=2)
     assert tr["fp32_step_time_s"] > 0 and tr["bf16_peak_memory_bytes"] > 0 and "tf32_not_run" in tr
     assert reference._results_problem(tr) is None
-    with pytest.raises(ValueError, match="device"):
-        recorders.record_matmul_throughput("gpu")
 
 
 # --- sizing the work by measured matmul rates ----------------------------------------------------
@@ -320,8 +252,6 @@ def test_matmul_rates_are_measured_once_per_process():
     rates = e2e.matmul_rates()
     assert set(rates) == {"fp32", "bf16", "fp16"} and all(v > 0 and math.isfinite(v) for v in rates.values())
     assert e2e.matmul_rates("cpu") == rates  # cached: the same measurement
-    with pytest.raises(ValueError, match="device"):
-        e2e.matmul_rates("tpu")
 
 
 def test_training_plan_keeps_the_full_model_where_bf16_is_fast(fake_cpu, fake_rates):
@@ -330,8 +260,6 @@ def test_training_plan_keeps_the_full_model_where_bf16_is_fast(fake_cpu, fake_ra
     plan = e2e.training_plan()
     assert plan.model == models.CPU_MODEL and plan.batch == 16 and plan.steps == 40
     assert plan.configs == ("fp32", "bf16 autocast") and not plan.scaled_down
-    assert isinstance(plan, records.TrainingPlan) and plan.__dataclass_params__.frozen
-    assert "bf16 autocast" in repr(plan) and plan.note in repr(plan)
     assert plan.note.startswith("full size: d_model 256")
     # predicted time = steps x step FLOPs / rate, per config
     assert plan.predicted_s["bf16 autocast"] == pytest.approx(40 * models.step_flops(models.CPU_MODEL, 16) / 2e11)
@@ -379,8 +307,6 @@ def test_throughput_skips_rows_over_the_budget(fake_rates):
     reason = by[(1024, "bf16")]["skipped"]
     assert reason.startswith("bf16 at n=1024 would take about") and reason.endswith("over budget_s=0.001")
     assert by[(1024, "bf16")]["tflops"] is None
-    with pytest.raises(ValueError, match="budget_s"):
-        e2e.matmul_throughput([8], budget_s=-1)
 
 
 def test_odd_size_and_launch_bound_demo_shrink_to_the_budget(fake_rates):
@@ -391,8 +317,6 @@ def test_odd_size_and_launch_bound_demo_shrink_to_the_budget(fake_rates):
     out = e2e.launch_bound_demo(repeats=2)
     assert out.large.model == "3 x Linear(64, 64), batch 64"
     assert out.width_chosen.startswith("width 64, not 512:")
-    fake_rates(FAST)
-    assert e2e.launch_bound_demo(repeats=2, large_width=32).width_chosen == "width 32, as asked"
 
 
 # --- results as tables (the records' HTML and text renderings) ---------------------------------------------
@@ -425,8 +349,6 @@ def test_rate_table_shows_the_runs_behind_matmul_rates():
     )
     text, html = both(t)
     assert "median (GFLOP/s)" in text and "256^3 matmuls on cpu" in text and "max / fp32 max" in html
-    with pytest.raises(ValueError, match="device"):
-        RateTable.of("tpu")
 
 
 def fake_row(dtype, size, times, peak=None, skipped=None):
@@ -503,19 +425,6 @@ def test_training_table_shows_step_spread_memory_and_loss():
         t.step_times("tf32")
 
 
-def test_training_table_of_a_real_run():
-    r = e2e.train("fp32", steps=4, batch=2, progress=False, sync_every=1,
-                  model_kwargs=dict(vocab=16, d_model=32, n_heads=2, n_layers=1, seq_len=16))  # fmt: skip
-    assert len(r.step_times_s) == 2  # 3 steps timed one by one, the first one a warm-up
-    t = TrainingTable.of([r])
-    assert t.ran[0][1].n == 2 and "final loss" in str(t)
-    assert repr(r) == repr(t)  # a run is shown as its one-row table
-    with pytest.raises(TypeError, match="runs must be a list of the TrainRuns of e2e.train"):
-        TrainingTable.of([])
-    with pytest.raises(TypeError, match="runs must be a list of the TrainRuns of e2e.train"):
-        TrainingTable.of([{"config": "fp32", "ran": False, "reason": "x"}])
-
-
 def test_inference_table():
     rows = [
         {"variant": "fp32", "max_abs_error": 0.0, "times_s": (0.02, 0.0201, 0.03), "param_bytes": 6516992,
@@ -529,5 +438,3 @@ def test_inference_table():
     assert "forward median (ms)" in text and "20.1" in text and "608" in text and "0.015" in text
     assert "parameters (MiB)" in text and "6.22" in text and "3.11" in text
     assert "bf16 weights: .to(torch.bfloat16): everything bf16" in html
-    real = e2e.inference_compare(repeats=2)
-    assert all(len(r["times_s"]) >= 1 for r in real) and len(InferenceTable.of(real).rows) == 4

@@ -1,6 +1,6 @@
 """Lesson 06's measurements under load and its inputs: the interleaved rate probe, verdicts that read quartile
 ranges that do not overlap, training timed in blocks without a host sync per step, the launch-bound demo's
-arithmetic share, and the checks of token ids and model arguments."""
+arithmetic share, and the check of model arguments."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from amp_lessons.e2e import _common, _records as records
-from amp_lessons.e2e._records import LaunchTable, RateTable, ThroughputTable, TrainingTable
+from amp_lessons.e2e._records import LaunchTable, TrainingTable
 from tests.faces import internals
 
 e2e = internals("e2e")
@@ -69,42 +69,6 @@ def test_the_probe_runs_every_other_round_on_one_thread(monkeypatch):
     assert per_round == [[2] * 3 if r % 2 == 0 else [1] * 3 for r in range(_common.PROBE_ROUNDS)]
 
 
-def test_the_rate_table_compares_the_fastest_probes():
-    t = RateTable({"fp32": (1e-3, 30e-3, 40e-3), "bf16": (2e-3, 2e-3, 50e-3), "fp16": (0.1, 0.1, 0.1)}, 256, "cpu")
-    rows = {line.split()[0]: line.split()[-1] for line in str(t).splitlines()[3:6]}
-    assert rows == {"fp32": "1", "bf16": "0.500", "fp16": "0.0100"}
-    assert "every other round on one thread" in str(t)
-
-
-# --- verdicts ----------------------------------------------------------------------------------------------------
-
-
-def _spread_times(q1, med, q3):
-    return (q1 * 0.99, q1, med, q3, q3 * 1.01)
-
-
-def test_quartile_ranges_apart_give_a_verdict_however_noisy():
-    """The walkthrough's row: fp32 3.56 ms (3.17 to 10.4 between the quartiles) against bf16 autocast 129 ms (119 to
-    138): every quartile says bf16 is 11x to 50x slower, so the verdict is "slower", not "too noisy"."""
-    fp32 = _spread_times(3.17e-3, 3.56e-3, 10.4e-3)
-    bf16 = _spread_times(119e-3, 129e-3, 138e-3)
-    large = records.StepTimes("large", 1.0, 3.56e-3, 129e-3, 3.56 / 129, fp32, bf16)
-    t = LaunchTable.of(records.LaunchBoundDemo(large, large, ""))
-    assert t.comparisons["large"].baseline.quartile_ratio > e2e.NOISY_RANGE  # noisy on its own
-    assert t.verdicts == {"tiny": "slower", "large": "slower"}
-    runs = [
-        records.TrainRun("fp32", True, step_times_s=fp32, peak_memory_bytes=1, final_loss=1.0),
-        records.TrainRun("bf16 autocast", True, step_times_s=bf16, peak_memory_bytes=1, final_loss=1.0),
-    ]
-    assert "too noisy" not in str(TrainingTable.of(runs))
-    # overlapping and noisy: still no verdict
-    overlapping = _spread_times(100e-3, 130e-3, 200e-3)
-    t2 = LaunchTable.of(
-        records.LaunchBoundDemo(records.StepTimes("m", 1.0, 0.13, 0.129, 1.0, overlapping, bf16), large, "")
-    )
-    assert t2.verdicts["tiny"] == "too noisy to conclude"
-
-
 # --- the launch-bound demo ---------------------------------------------------------------------------------------
 
 
@@ -134,11 +98,12 @@ def test_arithmetic_share_is_what_grows_with_the_batch():
     assert all(sentence in text for sentence in reading)
 
 
-def test_launch_bound_demo_measures_the_grown_batch_on_one_thread():
+def test_launch_bound_demo_measures_both_models_and_the_grown_batch():
     out = e2e.launch_bound_demo(repeats=3, large_width=32, progress=False)
+    assert out.tiny.model == "3 x Linear(64, 64), batch 8" and out.width_chosen == "width 32, as asked"
     for r in out.runs.values():
         assert r.growth == e2e.BATCH_GROWTH == 8 and len(r.fp32_grown_times_s) == len(r.fp32_times_s) == 3
-        assert 0 <= r.arithmetic_share <= 1
+        assert 0 <= r.arithmetic_share <= 1 and r.speedup == pytest.approx(r.fp32_step_s / r.bf16_autocast_step_s)
     assert out.tiny.batch == 8 and out.large.batch == 32
     assert out.bf16_over_fp32 == pytest.approx(e2e.matmul_rates()["bf16"] / e2e.matmul_rates()["fp32"])
     assert torch.get_num_threads() >= 1  # restored after the demo's one-thread block
@@ -186,7 +151,10 @@ def test_train_reads_no_loss_inside_a_timed_block(monkeypatch):
     assert events == want
 
 
-def test_train_accepts_a_step_that_returns_a_float_and_refuses_other_losses():
+def test_train_runs_the_step_the_caller_writes_and_refuses_what_is_no_step():
+    with pytest.raises(TypeError, match="must return a callable step"):
+        e2e.train("fp32", steps=2, progress=False, model_kwargs=TINY, make_step=lambda *a: None)
+
     def make(returns):
         def make_step(model, optimizer, config, device_type):
             inner = e2e.amp_step(model, optimizer, config, device_type)
@@ -200,9 +168,6 @@ def test_train_accepts_a_step_that_returns_a_float_and_refuses_other_losses():
     for bad in (lambda t: t.reshape(1), lambda t: t.long(), lambda t: "low"):
         with pytest.raises(TypeError, match="0-dim float tensor"):
             e2e.train("fp32", steps=3, progress=False, model_kwargs=TINY, batch=2, make_step=make(bad))
-    for bad in (0, -1, 1.5, "10"):
-        with pytest.raises((TypeError, ValueError), match="sync_every"):
-            e2e.train("fp32", steps=3, progress=False, model_kwargs=TINY, batch=2, sync_every=bad)
 
 
 # --- bad inputs ----------------------------------------------------------------------------------------------
@@ -211,56 +176,6 @@ def test_train_accepts_a_step_that_returns_a_float_and_refuses_other_losses():
 def test_train_refuses_unknown_model_arguments_naming_the_allowed_ones():
     with pytest.raises(ValueError, match=r"unknown keys 'a'.*vocab, d_model, n_heads, n_layers, seq_len"):
         e2e.train("fp32", model_kwargs={"a": 1}, progress=False)
-    with pytest.raises(TypeError, match="model_kwargs must be a dict of TinyTransformer arguments"):
-        e2e.train("fp32", model_kwargs=[("d_model", 16)], progress=False)
-
-
-@pytest.mark.parametrize(
-    "ids, lo, hi",
-    [([[0, 16]], 0, 16), ([[-1, 3]], -1, 3), ([[100, 2]], 2, 100)],
-)
-def test_token_ids_outside_the_vocabulary_are_refused_by_name(ids, lo, hi):
-    m = e2e.TinyTransformer(**TINY)
-    with pytest.raises(ValueError, match=rf"tokens must be ids in \[0, 15\] \(vocab=16\), got ids from {lo} to {hi}"):
-        m(torch.tensor(ids))
-
-
-def test_token_ids_must_be_integers_and_the_check_can_be_turned_off():
-    m = e2e.TinyTransformer(**TINY).eval()
-    with pytest.raises(
-        TypeError, match="tokens must be an int64 \\(or int32\\) tensor of token ids, got a torch.float32"
-    ):
-        m(torch.zeros(1, 4))
-    with pytest.raises(TypeError, match="got list"):
-        m([[1, 2]])
-    with pytest.raises(ValueError, match="got shape \\(1, 0\\)"):
-        m(torch.zeros(1, 0, dtype=torch.long))
-    ok = torch.tensor([[0, 15, 3]])
-    with torch.no_grad():
-        want = m(ok)
-        assert torch.equal(m(ok.int()), want)
-        m.check_ids = False  # what e2e.train does after checking its batches once
-        assert torch.equal(m(ok), want)
-
-
-# --- odd sizes against their nearest multiple of 8 -------------------------------------------------------------
-
-
-def _row(size, times, dtype="bf16"):
-    return dict(size=size, dtype=dtype, median_s=None, tflops=None, percent_of_peak=None, skipped=None, times_s=times)
-
-
-def test_each_odd_size_is_compared_with_its_nearest_multiple():
-    """256 slower than 257 must show: each odd size against its nearest aligned size, not the fastest one."""
-    t = lambda n, rate: tuple(2 * n**3 / (rate * f) for f in (0.99, 1.0, 1.01))  # noqa: E731
-    table = ThroughputTable.of(
-        [_row(256, t(256, 1.35e9)), _row(257, t(257, 3.04e9)), _row(263, t(263, 2.0e9)), _row(264, t(264, 3.0e9))]
-    )
-    verdict = table.alignment_verdict()
-    assert "n=257 at 2.25x the rate of n=256 (faster)" in verdict  # 3.04 / 1.35
-    assert "n=263 at 0.67x the rate of n=264 (slower)" in verdict
-    close = ThroughputTable.of([_row(64, t(64, 1.0e9)), _row(65, t(65, 0.997e9))])
-    assert "n=65 at 0.9970x the rate of n=64" in close.alignment_verdict()  # not "1.00x (slower)"
 
 
 def test_a_slow_step_does_not_make_a_block_overrun_the_budget(monkeypatch):

@@ -1,6 +1,5 @@
 """Lesson 02's experiments: emulated TF32 against the hardware rule, errors, switches, sizes."""
 
-import dataclasses
 import math
 
 import pytest
@@ -31,8 +30,13 @@ def test_emulated_matmul_rounds_both_inputs_with_the_hardware_rule():
     assert not torch.equal(rne(a), rna(a))  # the planted ties tell the rules apart
     assert torch.equal(tf32.emulated_matmul(a, b, "tf32", "toward_zero"), trunc(a) @ trunc(b))
     assert tf32.emulated_matmul(a, b).dtype == torch.float32
-    with pytest.raises(TypeError, match="float32"):
-        tf32.emulated_matmul(a.double(), b)
+    one = torch.ones(1, 1)
+    tie, odd = torch.tensor([[1.0 + 2**-11]]), torch.tensor([[1.0 + 3 * 2**-11]])  # ties between TF32 neighbours
+    assert tf32.emulated_matmul(tie, one).item() == 1.0  # the default rounds ties to even
+    assert tf32.emulated_matmul(odd, one).item() == 1.0 + 2**-9
+    assert tf32.emulated_matmul(tie, one, "tf32", "nearest_away").item() == 1.0 + 2**-10
+    assert tf32.emulated_matmul(torch.ones(0, 3), torch.ones(3, 2)).shape == (0, 2)
+    assert torch.equal(tf32.emulated_matmul(torch.ones(2, 0), torch.ones(0, 2)), torch.zeros(2, 2))  # an empty sum
 
 
 def test_matmul_errors_orders_the_formats():
@@ -53,30 +57,18 @@ def test_error_measures():
     c = torch.tensor([[1.5, -3.0], [2.0, 1.0]])
     max_err, rel, rms = tf32._errors(c, ref)
     assert max_err == 1.0 and rel == 1.0 / 2.0 and rms == pytest.approx(math.sqrt((0.25 + 1.0) / 4))
-    a = torch.tensor([[1.0 + 2**-11]])  # a TF32 tie between 1 and 1 + 2**-10: ties to even give 1
-    assert tf32.emulated_matmul(a, torch.ones(1, 1)).item() == 1.0
-    assert tf32.emulated_matmul(a, torch.ones(1, 1), "tf32", "nearest_away").item() == 1.0 + 2**-10
-    odd = torch.tensor([[1.0 + 3 * 2**-11]])  # halfway between 1 + 2**-10 (odd) and 1 + 2**-9 (even): up
-    assert tf32.emulated_matmul(odd, torch.ones(1, 1)).item() == 1.0 + 2**-9
-    assert tf32.emulated_matmul(a, torch.ones(1, 1), "tf32", "toward_zero").item() == 1.0
 
 
 def test_error_vs_k_grows_like_sqrt_k():
     ks = [16, 64, 256, 1024]
     d = tf32.error_vs_k(ks, ("tf32", "bf16"), m=32, n=32, seed=2)
     assert d.k == tuple(ks) and set(d.rms) == {"tf32", "bf16"}
-    assert dataclasses.is_dataclass(d) and d.__dataclass_params__.frozen
-    assert "tf32 inputs" in repr(d) and "1024" in repr(d)  # a table: one row per K
     for f in ("tf32", "bf16"):
         slope = math.log(d.rms[f][-1] / d.rms[f][0]) / math.log(ks[-1] / ks[0])
         assert 0.4 < slope < 0.6
     ref_slope = math.log(d.ref_rms[-1] / d.ref_rms[0]) / math.log(ks[-1] / ks[0])
     assert 0.4 < ref_slope < 0.6
-    custom = formats.FloatFormat("e8m3", 8, 3)
-    d2 = tf32.error_vs_k(ks, (custom,), m=8, n=8)
-    assert set(d2.rms) == {"e8m3"}
-    with pytest.raises(ValueError, match="increasing"):
-        tf32.error_vs_k([64, 16])
+    assert set(tf32.error_vs_k(ks, (formats.FloatFormat("e8m3", 8, 3),), m=8, n=8).rms) == {"e8m3"}
 
 
 def test_fp32_precision_context_restores_and_validates():
@@ -96,7 +88,6 @@ def test_fp32_precision_context_restores_and_validates():
 
 def test_switches_tour_reads_the_defaults_and_the_mixing_error():
     tour = tf32.switches_tour()
-    assert isinstance(tour, tf32.SwitchesTour) and tour.__dataclass_params__.frozen
     assert tour.legacy_defaults["torch.backends.cuda.matmul.allow_tf32"] is False
     assert tour.legacy_defaults["torch.backends.cudnn.allow_tf32"] is True
     assert tour.new_api_defaults["torch.backends.cudnn.conv.fp32_precision"] == "tf32"
@@ -105,8 +96,6 @@ def test_switches_tour_reads_the_defaults_and_the_mixing_error():
     assert tour.after_high["torch.backends.cuda.matmul.fp32_precision"] == "tf32"
     assert "RuntimeError" in tour.cuda_matmul_bf16
     assert "mix of the legacy and new APIs" in tour.mixed_read
-    text = repr(tour)
-    assert 'after set_float32_matmul_precision("medium")' in text and "torch.backends.cudnn.allow_tf32" in text
 
 
 def test_conv_and_mkldnn_and_sizes():
@@ -116,11 +105,6 @@ def test_conv_and_mkldnn_and_sizes():
     effect = tf32.mkldnn_precision_effect(size=64)
     assert set(effect) == {"ieee", "tf32", "bf16"} and effect["ieee"] < 1e-5
     assert tf32.pick_size("cpu") == 1024 and tf32.pick_size("cpu", budget_s=0.5) == 512
-    with pytest.raises(ValueError, match="'mps'"):
-        tf32.pick_size("mps")
-    if not torch.cuda.is_available():
-        with pytest.raises(RuntimeError, match="no CUDA GPU"):
-            tf32.matmul_errors(8, 8, 8, device="cuda")
 
 
 def test_time_matmuls_on_cpu_times_fp32_only():
@@ -144,22 +128,8 @@ def test_reference_experiments_run_small_on_cpu():
     assert check["bf16_tflops"] == pytest.approx(2 * 64**3 / check["bf16_time_s"] / 1e12)
 
 
-def test_the_tf32_model_rounds_ties_to_even_by_default():
-    """The course's TF32 model is ties-to-even (what the H100 measured), in the matmul model and in the cast."""
-    import inspect
-
-    assert inspect.signature(tf32.emulated_matmul).parameters["rounding"].default == "nearest_even"
-    a = torch.tensor([[1 + 2**-11]])  # a tie between the TF32 neighbours 1 and 1 + 2**-10
-    assert tf32.emulated_matmul(a, torch.ones(1, 1)).item() == 1.0  # to even: 1, not 1 + 2**-10
-
-
 @pytest.mark.skipif(tf32.has_tf32("cuda"), reason="a TF32 GPU measures 'tf32 hardware'")
 def test_a_selection_that_would_measure_nothing_here_is_an_error():
     with pytest.raises(ValueError) as info:
         tf32.matmul_errors(8, 8, 8, variants=["tf32 hardware"])
     assert "variants=['tf32 hardware']" in str(info.value) and "tf32 emulated" in str(info.value)
-
-
-def test_empty_matrices_work():
-    assert tf32.emulated_matmul(torch.ones(0, 3), torch.ones(3, 2)).shape == (0, 2)
-    assert torch.equal(tf32.emulated_matmul(torch.ones(2, 0), torch.ones(0, 2)), torch.zeros(2, 2))  # an empty sum
