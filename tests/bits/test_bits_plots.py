@@ -26,9 +26,6 @@ def boxes(ax):
     return [p for p in ax.patches if isinstance(p, Rectangle)]
 
 
-# --- describe_value / describe_code ------------------------------------------------------------
-
-
 def test_describe_value_fp16_point_one():
     info = describe_value(0.1, "fp16")
     assert info.stored == 0.0999755859375
@@ -83,22 +80,6 @@ def test_describe_code_round_trips_every_fp8_code():
             assert describe_value(info.stored, "fp8_e5m2").code == code
 
 
-@pytest.mark.parametrize("bad, exc", [("0.1", TypeError), (True, TypeError), ([1.0], TypeError)])
-def test_describe_value_rejects_non_numbers(bad, exc):
-    with pytest.raises(exc, match=repr(bad).replace("[", r"\[").replace("]", r"\]")):
-        describe_value(bad, "fp16")
-
-
-def test_describe_code_rejects_bad_codes():
-    with pytest.raises(ValueError, match="65536"):
-        describe_code(65536, "fp16")
-    with pytest.raises(TypeError, match="1.5"):
-        describe_code(1.5, "fp16")
-
-
-# --- bit layout --------------------------------------------------------------------------------
-
-
 def test_bit_layout_one_in_fp16():
     ax = plot_bit_layout("fp16", 1.0)
     assert digits(ax) == "0011110000000000"
@@ -127,20 +108,7 @@ def test_bit_layout_fields_have_three_colours():
 @pytest.mark.parametrize("name", list(FORMATS))
 def test_bit_layout_every_format_and_extreme_value(name):
     f = FORMATS[name]
-    for value in (
-        0.0,
-        -0.0,
-        1.0,
-        -2.5,
-        f.smallest_subnormal,
-        -f.smallest_subnormal * 3,
-        f.max,
-        f.max * 4,
-        1e39,
-        math.inf,
-        -math.inf,
-        math.nan,
-    ):
+    for value in (-0.0, -f.smallest_subnormal * 3, f.max * 4, 1e39, math.nan):
         ax = plot_bit_layout(name, value)
         assert len(boxes(ax)) == f.bits
         info = describe_value(value, name)
@@ -153,22 +121,6 @@ def test_bit_layout_from_code_and_given_axes():
     assert plot_bit_layout("fp16", ax=ax, code=0x7C01) is ax
     assert digits(ax) == "0111110000000001"
     assert "NaN" in named_artists(ax)["caption"].get_text()
-
-
-def test_bit_layout_rejects_bad_input():
-    with pytest.raises(ValueError, match="fp99.*fp16"):
-        plot_bit_layout("fp99", 1.0)
-    with pytest.raises(TypeError, match="'abc'"):
-        plot_bit_layout("fp16", "abc")
-    with pytest.raises(ValueError, match="'sideways'"):
-        plot_bit_layout("fp16", 1.0, rounding="sideways")
-    with pytest.raises(ValueError, match="not both"):
-        plot_bit_layout("fp16", 1.0, code=1)
-    with pytest.raises(TypeError, match="Axes"):
-        plot_bit_layout("fp16", 1.0, ax="left")
-
-
-# --- spacing ----------------------------------------------------------------------------------
 
 
 def test_spacing_fp16_line_spans_subnormal_to_max():
@@ -198,9 +150,6 @@ def test_spacing_custom_formats():
     assert named_artists(ax)["tiny"].get_xdata().max() == 1.0  # e1m0 fnuz: 0, 1, NaN and -1
 
 
-# --- range and precision -------------------------------------------------------------------------
-
-
 def test_range_precision_bars_come_from_constants():
     ax = plot_range_precision()
     assert len(ax.get_yticklabels()) == len(FORMATS)
@@ -221,9 +170,6 @@ def test_range_precision_subset_order_and_no_subnormals_for_m0():
     ax = plot_range_precision(["bf16", FloatFormat("e5m0", 5, 0)])
     assert [t.get_text().split()[0] for t in ax.get_yticklabels()] == ["bf16", "e5m0"]
     assert "e5m0 subnormals" not in named_artists(ax)
-
-
-# --- rounding error ------------------------------------------------------------------------------
 
 
 def test_rounding_error_stays_under_unit_roundoff_for_normals():
@@ -254,9 +200,6 @@ def test_rounding_error_custom_x_and_modes():
     err = line.get_ydata()
     assert np.isnan(err[[0, 2]]).all()  # exact values: no point on a log axis
     assert err[1] == pytest.approx(0.005859375 / 1.005859375)  # truncated to 1.0, not rounded up
-
-
-# --- number line -------------------------------------------------------------------------------
 
 
 def test_number_line_ticks_every_value():
@@ -302,8 +245,6 @@ def test_bit_layouts_with_one_width_have_boxes_of_one_size():
         widths |= {round(b.width, 3) for b in boxes}
         lefts.add(round(min(b.x0 for b in boxes), 3))
     assert len(widths) == 1 and len(lefts) == 1
-    with pytest.raises(ValueError, match="width must be an int from 16"):
-        plot_bit_layout("fp16", 0.1, width=8)
 
 
 def test_number_line_title_claims_short_subnormal_ticks_only_where_they_show():
