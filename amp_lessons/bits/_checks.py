@@ -11,12 +11,7 @@ from .._exercise import attempt, calls_seen, correct, exercise, finish, not_yet,
 from .._validate import positive
 from ..checks import CheckResult, off_by, same_value
 
-__all__ = [
-    "check_decode_bits",
-    "check_format_choice",
-    "check_max_finite",
-    "check_ulp",
-]
+__all__ = ["check_decode_bits", "check_format_choice", "check_max_finite", "check_ulp"]
 
 
 # (exponent_bits, mantissa_bits) pairs that cover wide, narrow and degenerate IEEE formats

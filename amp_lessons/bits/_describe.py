@@ -10,11 +10,7 @@ import torch
 from .. import _validate
 from ..formats import CLASSES, FloatFormat, check_modes, from_bits, get_format, quantize, to_bits
 
-__all__ = [
-    "BitInfo",
-    "describe_code",
-    "describe_value",
-]
+__all__ = ["BitInfo", "describe_code", "describe_value"]
 
 
 @dataclass(frozen=True)

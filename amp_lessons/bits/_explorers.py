@@ -17,12 +17,7 @@ from ..bits._plots import plot_bit_layout, plot_range_precision, plot_spacing
 from ..formats import ENCODINGS, FORMATS, FloatFormat, get_format
 from ..style import style_context
 
-__all__ = [
-    "BitExplorer",
-    "FormatDesigner",
-    "bit_explorer",
-    "format_designer",
-]
+__all__ = ["BitExplorer", "FormatDesigner", "bit_explorer", "format_designer"]
 
 
 # The bit buttons' colours: pale with black text for a 0, deep with white for a 1 (WCAG AA contrast in every theme).

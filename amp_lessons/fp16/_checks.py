@@ -14,10 +14,7 @@ from .._validate import finite
 from ..checks import CheckResult, off_by, same_value
 from ..fp16._experiments import kahan_sum, running_sum
 
-__all__ = [
-    "check_kahan16",
-    "check_stall_value",
-]
+__all__ = ["check_kahan16", "check_stall_value"]
 
 
 @exercise

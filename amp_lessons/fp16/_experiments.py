@@ -64,14 +64,13 @@ def _is_fp32(f: FloatFormat) -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def _scalar_rounder(f: FloatFormat, rounding: str, overflow: str):
-    """A function rounding one float to ``f`` as :func:`~amp_lessons.formats.quantize` does, faster."""
+def _scalar_rounder(f: FloatFormat):
+    """A function rounding one float to ``f`` (nearest even, the format's own overflow) as quantize does, faster."""
     m, emin, fmax = f.mantissa_bits, f.emin, f.max
-    qmin = emin - m
-    over = {"inf": math.inf, "saturate": fmax, "nan": math.nan}[overflow]
+    over = {"inf": math.inf, "saturate": fmax, "nan": math.nan}[f.default_overflow]
     unsigned_zero = not f.has_negative_zero
-    frexp, ldexp, floor = math.frexp, math.ldexp, math.floor
-    if _is_fp32(f) and rounding == "nearest_even" and overflow == "inf":
+    frexp, ldexp = math.frexp, math.ldexp
+    if _is_fp32(f):
         return float  # quantize returns float32 input unchanged here
 
     def rnd(x: float) -> float:
@@ -84,18 +83,10 @@ def _scalar_rounder(f: FloatFormat, rounding: str, overflow: str):
             r = over
         else:
             e = frexp(a)[1] - 1  # a is in [2**e, 2**(e+1))
-            q = e - m if e > emin else qmin  # the value of the last kept bit: 2**q
-            s = ldexp(a, -q)  # exact
-            if rounding == "nearest_even":
-                n = round(s)
-            elif rounding == "nearest_away":
-                n = floor(s)
-                n += (s - n) >= 0.5
-            else:
-                n = floor(s)
-            r = ldexp(n, q)
+            q = e - m if e > emin else emin - m  # the value of the last kept bit: 2**q
+            r = ldexp(round(ldexp(a, -q)), q)
             if r > fmax:
-                r = fmax if rounding == "toward_zero" else over  # toward zero never makes inf
+                r = over
         if r == 0 and unsigned_zero:
             return 0.0
         return -r if x < 0 else r
@@ -104,7 +95,6 @@ def _scalar_rounder(f: FloatFormat, rounding: str, overflow: str):
 
 
 _FP32 = get_format("fp32")
-_round32 = _scalar_rounder(_FP32, "nearest_even", "inf")
 
 
 def running_sum(values, acc_fmt="fp16", rounding: str = "nearest_even", *, overflow: str | None = None) -> torch.Tensor:
@@ -126,8 +116,8 @@ def running_sum(values, acc_fmt="fp16", rounding: str = "nearest_even", *, overf
         out += np.float32(0.0)  # the loop starts from +0.0, so a leading -0.0 sums to +0.0
         return torch.from_numpy(np.ascontiguousarray(out))
     rows = x.reshape(-1, x.shape[-1])
-    if rows.shape[0] <= _SCALAR_ROWS:
-        rnd = _scalar_rounder(f, rounding, overflow)
+    if rows.shape[0] <= _SCALAR_ROWS and rounding == "nearest_even" and overflow == f.default_overflow:
+        rnd = _scalar_rounder(f)
         out = torch.tensor([_scalar_running_sum(row.tolist(), rnd) for row in rows], dtype=torch.float32)
     else:
         out = torch.empty_like(rows)
@@ -140,19 +130,18 @@ def running_sum(values, acc_fmt="fp16", rounding: str = "nearest_even", *, overf
 
 def _scalar_running_sum(row: list, rnd) -> list:
     acc, out = 0.0, []
-    append, r32 = out.append, _round32
     for v in row:
-        acc = rnd(r32(acc + v))
-        append(acc)
+        acc = rnd(acc + v)
+        out.append(acc)
     return out
 
 
 def _constant_running_sum(v: float, n: int, f: FloatFormat) -> torch.Tensor:
     """``running_sum(torch.full((n,), v), f)``, stopping the loop once the sum stops changing."""
-    rnd = _scalar_rounder(f, "nearest_even", f.default_overflow)
+    rnd = _scalar_rounder(f)
     acc, out = 0.0, []
     for _ in range(n):
-        new = rnd(_round32(acc + v))
+        new = rnd(acc + v)
         out.append(new)
         if new == acc or new != new:  # stuck (inf + v is inf too) or NaN: it stays so
             break
@@ -170,16 +159,12 @@ def kahan_sum(values, fmt="fp16") -> float:
     x = _values(values)
     if x.dim() != 1:
         raise ValueError(f"values must be 1-D, got shape {tuple(x.shape)}")
-    rnd = _scalar_rounder(f, "nearest_even", f.default_overflow)
-
-    def op(a: float) -> float:
-        return rnd(_round32(a))
-
+    rnd = _scalar_rounder(f)
     total = comp = 0.0
     for v in x.tolist():
-        y = op(v - comp)
-        t = op(total + y)
-        comp = op(op(t - total) - y)
+        y = rnd(v - comp)
+        t = rnd(total + y)
+        comp = rnd(rnd(t - total) - y)
         total = t
     return total
 

@@ -18,12 +18,7 @@ from ..fp16 import _experiments as fp16
 from ..fp16._plots import plot_format_regions, plot_running_sums
 from ..style import style_context
 
-__all__ = [
-    "MagnitudeExplorer",
-    "SumExplorer",
-    "magnitude_explorer",
-    "sum_explorer",
-]
+__all__ = ["MagnitudeExplorer", "SumExplorer", "magnitude_explorer", "sum_explorer"]
 
 
 def _rel_text(err: float) -> str:

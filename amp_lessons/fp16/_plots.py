@@ -31,13 +31,7 @@ from ..formats import get_format
 from ..fp16._experiments import GradientCensus, MasterWeightRuns, census_fractions
 from ..style import format_color
 
-__all__ = [
-    "REGION_FORMATS",
-    "plot_format_regions",
-    "plot_gradient_histogram",
-    "plot_loss_curves",
-    "plot_running_sums",
-]
+__all__ = ["REGION_FORMATS", "plot_format_regions", "plot_gradient_histogram", "plot_loss_curves", "plot_running_sums"]
 
 
 _SUM_STYLES = {
