@@ -15,7 +15,7 @@ from amp_lessons._draw import named_artists
 from amp_lessons.bits import plot_bit_layout, plot_number_line, plot_range_precision, plot_rounding_error, plot_spacing
 from amp_lessons.bits._describe import describe_code, describe_value
 from amp_lessons.formats import FORMATS, FloatFormat, representable_values
-from amp_lessons.style import FORMAT_COLORS, style_context
+from amp_lessons.style import style_context
 
 
 def digits(ax) -> str:
@@ -39,21 +39,16 @@ def test_describe_value_fp16_point_one():
 
 @pytest.mark.parametrize(
     "value, fmt, kind, stored",
-    [
-        (1e6, "fp16", "inf", math.inf),
+    [  # the class of each is the engine's (tests/test_one_vocabulary.py); here the stored values at the edges
         (65520.0, "fp16", "inf", math.inf),  # the tie above max rounds up: inf
         (65519.0, "fp16", "normal", 65504.0),
         (1e6, "fp8_e4m3", "saturated", 448.0),
         (464.0, "fp8_e4m3", "normal", 448.0),  # the tie rounds to the even 448: no overflow
         (465.0, "fp8_e4m3", "saturated", 448.0),
         (1e6, "fp8_e4m3fnuz", "nan", math.nan),
-        (1e6, "fp4_e2m1", "saturated", 6.0),
         (1e39, "fp16", "inf", math.inf),  # beyond float32 too
-        (1e-10, "fp16", "flushed", 0.0),
         (1e-50, "fp32", "flushed", 0.0),
-        (2.0**-20, "fp16", "subnormal", 2.0**-20),
         (-0.0, "fp16", "zero", -0.0),
-        (math.inf, "bf16", "inf", math.inf),
         (math.nan, "fp16", "nan", math.nan),
     ],
 )
@@ -137,11 +132,6 @@ def test_spacing_fp16_line_spans_subnormal_to_max():
     assert named_artists(ax)["fp16 smallest normal"].get_xdata()[0] == 2.0**-14
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert {"fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "max", "smallest normal"} == set(labels)
-
-
-def test_spacing_colours_follow_the_style():
-    ax = plot_spacing(("bf16", "fp8_e4m3"))
-    assert matplotlib.colors.to_hex(named_artists(ax)["bf16"].get_color()) == FORMAT_COLORS["bf16"].lower()
 
 
 def test_spacing_custom_formats():
