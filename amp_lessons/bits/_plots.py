@@ -100,14 +100,7 @@ def plot_bit_layout(
     ax.set_title(f"{f.name} (e{e}m{f.mantissa_bits}, {f.encoding}): {n} bits")
     if caption:
         text = ax.text(
-            left + 0.1,
-            1.5,
-            info.caption,
-            ha="left",
-            va="bottom",
-            family="monospace",
-            fontsize=10,
-            linespacing=1.4,
+            left + 0.1, 1.5, info.caption, ha="left", va="bottom", family="monospace", fontsize=10, linespacing=1.4
         )
         name_artist(ax, "caption", text)
     return ax
@@ -145,12 +138,7 @@ def plot_spacing(formats=SPACING_FORMATS, ax=None) -> Axes:
         name_artist(ax, f.name, ax.step(xs, ys, where="post", color=color, label=format_label(f))[0])
         name_artist(ax, f"{f.name} max", ax.plot([f.max], [ys[-1]], "o", color=color)[0])
         (normal,) = ax.plot(
-            [f.smallest_normal],
-            [math.ldexp(1.0, f.emin - f.mantissa_bits)],
-            "o",
-            mfc="white",
-            mec=color,
-            mew=1.5,
+            [f.smallest_normal], [math.ldexp(1.0, f.emin - f.mantissa_bits)], "o", mfc="white", mec=color, mew=1.5
         )
         name_artist(ax, f"{f.name} smallest normal", normal)
     ax.set_xscale("log")

@@ -87,17 +87,16 @@ def test_bit_layout_one_in_fp16():
     assert "relative rounding error 0 (exact)" in caption.get_text()
 
 
-def test_bit_layout_without_caption_keeps_the_digits():
+def test_bit_layout_without_caption_without_value_and_from_a_code():
     ax = plot_bit_layout("bf16", -2.0, caption=False)
     assert digits(ax) == "1100000000000000" and "caption" not in named_artists(ax)
-
-
-def test_bit_layout_fields_have_three_colours():
     ax = plot_bit_layout("fp8_e4m3")
-    colours = [tuple(p.get_facecolor()) for p in boxes(ax)]
-    assert len(set(colours)) == 3
-    assert colours[0] != colours[1] == colours[4] != colours[5] == colours[7]
+    colours = [tuple(p.get_facecolor()) for p in boxes(ax)]  # sign, exponent and mantissa in three colours
+    assert len(set(colours)) == 3 and colours[0] != colours[1] == colours[4] != colours[5] == colours[7]
     assert digits(ax) == ""  # no value: empty boxes
+    fig, ax = plt.subplots()
+    assert plot_bit_layout("fp16", ax=ax, code=0x7C01) is ax
+    assert digits(ax) == "0111110000000001" and "NaN" in named_artists(ax)["caption"].get_text()
 
 
 @pytest.mark.parametrize("name", list(FORMATS))
@@ -111,23 +110,13 @@ def test_bit_layout_every_format_and_extreme_value(name):
         plt.close(ax.figure)
 
 
-def test_bit_layout_from_code_and_given_axes():
-    fig, ax = plt.subplots()
-    assert plot_bit_layout("fp16", ax=ax, code=0x7C01) is ax
-    assert digits(ax) == "0111110000000001"
-    assert "NaN" in named_artists(ax)["caption"].get_text()
-
-
 def test_spacing_fp16_line_spans_subnormal_to_max():
     ax = plot_spacing()
-    line = named_artists(ax)["fp16"]
-    assert line.get_xdata().max() == 65504.0
-    assert line.get_xdata().min() == 2.0**-24
-    assert line.get_ydata().min() == 2.0**-24
-    assert line.get_ydata().max() == 2.0**5  # the top binade [2**15, 65504]: gap 2**(15-10)
+    x, y = named_artists(ax)["fp16"].get_data()
+    assert (x.min(), x.max(), y.min()) == (2.0**-24, 65504.0, 2.0**-24)
+    assert y.max() == 2.0**5  # the top binade [2**15, 65504]: gap 2**(15-10)
     assert ax.get_xscale() == ax.get_yscale() == "log"
-    assert ax.get_xlabel() == "magnitude |x|"
-    assert ax.get_ylabel() == "gap to next representable value"
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("magnitude |x|", "gap to next representable value")
     assert named_artists(ax)["fp16 max"].get_xdata()[0] == 65504.0
     assert named_artists(ax)["fp16 smallest normal"].get_xdata()[0] == 2.0**-14
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
