@@ -171,9 +171,7 @@ def kahan_sum(values, fmt="fp16") -> float:
 
 def check_copies(v, n) -> tuple[float, int]:
     """``(v, n)`` checked: v a finite number, n a count from 1 to a million."""
-    v = _validate.real(v, "v")
-    if not math.isfinite(v):
-        raise ValueError(f"v must be a finite number, got {v!r}")
+    v = finite(v, "v")
     n = _validate.integer(n, "n")
     if not _validate.is_int(n, 1, _MAX_COPIES):
         raise ValueError(f"n must be from 1 to {_MAX_COPIES:_}, got {n:_}")
@@ -285,8 +283,6 @@ def update_survives(weight: float, update: float, fmt="fp16") -> bool:
 def lost_update_fraction(weights, updates, fmt="fp16") -> float:
     """The fraction of the non-zero ``updates`` lost in ``fmt`` (0.0 when all are zero)."""
     w, u = _values(weights, "weights"), _values(updates, "updates")
-    if w.shape != u.shape:
-        raise ValueError(f"weights {tuple(w.shape)} and updates {tuple(u.shape)} must have the same shape")
     f = get_format(fmt)
     moved = u != 0
     total = int(moved.sum())

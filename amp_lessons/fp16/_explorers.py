@@ -41,8 +41,6 @@ class MagnitudeExplorer(Explorer):
 
     def __init__(self, log10_value: float = -5.0, sign: str = "+"):
         log10_value = self._check_log10(log10_value)
-        if sign not in ("+", "-"):
-            raise ValueError(f"sign must be '+' or '-', got {sign!r}")
         self.slider = widgets.FloatSlider(
             log10_value,
             min=self.LO,
@@ -96,38 +94,25 @@ class MagnitudeExplorer(Explorer):
         shown = min(max(abs(value), self._pic.lo), self._pic.hi)
         self._pic.parts["line"].set_xdata([shown, shown])
         self._pic.parts["dots"].set_xdata([shown] * len(self._fmts))
-        return self._failure() + self._readout(value, rows), self._pic
+        problem = self._problem()
+        return (failure_html(problem) if problem else "") + self._readout(value, rows), self._pic
 
     def _problem(self) -> str:
         """The formats in which the shown value is lost ("" if none)."""
-        lost = {
-            "flushed": "flushes to 0",
-            "inf": "overflows to inf",
-            "saturated": "saturates to {stored!r}",
-            "nan": "becomes NaN",
-        }
+        lost = dict(
+            flushed="flushes to 0", inf="overflows to inf", saturated="saturates to {stored!r}", nan="becomes NaN"
+        )
         parts = [
             f"{lost[c].format(stored=self.stored[name])} in {name}" for name, c in self.classes.items() if c in lost
         ]
         return f"x = {self.value!r} " + "; ".join(parts) if parts else ""
 
-    def _failure(self) -> str:
-        text = self._problem()
-        return failure_html(text) if text else ""
-
     @staticmethod
     def _readout(value: float, rows) -> str:
-        tone = {
-            "normal": "good",
-            "subnormal": "warn",
-            "zero": "muted",
-            "flushed": "bad",
-            "inf": "bad",
-            "saturated": "bad",
-            "nan": "bad",
-        }
+        tone = dict(normal="good", subnormal="warn", zero="muted")  # the other classes lose the value: "bad"
         cells = [
-            (name, Cell(cls, tone=tone[cls], bold=True), stored, Cell(html=err)) for name, cls, stored, err in rows
+            (name, Cell(cls, tone=tone.get(cls, "bad"), bold=True), stored, Cell(html=err))
+            for name, cls, stored, err in rows
         ]
         return (
             f"<div style='font-family: monospace; font-size: 13px'>x = {html.escape(repr(value))}</div>"

@@ -26,7 +26,7 @@ from .._draw import (
     styled,
     zero_threshold,
 )
-from .._validate import real
+from .._validate import finite, positive, real
 from ..formats import get_format
 from ..fp16._experiments import GradientCensus, MasterWeightRuns, census_fractions
 from ..style import format_color
@@ -66,9 +66,7 @@ def plot_running_sums(
         if not lines:
             raise ValueError("minus leaves no line to draw: give at least two series")
     if limit is not None:
-        limit = real(limit, "limit")
-        if not math.isfinite(limit):
-            raise ValueError(f"limit must be finite, got {limit!r}")
+        limit = finite(limit, "limit")
     ax = axes_for(ax, (9, 4.8))
     finite_max = max(
         (np.nanmax(np.abs(y[np.isfinite(y)])) for y in lines.values() if np.isfinite(y).any()), default=1.0
@@ -136,9 +134,7 @@ def plot_gradient_histogram(census: dict, fmt="fp16", ax=None, *, scale=1.0) -> 
         )
 
     f = get_format(fmt)
-    scale = real(scale, "scale")
-    if not (scale > 0 and math.isfinite(scale)):
-        raise ValueError(f"scale must be a positive finite number, got {scale!r}")
+    scale = positive(scale, "scale")
     kinds = {"weight gradients": "weights", "activation gradients": "activations"}
     data = {}
     for name, key in kinds.items():
@@ -218,16 +214,11 @@ _OVERFLOW_LABEL = {"inf": "overflow to inf", "saturate": "overflow, saturates at
 
 
 @styled
-def plot_format_regions(value: float, formats=REGION_FORMATS, ax=None, *, xlim=(1e-50, 1e40)) -> Axes:
-    """One row per format on a log magnitude axis: where a value rounds to zero, is subnormal, normal
+def plot_format_regions(value: float, formats=REGION_FORMATS, ax=None) -> Axes:
+    """One row per format on a log magnitude axis (1e-50..1e40): where a value rounds to zero, is subnormal, normal
     or overflows; a vertical line marks ``|value|``. Named artists: "<format> <region>", "marker", "marker dots"."""
     fmts = as_formats(formats)
-    value = real(value, "value")
-    if not (isinstance(xlim, (list, tuple)) and len(xlim) == 2):
-        raise TypeError(f"xlim must be a pair (lo, hi) of positive numbers, got {xlim!r}")
-    lo, hi = (real(v, "xlim") for v in xlim)
-    if not (0 < lo < hi < math.inf):
-        raise ValueError(f"xlim must be two increasing positive finite numbers, got {xlim!r}")
+    value, lo, hi = real(value, "value"), 1e-50, 1e40
     ax = axes_for(ax, (10, 0.55 * len(fmts) + 1.8))
     seen = set()
     for row, f in enumerate(fmts):
