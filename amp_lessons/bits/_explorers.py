@@ -171,12 +171,8 @@ class BitExplorer(Explorer):
 
     def _readout(self, info: BitInfo) -> str:
         f = info.fmt
-        rows = []
-        if info.typed is not None:
-            rows.append(("typed value", html.escape(repr(info.typed))))
-        else:
-            rows.append(("typed value", "(set by flipping bits)"))
-        rows.append((f"stored in {f.name}", f"<b>{html.escape(repr(info.stored))}</b>"))
+        typed = "(set by flipping bits)" if info.typed is None else html.escape(repr(info.typed))
+        rows = [("typed value", typed), (f"stored in {f.name}", f"<b>{html.escape(repr(info.stored))}</b>")]
         rows.append(("class", html.escape(info.kind)))
         if info.fields is not None:
             s, e, m = info.fields
@@ -186,15 +182,11 @@ class BitExplorer(Explorer):
                 ("bits", " ".join(f"<span style='color: {_FIELD_TEXT[n]}'>{p}</span>" for n, p in zip(names, parts)))
             )
             rows.append(
-                (
-                    "sign / exponent / mantissa",
-                    f"{s} / {e} (bias {f.bias}) / {m}" if f.mantissa_bits else f"{s} / {e} (bias {f.bias})",
-                )
+                ("sign / exponent / mantissa", f"{s} / {e} (bias {f.bias})" + (f" / {m}" * bool(f.mantissa_bits)))
             )
         rows.append(("formula", html.escape(info.formula)))
         if info.typed is not None:
-            rows.append(("absolute error", f"{info.abs_error:.6g}"))
-            rows.append(("relative error", f"{info.rel_error:.6g}"))
+            rows += [("absolute error", f"{info.abs_error:.6g}"), ("relative error", f"{info.rel_error:.6g}")]
         problem = self._problem(info)
         return (failure_html(problem) if problem else "") + readout_table(rows)
 

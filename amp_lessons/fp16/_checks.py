@@ -20,7 +20,6 @@ __all__ = ["check_kahan16", "check_stall_value"]
 @exercise
 def check_stall_value(answer, v: float = 1.0, fmt: str = "fp16") -> CheckResult:
     """Exercise: the value at which a ``fmt`` running sum of copies of ``v`` stops growing."""
-
     f = formats.get_format(fmt)
     v = finite(v, "v")
     if v == 0:
@@ -43,16 +42,10 @@ def check_stall_value(answer, v: float = 1.0, fmt: str = "fp16") -> CheckResult:
             f"{want:g}: there the gap between {f.name} neighbours is {2 * abs(v):g}, so adding "
             f"{v:g} is a tie that rounds back to the even neighbour"
         )
-    miss = off_by(answer, want)
-    where = (
-        " (the sum is stuck before it gets there)"
-        if miss.startswith("too large")
-        else " (there the sum still grows)"
-        if miss.startswith("too small")
-        else ""
-    )
+    miss = off_by(answer, want).split(" by ")[0]
+    where = {"too large": " (the sum is stuck before it gets there)", "too small": " (there the sum still grows)"}
     return not_yet(
-        f"{answer!r} is {miss.split(' by ')[0]}{where}. Hint: find where the gap between neighbours "
+        f"{answer!r} is {miss}{where.get(miss, '')}. Hint: find where the gap between neighbours "
         f"(2**(exponent - {f.mantissa_bits})) reaches {2 * abs(v):g}",
         hide=want,
     )
