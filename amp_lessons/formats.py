@@ -297,10 +297,8 @@ class FloatFormat:
         return out
 
     def overflow_class(self, overflow: str | None = None) -> str:
-        """The class of :data:`CLASSES` that every overflow lands in with overflow mode ``overflow`` (the format's
-        default for None): "inf", "saturated" or "nan". A value beyond the range (an infinite input included) lands
-        there, so lessons that show "overflow" as one column, curve or share count this class (:meth:`classify`
-        with round to nearest; rounding toward zero turns a finite overflow into "saturated")."""
+        """The class of :data:`CLASSES` every overflow lands in with overflow mode ``overflow`` (None: the
+        format's default): "inf", "saturated" or "nan"."""
         return {"inf": "inf", "saturate": "saturated", "nan": "nan"}[check_modes(self, "nearest_even", overflow)]
 
     def finite_input_classes(self, overflow: str | None = None) -> tuple[str, ...]:
@@ -310,18 +308,12 @@ class FloatFormat:
         return ("zero", "flushed", "subnormal", "normal", self.overflow_class(overflow))
 
     def largest_float32(self, cls: str) -> float:
-        """The largest float32 magnitude that this format classifies (:meth:`classify`: round to nearest even, the
-        default overflow) as ``cls`` or as a class below it. A positive float32's class rises with its magnitude
-        through :meth:`finite_input_classes`: "zero" (0.0 alone), "flushed", "subnormal", "normal", then
-        :meth:`overflow_class`, which holds every larger magnitude (its answer is inf). So the magnitudes at most
-        ``largest_float32("subnormal")`` are exactly those that land in "zero", "flushed" or "subnormal"; where no
-        float32 lands in ``cls`` (nothing is flushed in fp32) the answer is the class below's. Found at the engine's
-        thresholds (:attr:`underflow_threshold`, the midpoint below :attr:`smallest_normal`,
-        :attr:`overflow_threshold`) and checked with :meth:`classify` on the float32 and on its neighbour above.
+        """The largest float32 magnitude this format classifies (:meth:`classify`, round to nearest even, the default
+        overflow) as ``cls`` or a class below it in :meth:`finite_input_classes` order; where no float32 lands in ``cls``,
+        the class below's.
 
         >>> FORMATS["fp16"].largest_float32("normal")  # the float32 below the tie 65520, which overflows
-        65519.99609375
-        """
+        65519.99609375"""
         return _float32_boundaries(self)[self._finite_class_index(cls)]
 
     def _finite_class_index(self, cls: str) -> int:
@@ -374,10 +366,8 @@ def _float32_at_most(v: float) -> float:
 
 
 def _boundary(f: FloatFormat, near: float, below: tuple[str, ...]) -> float:
-    """The largest positive float32 whose class in ``f`` (:meth:`FloatFormat.classify`) is one of ``below``, given
-    ``near``, the exact magnitude where round to nearest changes class (a threshold of the engine): the float32 at
-    or just below it, one step lower where the tie itself goes up. Checked with ``classify`` on the boundary and
-    on its float32 neighbour above, so that counting against it is what ``classify`` says."""
+    """The largest positive float32 whose class in ``f`` is one of ``below``, given ``near``, the exact
+    magnitude where round to nearest changes class; checked with ``classify`` on it and its neighbour above."""
     x = torch.tensor([_float32_at_most(near)], dtype=torch.float32)
     if CLASSES[int(f.classify(x)[0])] not in below:  # the tie rounds away from the classes below
         x = torch.nextafter(x, torch.zeros(1))
@@ -613,11 +603,8 @@ def from_bits(code, fmt: str | FloatFormat) -> torch.Tensor:
 
 
 def _int_field(v, what: str, hi: int, f: FloatFormat) -> torch.Tensor:
-    """``v`` (an int, a list of ints or an integer tensor) as an int64 tensor whose every value is in ``0 .. hi``.
-
-    A bit field is a whole number of a fixed range: a float (1.5, or 2.0: a fraction would be silently cut
-    off), a bool (True is not a bit pattern) or a value outside the range is refused, naming ``what``, the value
-    and the allowed range."""
+    """``v`` (an int, a list of ints or an integer tensor) as an int64 tensor in ``0 .. hi``; a float, a bool or
+    a value out of range is refused, naming ``what``."""
     allowed = f"an int in 0..{hi} (or a list or an integer tensor of them) for {f.name}"
     if isinstance(v, int) and not isinstance(v, bool) and not 0 <= v <= hi:
         raise ValueError(f"{what}={v} is out of range: {what} must be {allowed}")

@@ -4,23 +4,9 @@
 `from amp_lessons import bits` gives every public name of the topic's modules: :mod:`.describe`, :mod:`.plots`,
 :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
 
-from ._checks import (
-    check_decode_bits,
-    check_format_choice,
-    check_max_finite,
-    check_ulp,
-)
-from ._explorers import (
-    bit_explorer,
-    format_designer,
-)
-from ._plots import (
-    plot_bit_layout,
-    plot_number_line,
-    plot_range_precision,
-    plot_rounding_error,
-    plot_spacing,
-)
+from ._checks import check_decode_bits, check_format_choice, check_max_finite, check_ulp
+from ._explorers import bit_explorer, format_designer
+from ._plots import plot_bit_layout, plot_number_line, plot_range_precision, plot_rounding_error, plot_spacing
 
 __all__ = [
     "bit_explorer",

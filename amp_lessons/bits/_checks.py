@@ -11,12 +11,7 @@ from .._exercise import attempt, calls_seen, correct, exercise, finish, not_yet,
 from .._validate import positive
 from ..checks import CheckResult, off_by, same_value
 
-__all__ = [
-    "check_decode_bits",
-    "check_format_choice",
-    "check_max_finite",
-    "check_ulp",
-]
+__all__ = ["check_decode_bits", "check_format_choice", "check_max_finite", "check_ulp"]
 
 
 # (exponent_bits, mantissa_bits) pairs that cover wide, narrow and degenerate IEEE formats
@@ -32,8 +27,7 @@ _NEIGHBOUR_FUNCTIONS = frozenset(
 
 
 def _own_work(fn, *args, what: str, only=None):
-    """``fn(*args)`` (:func:`attempt`), ended with "Not yet" if it called the course's formats engine (any of it, or
-    the functions named in ``only``): the exercise is to compute it."""
+    """``fn(*args)``, ended with "Not yet" if it called the formats engine (or the functions in ``only``)."""
     with calls_seen(lambda code: code.co_filename in _ENGINE_FILES and (only is None or code.co_name in only)) as used:
         got = attempt(fn, *args)
     if used:
@@ -58,8 +52,8 @@ def _element_format(fmt):
 
 @exercise
 def check_max_finite(fn) -> CheckResult:
-    """Exercise: ``fn(exponent_bits, mantissa_bits)`` returns the largest finite value of the IEEE
-    format with those widths (the all-ones exponent is reserved for inf and NaN)."""
+    """Exercise: ``fn(exponent_bits, mantissa_bits)`` returns the largest finite value of the IEEE format
+    with those widths."""
     for e, m in _IEEE_CASES:
         want = formats.FloatFormat(f"e{e}m{m}", e, m).max
         got = _own_work(fn, e, m, what="max_finite")
@@ -74,7 +68,6 @@ def check_max_finite(fn) -> CheckResult:
             elif same_value(got, math.ldexp(1.0, 2 ** (e - 1))):
                 hint = "the mantissa of the largest value is all ones: 1.11...1 in binary = 2 - 2**-m"
             else:
-                # a direction, not the formula
                 hint = (
                     "the largest finite value has the largest exponent field that is not all ones, "
                     "and an all-ones mantissa"
@@ -87,8 +80,7 @@ def check_max_finite(fn) -> CheckResult:
 
 @exercise
 def check_ulp(fn, fmt: str = "bf16") -> CheckResult:
-    """Exercise: ``fn(x)`` returns the gap between positive ``x`` (a value of ``fmt``) and the next
-    larger value of ``fmt`` (its ulp)."""
+    """Exercise: ``fn(x)`` returns the gap from positive ``x`` (a value of ``fmt``) to the next larger value."""
     f = _element_format(fmt)
     probes = [1.0, 1.5, 3.0, 1000.0, f.max / 2, f.smallest_normal, f.smallest_normal * 2, f.smallest_subnormal * 3]
     probes += [f.smallest_normal * (1 - f.eps), f.max * (1 - f.eps)]  # the largest subnormal, the top binade
@@ -101,7 +93,6 @@ def check_ulp(fn, fmt: str = "bf16") -> CheckResult:
         got = _own_work(fn, x, what="ulp", only=_NEIGHBOUR_FUNCTIONS)
         placeholder(got, f"write ulp(x): the gap from x to the next larger {f.name} value; it returns {got!r} so far")
         if not same_value(got, want):
-            # directions, not the formula
             hint = (
                 "below the smallest normal the gap stops shrinking: every subnormal is the same distance apart"
                 if x < f.smallest_normal
@@ -135,9 +126,8 @@ def check_decode_bits(answer, code: int, fmt: str = "fp8_e4m3") -> CheckResult:
 
 @exercise
 def check_format_choice(name, low: float, high: float, max_rel_error: float) -> CheckResult:
-    """Exercise: pick a format (a name in FORMATS) that holds every magnitude from ``low`` to
-    ``high`` as a normal number, with relative rounding error at most ``max_rel_error``, using the
-    fewest bits."""
+    """Exercise: pick the format with the fewest bits that holds every magnitude from ``low`` to
+    ``high`` as a normal number with relative rounding error at most ``max_rel_error``."""
     low, high = positive(low, "low"), positive(high, "high")
     max_rel_error = positive(max_rel_error, "max_rel_error")
     if not (0 < low < high) or not 0 < max_rel_error < 1:

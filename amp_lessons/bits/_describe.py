@@ -1,5 +1,4 @@
-"""The facts behind a bit-layout picture: stored value, fields, formula, rounding error and class of a
-value or a code in any format, as a :class:`BitInfo` (lesson 01; the explorers reuse them for their read-outs)."""
+"""The facts behind a bit-layout picture: stored value, fields, formula, error and class, as a :class:`BitInfo`."""
 
 from __future__ import annotations
 
@@ -9,35 +8,15 @@ from dataclasses import dataclass
 import torch
 
 from .. import _validate
-from ..formats import (
-    CLASSES,
-    FloatFormat,
-    check_modes,
-    from_bits,
-    get_format,
-    quantize,
-    to_bits,
-)
+from ..formats import CLASSES, FloatFormat, check_modes, from_bits, get_format, quantize, to_bits
 
-__all__ = [
-    "BitInfo",
-    "describe_code",
-    "describe_value",
-]
+__all__ = ["BitInfo", "describe_code", "describe_value"]
 
 
 @dataclass(frozen=True)
 class BitInfo:
-    """What one value looks like in one format.
-
-    ``typed`` is the value asked for (None when a code was given), ``stored`` the format's value
-    (float32, as a Python float), ``code`` the integer bit pattern (None when the format cannot
-    encode the stored value: NaN in a format without NaN), ``kind`` its class of
-    :data:`amp_lessons.formats.CLASSES` (:meth:`~amp_lessons.formats.FloatFormat.classify`): ``zero``,
-    ``flushed`` (a non-zero value that rounds to zero), ``subnormal``, ``normal``, ``saturated``
-    (beyond the range, clamped to +-max), ``inf`` or ``nan``. A typed finite value whose class is
-    ``saturated``, ``inf`` or ``nan`` overflowed (:attr:`overflowed`).
-    """
+    """What one value looks like in one format: ``typed`` (None for a code), ``stored``, ``code`` (None where the
+    format cannot encode it), ``kind`` (a class of :data:`amp_lessons.formats.CLASSES`) and ``formula``."""
 
     fmt: FloatFormat
     typed: float | None
@@ -48,12 +27,12 @@ class BitInfo:
 
     @property
     def overflowed(self) -> bool:
-        """Whether a typed finite value was beyond the format's range (stored as +-max, inf or NaN)."""
+        """Whether a typed finite value was beyond the format's range."""
         return self.typed is not None and math.isfinite(self.typed) and self.kind in ("saturated", "inf", "nan")
 
     @property
     def fields(self) -> tuple[int, int, int] | None:
-        """(sign, biased exponent, mantissa) bit fields, or None without a code."""
+        """(sign, biased exponent, mantissa), or None without a code."""
         if self.code is None:
             return None
         m, e = self.fmt.mantissa_bits, self.fmt.exponent_bits
@@ -61,7 +40,7 @@ class BitInfo:
 
     @property
     def bit_string(self) -> str:
-        """The bits, most significant first, fields separated by spaces: ``"0 01111 0000000000"``."""
+        """The bits, fields separated by spaces: ``"0 01111 0000000000"``."""
         if self.code is None:
             return ""
         digits = format(self.code, f"0{self.fmt.bits}b")
@@ -70,7 +49,7 @@ class BitInfo:
 
     @property
     def caption(self) -> str:
-        """Three lines: what was stored (and as what class), the formula, the relative error."""
+        """What was stored (and its class), the formula, the relative error."""
         if self.typed is None:
             lines = [f"bits {self.bit_string}: {self.stored!r} ({self.kind})", self.formula]
         else:
@@ -99,8 +78,7 @@ class BitInfo:
 
 
 def describe_value(value, fmt, rounding: str = "nearest_even") -> BitInfo:
-    """Round ``value`` (a real number, first made float32 as the engine works in float32) to
-    ``fmt`` and describe the result. Never raises for inf, NaN, -0.0 or out-of-range values."""
+    """Round ``value`` (made float32 first) to ``fmt`` and describe it; never raises for inf, NaN or overflow."""
     f = get_format(fmt)
     v = _validate.real(value, "value")
     check_modes(f, rounding)
@@ -114,7 +92,7 @@ def describe_value(value, fmt, rounding: str = "nearest_even") -> BitInfo:
 
 
 def describe_code(code, fmt) -> BitInfo:
-    """Describe the value of the bit pattern ``code`` (an int, 0 .. 2**bits - 1) of ``fmt``."""
+    """Describe the value of the bit pattern ``code`` of ``fmt``."""
     f = get_format(fmt)
     _validate.integer(code, "code")
     value = from_bits(torch.tensor([int(code)]), f)  # raises ValueError out of range

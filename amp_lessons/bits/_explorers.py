@@ -8,12 +8,7 @@ import math
 import ipywidgets as widgets
 import numpy as np
 
-from .._draw import (
-    bar_height,
-    decade_ticks,
-    named_artists,
-    staircase,
-)
+from .._draw import bar_height, decade_ticks, named_artists, staircase
 from .._explorer import Explorer, Picture, error_html, failure_html, num, parse_value, readout_table
 from .._table import TONES
 from .._validate import int_in, integer
@@ -22,17 +17,10 @@ from ..bits._plots import plot_bit_layout, plot_range_precision, plot_spacing
 from ..formats import ENCODINGS, FORMATS, FloatFormat, get_format
 from ..style import style_context
 
-__all__ = [
-    "BitExplorer",
-    "FormatDesigner",
-    "bit_explorer",
-    "format_designer",
-]
+__all__ = ["BitExplorer", "FormatDesigner", "bit_explorer", "format_designer"]
 
 
-# The bit buttons' colours, the fields' colours of the bit-layout pictures: pale with black text for a 0, deep with
-# white text for a 1 (WCAG AA contrast, 4.7:1 or more, in every theme: the buttons carry their own background).
-# ipywidgets' button styles are not used: white or black on its green and blue is under 4.5:1 in one theme or the other.
+# The bit buttons' colours: pale with black text for a 0, deep with white for a 1 (WCAG AA contrast in every theme).
 _BIT_COLORS = {"sign": ("#F4B6B4", "#B03A2E"), "exponent": ("#B5DFB0", "#1E8449"), "mantissa": ("#B3D7EF", "#1F618D")}
 _BIT_CSS = (
     "<style>"
@@ -50,17 +38,9 @@ _FIELD_TEXT = {
 
 
 class BitExplorer(Explorer):
-    """Type a value, pick a format, see (and flip) the bits it is stored as.
-
-    ``value_box`` (Text: any number Python reads, including ``nan``, ``inf``, ``-0.0``),
-    ``format_menu`` (Dropdown of format names), ``bit_row`` (one ToggleButton per bit, most
-    significant first; flipping one recomputes the value from the bits with ``from_bits``),
-    ``readout`` (HTML) and ``image`` (the bit-layout plot). ``info`` is the shown
-    :class:`~amp_lessons.bits._describe.BitInfo`; ``error`` the last input problem ("" if none).
-
-    A flip writes the new value into ``value_box`` while the observers are held (as is the buttons'
-    own resync), then redraws once.
-    """
+    """Type a value, pick a format, see (and flip) the bits it is stored as: ``value_box``, ``format_menu``,
+    ``bit_row`` (one ToggleButton per bit, most significant first; a flip recomputes the value with ``from_bits``).
+    ``info`` is the shown :class:`~amp_lessons.bits._describe.BitInfo`, ``error`` the last input problem."""
 
     SAMPLE_TEXTS = {
         "value": (
@@ -83,8 +63,7 @@ class BitExplorer(Explorer):
         self.error = ""
         self._flipped: BitInfo | None = None  # the bit pattern a flip asked for, shown by the next draw
         self._buttons_for = None  # the format the bit buttons are styled for
-        # One pool of bit buttons, grown to the widest format shown and restyled on a format change:
-        # switching formats then updates existing buttons instead of opening up to 32 new widgets.
+        # one pool of bit buttons, grown to the widest format shown and restyled on a format change
         self._pool: list[widgets.ToggleButton] = []
         self._pictures: dict[str, Picture] = {}
         self._button_layout = widgets.Layout(width="30px", padding="0px")  # one, shared: cheaper rows
@@ -98,15 +77,6 @@ class BitExplorer(Explorer):
     def fmt(self) -> FloatFormat:
         return self._formats[self.format_menu.value]
 
-    # the actions a learner takes (each runs the same observers a click does)
-    def set_value(self, value) -> None:
-        """Type ``value`` (a number or a string) into the value box."""
-        self.set(value=value)
-
-    def set_format(self, name: str) -> None:
-        """Pick format ``name`` from the menu."""
-        self.set(format=name)
-
     def check(self, name: str, value):
         if name == "value":  # a string is typed as is: an unreadable one is explained in the read-out
             return value if isinstance(value, str) else repr(parse_value(value))
@@ -115,26 +85,12 @@ class BitExplorer(Explorer):
             raise ValueError(f"format {name!r} is not in this explorer's menu: {', '.join(self._formats)}")
         return name
 
-    def flip_bit(self, position: int) -> None:
-        """Click the button of bit ``position`` (0 = least significant, bits-1 = sign)."""
-        n = self.fmt.bits
-        int_in(position, "position", 0, n - 1, f"a bit position from 0 to {n - 1} ({self.fmt.name} has {n} bits)")
-        button = self._row()[n - 1 - position]
-        if button.disabled:
-            raise ValueError(f"the bits are undefined: {self.info.formula}")
-        button.value = not button.value
-
-    def _on_change(self, change) -> None:  # typing a value or picking a format
-        self.show_value()
+    def _on_change(self, change) -> None:
+        self.update()
 
     def _on_bit(self, change) -> None:
         row = self._row()
         self.show_code(sum(int(b.value) << (len(row) - 1 - i) for i, b in enumerate(row)))
-
-    # updates
-    def show_value(self) -> None:
-        """Round the value box's value to the format and show it."""
-        self.update()
 
     def show_code(self, code: int) -> None:
         """Show the value of bit pattern ``code`` and write it into the value box."""
@@ -192,9 +148,7 @@ class BitExplorer(Explorer):
 
     @staticmethod
     def _problem(info: BitInfo) -> str:
-        """What went wrong in storing the shown value ("" if nothing did), from its class: an overflow
-        (a typed finite value in class "inf", "saturated" or "nan"), a value "flushed" to zero, or a
-        stored inf / NaN (set by flipping bits)."""
+        """What went wrong in storing the shown value ("" if nothing): overflow, underflow, inf, NaN."""
         f, typed = info.fmt, info.typed
         if info.overflowed:
             how = {"inf": "becomes inf", "saturated": "saturates to the largest finite value", "nan": "becomes NaN"}
@@ -217,12 +171,8 @@ class BitExplorer(Explorer):
 
     def _readout(self, info: BitInfo) -> str:
         f = info.fmt
-        rows = []
-        if info.typed is not None:
-            rows.append(("typed value", html.escape(repr(info.typed))))
-        else:
-            rows.append(("typed value", "(set by flipping bits)"))
-        rows.append((f"stored in {f.name}", f"<b>{html.escape(repr(info.stored))}</b>"))
+        typed = "(set by flipping bits)" if info.typed is None else html.escape(repr(info.typed))
+        rows = [("typed value", typed), (f"stored in {f.name}", f"<b>{html.escape(repr(info.stored))}</b>")]
         rows.append(("class", html.escape(info.kind)))
         if info.fields is not None:
             s, e, m = info.fields
@@ -232,23 +182,16 @@ class BitExplorer(Explorer):
                 ("bits", " ".join(f"<span style='color: {_FIELD_TEXT[n]}'>{p}</span>" for n, p in zip(names, parts)))
             )
             rows.append(
-                (
-                    "sign / exponent / mantissa",
-                    f"{s} / {e} (bias {f.bias}) / {m}" if f.mantissa_bits else f"{s} / {e} (bias {f.bias})",
-                )
+                ("sign / exponent / mantissa", f"{s} / {e} (bias {f.bias})" + (f" / {m}" * bool(f.mantissa_bits)))
             )
         rows.append(("formula", html.escape(info.formula)))
         if info.typed is not None:
-            rows.append(("absolute error", f"{info.abs_error:.6g}"))
-            rows.append(("relative error", f"{info.rel_error:.6g}"))
+            rows += [("absolute error", f"{info.abs_error:.6g}"), ("relative error", f"{info.rel_error:.6g}")]
         problem = self._problem(info)
         return (failure_html(problem) if problem else "") + readout_table(rows)
 
     def _picture(self, f: FloatFormat) -> Picture:
-        """The format's bit layout, drawn once; then only its digits move (the value, formula and
-        errors are in the read-out above it). The digits are two scatter collections of glyph
-        markers ("0"s and "1"s): one draw call each instead of a text layout per bit, which keeps
-        a 32-bit update fast."""
+        """The format's bit layout, drawn once; only its digits (two scatters of glyphs) move."""
         if f.name not in self._pictures:
             pic = Picture((min(13.0, max(7.0, 0.36 * f.bits + 2.0)), 2.3))
             with style_context():
@@ -280,13 +223,9 @@ def bit_explorer(value=0.1, fmt="fp16") -> widgets.VBox:
 
 
 class FormatDesigner(Explorer):
-    """Design a format with sliders: exponent bits (1..8), mantissa bits (0..23), encoding.
-
-    Redraws its spacing next to fp32 / bf16 / fp16 and its range bar next to known formats, and
-    a table of its constants (naming a known format it equals). An impossible design shows the
-    engine's error message and keeps the last good picture; ``fmt`` is the last valid design,
-    ``error`` the message ("" if the current design is valid).
-    """
+    """Design a format with sliders (exponent bits 1..8, mantissa bits 0..23, encoding): its spacing and range
+    next to known formats, and a table of its constants. ``fmt`` is the last valid design, ``error`` the message of an
+    impossible one."""
 
     REFERENCES = ("fp32", "bf16", "fp16")
     BARS = ("fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
@@ -355,9 +294,7 @@ class FormatDesigner(Explorer):
         return title + readout_table(rows)
 
     def _background_picture(self) -> Picture:
-        """Spacing next to fp32/bf16/fp16 and range bars next to known formats, drawn once with a
-        stand-in design whose artists then move. Every valid design fits inside float32, so the
-        axes' limits (fp32's range, gaps up to 2**127) never change."""
+        """Spacing and range panels drawn once with a stand-in design whose artists then move."""
         pic = Picture((13, 6.0))
         stand_in = FloatFormat("design", 5, 10)
         with style_context():
@@ -367,13 +304,11 @@ class FormatDesigner(Explorer):
             left.set_xlim(2.0**-156, 2.0**134)
             left.set_ylim(2.0**-156, 2.0**134)
             decade_ticks(left)
-            # the legend inside the spacing panel, in its empty upper left corner (the staircases rise to the right):
-            # right of it, it would cover the range panel's labels
             legend = left.get_legend()
             labels = ["your design" if t.get_text().startswith("design") else t.get_text() for t in legend.get_texts()]
             legend.remove()
             left.legend(legend.legend_handles, labels, loc="upper left", fontsize=9)
-            left.set_title("Spacing of values (1 ulp)")  # (short: the range panel's title starts close to its end)
+            left.set_title("Spacing of values (1 ulp)")
             plot_range_precision((stand_in, *self.BARS), ax=right)
             right.get_legend().remove()
             right.set_yticks(right.get_yticks(), ["your design", *[t.get_text() for t in right.get_yticklabels()[1:]]])

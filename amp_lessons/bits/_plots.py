@@ -23,14 +23,7 @@ from .._draw import (
     styled,
 )
 from ..bits._describe import describe_code, describe_value
-from ..formats import (
-    FORMATS,
-    FloatFormat,
-    check_modes,
-    get_format,
-    quantize,
-    representable_values,
-)
+from ..formats import FORMATS, FloatFormat, check_modes, get_format, quantize, representable_values
 from ..style import FIELD_COLORS, format_color
 
 __all__ = [
@@ -52,14 +45,10 @@ def plot_bit_layout(
 ) -> Axes:
     """The format's bits as a row of boxes (sign / exponent / mantissa in three colours).
 
-    With ``value``, the bits of ``value`` after rounding and (``caption=True``) a caption with
-    the stored value, its class, the formula and the relative rounding error; with ``code`` (an
-    int) the bits of that exact pattern instead. ``inf``/``NaN`` show their bits and say so.
-    ``width`` (an int, at least the format's bits): draw on a row as wide as that many bits,
-    starting at the left edge, so that layouts of different formats drawn with the same ``width``
-    (e.g. 32) have boxes of one size and each field's width is proportional to its bits.
-    Named artists (:func:`amp_lessons._draw.named_artists`): the digits "bit digit" (a tuple, when there is a
-    value) and the caption "caption"."""
+    With ``value``, the bits of ``value`` after rounding and (``caption=True``) a caption with the stored value, its
+    class, the formula and the relative error; with ``code`` (an int) the bits of that pattern. ``width`` (an int, at
+    least the format's bits): draw on a row that many bits wide, so layouts of different formats share a box size.
+    Named artists: "bit digit" (a tuple) and "caption"."""
     f = get_format(fmt)
     if value is not None and code is not None:
         raise ValueError("give value or code, not both")
@@ -75,14 +64,12 @@ def plot_bit_layout(
     ax.set_xlim(left, left + span)
     ax.set_ylim(-1.35, 2.1)
     ax.set_axis_off()
-    # the axes' final width: constrained layout (figures made here) widens it when it runs
     frac = 0.97 if ax.figure.get_layout_engine() is not None else ax.get_position().width
     box_pt = ax.figure.get_figwidth() * 72 * frac / span
     fields = ["sign"] + ["exponent"] * e + ["mantissa"] * f.mantissa_bits
     digits = format(info.code, f"0{n}b") if info is not None and info.code is not None else ""
     texts = []
     for i, field in enumerate(fields):
-        # add_artist, not add_patch: the limits are fixed, so skip the (slow) data-limit update
         ax.add_artist(Rectangle((i, 0), 1, 1, facecolor=FIELD_COLORS[field], edgecolor="#333333", lw=1))
         ax.text(
             i + 0.5,
@@ -113,22 +100,14 @@ def plot_bit_layout(
     ax.set_title(f"{f.name} (e{e}m{f.mantissa_bits}, {f.encoding}): {n} bits")
     if caption:
         text = ax.text(
-            left + 0.1,
-            1.5,
-            info.caption,
-            ha="left",
-            va="bottom",
-            family="monospace",
-            fontsize=10,
-            linespacing=1.4,
+            left + 0.1, 1.5, info.caption, ha="left", va="bottom", family="monospace", fontsize=10, linespacing=1.4
         )
         name_artist(ax, "caption", text)
     return ax
 
 
 def _field_labels(ax: Axes, f: FloatFormat, box_pt: float) -> bool:
-    """A bar under each field and its label; a label that would overlap a neighbour drops a row
-    (returns whether one did)."""
+    """A bar and label under each field; returns whether a label dropped a row to avoid a clash."""
     e, m = f.exponent_bits, f.mantissa_bits
     spans = [("sign", 0, 1, "sign"), ("exponent", 1, 1 + e, f"exponent ({e} bit{'s' * (e > 1)}, bias {f.bias})")]
     if m:
@@ -148,11 +127,9 @@ def _field_labels(ax: Axes, f: FloatFormat, box_pt: float) -> bool:
 
 @styled
 def plot_spacing(formats=SPACING_FORMATS, ax=None) -> Axes:
-    """Gap to the next representable value (ulp) against magnitude, log-log: one staircase per
-    format from its smallest subnormal to its max, computed exactly from the format's constants.
-    Filled dots mark each max, hollow dots each smallest normal (left of it: subnormals).
-    Named artists (:func:`amp_lessons._draw.named_artists`): each format's staircase "<format>" and its dots
-    "<format> max" and "<format> smallest normal"."""
+    """Gap to the next representable value (ulp) against magnitude, log-log: one staircase per format, filled
+    dots at each max, hollow dots at each smallest normal. Named artists: "<format>", "<format> max",
+    "<format> smallest normal"."""
     fmts = as_formats(formats)
     ax = axes_for(ax, (9, 5))
     for f in fmts:
@@ -161,12 +138,7 @@ def plot_spacing(formats=SPACING_FORMATS, ax=None) -> Axes:
         name_artist(ax, f.name, ax.step(xs, ys, where="post", color=color, label=format_label(f))[0])
         name_artist(ax, f"{f.name} max", ax.plot([f.max], [ys[-1]], "o", color=color)[0])
         (normal,) = ax.plot(
-            [f.smallest_normal],
-            [math.ldexp(1.0, f.emin - f.mantissa_bits)],
-            "o",
-            mfc="white",
-            mec=color,
-            mew=1.5,
+            [f.smallest_normal], [math.ldexp(1.0, f.emin - f.mantissa_bits)], "o", mfc="white", mec=color, mew=1.5
         )
         name_artist(ax, f"{f.name} smallest normal", normal)
     ax.set_xscale("log")
@@ -187,12 +159,8 @@ def plot_spacing(formats=SPACING_FORMATS, ax=None) -> Axes:
 
 @styled
 def plot_range_precision(formats=None, ax=None) -> Axes:
-    """Each format as a horizontal bar over the magnitudes it holds (log axis): hatched and light
-    from the smallest subnormal to the smallest normal, solid from there to max. The bar's
-    thickness grows with the precision (mantissa bits + 1); the label gives eps and the decimal digits of the
-    m + 1 significant bits, (m + 1) log10 2.
-    Named artists (:func:`amp_lessons._draw.named_artists`): each format's bars "<format> subnormals" and
-    "<format> normals"."""
+    """Each format as a horizontal bar over the magnitudes it holds (log axis), hatched for subnormals;
+    thicker for more precision. Named artists: "<format> subnormals", "<format> normals"."""
     fmts = as_formats(FORMATS.values() if formats is None else formats)
     ax = axes_for(ax, (10, 0.5 * len(fmts) + 1.6))
     for row, f in enumerate(fmts):
@@ -234,7 +202,6 @@ def plot_range_precision(formats=None, ax=None) -> Axes:
 
 
 def _precision_label(f: FloatFormat) -> str:
-    # decimal digits of the m + 1 significant bits: (m + 1) log10(2) (fp32 7.2, fp16 3.3, e4m3 1.2)
     digits = f"{(f.mantissa_bits + 1) * math.log10(2):.1f} digits"
     name = f"{f.name}  e{f.exponent_bits}m{f.mantissa_bits}" if f.name in FORMATS else format_label(f)
     return f"{name}\neps {f.eps:.2g}, {digits}"
@@ -263,12 +230,9 @@ def _magnitudes(x) -> torch.Tensor:
 
 @styled
 def plot_rounding_error(fmt_names, x=None, ax=None, rounding: str = "nearest_even") -> Axes:
-    """Relative rounding error ``|q(x) - x| / |x|`` against ``|x|`` (log-log) for each format, with
-    its unit roundoff eps/2 dashed. Below the smallest normal (hollow dot) subnormals make the
-    error grow, to 1 where x rounds to 0; past max (dotted line) the value overflows (inf or NaN:
-    not drawn; saturation: the error climbs towards 1). Exact results (error 0) are gaps. Each format's
-    artists are named ``"<format>"`` (the errors), ``"<format> unit roundoff"``, ``"<format> smallest
-    normal"`` and, where drawn, ``"<format> max"``."""
+    """Relative rounding error ``|q(x) - x| / |x|`` against ``|x|`` (log-log) for each format, with its
+    unit roundoff eps/2 dashed, its smallest normal (hollow dot) and its max (dotted line). Named artists: "<format>",
+    "<format> unit roundoff", "<format> smallest normal", "<format> max"."""
     fmts = as_formats(fmt_names)
     check_modes(fmts[0] if fmts else FORMATS["fp32"], rounding)
     xs = _magnitudes(x)
@@ -311,11 +275,9 @@ def plot_rounding_error(fmt_names, x=None, ax=None, rounding: str = "nearest_eve
 
 @styled
 def plot_number_line(fmt, lo=None, hi=None, ax=None, scale: str = "linear") -> Axes:
-    """A tick at every representable value of a format of at most 8 bits between ``lo`` (default
-    0; negative to include negative values) and ``hi`` (default max). Tall ticks: normals; short,
-    lighter ticks: subnormals. On a ``"linear"`` axis the values crowd near zero; ``"symlog"``
-    spreads each binade evenly. Each wide enough binade is labelled with its gap. The ticks are named
-    "normals", "subnormals" and "zero" (one collection each)."""
+    """A tick at every representable value of a format of at most 8 bits between ``lo`` (default 0) and
+    ``hi`` (default max): tall for normals, short for subnormals; ``scale="symlog"`` spreads each binade evenly.
+    Named artists: "normals", "subnormals", "zero"."""
     f = get_format(fmt)
     if f.bits > 8:
         raise ValueError(
@@ -356,8 +318,7 @@ def plot_number_line(fmt, lo=None, hi=None, ax=None, scale: str = "linear") -> A
 
 
 def _tick_key(ax: Axes, f: FloatFormat, lo: float, hi: float, n_sub: int) -> str:
-    """What the tick heights mean, claiming short subnormal ticks only where they can be seen: the
-    subnormals shown must cover at least 3% of the axis (else they sit in one smudge at 0)."""
+    """What the tick heights mean, claiming short subnormal ticks only where they cover 3% of the axis."""
     if n_sub == 0:
         return "no subnormals in this range" if f.mantissa_bits else f"{f.name} has no subnormals"
     to_axis = ax.xaxis.get_transform().transform

@@ -4,10 +4,7 @@ master weights, gradient census.
 `from amp_lessons import fp16` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`,
 :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
 
-from ._checks import (
-    check_kahan16,
-    check_stall_value,
-)
+from ._checks import check_kahan16, check_stall_value
 from ._experiments import (
     classify,
     gradient_census,
@@ -18,15 +15,8 @@ from ._experiments import (
     train_master_weights,
     update_survives,
 )
-from ._explorers import (
-    magnitude_explorer,
-    sum_explorer,
-)
-from ._plots import (
-    plot_gradient_histogram,
-    plot_loss_curves,
-    plot_running_sums,
-)
+from ._explorers import magnitude_explorer, sum_explorer
+from ._plots import plot_gradient_histogram, plot_loss_curves, plot_running_sums
 
 __all__ = [
     "check_kahan16",

@@ -14,17 +14,12 @@ from .._validate import finite
 from ..checks import CheckResult, off_by, same_value
 from ..fp16._experiments import kahan_sum, running_sum
 
-__all__ = [
-    "check_kahan16",
-    "check_stall_value",
-]
+__all__ = ["check_kahan16", "check_stall_value"]
 
 
 @exercise
 def check_stall_value(answer, v: float = 1.0, fmt: str = "fp16") -> CheckResult:
-    """Exercise: the value at which a true ``fmt`` running sum of copies of ``v`` stops growing.
-    Checked against a running sum done now with the formats engine."""
-
+    """Exercise: the value at which a ``fmt`` running sum of copies of ``v`` stops growing."""
     f = formats.get_format(fmt)
     v = finite(v, "v")
     if v == 0:
@@ -47,42 +42,29 @@ def check_stall_value(answer, v: float = 1.0, fmt: str = "fp16") -> CheckResult:
             f"{want:g}: there the gap between {f.name} neighbours is {2 * abs(v):g}, so adding "
             f"{v:g} is a tie that rounds back to the even neighbour"
         )
-    miss = off_by(answer, want)
-    where = (
-        " (the sum is stuck before it gets there)"
-        if miss.startswith("too large")
-        else " (there the sum still grows)"
-        if miss.startswith("too small")
-        else ""
-    )
+    miss = off_by(answer, want).split(" by ")[0]
+    where = {"too large": " (the sum is stuck before it gets there)", "too small": " (there the sum still grows)"}
     return not_yet(
-        f"{answer!r} is {miss.split(' by ')[0]}{where}. Hint: find where the gap between neighbours "
+        f"{answer!r} is {miss}{where.get(miss, '')}. Hint: find where the gap between neighbours "
         f"(2**(exponent - {f.mantissa_bits})) reaches {2 * abs(v):g}",
         hide=want,
     )
 
 
-# --- compensated summation in fp16 -------------------------------------------------------------------------
-
 _PACKAGE = Path(__file__).resolve().parent.parent
-#: the course's own summation functions, which an answer must not call (lesson 03's and lesson 10's)
 _SUMMERS = {"kahan_sum", "kahan_add", "running_sum", "running_sums_of_copies", "sum_copies"}
 
 
 @contextmanager
 def _package_summers_called():
-    """Record, in the yielded set, the course's own summation functions (:data:`_SUMMERS`, defined under
-    ``amp_lessons/``) called inside the block, however the caller got hold of them."""
+    """Record, in the yielded set, the course's own summation functions called inside the block."""
     with calls_seen(lambda code: code.co_name in _SUMMERS and code.co_filename.startswith(str(_PACKAGE))) as seen:
         yield seen
 
 
 def _kahan_inputs() -> dict[str, torch.Tensor]:
-    """fp16 addends that break a plain fp16 running sum: many small values after a large one (at 2048, and up to
-    near fp16's largest value 65504, where a whole addend is below half a gap), many values at fp16's smallest
-    normal after 1, subnormal addends after 2**-4, a long sum of 0.01, and random values of both signs and many
-    magnitudes (cancellation: there fp16 Kahan differs from the correctly rounded sum, so a sum in higher precision
-    shows). Then the edges a loop can get wrong: no values at all, and one value (fp16's largest)."""
+    """fp16 addends that break a plain fp16 running sum (large then small, near 65504, subnormal, random of both
+    signs), then the edges: no values, and one value."""
     g = torch.Generator().manual_seed(3)
     mixed = torch.randn(600, generator=g) * torch.exp2(torch.randint(-8, 6, (600,), generator=g).float())
     cases = {
@@ -100,7 +82,6 @@ def _kahan_inputs() -> dict[str, torch.Tensor]:
     return {name: v.to(torch.float16) for name, v in cases.items()}
 
 
-#: what to try, most important first
 _KAHAN_HINTS = (
     "keep a second fp16 variable with what the last addition lost: (new total - old total) - what you meant to add",
     "take it off the next addend before adding that addend to the total",
@@ -114,7 +95,7 @@ def _hints(*hints: str) -> str:
 
 
 def _as_float(got):
-    """The learner's sum as a float (a 0-d or one-element tensor, or a number), or None."""
+    """The learner's sum as a float, or None."""
     if isinstance(got, torch.Tensor):
         return float(got.reshape(-1)[0]) if got.numel() == 1 else None
     if isinstance(got, bool):
@@ -127,11 +108,9 @@ def _as_float(got):
 
 @exercise
 def check_kahan16(fn) -> CheckResult:
-    """Exercise: ``fn(values)`` sums a 1-D ``torch.float16`` tensor by compensated (Kahan) summation with every
-    operation in fp16: a running total and a compensation, both fp16. Checked bit for bit against Kahan's
-    algorithm with each operation rounded to fp16 (:func:`amp_lessons.fp16.kahan_sum`, computed now) on addends
-    that break a plain fp16 running sum by up to hundreds of ulps; an answer that calls the course's own
-    summation functions is refused."""
+    """Exercise: ``fn(values)`` sums a 1-D ``torch.float16`` tensor by Kahan summation with every operation in
+    fp16; checked bit for bit against :func:`amp_lessons.fp16.kahan_sum`. Calling the course's summation functions is
+    refused."""
     hint = _hints(*_KAHAN_HINTS)
     cases = _kahan_inputs()
     for name, values in cases.items():

@@ -1,20 +1,10 @@
-"""Lesson 03's experiments: fp16 overflow, underflow and swamping, and why mixed precision keeps
-fp32 where it does (accumulators, master weights) and scales gradients.
+"""Lesson 03's experiments: fp16 overflow, underflow and swamping, master weights, gradient census.
 
-Every function returns data; the pictures are in :mod:`.plots`. All rounding goes
-through the formats engine (:mod:`amp_lessons.formats`) or an exact scalar twin of it, so any
-:class:`~amp_lessons.formats.FloatFormat` can be the accumulator, not only the dtypes torch has.
-No fp16 matmul runs here: on CPUs without a fast fp16 path (most of them) they take a fallback tens
-to hundreds of times slower than fp32, so "fp16 weights" are fp32 tensors holding fp16 values
-(rounded by :func:`~amp_lessons.formats.quantize`) and the arithmetic on them is fp32: a model of a
-GPU's fp16 tensor core with fp32 accumulation, not a bit-exact copy of it.
-
-How a running sum is rounded: each addition is done in float32 (round to nearest even) and the
-result rounded to the accumulator's format. For addends that are already in the accumulator's
-format (fp16, bf16 or any format of at most 11 significant bits) this is exactly the correctly
-rounded sum, as float32 carries more than twice their digits; it is also what torch's CPU fp16 and
-bf16 arithmetic do, which the tests check bit for bit.
-"""
+All rounding goes through the formats engine (:mod:`amp_lessons.formats`) or an exact scalar twin of it, so any
+:class:`~amp_lessons.formats.FloatFormat` can be the accumulator. No fp16 matmul runs here (slow on most CPUs):
+"fp16 weights" are fp32 tensors holding fp16 values, a model of fp16 tensor cores with fp32 accumulation.
+A running sum adds in float32 and rounds to the accumulator's format: for addends already in a format of at most
+11 significant bits this is the correctly rounded sum, as torch's CPU fp16 and bf16 arithmetic give it."""
 
 from __future__ import annotations
 
@@ -57,9 +47,6 @@ _MAX_COPIES = 1_000_000
 _SCALAR_ROWS = 16  # running sums of at most this many rows loop in Python floats (faster)
 
 
-# --- checks ------------------------------------------------------------------------------------
-
-
 def _values(values, what="values") -> torch.Tensor:
     """A float32 tensor from a floating tensor (not float64) or a list of numbers."""
     if isinstance(values, torch.Tensor):
@@ -72,23 +59,18 @@ def _values(values, what="values") -> torch.Tensor:
     raise TypeError(f"{what} must be a float32 tensor or a list of numbers, got {type(values).__name__}")
 
 
-# --- exact rounding of one Python float ----------------------------------------------------------
-
-
 def _is_fp32(f: FloatFormat) -> bool:
     return (f.exponent_bits, f.mantissa_bits, f.encoding) == (8, 23, "ieee")
 
 
 @functools.lru_cache(maxsize=None)
-def _scalar_rounder(f: FloatFormat, rounding: str, overflow: str):
-    """A function rounding one float (holding a float32 value, or an exact sum of two) to ``f``:
-    the same result as :func:`~amp_lessons.formats.quantize`, about 20x faster for one value."""
+def _scalar_rounder(f: FloatFormat):
+    """A function rounding one float to ``f`` (nearest even, the format's own overflow) as quantize does, faster."""
     m, emin, fmax = f.mantissa_bits, f.emin, f.max
-    qmin = emin - m
-    over = {"inf": math.inf, "saturate": fmax, "nan": math.nan}[overflow]
+    over = {"inf": math.inf, "saturate": fmax, "nan": math.nan}[f.default_overflow]
     unsigned_zero = not f.has_negative_zero
-    frexp, ldexp, floor = math.frexp, math.ldexp, math.floor
-    if _is_fp32(f) and rounding == "nearest_even" and overflow == "inf":
+    frexp, ldexp = math.frexp, math.ldexp
+    if _is_fp32(f):
         return float  # quantize returns float32 input unchanged here
 
     def rnd(x: float) -> float:
@@ -101,18 +83,10 @@ def _scalar_rounder(f: FloatFormat, rounding: str, overflow: str):
             r = over
         else:
             e = frexp(a)[1] - 1  # a is in [2**e, 2**(e+1))
-            q = e - m if e > emin else qmin  # the value of the last kept bit: 2**q
-            s = ldexp(a, -q)  # exact
-            if rounding == "nearest_even":
-                n = round(s)
-            elif rounding == "nearest_away":
-                n = floor(s)
-                n += (s - n) >= 0.5
-            else:
-                n = floor(s)
-            r = ldexp(n, q)
+            q = e - m if e > emin else emin - m  # the value of the last kept bit: 2**q
+            r = ldexp(round(ldexp(a, -q)), q)
             if r > fmax:
-                r = fmax if rounding == "toward_zero" else over  # toward zero never makes inf
+                r = over
         if r == 0 and unsigned_zero:
             return 0.0
         return -r if x < 0 else r
@@ -121,25 +95,14 @@ def _scalar_rounder(f: FloatFormat, rounding: str, overflow: str):
 
 
 _FP32 = get_format("fp32")
-_round32 = _scalar_rounder(_FP32, "nearest_even", "inf")
-
-
-# --- running sums --------------------------------------------------------------------------------
 
 
 def running_sum(values, acc_fmt="fp16", rounding: str = "nearest_even", *, overflow: str | None = None) -> torch.Tensor:
     """Sequential sum with the accumulator rounded to ``acc_fmt`` after every addition.
 
-    ``values`` has shape ``(..., N)``: each row is summed left to right (the leading dimensions are
-    independent sums). The addends are used as given (float32; round them first to model fp16
-    addends). Returns all partial sums (float32, the shape of ``values``), like ``cumsum``: element
-    ``i`` is the sum of the first ``i + 1`` terms.
-
-    Each addition is done in float32 and rounded to ``acc_fmt`` with ``rounding`` (and ``overflow``,
-    default the format's own); for ``"fp32"`` this is a float32 running sum, for ``"fp16"`` and
-    ``"bf16"`` it agrees bit for bit with torch's own arithmetic in that dtype,
-    ``acc = acc + v`` step by step.
-    """
+    ``values`` has shape ``(..., N)``: each row is summed left to right, the addends used as given (float32).
+    Each addition is done in float32 and rounded with ``rounding`` (and ``overflow``, default the format's own).
+    Returns all partial sums (float32, the shape of ``values``), like ``cumsum``."""
     f = get_format(acc_fmt, what="acc_fmt")
     overflow = check_modes(f, rounding, overflow)
     x = _values(values)
@@ -153,8 +116,8 @@ def running_sum(values, acc_fmt="fp16", rounding: str = "nearest_even", *, overf
         out += np.float32(0.0)  # the loop starts from +0.0, so a leading -0.0 sums to +0.0
         return torch.from_numpy(np.ascontiguousarray(out))
     rows = x.reshape(-1, x.shape[-1])
-    if rows.shape[0] <= _SCALAR_ROWS:
-        rnd = _scalar_rounder(f, rounding, overflow)
+    if rows.shape[0] <= _SCALAR_ROWS and rounding == "nearest_even" and overflow == f.default_overflow:
+        rnd = _scalar_rounder(f)
         out = torch.tensor([_scalar_running_sum(row.tolist(), rnd) for row in rows], dtype=torch.float32)
     else:
         out = torch.empty_like(rows)
@@ -167,20 +130,18 @@ def running_sum(values, acc_fmt="fp16", rounding: str = "nearest_even", *, overf
 
 def _scalar_running_sum(row: list, rnd) -> list:
     acc, out = 0.0, []
-    append, r32 = out.append, _round32
     for v in row:
-        acc = rnd(r32(acc + v))
-        append(acc)
+        acc = rnd(acc + v)
+        out.append(acc)
     return out
 
 
 def _constant_running_sum(v: float, n: int, f: FloatFormat) -> torch.Tensor:
-    """``running_sum(torch.full((n,), v), f)`` for a float32 value ``v``, fast: once adding ``v``
-    gives the accumulator back (a stall, or inf), every later partial sum is the same."""
-    rnd = _scalar_rounder(f, "nearest_even", f.default_overflow)
+    """``running_sum(torch.full((n,), v), f)``, stopping the loop once the sum stops changing."""
+    rnd = _scalar_rounder(f)
     acc, out = 0.0, []
     for _ in range(n):
-        new = rnd(_round32(acc + v))
+        new = rnd(acc + v)
         out.append(new)
         if new == acc or new != new:  # stuck (inf + v is inf too) or NaN: it stays so
             break
@@ -192,33 +153,25 @@ def _constant_running_sum(v: float, n: int, f: FloatFormat) -> torch.Tensor:
 
 
 def kahan_sum(values, fmt="fp16") -> float:
-    """Compensated (Kahan) summation of a 1-D tensor with every operation rounded to ``fmt``:
-    the running sum and the compensation (the low part the sum could not hold) are both ``fmt``
-    values, yet the result is within about one ulp of the exact sum of the addends."""
+    """Compensated (Kahan) summation of a 1-D tensor with every operation rounded to ``fmt``; returns a float
+    within about one ulp of the exact sum."""
     f = get_format(fmt)
     x = _values(values)
     if x.dim() != 1:
         raise ValueError(f"values must be 1-D, got shape {tuple(x.shape)}")
-    rnd = _scalar_rounder(f, "nearest_even", f.default_overflow)
-
-    def op(a: float) -> float:
-        return rnd(_round32(a))
-
+    rnd = _scalar_rounder(f)
     total = comp = 0.0
     for v in x.tolist():
-        y = op(v - comp)
-        t = op(total + y)
-        comp = op(op(t - total) - y)
+        y = rnd(v - comp)
+        t = rnd(total + y)
+        comp = rnd(rnd(t - total) - y)
         total = t
     return total
 
 
 def check_copies(v, n) -> tuple[float, int]:
-    """``(v, n)`` for :func:`sum_copies` / :func:`running_sums_of_copies`, checked: v a finite number, n a
-    count from 1 up (ValueError/TypeError naming the bad value otherwise)."""
-    v = _validate.real(v, "v")
-    if not math.isfinite(v):
-        raise ValueError(f"v must be a finite number, got {v!r}")
+    """``(v, n)`` checked: v a finite number, n a count from 1 to a million."""
+    v = finite(v, "v")
     n = _validate.integer(n, "n")
     if not _validate.is_int(n, 1, _MAX_COPIES):
         raise ValueError(f"n must be from 1 to {_MAX_COPIES:_}, got {n:_}")
@@ -226,20 +179,14 @@ def check_copies(v, n) -> tuple[float, int]:
 
 
 def _fp16_copies(v: float, n: int) -> torch.Tensor:
-    """``torch.full((n,), v, dtype=torch.float16)``, also where torch.full refuses a value beyond
-    fp16's range: the cast (float32 first, as torch.full does) then gives inf, or 65504 for values
-    that round down to it."""
+    """``torch.full((n,), v, dtype=torch.float16)``, also for a ``v`` beyond fp16's range (inf)."""
     return torch.tensor(v, dtype=torch.float32).to(torch.float16).expand(n).contiguous()
 
 
 def running_sums_of_copies(v: float, n: int) -> dict[str, torch.Tensor]:
-    """The partial sums of ``n`` copies of ``v`` (each of length ``n``, float32), by method:
-
-    ``"fp16 running sum"`` (fp16 addends, fp16 accumulator), ``"fp32 running sum"`` (fp32 addends
-    and accumulator), ``"fp16 addends, fp32 accumulator"``, ``"torch.cumsum (fp16 tensor)"``
-    (``torch.full((n,), v, dtype=torch.float16).cumsum(0)``: fp32 accumulation inside, every
-    output rounded to fp16) and ``"exact"`` (``k * fp16(v)`` in float64, then made float32 for
-    the plot). ``v`` is made float32 first and then fp16, as ``torch.full`` does."""
+    """The partial sums of ``n`` copies of ``v`` (float32 tensors of length ``n``), by method:
+    ``"fp16 running sum"``, ``"fp32 running sum"``, ``"fp16 addends, fp32 accumulator"``,
+    ``"torch.cumsum (fp16 tensor)"`` and ``"exact"`` (``k * fp16(v)``)."""
     v, n = check_copies(v, n)
     t16 = _fp16_copies(v, n)
     v32 = float(torch.tensor(v, dtype=torch.float32))
@@ -259,7 +206,7 @@ def running_sums_of_copies(v: float, n: int) -> dict[str, torch.Tensor]:
 
 
 def _number_text(v) -> str:
-    """A result value as a table shows it: None as "none", an int as it is, a float to 8 significant digits."""
+    """None as "none", an int as it is, a float to 8 significant digits."""
     if v is None:
         return "none"
     return str(v) if isinstance(v, int) else f"{v:.8g}"
@@ -267,15 +214,9 @@ def _number_text(v) -> str:
 
 @dataclass(frozen=True, repr=False)
 class SumCopies(TableRecord):
-    """``n`` copies of ``v`` summed several ways (:func:`sum_copies`): the final sums, and where fp16 gives up.
-
-    ``fp16_running_sum`` (fp16 addends, fp16 accumulator), ``fp32_running_sum`` (fp32 addends and accumulator),
-    ``fp16_addends_fp32_accumulator``, ``torch_sum_fp16`` (``torch.full((n,), v, dtype=torch.float16).sum().item()``:
-    PyTorch accumulates fp16 in fp32 internally and rounds the result to fp16 once), ``torch_sum_fp32`` (the same
-    fp16 tensor summed into a float32 result), ``exact`` (``n * fp16(v)`` in float64), ``cumsum_first_inf_index``
-    (the first index where the fp16 tensor's ``cumsum`` is inf, or None) and ``stall_value`` (where the fp16 running
-    sum stops changing, or None if it never does within ``n`` terms; an overflow to inf is not a stall). Shown as a
-    table of the labels in :attr:`LABELS`."""
+    """``n`` copies of ``v`` summed several ways (:func:`sum_copies`): the final sums (``torch_sum_fp16``:
+    torch's fp16 ``sum``, accumulated in fp32 and rounded once), the first index where the fp16 ``cumsum`` is inf, and
+    ``stall_value``, where the fp16 running sum stops changing (None if it never does)."""
 
     v: float
     n: int
@@ -305,9 +246,7 @@ class SumCopies(TableRecord):
 
 
 def sum_copies(v: float, n: int) -> SumCopies:
-    """Sum ``n`` copies of ``v`` several ways: the :class:`SumCopies` (the final values, and where fp16 gives up).
-    For ``|v|`` beyond fp16's range, where ``torch.full`` refuses, the fp16 tensor is made by a cast (its values
-    are inf)."""
+    """Sum ``n`` copies of ``v`` several ways; returns the :class:`SumCopies`."""
     sums = running_sums_of_copies(v, n)
     v, n = check_copies(v, n)
     t16 = _fp16_copies(v, n)
@@ -331,12 +270,9 @@ def sum_copies(v: float, n: int) -> SumCopies:
     )
 
 
-# --- lost updates ----------------------------------------------------------------------------------
-
-
 def update_survives(weight: float, update: float, fmt="fp16") -> bool:
-    """Whether ``weight - update`` (computed in float32), rounded to ``fmt``, differs from
-    ``weight`` rounded to ``fmt``: False means the SGD step is lost (swamped by rounding)."""
+    """Whether ``weight - update`` (in float32), rounded to ``fmt``, differs from ``weight`` rounded to
+    ``fmt``: False means the SGD step is lost."""
     w, u = finite(weight, "weight"), finite(update, "update")
     x = torch.tensor([w, u], dtype=torch.float32)
     f = get_format(fmt)
@@ -345,11 +281,8 @@ def update_survives(weight: float, update: float, fmt="fp16") -> bool:
 
 
 def lost_update_fraction(weights, updates, fmt="fp16") -> float:
-    """The fraction of the non-zero ``updates`` that are lost: ``weights - updates`` (float32)
-    rounds to the same ``fmt`` value as ``weights``. 0.0 when every update is zero."""
+    """The fraction of the non-zero ``updates`` lost in ``fmt`` (0.0 when all are zero)."""
     w, u = _values(weights, "weights"), _values(updates, "updates")
-    if w.shape != u.shape:
-        raise ValueError(f"weights {tuple(w.shape)} and updates {tuple(u.shape)} must have the same shape")
     f = get_format(fmt)
     moved = u != 0
     total = int(moved.sum())
@@ -358,8 +291,6 @@ def lost_update_fraction(weights, updates, fmt="fp16") -> float:
     lost = (quantize(w - u, f) == quantize(w, f)) & moved
     return int(lost.sum()) / total
 
-
-# --- master weights ----------------------------------------------------------------------------------
 
 _RUNS = ("fp32", "fp16 weights", "fp32 master weights")
 
@@ -374,10 +305,8 @@ def _regression(seed: int, n: int = 256, d: int = 64, noise: float = 0.01):
 
 @dataclass(frozen=True, repr=False)
 class MasterWeightRuns(TableRecord):
-    """The three training runs of :func:`train_master_weights`, by run name ("fp32", "fp16 weights", "fp32 master
-    weights"): ``loss`` the loss of each step, ``lost_fraction`` the mean over steps of the fraction of weight
-    updates lost in the run's own weight storage, ``lost_if_fmt`` the same fraction had the run's weights been
-    stored in ``fmt``; ``steps`` and ``lr`` as trained. Shown as a table of each run's final loss and shares."""
+    """The three runs of :func:`train_master_weights`, by run name: ``loss`` per step, ``lost_fraction``
+    of updates lost in the run's own storage, ``lost_if_fmt`` had it been stored in ``fmt``."""
 
     fmt: str
     steps: int
@@ -398,22 +327,11 @@ class MasterWeightRuns(TableRecord):
 def train_master_weights(
     steps: int = 300, *, lr: float = 0.1, seed: int = 0, progress: bool = True, fmt="fp16"
 ) -> MasterWeightRuns:
-    """Train one linear regression (64 weights of magnitude 1..4, 256 generated samples, loss
-    ``mean((x @ w - y)**2) / 2``, plain SGD from zero) three ways, same data, same start:
+    """Train one linear regression (64 weights, 256 samples, plain SGD from zero) three ways:
+    ``"fp32"``; ``"fp16 weights"`` (weights stored in ``fmt``, small updates lost); ``"fp32 master weights"``
+    (an ``fmt`` copy for forward and backward, the update applied to fp32 weights).
 
-    ``"fp32"``: everything fp32. ``"fp16 weights"``: the weights are stored in ``fmt``: after every
-    SGD step they are rounded to ``fmt``, so an update smaller than half the gap between
-    neighbouring ``fmt`` values is lost. ``"fp32 master weights"``: forward and backward use an
-    ``fmt`` copy of the weights, the update goes to an fp32 master copy (mixed precision).
-
-    The ``fmt`` runs use inputs rounded to ``fmt`` too; their arithmetic is fp32 math on those
-    rounded values (``formats.quantize``, no real fp16 matmuls, which would be slow on a CPU) - as
-    on a GPU, where fp16 tensor cores multiply fp16 values and accumulate in fp32.
-
-    Returns the :class:`MasterWeightRuns`: each run's loss per step, and the shares of its weight updates
-    lost. The loss of step ``i`` is that of the weights the forward pass used.
-    """
-    # each step of each run: forward, backward and update of 256 x 64 products, about 6 * 256 * 64 FLOPs
+    Returns the :class:`MasterWeightRuns`."""
     steps = count(steps, "steps", 1, 100_000, "training steps of three runs", flops_each=3 * 6 * 256 * 64)
     seed, progress = _validate.seed(seed), flag(progress, "progress")
     lr = _validate.real(lr, "lr")
@@ -434,7 +352,6 @@ def train_master_weights(
         for _ in Progress(range(int(steps)), desc="training 3 ways", disable=not progress):
             for run in _RUNS:
                 w = weights[run]
-                # the lesson's own step (key_code.sgd_step): fp32, fmt weights, or an fmt copy of fp32 masters
                 weights[run], update, step_loss = sgd_step(
                     w, x if run == "fp32" else xq, y, lr, fmt=None if run == "fp32" else f, master=run != "fp16 weights"
                 )
@@ -452,12 +369,8 @@ def train_master_weights(
     )
 
 
-# --- gradient census -------------------------------------------------------------------------------
-
-
 def small_model(seed: int = 0) -> torch.nn.Module:
-    """A small seeded MLP classifier: 64 inputs, two hidden layers of 256 ReLUs, 10 classes
-    (PyTorch's default initialisation)."""
+    """A small seeded MLP: 64 inputs, two hidden layers of 256 ReLUs, 10 classes."""
     seed = _validate.seed(seed)
     g = torch.random.fork_rng(devices=[])
     with g:
@@ -472,8 +385,7 @@ def small_model(seed: int = 0) -> torch.nn.Module:
 
 
 def small_batch(seed: int = 0, size: int = 256) -> tuple[torch.Tensor, torch.Tensor]:
-    """Generated inputs (``size`` x 64, standard normal) and labels (0..9, from a fixed random
-    linear teacher) for :func:`small_model`."""
+    """Seeded inputs (``size`` x 64) and labels (0..9, from a random linear teacher) for :func:`small_model`."""
     size = count(size, "size", 1, 1_000_000, "samples of 64 inputs")
     g = torch.Generator().manual_seed(_validate.seed(seed))
     x = torch.randn(int(size), 64, generator=g)
@@ -482,13 +394,8 @@ def small_batch(seed: int = 0, size: int = 256) -> tuple[torch.Tensor, torch.Ten
 
 
 def classify(x, fmt, rounding: str = "nearest_even") -> list[str]:
-    """Where each value of ``x`` (a number, list or tensor; made float32 first, as the engine
-    works in float32) lands in ``fmt``: its class of :data:`amp_lessons.formats.CLASSES`, as
-    :meth:`~amp_lessons.formats.FloatFormat.classify` says (``fmt``'s default overflow), one name per
-    value in ``x``'s flattened order: ``"zero"``, ``"flushed"`` (non-zero, rounds to zero),
-    ``"subnormal"``, ``"normal"``, ``"saturated"`` (beyond the range, stored as +-max), ``"inf"``
-    or ``"nan"``. A non-zero number (or float64 value) that float32 itself rounds to zero is
-    ``"flushed"``, not ``"zero"``: making it float32 was its first rounding."""
+    """Where each value of ``x`` (a number, list or tensor) lands in ``fmt``: one class name of
+    :data:`amp_lessons.formats.CLASSES` per value, flattened (``"flushed"``: non-zero, rounds to zero)."""
     f = get_format(fmt)
     wide = x if isinstance(x, torch.Tensor) and x.dtype == torch.float64 else None
     t = x.float() if wide is not None else x
@@ -506,10 +413,7 @@ def classify(x, fmt, rounding: str = "nearest_even") -> list[str]:
 
 
 def census_fractions(values: torch.Tensor, fmt="fp16") -> dict[str, float]:
-    """The fraction of ``values`` in each class of :data:`amp_lessons.formats.CLASSES` once rounded
-    to ``fmt`` (:meth:`~amp_lessons.formats.FloatFormat.census`, ``fmt``'s default overflow): a dict
-    keyed by the classes, in their order, summing to 1 (all 0.0 for no values). Every overflow lands
-    in one class, :meth:`~amp_lessons.formats.FloatFormat.overflow_class` (``"inf"`` in fp16)."""
+    """The fraction of ``values`` in each class of :data:`amp_lessons.formats.CLASSES` in ``fmt``."""
     t = _values(values)
     census = get_format(fmt).census(t)
     return {c: census.fraction(c) for c in CLASSES}
@@ -517,14 +421,8 @@ def census_fractions(values: torch.Tensor, fmt="fp16") -> dict[str, float]:
 
 @dataclass(frozen=True, eq=False, repr=False)
 class GradientCensus(TableRecord):
-    """Where one fp32 forward and backward pass's gradients would land in ``fmt`` (:func:`gradient_census`,
-    :func:`gradient_census_of`): ``weights`` a 1-D tensor of all parameter-gradient values, ``activations`` a
-    1-D tensor of all activation-gradient values, ``fractions`` the kind ("weights", "activations") ->
-    :func:`census_fractions` of its values (keyed by the classes of :data:`amp_lessons.formats.CLASSES`, summing
-    to 1: ``"zero"`` exactly zero in fp32, ``"flushed"`` non-zero but rounds to zero in ``fmt``), ``loss`` the
-    loss whose gradients were counted. Shown as a table of the classes a finite gradient can land in (the format's
-    :meth:`~amp_lessons.formats.FloatFormat.finite_input_classes`), as lesson 05's
-    :class:`~amp_lessons.scaling.CensusTable` shows them."""
+    """Where one fp32 pass's gradients land in ``fmt``: the gradient values (``weights``,
+    ``activations``), their :func:`census_fractions` and the ``loss``."""
 
     weights: torch.Tensor
     activations: torch.Tensor
@@ -534,7 +432,7 @@ class GradientCensus(TableRecord):
 
     @property
     def tensors(self) -> dict[str, torch.Tensor]:
-        """The gradient tensors by kind: "weights" and "activations"."""
+        """The gradient tensors by kind."""
         return {"weights": self.weights, "activations": self.activations}
 
     def _table(self):
@@ -548,17 +446,9 @@ class GradientCensus(TableRecord):
 def gradient_census(model=None, *, batch=None, fmt="fp16", seed: int = 0) -> GradientCensus:
     """One forward and backward pass in fp32, then where every gradient would land in ``fmt``.
 
-    ``model`` defaults to :func:`small_model` (seed ``seed``) and ``batch`` (inputs, targets) to
-    :func:`small_batch` (seed ``seed``); a model of your own needs a batch. The loss is the
-    cross entropy averaged over the batch (integer targets) or the mean squared error (float
-    targets). Activation gradients are the gradients of the loss with respect to every leaf
-    module's output (collected with tensor hooks on those outputs); weight gradients those of all
-    parameters (weights and biases).
-
-    Returns the :class:`GradientCensus`: the gradient values of the parameters and of the activations, and
-    the :func:`census_fractions` of each (keyed by the classes of :data:`amp_lessons.formats.CLASSES`, summing to
-    1; ``"zero"``: exactly zero in fp32; ``"flushed"``: non-zero but rounds to zero in ``fmt``).
-    """
+    ``model`` defaults to :func:`small_model` and ``batch`` (inputs, targets) to :func:`small_batch`; a model of
+    your own needs a batch. The loss is cross entropy (integer targets) or mean squared error (float targets).
+    Returns the :class:`GradientCensus` of the parameters' and the leaf modules' output gradients."""
     seed = _validate.seed(seed)
     if model is None:
         model = small_model(seed)
@@ -576,13 +466,8 @@ def gradient_census(model=None, *, batch=None, fmt="fp16", seed: int = 0) -> Gra
 
 
 def gradient_census_of(model: torch.nn.Module, loss_fn, batch, fmt="fp16") -> GradientCensus:
-    """:func:`gradient_census` for any module and loss: one fp32 forward and
-    backward pass of ``loss_fn(model(inputs), targets)`` (``batch`` = ``(inputs, targets)``; a
-    single tensor is the inputs, and the loss is ``loss_fn(model(batch))``), activation gradients
-    from hooks on every leaf module's output, weight gradients from every parameter.
-
-    Returns the :class:`GradientCensus`, as ``gradient_census`` does; raises ValueError ("no gradients") when the loss
-    reaches no parameter and no module output (everything frozen)."""
+    """:func:`gradient_census` for any module and loss: ``loss_fn(model(inputs), targets)``
+    (``batch`` a pair), or ``loss_fn(model(batch))`` (``batch`` a tensor)."""
     if not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not callable(loss_fn):
@@ -628,24 +513,3 @@ def gradient_census_of(model: torch.nn.Module, loss_fn, batch, fmt="fp16") -> Gr
         loss=loss.item(),
         fmt=f.name,
     )
-
-
-def checked_sgd_step(weights, inputs, y, lr, *, fmt=None, master=True):
-    """Lesson 03's SGD step (:func:`.key_code.sgd_step`, written in the notebook), with its arguments checked
-    first: ``weights`` (n,), ``inputs`` (m, n) and ``y`` (m,) float32 tensors, ``lr`` a positive finite number,
-    ``fmt`` None or a format name, ``master`` True or False. ``amp_lessons.fp16.sgd_step`` is this function."""
-    weights, inputs, y = (float32_input(t, w) for t, w in ((weights, "weights"), (inputs, "inputs"), (y, "y")))
-    if weights.dim() != 1 or inputs.dim() != 2 or y.dim() != 1:
-        raise ValueError(
-            "weights must be 1-D (n,), inputs 2-D (m, n) and y 1-D (m,), got "
-            f"{tuple(weights.shape)}, {tuple(inputs.shape)} and {tuple(y.shape)}"
-        )
-    if inputs.shape != (y.shape[0], weights.shape[0]):
-        raise ValueError(
-            f"inputs must have shape (len(y), len(weights)) = {(y.shape[0], weights.shape[0])}, "
-            f"got {tuple(inputs.shape)}"
-        )
-    lr = _validate.positive(lr, "lr")
-    if fmt is not None:
-        fmt = get_format(fmt)
-    return sgd_step(weights, inputs, y, lr, fmt=fmt, master=flag(master, "master"))

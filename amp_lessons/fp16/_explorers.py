@@ -18,12 +18,7 @@ from ..fp16 import _experiments as fp16
 from ..fp16._plots import plot_format_regions, plot_running_sums
 from ..style import style_context
 
-__all__ = [
-    "MagnitudeExplorer",
-    "SumExplorer",
-    "magnitude_explorer",
-    "sum_explorer",
-]
+__all__ = ["MagnitudeExplorer", "SumExplorer", "magnitude_explorer", "sum_explorer"]
 
 
 def _rel_text(err: float) -> str:
@@ -37,25 +32,15 @@ def _rel_text(err: float) -> str:
 
 
 class MagnitudeExplorer(Explorer):
-    """Slide |x| over 90 decades (log10 |x| from -50 to 40) and see where it lands in fp32, bf16,
-    fp16, fp8 e4m3 and fp8 e5m2: its class (:func:`amp_lessons.fp16.classify`), the stored value
-    and the relative rounding error in a table, and a marker on each format's zero / subnormal /
-    normal / overflow regions. ``sign_buttons`` flips the sign (the classes do not change).
-
-    ``value`` is the value shown (``sign * 10**log10``, a Python float; the engine makes it float32
-    first, so fp32's own row shows that rounding); ``classes``, ``stored`` and ``errors`` hold each
-    format's row.
-    """
+    """Slide |x| over 90 decades and see its class, stored value and relative error in fp32, bf16, fp16,
+    fp8 e4m3 and fp8 e5m2, with a marker on each format's regions. ``value``, ``classes``, ``stored`` and ``errors``
+    hold what is shown."""
 
     FORMATS = ("fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
     LO, HI = -50.0, 40.0
 
     def __init__(self, log10_value: float = -5.0, sign: str = "+"):
-
-        self._fp16 = fp16
         log10_value = self._check_log10(log10_value)
-        if sign not in ("+", "-"):
-            raise ValueError(f"sign must be '+' or '-', got {sign!r}")
         self.slider = widgets.FloatSlider(
             log10_value,
             min=self.LO,
@@ -101,7 +86,7 @@ class MagnitudeExplorer(Explorer):
         x = torch.tensor([value], dtype=torch.float32)
         rows = []
         for f in self._fmts:
-            cls = self._fp16.classify(value, f)[0]  # the Python float: one that float32 flushes is "flushed"
+            cls = fp16.classify(value, f)[0]  # the Python float: one that float32 flushes is "flushed"
             stored = float(quantize(x, f)[0])
             err = math.inf if math.isinf(stored) else abs(stored - value) / abs(value)
             self.classes[f.name], self.stored[f.name], self.errors[f.name] = cls, stored, err
@@ -109,40 +94,25 @@ class MagnitudeExplorer(Explorer):
         shown = min(max(abs(value), self._pic.lo), self._pic.hi)
         self._pic.parts["line"].set_xdata([shown, shown])
         self._pic.parts["dots"].set_xdata([shown] * len(self._fmts))
-        return self._failure() + self._readout(value, rows), self._pic
+        problem = self._problem()
+        return (failure_html(problem) if problem else "") + self._readout(value, rows), self._pic
 
     def _problem(self) -> str:
-        """The formats in which the shown value is lost ("" if none): its class is "flushed" (to zero),
-        "inf" (overflow), "saturated" or "nan"."""
-        lost = {
-            "flushed": "flushes to 0",
-            "inf": "overflows to inf",
-            "saturated": "saturates to the format's max",
-            "nan": "becomes NaN",
-        }
-        lost["saturated"] = "saturates to {stored!r}"
+        """The formats in which the shown value is lost ("" if none)."""
+        lost = dict(
+            flushed="flushes to 0", inf="overflows to inf", saturated="saturates to {stored!r}", nan="becomes NaN"
+        )
         parts = [
             f"{lost[c].format(stored=self.stored[name])} in {name}" for name, c in self.classes.items() if c in lost
         ]
         return f"x = {self.value!r} " + "; ".join(parts) if parts else ""
 
-    def _failure(self) -> str:
-        text = self._problem()
-        return failure_html(text) if text else ""
-
     @staticmethod
     def _readout(value: float, rows) -> str:
-        tone = {
-            "normal": "good",
-            "subnormal": "warn",
-            "zero": "muted",
-            "flushed": "bad",
-            "inf": "bad",
-            "saturated": "bad",
-            "nan": "bad",
-        }
+        tone = dict(normal="good", subnormal="warn", zero="muted")  # the other classes lose the value: "bad"
         cells = [
-            (name, Cell(cls, tone=tone[cls], bold=True), stored, Cell(html=err)) for name, cls, stored, err in rows
+            (name, Cell(cls, tone=tone.get(cls, "bad"), bold=True), stored, Cell(html=err))
+            for name, cls, stored, err in rows
         ]
         return (
             f"<div style='font-family: monospace; font-size: 13px'>x = {html.escape(repr(value))}</div>"
@@ -156,14 +126,9 @@ def magnitude_explorer(log10_value: float = -5.0) -> widgets.VBox:
 
 
 class SumExplorer(Explorer):
-    """Sum ``n`` copies of ``v`` in fp16 and fp32 ways: a value box for ``v`` (any number Python
-    reads), a slider for ``n`` (1..8192), the final values in a table
-    (:func:`amp_lessons.fp16.sum_copies`) and the running sums in a picture.
-
-    The picture is drawn in units of the exact final sum ``n * fp16(v)`` (so its axes never change
-    and an update only redraws the lines, blitting), with tick labels in real values. ``result`` is
-    the shown ``sum_copies(v, n)``; ``error`` the last input problem ("" if none).
-    """
+    """Sum ``n`` copies of ``v`` in fp16 and fp32 ways: a table (:func:`amp_lessons.fp16.sum_copies`) and the
+    running sums, drawn in units of the exact final sum. ``result`` is the shown ``sum_copies(v, n)``, ``error`` the
+    last input problem ("" if none)."""
 
     N_MAX = 8192
     LINES = (
@@ -182,8 +147,6 @@ class SumExplorer(Explorer):
     }  # fmt: skip
 
     def __init__(self, v: float = 16.0, n: int = 4096):
-
-        self._fp16 = fp16
         v = parse_value(v) if isinstance(v, str) else v
         fp16.check_copies(v, n)  # raises for a non-finite v or a bad n
         if not 1 <= n <= self.N_MAX:
@@ -209,14 +172,13 @@ class SumExplorer(Explorer):
         super().__init__({"v": self.v_box, "n": self.n_slider})
 
     def check(self, name: str, value):
-        """``v``: a number or a string (typed as is: an unreadable one is explained in the read-out)."""
+        """``v``: a number or a string (an unreadable one is explained in the read-out)."""
         if name == "v":
             return value if isinstance(value, str) else repr(parse_value(value))
         return super().check(name, value)
 
     def _background_picture(self, top: float) -> Picture:
-        """Axes in units of the exact final sum (x: terms / n, y: sum / (n v)); grid, tick labels,
-        lines, the fp16-max line and the inf markers are the moving artists."""
+        """Axes in units of the exact final sum; lines, ticks and markers move."""
         from matplotlib.collections import LineCollection
 
         pic = Picture((9, 4.4))
@@ -256,7 +218,7 @@ class SumExplorer(Explorer):
         try:
             v = parse_value(self.v_box.value)
             n = int(self.n_slider.value)
-            result = self._fp16.sum_copies(v, n)
+            result = fp16.sum_copies(v, n)
         except (ValueError, TypeError) as err:
             self.error = str(err)
             text = self.v_box.value.strip()
@@ -277,14 +239,13 @@ class SumExplorer(Explorer):
         self.result = result
         self.v16 = float(torch.tensor(v, dtype=torch.float32).to(torch.float16))
         if self._curves_v != v:  # the curves depend on v only: n just cuts them
-            self._curves = self._fp16.running_sums_of_copies(v, self.N_MAX)
+            self._curves = fp16.running_sums_of_copies(v, self.N_MAX)
             self._curves_v = v
         self._shown_problem = problem = self._problem(v, n)
         return (failure_html(problem) if problem else "") + self._readout(), self._draw(v, n)
 
     def _problem(self, v: float, n: int) -> str:
-        """What goes wrong in the shown sums ("" if nothing): ``v`` flushing to 0 or overflowing in
-        fp16, a sum overflowing to inf, the fp16 running sum stalling (swamping)."""
+        """What goes wrong in the shown sums ("" if nothing): underflow, overflow, swamping."""
         r, v16, top = self.result, self.v16, self.FP16_MAX
         if v16 == 0 and v != 0:
             return (

@@ -1,5 +1,4 @@
-"""Lesson 03's pictures: running sums, gradient histograms against a format's window, loss curves, where a
-value lands in each format."""
+"""Lesson 03's pictures: running sums, gradient histograms, loss curves, where a value lands in each format."""
 
 from __future__ import annotations
 
@@ -27,24 +26,14 @@ from .._draw import (
     styled,
     zero_threshold,
 )
-from .._validate import real
-from ..formats import (
-    get_format,
-)
+from .._validate import finite, positive, real
+from ..formats import get_format
 from ..fp16._experiments import GradientCensus, MasterWeightRuns, census_fractions
 from ..style import format_color
 
-__all__ = [
-    "REGION_FORMATS",
-    "plot_format_regions",
-    "plot_gradient_histogram",
-    "plot_loss_curves",
-    "plot_running_sums",
-]
+__all__ = ["REGION_FORMATS", "plot_format_regions", "plot_gradient_histogram", "plot_loss_curves", "plot_running_sums"]
 
 
-# Lines of the sums experiments (amp_lessons.fp16.running_sums_of_copies); other labels get a
-# colour from format_color (a format's own, or a stable fallback).
 _SUM_STYLES = {
     "exact": dict(color="#AAAAAA", lw=5, alpha=0.6, zorder=1),
     "fp32 running sum": dict(color=format_color("fp32"), lw=1.4),
@@ -62,14 +51,10 @@ def _sum_style(label: str) -> dict:
 def plot_running_sums(
     values_by_label: dict, ax=None, *, limit=None, limit_label: str | None = None, minus: str | None = None
 ) -> Axes:
-    """Partial sums against the number of terms added, one line per label (``{label: partial
-    sums}``, e.g. from :func:`amp_lessons.fp16.running_sums_of_copies`). A line that overflows
-    stops there, and a triangle marks the term where it became inf; ``limit`` (e.g. fp16's max
-    65504) adds a dotted horizontal line, labelled ``limit_label`` (default "limit <value>").
-    ``minus`` (a label, e.g. "exact") plots every other line minus that one: the error of each
-    running sum, which shows small losses (swamping) that the sums themselves hide.
-    Named artists (:func:`amp_lessons._draw.named_artists`): each line by its label, its inf marker "<label>
-    inf", the line "limit"."""
+    """Partial sums against the number of terms added, one line per label (``{label: partial sums}``);
+    a triangle marks where a line became inf. ``limit`` adds a dotted horizontal line labelled ``limit_label``;
+    ``minus`` (a label) plots every other line minus that one, the error of each running sum.
+    Named artists: each line by its label, "<label> inf", "limit"."""
     if not isinstance(values_by_label, dict) or not values_by_label:
         raise TypeError("values_by_label must be a non-empty dict {label: partial sums}")
     lines = {str(label): series(v, label) for label, v in values_by_label.items()}
@@ -81,9 +66,7 @@ def plot_running_sums(
         if not lines:
             raise ValueError("minus leaves no line to draw: give at least two series")
     if limit is not None:
-        limit = real(limit, "limit")
-        if not math.isfinite(limit):
-            raise ValueError(f"limit must be finite, got {limit!r}")
+        limit = finite(limit, "limit")
     ax = axes_for(ax, (9, 4.8))
     finite_max = max(
         (np.nanmax(np.abs(y[np.isfinite(y)])) for y in lines.values() if np.isfinite(y).any()), default=1.0
@@ -139,14 +122,10 @@ def plot_running_sums(
 
 @styled
 def plot_gradient_histogram(census: dict, fmt="fp16", ax=None, *, scale=1.0) -> Axes:
-    """Histogram of log2 |g| of the weight and the activation gradients of a census (from
-    :func:`amp_lessons.fp16.gradient_census`), one bar per binade, over ``fmt``'s regions: rounds
-    to zero (below half the smallest subnormal), subnormal, normal, overflow. The legend gives
-    each kind's fractions to two decimals, as lessons 03 and 05 print them (exact zeros, which a log axis
-    cannot show, included). ``scale``
-    multiplies the gradients first (in float32), as loss scaling does.
-    Named artists (:func:`amp_lessons._draw.named_artists`): the histograms "weight gradients" and "activation
-    gradients", the regions "region <region>"."""
+    """Histogram of log2 |g| of a census's weight and activation gradients
+    (:func:`amp_lessons.fp16.gradient_census`), one bar per binade, over ``fmt``'s regions; the legend gives each
+    kind's fractions. ``scale`` multiplies the gradients first, as loss scaling does.
+    Named artists: "weight gradients", "activation gradients", "region <region>"."""
     census = census.tensors if isinstance(census, GradientCensus) else census
     if not isinstance(census, dict) or not {"weights", "activations"} <= set(census):
         raise TypeError(
@@ -155,9 +134,7 @@ def plot_gradient_histogram(census: dict, fmt="fp16", ax=None, *, scale=1.0) -> 
         )
 
     f = get_format(fmt)
-    scale = real(scale, "scale")
-    if not (scale > 0 and math.isfinite(scale)):
-        raise ValueError(f"scale must be a positive finite number, got {scale!r}")
+    scale = positive(scale, "scale")
     kinds = {"weight gradients": "weights", "activation gradients": "activations"}
     data = {}
     for name, key in kinds.items():
@@ -203,10 +180,8 @@ _RUN_STYLES = {
 
 @styled
 def plot_loss_curves(result: MasterWeightRuns, ax=None) -> Axes:
-    """Training loss against step (log y) of each run of the :class:`~amp_lessons.fp16.MasterWeightRuns` of
-    :func:`amp_lessons.fp16.train_master_weights`; the legend gives each run's final loss and the
-    share of its weight updates that were lost to rounding.
-    Named artists (:func:`amp_lessons._draw.named_artists`): each run's curve by its name."""
+    """Training loss against step (log y) of each run of :func:`amp_lessons.fp16.train_master_weights`,
+    with each run's share of lost updates in the legend. Named artists: each run's curve by its name."""
     if not isinstance(result, MasterWeightRuns):
         raise TypeError(
             "result must be the MasterWeightRuns returned by amp_lessons.fp16.train_master_weights, "
@@ -239,20 +214,11 @@ _OVERFLOW_LABEL = {"inf": "overflow to inf", "saturate": "overflow, saturates at
 
 
 @styled
-def plot_format_regions(value: float, formats=REGION_FORMATS, ax=None, *, xlim=(1e-50, 1e40)) -> Axes:
-    """One row per format on a log magnitude axis: where a value rounds to zero (grey), is
-    subnormal (yellow), normal (green, the format's colour as an edge) or overflows (red: inf;
-    grey hatched: saturates at max; purple: NaN); a vertical line marks where ``|value|`` lands
-    (a triangle at the edge when it is outside ``xlim``; nothing for NaN).
-    Named artists (:func:`amp_lessons._draw.named_artists`): each format's region bars "<format> <region>",
-    the line "marker" and its dots "marker dots"."""
+def plot_format_regions(value: float, formats=REGION_FORMATS, ax=None) -> Axes:
+    """One row per format on a log magnitude axis (1e-50..1e40): where a value rounds to zero, is subnormal, normal
+    or overflows; a vertical line marks ``|value|``. Named artists: "<format> <region>", "marker", "marker dots"."""
     fmts = as_formats(formats)
-    value = real(value, "value")
-    if not (isinstance(xlim, (list, tuple)) and len(xlim) == 2):
-        raise TypeError(f"xlim must be a pair (lo, hi) of positive numbers, got {xlim!r}")
-    lo, hi = (real(v, "xlim") for v in xlim)
-    if not (0 < lo < hi < math.inf):
-        raise ValueError(f"xlim must be two increasing positive finite numbers, got {xlim!r}")
+    value, lo, hi = real(value, "value"), 1e-50, 1e40
     ax = axes_for(ax, (10, 0.55 * len(fmts) + 1.8))
     seen = set()
     for row, f in enumerate(fmts):
@@ -298,7 +264,7 @@ def plot_format_regions(value: float, formats=REGION_FORMATS, ax=None, *, xlim=(
         handles=handles,
         loc="upper center",
         bbox_to_anchor=(0.5, 0.0),
-        borderaxespad=3.9,  # (in font sizes: below the tick labels and the axis label, at any figure size)
+        borderaxespad=3.9,
         ncols=len(handles) if len(handles) <= 4 else 3,
         fontsize=9,
         frameon=False,

@@ -13,7 +13,7 @@ import pytest
 from amp_lessons import _explorer
 from amp_lessons.bits import bit_explorer, format_designer
 from amp_lessons.bits._explorers import BitExplorer, FormatDesigner
-from amp_lessons.formats import ENCODINGS, FORMATS
+from amp_lessons.formats import ENCODINGS
 from tests.pictures import is_png
 
 
@@ -26,14 +26,17 @@ def stored_text(ex):
     return ex.value_box.value
 
 
-# --- bit explorer ------------------------------------------------------------------------------
+def flip(ex, position):
+    """Click the button of bit ``position`` (0: least significant)."""
+    button = ex.bit_row.children[ex.fmt.bits - 1 - position]
+    button.value = not button.value
 
 
 def test_bit_explorer_shows_point_one_in_fp16():
     box = bit_explorer()
     assert isinstance(box, widgets.VBox)
     ex = box.explorer
-    assert ex.info.stored == 0.0999755859375
+    assert ex.info.stored == 0.0999755859375 and ex.info.kind == "normal" and "amp-failure" not in ex.readout.value
     assert "0.0999755859375" in ex.readout.value
     assert "(-1)^0 x 2^(11-15) x 1.1001100110b = 0.0999755859375" in ex.readout.value
     assert len(ex.bit_row.children) == 16
@@ -48,7 +51,7 @@ def test_bit_explorer_shows_point_one_in_fp16():
 def test_flipping_the_sign_bit():
     ex = BitExplorer(0.1, "fp16")
     before = ex.image.value
-    ex.flip_bit(15)
+    flip(ex, 15)
     assert ex.info.stored == -0.0999755859375
     assert stored_text(ex) == "-0.0999755859375"
     assert ex.bit_row.children[0].value is True and ex.bit_row.children[0].description == "1"
@@ -58,105 +61,56 @@ def test_flipping_the_sign_bit():
 
 def test_clicking_a_button_is_a_flip_and_does_not_loop():
     ex = BitExplorer(1.0, "fp16")
-    calls = {"value": 0, "code": 0}
-    show_value, show_code = ex.show_value, ex.show_code
-
-    def counted_value():
-        calls["value"] += 1
-        show_value()
-
-    def counted_code(code):
-        calls["code"] += 1
-        show_code(code)
-
-    ex.show_value, ex.show_code = counted_value, counted_code
+    draws, draw = [], ex.draw
+    ex.draw = lambda: draws.append(1) or draw()
     ex.bit_row.children[-1].value = True  # the learner clicks the last mantissa bit
-    assert calls == {"value": 0, "code": 1}
-    assert ex.info.stored == 1.0 + 2.0**-10 and stored_text(ex) == "1.0009765625"
+    assert len(draws) == 1 and ex.info.stored == 1.0 + 2.0**-10 and stored_text(ex) == "1.0009765625"
     ex.value_box.value = "2.0"  # typing still works afterwards
-    assert calls == {"value": 1, "code": 1} and ex.info.stored == 2.0
-
-
-def test_flips_reach_inf_and_nan_and_back():
-    ex = BitExplorer(1.0, "fp16")
-    for pos in (14, 13, 12, 11, 10):  # exponent all ones, mantissa 0
-        ex.flip_bit(pos) if ex.bit_row.children[15 - pos].value is False else None
-    assert ex.info.stored == math.inf and ex.info.kind == "inf"
-    ex.flip_bit(0)
-    assert math.isnan(ex.info.stored) and stored_text(ex) == "nan"
-    ex.flip_bit(0)
-    assert ex.info.stored == math.inf
+    assert len(draws) == 2 and ex.info.stored == 2.0
 
 
 def test_format_change_rebuilds_the_bit_row():
     ex = BitExplorer(0.1, "fp16")
-    ex.set_format("fp32")
+    ex.set(format="fp32")
     assert len(ex.bit_row.children) == 32
     assert ex.info.stored == pytest.approx(0.1, rel=1e-7) and ex.info.stored != 0.1
-    ex.set_format("fp4_e2m1")
+    ex.set(format="fp4_e2m1")
     assert len(ex.bit_row.children) == 4 and ex.info.stored == 0.0 and ex.info.kind == "flushed"
-    ex.set_format("fp16")
+    ex.set(format="fp16")
     assert len(ex.bit_row.children) == 16 and ex.info.stored == 0.0999755859375
-
-
-@pytest.mark.parametrize("name", list(FORMATS))
-def test_extreme_inputs_never_raise(name):
-    ex = BitExplorer(0.1, name)
-    for text in ("1e39", "-1e39", "-0.0", "nan", "inf", "-inf", "1e-50", "0", "3.4028235e38", " 2.5 "):
-        ex.set_value(text)
-        assert ex.error == "" and is_png(ex.image)
-        assert len(ex.bit_row.children) == FORMATS[name].bits
-    ex.set_value(float("nan"))
-    ex.set_value(1e39)
 
 
 def test_extreme_classes_in_the_readout():
     ex = BitExplorer("1e39", "fp16")
     assert ex.info.kind == "inf" and ex.info.overflowed and "it becomes inf" in ex.readout.value
-    ex.set_format("fp8_e4m3")
+    ex.set(format="fp8_e4m3")
     assert ex.info.stored == 448.0 and ex.info.kind == "saturated" and ex.info.overflowed
-    ex.set_value("-0.0")
+    ex.set(value="-0.0")
     assert ex.info.bit_string == "1 0000 000" and ex.info.kind == "zero"
-    ex.set_value("1e-50")
+    ex.set(value="1e-50")
     assert ex.info.kind == "flushed"
 
 
 def test_format_change_while_showing_nan():
     ex = BitExplorer("nan", "fp16")
-    ex.set_format("fp4_e2m1")  # no NaN code in fp4
+    ex.set(format="fp4_e2m1")  # no NaN code in fp4
     assert math.isnan(ex.info.stored) and ex.info.code is None
     assert all(b.disabled and b.description == "?" for b in ex.bit_row.children)
     assert "no NaN code" in ex.readout.value
-    with pytest.raises(ValueError, match="undefined"):
-        ex.flip_bit(0)
     assert len(ex._pictures["fp4_e2m1"].moving[0].get_offsets()) == 0  # no digits drawn
-    ex.set_format("fp8_e4m3")
+    ex.set(format="fp8_e4m3")
     assert ex.info.bit_string == "0 1111 111" and not any(b.disabled for b in ex.bit_row.children)
 
 
 def test_unreadable_text_shows_an_error():
     ex = BitExplorer(0.1, "fp16")
     image = ex.image.value
-    ex.set_value("zero point one")
+    ex.set(value="zero point one")
     assert "'zero point one'" in ex.error and "is not a number" in ex.readout.value
     assert "0.0999755859375" in ex.readout.value  # the last value's table stays under the message
     assert ex.image.value == image and ex.info.stored == 0.0999755859375  # the last picture stays
-    ex.set_value("0.5")
+    ex.set(value="0.5")
     assert ex.error == "" and ex.info.stored == 0.5
-
-
-@pytest.mark.parametrize(
-    "kwargs, exc, match",
-    [
-        (dict(value="abc"), ValueError, "'abc'"),
-        (dict(value=[0.1]), TypeError, r"\[0.1\]"),
-        (dict(value=True), TypeError, "True"),
-        (dict(fmt="fp99"), ValueError, "'fp99'"),
-    ],
-)
-def test_bit_explorer_rejects_bad_arguments(kwargs, exc, match):
-    with pytest.raises(exc, match=match):
-        bit_explorer(**kwargs)
 
 
 def test_custom_format_joins_the_menu():
@@ -166,17 +120,7 @@ def test_custom_format_joins_the_menu():
     assert ex.format_menu.value == "mine" and "fp16" in ex.format_menu.options
     assert ex.info.bit_string == "0 011 10" and len(ex.bit_row.children) == 6
     with pytest.raises(ValueError, match="'fp99'"):
-        ex.set_format("fp99")
-
-
-def test_flip_bit_rejects_bad_positions():
-    ex = BitExplorer(0.1, "fp16")
-    for bad in (16, -1, 1.0, True):
-        with pytest.raises(ValueError, match=repr(bad)):
-            ex.flip_bit(bad)
-
-
-# --- format designer ---------------------------------------------------------------------------
+        ex.set(format="fp99")
 
 
 def test_designer_default_is_fp16(designer):
@@ -185,8 +129,11 @@ def test_designer_default_is_fp16(designer):
     html = designer.readout.value
     assert "65504" in html and "same as fp16" in html
     assert "2^-24" in html and "2^-14" in html  # smallest subnormal / normal
-    assert designer.fmt.max == 65504.0
+    assert designer.fmt.max == 65504.0 and "65504.0" not in html
     assert is_png(designer.image)
+    designer.set(5, 23, "ieee")  # the max is read out exactly, not rounded
+    assert designer.fmt.max == 65536 - 2.0**-8 and "65535.99609375" in designer.readout.value
+    assert ">65536<" not in designer.readout.value
 
 
 def test_designer_names_known_formats_and_redraws(designer):
@@ -222,56 +169,30 @@ def test_invalid_design_shows_error_and_keeps_picture(designer, e, m, enc, bad_e
     assert bytes(designer.image.value) == image and designer.fmt is good
 
 
-def test_designer_every_slider_position(designer, monkeypatch):
-    """exponent 1..8 x mantissa 0..23 x every encoding: never an exception. Each design is drawn;
-    only the PNG encoding, which does not depend on the design, is skipped to keep this fast."""
-    monkeypatch.setattr(_explorer, "encode_png", lambda canvas: b"skipped")
+def test_designer_every_slider_position(designer):
+    """exponent 1..8 x mantissa 0..23 x every encoding: never an exception, each design explained. Its read-out is
+    drawn by draw() itself (rendering the picture, the same for every design, is left to the explorer base tests)."""
     valid = 0
     for enc in ENCODINGS:
         for e in range(1, 9):
             for m in range(24):
-                designer.set(e, m, enc)
-                assert designer.readout.value
+                with designer.holding():  # no redraw per control: one draw() below
+                    designer.exponent_slider.value, designer.mantissa_slider.value = e, m
+                    designer.encoding_menu.value = enc
+                text, _ = designer.draw()
                 if not designer.error:
                     valid += 1
                     assert (designer.fmt.exponent_bits, designer.fmt.mantissa_bits) == (e, m)
-                    assert bytes(designer.image.value) == b"skipped"
                     # every design that can be built has a positive finite value: no failure shown
                     assert designer.fmt.emax >= designer.fmt.emin, (e, m, enc)
-                    assert "amp-failure" not in designer.readout.value, (e, m, enc)
-                    assert f"design e{e}m{m} {enc}" in designer.readout.value
+                    assert "amp-failure" not in text and f"design e{e}m{m} {enc}" in text, (e, m, enc)
                     shown_max = _explorer.num(designer.fmt.max)  # the max reads back exactly
-                    assert shown_max in designer.readout.value
-                    assert float(shown_max.split(" =")[0]) == designer.fmt.max
+                    assert shown_max in text and float(shown_max.split(" =")[0]) == designer.fmt.max
                 else:  # explained, naming the design and the engine's reason
-                    assert "amp-failure" in designer.readout.value
-                    assert f"e{e}m{m} {enc} cannot be built" in designer.readout.value
-                    assert html.escape(designer.error, quote=True) in designer.readout.value
-    # of 768: the rest do not fit in float32, are 1-bit-exponent "ieee" or are e1m0 "fn" (only 0 and NaN) (a
-    # power-of-two format, mantissa 0, fits down to 2**-149, so "fnuz" e8m0 is one of the 673)
+                    assert "amp-failure" in text and f"e{e}m{m} {enc} cannot be built" in text
+                    assert html.escape(designer.error, quote=True) in text
+    # of 768: the rest do not fit in float32, are 1-bit-exponent "ieee" or are e1m0 "fn" (only 0 and NaN)
     assert valid == 673
-
-
-def test_degenerate_design_is_refused_with_the_reason(designer):
-    # e1m0 "fn": its codes are 0, NaN, -0 and NaN; the engine refuses it, so no table of constants (once "max 1,
-    # smallest normal 2", values it does not hold) stands beside the sentence that says so
-    designer.set(1, 0, "fn")
-    assert designer.error and "only 0 and NaN" in designer.error
-    assert "e1m0 fn cannot be built" in designer.readout.value and "smallest normal" not in designer.readout.value
-
-
-@pytest.mark.parametrize(
-    "args, exc, match",
-    [
-        ((9, 10), ValueError, "exponent_bits=9"),
-        ((5, 24), ValueError, "mantissa_bits=24"),
-        (("5", 10), TypeError, "'5'"),
-        ((5, 10, "ibm"), ValueError, "'ibm'"),
-    ],
-)
-def test_designer_rejects_bad_arguments(args, exc, match):
-    with pytest.raises(exc, match=match):
-        FormatDesigner(*args)
 
 
 def test_designer_starting_invalid_does_not_raise():
@@ -279,14 +200,6 @@ def test_designer_starting_invalid_does_not_raise():
     assert "exponent_bits" in d.error and d.fmt is None and d.image.value == b""
     d.set(exponent_bits=2)
     assert d.error == "" and is_png(d.image)
-
-
-# --- the failures the controls reach --------------------------------------------------------------
-
-
-def test_bit_explorer_opening_state_is_no_failure():
-    ex = bit_explorer().explorer
-    assert ex.info.kind == "normal" and "amp-failure" not in ex.readout.value
 
 
 @pytest.mark.parametrize(
@@ -301,30 +214,25 @@ def test_bit_explorer_opening_state_is_no_failure():
 )
 def test_bit_explorer_typed_failures_are_read_out(text, kind, words):
     ex = BitExplorer(0.1, "fp16")
-    ex.set_value(text)
+    ex.set(value=text)
     assert ex.error == "" and ex.info.kind == kind
     assert "amp-failure" in ex.readout.value and html.escape(words, quote=True) in ex.readout.value
     for fine in ("-0.0", "65504", "6e-8"):  # zero, the max, the smallest subnormal: nothing lost
-        ex.set_value(fine)
+        ex.set(value=fine)
         assert "amp-failure" not in ex.readout.value, fine
 
 
 def test_bit_explorer_saturation_and_bits_flipped_to_inf():
     ex = BitExplorer("1e5", "fp8_e4m3")
     assert ex.info.kind == "saturated" and "saturates to the largest finite value" in ex.readout.value
-    ex.set_format("fp16")
-    ex.set_value("1.0")
-    for pos in (14, 13, 12, 11, 10):
+    ex.set(format="fp16")
+    ex.set(value="1.0")
+    for pos in (14, 13, 12, 11, 10):  # exponent all ones, mantissa 0
         if not ex.bit_row.children[15 - pos].value:
-            ex.flip_bit(pos)
-    assert ex.info.stored == math.inf and "amp-failure" in ex.readout.value
-
-
-def test_bit_explorer_unreadable_text_is_explained_not_raised():
-    ex = BitExplorer(0.1, "fp16")
-    for text in ("not a number", ""):
-        ex.set_value(text)
-        assert "is not a number" in ex.readout.value and ex.info.stored == 0.0999755859375
+            flip(ex, pos)
+    assert ex.info.stored == math.inf and ex.info.kind == "inf" and "amp-failure" in ex.readout.value
+    flip(ex, 0)
+    assert math.isnan(ex.info.stored) and stored_text(ex) == "nan"
 
 
 def test_designer_extremes_are_explained(designer):
@@ -332,16 +240,9 @@ def test_designer_extremes_are_explained(designer):
     assert "amp-failure" not in designer.readout.value  # the opening state: fp16
     designer.set(exponent_bits=1)  # ieee with one exponent bit: its only non-zero field is inf/NaN
     assert "amp-failure" in designer.readout.value and "needs exponent_bits &gt;= 2" in designer.readout.value
-    designer.set(1, 0, "fn")
+    designer.set(1, 0, "fn")  # its codes are 0, NaN, -0 and NaN: refused, with no table of constants it lacks
     assert "amp-failure" in designer.readout.value and "no positive finite value" in designer.readout.value
-    assert "cannot be built" in designer.readout.value
+    assert "only 0 and NaN" in designer.error and "e1m0 fn cannot be built" in designer.readout.value
+    assert "smallest normal" not in designer.readout.value
     designer.set(8, 23, "ieee")
     assert designer.error == "" and "amp-failure" not in designer.readout.value  # fp32 itself
-
-
-def test_designer_max_is_exact_not_rounded(designer):
-    designer.set(5, 23, "ieee")
-    assert designer.fmt.max == 65536 - 2.0**-8 and "65535.99609375" in designer.readout.value
-    assert ">65536<" not in designer.readout.value
-    designer.set(5, 10, "ieee")
-    assert "65504" in designer.readout.value and "65504.0" not in designer.readout.value

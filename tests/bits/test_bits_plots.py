@@ -15,7 +15,7 @@ from amp_lessons._draw import named_artists
 from amp_lessons.bits import plot_bit_layout, plot_number_line, plot_range_precision, plot_rounding_error, plot_spacing
 from amp_lessons.bits._describe import describe_code, describe_value
 from amp_lessons.formats import FORMATS, FloatFormat, representable_values
-from amp_lessons.style import FORMAT_COLORS, style_context
+from amp_lessons.style import style_context
 
 
 def digits(ax) -> str:
@@ -24,9 +24,6 @@ def digits(ax) -> str:
 
 def boxes(ax):
     return [p for p in ax.patches if isinstance(p, Rectangle)]
-
-
-# --- describe_value / describe_code ------------------------------------------------------------
 
 
 def test_describe_value_fp16_point_one():
@@ -42,21 +39,16 @@ def test_describe_value_fp16_point_one():
 
 @pytest.mark.parametrize(
     "value, fmt, kind, stored",
-    [
-        (1e6, "fp16", "inf", math.inf),
+    [  # the class of each is the engine's (tests/test_one_vocabulary.py); here the stored values at the edges
         (65520.0, "fp16", "inf", math.inf),  # the tie above max rounds up: inf
         (65519.0, "fp16", "normal", 65504.0),
         (1e6, "fp8_e4m3", "saturated", 448.0),
         (464.0, "fp8_e4m3", "normal", 448.0),  # the tie rounds to the even 448: no overflow
         (465.0, "fp8_e4m3", "saturated", 448.0),
         (1e6, "fp8_e4m3fnuz", "nan", math.nan),
-        (1e6, "fp4_e2m1", "saturated", 6.0),
         (1e39, "fp16", "inf", math.inf),  # beyond float32 too
-        (1e-10, "fp16", "flushed", 0.0),
         (1e-50, "fp32", "flushed", 0.0),
-        (2.0**-20, "fp16", "subnormal", 2.0**-20),
         (-0.0, "fp16", "zero", -0.0),
-        (math.inf, "bf16", "inf", math.inf),
         (math.nan, "fp16", "nan", math.nan),
     ],
 )
@@ -83,22 +75,6 @@ def test_describe_code_round_trips_every_fp8_code():
             assert describe_value(info.stored, "fp8_e5m2").code == code
 
 
-@pytest.mark.parametrize("bad, exc", [("0.1", TypeError), (True, TypeError), ([1.0], TypeError)])
-def test_describe_value_rejects_non_numbers(bad, exc):
-    with pytest.raises(exc, match=repr(bad).replace("[", r"\[").replace("]", r"\]")):
-        describe_value(bad, "fp16")
-
-
-def test_describe_code_rejects_bad_codes():
-    with pytest.raises(ValueError, match="65536"):
-        describe_code(65536, "fp16")
-    with pytest.raises(TypeError, match="1.5"):
-        describe_code(1.5, "fp16")
-
-
-# --- bit layout --------------------------------------------------------------------------------
-
-
 def test_bit_layout_one_in_fp16():
     ax = plot_bit_layout("fp16", 1.0)
     assert digits(ax) == "0011110000000000"
@@ -111,36 +87,22 @@ def test_bit_layout_one_in_fp16():
     assert "relative rounding error 0 (exact)" in caption.get_text()
 
 
-def test_bit_layout_without_caption_keeps_the_digits():
+def test_bit_layout_without_caption_without_value_and_from_a_code():
     ax = plot_bit_layout("bf16", -2.0, caption=False)
     assert digits(ax) == "1100000000000000" and "caption" not in named_artists(ax)
-
-
-def test_bit_layout_fields_have_three_colours():
     ax = plot_bit_layout("fp8_e4m3")
-    colours = [tuple(p.get_facecolor()) for p in boxes(ax)]
-    assert len(set(colours)) == 3
-    assert colours[0] != colours[1] == colours[4] != colours[5] == colours[7]
+    colours = [tuple(p.get_facecolor()) for p in boxes(ax)]  # sign, exponent and mantissa in three colours
+    assert len(set(colours)) == 3 and colours[0] != colours[1] == colours[4] != colours[5] == colours[7]
     assert digits(ax) == ""  # no value: empty boxes
+    fig, ax = plt.subplots()
+    assert plot_bit_layout("fp16", ax=ax, code=0x7C01) is ax
+    assert digits(ax) == "0111110000000001" and "NaN" in named_artists(ax)["caption"].get_text()
 
 
 @pytest.mark.parametrize("name", list(FORMATS))
 def test_bit_layout_every_format_and_extreme_value(name):
     f = FORMATS[name]
-    for value in (
-        0.0,
-        -0.0,
-        1.0,
-        -2.5,
-        f.smallest_subnormal,
-        -f.smallest_subnormal * 3,
-        f.max,
-        f.max * 4,
-        1e39,
-        math.inf,
-        -math.inf,
-        math.nan,
-    ):
+    for value in (-0.0, -f.smallest_subnormal * 3, f.max * 4, 1e39, math.nan):
         ax = plot_bit_layout(name, value)
         assert len(boxes(ax)) == f.bits
         info = describe_value(value, name)
@@ -148,57 +110,23 @@ def test_bit_layout_every_format_and_extreme_value(name):
         plt.close(ax.figure)
 
 
-def test_bit_layout_from_code_and_given_axes():
-    fig, ax = plt.subplots()
-    assert plot_bit_layout("fp16", ax=ax, code=0x7C01) is ax
-    assert digits(ax) == "0111110000000001"
-    assert "NaN" in named_artists(ax)["caption"].get_text()
-
-
-def test_bit_layout_rejects_bad_input():
-    with pytest.raises(ValueError, match="fp99.*fp16"):
-        plot_bit_layout("fp99", 1.0)
-    with pytest.raises(TypeError, match="'abc'"):
-        plot_bit_layout("fp16", "abc")
-    with pytest.raises(ValueError, match="'sideways'"):
-        plot_bit_layout("fp16", 1.0, rounding="sideways")
-    with pytest.raises(ValueError, match="not both"):
-        plot_bit_layout("fp16", 1.0, code=1)
-    with pytest.raises(TypeError, match="Axes"):
-        plot_bit_layout("fp16", 1.0, ax="left")
-
-
-# --- spacing ----------------------------------------------------------------------------------
-
-
 def test_spacing_fp16_line_spans_subnormal_to_max():
     ax = plot_spacing()
-    line = named_artists(ax)["fp16"]
-    assert line.get_xdata().max() == 65504.0
-    assert line.get_xdata().min() == 2.0**-24
-    assert line.get_ydata().min() == 2.0**-24
-    assert line.get_ydata().max() == 2.0**5  # the top binade [2**15, 65504]: gap 2**(15-10)
+    x, y = named_artists(ax)["fp16"].get_data()
+    assert (x.min(), x.max(), y.min()) == (2.0**-24, 65504.0, 2.0**-24)
+    assert y.max() == 2.0**5  # the top binade [2**15, 65504]: gap 2**(15-10)
     assert ax.get_xscale() == ax.get_yscale() == "log"
-    assert ax.get_xlabel() == "magnitude |x|"
-    assert ax.get_ylabel() == "gap to next representable value"
+    assert (ax.get_xlabel(), ax.get_ylabel()) == ("magnitude |x|", "gap to next representable value")
     assert named_artists(ax)["fp16 max"].get_xdata()[0] == 65504.0
     assert named_artists(ax)["fp16 smallest normal"].get_xdata()[0] == 2.0**-14
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert {"fp32", "tf32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2", "max", "smallest normal"} == set(labels)
 
 
-def test_spacing_colours_follow_the_style():
-    ax = plot_spacing(("bf16", "fp8_e4m3"))
-    assert matplotlib.colors.to_hex(named_artists(ax)["bf16"].get_color()) == FORMAT_COLORS["bf16"].lower()
-
-
 def test_spacing_custom_formats():
     ax = plot_spacing([FloatFormat("mine", 3, 4, "finite"), FloatFormat("tiny", 1, 0, "fnuz")])
     assert named_artists(ax)["mine"].get_xdata().max() == FloatFormat("mine", 3, 4, "finite").max
     assert named_artists(ax)["tiny"].get_xdata().max() == 1.0  # e1m0 fnuz: 0, 1, NaN and -1
-
-
-# --- range and precision -------------------------------------------------------------------------
 
 
 def test_range_precision_bars_come_from_constants():
@@ -221,9 +149,6 @@ def test_range_precision_subset_order_and_no_subnormals_for_m0():
     ax = plot_range_precision(["bf16", FloatFormat("e5m0", 5, 0)])
     assert [t.get_text().split()[0] for t in ax.get_yticklabels()] == ["bf16", "e5m0"]
     assert "e5m0 subnormals" not in named_artists(ax)
-
-
-# --- rounding error ------------------------------------------------------------------------------
 
 
 def test_rounding_error_stays_under_unit_roundoff_for_normals():
@@ -254,9 +179,6 @@ def test_rounding_error_custom_x_and_modes():
     err = line.get_ydata()
     assert np.isnan(err[[0, 2]]).all()  # exact values: no point on a log axis
     assert err[1] == pytest.approx(0.005859375 / 1.005859375)  # truncated to 1.0, not rounded up
-
-
-# --- number line -------------------------------------------------------------------------------
 
 
 def test_number_line_ticks_every_value():
@@ -302,8 +224,6 @@ def test_bit_layouts_with_one_width_have_boxes_of_one_size():
         widths |= {round(b.width, 3) for b in boxes}
         lefts.add(round(min(b.x0 for b in boxes), 3))
     assert len(widths) == 1 and len(lefts) == 1
-    with pytest.raises(ValueError, match="width must be an int from 16"):
-        plot_bit_layout("fp16", 0.1, width=8)
 
 
 def test_number_line_title_claims_short_subnormal_ticks_only_where_they_show():

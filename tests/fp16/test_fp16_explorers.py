@@ -6,17 +6,13 @@ matplotlib.use("Agg")
 
 import math
 
-import ipywidgets as widgets
 import numpy as np
 import pytest
-import torch
 
 from tests.faces import internals
 from tests.pictures import is_png
 
 fp16 = internals("fp16")
-
-# --- magnitude explorer (lesson 03) --------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -51,35 +47,6 @@ def test_magnitude_explorer_rows_and_marker(magnitudes):
     assert list(line.get_xdata()) == [1e-6, 1e-6] and list(dots.get_xdata()) == [1e-6] * 5
     magnitudes.set(log10_value=3.0, sign="+")
     assert magnitudes.classes["fp8_e4m3"] == "saturated" and magnitudes.stored["fp8_e4m3"] == 448.0
-
-
-def test_magnitude_explorer_slider_extremes(magnitudes):
-    for sign in ("+", "-"):
-        magnitudes.set(log10_value=-50.0, sign=sign)
-        assert set(magnitudes.classes.values()) == {"flushed"} and is_png(magnitudes.image)
-        magnitudes.set(log10_value=40.0)
-        assert magnitudes.classes == {
-            "fp32": "inf",
-            "bf16": "inf",
-            "fp16": "inf",
-            "fp8_e4m3": "saturated",
-            "fp8_e5m2": "inf",
-        }
-        assert "inf" in magnitudes.readout.value
-    for lg in (magnitudes.slider.min, magnitudes.slider.max):
-        magnitudes.slider.value = lg  # the widget itself, as a drag does
-        assert is_png(magnitudes.image)
-
-
-def test_magnitude_explorer_bad_input():
-    with pytest.raises(ValueError, match="-50 to 40"):
-        fp16.MagnitudeExplorer(41.0)
-    with pytest.raises(ValueError, match="'x'"):
-        fp16.MagnitudeExplorer(0.0, sign="x")
-    assert isinstance(fp16.magnitude_explorer(-20.0), widgets.VBox)
-
-
-# --- sum explorer (lesson 03) -------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -126,35 +93,21 @@ def test_sum_explorer_curves_are_the_running_sums(sums):
     assert not sums._pictures[1.15].parts["limit"].get_visible()  # 65504 is far off this picture
 
 
-@pytest.mark.parametrize(
-    "v", ["0", "-0.0", "-16", "1e-30", "3e-8", "1e5", "65504", "1e38", "1e39", "-1e39", "2049", "0.3333", "1e-7"]
-)
-def test_sum_explorer_extremes_never_raise(sums, v):
-    for n in (1, 2, 8192):
-        sums.set(v=v, n=n)
-        assert sums.error == "" and is_png(sums.image)
-        assert sums.result.exact == n * torch.tensor(float(v)).to(torch.float16).item()
-
-
-def test_sum_explorer_bad_text_keeps_the_picture(sums):
+def test_sum_explorer_bad_text_keeps_the_last_table_and_picture(sums):
     sums.set(v="16", n=100)
     image = sums.image.value
-    for bad in ("sixteen", "inf", "nan"):
-        sums.set(v=bad)
-        assert sums.error and sums.image.value == image
-        assert "1600.0" in sums.readout.value  # the last table stays under the message
-    sums.set(v="2")
+    for text, words in (("sixteen", "is not a number"), ("", "is not a number"), ("1e400", "reads as inf")):
+        sums.set(v=text)
+        assert words in sums.error and words in sums.readout.value and sums.image.value == image
+        assert "last valid v" in sums.readout.value and "1600.0" in sums.readout.value  # the last table stays
+        assert "amp-failure" not in sums.readout.value
+    sums.set(n=sums.N_MAX)  # n moves while the text is bad: still explained
+    assert sums.error and sums.image.value == image
+    sums.set(v="2", n=100)
     assert sums.error == "" and sums.result.exact == 200.0
-
-
-def test_sum_explorer_bad_arguments():
-    with pytest.raises(ValueError, match="8192"):
-        fp16.SumExplorer(16.0, 8193)
-    with pytest.raises(ValueError, match="finite"):
-        fp16.SumExplorer(math.inf)
-
-
-# --- the failures the controls reach --------------------------------------------------------------
+    sums.set(v="16", n=4096)  # swamping: the failure stays with the last table under a bad text
+    sums.set(v="not a number")
+    assert "last valid v" in sums.readout.value and "swamping" in sums.readout.value
 
 
 def test_magnitude_explorer_failure_exactly_where_a_format_loses_x():
@@ -186,38 +139,11 @@ def test_sum_explorer_swamping_overflow_and_underflow_are_read_out():
     assert ex.result.fp16_running_sum == -32768.0 and "stops at -32768.0" in ex.readout.value
 
 
-@pytest.mark.parametrize("v", ["1e-8", "-1e-30", "2.9e-8"])
-def test_sum_explorer_addend_that_flushes_is_not_a_stall(v):
-    ex = fp16.SumExplorer(16.0, fp16.SumExplorer.N_MAX)
-    ex.set(v=v)
-    assert ex.v16 == 0 and ex.result.fp16_running_sum == 0
-    assert "amp-failure" in ex.readout.value and "underflow" in ex.readout.value
-    assert "never: fp16(v) is 0" in ex.readout.value and "swamping" not in ex.readout.value
-
-
-@pytest.mark.parametrize("v", ["0", "-0.0"])
-def test_sum_explorer_zero_is_no_failure(v):
-    ex = fp16.SumExplorer(16.0, fp16.SumExplorer.N_MAX)
-    ex.set(v=v)
-    assert ex.error == "" and ex.result.fp16_running_sum == 0
-    assert "amp-failure" not in ex.readout.value and "never: fp16(v) is 0" in ex.readout.value
-
-
-def test_sum_explorer_typed_text_the_browser_tries():
-    ex = fp16.SumExplorer(16.0, 100)
-    for text, words in (("1e400", "reads as inf"), ("not a number", "is not a number"), ("", "is not a number")):
-        ex.set(v=text)
-        assert words in ex.error and words in ex.readout.value
-        assert "last valid v" in ex.readout.value and "amp-failure" not in ex.readout.value
-    for n in (ex.n_slider.min, ex.n_slider.max):  # n moves while the text is bad: still explained
-        ex.set(n=n)
-        assert ex.error and is_png(ex.image)
-    ex.set(v="16", n=1)
-    assert ex.error == "" and "amp-failure" not in ex.readout.value
-
-
-def test_sum_explorer_bad_text_keeps_the_last_failure_with_its_table():
-    ex = fp16.SumExplorer(16.0, 4096)  # swamping
-    ex.set(v="not a number")
-    assert ex.error and "last valid v" in ex.readout.value
-    assert "amp-failure" in ex.readout.value and "swamping" in ex.readout.value
+@pytest.mark.parametrize(
+    "v, flushed", [("1e-8", True), ("-1e-30", True), ("2.9e-8", True), ("0", False), ("-0.0", False)]
+)
+def test_sum_explorer_zero_addend_is_no_stall(sums, v, flushed):
+    sums.set(v=v, n=sums.N_MAX)
+    assert sums.error == "" and sums.v16 == 0 and sums.result.fp16_running_sum == 0
+    assert "never: fp16(v) is 0" in sums.readout.value and "swamping" not in sums.readout.value
+    assert ("amp-failure" in sums.readout.value) == flushed and ("underflow" in sums.readout.value) == flushed
