@@ -65,13 +65,17 @@ def _is_fp32(f: FloatFormat) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _scalar_rounder(f: FloatFormat):
-    """A function rounding one float to ``f`` (nearest even, the format's own overflow) as quantize does, faster."""
+    """A function rounding the exact result of one operation to float32 and then to ``f`` (nearest even, the format's
+    own overflow), as quantize of a float32 operation's result does, faster."""
+    r32, rf = _rounder(get_format("fp32")), _rounder(f)
+    return r32 if _is_fp32(f) else lambda x: rf(r32(x))
+
+
+def _rounder(f: FloatFormat):
     m, emin, fmax = f.mantissa_bits, f.emin, f.max
     over = {"inf": math.inf, "saturate": fmax, "nan": math.nan}[f.default_overflow]
     unsigned_zero = not f.has_negative_zero
     frexp, ldexp = math.frexp, math.ldexp
-    if _is_fp32(f):
-        return float  # quantize returns float32 input unchanged here
 
     def rnd(x: float) -> float:
         if x != x:

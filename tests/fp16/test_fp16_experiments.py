@@ -166,6 +166,26 @@ def test_kahan_sum_is_within_an_ulp_where_a_running_sum_is_not(fmt, n):
     assert abs(fp16.running_sum(x, fmt)[-1].item() - exact) > 5 * ulp  # the plain sum is not
 
 
+@pytest.mark.parametrize("rows", [1, 40])  # the Python-float loop and the vectorised one
+def test_each_addition_is_rounded_to_float32_first_as_torch_does(rows):
+    # 1 + (2**-11 + 2**-34): in float32 the sum is 1 + 2**-11, a tie in fp16 that goes to 1.0; rounded straight from
+    # the exact sum it would be 1 + 2**-10
+    x = torch.tensor([1.0, 2**-11 + 2**-34]).repeat(rows, 1)
+    want = (torch.tensor(1.0, dtype=torch.float16) + x[:, 1]).half().float()  # fp16 + fp32 computes in fp32
+    assert same(fp16.running_sum(x, "fp16")[:, -1], want) and want[0].item() == 1.0
+
+
+def test_kahan_sum_in_fp32_rounds_every_operation_to_float32():
+    x = torch.full((1000,), 0.1)
+    total = comp = np.float32(0.0)
+    for v in x.numpy():
+        y = np.float32(v - comp)
+        t = np.float32(total + y)
+        comp = np.float32(np.float32(t - total) - y)
+        total = t
+    assert fp16.kahan_sum(x, "fp32") == float(total) == 100.0  # a float64 loop would give 100.0000015
+
+
 def test_update_survives_at_half_an_ulp():
     w, half = 1.5, 2.0**-11  # fp16 gap at 1.5 is 2**-10
     assert fp16.update_survives(w, half * 1.01) and not fp16.update_survives(w, half * 0.99)
