@@ -34,6 +34,9 @@ KERNEL_MEMORY_LIMIT_BYTES = 3 * 1024**3
 # ("amp-figure", (section, label, value, unit)) pairs.
 FIGURE_KEY = "amp-figure"
 
+# pytester: a test of the suite's own hooks runs an inner pytest in its process (no second torch import)
+pytest_plugins = ("pytester",)
+
 _durations: dict[str, float] = defaultdict(float)
 _peak_rss: dict[str, int] = {}
 _figures: dict[str, dict[str, tuple[float, str]]] = defaultdict(dict)
@@ -104,6 +107,22 @@ def pytest_configure(config):
     # Plots take the colours of JupyterLab's theme setting (amp_lessons.style.lab_theme): the suite and its kernels
     # read an empty settings folder, so a developer's dark JupyterLab does not change what the tests draw.
     os.environ["JUPYTERLAB_SETTINGS_DIR"] = tempfile.mkdtemp(prefix="amp-lab-settings-")
+
+
+def pytest_ignore_collect(collection_path, config):
+    # `make test LESSON=05`: another lesson's notebook or topic folder is not even collected (none of its tests
+    # would be kept below); a LESSON that is no lesson is left to the UsageError below
+    number = os.environ.get("AMP_LESSON", "")
+    if not number:
+        return None
+    from tests.lesson_filter import lesson_of, skips
+
+    try:
+        lesson = lesson_of(number)
+        path = collection_path.relative_to(config.rootpath).as_posix()
+    except ValueError:
+        return None
+    return True if skips(path, lesson) else None
 
 
 def pytest_collection_modifyitems(config, items):

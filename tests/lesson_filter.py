@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from amp_lessons.lessons import LESSONS
+from amp_lessons.lessons import LESSONS, TOPICS
 from tests.faces import internals
 
 
@@ -39,6 +39,18 @@ def keeps(nodeid: str, lesson, names: set[str] | None = None) -> bool:
         return False
     param = rest[rest.index("[") + 1 : -1]
     return param in names or any(token in names for token in re.split(r"[^\w.]+|\.(?!ipynb)", param))
+
+
+def skips(path: str, lesson) -> bool:
+    """Whether the file or folder ``path`` (relative to the repository, "/"-separated) holds none of ``lesson``'s
+    tests, so that pytest need not collect it: another lesson's notebook, or another topic's ``tests/<topic>/``.
+    Whatever it holds, :func:`keeps` would drop every test of it."""
+    folder, _, name = path.partition("/")
+    if folder == "notebooks" and "/" not in name and name.endswith(".ipynb"):
+        return name != lesson.notebook
+    if folder == "tests" and "/" not in name:
+        return name in TOPICS and name != lesson.topic
+    return False
 
 
 def select(items, number: str) -> tuple[list, list]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.lesson_filter import keeps, lesson_of
+from amp_lessons.lessons import LESSONS
+from tests.lesson_filter import keeps, lesson_of, skips
 
 
 @pytest.mark.parametrize(
@@ -43,3 +44,37 @@ def test_a_lesson_is_named_by_its_number():
     assert keeps("notebooks/00_start_here.ipynb::Cell 1", lesson_of("00"))
     with pytest.raises(ValueError, match=r"LESSON='99' is not a lesson: use one of 00, 01, .*, 11"):
         lesson_of("99")
+
+
+@pytest.mark.parametrize(
+    ("path", "skipped"),
+    [
+        ("notebooks/10_microscaling.ipynb", True),
+        ("tests/micro", True),
+        ("tests/tf32", True),
+        # the lesson's own, the promise modules, folders that are no topic's
+        ("notebooks/05_loss_scaling.ipynb", False),
+        ("tests/scaling", False),
+        ("tests/scaling/test_scaling_experiments.py", False),
+        ("tests/test_checker_contract.py", False),
+        ("tests/browser", False),
+        ("tests", False),
+        ("notebooks", False),
+    ],
+)
+def test_another_lessons_files_are_not_collected(path, skipped):
+    assert skips(path, lesson_of("05")) is skipped
+
+
+def test_what_is_not_collected_holds_none_of_the_lessons_tests():
+    # every test of a skipped file or folder is one keeps() drops, for every lesson
+    for lesson in LESSONS:
+        for other in LESSONS:
+            if other is lesson:
+                continue
+            assert skips(f"notebooks/{other.notebook}", lesson) and not keeps(
+                f"notebooks/{other.notebook}::Cell 0", lesson
+            )
+            if other.topic:
+                assert skips(f"tests/{other.topic}", lesson)
+                assert not keeps(f"tests/{other.topic}/test_x.py::test_y", lesson)

@@ -4,13 +4,15 @@ The unit tests drive KernelGuard with stand-in kernels. The two slow tests run p
 notebooks made here: under ``--dist load`` pytest-xdist splits them between two workers' kernels, and the guard
 must fail the cells with that reason instead of NameErrors; with ``-n 2`` and no ``--dist`` (the root conftest.py
 then chooses ``--dist loadfile``) they pass; a kernel killed during a cell fails that cell in seconds, naming
-the signal, instead of nbval waiting out its 2000 s cell timeout.
+the signal, instead of nbval waiting out its 2000 s cell timeout (that notebook runs in the same ``-n 2`` pytest
+as the whole ones, beside them).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -163,10 +165,39 @@ def _pytest(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, st
     return proc, proc.stdout + proc.stderr
 
 
-@pytest.mark.slow
-def test_split_notebooks_fail_with_the_reason_and_whole_ones_pass(tmp_path):
+WHOLE = ["x = 0"] + ["x += 1"] * 14
+KILLED = ["x = 1", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", "x += 1", "x += 1"]
+
+
+@pytest.fixture(scope="module")
+def loadfile_run(tmp_path_factory):
+    """One ``pytest -n 2`` (no --dist: the root conftest.py picks loadfile) of two whole notebooks (a, b) and one
+    whose kernel is killed during its second cell: (seconds it took, its output). Two tests read it."""
+    tmp_path = tmp_path_factory.mktemp("loadfile")
     for name in ("a", "b"):
-        _notebook(tmp_path / f"{name}.ipynb", ["x = 0"] + ["x += 1"] * 14)
+        _notebook(tmp_path / f"{name}.ipynb", WHOLE)
+    _notebook(tmp_path / "killed.ipynb", KILLED)
+    start = time.monotonic()
+    proc, out = _pytest(tmp_path, "-n", "2", *(str(tmp_path / f"{n}.ipynb") for n in ("a", "b", "killed")))
+    assert proc.returncode == 1, out  # the killed notebook's cells fail
+    return time.monotonic() - start, out
+
+
+def _failed(out: str) -> list[str]:
+    """The node ids (file name and cell) of the FAILED lines of pytest's short summary."""
+    lines = [line.removeprefix("FAILED ").split(" - ")[0] for line in out.splitlines() if line.startswith("FAILED ")]
+    return sorted(line.rsplit("/", 1)[-1] for line in lines)
+
+
+def _counts(out: str) -> dict[str, int]:
+    """pytest's closing line as {"passed": 31, "failed": 3}."""
+    return {word: int(n) for n, word in re.findall(r"(\d+) (passed|failed|error)", out.strip().splitlines()[-1])}
+
+
+@pytest.mark.slow
+def test_split_notebooks_fail_with_the_reason_and_whole_ones_pass(tmp_path, loadfile_run):
+    for name in ("a", "b"):
+        _notebook(tmp_path / f"{name}.ipynb", WHOLE)
     notebooks = [str(tmp_path / "a.ipynb"), str(tmp_path / "b.ipynb")]
 
     proc, out = _pytest(tmp_path, "-n", "2", "--dist", "load", *notebooks)
@@ -174,20 +205,17 @@ def test_split_notebooks_fail_with_the_reason_and_whole_ones_pass(tmp_path):
     assert "NameError" not in out, out
     assert "pytest-xdist (--dist load) split this notebook across workers" in out, out
 
-    proc, out = _pytest(tmp_path, "-n", "2", *notebooks)  # no --dist: the root conftest.py picks loadfile
-    assert proc.returncode == 0, out
-    assert "30 passed" in out, out
+    _, out = loadfile_run  # no --dist: the root conftest.py picks loadfile, and a and b pass whole
+    assert _counts(out) == {"passed": 31, "failed": 3}, out  # a's 15 cells, b's 15 and killed.ipynb's first
+    assert all(node.startswith("killed.ipynb::") for node in _failed(out)), out
+    assert "NameError" not in out, out
 
 
 @pytest.mark.slow
-def test_a_kernel_killed_during_a_cell_fails_it_in_seconds(tmp_path):
-    _notebook(
-        tmp_path / "killed.ipynb",
-        ["x = 1", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", "x += 1", "x += 1"],
-    )
-    start = time.monotonic()
-    proc, out = _pytest(tmp_path, str(tmp_path / "killed.ipynb"))
-    assert time.monotonic() - start < 120, out  # nbval alone waits for the reply until its 2000 s cell timeout
-    assert proc.returncode == 1 and "1 passed" in out and "3 failed" in out, out
+def test_a_kernel_killed_during_a_cell_fails_it_in_seconds(loadfile_run):
+    seconds, out = loadfile_run
+    assert seconds < 120, out  # nbval alone waits for the reply until its 2000 s cell timeout
+    assert _failed(out) == [f"killed.ipynb::Cell {i}" for i in (1, 2, 3)], out
+    assert _counts(out) == {"passed": 31, "failed": 3}, out
     assert "ended with signal 9 (SIGKILL)" in out and "while this cell ran" in out, out
     assert "NameError" not in out, out

@@ -1,9 +1,10 @@
 """tests/conftest.py's guard: a test that leaves a process-wide numerics setting changed fails, naming it, and the
-setting is put back before the next test."""
+setting is put back before the next test.
+
+The inner pytest runs in this process (pytester), where torch is already imported: the settings it leaks are this
+process's, so this test's own guard also checks that the inner guard put every one of them back."""
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 LEAKY = """import torch
@@ -28,15 +29,14 @@ def test_restoring_its_own_change_passes():
 """
 
 
-def test_a_leaking_test_fails_and_the_next_one_runs_under_the_defaults(tmp_path):
-    shutil.copy(Path(__file__).with_name("conftest.py"), tmp_path / "conftest.py")
-    (tmp_path / "test_leaky.py").write_text(LEAKY)
-    out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:benchmark", "-n", "0", "-c", "/dev/null",
-         "--rootdir", str(tmp_path), str(tmp_path)],
-        capture_output=True, text=True, timeout=300,
+def test_a_leaking_test_fails_and_the_next_one_runs_under_the_defaults(pytester):
+    shutil.copy(Path(__file__).with_name("conftest.py"), pytester.path / "conftest.py")
+    (pytester.path / "test_leaky.py").write_text(LEAKY)
+    out = pytester.runpytest_inprocess(
+        "-q", "-p", "no:cacheprovider", "-p", "no:benchmark", "-n", "0", "-c", "/dev/null",
+        "--rootdir", str(pytester.path), str(pytester.path),
     )  # fmt: skip
-    text = out.stdout + out.stderr
+    text = out.stdout.str() + out.stderr.str()
     assert "3 passed, 1 error" in text, text[-3000:]
     assert "test_leaks left process-wide numerics changed" in text
     assert "'float32_matmul_precision': ('highest', 'medium')" in text and "'denormals flushed': (False, True)" in text

@@ -1,5 +1,6 @@
 """Fixtures for the real-browser tests (see harness.py): Chromium, and a JupyterLab server over a
-temporary copy of the notebooks, one per test module (one per xdist worker with --dist loadfile)."""
+temporary copy of the notebooks, one per session (one per xdist worker), started by the first test that asks for
+it: each test opens its own page, and a lesson's test ends its kernel sessions."""
 
 from __future__ import annotations
 
@@ -7,12 +8,12 @@ import harness
 import pytest
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def chromium_path() -> str:
     return harness.require_browser()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser(chromium_path):
     from playwright.sync_api import sync_playwright
 
@@ -22,7 +23,7 @@ def browser(chromium_path):
         b.close()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def lab_server(chromium_path):
     server = harness.Server("lab", harness.lesson_files())
     yield server

@@ -116,15 +116,19 @@ _KERNEL_ID_JS = "() => window.jupyterapp.shell.currentWidget.sessionContext.sess
 ROOM_SECTION = "browser: the lessons' explorers in JupyterLab at 1440 x 900, as a learner sees them"
 
 
-# Right after opening, once the kernel has answered kernel_info (JupyterLab then writes its language_info
-# into the notebook's metadata when it differs), and a moment later: is the document modified?
+# Right after opening, once JupyterLab has written what the kernel reports into the notebook's metadata (its
+# NotebookPanel sets language_info when the kernel's info promise resolves, and kernelspec when its spec promise
+# does, each in a handler attached when the kernel changed, before ours below), and a moment later: is the
+# document modified?
 _DIRTY_JS = """
 async () => {
   const w = window.jupyterapp.shell.currentWidget;
   await w.context.ready;
   await w.sessionContext.ready;
-  await w.sessionContext.session.kernel.info;
-  await new Promise(r => setTimeout(r, 1000));
+  const kernel = w.sessionContext.session.kernel;
+  await kernel.info;
+  await kernel.spec;
+  await new Promise(r => setTimeout(r, 200));
   return {dirty: w.context.model.dirty, metadata: w.context.model.metadata};
 }
 """
@@ -135,6 +139,7 @@ async (theme) => {
   return true;
 }
 """
+_NEXT_FRAMES_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
 _THEME_READY_JS = """
 (theme) => document.body.dataset.jpThemeName === theme
   && getComputedStyle(document.body).getPropertyValue('--jp-layout-color0').trim() !== ''
@@ -275,7 +280,7 @@ def set_theme(page, theme: str) -> None:
     """Switch JupyterLab's theme and wait until its colours apply."""
     page.evaluate(_THEME_JS, theme)
     page.wait_for_function(_THEME_READY_JS, arg=theme, timeout=30_000, polling=100)
-    page.wait_for_timeout(300)  # one more frame for the stylesheet swap
+    page.evaluate(_NEXT_FRAMES_JS)  # the stylesheet swap painted: two frames rendered after it applies
 
 
 def check_contrast(page, panel, notebook: str, theme: str) -> dict:
