@@ -2,8 +2,7 @@
 its notebook, its solutions and its place in the lessons list, and nothing else by hand: a twelfth lesson (a small but complete one: an experiment, a checker, the lesson's row of
 what runs where, a notebook with an exercise, a solution and their tests) is added to a copy of this repository,
 `make docs` writes what the docs say of the registry, and every test that reads the registry passes on the copy,
-the new notebook and lesson 00 under nbval among them (the other lessons' rows of those tests, whose files the copy
-does not change, are left to the main suite), and the browser test collects the new lesson.
+the new notebook and lesson 00 under nbval among them, and the browser test collects the new lesson.
 
 The test then lists what changed in the copy: the lesson's own files, its topic's import and its place in the
 list of amp_lessons/lessons.py (one line each), and the files `make docs` writes (README.md, instructors/README.md, CONTRIBUTING.md, the
@@ -175,36 +174,18 @@ REGISTRY_TESTS = [
     "notebooks/00_start_here.ipynb",
     "notebooks/12_halves.ipynb",
 ]
-# A plugin of the copy's pytest. Every test collected under tests/browser/ is listed in the file $AMP_COLLECTED and
-# deselected: the registry's browser test is collected, as `make test` collects it, without a browser run. And the
-# rows of the promise modules that belong to lessons 01..11 only are deselected (tests/lesson_filter.py says whose a
-# row is): their lessons' files are the same in the copy, and the main suite runs those rows; the registry-wide
-# tests, lesson 00's rows and the new lesson's run here.
+# A plugin of the copy's pytest: every test collected under tests/browser/ is listed in the file $AMP_COLLECTED and
+# deselected (the registry's browser test is collected, as `make test` collects it, without a browser run).
 COLLECTED_PLUGIN = """import os
 from pathlib import Path
 
 
 def pytest_collection_modifyitems(config, items):
-    from amp_lessons.lessons import LESSONS
-    from tests.lesson_filter import _names, keeps
-
-    here = [(ls, _names(ls)) for ls in LESSONS if ls.number in ("00", "12")]
-    others = [(ls, _names(ls)) for ls in LESSONS if ls.number not in ("00", "12")]
-
-    def elsewhere(nodeid):
-        return (
-            "[" in nodeid
-            and not any(keeps(nodeid, ls, names) for ls, names in here)
-            and any(keeps(nodeid, ls, names) for ls, names in others)
-        )
-
-    browser = [item.nodeid for item in items if item.nodeid.startswith("tests/browser/")]
-    Path(os.environ["AMP_COLLECTED"]).write_text("\\n".join(browser), encoding="utf-8")
-    dropped = [item for item in items if item.nodeid.startswith("tests/browser/") or elsewhere(item.nodeid)]
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        gone = {id(item) for item in dropped}
-        items[:] = [item for item in items if id(item) not in gone]
+    browser = [item for item in items if item.nodeid.startswith("tests/browser/")]
+    Path(os.environ["AMP_COLLECTED"]).write_text("\\n".join(item.nodeid for item in browser), encoding="utf-8")
+    if browser:
+        config.hook.pytest_deselected(items=browser)
+        items[:] = [item for item in items if not item.nodeid.startswith("tests/browser/")]
 """
 GENERATED = {"README.md", "instructors/README.md", "CONTRIBUTING.md", "amp_lessons/__init__.py",
              "notebooks/00_start_here.ipynb"}  # fmt: skip
