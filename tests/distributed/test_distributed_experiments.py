@@ -16,7 +16,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from amp_lessons import _launch, distributed
+from amp_lessons import _launch
 from amp_lessons.distributed import _experiments as E, _records as records, key_code
 from amp_lessons.formats import quantize
 from tests.load import patience as _stretched
@@ -145,8 +145,6 @@ def test_spawned_workers_import_the_exported_functions():
         _launch.run_group(local, 2, start_method="spawn")
     with pytest.raises(TypeError, match="'test_spawned_workers_import_the_exported_functions.<locals>.local'"):
         _launch.run_group(E.observe_fsdp_step, 2, (local,), start_method="spawn")  # a function among the arguments too
-    with pytest.raises(ValueError, match="start_method='forkserver'"):
-        _launch.run_group(_no_collective, 2, start_method="forkserver")
 
 
 _STARTED_BY = "import"  # a forked worker sees what the parent set; a spawned one imports this module afresh
@@ -251,23 +249,6 @@ def test_a_worker_that_torch_refuses_autograd_says_what_to_do():
     assert not multiprocessing.active_children()
 
 
-@pytest.mark.parametrize(
-    "kwargs, words",
-    [
-        ({"world_size": 0}, "world_size=0"),
-        ({"world_size": 10**6}, "at most 8"),
-        ({"world_size": 2.0}, "world_size=2.0"),
-        ({"timeout": 0}, "timeout=0"),
-        ({"timeout": 1e9}, "at most 600"),
-    ],
-)
-def test_run_group_bad_input(kwargs, words):
-    with pytest.raises(ValueError, match=words):
-        _launch.run_group(_sum_ranks, **{"args": (0,), **kwargs})
-    with pytest.raises(TypeError, match="fn must be a function"):
-        _launch.run_group("not a function")
-
-
 def test_ddp_autocast_dtypes_and_one_decision_for_all_ranks():
     s = E.observe_ddp_step(key_code.ddp_amp_step, 2, "fp16", inf_rank=1)
     for r in range(2):
@@ -325,16 +306,13 @@ def test_bytes_per_parameter_match_the_arithmetic():
         assert r.total == r.expected  # exact: no shard is padded when width is a multiple of the ranks
     assert (rows["fp32"].params, rows["fp32"].grads, rows["fp32"].optimizer) == (4, 4, 8)
     assert rows["bf16-true"].total == 8 and rows["FSDP fp32"].total == 8 and rows["FSDP bf16-true"].total == 4
-    with pytest.raises(ValueError, match="multiple of world_size"):
-        E.bytes_per_parameter(2, width=33)
 
 
 def test_the_emulation_is_what_gloo_computes():
     report = E.gloo_allreduce_check(2, elements=128)
     assert list(report) == ["bf16", "fp32"]
     for fmt, c in report.items():
-        assert isinstance(c, records.AllreduceCheck) and c.fmt == fmt
-        assert c.ranks_agree and c.matching_some_ring_order == 1.0
+        assert c.fmt == fmt and c.ranks_agree and c.matching_some_ring_order == 1.0
     assert report["bf16"].gloo_error == report["bf16"].emulated_error > 0  # 2 ranks: one order only
 
 
@@ -347,10 +325,6 @@ def test_ring_and_pairwise_sums():
     assert torch.equal(E.ring_sum(g, "fp32"), g[0] + g[1] + g[2] + g[3] + g[4])
     assert torch.equal(E.pairwise_sum(g, "fp32"), ((g[0] + g[1]) + (g[2] + g[3])) + g[4])
     assert torch.equal(E.ring_sum(g[:1], "bf16"), g[0])
-    with pytest.raises(TypeError, match="2-d"):
-        E.ring_sum(torch.ones(3))
-    with pytest.raises(ValueError, match="fmt='fp8'"):
-        E.pairwise_sum(g, "fp8")
 
 
 def test_reduction_error_grows_with_world_size_in_bf16():
@@ -360,46 +334,6 @@ def test_reduction_error_grows_with_world_size_in_bf16():
     assert ring[0] < ring[1] < ring[2] and ring[2] > 5 * pair[2]  # ring order grows ~ sqrt(N), the tree ~ log N
     assert max(fp32) < 1e-6 < min(ring)
     assert r.at("bf16 ring", 4096) == ring[2]
-    with pytest.raises(ValueError, match="at least 2"):
-        E.reduction_error((1, 8))
-    with pytest.raises(ValueError, match="too large"):
-        E.reduction_error((65536,), elements=1024)
-
-
-def test_argument_checks_of_the_experiments():
-    with pytest.raises(ValueError, match="inf_rank=2"):
-        E.observe_ddp_step(key_code.ddp_amp_step, 2, inf_rank=2)
-    with pytest.raises(ValueError, match="dtype='fp8'"):
-        E.observe_ddp_step(key_code.ddp_amp_step, 2, dtype="fp8")
-    with pytest.raises(TypeError, match="step must be"):
-        E.observe_ddp_step("ddp", 2)
-    with pytest.raises(ValueError, match="param_dtype='int8'"):
-        E.observe_fsdp_step(key_code.fsdp_step, 2, "int8")
-    with pytest.raises(TypeError, match="step must be"):
-        E.observe_fsdp_step(None)
-    with pytest.raises(ValueError, match="overflow_rank=2"):
-        E.observe_fp16_fsdp_step(key_code.fsdp_step, 2, overflow_rank=2)
-    with pytest.raises(TypeError, match="fn must be"):
-        E.observe_fp16_fsdp_step(3)
-    with pytest.raises(ValueError, match="world_size=1"):
-        E.fsdp_inf_sync(1)
-    with pytest.raises(ValueError, match="world_size=1"):
-        E.gloo_allreduce_check(1)
-
-
-def test_loopback_interface():
-    name, up = _launch.loopback_interface()
-    assert up in (True, False, None) and (name is None or isinstance(name, str))
-
-
-def test_the_lesson_exports_the_launcher_it_runs():
-    """The launcher lives in the base (amp_lessons._launch); lesson 09's experiments and face export it as it is."""
-    names = ("run_group", "WorkerError", "GroupTimeout", "GroupUnavailable", "ForkUnsafe", "MAX_WORLD_SIZE")
-    for n in (*names, "fork_runs_backward", "loopback_interface"):
-        assert getattr(E, n) is getattr(_launch, n), n
-        if n in distributed.__all__:  # the face holds the ones the lesson calls
-            assert getattr(distributed, n) is getattr(_launch, n), n
-    assert {"run_group", "WorkerError"} <= set(distributed.__all__)
 
 
 def test_the_bf16_hook_build_check_follows_ddps_rule(monkeypatch):

@@ -4,7 +4,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import pytest
 
 from amp_lessons import distributed
 from amp_lessons._draw import named_artists
@@ -20,8 +19,6 @@ def test_plot_reduction_error_draws_one_line_per_method_and_marks_zeros():
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
     assert r.errors["fp32 ring"][0] == 0  # two ranks in fp32: exact, drawn at the floor
     assert named_artists(ax)["fp32 ring"].get_ydata()[0] == 1e-10
-    with pytest.raises(TypeError, match="ReductionError"):
-        distributed.plot_reduction_error({"bf16 ring": [1.0]})
 
 
 def test_plot_memory_per_parameter_stacks_the_components():
@@ -31,8 +28,6 @@ def test_plot_memory_per_parameter_stacks_the_components():
     assert [p.get_width() for p in params] == [4.0, 2.0]
     assert [p.get_x() for p in optim] == [8.0, 4.0]
     assert list(named_artists(ax)["expected"].get_xdata()) == [16.0, 8.0]
-    with pytest.raises(TypeError, match="MemoryRow"):
-        distributed.plot_memory_per_parameter([])
     assert isinstance(ReductionError([2], {"x": [0.1]}, 1).at("x", 2), float)
 
 

@@ -99,14 +99,3 @@ def test_fp8_linear_backward_exercise():
         r = fp8.check_fp8_linear_backward(fn)
         assert_not_yet(r)
         assert words in r.message, (words, r.message)
-
-
-def test_fp8_linear_backward_checker_cases_break_an_unscaled_cast():
-    """The checker's tiny and huge gradients: an unscaled e5m2 cast flushes the first and overflows the second."""
-    from amp_lessons.fp8._checks import _backward_cases
-
-    cases = {what.split(" (")[0]: dy for what, *_, dy in _backward_cases()}
-    tiny, huge = cases["gradients of about 1e-6"], cases["gradients up to about 3e5"]
-    assert bool((fp8.fake_quantize(tiny, "fp8_e5m2") == 0).all())  # every value below half of 2^-16
-    assert bool(fp8.fake_quantize(huge, "fp8_e5m2").isinf().any())
-    assert any(b is None for _, _, _, b, _ in _backward_cases())  # and a layer without a bias
