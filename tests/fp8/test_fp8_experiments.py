@@ -48,6 +48,10 @@ def test_course_fp8_casts_do_not_depend_on_torchs_overflow(monkeypatch):
     assert fp8._to_fp8(x).float().tolist() == [448.0, -448.0, 448.0, 1.0]
     assert math.isnan(float(fp8._to_fp8(torch.tensor([math.nan])).float()))
     assert fp8.fake_quantize(x, "fp8_e5m2").tolist()[:3] == [512.0, -math.inf, math.inf]
+    # a scale per row; an empty tensor keeps its shape
+    x, s = torch.randn(4, 8), torch.tensor([[1.0], [2.0], [4.0], [100.0]])
+    assert torch.equal(fp8.fake_quantize(x, "fp8_e4m3", s), (x * s).to(torch.float8_e4m3fn).float() / s)
+    assert fp8.fake_quantize(torch.empty(0, 3)).shape == (0, 3)
 
 
 def test_values_in():
@@ -71,14 +75,6 @@ def test_fake_quantize_is_torchs_cast_bit_for_bit(fmt, scale):
     want = y.to(DTYPES[fmt]).float() / scale
     assert got.dtype == torch.float32
     assert torch.equal(got.view(torch.int32), want.view(torch.int32))
-
-
-def test_fake_quantize_with_a_scale_tensor():
-    x = torch.randn(4, 8)
-    s = torch.tensor([[1.0], [2.0], [4.0], [100.0]])
-    want = (x * s).to(torch.float8_e4m3fn).float() / s
-    assert torch.equal(fp8.fake_quantize(x, "fp8_e4m3", s), want)
-    assert fp8.fake_quantize(torch.empty(0, 3)).shape == (0, 3)
 
 
 @pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp8_e5m2"])
@@ -302,25 +298,21 @@ def test_h200_reference_ratios_use_one_timer():
         records.fp8_costs_of(reference.find("tf32_matmul", published=False)[0])
 
 
-def test_fp8_cast_costs_on_the_cpu():
-    r = fp8.fp8_cast_costs("cpu", shapes=[(16, 32, 16), (8192, 8192, 8192)], repeats=2, calls=1)
-    assert isinstance(r, records.CastCosts) and r.device == "cpu"
-    assert set(r.times) == {("16x32x16", v) for v in ("bf16", "fp8", "fp8+casts")}
-    assert all(t > 0 for t in r.times.values())
-    assert r.timer == "perf_counter around 1 back-to-back calls, per call, median of 2"  # one timer, named
-    assert "a CPU" in r.skipped["8192x8192x8192"] and "torch.compile" in r.skipped["16x32x16", "fp8+compiled casts"]
-    assert r.ratio("16x32x16", "fp8") == r.times["16x32x16", "bf16"] / r.times["16x32x16", "fp8"]
-    assert r.ratio("8192x8192x8192", "fp8") is None
-    assert "timer: perf_counter" in str(r)
-
-
-def test_fp8_cast_costs_times_the_lessons_eager_cast(monkeypatch):
+def test_fp8_cast_costs_on_the_cpu_time_the_lessons_eager_cast(monkeypatch):
     seen = []
     real = fp8.to_fp8
     monkeypatch.setattr(fp8, "to_fp8", lambda t: seen.append(tuple(t.shape)) or real(t))
-    fp8.fp8_cast_costs("cpu", shapes=[(16, 32, 48)], repeats=1, calls=1)
+    r = fp8.fp8_cast_costs("cpu", shapes=[(16, 32, 48), (8192, 8192, 8192)], repeats=2, calls=1)
     # two casts made before timing, then both inputs cast in every call of the "fp8+casts" row (warm-up included)
     assert seen[:2] == [(16, 32), (48, 32)] and len(seen) > 2 and set(seen) == {(16, 32), (48, 32)}
+    assert isinstance(r, records.CastCosts) and r.device == "cpu"
+    assert set(r.times) == {("16x32x48", v) for v in ("bf16", "fp8", "fp8+casts")}
+    assert all(t > 0 for t in r.times.values())
+    assert r.timer == "perf_counter around 1 back-to-back calls, per call, median of 2"  # one timer, named
+    assert "a CPU" in r.skipped["8192x8192x8192"] and "torch.compile" in r.skipped["16x32x48", "fp8+compiled casts"]
+    assert r.ratio("16x32x48", "fp8") == r.times["16x32x48", "bf16"] / r.times["16x32x48", "fp8"]
+    assert r.ratio("8192x8192x8192", "fp8") is None
+    assert "timer: perf_counter" in str(r)
 
 
 @pytest.mark.slow
@@ -329,28 +321,21 @@ def test_fp8_cast_costs_compiles_the_casts_when_asked():
     assert ("16x32x16", "fp8+compiled casts") in r.times and not r.skipped
 
 
-def test_on_a_gpu_the_lesson_runs_scaled_mm_there(monkeypatch):
+@pytest.mark.parametrize("gpu, shapes", [("H100", ["256x512x256", "8192x8192x8192"]), ("A100", ["256x512x256"])])
+def test_on_a_gpu_the_lesson_runs_scaled_mm_there(monkeypatch, gpu, shapes):
     from tests.simulated_gpu import simulate
 
     assert fp8._resolve_device(None) == torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    simulate(monkeypatch, "H100")
+    simulate(monkeypatch, gpu)
     assert fp8._resolve_device(None) == torch.device("cuda")  # scaled_mm_compare and fp8_cast_costs default to it
     todo, skipped, compiled = fp8._cast_cost_plan(torch.device("cuda"), fp8.CAST_COST_SHAPES, None)
-    assert [t[0] for t in todo] == ["256x512x256", "8192x8192x8192"] and skipped == {} and compiled
+    assert [t[0] for t in todo] == shapes and compiled  # a GPU compiles the casts
+    assert skipped == {} if gpu == "H100" else "no fp8 tensor cores" in skipped["8192x8192x8192"]
     # no kernel runs on a simulated GPU: the default call reaches for CUDA memory, which this torch build lacks (a CPU
     # build: "Torch not compiled with CUDA"; a CUDA build without a GPU: "Found no NVIDIA driver")
     with pytest.raises((RuntimeError, AssertionError), match="(?i)cuda|nvidia"):
         fp8.scaled_mm_compare(16, 32, 16)
     with pytest.raises((RuntimeError, AssertionError), match="(?i)cuda|nvidia"):
         fp8.fp8_cast_costs(shapes=[(16, 32, 16)], repeats=1, calls=1)
-
-
-def test_on_a_gpu_without_fp8_the_large_product_is_skipped(monkeypatch):
-    from tests.simulated_gpu import simulate
-
-    simulate(monkeypatch, "A100")
-    todo, skipped, compiled = fp8._cast_cost_plan(torch.device("cuda"), fp8.CAST_COST_SHAPES, None)
-    assert [t[0] for t in todo] == ["256x512x256"] and "no fp8 tensor cores" in skipped["8192x8192x8192"]
-    assert compiled  # a GPU compiles the casts
     todo, skipped, compiled = fp8._cast_cost_plan(torch.device("cpu"), fp8.CAST_COST_SHAPES, None)
     assert not compiled and ("256x512x256", "fp8+compiled casts") in skipped
