@@ -1,31 +1,7 @@
-"""Lesson 09's experiments: mixed precision on a real ``torch.distributed`` process group.
-
-Every multi-process experiment starts a small real group of CPU processes with the gloo backend
-(:func:`run_group`) and returns plain, picklable data to the notebook:
-
-- :func:`observe_ddp_step`: runs the lesson's DDP step (``key_code.ddp_amp_step``: autocast and GradScaler, written
-  in the notebook) and reads, per rank, the dtypes of parameters, activations, gradients and what the gradient
-  all-reduce carries; one rank's forward overflows, and every rank's GradScaler skips; the gradients the
-  ``bf16_compress_hook`` returns against the fp32 all-reduce.
-- :func:`observe_fsdp_step`: runs the lesson's FSDP2 step (``key_code.fsdp_step``: ``fully_shard`` with a
-  ``MixedPrecisionPolicy``) and reads the dtype (and shape) of every stage of it from the operations it dispatches
-  (all-gather, forward and backward matmuls, reduce-scatter), for ``reduce_dtype`` float32 and bfloat16.
-- :func:`fsdp_inf_sync`: fp16 FSDP2 with an inf in one rank's gradient that reduce-scatter delivers to
-  another rank's shard: the local view disagrees, the scaler's decision does not.
-- :func:`bytes_per_parameter`: the bytes per parameter each rank holds (parameters, gradients, Adam states,
-  counted from the storages), against the arithmetic.
-
-The lesson's steps live in its notebook (``#| export`` cells, written to :mod:`.key_code`); this module keeps the
-observers (an op log of dtypes and collectives, DDP's comm hooks), not a second copy of a step; the launcher is the
-base's :mod:`amp_lessons._launch`, the results it returns are :mod:`.records`.
-- :func:`reduction_error`: the error of summing N ranks' gradients in bf16 and in fp32, in ring order and
-  pairwise, for N up to thousands: EMULATED in one process (the formats engine rounds after every add,
-  as gloo's bf16 sum does), the emulation checked bit for bit against the real gloo all-reduce for the
-  world sizes this machine runs (:func:`gloo_allreduce_check`).
-
-What a laptop cannot show: NCCL, its algorithms (rings, trees, NVLS) and the bandwidth of NVLink or
-InfiniBand; the numbers of the reduction are those of the order modelled, not of a particular NCCL run.
-"""
+"""Lesson 09's experiments: mixed precision on a real ``torch.distributed`` process group of CPU processes (gloo,
+:func:`run_group`) running the lesson's own steps (:mod:`.key_code`) under an op log, and the precision of gradient
+reduction EMULATED in one process (checked bit for bit against gloo by :func:`gloo_allreduce_check`). NCCL, its
+algorithms and NVLink bandwidth are out of a laptop's reach."""
 
 from __future__ import annotations
 
@@ -54,7 +30,7 @@ from .._launch import (
     loopback_interface,
     run_group,
 )
-from .._validate import int_at_least, positive, selection
+from .._validate import int_at_least, selection
 from ..checks import is_placeholder
 from ..formats import quantize
 from ._observe import OpLog, name_of, to_local
@@ -98,14 +74,12 @@ __all__ = [
     "run_group",
 ]
 
+REDUCTION_FORMATS = ("bf16", "fp16", "fp32")
 MAX_EMULATED_WORLD_SIZE = 65536  # emulated ranks: one row of a tensor each
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 # DTensor warns when GradScaler's found_inf (shape [1], not a scalar) meets DTensor gradients; the scaler
 # still reduces it over the mesh (torch/distributed/tensor/_dispatch.py, found_inf_reduce_handler).
 _DTENSOR_FOUND_INF_WARNING = "Found a non-scalar tensor with numel=1"
-
-
-# --- observers: what a step dispatches, and what it leaves behind ------------------------------------------
 
 
 def _check_step(step, what: str):
@@ -118,21 +92,29 @@ def _batch(rank: int, seed: int, rows: int = 8, cols: int = 16) -> torch.Tensor:
     return torch.randn(rows, cols, generator=torch.Generator().manual_seed((seed * 1000 + rank) % 2**63))
 
 
+def _two_ranks(world_size) -> int:
+    world_size = check_world_size(world_size)
+    if world_size < 2:
+        raise ValueError(f"world_size={world_size!r} is not allowed: this needs at least 2 ranks")
+    return world_size
+
+
+def _rank_below(rank, name: str, world_size: int) -> int:
+    rank = int_at_least(rank, name, 0)
+    if rank >= world_size:
+        raise ValueError(f"{name}={rank!r} is not allowed: it must be a rank below world_size={world_size}")
+    return rank
+
+
 def _batches(world_size: int, seed: int, overflow_rank: int | None = None) -> list[torch.Tensor]:
-    """One batch per rank; on ``overflow_rank`` one input value beyond fp16's largest (65504): autocast's cast of
-    the input to fp16 makes it inf, and the backward spreads inf and NaN into that rank's gradients."""
+    """One batch per rank; on ``overflow_rank`` one input value beyond fp16's largest, 65504."""
     batches = [_batch(r, seed) for r in range(world_size)]
     if overflow_rank is not None:
         batches[overflow_rank][0, 0] = 1e5
     return batches
 
 
-# --- DDP with autocast -----------------------------------------------------------------------------------
-
-
 def _ddp_observed(rank: int, world_size: int, step, dtype_name: str, inf_rank, seed: int) -> dict:
-    """Runs the lesson's ``step`` under the op log and reads what it left: the dtypes, what the all-reduce carried,
-    the scaler's decision; then the same step (no overflow) with the fp32 all-reduce and with bf16_compress_hook."""
     dtype = _DTYPES[dtype_name]
     log = OpLog()
     with log:
@@ -178,21 +160,16 @@ def _ddp_observed(rank: int, world_size: int, step, dtype_name: str, inf_rank, s
 def observe_ddp_step(
     step, world_size: int = 2, dtype: str = "fp16", inf_rank: int | None = 1, seed: int = 0, *, timeout: float = 60.0
 ) -> DdpStep:
-    """Runs the lesson's DDP step ``step(rank, world_size, batches, dtype, comm_hook=None) -> (model, scaler)``
-    (``key_code.ddp_amp_step``) on ``world_size`` real gloo ranks, each on its own batch, under an op log that sees
-    every matmul and what each rank's all-reduce carries. On rank ``inf_rank`` (None: none) one input value is
-    beyond fp16's range, so that rank's fp16 forward overflows. Then the same step (no overflow) reduced by the default
-    fp32 all-reduce and by ``bf16_compress_hook``; their relative difference is returned."""
+    """Runs the lesson's DDP step ``step(rank, world_size, batches, dtype, comm_hook=None) -> (model, scaler)`` on
+    ``world_size`` real gloo ranks under an op log (dtypes of every matmul and of each all-reduce). Rank ``inf_rank``
+    (None: none) gets an input beyond fp16's range. Then the same step without overflow, reduced in fp32 and by
+    ``bf16_compress_hook``: their relative difference. Returns a :class:`DdpStep`."""
     step = _check_step(step, "DDP")
-    world_size = check_world_size(world_size)
-    if world_size < 2:
-        raise ValueError(f"world_size={world_size!r} is not allowed: DDP needs at least 2 ranks to show anything")
+    world_size = _two_ranks(world_size)
     if dtype not in ("fp16", "bf16"):
         raise ValueError(f"dtype={dtype!r} is not allowed: use 'fp16' or 'bf16'")
     if inf_rank is not None:
-        inf_rank = int_at_least(inf_rank, "inf_rank", 0)
-        if inf_rank >= world_size:
-            raise ValueError(f"inf_rank={inf_rank!r} is not allowed: it must be a rank below world_size={world_size}")
+        inf_rank = _rank_below(inf_rank, "inf_rank", world_size)
     seed = _validate.seed(seed)
     rs = run_group(_ddp_observed, world_size, (step, dtype, inf_rank, seed), timeout=timeout)
     return DdpStep(
@@ -215,12 +192,8 @@ def observe_ddp_step(
 
 
 def ddp_bf16_hook_build_check() -> BuildCheck:
-    """The condition under which DDP accepts ``bf16_compress_hook``, evaluated on the installed torch (see
-    :class:`BuildCheck`; the check is in ``torch/nn/parallel/distributed.py``, ``_check_comm_hook``)."""
+    """The condition under which DDP accepts ``bf16_compress_hook``, evaluated on the installed torch."""
     return BuildCheck.of_this_torch()
-
-
-# --- FSDP2 with MixedPrecisionPolicy ---------------------------------------------------------------------
 
 
 def _stages_from(log: OpLog, model) -> list[tuple[str, str, str]]:
@@ -255,7 +228,6 @@ def _fsdp_observed(rank: int, world_size: int, step, param_name: str, seed: int)
         with log:
             model = step(rank, world_size, batches, _DTYPES[param_name], reduce_dtype)
         stages[name_of(reduce_dtype)] = _stages_from(log, model)
-        # the exact gradient of the mean loss over all ranks' batches, in fp64, for the bf16 computation
         reference = tiny_mlp().double()
         sum(reference(x.double()).square().mean() for x in batches).backward()
         want = torch.cat([p.grad.flatten() / world_size for p in reference.parameters()])
@@ -267,11 +239,9 @@ def _fsdp_observed(rank: int, world_size: int, step, param_name: str, seed: int)
 def observe_fsdp_step(
     step, world_size: int = 2, param_dtype: str = "bf16", seed: int = 0, *, timeout: float = 60.0
 ) -> FsdpStages:
-    """Runs the lesson's FSDP2 step ``step(rank, world_size, batches, param_dtype, reduce_dtype) -> model``
-    (``key_code.fsdp_step``: ``fully_shard`` with a ``MixedPrecisionPolicy``) on ``world_size`` real gloo ranks,
-    for reduce_dtype float32 then bfloat16. The stages are read from the operations the step dispatches (an op log
-    sees the all-gathers, every forward and backward matmul and the reduce-scatters with their dtypes). The
-    gradient error is against the fp64 gradient of the same loss (the low-precision compute included)."""
+    """Runs the lesson's FSDP2 step ``step(rank, world_size, batches, param_dtype, reduce_dtype) -> model`` on
+    ``world_size`` real gloo ranks, for reduce_dtype float32 then bfloat16, and reads the dtype of each stage from
+    the operations it dispatches; the gradient error is against fp64. Returns :class:`FsdpStages`."""
     step = _check_step(step, "FSDP2")
     world_size = check_world_size(world_size)
     if param_dtype not in ("bf16", "fp16", "fp32"):
@@ -282,8 +252,7 @@ def observe_fsdp_step(
 
 
 def _fp16_step_observed(rank: int, world_size: int, fn, seed: int, overflow_rank: int) -> dict:
-    """In each worker: the learner's ``fn(rank, world_size, batches) -> (model, scaler)`` on finite batches, then on
-    batches where rank ``overflow_rank``'s input overflows fp16, under the op log; what each step dispatched and left behind."""
+    """In each worker: the learner's ``fn`` on finite batches, then with an overflow, under the op log."""
     out = {}
     warnings.filterwarnings("ignore", message=_DTENSOR_FOUND_INF_WARNING, category=UserWarning)
     for case, overflow in (("finite", None), ("overflow", overflow_rank)):
@@ -338,28 +307,14 @@ def _fp16_step_observed(rank: int, world_size: int, fn, seed: int, overflow_rank
 def observe_fp16_fsdp_step(
     fn, world_size: int = 2, seed: int = 0, *, overflow_rank: int = 1, timeout: float = 120.0
 ) -> list[dict]:
-    """Runs a learner's fp16 FSDP2 step ``fn(rank, world_size, batches) -> (model, scaler)`` of ``tiny_mlp()`` on
-    ``world_size`` real gloo ranks, once with finite batches and once with rank ``overflow_rank``'s input beyond fp16's
-    range, under the op log. Per rank: ``{"placeholder": True}`` (it returned ``...``), ``{"bad_return": ...}``, or
-    per case ("finite", "overflow") whether the parameters are sharded, the all-gather and reduce-scatter dtypes, the
-    scaler's type, whether it is enabled, its device and scale after the step, the warnings the step raised (in the
-    worker, where a notebook does not show them), whether the parameters changed, and (finite case) the norm ratio and
-    relative error of the gradients against the fp64 gradient of the loss ``model(x).float().square().mean()``."""
-    if not callable(fn):
-        raise TypeError(f"fn must be a function fn(rank, world_size, batches), got {type(fn).__name__}")
-    world_size = check_world_size(world_size)
-    if world_size < 2:
-        raise ValueError(f"world_size={world_size!r} is not allowed: the step needs at least 2 ranks")
-    overflow_rank = int_at_least(overflow_rank, "overflow_rank", 0)
-    if overflow_rank >= world_size:
-        raise ValueError(f"overflow_rank={overflow_rank!r} is not allowed: a rank below world_size={world_size}")
-    seed = _validate.seed(seed)
+    """A learner's fp16 FSDP2 step ``fn(rank, world_size, batches) -> (model, scaler)`` on real gloo ranks, with
+    finite batches and with rank ``overflow_rank``'s input beyond fp16's range. Per rank ``{"placeholder": True}``,
+    ``{"bad_return": ...}``, or per case ("finite", "overflow") what the step dispatched and left behind."""
     return run_group(_fp16_step_observed, world_size, (fn, seed, overflow_rank), timeout=timeout)
 
 
 def _cpu_mesh(world_size: int):
-    """The group's ranks as a device mesh on the CPU: they are CPU processes. Left out, ``fully_shard`` puts its
-    mesh on the machine's accelerator where there is one (CUDA, MPS), which these gloo ranks do not use."""
+    """The ranks as a CPU device mesh (left out, ``fully_shard`` would put it on an accelerator)."""
     return init_device_mesh("cpu", (world_size,))
 
 
@@ -395,22 +350,13 @@ def _inf_sync_rank(rank: int, world_size: int, inf_rank: int, seed: int) -> dict
 def fsdp_inf_sync(
     world_size: int = 2, inf_rank: int = 1, seed: int = 0, *, timeout: float = 60.0
 ) -> list[dict[str, ScalerOutcome]]:
-    """fp16 FSDP2 (``param_dtype=float16``, ``reduce_dtype=float32``) on one Linear layer: rank ``inf_rank``
-    puts an inf in one output column's gradient; reduce-scatter delivers it to the rank that owns that
-    row (rank 0), so the other ranks' gradient shards are finite. One entry per rank: the :class:`ScalerOutcome`
-    of each scaler class by its name ("ShardedGradScaler", "GradScaler"): whether its local shard is finite, the
-    scale after ``update()``, whether the optimizer stepped."""
-    world_size = check_world_size(world_size)
-    if world_size < 2:
-        raise ValueError(f"world_size={world_size!r} is not allowed: the demo needs at least 2 ranks")
-    inf_rank = int_at_least(inf_rank, "inf_rank", 0)
-    if inf_rank >= world_size:
-        raise ValueError(f"inf_rank={inf_rank!r} is not allowed: it must be a rank below world_size={world_size}")
+    """fp16 FSDP2 on one Linear layer: rank ``inf_rank`` puts an inf in one output column's gradient, which
+    reduce-scatter delivers to rank 0's shard only. Per rank: scaler class name ("ShardedGradScaler",
+    "GradScaler") -> its :class:`ScalerOutcome` (local shard finite, scale after ``update()``, stepped)."""
+    world_size = _two_ranks(world_size)
+    inf_rank = _rank_below(inf_rank, "inf_rank", world_size)
     seed = _validate.seed(seed)
     return run_group(_inf_sync_rank, world_size, (inf_rank, seed), timeout=timeout)
-
-
-# --- bytes per parameter -------------------------------------------------------------------------------------
 
 
 def _storage_bytes(tensors) -> int:
@@ -441,8 +387,7 @@ def _memory_rank(rank: int, world_size: int, width: int, seed: int) -> list[dict
         model = nn.Sequential(nn.Linear(width, width), nn.ReLU(), nn.Linear(width, width)).to(dtype)
         n_params = sum(p.numel() for p in model.parameters())
         if wrap == "ddp":
-            # the .grad tensors are views of DDP's flat buckets; with the default (False) the reducer keeps the buckets
-            # as a second copy of every gradient, 4 more bytes per fp32 parameter that these counts would not see
+            # .grad as views of DDP's buckets: otherwise the buckets are a second copy these counts would not see
             model = DistributedDataParallel(model, gradient_as_bucket_view=True)
         else:
             policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16) if wrap == "fsdp-mp" else MixedPrecisionPolicy()
@@ -458,8 +403,6 @@ def _memory_rank(rank: int, world_size: int, width: int, seed: int) -> list[dict
         opt.step()
         params = list(model.parameters())
         if wrap == "ddp" and len({p.grad.untyped_storage().data_ptr() for p in params}) != 1:
-            # without bucket views every .grad has its own storage, and the reducer's buckets hold a second copy
-            # that the counts below would miss (the model is far below DDP's 25 MiB bucket: one bucket)
             raise RuntimeError("DDP's gradients are not views of one bucket: the grads column would be wrong")
         states = [v for st in opt.state.values() for k, v in st.items() if k in ("exp_avg", "exp_avg_sq")]
         rows.append(
@@ -477,8 +420,8 @@ def bytes_per_parameter(
     world_size: int = 2, width: int = 64, seed: int = 0, *, timeout: float = 60.0
 ) -> list[MemoryRow]:
     """Measured on ``world_size`` real gloo ranks: the bytes per parameter rank 0 holds after one Adam step of a
-    two-layer MLP (``width`` x ``width``, twice) under each of :data:`MEMORY_SETTINGS` (DDP replicates; FSDP2
-    shards every layer and the root). ``width`` must be a multiple of ``world_size`` so that no shard is padded."""
+    two-layer ``width`` x ``width`` MLP under each of :data:`MEMORY_SETTINGS`. ``width``: a multiple of
+    ``world_size`` (no padded shard). Returns a list of :class:`MemoryRow`."""
     world_size = check_world_size(world_size)
     width = int_at_least(width, "width", 1)
     if width % world_size or width > 1024:
@@ -498,10 +441,9 @@ def bytes_per_parameter(
     ]
 
 
-# --- the precision of gradient reduction ------------------------------------------------------------------------
-
-
-def _check_grads(grads) -> torch.Tensor:
+def _check_grads(grads, fmt) -> torch.Tensor:
+    if fmt not in REDUCTION_FORMATS:
+        raise ValueError(f"fmt={fmt!r} is not allowed: use one of {', '.join(map(repr, REDUCTION_FORMATS))}")
     if not isinstance(grads, torch.Tensor) or grads.dim() != 2 or not grads.is_floating_point():
         raise TypeError("grads must be a 2-d floating-point tensor: one row per rank")
     if not 1 <= grads.shape[0] <= MAX_EMULATED_WORLD_SIZE:
@@ -514,13 +456,10 @@ def _round(x: torch.Tensor, fmt: str) -> torch.Tensor:
 
 
 def ring_sum(grads: torch.Tensor, fmt: str = "bf16", start: int = 0) -> torch.Tensor:
-    """The sum of the rows of ``grads`` (one per rank) accumulated one rank after another from rank ``start``
-    around the ring, the running sum rounded to ``fmt`` ("bf16", "fp16" or "fp32") after every add, as a ring
-    reduce-scatter accumulates a chunk hop by hop in the communication dtype. Each add is an fp32 add of two
-    ``fmt`` values then one rounding (what gloo's bf16 sum computes). Returned as float32."""
-    g = _check_grads(grads)
-    if fmt not in ("bf16", "fp16", "fp32"):
-        raise ValueError(f"fmt={fmt!r} is not allowed: use 'bf16', 'fp16' or 'fp32'")
+    """The sum of the rows of ``grads`` (one per rank) accumulated around the ring from rank ``start``, the running
+    sum rounded to ``fmt`` ("bf16", "fp16" or "fp32") after every add, as a ring reduce-scatter accumulates a chunk
+    hop by hop (each add: an fp32 add of two ``fmt`` values, then one rounding). Returned as float32."""
+    g = _check_grads(grads, fmt)
     n = g.shape[0]
     start = int_at_least(start, "start", 0)
     if start >= n:
@@ -533,11 +472,9 @@ def ring_sum(grads: torch.Tensor, fmt: str = "bf16", start: int = 0) -> torch.Te
 
 
 def pairwise_sum(grads: torch.Tensor, fmt: str = "bf16") -> torch.Tensor:
-    """The sum of the rows of ``grads`` by a binary tree (rank pairs, then pairs of pairs), rounded to ``fmt``
-    after every add: the order of a tree all-reduce or recursive halving. Returned as float32."""
-    g = _check_grads(grads)
-    if fmt not in ("bf16", "fp16", "fp32"):
-        raise ValueError(f"fmt={fmt!r} is not allowed: use 'bf16', 'fp16' or 'fp32'")
+    """The sum of the rows of ``grads`` by a binary tree (pairs, then pairs of pairs), rounded to ``fmt`` after
+    every add. Returned as float32."""
+    g = _check_grads(grads, fmt)
     level = _round(g, fmt)
     while level.shape[0] > 1:
         if level.shape[0] % 2:
@@ -577,7 +514,6 @@ def reduction_error(world_sizes=(2, 8, 64, 512, 4096), elements: int = 256, seed
     return ReductionError(sizes, errors, elements)
 
 
-REDUCTION_FORMATS = ("bf16", "fp16", "fp32")
 REDUCTION_ORDERS = ("ring", "pairwise")
 
 
@@ -585,25 +521,8 @@ def reduction_sweep(
     fmt: str = "bf16", order: str = "ring", scale: float = 1.0, *, max_world_size: int = 4096, elements: int = 64,
     seed: int = 0,
 ) -> ReductionSweep:  # fmt: skip
-    """:class:`ReductionSweep` of ``fmt`` and ``order`` for N = 2, 4, ..., ``max_world_size`` (a power of two, at
-    most 4096). The ring sums of all N come from one pass over the ranks (the ring sum of the first N ranks is the
-    running sum after N - 1 adds, as :func:`ring_sum` from rank 0 computes it); the pairwise ones from
-    :func:`pairwise_sum`. ``scale`` (from 1e-12 to 1e6) sets the gradients' magnitude, so that fp16's range shows:
-    small gradients flush to zero, large sums overflow."""
-    if fmt not in REDUCTION_FORMATS:
-        raise ValueError(f"fmt={fmt!r} is not allowed: use one of {', '.join(map(repr, REDUCTION_FORMATS))}")
-    if order not in REDUCTION_ORDERS:
-        raise ValueError(f"order={order!r} is not allowed: use one of {', '.join(map(repr, REDUCTION_ORDERS))}")
-    scale = positive(scale, "scale")
-    if not 1e-12 <= scale <= 1e6:
-        raise ValueError(f"scale={scale!r} is not allowed: the gradients' magnitude, from 1e-12 to 1e6")
-    max_world_size = int_at_least(max_world_size, "max_world_size", 2)
-    if max_world_size > 4096 or max_world_size & (max_world_size - 1):
-        raise ValueError(f"max_world_size={max_world_size!r} is not allowed: a power of two from 2 to 4096")
-    elements = int_at_least(elements, "elements", 1)
-    if elements > 1024:
-        raise ValueError(f"elements={elements!r} is not allowed: 1 to 1024 values per rank")
-    seed = _validate.seed(seed)
+    """:class:`ReductionSweep` of ``fmt`` and ``order`` for N = 2, 4, ..., ``max_world_size``; the ring sums of all N
+    from one pass over the ranks. ``scale`` sets the gradients' magnitude (fp16's range shows: flushes, overflows)."""
     g = torch.randn(max_world_size, elements, generator=torch.Generator().manual_seed(seed)) * scale
     sent = _round(g, fmt)  # each rank's gradient in the communication dtype
     flushed = float(((sent == 0) & (g != 0)).float().mean())
@@ -642,14 +561,10 @@ def _allreduce_rank(rank: int, world_size: int, elements: int, seed: int) -> dic
 def gloo_allreduce_check(
     world_size: int = 2, elements: int = 256, seed: int = 0, *, timeout: float = 60.0
 ) -> dict[str, AllreduceCheck]:
-    """The real gloo ``all_reduce`` (bf16 and fp32) of ``world_size`` ranks' bf16-representable gradients,
-    against the emulation: per format, the fraction of elements equal bit for bit to :func:`ring_sum` from
-    some starting rank in some direction (gloo splits the tensor in chunks, each reduced along the ring from a
-    different rank), whether all ranks got the same result, and the normwise errors of gloo and of the
-    emulated ring from rank 0 against the exact sum: format name ("bf16", "fp32") -> its :class:`AllreduceCheck`."""
-    world_size = check_world_size(world_size)
-    if world_size < 2:
-        raise ValueError(f"world_size={world_size!r} is not allowed: a reduction needs at least 2 ranks")
+    """The real gloo ``all_reduce`` (bf16 and fp32) of ``world_size`` ranks' gradients against the emulation:
+    format name -> :class:`AllreduceCheck` (the share of elements equal bit for bit to :func:`ring_sum` from some
+    rank in some direction, whether ranks agree, the errors of gloo and of the emulation against the exact sum)."""
+    world_size = _two_ranks(world_size)
     elements = int_at_least(elements, "elements", 1)
     if elements > 2**16:
         raise ValueError(f"elements={elements!r} is not allowed: at most {2**16}")

@@ -24,15 +24,9 @@ _TOP = 3.0  # an overflowed sum (error inf) is drawn here, marked with a cross
 
 
 class ReductionExplorer(Explorer):
-    """How wrong the sum of N ranks' gradients is, as a reduce-scatter or all-reduce computes it: a slider for the
-    number of ranks N (2 to 4096), the dtype the sum is taken in (bf16, fp16, fp32: what ``reduce_dtype`` or a
-    communication hook chooses), its order (a ring, hop by hop; a pairwise tree) and the gradients' magnitude
-    (10**k). The picture draws the relative error of the sum against N for your setting, over the bf16 and fp32 ring
-    sums of unit gradients; the read-out gives the error at N. EMULATED (:func:`~.experiments.reduction_sweep`: one
-    row per rank, every partial sum rounded to the dtype).
-
-    The read-out shows a failure when the sum is wrong by ``FAILURE_ERROR`` (1%) or more in every gradient, when
-    it overflowed (fp16's largest value is 65504), or when the cast to the dtype flushed most gradients to zero."""
+    """How wrong the sum of N ranks' gradients is: sliders for N (2 to 4096) and the gradients' magnitude (10**k),
+    buttons for the dtype of the sum and its order (ring or pairwise). The picture draws the error against N, the
+    read-out the error at N (EMULATED), flagged as a failure from ``FAILURE_ERROR``, an overflow or a flush."""
 
     FAILURE_ERROR = 0.01
     WORLD_SIZES = tuple(2**k for k in range(1, 13))

@@ -1,6 +1,4 @@
-"""Lesson 09's observers: an op log (a ``TorchDispatchMode``) of the dtypes and shapes every matmul and collective
-of a step dispatches, and the small readers of what a step leaves (a dtype's name, a DTensor's local shard). A
-private module of the topic: :mod:`.experiments` runs the steps under them, in the ranks of a process group."""
+"""Lesson 09's observers: an op log of the dtypes every matmul and collective of a step dispatches."""
 
 from __future__ import annotations
 
@@ -13,11 +11,8 @@ __all__ = ["OpLog", "name_of", "to_local"]
 
 
 class OpLog(TorchDispatchMode):
-    """Records every matmul and collective a step dispatches: (op name, dtypes of the tensor inputs, their shapes,
-    dtype of the first output, whether the inputs were all finite before the op ran). A collective's inputs are the
-    rank's own values (what it sends), so ``finite`` tells a local inf from one the reduction brought in. Autograd
-    runs a CPU backward on the calling thread, and DDP's reducer dispatches its all-reduce there, so the log sees
-    backward's matmuls and every collective of DDP and FSDP2."""
+    """Records every matmul and collective a step dispatches: op, input dtypes and shapes, output dtype, and
+    whether the inputs were finite before it ran (a collective's inputs: what this rank sends)."""
 
     COLLECTIVES = ("allgather", "all_gather", "reduce_scatter", "allreduce")
 

@@ -1,7 +1,4 @@
-"""Lesson 09's results: what the experiments of :mod:`.experiments` return, frozen in dataclasses with their
-displays (the dtypes of a DDP and of an FSDP2 step, one scaler's decision, the bytes per parameter, the error of a
-reduction, what gloo's all-reduce computed, what DDP's build check accepts), and the small helpers of their
-displays. Plain, picklable data: the ranks of a process group send some of them back to the notebook."""
+"""Lesson 09's results: what :mod:`.experiments` returns, as plain picklable dataclasses with their displays."""
 
 from __future__ import annotations
 
@@ -124,10 +121,7 @@ class FsdpStages:
 
 @dataclass(frozen=True)
 class ScalerOutcome:
-    """What one gradient scaler class did on one rank in :func:`fsdp_inf_sync`: ``scaler`` the class's name
-    (``"ShardedGradScaler"`` or ``"GradScaler"``), ``local_shard_finite`` whether this rank's gradient shard was
-    finite, ``grad_type`` the gradient's type (``"DTensor"`` under FSDP2), ``scale_after`` the scale after
-    ``update()``, ``stepped`` whether ``optimizer.step()`` changed this rank's parameters."""
+    """What one gradient scaler class did on one rank in :func:`fsdp_inf_sync`."""
 
     rank: int
     scaler: str
@@ -139,10 +133,8 @@ class ScalerOutcome:
 
 @dataclass(frozen=True)
 class MemoryRow:
-    """Bytes per parameter one rank holds under one setting, by component, counted from the storages of the
-    tensors the training step keeps (parameters, ``.grad``, Adam's ``exp_avg`` and ``exp_avg_sq``) and divided
-    by the model's parameter count. ``expected`` is the arithmetic (bytes of each dtype, divided by the ranks
-    that share them)."""
+    """Bytes per parameter one rank holds under one setting, by component, counted from the storages;
+    ``expected`` is the arithmetic."""
 
     setting: str
     world_size: int
@@ -171,13 +163,9 @@ class ReductionError:
 
 @dataclass(frozen=True)
 class ReductionSweep:
-    """The sum of the first N ranks' gradients, for every power of two N in ``world_sizes``, taken in ``fmt``
-    ("bf16", "fp16" or "fp32") in ``order`` ("ring" or "pairwise"): the gradients (fp32, N(0, ``scale``^2) per
-    element, ``elements`` per rank) are cast to ``fmt`` as a communication hook would, then summed with a rounding
-    to ``fmt`` after every add. ``errors[i]``: the normwise relative error against the exact (fp64) sum of the fp32
-    gradients, inf where the sum overflowed (``overflowed[i]``); ``flushed``: the share of gradient values the cast
-    to ``fmt`` flushed to zero; ``cast_overflowed``: the share the cast itself made inf, before any sum. EMULATED in
-    one process (one row per rank)."""
+    """The sum of the first N ranks' gradients (cast to ``fmt``, then summed in ``order`` with a rounding after
+    every add) for each N of ``world_sizes``: ``errors`` against the exact sum (inf where ``overflowed``), the
+    shares the cast ``flushed`` and made inf (``cast_overflowed``). EMULATED in one process."""
 
     world_sizes: tuple[int, ...]
     fmt: str
@@ -197,10 +185,7 @@ class ReductionSweep:
 
 @dataclass(frozen=True)
 class AllreduceCheck:
-    """What the real gloo ``all_reduce`` of :func:`gloo_allreduce_check` gave in one format ``fmt``:
-    ``ranks_agree`` whether all ranks got the same result, ``matching_some_ring_order`` the fraction of elements
-    equal bit for bit to :func:`ring_sum` from some starting rank in some direction, ``gloo_error`` and
-    ``emulated_error`` the normwise errors of gloo and of the emulated ring from rank 0 against the exact sum."""
+    """What the real gloo ``all_reduce`` of :func:`gloo_allreduce_check` gave in one format."""
 
     fmt: str
     ranks_agree: bool

@@ -1,6 +1,4 @@
-"""Lesson 07's key code as the package calls it: the scale, the cast and the block scales of :mod:`.key_code` (the
-notebook's exported cells, kept as short as the idea), with their arguments checked here. :mod:`.experiments`
-exports them."""
+"""Lesson 07's key code (:mod:`.key_code`) as the package calls it, its arguments checked."""
 
 from __future__ import annotations
 
@@ -31,8 +29,7 @@ def float_tensor(x, what: str = "x") -> torch.Tensor:
 
 
 def scale_from_amax(amax: float, fmt="fp8_e4m3", margin: int = 0, power_of_two: bool = False) -> float:
-    """The lesson's ``scale_from_amax`` (:mod:`.key_code`), checked: ``amax`` a finite number >= 0 whose scale
-    ``fmt.max / 2**margin / amax`` float32 can hold."""
+    """The lesson's ``scale_from_amax``, checked: ``amax`` finite, >= 0, with a scale float32 can hold."""
     f = get_format(fmt)
     margin, power_of_two = int_at_least(margin, "margin", 0), flag(power_of_two, "power_of_two")
     if not math.isfinite(amax):
@@ -51,8 +48,8 @@ def scale_from_amax(amax: float, fmt="fp8_e4m3", margin: int = 0, power_of_two: 
 
 
 def amax_scale(x, fmt="fp8_e4m3", *, margin: int = 0, power_of_two: bool = False) -> float:
-    """The lesson's ``amax_scale`` (:mod:`.key_code`: the scale from ``x``'s own amax, now), its arguments checked:
-    ``x`` a real floating-point tensor without inf or NaN (an empty one has scale 1.0)."""
+    """The scale ``fmt.max / 2**margin / amax(x)`` that puts ``x``'s largest magnitude on the format's max (rounded
+    down to a power of two with ``power_of_two``); 1.0 for an all-zero or empty ``x``."""
     x = float_tensor(x)
     amax = float(x.abs().max()) if x.numel() else 0.0
     if not math.isfinite(amax):
@@ -62,9 +59,8 @@ def amax_scale(x, fmt="fp8_e4m3", *, margin: int = 0, power_of_two: bool = False
 
 
 def fake_quantize(x, fmt="fp8_e4m3", scale=1.0) -> torch.Tensor:
-    """The lesson's ``fake_quantize`` (:mod:`.key_code`: ``x * scale`` cast to ``fmt`` and back, over ``scale``), its
-    arguments checked: ``x`` a real floating-point tensor, ``scale`` a positive number, or a tensor of them that
-    broadcasts to ``x``."""
+    """``x * scale`` rounded to ``fmt`` (saturating) and divided back by ``scale``, as float32. ``scale``: a positive
+    number, or a tensor of them that broadcasts to ``x``."""
     x = float_tensor(x)
     fmt = get_format(fmt)
     if isinstance(scale, torch.Tensor) and scale.numel() != 1:
@@ -87,9 +83,7 @@ def fake_quantize(x, fmt="fp8_e4m3", scale=1.0) -> torch.Tensor:
 
 
 def block_scales(x: torch.Tensor, fmt="fp8_e4m3", block=(1, 128), power_of_two: bool = False):
-    """The lesson's ``block_scales`` (:mod:`.key_code`), checked: ``x`` without inf or NaN, and every block's scale
-    one that float32 can hold. ``x``, ``block`` and the size of the padded copy are checked by the callers
-    (:func:`._experiments._check_blocks`)."""
+    """The lesson's ``block_scales``, checked: ``x`` finite and every block's scale one float32 can hold."""
     if not bool(torch.isfinite(x).all()):
         raise ValueError("x holds inf or NaN: no block scale fits it (x must hold finite values)")
     s, blocks = key_code.block_scales(x, fmt, block, power_of_two)

@@ -46,8 +46,7 @@ def _amax_cases():
 
 @contextlib.contextmanager
 def _calls_to_lessons_scale():
-    """Record every call of the lesson's own ``amax_scale`` / ``scale_from_amax`` (the exported cell or the package's
-    checked copy) made inside the block."""
+    """Calls of the lesson's own ``amax_scale`` / ``scale_from_amax`` inside the block."""
     where = {key_code.__file__, _checked.__file__}
     names = {"amax_scale", "scale_from_amax"}
     with calls_seen(lambda code: code.co_filename in where and code.co_name in names) as seen:
@@ -56,12 +55,9 @@ def _calls_to_lessons_scale():
 
 @exercise
 def check_amax_scale(fn) -> CheckResult:
-    """Exercise: ``fn(x, fmt_max)`` returns the per-tensor scale ``fmt_max / amax`` with
-    ``amax = max |x|`` (so the largest magnitude lands on the format's max), and 1.0 for an all-zero
-    tensor (no scale can help it, and dividing by zero must not happen). Checked to float32 precision on tensors
-    that break naive scales: fp16 and bf16 tensors (a scale computed in their dtype overflows or is rounded), values
-    of 1e-30 (an epsilon added to amax swamps them), one element, all zeros. The lesson's own ``amax_scale`` is
-    refused."""
+    """Exercise: ``fn(x, fmt_max)`` returns the per-tensor scale ``fmt_max / max |x|``, and 1.0 for an all-zero
+    tensor. Checked to float32 precision on tensors that break naive scales (fp16 and bf16 tensors, values of 1e-30,
+    one element, all zeros); the lesson's own ``amax_scale`` is refused."""
     for what, x, fmax, trap in _amax_cases():
         with _calls_to_lessons_scale() as used:
             got, err = call_learner(fn, x.clone(), fmax)
@@ -181,8 +177,7 @@ def _backward_cases():
 
 @contextlib.contextmanager
 def _calls_to_lessons_backward():
-    """Record, in the yielded set, every call of the lesson's own ``Fp8LinearFn.backward`` (code in
-    :mod:`.key_code`, however the learner reached it) made inside the block."""
+    """Calls of the lesson's own ``Fp8LinearFn.backward`` inside the block."""
     where = key_code.__file__
     with calls_seen(lambda code: code.co_filename == where and code.co_name == "backward") as seen:
         yield seen
@@ -221,14 +216,10 @@ def _backward_mistakes(w, dy):
 
 @exercise
 def check_fp8_linear_backward(fn) -> CheckResult:
-    """Exercise: ``fn`` is a ``torch.autograd.Function`` whose forward is the lesson's fp8 linear forward (x and
-    weight cast to e4m3 with their own amax scales, fp8 copies saved, fp32 products, the bias added) and whose
-    backward the learner writes: ``dy`` cast to ``ctx.bwd_fmt`` (e5m2) with its own amax scale, ``dx = dy8 @ w8``
-    and ``dw = dy8.T @ x8`` from the saved fp8 copies, ``db = dy.sum(0)`` from the fp32 gradient (None without a
-    bias), None for the two formats. Its gradients are compared with the lesson's :class:`Fp8LinearFn` to 1e-5 of
-    their largest value on tiny and huge gradients (an unscaled cast flushes or overflows them), a layer without a
-    bias and an all-zero gradient. ``fn`` may also be the backward function alone (run under the lesson's forward).
-    The lesson's own Function, or a backward that calls it, is refused."""
+    """Exercise: ``fn`` is a ``torch.autograd.Function`` with the lesson's fp8 linear forward, whose backward casts
+    ``dy`` to ``ctx.bwd_fmt`` with its own amax scale and returns ``dy8 @ w8``, ``dy8.T @ x8``, ``dy.sum(0)`` (None
+    without a bias) and None for the two formats (or that backward alone). Compared with the lesson's Function on
+    tiny and huge gradients, a layer without a bias and a zero gradient; the lesson's own Function is refused."""
     placeholder(fn, "write MyFp8LinearFn's backward and pass the class itself")
     own = "that is the lesson's own Fp8LinearFn: write the backward yourself, in MyFp8LinearFn"
     if isinstance(fn, type):

@@ -1,31 +1,6 @@
-"""Lesson 07's experiments: fp8 and the scaling that makes it usable.
-
-fp8 has so little range that no tensor fits in it as it is: every fp8 recipe multiplies a tensor by a
-*scale* before the cast and divides by it afterwards. This module builds those recipes from the
-formats engine, each checked bit for bit against torch's own float8 casts where torch has them:
-
-- what the installed torch's casts do on overflow (:func:`torch_fp8_overflow`; it changed across
-  versions) and how many values a format has in a range (:func:`values_in`);
-- scales: per-tensor "current" scaling (:func:`amax_scale`), Transformer-Engine-style delayed
-  scaling (:class:`DelayedScaler`) and per-block scaling (:func:`blockwise_fake_quantize`), all
-  through :func:`fake_quantize` (cast to fp8 with a scale and back, as float32);
-- their errors on a small model's real tensors (:func:`model_tensors`, :func:`scaling_errors`);
-- an fp8 matmul through ``torch._scaled_mm`` against bf16, fp32 and an emulation (inputs rounded
-  bit-exactly to fp8, products summed in fp32)
-  (:func:`scaled_mm_compare`), and a miniature fp8 linear layer trained the way fp8 recipes do
-  (:class:`Fp8Linear`, :func:`fp8_linear_check`);
-- what an fp8 matmul costs with the amax and cast passes that feed it, eager and compiled (:func:`fp8_cast_costs`).
-
-The lesson defines its key code in its own cells (``#| export``, generated into :mod:`.key_code`): the per-tensor
-scale and the cast (:func:`amax_scale`, :func:`fake_quantize`), the per-block amax (``key_code.block_scales``), the
-eager cast of a recipe (``key_code.to_fp8``) and the fp8 linear Function (``key_code.Fp8LinearFn``; the public
-:class:`Fp8LinearFn` is it with its arguments checked); they are imported here, not written twice.
-
-Everything runs on a CPU (the casts are emulated bit-exactly, the arithmetic after them is fp32, and
-``torch._scaled_mm`` has a CPU kernel); only speed needs a GPU with fp8 tensor cores (Ada Lovelace, Hopper and newer).
-
-The records they return are in :mod:`.records`, the fp8 linear layer in :mod:`.models`.
-"""
+"""Lesson 07's experiments: fp8 casts, the scalings that make them usable (per-tensor, delayed, per-block), their
+errors on a model's tensors, ``torch._scaled_mm`` against an emulation, and the cost of the casts around an fp8
+matmul. The key code (scale, cast, block scales, ``to_fp8``) is the lesson's own, from :mod:`.key_code`."""
 
 from __future__ import annotations
 
@@ -34,7 +9,6 @@ import functools
 import importlib
 import math
 import warnings
-from collections import deque
 
 import torch
 
@@ -70,7 +44,6 @@ __all__ = [
     "BLOCK_SHAPES",
     "CAST_COST_SHAPES",
     "SCALING_METHOD_BY_NAME",
-    "DelayedScaler",
     "SCALING_METHODS",
     "amax_scale",
     "as_matrix",
@@ -102,16 +75,12 @@ SCALING_METHOD_BY_NAME = {
         *(ScalingMethod.blocks(*shape) for shape in BLOCK_SHAPES.values()),
     )
 }
-"""The course's scaling methods by display name: no scaling, per-tensor, delayed and a block method of each of
-:data:`BLOCK_SHAPES`."""
+
 
 SCALING_METHODS = ("no scaling", "per-tensor", "delayed", "block 1x128", "block 128x128")
-"""The methods :func:`scaling_errors` compares unless told otherwise (names of :data:`SCALING_METHOD_BY_NAME`)."""
 
 
 def get_scaling_method(method: str | ScalingMethod) -> ScalingMethod:
-    """The :class:`ScalingMethod` named ``method`` (a name of :data:`SCALING_METHOD_BY_NAME`), or ``method`` itself
-    when it is one."""
     if isinstance(method, ScalingMethod):
         return method
     if isinstance(method, str) and method in SCALING_METHOD_BY_NAME:
@@ -125,25 +94,15 @@ def get_scaling_method(method: str | ScalingMethod) -> ScalingMethod:
 _PROBES = (500.0, 1e5, math.inf, math.nan)
 
 
-# --- checks ------------------------------------------------------------------------------------
-
-
 def _to_fp8(x: torch.Tensor, dtype: torch.dtype = torch.float8_e4m3fn) -> torch.Tensor:
-    """``x`` clamped to the fp8 dtype's finite range, then cast, as fp8 recipes do (Transformer
-    Engine, torchao): the result does not depend on what the installed torch's cast makes of an
-    overflow (torch 2.13 saturates float8_e4m3fn to 448, torch 2.11 gave NaN). NaN stays NaN."""
+    """``x`` clamped to the fp8 dtype's finite range, then cast (as fp8 recipes do): the same on every torch."""
     big = torch.finfo(dtype).max
     return x.clamp(-big, big).to(dtype)
 
 
-# --- facts of the installed torch ---------------------------------------------------------------
-
-
 def torch_fp8_overflow() -> dict:
-    """What the installed torch's casts to ``float8_e4m3fn`` and ``float8_e5m2`` make of 500.0, 1e5,
-    inf and NaN, measured now: ``{"float8_e4m3fn": {"500.0": 448.0, "100000.0": ..., "inf": ...,
-    "nan": ...}, "float8_e5m2": {...}}``. (torch 2.13: e4m3fn saturates to 448; older torch gave
-    NaN; e5m2 overflows to inf.)"""
+    """What the installed torch's casts to ``float8_e4m3fn`` and ``float8_e5m2`` make of 500.0, 1e5, inf and NaN,
+    measured now: ``{"float8_e4m3fn": {"500.0": 448.0, ...}, "float8_e5m2": {...}}``."""
     probe = torch.tensor(_PROBES, dtype=torch.float32)
     out = {}
     for dtype in (torch.float8_e4m3fn, torch.float8_e5m2):
@@ -153,68 +112,13 @@ def torch_fp8_overflow() -> dict:
 
 
 def values_in(fmt, lo: float, hi: float) -> int:
-    """How many finite values of ``fmt`` (a format of at most 16 bits) lie in ``[lo, hi)``
-    (zero counted once)."""
+    """How many finite values of ``fmt`` (at most 16 bits) lie in ``[lo, hi)`` (zero counted once)."""
     f = get_format(fmt)
     lo, hi = real(lo, "lo"), real(hi, "hi")
     if not lo < hi:
         raise ValueError(f"need lo < hi, got lo={lo!r}, hi={hi!r}")
     v = representable_values(f, positive_only=False).double()
     return int(((v >= lo) & (v < hi)).sum())
-
-
-# --- scales and fake quantization: amax_scale, fake_quantize (the lesson's key code) and delayed scaling ---
-
-
-class DelayedScaler:
-    """Delayed scaling, as NVIDIA Transformer Engine does it: the scale used at a step comes from the
-    largest amax in a history of the *previous* steps' amaxes (``history_len`` of them), so the cast
-    needs no extra pass over the tensor to find its amax first; the current amax is only recorded.
-    At the first step (empty history) the current amax is used.
-
-    "Current" per-tensor scaling (:func:`amax_scale` on the tensor itself) always fits the tensor;
-    delayed scaling lags by one step: if the tensor grows past the history's maximum, its largest
-    values saturate (e4m3) or overflow to inf (e5m2) at that step; if it shrinks, the history keeps
-    the scale small for ``history_len`` steps and small values lose precision or flush to zero.
-
-    ``.scale`` is the scale the next :meth:`quantize` will use (None before the first step),
-    ``.last_scale`` the one the last call used, ``.history`` the recorded amaxes, oldest first."""
-
-    def __init__(self, fmt="fp8_e4m3", history_len: int = 16, margin: int = 0):
-        self.fmt = get_format(fmt)
-        self.history_len = count(history_len, "history_len", 1, MAX_HISTORY, "amaxes of earlier steps kept")
-        self.margin = int_at_least(margin, "margin", 0)
-        self._history: deque[float] = deque(maxlen=self.history_len)
-        self.last_scale: float | None = None
-
-    @property
-    def history(self) -> list[float]:
-        return list(self._history)
-
-    @property
-    def scale(self) -> float | None:
-        if not self._history:
-            return None
-        return scale_from_amax(max(self._history), self.fmt, self.margin, False)
-
-    def quantize(self, x) -> torch.Tensor:
-        """Fake-quantize ``x`` with the scale from the history, then record ``amax(x)``."""
-        x = float_tensor(x)
-        amax = float(x.abs().max()) if x.numel() else 0.0
-        s = self.scale
-        if s is None:
-            s = scale_from_amax(amax, self.fmt, self.margin, False)
-        q = fake_quantize(x, self.fmt, s)
-        self.last_scale = s
-        if math.isfinite(amax):  # a step with inf/NaN does not poison the history
-            self._history.append(amax)
-        return q
-
-    def __repr__(self) -> str:
-        return (
-            f"DelayedScaler({self.fmt.name}, history_len={self.history_len}, margin={self.margin}, "
-            f"scale={self.scale}, history of {len(self._history)})"
-        )
 
 
 def _block(block) -> tuple[int, int]:
@@ -228,13 +132,8 @@ def _block(block) -> tuple[int, int]:
     return int_at_least(block[0], "block rows", 1), int_at_least(block[1], "block cols", 1)
 
 
-MAX_HISTORY = 1_000_000
-"""The longest amax history :class:`DelayedScaler` keeps (recipes keep 1 to 1024)."""
-
-
 def _check_blocks(x, f, br, bc) -> tuple[torch.Tensor, FloatFormat, int, int]:
-    """x a float matrix, f a format, blocks of br x bc whose zero-padded tiling fits the course's tensor limit
-    (checked before :func:`.key_code.block_scales` allocates the padded copy)."""
+    """x, f and the blocks br x bc checked: a float matrix, a format, a zero-padded tiling within the size limit."""
     x = float_tensor(x)
     if x.dim() != 2:
         raise ValueError(f"x must be a 2-D tensor (rows x cols; see as_matrix), got shape {tuple(x.shape)}")
@@ -250,15 +149,10 @@ def _check_blocks(x, f, br, bc) -> tuple[torch.Tensor, FloatFormat, int, int]:
 
 
 def blockwise_fake_quantize(x, block=(1, 128), fmt="fp8_e4m3", *, power_of_two: bool = False):
-    """Per-block amax scaling of a 2-D tensor: each ``block`` tile (rows x cols) gets its own scale
-    ``fmt.max / amax(tile)`` (1.0 for an all-zero tile), is fake-quantized with it and divided back.
-    1x128 tiles are what recent large-model fp8 recipes use for activations and gradients, 128x128
-    for weights; 1x32 with ``power_of_two=True`` is the OCP MX layout.
-
-    A shape that the block does not divide is allowed: the last tiles are partial (computed as if
-    padded with zeros, which change no amax). Vectorised: one reshape, no loop over blocks.
-
-    Returns ``(dequantized x, scales)`` with scales of shape ``(ceil(R/br), ceil(C/bc))``."""
+    """Per-block amax scaling of a 2-D tensor: each ``block`` tile (rows x cols, or a name of
+    :data:`BLOCK_SHAPES`) gets its own scale ``fmt.max / amax(tile)`` (1.0 for an all-zero tile), is fake-quantized
+    with it and divided back. Partial tiles at the edges are allowed. Returns ``(dequantized x, scales)``, scales of
+    shape ``(ceil(R/br), ceil(C/bc))``."""
     f = get_format(fmt)
     x = float_tensor(x)
     if x.dim() != 2:
@@ -278,24 +172,17 @@ def blockwise_fake_quantize(x, block=(1, 128), fmt="fp8_e4m3", *, power_of_two: 
 
 
 def block_scale_map(x: torch.Tensor, f: FloatFormat, br: int, bc: int, power_of_two: bool = False) -> torch.Tensor:
-    """Each element's block scale, in x's shape: x (a matrix, see :func:`as_matrix`) cut into blocks of
-    ``br`` x ``bc``, each scaled so that its amax lands on the format's max (as :func:`blockwise_fake_quantize`)."""
+    """Each element's block scale (as :func:`blockwise_fake_quantize`'s), in x's shape."""
     x, f, br, bc = _check_blocks(x, f, br, bc)
     s, _ = block_scales(x, f, (br, bc), flag(power_of_two, "power_of_two"))
     full = s.repeat_interleave(br, 0).repeat_interleave(bc, 1)
     return full[: x.shape[0], : x.shape[1]]
 
 
-# --- errors on real tensors ------------------------------------------------------------------------
-
-
 def model_tensors(seed: int = 0) -> dict[str, torch.Tensor]:
-    """Real tensors of the middle layer (Linear 256 -> 256) of :func:`amp_lessons.fp16.small_model`
-    after one fp32 forward and backward pass on :func:`amp_lessons.fp16.small_batch` (cross
-    entropy, mean over 256 samples): ``"weights"`` (256 x 256), ``"activations"`` (its input,
-    256 x 256), ``"weight gradients"`` (256 x 256) and ``"activation gradients"`` (the gradient of
-    the loss with respect to its output, 256 x 256). The gradients are small (mostly 1e-7 .. 1e-3)."""
-
+    """Real 256 x 256 tensors of the middle layer of :func:`amp_lessons.fp16.small_model` after one fp32 forward
+    and backward on :func:`amp_lessons.fp16.small_batch`: ``"weights"``, ``"activations"`` (its input), ``"weight
+    gradients"`` and ``"activation gradients"`` (of the loss with respect to its output; mostly 1e-7 .. 1e-3)."""
     model = small_model(_validate.seed(seed))
     x, y = small_batch(seed)
     layer = model[2]
@@ -320,8 +207,7 @@ def model_tensors(seed: int = 0) -> dict[str, torch.Tensor]:
 
 
 def as_matrix(x, what: str = "x") -> torch.Tensor:
-    """``x`` (a floating-point tensor, checked; ``what`` names it in errors) as the float32 matrix the
-    block methods scale: 2-D as it is, 1-D or 0-D as one row, more dimensions as rows of the last one."""
+    """``x`` as the float32 matrix the block methods scale: 1-D or 0-D as one row, more dimensions as rows."""
     x = float_tensor(x, what)
     if x.dim() == 2:
         return x
@@ -329,34 +215,21 @@ def as_matrix(x, what: str = "x") -> torch.Tensor:
 
 
 def _method_scale(method: ScalingMethod, x: torch.Tensor, f: FloatFormat, delayed_history) -> torch.Tensor | float:
-    """The scale (a number, or a per-element tensor) each method multiplies x by before the cast."""
     if method.scaling == "none":
         return 1.0
     if method.scaling == "per-tensor":
         return amax_scale(x, f)
     if method.scaling == "delayed":
-        scaler = DelayedScaler(f, history_len=max(len(delayed_history), 1))
-        amax = float(x.abs().max())
-        for factor in delayed_history:
-            scaler._history.append(amax * factor)
-        return scaler.scale if scaler.scale is not None else amax_scale(x, f)
+        amax = float(x.abs().max())  # the scale of the largest earlier amax: a growing tensor saturates
+        return scale_from_amax(max(amax * factor for factor in delayed_history), f)
     return block_scale_map(x, f, *method.block)
 
 
 def cast_stats(
     x: torch.Tensor, scaled: torch.Tensor, q_scaled: torch.Tensor, f: FloatFormat, q: torch.Tensor
 ) -> CastStats:
-    """What casting ``x`` to ``f`` with a scale did: ``scaled`` = x times the scale, ``q_scaled`` its
-    rounding to ``f``, ``q`` = q_scaled divided by the scale. The :class:`CastStats`, the measures of
-    :func:`scaling_errors`: the classes of ``scaled`` in ``f`` (``f``'s default overflow; a non-zero value of ``x``
-    whose scaled float32 product is already 0 is flushed too)."""
-    named = ((x, "x"), (scaled, "scaled"), (q_scaled, "q_scaled"), (q, "q"))
-    x, scaled, q_scaled, q = (float_tensor(t, w) for t, w in named)
-    for t, w in ((scaled, "scaled"), (q_scaled, "q_scaled"), (q, "q")):
-        if t.shape != x.shape:
-            raise ValueError(f"{w} must have x's shape {tuple(x.shape)} (x cast with a scale), got {tuple(t.shape)}")
-    if not isinstance(f, FloatFormat):
-        raise TypeError(f"f must be a FloatFormat (e.g. get_format('fp8_e4m3')), got {f!r}")
+    """The :class:`CastStats` of ``x`` cast to ``f`` with a scale: ``scaled`` = x times the scale, ``q_scaled`` its
+    rounding, ``q`` = q_scaled over the scale (a non-zero x whose scaled value is 0 counts as flushed)."""
     n = max(x.numel(), 1)
     norm = float(x.double().norm())
     err = float((q.double() - x.double()).norm()) / norm if norm > 0 else 0.0
@@ -372,18 +245,12 @@ def cast_stats(
 def scaling_errors(
     tensors: dict, fmt="fp8_e4m3", methods=SCALING_METHODS, *, delayed_history=(0.8, 0.85, 0.9, 0.95)
 ) -> list[dict]:
-    """The error of fp8 casting with each scaling method on each tensor. ``methods``: names of
-    :data:`SCALING_METHOD_BY_NAME` or :class:`ScalingMethod` records (one, or a list).
+    """The error of fp8 casting with each scaling method (names of :data:`SCALING_METHOD_BY_NAME` or
+    :class:`ScalingMethod` records, one or a list) on each tensor of the dict ``tensors``.
 
-    Rows ``{"tensor", "method", "fmt", "relative error", "flushed", "saturated", "inf"}``: relative error
-    ``||q - x|| / ||x||`` (inf if a value overflowed to inf) and the shares of the values in the classes
-    "flushed" (non-zero, become 0), "saturated" (beyond the range, stored as max: e4m3) and "inf" (beyond
-    the range, stored as inf: e5m2), as :func:`cast_stats` counts them.
-
-    "delayed" simulates earlier steps whose amaxes were ``delayed_history`` times this tensor's
-    amax (a tensor growing over time): the scale lags and the largest values saturate. Tensors
-    that are not 2-D are seen as 2-D for the block methods (1-D: one row; more: rows of the last
-    dimension)."""
+    Rows ``{"tensor", "method", "fmt", "relative error", "flushed", "saturated", "inf"}``: ``||q - x|| / ||x||`` and
+    the shares of values flushed to 0, saturated (e4m3's overflow) and overflowed to inf (e5m2's). "delayed" takes
+    its scale from earlier steps whose amaxes were ``delayed_history`` times this tensor's (a growing tensor)."""
     f = get_format(fmt)
     if not isinstance(tensors, dict) or not tensors:
         raise TypeError("tensors must be a non-empty dict name -> tensor (e.g. model_tensors())")
@@ -421,9 +288,6 @@ def scaling_errors(
     return rows
 
 
-# --- fp8 matmul ------------------------------------------------------------------------------------
-
-
 def _rel(a: torch.Tensor, ref: torch.Tensor) -> float:
     return float((a.double() - ref).norm() / ref.norm())
 
@@ -433,7 +297,6 @@ def _scale_tensor(inv: float, device: torch.device) -> torch.Tensor:
 
 
 def _scaled_mm(a8, b8, inv_a, inv_b, out_dtype):
-    """``torch._scaled_mm`` with the inverse scales as floats or as float32 scalar tensors on ``a8``'s device."""
     d = a8.device
     return torch._scaled_mm(
         a8,
@@ -445,8 +308,7 @@ def _scaled_mm(a8, b8, inv_a, inv_b, out_dtype):
 
 
 def _gpu_has_fp8(d: torch.device) -> bool:
-    """An NVIDIA GPU with fp8 tensor cores (Ada Lovelace, Hopper and newer), as the device report classifies
-    it; an AMD GPU is not classified there (its fp8 formats are the fnuz ones), so it is not timed here."""
+    """An NVIDIA GPU with fp8 tensor cores (as the device report classifies it)."""
     if d.type != "cuda":
         return False
     g = gpu_info()
@@ -454,7 +316,6 @@ def _gpu_has_fp8(d: torch.device) -> bool:
 
 
 def _resolve_device(device) -> torch.device:
-    """``device`` parsed, or the machine's default device (a CUDA GPU where there is one, else the CPU) for None."""
     return default_device() if device is None else parse_device(device)
 
 
@@ -468,21 +329,15 @@ def scaled_mm_compare(
     time_it: bool | None = None,
     repeats: int = 10,
 ) -> ScaledMMComparison:
-    """One ``(m x k) @ (k x n)`` product of random-normal matrices, four ways, against a float64
-    reference: fp32, bf16 inputs, and fp8 e4m3 with per-tensor scales through ``torch._scaled_mm``
-    (inputs cast to ``float8_e4m3fn`` after multiplying by :func:`amax_scale`; ``scale_a`` /
-    ``scale_b`` are the *inverse* scales, float32 scalars; the second operand column-major,
-    ``b8.t().contiguous().t()``; fp32 output), and the same product emulated: :func:`fake_quantize`
-    of each input and an fp32 matmul.
+    """One ``(m x k) @ (k x n)`` product of random-normal matrices four ways against float64: fp32, bf16, fp8 e4m3
+    with per-tensor scales through ``torch._scaled_mm`` (``scale_a``/``scale_b`` are the *inverse* scales, the
+    second operand column-major), and the same emulated (:func:`fake_quantize` of each input, an fp32 matmul).
+    ``device`` None: the machine's default device (a CUDA GPU where there is one).
 
-    ``device`` None runs it on the machine's default device (:func:`amp_lessons.device.default_device`: a CUDA GPU
-    where there is one, else the CPU).
-
-    Returns a :class:`ScaledMMComparison`: the relative errors, the largest difference between
-    ``_scaled_mm`` and the emulation (on a CPU they differ only in the order of the fp32 sums and where the
-    scales are applied; a GPU's fp8 accumulation is not IEEE fp32), the scales, and why ``_scaled_mm`` did not run, if it did not. On a GPU with
-    fp8 tensor cores (or when ``time_it`` is True) also median times and TFLOP/s of the fp8 and bf16
-    matmuls."""
+    Returns a :class:`ScaledMMComparison`: relative errors, the largest difference between ``_scaled_mm`` and the
+    emulation (on a CPU only the order of the fp32 sums differs; a GPU's fp8 accumulation is not IEEE fp32), the
+    scales, why ``_scaled_mm`` did not run if it did not; on a GPU with fp8 tensor cores (or ``time_it=True``) also
+    median times and TFLOP/s of the fp8 and bf16 matmuls."""
 
     d = _resolve_device(device)
     m, k, n = (count(v, name, 1, MAX_DIM) for v, name in ((m, "m"), (k, "k"), (n, "n")))
@@ -522,10 +377,7 @@ def scaled_mm_compare(
         flops = matmul_flops(m, k, n)
         ab, bb = a.bfloat16(), b.bfloat16()
         warm = 3 if d.type == "cuda" else 1
-        # the scale tensors are made once, outside the timed call: made inside it (as this function did
-        # until the H100 reference of 2026-11-23), every timed call also copied two scalars from the host
-        # to the GPU, work that is not the matmul's (that reference: this function 1.09x over bf16 at
-        # 4096^3, the kernel alone 1.72x; reference.find("fp8_scaled_mm_variants"))
+        # the scale tensors are made once, outside the timed call: host-to-GPU copies are not the matmul's work
         inv_a, inv_b = _scale_tensor(1 / sa, d), _scale_tensor(1 / sb, d)
         t8 = time_fn(
             lambda: _scaled_mm(a8, b8, inv_a, inv_b, torch.bfloat16),
@@ -547,17 +399,11 @@ def scaled_mm_compare(
     return ScaledMMComparison(**out)
 
 
-# --- an fp8 linear layer ---------------------------------------------------------------------------
-
-
 def fp8_linear_check(
     seed: int = 0, *, batch: int = 64, in_features: int = 256, out_features: int = 128, grad_scale: float = 1e-4
 ) -> Fp8LinearErrors:
-    """One forward and backward of :class:`Fp8Linear` against an fp32 ``nn.Linear`` with the same
-    weights, on the same random input and output gradient (random normal times ``grad_scale``: small,
-    as real gradients are). Relative errors (``||fp8 - fp32|| / ||fp32||``) of the output, the input
-    gradient, the weight gradient and the bias gradient (exact: computed in fp32 from the unquantized
-    output gradient), as the :class:`Fp8LinearErrors`."""
+    """One forward and backward of :class:`Fp8Linear` against an fp32 ``nn.Linear`` with the same weights, on one
+    random input and output gradient (random normal times ``grad_scale``). Returns the :class:`Fp8LinearErrors`."""
 
     g = torch.Generator().manual_seed(_validate.seed(seed))
     in_features = count(in_features, "in_features", 1, MAX_DIM)
@@ -580,18 +426,13 @@ def fp8_linear_check(
     return Fp8LinearErrors(*(_rel(b, a.double()) for a, b in zip(results["fp32"], results["fp8"])))
 
 
-# --- the casts around an fp8 matmul --------------------------------------------------------------------
-
 CAST_COST_SHAPES = ((256, 512, 256), (8192, 8192, 8192))
-"""The shapes :func:`fp8_cast_costs` times by default (M x K x N): a small layer and a large one, those of the H200
-reference (the shipped record ``fp8_cast_costs``, read by :func:`.records.fp8_costs_of`). The large one only on a GPU
-with fp8 tensor cores."""
 
 _LARGE_FLOPS = 2 * 2048**3  # above this a product is "large": timed on a GPU with fp8 tensor cores only
 
 
 def _cast_cost_plan(d: torch.device, shapes, compiled) -> tuple[list, dict, bool]:
-    """(the shapes to time, {shape or (shape, variant): why skipped}, whether to time the compiled casts) on ``d``."""
+    """(shapes to time, {shape or (shape, variant): why skipped}, whether to time the compiled casts) on ``d``."""
     fp8_gpu = _gpu_has_fp8(d)
     todo, skipped = [], {}
     for m, k, n in shapes:
@@ -616,7 +457,6 @@ def _cast_cost_plan(d: torch.device, shapes, compiled) -> tuple[list, dict, bool
 
 
 def _fp8_after(cast_both, fp8_mm, a, w):
-    """``fp8_mm`` of ``a`` and ``w`` after ``cast_both(a, w)`` made their fp8 copies and inverse scales."""
     (a8, sa), (w8, sw) = cast_both(a, w)
     return fp8_mm(a8, sa, w8, sw)
 
@@ -625,17 +465,14 @@ def fp8_cast_costs(
     device=None, *, shapes=CAST_COST_SHAPES, compiled: bool | None = None, repeats: int = 5, calls: int | None = None,
     seed: int = 0,
 ) -> CastCosts:  # fmt: skip
-    """What an fp8 matmul ``(M x K) @ (K x N)`` costs with the casts that feed it, on ``device`` (None: the machine's
-    default device, :func:`amp_lessons.device.default_device`), at each ``(M, K, N)`` of ``shapes``: a bf16 matmul;
-    the fp8 kernel alone (``torch._scaled_mm`` on inputs cast before timing, e4m3 x e4m3 -> bf16, the weight N x K
-    row-major passed as ``w8.t()``); the same with the lesson's eager ``to_fp8`` (amax, scale, clamp, cast) of both
-    bf16 inputs inside the timed call; and with both casts compiled by ``torch.compile`` into one function
-    (``compiled``: None times it on a GPU and skips it on the CPU, where compiling takes seconds).
+    """What an fp8 matmul ``(M x K) @ (K x N)`` costs with the casts that feed it, on ``device`` (None: the default
+    device), at each ``(M, K, N)`` of ``shapes``: a bf16 matmul; the fp8 kernel alone (``torch._scaled_mm`` on inputs
+    cast before timing); the same with the lesson's eager ``to_fp8`` of both inputs inside the timed call; and with
+    both casts compiled by ``torch.compile`` (``compiled``: None times it on a GPU only, where compiling is quick).
 
-    One timer for the whole table (:func:`amp_lessons.timing.time_fn`: CUDA events on a GPU, ``time.perf_counter``
-    on the CPU) around a block of ``calls`` back-to-back calls (10 on a GPU, where one small call is shorter than
-    its launch; 2 on the CPU), per call, the median of ``repeats`` blocks. Products above 2 x 2048^3 flops run only
-    on a GPU with fp8 tensor cores; a skipped row says why. Returns a :class:`CastCosts`."""
+    One timer around blocks of ``calls`` back-to-back calls (None: 10 on a GPU, 2 on the CPU), per call, the median
+    of ``repeats`` blocks. Products above 2 x 2048^3 flops run only on a GPU with fp8 tensor cores; a skipped row
+    says why. Returns a :class:`CastCosts`."""
     d = _resolve_device(device)
     checked = []
     for i, s in enumerate(selection(shapes, "shapes", "(M, K, N) triples")):
@@ -673,8 +510,7 @@ def fp8_cast_costs(
             }
             if compiled:
                 with warnings.catch_warnings():
-                    # importing Inductor imports torch.utils.mkldnn, whose TorchScript classes warn that TorchScript
-                    # is deprecated: a warning about torch's own code, not the caller's
+                    # importing Inductor warns that TorchScript is deprecated: torch's own code, not the caller's
                     warnings.simplefilter("ignore", DeprecationWarning)
                     importlib.import_module("torch._inductor.compile_fx")
                 fused = torch.compile(cast_both, dynamic=False)

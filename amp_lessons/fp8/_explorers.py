@@ -27,15 +27,10 @@ __all__ = [
 
 
 class Fp8ScalingExplorer(Explorer):
-    """Scale one tensor into an fp8 format: a slider for log2 of a per-tensor scale (from -20 or
-    lower to 20 or higher: far enough that the tensor's largest value overflows e5m2 at the top and
-    all of it flushes to zero at the bottom; ``min_exponent`` / ``max_exponent``), a
-    dropdown for per-block amax scaling (none, 1x32, 1x128, 128x128; with blocks the slider is off:
-    each block gets ``fmt.max / amax(block)``) and one for the format (e4m3 / e5m2). The picture is
-    the histogram of log2 |x x scale| over the format's window; the readout gives the relative error
-    and the fractions that flush to zero and saturate/overflow (:func:`amp_lessons.fp8.scaling_errors`'
-    measures). Default tensor: the activation gradients of :func:`amp_lessons.fp8.model_tensors`.
-    ``stats`` is the shown :class:`~amp_lessons.fp8.CastStats`."""
+    """Scale one tensor (default: the activation gradients of :func:`amp_lessons.fp8.model_tensors`) into fp8: a
+    slider for log2 of a per-tensor scale (reaching overflow at the top and a total flush at the bottom), a menu of
+    per-block amax scalings (the slider is off then) and the format. The picture is the histogram of
+    log2 |x x scale| over the format's window; ``stats`` the shown :class:`CastStats`."""
 
     MIN_EXPONENT, MAX_EXPONENT = -20, 20  # the slider reaches at least these, further where the tensor needs it
     BLOCKS = ("none", "1x32", "1x128", "128x128")

@@ -49,11 +49,9 @@ def _fp8_tensor_logs(tensors, scale) -> dict:
 
 @styled
 def plot_fp8_window(tensors: dict, fmt="fp8_e4m3", ax=None, *, scale=1.0) -> Axes:
-    """Histograms of log2 |x x scale| (one bar per binade) of several named tensors (e.g.
-    :func:`amp_lessons.fp8.model_tensors`) over ``fmt``'s representable window: rounds to zero,
-    subnormal, normal, overflow (saturates to max in e4m3, inf in e5m2). The legend gives each
-    tensor's fractions that flush to zero and overflow once multiplied by ``scale``, to two
-    decimals (as lesson 07's table prints them)."""
+    """Histograms of log2 |x x scale| (one bar per binade) of named tensors (e.g.
+    :func:`amp_lessons.fp8.model_tensors`) over ``fmt``'s window (zero, subnormal, normal, overflow); the legend
+    gives each tensor's shares flushed, subnormal and overflowed."""
 
     f = get_format(fmt)
     scale = real(scale, "scale")
@@ -99,14 +97,10 @@ _METHOD_COLORS = {
 
 @styled
 def plot_scaling_errors(rows, ax=None) -> Axes:
-    """Two panels of grouped bars, one colour per scaling method and one group per tensor, from the
-    rows of :func:`amp_lessons.fp8.scaling_errors`. Top (``ax``, log y): the relative error; an
-    infinite error (a value overflowed to inf) is a hatched bar to the top, labelled "inf". Once a
-    tensor fits the window these bars are nearly equal, so the bottom panel (log y) shows what the
-    methods change: the share of values flushed to 0, saturated at max or overflowed to inf (0: a short bar on the
-    bottom edge, labelled "0"). Made under ``ax`` (an inset) when ``ax`` is given.
-    Named artists (:func:`amp_lessons._draw.named_artists`): each method's error bars by the method and its
-    bars of the lower panel "<method> lost"."""
+    """Grouped bars (one colour per method, one group per tensor) from the rows of
+    :func:`amp_lessons.fp8.scaling_errors`: the relative error on a log axis (inf: a hatched bar labelled "inf"),
+    and below it the share of values flushed, saturated or overflowed (0: a short bar labelled "0"). Named
+    artists: each method's error bars by the method, its lower bars "<method> lost"."""
     rows = list(rows) if not isinstance(rows, dict) else None
     if not rows or not all(isinstance(r, dict) and {"tensor", "method", "relative error"} <= set(r) for r in rows):
         raise TypeError("rows must be the non-empty list returned by amp_lessons.fp8.scaling_errors")
@@ -141,9 +135,7 @@ def plot_scaling_errors(rows, ax=None) -> Axes:
 
 
 def _grouped_bars(ax: Axes, value: dict, tensors, methods, width, *, names, mark_inf=False, mark_zero=False) -> None:
-    """Bars of ``value[(tensor, method)]`` on a log y axis from a decade below the smallest positive
-    value; inf is drawn to the top (hatched, "inf"), 0 as a short bar labelled "0". ``names`` is
-    ``(axes, suffix)``: each method's bars are named ``method + suffix`` on that axes."""
+    """Bars of ``value[(tensor, method)]`` on a log axis, each method's named ``method + names[1]``."""
     finite = [e for e in value.values() if math.isfinite(e) and e > 0]
     top = 10 ** math.ceil(math.log10(max(finite))) if finite else 1.0
     bottom = 10 ** math.floor(math.log10(min(finite))) if finite else 1e-3

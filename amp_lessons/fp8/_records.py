@@ -1,17 +1,11 @@
-"""Lesson 07's records: the scaling methods the lesson compares (:class:`ScalingMethod`, by :data:`SCALINGS`) and
-the frozen results its experiments return, each shown as a small table: what one cast with a scale did
-(:class:`CastStats`), one matmul four ways (:class:`ScaledMMComparison`) and the fp8 linear layer's errors against
-fp32 (:class:`Fp8LinearErrors`), the cost of the casts around an fp8 matmul measured here (:class:`CastCosts`) and
-the same costs recorded on a GPU (:class:`Fp8CostReference`, read from a reference record by :func:`fp8_costs_of`).
-:mod:`.experiments` makes them.
-"""
+"""Lesson 07's records: the scaling methods (:class:`ScalingMethod`) and the frozen results the experiments return,
+each shown as a small table, and the recorded fp8 cost table (:func:`fp8_costs_of`)."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from .. import _validate
 from .._table import TableRecord, html_table, text_table
 from .._validate import count
 from ..formats import get_format
@@ -24,7 +18,6 @@ __all__ = [
     "Fp8CostReference",
     "fp8_costs_of",
     "Fp8LinearErrors",
-    "SCALINGS",
     "ScaledMMComparison",
     "ScalingMethod",
 ]
@@ -32,32 +25,15 @@ __all__ = [
 
 MAX_DIM = 65_536  # the largest matrix dimension the course accepts (a typo must not fill the memory)
 
-SCALINGS = ("none", "per-tensor", "delayed", "block")
-"""Where a :class:`ScalingMethod`'s scale comes from: nowhere (1), the tensor's amax, an amax history, each block's
-amax."""
-
 
 @dataclass(frozen=True)
 class ScalingMethod:
-    """A way to scale a tensor before its fp8 cast, as :func:`scaling_errors` applies it: ``name`` is the name rows and
-    legends show, ``scaling`` one of :data:`SCALINGS`, ``block`` the (rows, columns) of a block sharing one scale
-    ("block" only). :data:`SCALING_METHOD_BY_NAME` holds the course's methods; :meth:`blocks` makes a block method of
-    any shape."""
+    """A way to scale a tensor before its fp8 cast: ``name`` (shown in rows and legends), ``scaling`` ("none",
+    "per-tensor", "delayed" or "block") and ``block``, the (rows, columns) sharing one scale ("block" only)."""
 
     name: str
     scaling: str
     block: tuple[int, int] | None = None
-
-    def __post_init__(self):
-        if not isinstance(self.name, str) or not self.name:
-            raise TypeError(f"name must be a non-empty str (the method's display name), got {self.name!r}")
-        if self.scaling not in SCALINGS:
-            raise ValueError(f"scaling={self.scaling!r} is not allowed: use one of {', '.join(map(repr, SCALINGS))}")
-        if (self.block is None) != (self.scaling != "block"):
-            raise ValueError(f"block={self.block!r} is not allowed with scaling={self.scaling!r}: a (rows, columns) "
-                             "pair for 'block', None for the others")  # fmt: skip
-        if self.block is not None:
-            _validate.block_shape(self.block, "block", MAX_DIM)
 
     @classmethod
     def blocks(cls, rows: int, cols: int) -> ScalingMethod:
@@ -66,17 +42,10 @@ class ScalingMethod:
         return cls(f"block {rows}x{cols}", "block", (rows, cols))
 
 
-# --- errors on real tensors ------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, repr=False)
 class CastStats(TableRecord):
-    """What casting a tensor to ``fmt`` with a scale did (:func:`cast_stats`): ``relative_error`` =
-    ``||q - x|| / ||x||`` (inf if a value overflowed to inf), and the shares of all values in three classes of
-    :data:`amp_lessons.formats.CLASSES` (:meth:`~amp_lessons.formats.FloatFormat.classify` of the scaled values):
-    ``flushed`` (non-zero, became 0), ``saturated`` (beyond the format's range, stored as +-max: e4m3's overflow) and
-    ``inf`` (beyond the range, stored as inf: e5m2's overflow). :attr:`overflowed` is the share in the format's
-    :meth:`~amp_lessons.formats.FloatFormat.overflow_class`. Shown as a small table."""
+    """What casting a tensor to ``fmt`` with a scale did: ``relative_error`` ``||q - x|| / ||x||`` and the shares of
+    values ``flushed`` (non-zero, became 0), ``saturated`` (stored as +-max: e4m3) and ``inf`` (e5m2)."""
 
     fmt: str
     relative_error: float
@@ -86,7 +55,6 @@ class CastStats(TableRecord):
 
     @property
     def overflowed(self) -> float:
-        """The share of the values beyond the format's range: ``saturated`` in e4m3, ``inf`` in e5m2."""
         return getattr(self, get_format(self.fmt).overflow_class())
 
     def _table(self):
@@ -99,14 +67,10 @@ class CastStats(TableRecord):
         return None, rows, f"cast to {self.fmt}", ()
 
 
-# --- fp8 matmul ------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, repr=False)
 class ScaledMMComparison:
-    """One product four ways against a float64 reference (:func:`scaled_mm_compare`). Errors are
-    relative (``||out - ref|| / ||ref||``); the ``fp8_*`` fields of ``torch._scaled_mm`` are None where it
-    did not run (``skipped`` says why), the times None unless timed."""
+    """One product four ways against float64 (:func:`scaled_mm_compare`): relative errors; the ``fp8_*`` fields of
+    ``torch._scaled_mm`` None where it did not run (``skipped`` says why), the times None unless timed."""
 
     shape: str
     device: str
@@ -142,7 +106,6 @@ class ScaledMMComparison:
     }
 
     def rows(self) -> list[tuple[str, str]]:
-        """(label, value) for every field that has a value, numbers to 3 significant digits."""
         out = []
         for name, label in self._LABELS.items():
             v = getattr(self, name)
@@ -161,15 +124,9 @@ class ScaledMMComparison:
         return html_table(("", self.shape), self.rows(), title=f"one matmul four ways on {self.device}")
 
 
-# --- an fp8 linear layer ---------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, repr=False)
 class Fp8LinearErrors(TableRecord):
-    """The relative errors (``||fp8 - fp32|| / ||fp32||``) of :func:`fp8_linear_check`'s :class:`Fp8Linear` against
-    the fp32 layer: ``output_error`` (e4m3 inputs), ``input_grad_error`` and ``weight_grad_error`` (e5m2 output
-    gradients), ``bias_grad_error`` (a sum of the unquantized output gradient: 0 or nearly). Shown as a small
-    table."""
+    """The relative errors of :class:`Fp8Linear` against the fp32 layer (:func:`fp8_linear_check`)."""
 
     output_error: float
     input_grad_error: float
@@ -188,25 +145,18 @@ class Fp8LinearErrors(TableRecord):
         return ("of the fp8 layer", "relative error"), rows, "Fp8Linear against fp32 nn.Linear", ()
 
 
-# --- the cost of the casts around an fp8 matmul --------------------------------------------------------------
-
 CAST_COST_VARIANTS = {
     "bf16": "bf16 matmul",
     "fp8": "fp8 kernel alone",
     "fp8+casts": "fp8 + eager amax and casts of both inputs",
     "fp8+compiled casts": "fp8 + the casts compiled (torch.compile)",
 }
-"""The products :func:`fp8_cast_costs` times, by key: the bf16 matmul; ``torch._scaled_mm`` on inputs cast before
-timing; the same with the lesson's eager ``to_fp8`` of both bf16 inputs inside the timed call; the same with
-``to_fp8`` of both inputs compiled by ``torch.compile`` (one compiled function) inside the timed call."""
 
 
 @dataclass(frozen=True, repr=False)
 class CastCosts(TableRecord):
-    """What an fp8 matmul costs with the casts that feed it (:func:`fp8_cast_costs`), on ``device``, every time taken
-    by the one ``timer`` the table names. ``times`` maps ``(shape, variant)`` (a variant of
-    :data:`CAST_COST_VARIANTS`) to seconds per call; ``skipped`` maps a shape, or ``(shape, variant)``, to why it
-    was not timed. :meth:`ratio` is bf16's time over a variant's (above 1: faster than bf16)."""
+    """What an fp8 matmul costs with its casts (:func:`fp8_cast_costs`): ``times`` maps ``(shape, variant)`` to
+    seconds per call under the one ``timer``; ``skipped`` maps a shape, or ``(shape, variant)``, to why not timed."""
 
     device: str
     timer: str
@@ -239,10 +189,8 @@ class CastCosts(TableRecord):
 
 @dataclass(frozen=True, repr=False)
 class Fp8CostReference(TableRecord):
-    """Times of fp8 and bf16 products recorded on a named GPU, with their provenance: ``label`` (GPU, date, torch),
-    ``method`` (how the inputs were made and cast), ``timers`` (column key -> how that column was timed),
-    ``variants`` (row key -> what was timed) and ``times_us`` (``(shape, variant)`` -> microseconds, one per timer,
-    in the order of ``timers``). :meth:`ratio` compares two variants under one timer, never across timers."""
+    """Times of fp8 and bf16 products recorded on a named GPU: ``times_us`` maps ``(shape, variant)`` to
+    microseconds, one per timer of ``timers``; :meth:`ratio` compares two variants under one timer, never across."""
 
     label: str
     method: str
@@ -251,7 +199,6 @@ class Fp8CostReference(TableRecord):
     times_us: dict
 
     def time_us(self, shape: str, variant: str, timer: str) -> float:
-        """The time of ``variant`` at ``shape`` under ``timer`` (keys of :attr:`timers`), in microseconds."""
         if timer not in self.timers:
             raise ValueError(f"timer={timer!r} is not allowed: use one of {', '.join(map(repr, self.timers))}")
         if (shape, variant) not in self.times_us:
@@ -287,7 +234,6 @@ COST_TIMERS = {
     "do_bench": "triton.testing.do_bench (mean)",
     "wall": "wall clock with torch.cuda.synchronize() on both sides, median of 50",
 }
-"""The timers of a recorded fp8 cost table (the reference record ``fp8_cast_costs``), by column."""
 COST_VARIANTS = {
     "bf16": "bf16 matmul",
     "fp8": "fp8 kernel alone (inputs cast, scale tensors on the GPU, before timing)",
@@ -296,7 +242,6 @@ COST_VARIANTS = {
     "fp8 + eager casts": "fp8 with the eager amax + scale + clamp + cast of both bf16 inputs (the lesson's "
     "to_fp8) inside the timed call",
 }
-"""The products of a recorded fp8 cost table, by row."""
 _RECORDED_VARIANT = {"bf16": "bf16", "fp8": "fp8", "fp8unsc": "fp8 unscaled", "fp8+hostsc": "fp8 + host scales",
                      "fp8+casts": "fp8 + eager casts"}  # fmt: skip
 _RECORDED_TIMER = {"events": "events_us", "events after memset": "events_after_memset_us", "do_bench": "do_bench_us",
@@ -304,8 +249,7 @@ _RECORDED_TIMER = {"events": "events_us", "events after memset": "events_after_m
 
 
 def fp8_costs_of(record) -> Fp8CostReference:
-    """The fp8 cost table of a reference record (``amp_lessons.reference.find("fp8_cast_costs")``: its ``results``
-    map ``"<M>x<K>x<N> <product>"`` to one time per timer in µs), with the record's label and method; larger shapes
+    """The fp8 cost table of the reference record ``amp_lessons.reference.find("fp8_cast_costs")``: larger shapes
     first, products in :data:`COST_VARIANTS` order."""
     results, rows = getattr(record, "results", None), {}
     if not isinstance(results, dict) or not hasattr(record, "label") or not hasattr(record, "method"):

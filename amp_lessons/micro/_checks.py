@@ -24,8 +24,7 @@ _FORMATS = ("fp8_e4m3", "fp4_e2m1")
 
 
 def _exact_rceil(amax: float, max_elem: float, clamp: bool = True) -> int:
-    """The smallest k with amax / 2**k <= max_elem, in exact arithmetic (float64 products by powers of two); a block
-    of zeros fits under any scale, so the clamp gives it e8m0's smallest, k = -127."""
+    """The smallest k with amax / 2**k <= max_elem, exactly (a block of zeros: the clamp's -127)."""
     if amax == 0:
         return -127 if clamp else -(10**9)
     k = math.ceil(math.log2(amax / max_elem))
@@ -101,8 +100,7 @@ _ROUNDS = (
 
 
 def _calls_to_rceil():
-    """The package's own round-up rule, called inside the block (``mx_quantize(..., rule="rceil")``,
-    ``mx_scale_exponents`` or their helper), seen by where its code lives."""
+    """Calls of the package's own round-up rule inside the block, seen by where its code lives."""
     where = experiments.__file__
     names = {"_rceil_shared_exponent", "mx_scale_exponents", "e8m0_round_up"}
     return calls_seen(lambda code: code.co_filename == where and code.co_name in names)
@@ -204,13 +202,10 @@ def _rceil_round(fn, fmt: str, what: str, dtype, amaxes) -> None:
 
 @exercise
 def check_rceil_shared_exponent(fn) -> CheckResult:
-    """Exercise: ``fn(amax, element_format) -> k``, the round-up ("RCEIL") rule of cuBLAS and torchao: the
-    smallest k for which each block's largest magnitude ``amax`` (a float32 tensor of shape (blocks, 1), positive
-    and finite) divided by 2**k is at most the element format's max, clamped to e8m0's -127..127. It must plug into
-    the lesson's ``mx_block_quantize(x, element_format, shared_exponent=fn)``: a block of zeros gets k = -127 (as
-    the key code's floor rule gives it), and the amaxes of a bf16 or fp16 model come in their own dtype. Tried on
-    float32 amaxes (exact fits, the float32 number just above one, e8m0's lower clamp), on zeros and float32
-    subnormals, and on bf16 and fp16 amaxes; calling the package's own round-up rule is refused."""
+    """Exercise: ``fn(amax, element_format) -> k``, the round-up ("RCEIL") rule: the smallest k for which each
+    block's ``amax`` (shape (blocks, 1)) divided by 2**k is at most the element format's max, clamped to -127..127
+    (a block of zeros: -127). Tried on float32 amaxes (exact fits, their float32 neighbours, the clamp), zeros and
+    subnormals, and bf16 and fp16 amaxes; calling the package's own round-up rule is refused."""
     for fmt in _FORMATS:
         for what, dtype, amaxes in _ROUNDS:
             _rceil_round(fn, fmt, what, dtype, amaxes)
@@ -223,9 +218,7 @@ def check_rceil_shared_exponent(fn) -> CheckResult:
 
 @contextmanager
 def _calls_to_rounding():
-    """Record, in the yielded set, the names of the package's stochastic-rounding functions called inside the block
-    (``stochastic_round`` and its helpers in :mod:`.experiments`), however the caller got hold of them (an imported
-    name, the module attribute, a wrapper): the calls are seen by where their code lives, as the TF32 lesson does."""
+    """Calls of the package's stochastic rounding inside the block, seen by where its code lives."""
     where = experiments.__file__
 
     def rounding(code) -> bool:
@@ -240,9 +233,7 @@ _SIGN = -0x80000000  # bit 31 as an int32
 
 
 def _sr_cases() -> list[tuple[str, torch.Tensor, torch.Tensor]]:
-    """(what, x, noise) for the checker: random float32 values of both signs over 60 binades (shape (64, 64)) with
-    random noise, including its ends 0 and 2**16 - 1; then values already in bf16 (zeros of both signs, the
-    largest and smallest bf16 numbers) with noise up to 2**16 - 1, which must come back unchanged."""
+    """(what, x, noise): random values of both signs, values already in bf16 (unchanged), float32's ends."""
     g = torch.Generator().manual_seed(10)
     x = torch.randn(64, 64, generator=g) * torch.exp2(torch.randint(-30, 30, (64, 64), generator=g).float())
     noise = torch.randint(0, 1 << 16, (64, 64), generator=g, dtype=torch.int32)
@@ -315,11 +306,9 @@ def _sr_mistakes(x: torch.Tensor, noise: torch.Tensor) -> list[tuple[str, torch.
 @exercise
 def check_stochastic_round(fn) -> CheckResult:
     """Exercise: ``fn(x, noise)`` rounds each float32 value of ``x`` to bf16 stochastically, on the bits: the
-    random integer ``noise`` (int32, x's shape, each in [0, 2**16)) is added to the float32 bit pattern and the
-    16 low bits are cleared, so that a value's magnitude moves up one bf16 step with probability (its 16 dropped
-    bits) / 2**16. Returns the bf16 values as float32. Compared bit for bit (the sign of zero included) with the
-    package's :func:`~amp_lessons.micro.stochastic_round` given the same integers, on random values of both signs
-    and on values already in bf16, which must come back unchanged. Calling the package's rounding is refused."""
+    random integers ``noise`` (int32, each in [0, 2**16)) are added to the bit patterns and the 16 low bits cleared;
+    returns float32. Compared bit for bit with :func:`~amp_lessons.micro.stochastic_round` given the same noise;
+    calling the package's rounding is refused."""
     placeholder(fn, "write my_stochastic_round(x, noise) and pass the function itself")
     for what, x, noise in _sr_cases():
         want = stochastic_round(x, noise=noise)

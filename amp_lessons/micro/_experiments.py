@@ -1,10 +1,5 @@
-"""Below 8 bits and below bf16: microscaling (MX) and NVFP4 block scales, fp8 scaling recipes and fp4 quantizers side
-by side, stochastic rounding and Kahan-compensated bf16 updates. Data only: nothing here draws; the records the
-experiments return (:class:`~.records.BlockQuantized`, :class:`~.records.RecipeRow` ...) are in :mod:`.records`.
-
-Everything is emulated bit-exactly in float32 arithmetic on the formats engine (:mod:`amp_lessons.formats`):
-the element casts and the scale computations are elementwise, the same on every machine. The rules
-follow public sources:
+"""Lesson 10's experiments: MX and NVFP4 block scales, fp8 recipes and fp4 quantizers side by side, stochastic rounding
+and Kahan-compensated bf16 updates, emulated bit-exactly in float32 on the formats engine. The rules follow:
 
 - OCP Microscaling Formats (MX) v1.0, section 6.3: blocks of 32 elements share an E8M0 scale
   ``X = 2**(floor(log2(amax)) - emax_elem)``; elements beyond the element format's max saturate
@@ -38,7 +33,6 @@ __all__ = [
     "MX_ELEMENT_FORMATS",
     "RECIPES",
     "RECIPE_BY_NAME",
-    "RECIPE_SCALINGS",
     "SCALE_RULES",
     "SPIKE_STEP",
     "STEPS",
@@ -51,7 +45,6 @@ __all__ = [
     "mx_quantize",
     "mx_scale_exponents",
     "nvfp4_quantize",
-    "recipe_quantize",
     "recipe_run",
     "recipe_stats",
     "recipe_table",
@@ -100,9 +93,8 @@ def _choice(v, options, what: str):
 
 
 def e8m0_round_up(x: torch.Tensor) -> torch.Tensor:
-    """The e8m0 code (uint8 values 0..255 as int32) of the smallest power of two >= ``x``: rounding up,
-    PTX's ``cvt.rp.satfinite.ue8m0x2.f32`` as torchao's ``_f32_to_e8m0_rceil`` spells it in torch ops.
-    Non-finite -> 255 (NaN); values at or below 2**-127 (zero too) -> 0 (2**-127)."""
+    """The e8m0 code (0..255 as int32) of the smallest power of two >= ``x`` (PTX's ``cvt.rp.satfinite.ue8m0x2.f32``):
+    non-finite -> 255 (NaN); at or below 2**-127 (zero too) -> 0."""
     bits = _tensor(x).view(torch.int32)
     e = (bits >> 23) & 0xFF
     m = bits & 0x7FFFFF
@@ -112,15 +104,9 @@ def e8m0_round_up(x: torch.Tensor) -> torch.Tensor:
 
 
 def mx_scale_exponents(amax: torch.Tensor, element_format="fp8_e4m3", rule: str = "floor") -> torch.Tensor:
-    """The unbiased e8m0 exponent ``k`` (int32) of each block's scale ``2**k`` from its amax.
-
-    ``"floor"`` (OCP MX v1.0, 6.3): ``k = floor(log2(amax)) - emax_elem``, the exponent of amax read
-    from its float32 bits (a float32 subnormal or zero amax reads as -127). The largest element then
-    lands in ``[2**emax_elem, 2**(emax_elem+1))``, which can exceed the element format's max
-    (e4m3: 448 = 1.75 * 2**8), and those values saturate.
-    ``"rceil"`` (cuBLAS, torchao): ``k = ceil(log2(amax * (1 / max_elem)))`` in float32: the smallest power
-    of two whose scaled block fits; nothing saturates, at the cost of up to one binade of range.
-    Clamped to e8m0's -127..127; a non-finite amax gives 128 (the NaN code 255 minus the bias)."""
+    """The unbiased e8m0 exponent ``k`` (int32) of each block's scale ``2**k`` from its amax: ``"floor"``
+    ``k = floor(log2(amax)) - emax_elem`` (the largest element may pass the max and saturate) or ``"rceil"``
+    ``k = ceil(log2(amax / max_elem))`` (nothing saturates). Clamped to -127..127; a non-finite amax gives 128."""
     f = _mx_element(element_format)
     _choice(rule, SCALE_RULES, "rule")
     amax = _tensor(amax, "amax")
@@ -137,7 +123,6 @@ def _mx_element(element_format):
 
 
 def _rceil_shared_exponent(amax: torch.Tensor, element_format: str) -> torch.Tensor:
-    """The round-up rule in torchao's float32 operations: k = ceil(log2(amax * (1 / max_elem)))."""
     k = e8m0_round_up(amax * (1.0 / MX_ELEMENTS[element_format][3])) - _E8M0_BIAS
     k = k.clamp(-_E8M0_BIAS, _E8M0_BIAS)
     return torch.where(torch.isfinite(amax), k, torch.full_like(k, _E8M0_BIAS + 1))
@@ -147,11 +132,10 @@ _RULES = {"floor": floor_shared_exponent, "rceil": _rceil_shared_exponent}
 
 
 def mx_quantize(x, element_format="fp8_e4m3", rule: str = "floor", block: int = 32) -> BlockQuantized:
-    """An MX block format: the last dimension in blocks of ``block`` (32 in OCP MX v1.0) sharing an e8m0
-    scale ``2**k`` (:func:`mx_scale_exponents`); elements ``x * 2**-k`` rounded to nearest-even in
-    ``element_format`` with saturation (MXFP8: fp8_e4m3; MXFP6: fp6_e2m3; MXFP4: fp4_e2m1). The quantizer is
-    lesson 10's own code (:func:`amp_lessons.micro.key_code.mx_block_quantize`); this checks the arguments and
-    packs the result."""
+    """An MX block format: the last dimension in blocks of ``block`` (32 in OCP MX v1.0) sharing an e8m0 scale
+    ``2**k`` chosen by ``rule`` ("floor" or "rceil"); elements ``x * 2**-k`` rounded to nearest-even in
+    ``element_format`` with saturation (MXFP8: fp8_e4m3; MXFP6: fp6_e2m3; MXFP4: fp4_e2m1). Returns a
+    :class:`BlockQuantized`."""
     f = _mx_element(element_format)
     _choice(rule, SCALE_RULES, "rule")
     x = _tensor(x)
@@ -169,9 +153,7 @@ def nvfp4_quantize(x, global_amax: float | None = None, block: int = 16) -> Bloc
     ``global = amax(x) / (448 * 6)`` (or from ``global_amax``, a calibrated amax); each block's scale
     ``amax(block) / 6 / global`` is clamped to e4m3's [2**-6, 448] and rounded to e4m3; elements are
     ``x * ((1 / global) / s_e4m3)`` rounded to nearest-even e2m1 with saturation at +-6, following torchao's
-    ``nvfp4_quantize``. torchao divides by ``global * s_e4m3`` where this multiplies by ``(1 / global) / s_e4m3``:
-    the two can differ in float32's last bit, and then, rarely, round an element on the other side of a tie.
-    Values: ``elements * (s_e4m3 * global)``."""
+    ``nvfp4_quantize``. Returns a :class:`BlockQuantized`."""
     e4m3, e2m1 = get_format("fp8_e4m3"), get_format("fp4_e2m1")
     x = _tensor(x)
     block = _validate.count(block, "block", 1, 4096)
@@ -211,9 +193,8 @@ def nvfp4_quantize(x, global_amax: float | None = None, block: int = 16) -> Bloc
 
 
 def scale_rule_clipping(x, element_format="fp8_e4m3", block: int = 32) -> dict[str, RuleClipping]:
-    """How often each scale rule clips: scale rule (``"floor"``, ``"rceil"``) -> its :class:`RuleClipping` (the
-    fraction of blocks with a value that saturates, the fraction of all values that do, and the signal-to-noise
-    ratio (dB) of the result)."""
+    """How often each scale rule clips: ``"floor"`` and ``"rceil"`` -> its :class:`RuleClipping` (the fraction of
+    blocks with a saturated value, of values saturated, and the SNR in dB)."""
     x = _tensor(x)
     if not x.numel():
         raise ValueError(
@@ -238,27 +219,16 @@ def scale_rule_clipping(x, element_format="fp8_e4m3", block: int = 32) -> dict[s
 TENSOR_KINDS = ("activations", "gradient", "weights")
 STEPS = 32  # the recipe tensors' training steps
 SPIKE_STEP = 20  # the step at which the gradient's maximum jumps
-RECIPE_SCALINGS = ("delayed", "current", "row-wise", "block", "mx", "nvfp4")
-"""Where a :class:`Recipe`'s scale comes from: an amax history ("delayed"), the tensor's own amax ("current"), each
-row's amax ("row-wise"), each block's amax ("block"), an e8m0 power of two per block ("mx", OCP MX) or an e4m3 scale
-per block under a float32 scale per tensor ("nvfp4")."""
 
 
 @dataclass(frozen=True)
 class Recipe:
-    """One way to store a tensor in 8 bits or fewer, as the recipe comparison runs it (:data:`RECIPES` names the
-    course's recipes, :data:`RECIPE_BY_NAME` holds them, :func:`get_recipe` finds one by its name).
+    """One way to store a tensor in 8 bits or fewer. The fp8 entries are scaling recipes; the fp4 entries ("mx" with
+    fp4 elements, "nvfp4") are the formats' quantizers alone, not fp4 *training* recipes, which add stochastic
+    rounding, 16x16 weight blocks and a random Hadamard transform (https://arxiv.org/abs/2509.25149).
 
-    The fp8 entries are scaling recipes (where the scale comes from, as Transformer Engine's recipes choose it); the
-    fp4 entries ("mx" with fp4 elements, "nvfp4") are the formats' quantizers alone: round to nearest, blocks along
-    the last dimension, one tensor at a time. They are not fp4 *training* recipes, which add stochastic rounding of
-    the gradients, 16x16 weight blocks, a random Hadamard transform and quantization along both axes
-    (https://arxiv.org/abs/2509.25149).
-
-    ``name`` is the name tables and widgets show; ``scaling`` one of :data:`RECIPE_SCALINGS`; ``element_format`` the
-    format of the stored values; ``block`` the (rows, columns) sharing one scale ("block", "mx", "nvfp4"; the block
-    scales of "mx" and "nvfp4" span part of one row); ``history`` the number of earlier steps whose amaxes a
-    "delayed" scale takes; ``rule`` the e8m0 rule of "mx" scales (:data:`SCALE_RULES`)."""
+    ``scaling``: "delayed" (an amax history of ``history`` steps), "current", "row-wise", "block", "mx" (e8m0
+    scales by ``rule``) or "nvfp4"; ``block`` the (rows, columns) sharing one scale."""
 
     name: str
     scaling: str
@@ -267,33 +237,9 @@ class Recipe:
     history: int | None = None
     rule: str | None = None
 
-    def __post_init__(self):
-        if not isinstance(self.name, str) or not self.name:
-            raise TypeError(f"name must be a non-empty str (the recipe's display name), got {self.name!r}")
-        _choice(self.scaling, RECIPE_SCALINGS, "scaling")
-        get_format(self.element_format)
-        if (self.block is None) != (self.scaling not in ("block", "mx", "nvfp4")):
-            raise ValueError(f"block={self.block!r} is not allowed with scaling={self.scaling!r}: a (rows, columns) "
-                             "pair for 'block', 'mx' and 'nvfp4', None for the others")  # fmt: skip
-        if self.block is not None:
-            _validate.block_shape(self.block, "block", 4096)
-            if self.scaling in ("mx", "nvfp4") and self.block[0] != 1:
-                raise ValueError(f"block={self.block!r} is not allowed: {self.scaling} blocks span one row, (1, n)")
-        if (self.history is None) != (self.scaling != "delayed"):
-            raise ValueError(f"history={self.history!r} is not allowed with scaling={self.scaling!r}: a number of "
-                             "steps for 'delayed', None for the others")  # fmt: skip
-        if self.history is not None:
-            _validate.count(self.history, "history", 1, STEPS * 64)
-        if (self.rule is None) != (self.scaling != "mx"):
-            raise ValueError(f"rule={self.rule!r} is not allowed with scaling={self.scaling!r}: one of "
-                             f"{', '.join(map(repr, SCALE_RULES))} for 'mx', None for the others")  # fmt: skip
-        if self.rule is not None:
-            _choice(self.rule, SCALE_RULES, "rule")
-
     @property
     def bits_per_value(self) -> float:
-        """Storage per value: the element's bits, plus the 8 bits of a block scale shared by the block for "mx" and
-        "nvfp4" (the float32 scales of the fp8 recipes, one per tensor, row or 128-wide block, are not counted)."""
+        """The element's bits, plus an 8-bit block scale shared by the block for "mx" and "nvfp4"."""
         bits = get_format(self.element_format).bits
         if self.scaling in ("mx", "nvfp4"):
             return bits + 8 / (self.block[0] * self.block[1])
@@ -323,13 +269,10 @@ RECIPE_BY_NAME = {
         Recipe("NVFP4", "nvfp4", "fp4_e2m1", block=(1, 16)),
     )
 }
-"""The course's recipes by display name, in the order tables show them."""
 RECIPES = tuple(RECIPE_BY_NAME)
-"""The names of the course's recipes (the choices of widgets and :func:`recipe_table`)."""
 
 
 def get_recipe(recipe: str | Recipe) -> Recipe:
-    """The :class:`Recipe` named ``recipe`` (one of :data:`RECIPES`), or ``recipe`` itself when it is one."""
     if isinstance(recipe, Recipe):
         return recipe
     if isinstance(recipe, str) and recipe in RECIPE_BY_NAME:
@@ -367,8 +310,7 @@ def _amax(kind: str, step: int) -> float:
 
 
 def _fp8_scaled(x: torch.Tensor, scale, fmt: str = "fp8_e4m3") -> tuple[torch.Tensor, torch.Tensor]:
-    """x stored in fp8 with ``scale`` (a number, or a tensor of x's shape or broadcastable to it): the dequantized
-    values and the mask of those the saturation changed (rounded, x * scale would lie beyond the format's max)."""
+    """x stored in fp8 with ``scale``: the dequantized values and the mask of those saturated."""
     return fp8.fake_quantize(x, fmt, scale), round_to_element(x * scale, fmt)[1]
 
 
@@ -400,8 +342,6 @@ def _mx(r: Recipe, x: torch.Tensor, kind: str, step: int):
 
 
 def _nvfp4(r: Recipe, x: torch.Tensor, kind: str, step: int):
-    if r.element_format != "fp4_e2m1":
-        raise ValueError(f"element_format={r.element_format!r} is not allowed for NVFP4: its elements are fp4_e2m1")
     q = nvfp4_quantize(x, block=r.block[1])
     return q.values, q.clipped
 
@@ -413,23 +353,10 @@ _QUANTIZERS = {"delayed": _delayed, "current": _current, "row-wise": _row_wise, 
 def recipe_run(
     recipe: str | Recipe, kind: str, step: int = SPIKE_STEP
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``(x, x as the recipe stores it (dequantized), saturated)`` for one tensor at one step; ``recipe`` is a name of
-    :data:`RECIPES` or a :class:`Recipe`. ``saturated`` marks
-    the values the recipe clamped at its format's max (rounded to the format, x times its scale would exceed
-    the max; a value that merely rounds down is not marked). Delayed recipes scale step ``step`` with the largest
-    amax of the previous ``history`` steps (Transformer Engine's default "max" algorithm;
-    https://docs.nvidia.com/deeplearning/transformer-engine/user-guide/api/common.html), replayed from step 0;
-    the others scale from the tensor itself. Every fp8 recipe stores every tensor in e4m3 (as DeepSeek-V3's
-    recipe does, https://arxiv.org/abs/2412.19437) except "per-tensor current (e5m2)": Transformer Engine's
-    default ``Format.HYBRID`` stores the backward pass's tensors, gradients, in e5m2."""
+    """``(x, x as the recipe stores it (dequantized), saturated)`` for one tensor at one step. Delayed recipes scale
+    with the largest amax of the previous ``history`` steps (Transformer Engine's "max" algorithm,
+    https://docs.nvidia.com/deeplearning/transformer-engine/user-guide/api/common.html)."""
     return get_recipe(recipe).run(kind, step)
-
-
-def recipe_quantize(recipe: str | Recipe, kind: str, step: int = SPIKE_STEP) -> tuple[torch.Tensor, torch.Tensor]:
-    """``(x, x as the recipe stores it, dequantized)`` for one tensor at one step: :func:`recipe_run` without
-    the saturation mask."""
-    x, q, _ = recipe_run(recipe, kind, step)
-    return x, q
 
 
 def _snr_db(x: torch.Tensor, q: torch.Tensor) -> float:
@@ -440,19 +367,8 @@ def _snr_db(x: torch.Tensor, q: torch.Tensor) -> float:
 
 
 def recipe_stats(x: torch.Tensor, q: torch.Tensor, saturated: torch.Tensor | None = None) -> RecipeStats:
-    """The :class:`RecipeStats` of ``q``, ``x`` as a recipe stored it: signal-to-noise ratio (dB), the fraction of
-    non-zero values flushed to zero, the fraction of all values that saturated, and the bias (sum of errors over sum
-    of magnitudes, signed).
-
-    Saturation cannot be told from ``x`` and ``q`` alone (a value clamped at the max and one rounded down look
-    alike), so it is the share of ``saturated``, the mask :func:`recipe_run` returns; NaN without one."""
-    x, q = _tensor(x), _tensor(q, "q")
-    if q.shape != x.shape:
-        raise ValueError(f"q has shape {tuple(q.shape)}: it must have x's shape {tuple(x.shape)}")
-    if saturated is not None and (
-        not isinstance(saturated, torch.Tensor) or saturated.dtype != torch.bool or saturated.shape != x.shape
-    ):
-        raise TypeError(f"saturated must be None or a bool tensor of x's shape {tuple(x.shape)}, got {saturated!r}")
+    """The :class:`RecipeStats` of ``q``, ``x`` as a recipe stored it: SNR (dB), the share of non-zero values
+    flushed, the share of ``saturated`` (NaN without it: x and q cannot tell it) and the signed bias."""
     xd, qd = x.double(), q.double()
     nz = xd != 0
     err = qd - xd
@@ -465,9 +381,8 @@ def recipe_stats(x: torch.Tensor, q: torch.Tensor, saturated: torch.Tensor | Non
 
 
 def recipe_table(kind: str, step: int = SPIKE_STEP, recipes=RECIPES, *, progress: bool = False) -> list[RecipeRow]:
-    """One :class:`RecipeRow` per recipe (a name of :data:`RECIPES` or a :class:`Recipe`: the fp8 scaling recipes
-    and the fp4 quantizers, see :class:`Recipe`) for tensor ``kind`` at ``step``: its display name, bits per value and
-    :func:`recipe_stats`. ``recipes`` must name at least one. ``progress``: a progress bar over the recipes."""
+    """One :class:`RecipeRow` per recipe of ``recipes`` (names of :data:`RECIPES`) for tensor ``kind`` at ``step``:
+    its name, bits per value, SNR, shares flushed and saturated, bias. ``progress``: a progress bar."""
     if not _validate.sequence(recipes, "recipes", "recipe names"):
         raise ValueError(f"recipes={recipes!r} is not allowed: name at least one of {', '.join(map(repr, RECIPES))}")
     recipes = [get_recipe(r) for r in recipes]
@@ -488,18 +403,10 @@ UPDATE_METHODS = ("round to nearest", "stochastic rounding", "Kahan", "fp32 mast
 def stochastic_round(
     x, fmt="bf16", generator: torch.Generator | None = None, *, noise: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """Round each value of ``x`` to one of its two neighbours in ``fmt``, the one away from zero with
-    probability (distance from the one toward zero) / (gap between them): unbiased, ``E[SR(x)] = x``.
-
-    The neighbour toward zero is :func:`~amp_lessons.formats.quantize` with ``"toward_zero"``; the gap is
-    the format's spacing there. The residual and the gap are exact in float32, their ratio p has at most
-    23 - m significant bits, and ``u < p`` with float32 uniforms u (multiples of 2**-24) happens with
-    probability p exactly whenever p is a multiple of 2**-24 (always for bf16 from float32). Values past the
-    format's max follow its default overflow. Seed ``generator`` for repeatable draws.
-
-    For bf16 from float32 the rounding works on the bits: a uniform integer in [0, 2**16) is added to the float32
-    bit pattern's magnitude and the 16 low bits are cleared. ``noise`` (bf16 only) gives those integers: an int32
-    tensor of x's shape, each in [0, 2**16), for a result that is repeatable bit for bit."""
+    """Round each value of ``x`` to one of its two neighbours in ``fmt``, the one away from zero with probability
+    (distance from the one toward zero) / (gap between them): unbiased, ``E[SR(x)] = x``. Seed ``generator`` for
+    repeatable draws. For bf16 the rounding adds a uniform integer in [0, 2**16) to the float32 bits and clears the
+    16 low bits; ``noise`` (bf16 only: an int32 tensor of x's shape) gives those integers."""
     f = get_format(fmt)
     x = _tensor(x)
     if generator is not None and not isinstance(generator, torch.Generator):
@@ -533,17 +440,12 @@ def stochastic_round(
 
 
 def _sr_bf16(x: torch.Tensor, generator) -> torch.Tensor:
-    """bf16 stochastic rounding on the bits: add a uniform 16-bit integer to the float32 pattern and clear the
-    low 16 bits. The magnitude moves up one bf16 step exactly when the random number reaches 2**16 minus the
-    dropped bits: probability (dropped bits) / 2**16, the same rule as the general path."""
     r = torch.randint(0, 1 << 16, x.shape, generator=generator, dtype=torch.int32)
     return _sr_bf16_bits(x, r)
 
 
 def _sr_bf16_bits(x: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
-    """:func:`_sr_bf16` with the random integers given: ``noise`` (int32, x's shape, each in [0, 2**16)) is added
-    to the magnitude bits of float32 ``x``, the low 16 bits are cleared and the sign is put back. The reference of
-    the lesson's exercise (``check_stochastic_round``, through ``stochastic_round(x, noise=...)``)."""
+    """bf16 stochastic rounding of float32 ``x`` with the random 16-bit integers ``noise`` given."""
     bits = x.contiguous().view(torch.int32)
     out = ((bits & 0x7FFFFFFF) + noise).bitwise_and_(-65536) | (bits & -0x80000000)
     out = out.view(torch.float32)
@@ -555,15 +457,8 @@ def _bf16(x: torch.Tensor) -> torch.Tensor:
 
 
 def kahan_add(w: torch.Tensor, c: torch.Tensor, update: torch.Tensor, fmt="bf16"):
-    """One Kahan-compensated update ``w += update`` in ``fmt`` arithmetic (each operation rounded to nearest):
-    ``y = update - c; t = w + y; c = (t - w) - y; w = t``. ``c`` carries what the rounding of ``w + y`` lost,
-    so it is subtracted from the next update. Returns ``(w, c)``."""
-    w, c = _validate.float_tensor(w, "w"), _validate.float_tensor(c, "c")
-    update = _validate.float_tensor(update, "update")
-    if c.shape != w.shape:
-        raise ValueError(f"c must have w's shape {tuple(w.shape)} (one compensation per weight), got {tuple(c.shape)}")
-    if update.shape != w.shape and update.numel() != 1:
-        raise ValueError(f"update must have w's shape {tuple(w.shape)} or be one value, got {tuple(update.shape)}")
+    """One Kahan-compensated update ``w += update`` in ``fmt`` arithmetic: ``y = update - c; t = w + y;
+    c = (t - w) - y; w = t``. Returns ``(w, c)``."""
     f = get_format(fmt)
     rnd = _bf16 if f.name == "bf16" else (lambda v: quantize(v, f))
     y = rnd(update - c)
@@ -617,13 +512,10 @@ def _teacher_data(seed: int, n: int = 512, d: int = 16):
 def train_low_precision(
     methods=UPDATE_METHODS, steps: int = 300, lr: float = 1e-3, hidden: int = 64, seed: int = 0, progress: bool = True
 ) -> dict[str, LowPrecisionRun]:
-    """Train a 16 -> hidden -> hidden -> 1 tanh MLP on a fixed regression task with Adam (moments in fp32),
-    the weights stored in bf16 and updated by each method of :data:`UPDATE_METHODS` ("fp32 master" is AMP:
-    fp32 weights, cast to bf16 for the forward). Emulated: the matmul inputs are bf16 values, products are
-    summed in fp32 (a model of bf16 hardware), gradients are rounded to bf16. The same initial weights and
-    data for every method. Returns update method -> its :class:`LowPrecisionRun` (the loss per step, the
-    fraction of weights that never moved, the bytes per parameter).
-    ``progress``: a progress bar per method (in a notebook a line that stays, saying how many steps ran in how long)."""
+    """Train a 16 -> hidden -> hidden -> 1 tanh MLP on a fixed regression task with Adam, the weights stored in bf16
+    and updated by each method of :data:`UPDATE_METHODS` ("fp32 master" is AMP); emulated: bf16 matmul inputs, fp32
+    sums, bf16 gradients. Returns method -> :class:`LowPrecisionRun` (loss per step, share of weights that never
+    moved, bytes per parameter). ``progress``: a progress bar per method."""
     if not _validate.sequence(methods, "methods", "method names"):
         raise ValueError(
             f"methods={methods!r} is not allowed: name at least one of {', '.join(map(repr, UPDATE_METHODS))}"

@@ -32,17 +32,10 @@ def _log2_hist(t) -> np.ndarray:
 
 
 class RecipeExplorer(Explorer):
-    """Pick a tensor (activations with outlier channels, a gradient whose maximum jumps at step
-    ``SPIKE_STEP``, weights), a recipe and a training step: the picture shows the distribution of
-    log2 |x| before (filled) and after (line) the recipe stores it, on a log-scaled share axis so that a handful
-    of values (a gradient's spike) is seen next to the bulk; the read-out the recipe's signal-to-noise ratio, the
-    values it flushes to zero or saturates (clamped at the format's max, :func:`amp_lessons.micro.recipe_run`),
-    the share of the tensor's power those saturated values hold, and the bias
-    (:func:`amp_lessons.micro.recipe_stats`). ``stats`` is the shown :class:`~amp_lessons.micro.RecipeStats`.
-
-    The read-out flags a failure when the recipe loses the tensor: a signal-to-noise ratio below
-    ``SNR_LIMIT_DB`` (the error's power above a tenth of the signal's), or at least ``SHARE_LIMIT``
-    (1%) of the values flushed to zero or saturated."""
+    """Pick a tensor, a recipe and a training step: the distribution of log2 |x| before (filled) and after (line)
+    the recipe stores it, on a log-scaled share axis; the read-out gives the SNR, the values flushed or saturated
+    and the bias (``stats``, a :class:`RecipeStats`), flagged as a failure below ``SNR_LIMIT_DB`` or at
+    ``SHARE_LIMIT`` flushed or saturated."""
 
     SNR_LIMIT_DB = 10.0
     SHARE_LIMIT = 0.01

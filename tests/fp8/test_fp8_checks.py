@@ -4,22 +4,15 @@ are tests/test_checker_contract.py's)."""
 
 import torch
 
-from amp_lessons import formats
+from amp_lessons.fp8 import key_code
 from tests.faces import internals
 from tests.test_checks import assert_not_yet, assert_your_turn, reveals, solution
 
 fp8 = internals("fp8")
 
 
-def _first_scale():
-    """The scale of the checker's first tensor (random normal x 3, seed 7), from the formats engine."""
-    x = torch.randn(1000, generator=torch.Generator().manual_seed(7)) * 3
-    return formats.FORMATS["fp8_e4m3"].max / float(x.abs().max())
-
-
 def test_amax_scale_exercise():
     s = solution("07")
-    want = _first_scale()
     wrong = {
         (lambda x, m: 2 * s.amax_scale(x, m)): "too large",
         (lambda x, m: 0.5 * s.amax_scale(x, m)): "too small",
@@ -33,14 +26,10 @@ def test_amax_scale_exercise():
         (lambda x, m: (m / x.float().abs().max().clamp(min=1e-12)).item() if x.abs().max() > 0 else 1.0): "epsilon",
         (lambda x, m: fp8.amax_scale(x) * m / 448): "lesson's own amax_scale",
     }
-    results = []
     for fn, words in wrong.items():
         r = fp8.check_amax_scale(fn)
         assert_not_yet(r)
         assert words in r.message, r.message
-        results.append(r)
-    for r in results:
-        assert not reveals(r.message, want), r.message
 
 
 STARTER = {"weights": "...", "activations": "...", "gradients": "..."}
@@ -81,12 +70,8 @@ def _dy8(dy, fmt="fp8_e5m2", scaled=True):
 
 
 def test_fp8_linear_backward_exercise():
-    from tests.fp8.contract import _Starter
-
     s = solution("07")
-    assert fp8.check_fp8_linear_backward(s.MyFp8LinearFn)
     assert fp8.check_fp8_linear_backward(s.MyFp8LinearFn.backward)  # the backward alone, under the given forward
-    assert_your_turn(fp8.check_fp8_linear_backward(_Starter))
     assert_your_turn(fp8.check_fp8_linear_backward(...))
 
     def grads(dy8, ctx, dy, db=None):
@@ -104,9 +89,9 @@ def test_fp8_linear_backward_exercise():
         _layer(lambda ctx, dy: (grads(_dy8(dy), ctx, dy)[0], grads(_dy8(dy), ctx, dy)[1].t(), *grads(_dy8(dy), ctx, dy)[2:])): "dw must have the shape",
         _layer(lambda ctx, dy: (grads(_dy8(dy), ctx, dy)[0], grads(_dy8(dy), ctx, dy)[1] * 1.01,
                                 *grads(_dy8(dy), ctx, dy)[2:])): "dw differs",
-        _layer(lambda ctx, dy: fp8.Fp8LinearFn.backward(ctx, dy)): "calls the lesson's",
-        fp8.Fp8LinearFn: "lesson's own",
-        fp8.Fp8LinearFn.backward: "lesson's own",
+        _layer(lambda ctx, dy: key_code.Fp8LinearFn.backward(ctx, dy)): "calls the lesson's",
+        key_code.Fp8LinearFn: "lesson's own",
+        key_code.Fp8LinearFn.backward: "lesson's own",
         torch.nn.Linear: "pass the class MyFp8LinearFn",
         42: "pass the class MyFp8LinearFn",
     }  # fmt: skip
@@ -114,14 +99,3 @@ def test_fp8_linear_backward_exercise():
         r = fp8.check_fp8_linear_backward(fn)
         assert_not_yet(r)
         assert words in r.message, (words, r.message)
-
-
-def test_fp8_linear_backward_checker_cases_break_an_unscaled_cast():
-    """The checker's tiny and huge gradients: an unscaled e5m2 cast flushes the first and overflows the second."""
-    from amp_lessons.fp8._checks import _backward_cases
-
-    cases = {what.split(" (")[0]: dy for what, *_, dy in _backward_cases()}
-    tiny, huge = cases["gradients of about 1e-6"], cases["gradients up to about 3e5"]
-    assert bool((fp8.fake_quantize(tiny, "fp8_e5m2") == 0).all())  # every value below half of 2^-16
-    assert bool(fp8.fake_quantize(huge, "fp8_e5m2").isinf().any())
-    assert any(b is None for _, _, _, b, _ in _backward_cases())  # and a layer without a bias

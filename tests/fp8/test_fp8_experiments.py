@@ -1,6 +1,5 @@
 """Tests of amp_lessons.fp8: lesson 07's fp8 scaling recipes (small sizes; no timing asserts)."""
 
-import dataclasses
 import math
 
 import pytest
@@ -8,7 +7,7 @@ import torch
 
 from amp_lessons import recorders, reference
 from amp_lessons.formats import get_format, quantize, representable_values
-from amp_lessons.fp8 import _experiments as fp8, _models as models, _records as records
+from amp_lessons.fp8 import _experiments as fp8, _models as models, _records as records, key_code
 
 E4M3 = get_format("fp8_e4m3")
 E5M2 = get_format("fp8_e5m2")
@@ -49,6 +48,10 @@ def test_course_fp8_casts_do_not_depend_on_torchs_overflow(monkeypatch):
     assert fp8._to_fp8(x).float().tolist() == [448.0, -448.0, 448.0, 1.0]
     assert math.isnan(float(fp8._to_fp8(torch.tensor([math.nan])).float()))
     assert fp8.fake_quantize(x, "fp8_e5m2").tolist()[:3] == [512.0, -math.inf, math.inf]
+    # a scale per row; an empty tensor keeps its shape
+    x, s = torch.randn(4, 8), torch.tensor([[1.0], [2.0], [4.0], [100.0]])
+    assert torch.equal(fp8.fake_quantize(x, "fp8_e4m3", s), (x * s).to(torch.float8_e4m3fn).float() / s)
+    assert fp8.fake_quantize(torch.empty(0, 3)).shape == (0, 3)
 
 
 def test_values_in():
@@ -56,17 +59,13 @@ def test_values_in():
     assert fp8.values_in("fp8_e5m2", 1, 2) == 4
     assert fp8.values_in("fp8_e4m3", 0, 1e9) == len(representable_values("fp8_e4m3"))
     assert fp8.values_in("fp8_e4m3", -1e9, 1e9) == 2 * 126 + 1  # 127 non-NaN magnitudes per sign, one zero
-    with pytest.raises(ValueError, match="lo < hi"):
-        fp8.values_in("fp8_e4m3", 2, 1)
-    with pytest.raises(ValueError, match="unknown format"):
-        fp8.values_in("fp7", 0, 1)
 
 
 # --- scales and fake quantization -------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp8_e5m2"])
-@pytest.mark.parametrize("scale", [1.0, 3.0, 2.0**-20, 2.0**17, 0.1, 97.53])
+@pytest.mark.parametrize("scale", [1.0, 2.0**-20, 2.0**17, 97.53])
 def test_fake_quantize_is_torchs_cast_bit_for_bit(fmt, scale):
     x = spread()
     got = fp8.fake_quantize(x, fmt, scale)
@@ -76,20 +75,6 @@ def test_fake_quantize_is_torchs_cast_bit_for_bit(fmt, scale):
     want = y.to(DTYPES[fmt]).float() / scale
     assert got.dtype == torch.float32
     assert torch.equal(got.view(torch.int32), want.view(torch.int32))
-
-
-def test_fake_quantize_with_a_scale_tensor_and_bad_scales():
-    x = torch.randn(4, 8)
-    s = torch.tensor([[1.0], [2.0], [4.0], [100.0]])
-    want = (x * s).to(torch.float8_e4m3fn).float() / s
-    assert torch.equal(fp8.fake_quantize(x, "fp8_e4m3", s), want)
-    for bad in (0.0, -1.0, math.inf, math.nan):
-        with pytest.raises(ValueError, match="positive finite"):
-            fp8.fake_quantize(x, "fp8_e4m3", bad)
-    with pytest.raises(ValueError, match="unknown format"):
-        fp8.fake_quantize(x, "fp8_e3m4")
-    with pytest.raises(TypeError, match="torch.Tensor"):
-        fp8.fake_quantize([1.0, 2.0])
 
 
 @pytest.mark.parametrize("fmt", ["fp8_e4m3", "fp8_e5m2"])
@@ -106,29 +91,7 @@ def test_amax_scale_puts_amax_at_max(fmt):
         assert math.frexp(p)[0] == 0.5 and p <= s < 2 * p
     assert fp8.amax_scale(torch.zeros(5)) == 1.0
     assert fp8.amax_scale(-torch.ones(3) * 2) == 224.0  # amax is of |x|
-    with pytest.raises(ValueError, match="inf or NaN"):
-        fp8.amax_scale(torch.tensor([1.0, math.inf]))
-    with pytest.raises(ValueError, match="margin"):
-        fp8.amax_scale(torch.ones(2), margin=-1)
-
-
-def test_delayed_scaler_lags_one_step():
-    sc = fp8.DelayedScaler("fp8_e4m3", history_len=2)
-    assert sc.scale is None and sc.history == []
-    x1 = torch.full((4,), 1.0)
-    q1 = sc.quantize(x1)  # first step: its own amax
-    assert sc.last_scale == 448.0 and torch.equal(q1, x1) and sc.history == [1.0]
-    x2 = torch.tensor([4.0, 1.0, 0.5, -2.0])  # grew 4x: step 2 still uses step 1's scale, 448
-    q2 = sc.quantize(x2)
-    assert sc.last_scale == 448.0
-    assert torch.equal(q2, fp8.fake_quantize(x2, "fp8_e4m3", 448.0))
-    assert q2[0] == 1.0  # 4 * 448 saturates to 448 -> 1.0
-    assert sc.history == [1.0, 4.0] and sc.scale == 112.0  # next step: max of the history
-    sc.quantize(torch.tensor([0.5]))
-    sc.quantize(torch.tensor([0.5]))
-    assert sc.history == [0.5, 0.5] and sc.scale == 896.0  # history_len 2: the 4.0 has left
-    with pytest.raises(ValueError, match="history_len"):
-        fp8.DelayedScaler(history_len=0)
+    assert fp8.amax_scale(torch.empty(0)) == 1.0  # nothing to scale
 
 
 # --- blocks ----------------------------------------------------------------------------------------
@@ -172,11 +135,7 @@ def test_block_scaling_beats_per_tensor_with_outliers():
 
 
 def test_scaling_methods_by_name_or_record():
-    """A method is its display name or a ScalingMethod record: both give the same rows; a block shape outside the
-    table is a record built by ScalingMethod.blocks, and a name that is not in the table is refused, naming it."""
-    assert set(fp8.SCALING_METHODS) <= set(fp8.SCALING_METHOD_BY_NAME)
-    assert all(m.name == n for n, m in fp8.SCALING_METHOD_BY_NAME.items())
-    assert fp8.get_scaling_method("block 1x128").block == (1, 128)
+    """A method is its display name or a ScalingMethod record; a name not in the table is refused, naming it."""
     x = torch.randn(64, 256, generator=torch.Generator().manual_seed(1))
     by_name = fp8.scaling_errors({"x": x}, methods=("per-tensor", "block 1x128"))
     by_record = fp8.scaling_errors(
@@ -189,10 +148,6 @@ def test_scaling_methods_by_name_or_record():
     assert row["method"] == "block 2x64" and row["relative error"] < 0.04
     with pytest.raises(ValueError, match="method='block 2x64' is not allowed: .*'block 1x128'"):
         fp8.scaling_errors({"x": x}, methods="block 2x64")  # names are looked up, never parsed
-    with pytest.raises(ValueError, match="block=None is not allowed with scaling='block'"):
-        records.ScalingMethod("mine", "block")
-    with pytest.raises(ValueError, match="scaling='per-row' is not allowed"):
-        records.ScalingMethod("mine", "per-row")
 
 
 # --- errors on the model's tensors -------------------------------------------------------------------
@@ -226,10 +181,6 @@ def test_scaling_errors_on_model_tensors(tensors):
         f = get_format(name)
         c = fp8.cast_stats(x, x, quantize(x, f), f, quantize(x, f))
         assert (c.flushed, c.saturated, c.inf, c.overflowed) == (0.25, saturated, inf, 0.25)
-    with pytest.raises(ValueError, match="method=.per-channel. is not allowed"):
-        fp8.scaling_errors(tensors, methods=("per-channel",))
-    with pytest.raises(TypeError, match="non-empty dict"):
-        fp8.scaling_errors({})
 
 
 # --- matmul and the linear layer --------------------------------------------------------------------
@@ -243,11 +194,6 @@ def test_scaled_mm_compare_small():
     assert r.fp8_vs_emulation_rel_diff < 1e-5
     assert abs(r.fp8_rel_error - r.fp8_emulated_rel_error) < 1e-5
     assert r.fp8_time_s is None  # no timing on a CPU unless asked
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        r.fp8_rel_error = 0.0
-    text = str(r)
-    assert text.splitlines()[0] == "one matmul four ways on cpu" and "torch._scaled_mm error" in text
-    assert "<table" in r._repr_html_() and "32x64 @ 64x48" in r._repr_html_()
 
 
 def test_reference_experiment_runs_small_on_cpu():
@@ -259,12 +205,10 @@ def test_reference_experiment_runs_small_on_cpu():
 
 def test_fp8_linear_check_errors_small_but_not_zero():
     r = fp8.fp8_linear_check()
-    assert isinstance(r, records.Fp8LinearErrors) and r.__dataclass_params__.frozen
     for e in (r.output_error, r.input_grad_error, r.weight_grad_error):
         assert 1e-3 < e < 0.1, r
     assert r.output_error < r.input_grad_error  # e4m3 forward, e5m2 backward
     assert r.bias_grad_error == 0.0
-    assert "weight gradient" in repr(r) and f"{r.output_error:.3g}" in repr(r)
 
 
 def test_fp8_linear_module():
@@ -304,7 +248,7 @@ def test_scaled_mm_timing_times_the_matmul_only(monkeypatch):
 
 def test_the_fp8_code_is_the_lessons_own():
     """One copy: the package's scale, cast, block scales and fp8 linear Function are lesson 07's exported cells."""
-    from amp_lessons.fp8 import _checks as checks, _experiments as experiments, key_code
+    from amp_lessons.fp8 import _checked, _checks as checks
 
     # the public scale and cast are the lesson's, their arguments checked: each call goes to the exported cell's
     calls = []
@@ -315,11 +259,7 @@ def test_the_fp8_code_is_the_lessons_own():
         x = torch.randn(4, 8)
         fp8.fake_quantize(x, "fp8_e4m3", fp8.amax_scale(x))
     assert calls == ["amax_scale", "fake_quantize"]
-    assert checks.Fp8LinearFn is key_code.Fp8LinearFn and experiments.to_fp8 is key_code.to_fp8
-    # the public Function is the lesson's, its arguments checked: the same forward and backward
-    assert issubclass(models.Fp8LinearFn, key_code.Fp8LinearFn)
-    assert models.Fp8LinearFn.forward is key_code.Fp8LinearFn.forward
-    assert models.Fp8LinearFn.backward is key_code.Fp8LinearFn.backward
+    assert checks.Fp8LinearFn is key_code.Fp8LinearFn and fp8.to_fp8 is key_code.to_fp8
     x = torch.tensor([[1.0, 2.0, 3.0, 4.0, 0.5, 0.25, 1000.0, 1.0, 7.0]])  # 9 columns: a partial third block
     s, blocks = key_code.block_scales(x, "fp8_e4m3", (1, 4))
     assert blocks.shape == (1, 1, 3, 4) and s.tolist() == [[112.0, float(torch.tensor(0.448)), 64.0]]
@@ -327,81 +267,13 @@ def test_the_fp8_code_is_the_lessons_own():
     p, _ = key_code.block_scales(x, "fp8_e4m3", (1, 4), power_of_two=True)
     assert p.tolist() == [[64.0, 0.25, 64.0]]
     # the package's copies check their arguments first
-    from amp_lessons.fp8 import _checked
-
     with pytest.raises(ValueError, match="inf or NaN"):
         _checked.block_scales(torch.tensor([[1.0, math.inf]]), "fp8_e4m3", (1, 2))
     with pytest.raises(ValueError, match="overflows float32"):
         _checked.block_scales(torch.tensor([[1e-44, 1.0]]), "fp8_e4m3", (1, 1))
-    with pytest.raises(TypeError, match="x must be a torch.Tensor"):
-        _checked.amax_scale([1.0])
     with pytest.raises(ValueError, match="amax is nan"):
         _checked.scale_from_amax(math.nan)
     assert _checked.scale_from_amax(112.0, "fp8_e4m3", 2) == key_code.scale_from_amax(112.0, "fp8_e4m3", 2) == 1.0
-
-
-# --- the public Fp8LinearFn: its arguments ------------------------------------------------------------
-
-
-def _layer_inputs():
-    g = torch.Generator().manual_seed(3)
-    return torch.randn(4, 8, generator=g), torch.randn(3, 8, generator=g), torch.randn(3, generator=g)
-
-
-@pytest.mark.parametrize(
-    "bias",
-    [torch.ones(3, dtype=torch.int64), torch.ones(3, dtype=torch.bool), torch.ones(3, dtype=torch.complex64), 1.0,
-     [1.0, 2.0, 3.0]],
-    ids=["int", "bool", "complex", "float", "list"],
-)  # fmt: skip
-def test_fp8_linear_fn_refuses_a_bias_that_is_not_a_real_float_tensor(bias):
-    x, w, _ = _layer_inputs()
-    with pytest.raises(TypeError, match="bias"):
-        models.Fp8LinearFn.apply(x, w, bias)
-
-
-def test_fp8_linear_fn_refuses_bad_shapes_and_dtypes():
-    x, w, b = _layer_inputs()
-    with pytest.raises(ValueError, match=r"bias must hold weight.shape\[0\] = 3"):
-        models.Fp8LinearFn.apply(x, w, torch.ones(4))
-    with pytest.raises(ValueError, match="weight must be out x in"):
-        models.Fp8LinearFn.apply(x, torch.ones(3, 5), b)
-    with pytest.raises(ValueError, match="x must be 2-D"):
-        models.Fp8LinearFn.apply(x[0], w, b)
-    with pytest.raises(TypeError, match="x must be a real floating-point"):
-        models.Fp8LinearFn.apply(x.to(torch.complex64), w, b)
-    with pytest.raises(TypeError, match="weight must be a torch.Tensor"):
-        models.Fp8LinearFn.apply(x, w.tolist(), b)
-    with pytest.raises(ValueError, match="fp8_e9"):
-        models.Fp8LinearFn.apply(x, w, b, "fp8_e9")
-
-
-def test_fp8_linear_fn_checked_equals_the_lessons():
-    from amp_lessons.fp8 import key_code
-
-    x, w, b = _layer_inputs()
-    grads = []
-    for fn in (models.Fp8LinearFn, key_code.Fp8LinearFn):
-        xi, wi, bi = (t.clone().requires_grad_(True) for t in (x, w, b))
-        y = fn.apply(xi, wi, bi, "fp8_e4m3", "fp8_e5m2")
-        y.backward(torch.ones_like(y) * 1e-3)
-        grads.append((y.detach(), xi.grad, wi.grad, bi.grad))
-        assert y.dtype == torch.float32
-    assert all(torch.equal(a, c) for a, c in zip(*grads))
-    y = models.Fp8LinearFn.apply(x, w)  # bias None and the formats by default
-    assert torch.equal(y, key_code.Fp8LinearFn.apply(x, w, None, "fp8_e4m3", "fp8_e5m2"))
-
-
-# --- empty tensors -------------------------------------------------------------------------------------
-
-
-def test_an_empty_tensor_gets_a_clear_error_or_works():
-    with pytest.raises(ValueError, match=r"tensors\['e'\] is empty"):
-        fp8.scaling_errors({"e": torch.empty(0, 4)})
-    with pytest.raises(ValueError, match=r"tensors\['e'\] is empty"):
-        fp8.scaling_errors({"ok": torch.ones(2, 2), "e": torch.empty(0)})
-    assert fp8.amax_scale(torch.empty(0)) == 1.0  # nothing to scale
-    assert fp8.fake_quantize(torch.empty(0, 3)).shape == (0, 3)
 
 
 # --- the cost of the casts -----------------------------------------------------------------------------
@@ -422,28 +294,25 @@ def test_h200_reference_ratios_use_one_timer():
         h.time_us(big, "fp8", "nvtx")
     with pytest.raises(ValueError, match="no time for shape"):
         h.ratio("1x1x1", "fp8", "events")
+    with pytest.raises(ValueError, match="not an fp8 cost row"):
+        records.fp8_costs_of(reference.find("tf32_matmul", published=False)[0])
 
 
-def test_fp8_cast_costs_on_the_cpu():
-    r = fp8.fp8_cast_costs("cpu", shapes=[(16, 32, 16), (8192, 8192, 8192)], repeats=2, calls=1)
-    assert isinstance(r, records.CastCosts) and r.device == "cpu"
-    assert set(r.times) == {("16x32x16", v) for v in ("bf16", "fp8", "fp8+casts")}
-    assert all(t > 0 for t in r.times.values())
-    assert r.timer == "perf_counter around 1 back-to-back calls, per call, median of 2"  # one timer, named
-    assert "a CPU" in r.skipped["8192x8192x8192"] and "torch.compile" in r.skipped["16x32x16", "fp8+compiled casts"]
-    assert r.ratio("16x32x16", "fp8") == r.times["16x32x16", "bf16"] / r.times["16x32x16", "fp8"]
-    assert r.ratio("8192x8192x8192", "fp8") is None
-    text = str(r)
-    assert "timer: perf_counter" in text and "skipped" in text and "<table" in r._repr_html_()
-
-
-def test_fp8_cast_costs_times_the_lessons_eager_cast(monkeypatch):
+def test_fp8_cast_costs_on_the_cpu_time_the_lessons_eager_cast(monkeypatch):
     seen = []
     real = fp8.to_fp8
     monkeypatch.setattr(fp8, "to_fp8", lambda t: seen.append(tuple(t.shape)) or real(t))
-    fp8.fp8_cast_costs("cpu", shapes=[(16, 32, 48)], repeats=1, calls=1)
+    r = fp8.fp8_cast_costs("cpu", shapes=[(16, 32, 48), (8192, 8192, 8192)], repeats=2, calls=1)
     # two casts made before timing, then both inputs cast in every call of the "fp8+casts" row (warm-up included)
     assert seen[:2] == [(16, 32), (48, 32)] and len(seen) > 2 and set(seen) == {(16, 32), (48, 32)}
+    assert isinstance(r, records.CastCosts) and r.device == "cpu"
+    assert set(r.times) == {("16x32x48", v) for v in ("bf16", "fp8", "fp8+casts")}
+    assert all(t > 0 for t in r.times.values())
+    assert r.timer == "perf_counter around 1 back-to-back calls, per call, median of 2"  # one timer, named
+    assert "a CPU" in r.skipped["8192x8192x8192"] and "torch.compile" in r.skipped["16x32x48", "fp8+compiled casts"]
+    assert r.ratio("16x32x48", "fp8") == r.times["16x32x48", "bf16"] / r.times["16x32x48", "fp8"]
+    assert r.ratio("8192x8192x8192", "fp8") is None
+    assert "timer: perf_counter" in str(r)
 
 
 @pytest.mark.slow
@@ -452,14 +321,18 @@ def test_fp8_cast_costs_compiles_the_casts_when_asked():
     assert ("16x32x16", "fp8+compiled casts") in r.times and not r.skipped
 
 
-def test_on_a_gpu_the_lesson_runs_scaled_mm_there(monkeypatch):
+@pytest.mark.parametrize("gpu, shapes", [("H100", ["256x512x256", "8192x8192x8192"]), ("A100", ["256x512x256"])])
+def test_on_a_gpu_the_lesson_runs_scaled_mm_there(monkeypatch, gpu, shapes):
     from tests.simulated_gpu import simulate
 
     assert fp8._resolve_device(None) == torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    simulate(monkeypatch, "H100")
+    simulate(monkeypatch, gpu)
     assert fp8._resolve_device(None) == torch.device("cuda")  # scaled_mm_compare and fp8_cast_costs default to it
     todo, skipped, compiled = fp8._cast_cost_plan(torch.device("cuda"), fp8.CAST_COST_SHAPES, None)
-    assert [t[0] for t in todo] == ["256x512x256", "8192x8192x8192"] and skipped == {} and compiled
+    assert [t[0] for t in todo] == shapes and compiled  # a GPU compiles the casts
+    assert skipped == {} if gpu == "H100" else "no fp8 tensor cores" in skipped["8192x8192x8192"]
+    cpu_todo, cpu_skipped, cpu_compiled = fp8._cast_cost_plan(torch.device("cpu"), fp8.CAST_COST_SHAPES, None)
+    assert not cpu_compiled and ("256x512x256", "fp8+compiled casts") in cpu_skipped
     if torch.cuda.is_available():  # a real GPU runs them
         return
     # no kernel runs on a simulated GPU: the default call reaches for CUDA memory, which this torch build lacks (a CPU
@@ -468,22 +341,3 @@ def test_on_a_gpu_the_lesson_runs_scaled_mm_there(monkeypatch):
         fp8.scaled_mm_compare(16, 32, 16)
     with pytest.raises((RuntimeError, AssertionError), match="(?i)cuda|nvidia"):
         fp8.fp8_cast_costs(shapes=[(16, 32, 16)], repeats=1, calls=1)
-
-
-def test_on_a_gpu_without_fp8_the_large_product_is_skipped(monkeypatch):
-    from tests.simulated_gpu import simulate
-
-    simulate(monkeypatch, "A100")
-    todo, skipped, compiled = fp8._cast_cost_plan(torch.device("cuda"), fp8.CAST_COST_SHAPES, None)
-    assert [t[0] for t in todo] == ["256x512x256"] and "no fp8 tensor cores" in skipped["8192x8192x8192"]
-    assert compiled  # a GPU compiles the casts
-    todo, skipped, compiled = fp8._cast_cost_plan(torch.device("cpu"), fp8.CAST_COST_SHAPES, None)
-    assert not compiled and ("256x512x256", "fp8+compiled casts") in skipped
-
-
-def test_fp8_costs_of_refuses_what_is_not_a_cost_record():
-    with pytest.raises(TypeError, match="record must be a reference Record"):
-        records.fp8_costs_of({"results": {}})
-    wrong = reference.find("tf32_matmul", published=False)[0]
-    with pytest.raises(ValueError, match="not an fp8 cost row"):
-        records.fp8_costs_of(wrong)

@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from amp_lessons._draw import named_artists
-from tests.pictures import legend_outside
 
 # --- lesson 07: fp8 --------------------------------------------------------------------------------
 
@@ -36,10 +35,6 @@ def test_plot_fp8_window(fp8_tensors):
     assert "fp8_e4m3" in ax.get_title(loc="left")
     ax = plot_fp8_window({"g": fp8_tensors["activation gradients"]}, "fp8_e5m2", scale=2.0**20)
     assert "2^20" not in ax.get_xlabel() and "1.04858e+06" in ax.get_xlabel()
-    with pytest.raises(TypeError, match="non-empty dict"):
-        plot_fp8_window({})
-    with pytest.raises(ValueError, match="positive finite"):
-        plot_fp8_window(fp8_tensors, scale=0)
     plt.close("all")
 
 
@@ -59,8 +54,6 @@ def test_plot_scaling_errors(fp8_tensors):
     inf_rows = [dict(rows[0], **{"relative error": math.inf})] + rows[1:]
     ax = plot_scaling_errors(inf_rows)
     assert any(t.get_text() == "inf" for t in ax.texts)
-    with pytest.raises(TypeError, match="scaling_errors"):
-        plot_scaling_errors([])
     plt.close("all")
 
 
@@ -73,7 +66,6 @@ def test_plot_scaling_errors_shows_what_the_methods_change(fp8_tensors):
     ax = plot_scaling_errors(rows)
     (lost,) = [a for a in ax.figure.axes if a is not ax]
     assert ax.get_yscale() == "log" and lost.get_yscale() == "log"
-    assert legend_outside(ax)
     bottom = lost.get_ylim()[0]
     for r in rows:
         (bar,) = [

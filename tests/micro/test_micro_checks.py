@@ -1,13 +1,13 @@
 """Tests of amp_lessons.micro._checks, on lesson 10's exercises: each kind of wrong answer gets "Not yet" with its
-own hint, and no message of a starter or a wrong answer states the answer (the starter's Your turn and the
-solution's Correct are tests/test_checker_contract.py's)."""
+own hint (the starter's Your turn, the solution's Correct and a wrong answer that keeps the answer hidden are
+tests/test_checker_contract.py's)."""
 
 import torch
 
 from amp_lessons import micro
 from amp_lessons.micro import _checks as micro_checks
 from amp_lessons.micro.key_code import MX_ELEMENTS, floor_shared_exponent, mx_block_quantize
-from tests.test_checks import assert_not_yet, assert_your_turn, reveals, solution
+from tests.test_checks import assert_not_yet, assert_your_turn, solution
 
 
 def _rule(fn):
@@ -16,7 +16,6 @@ def _rule(fn):
 
 def test_rceil_shared_exponent_exercise():
     s = solution("10")
-    starter = micro.check_rceil_shared_exponent(lambda amax, element_format="fp8_e4m3": None)
     wrong = {
         _rule(lambda a, m: floor_shared_exponent(a)): "floor rule",
         _rule(lambda a, m: torch.ceil(torch.log2(a / m)).clamp(-127, 127)): "float32's log2 rounds",
@@ -34,17 +33,10 @@ def test_rceil_shared_exponent_exercise():
         (lambda amax: s.rceil_shared_exponent(amax)): "raised TypeError",
         "x": "expected a function",
     }
-    results = [starter]
     for fn, words in wrong.items():
         r = micro.check_rceil_shared_exponent(fn)
         assert_not_yet(r)
         assert words in r.message, (words, r.message)
-        results.append(r)
-    # no message states the answer for the amaxes tried (the exponents of all of them, in order)
-    amax = torch.tensor(micro_checks._AMAXES).reshape(-1, 1)
-    want = s.rceil_shared_exponent(amax).flatten().tolist()
-    for r in results:
-        assert str(want) not in r.message and not reveals(r.message, str(want)), r.message
     # the solution plugs into the lesson's quantizer: 470 goes up to the scale 2**1 and is stored as 480
     block = torch.zeros(1, 32)
     block[0, 0] = 470.0
@@ -76,7 +68,6 @@ def _cut(bits):
 
 def test_stochastic_round_exercise():
     s = solution("10")
-    starter = micro.check_stochastic_round(lambda x, noise: x.view(I32).view(torch.float32))  # the cell's starter
     assert_your_turn(micro.check_stochastic_round(None))
     # a bf16 result and an answer that rounds x in place are as good
     assert micro.check_stochastic_round(lambda x, noise: s.my_stochastic_round(x, noise).bfloat16())
@@ -101,16 +92,10 @@ def test_stochastic_round_exercise():
         (lambda x: x): "raised TypeError",
         "x": "expected a function",
     }
-    results = [starter]
     for fn, words in wrong.items():
         r = micro.check_stochastic_round(fn)
         assert_not_yet(r)
         assert words in r.message, (words, r.message)
-        results.append(r)
-    # no message gives the answer's code: the addition of the noise to the bits, the mask, the line of the solution
-    for r in results:
-        for code in ("bits + noise", "+ noise)", "~0xFFFF", "0xFFFF0000", "-65536", "& ~", ">> 16"):
-            assert code not in r.message, (code, r.message)
 
 
 def test_stochastic_round_refuses_the_package_function():

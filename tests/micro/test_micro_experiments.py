@@ -10,8 +10,7 @@ import pytest
 import torch
 
 from amp_lessons.formats import get_format, quantize
-from amp_lessons.micro import key_code
-from amp_lessons.micro.key_code import MX_ELEMENTS, floor_shared_exponent, mx_block_quantize, round_to_element
+from amp_lessons.micro.key_code import MX_ELEMENTS, mx_block_quantize, round_to_element
 from tests.faces import internals
 
 micro = internals("micro")
@@ -147,20 +146,6 @@ def test_round_to_element_against_the_format_table_exhaustively(fmt):
         assert (g, s) == (want, want_sat), (fmt, v, g, s, want, want_sat)
 
 
-def test_floor_shared_exponent_against_float64_log2():
-    """The key code's floor rule against floor(log2) in float64 (exact for float32 inputs) over 10^5 amaxes drawn
-    as integer mantissas times powers of two, the e8m0 clamps, zero and non-finite blocks."""
-    g = torch.Generator().manual_seed(11)
-    mant = torch.randint(1, 1 << 24, (100_000,), generator=g).double()
-    amax = torch.ldexp(mant, torch.randint(-170, 105, (100_000,), generator=g).double()).float()
-    amax = amax[amax > 0]
-    for fmt, (_, _, emax, _) in MX_ELEMENTS.items():
-        want = (torch.floor(torch.log2(amax.double())) - emax).clamp(-127, 127).int()
-        assert torch.equal(floor_shared_exponent(amax, fmt).int(), want)
-        edge = floor_shared_exponent(torch.tensor([0.0, math.inf, math.nan, 3e38]), fmt).tolist()
-        assert edge == [-127, 128, 128, min(127, 127 - emax)]
-
-
 def test_the_package_quantizer_is_the_lessons_key_code():
     """mx_quantize packs what the lesson's mx_block_quantize returns (no second copy of the rule in the package)."""
     x = torch.from_numpy(hard_blocks(seed=4))
@@ -169,43 +154,9 @@ def test_the_package_quantizer_is_the_lessons_key_code():
         q = micro.mx_quantize(x, fmt, "floor")
         assert torch.equal(q.values.nan_to_num(), values.nan_to_num()) and torch.equal(q.clipped, saturated)
         assert torch.equal(q.scale_codes, (k + 127).int())
-    assert micro.mx_quantize.__module__ == "amp_lessons.micro._experiments" and key_code.mx_block_quantize
-    with pytest.raises(ValueError, match="'bf16' is not an MX element format"):
-        micro.mx_quantize(x, "bf16")
 
 
-def test_e8m0_round_up_against_math():
-    g = torch.Generator().manual_seed(3)
-    x = torch.cat(
-        [
-            torch.ldexp(
-                torch.rand(50_000, generator=g, dtype=torch.float64) + 0.5,
-                torch.randint(-150, 128, (50_000,), generator=g).double(),
-            ).float(),
-            torch.tensor([0.0, 2.0**-149, 2.0**-127, 1.5 * 2.0**-127, 2.0**-126, 1.0, 2.0**127, math.inf, math.nan]),
-        ]
-    )
-    got = micro.e8m0_round_up(x)
-    for v, c in zip(x.tolist(), got.tolist()):
-        if not math.isfinite(v):
-            assert c == 255
-        elif v <= 2.0**-127:
-            assert c == 0
-        else:
-            m, e = math.frexp(v)
-            k = e - 1 if m == 0.5 else e
-            assert c == min(k + 127, 255), (v, c, k)
-
-
-def test_mx_scale_exponents_bad_input():
-    with pytest.raises(ValueError, match="'round'"):
-        micro.mx_scale_exponents(torch.ones(3), "fp8_e4m3", "round")
-    with pytest.raises(ValueError, match="multiple of the block 32"):
-        micro.mx_quantize(torch.ones(3, 33))
-    with pytest.raises(TypeError, match="float32"):
-        micro.mx_quantize(np.ones((1, 32)))
-    with pytest.raises(ValueError, match="at most"):
-        micro.mx_quantize(torch.ones(1, 64), block=10_000)
+def test_a_nan_block_gets_the_nan_scale():
     nan_block = torch.ones(2, 32)
     nan_block[0, 3] = math.nan
     q = micro.mx_quantize(nan_block)
@@ -244,10 +195,6 @@ def test_recipe_tensors_are_fixed_and_the_spike_is_where_it_is_said():
     act = micro.recipe_tensor("activations")
     col = act.abs().amax(0)
     assert set(col.topk(4).indices.tolist()) == {7, 100, 300, 411}
-    with pytest.raises(ValueError, match="'bias'"):
-        micro.recipe_tensor("bias")
-    with pytest.raises(ValueError, match="at most"):
-        micro.recipe_tensor("weights", micro.STEPS)
 
 
 @pytest.fixture(scope="module")
@@ -290,29 +237,19 @@ def test_recipe_table_claims(tables):
         assert tables[k]["MXFP4 (rceil)"].saturated == 0 < tables[k]["MXFP4 (floor)"].saturated
         assert tables[k]["NVFP4"].snr_db > tables[k]["MXFP4 (floor)"].snr_db
         assert tables[k]["NVFP4"].bits_per_value == 4.5 and tables[k]["MXFP4 (floor)"].bits_per_value == 4.25
-    with pytest.raises(ValueError, match="'fp3'"):
-        micro.recipe_quantize("fp3", "weights")
 
 
 def test_recipes_by_name_or_record():
-    """A recipe is its display name or a Recipe record (the table's, or one a learner builds): both run the same
-    quantization; a name outside the table is refused, naming it and the allowed names."""
-    assert micro.RECIPES == tuple(micro.RECIPE_BY_NAME)
-    assert all(r.name == n for n, r in micro.RECIPE_BY_NAME.items())
-    r = micro.get_recipe("per-tensor delayed (history 16)")
-    assert (r.scaling, r.history, r.element_format) == ("delayed", 16, "fp8_e4m3")
+    """A recipe is its display name or a Recipe record: both run the same quantization; a name outside the table is
+    refused, naming it and the allowed names."""
+    r = micro.RECIPE_BY_NAME["per-tensor delayed (history 16)"]
     for a, b in zip(micro.recipe_run(r.name, "gradient"), micro.recipe_run(r, "gradient")):
         assert torch.equal(a, b)
     mine = micro.Recipe("block 1x64", "block", block=(1, 64))
     (row,) = micro.recipe_table("activations", recipes=[mine])
     assert row.recipe == "block 1x64" and row.bits_per_value == 8
-    assert micro.get_recipe("MXFP4 (rceil)").bits_per_value == 4.25
     with pytest.raises(ValueError, match="recipe='block 1x64' is not allowed: .*'NVFP4'"):
         micro.recipe_run("block 1x64", "activations")  # names are looked up, never parsed
-    with pytest.raises(ValueError, match="history=None is not allowed with scaling='delayed'"):
-        micro.Recipe("mine", "delayed")
-    with pytest.raises(ValueError, match="rule='round' is not allowed"):
-        micro.Recipe("mine", "mx", block=(1, 32), rule="round")
 
 
 def test_recipe_stats_on_known_errors():
@@ -323,12 +260,7 @@ def test_recipe_stats_on_known_errors():
     assert s.bias == pytest.approx((-0.001 - 50) / 103.001)
     assert micro.recipe_stats(x, x).snr_db == math.inf
     assert math.isnan(micro.recipe_stats(x, q).saturated)  # not knowable from x and q alone
-    assert "values saturated                   25.000%" in str(s)
     assert "unknown" in str(micro.recipe_stats(x, q)) and "exact" in str(micro.recipe_stats(x, x))
-    with pytest.raises(TypeError, match="saturated must be None or a bool tensor"):
-        micro.recipe_stats(x, q, torch.ones(4))
-    with pytest.raises(ValueError, match="q has shape"):
-        micro.recipe_stats(x, q[:2])
 
 
 # --- stochastic rounding and Kahan ----------------------------------------------------------------------------
@@ -378,7 +310,6 @@ def test_kahan_add_recovers_what_rounding_drops():
 
 def test_tiny_updates():
     r = micro.tiny_updates(steps=10_000, update=1e-4, start=1.0)
-    assert isinstance(r, micro.TinyUpdates) and r.__dataclass_params__.frozen
     assert r.steps == 10_000 and r.fmt == "bf16" and len(r.trajectories["Kahan"]) == 10_000
     assert tuple(r.trajectories) == micro.UPDATE_METHODS
     assert bool((r.trajectories["round to nearest"] == 1.0).all())  # 1 + 1e-4 rounds back to 1 in bf16, every time
@@ -389,11 +320,6 @@ def test_tiny_updates():
     # SR: a sum of 10^4 independent roundings of spacing 2**-7 (then 2**-6), p = 0.0128: std ~ 0.1
     assert abs(float(r.trajectories["stochastic rounding"][-1]) - 2.0) < 0.5
     assert float(r.exact[-1]) == pytest.approx(2.0)
-    rows = repr(r).splitlines()
-    assert rows[0] == "10,000 tiny updates to a bf16 weight" and rows[-1].split() == ["exact", "2"]
-    assert "Kahan" in repr(r) and "2.03125" in repr(r)
-    with pytest.raises(ValueError, match="at most"):
-        micro.tiny_updates(steps=10**6)
 
 
 def test_train_low_precision_small():
@@ -404,36 +330,12 @@ def test_train_low_precision_small():
         assert len(v.loss) == 60 and v.loss[-1] < v.loss[0]
     assert res["round to nearest"].never_moved > 0.2 > res["stochastic rounding"].never_moved
     assert res["Kahan"].bytes_per_parameter == res["fp32 master"].bytes_per_parameter == 4
-    with pytest.raises(ValueError, match="'sgd'"):
-        micro.train_low_precision(methods=("sgd",))
 
 
 def test_stochastic_round_with_noise_given_is_the_bit_rule():
     """noise= gives the random integers of bf16's rounding on the bits: 0 truncates, 2**16 - 1 rounds every value
-    not already in bf16 up (in magnitude), and bad noise is named."""
+    not already in bf16 up (in magnitude)."""
     x = torch.tensor([1 + 2**-10, -(1 + 2**-10), 1.0, 0.0])
     zeros, ones = torch.zeros(4, dtype=torch.int32), torch.full((4,), 2**16 - 1, dtype=torch.int32)
     assert micro.stochastic_round(x, noise=zeros).tolist() == [1.0, -1.0, 1.0, 0.0]
     assert micro.stochastic_round(x, noise=ones).tolist() == [1 + 2**-7, -(1 + 2**-7), 1.0, 0.0]
-    with pytest.raises(ValueError, match="noise must be an int32 tensor of x's shape"):
-        micro.stochastic_round(x, noise=zeros.long())
-    with pytest.raises(ValueError, match=r"integers in \[0, 2\*\*16\)"):
-        micro.stochastic_round(x, noise=ones + 1)
-    with pytest.raises(ValueError, match="fmt='bf16' only"):
-        micro.stochastic_round(x, "fp16", noise=zeros)
-
-
-def test_empty_selections_and_a_bad_generator_are_refused():
-    """An empty choice of recipes or methods would give a table or a run that the plots then refuse: it is refused
-    here, naming the argument and the allowed names; a generator that is not a torch.Generator (a seed passed
-    where the generator goes) is refused before torch's own random functions see it."""
-    for empty in ([], ()):
-        with pytest.raises(ValueError, match=r"recipes=(\[\]|\(\)) is not allowed: name at least one of .*'NVFP4'"):
-            micro.recipe_table("activations", recipes=empty)
-        with pytest.raises(ValueError, match=r"methods=(\[\]|\(\)) is not allowed: .*'stochastic rounding'"):
-            micro.train_low_precision(methods=empty)
-    for fmt in ("bf16", "fp4_e2m1"):  # the bit path and the general path
-        with pytest.raises(TypeError, match=r"generator=0 is not allowed: a torch.Generator .* or None .*got int"):
-            micro.stochastic_round(torch.ones(3), fmt, generator=0)
-    g = torch.Generator().manual_seed(0)
-    assert micro.stochastic_round(torch.ones(3), generator=g).tolist() == [1.0, 1.0, 1.0]  # a Generator still works

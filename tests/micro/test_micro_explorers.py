@@ -9,7 +9,6 @@ import math
 import pytest
 
 from tests.faces import internals
-from tests.pictures import PNG
 
 micro = internals("micro")
 
@@ -19,52 +18,21 @@ def explorer():
     return micro.recipe_explorer().explorer
 
 
-def test_every_recipe_tensor_and_extreme_step_draws(explorer):
-    for kind in micro.TENSOR_KINDS:
-        for recipe in micro.RECIPES:
-            for step in (0, micro.STEPS - 1):
-                explorer.set(kind=kind, recipe=recipe, step=step)
-                assert bytes(explorer.image.value).startswith(PNG) and "signal-to-noise" in explorer.readout.value
-                assert isinstance(explorer.stats, micro.RecipeStats)
-
-
 def test_the_spike_is_the_failure_it_teaches(explorer):
     # a delayed scale fits the steps before the spike: at the spike it clips the new maximum (all the signal
     # is in those few entries), while a current per-tensor scale keeps it
     explorer.set(kind="gradient", recipe="per-tensor delayed (history 16)", step=micro.SPIKE_STEP)
-    assert explorer.stats.snr_db < 1
+    assert explorer.stats.snr_db < min(1, explorer.SNR_LIMIT_DB)
+    assert "amp-failure" in explorer.readout.value and "signal-to-noise" in explorer.readout.value
+    # the read-out says why: the 4 saturated values held nearly all of the tensor's power
+    assert explorer.stats.saturated == 4 / micro.recipe_tensor("gradient").numel()
+    assert "the 4 saturated values" in explorer.readout.value and "of the tensor&#x27;s power" in explorer.readout.value
     explorer.set(step=micro.SPIKE_STEP - 1)
     assert explorer.stats.snr_db > 25
     explorer.set(recipe="per-tensor current", step=micro.SPIKE_STEP)
     assert explorer.stats.snr_db > 25 and explorer.stats.flushed > 0  # fits the spike, flushes the rest
     explorer.set(kind="activations", recipe="MXFP4 (floor)")
     assert 0 < explorer.stats.snr_db < 25 and not math.isinf(explorer.stats.snr_db)
-
-
-@pytest.mark.parametrize(
-    "kwargs, match",
-    [
-        (dict(kind="logits"), "kind='logits' is not one of"),
-        (dict(recipe="fp3"), "recipe='fp3' is not one of"),
-        (dict(step=32), r"step=32 is not allowed: it must be an int in \[0, 31\]"),
-        (dict(step=True), "step=True"),
-    ],
-)
-def test_bad_input_is_named(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        micro.RecipeExplorer(**kwargs)
-
-
-# --- the failures the controls reach --------------------------------------------------------------
-
-
-def test_the_opening_spike_is_read_out_as_a_failure(explorer):
-    explorer.set(kind="gradient", recipe="per-tensor delayed (history 16)", step=micro.SPIKE_STEP)
-    assert explorer.stats.snr_db < explorer.SNR_LIMIT_DB
-    assert "amp-failure" in explorer.readout.value and "signal-to-noise" in explorer.readout.value
-    # the read-out says why: the 4 saturated values held nearly all of the tensor's power
-    assert explorer.stats.saturated == 4 / micro.recipe_tensor("gradient").numel()
-    assert "the 4 saturated values" in explorer.readout.value and "of the tensor&#x27;s power" in explorer.readout.value
 
 
 def test_the_opening_spike_is_seen_in_the_picture():
