@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from amp_lessons.formats import get_format
+from amp_lessons.formats import CLASSES, get_format
 from tests.faces import internals
 
 debug = internals("debug")
@@ -44,28 +44,15 @@ def test_tensor_stats_use_the_formats_engine_thresholds():
     assert fr["flushed"] == 1 / 7  # the underflow threshold itself rounds to zero (tie to even)
     assert fr["subnormal"] == 1 / 7  # 1e-6 < 6.1e-5
     assert fr["zero"] == 1 / 7 and fr["normal"] == 2 / 7 and fr["saturated"] == fr["nan"] == 0.0
-    assert s.fractions["bf16"] == {
-        "zero": 1 / 7,
-        "flushed": 0.0,
-        "subnormal": 0.0,
-        "normal": 6 / 7,
-        "saturated": 0.0,
-        "inf": 0.0,
-        "nan": 0.0,
-    }
+    assert s.fractions["bf16"] == {**dict.fromkeys(CLASSES, 0.0), "zero": 1 / 7, "normal": 6 / 7}
     tiny = debug.tensor_stats(torch.tensor([1e-60, 0.0], dtype=torch.float64), "fp16")  # float32 flushes 1e-60
     assert tiny.fractions["fp16"]["flushed"] == tiny.fractions["fp16"]["zero"] == 0.5
-    with pytest.raises(ValueError, match="not counted"):
-        s.overflow("fp8_e4m3")
+    assert debug.tensor_stats(torch.arange(3), ("fp16",)) is None  # no floating tensor
     assert s.absmax == 1e6 and s.absmin_nonzero == f16.underflow_threshold
     # the fractions agree with a real fp16 cast
     finite = x[torch.isfinite(x)]
     h = finite.to(torch.float16)
     assert int(torch.isinf(h).sum()) == 2 and int(((h == 0) & (finite != 0)).sum()) == 1
-
-
-def test_tensor_stats_of_no_float_tensor_is_none():
-    assert debug.tensor_stats(torch.arange(3), ("fp16",)) is None
 
 
 # --- the tracer ----------------------------------------------------------------------------------------
@@ -167,38 +154,8 @@ def test_a_module_called_twice_gets_two_records():
     assert [r.label for r in tr.records] == ["lin", "lin (call 2)", "(model)"]
 
 
-@pytest.mark.parametrize(
-    "kwargs, err, match",
-    [
-        (dict(model="not a model"), TypeError, "torch.nn.Module"),
-        (dict(inputs=[1, 2]), TypeError, "at least one"),
-        (dict(autocast=torch.float64), ValueError, "autocast=torch.float64"),
-        (dict(autocast="fp8"), ValueError, "'fp8'"),
-        (dict(device_type="mps"), ValueError, "device_type='mps'"),
-        (dict(loss_fn=3), TypeError, "loss_fn"),
-        (dict(formats=()), ValueError, "formats is empty"),
-        (dict(loss_fn=lambda o: o), TypeError, "one-element"),
-    ],
-)
-def test_trace_rejects_bad_arguments(kwargs, err, match):
-    args = dict(model=nn.Linear(2, 2), inputs=torch.randn(3, 2))
-    args.update(kwargs)
-    with pytest.raises(err, match=match):
-        debug.trace_overflow(args.pop("model"), args.pop("inputs"), **args)
-
-
-def test_trace_lookups_reject_bad_names(t5):
-    tr = debug.trace_overflow(t5[0], t5[1])
-    with pytest.raises(KeyError, match="no module 'nope'"):
-        tr.record("nope")
-    with pytest.raises(ValueError, match="was not traced"):
-        tr.first_overflow("fp8_e4m3")
-    with pytest.raises(ValueError, match="kind="):
-        tr.first_nonfinite("weights")
-
-
 def test_the_broken_training_setup_is_finite_in_fp32_and_nan_in_fp16():
-    for seed in range(4):
+    for seed in (0, 3):  # any seed; 3 is the exercises
         model, x, y = debug.broken_training_setup(seed)
         tr32 = debug.trace_overflow(model, x, loss_fn=mse(y))
         tr16 = debug.trace_overflow(model, x, loss_fn=mse(y), autocast="fp16")
@@ -278,21 +235,11 @@ def test_triage_times_with_one_thread_in_interleaved_rounds_and_puts_the_threads
     assert kept.threads is None
 
 
-def test_triage_restores_grads_and_rejects_bad_input():
+def test_triage_restores_grads():
     model = nn.Linear(8, 8)
     model.weight.grad = torch.ones_like(model.weight)
     debug.why_not_faster(model, torch.randn(4, 8), loss_fn=lambda o: o.float().sum(), repeats=1, rounds=1)
     assert torch.equal(model.weight.grad, torch.ones_like(model.weight)) and model.bias.grad is None
-    with pytest.raises(TypeError, match="loss_fn"):
-        debug.why_not_faster(model, torch.randn(4, 8), loss_fn=None)
-    with pytest.raises(ValueError, match="dtype=None"):
-        debug.why_not_faster(model, torch.randn(4, 8), loss_fn=lambda o: o.sum(), dtype=None)
-    with pytest.raises(ValueError, match="repeats must be an int >= 1, got 0"):
-        debug.why_not_faster(model, torch.randn(4, 8), loss_fn=lambda o: o.sum(), repeats=0)
-    with pytest.raises(ValueError, match="rounds must be an int >= 1, got 0"):
-        debug.why_not_faster(model, torch.randn(4, 8), loss_fn=lambda o: o.sum(), rounds=0)
-    with pytest.raises(ValueError, match="threads must be an int >= 1, got 0"):
-        debug.why_not_faster(model, torch.randn(4, 8), loss_fn=lambda o: o.sum(), threads=0)
 
 
 # --- the dtype map -------------------------------------------------------------------------------------
@@ -329,16 +276,12 @@ def test_dtype_map_under_autocast_counts_the_weight_copies(t5, setting, low):
     assert m.bytes_per_parameter["weights"] == 4 and m.bytes_per_parameter["optimizer exp_avg_sq"] == 4
 
 
-def test_dtype_map_leaves_the_model_alone_and_rejects_bad_input(t5):
+def test_dtype_map_leaves_the_model_alone(t5):
     model, x, y = t5
     before = [p.detach().clone() for p in model.parameters()]
     debug.dtype_map(model, x, loss_fn=lambda o: o.float().sum(), setting="pure fp16")
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
     assert all(p.dtype == torch.float32 for p in model.parameters())
-    with pytest.raises(ValueError, match="setting='int8'"):
-        debug.dtype_map(model, x, loss_fn=lambda o: o.sum(), setting="int8")
-    with pytest.raises(TypeError, match="optimizer"):
-        debug.dtype_map(model, x, loss_fn=lambda o: o.sum(), optimizer="adam")
 
 
 def test_nothing_warns(t5):
@@ -362,8 +305,6 @@ def test_trace_table_keeps_module_names_whole(t5):
     text, html = str(t), t._repr_html_()
     assert "fp16 overflow (%)" in text and "min |x| &gt; 0" in html and "white-space: nowrap'>block1.wo" in html
     assert f"{row['absmax']:.3g}" in text  # abs max to 3 significant digits
-    with pytest.raises(TypeError, match="trace must be the OverflowTrace of debug.trace_overflow"):
-        debug.TraceTable.of("trace")
 
 
 def test_dtype_table_of_all_settings(t5):
@@ -377,16 +318,8 @@ def test_dtype_table_of_all_settings(t5):
     assert "bfloat16: exp_avg, exp_avg_sq; float32: step" in text and "float32: exp_avg, exp_avg_sq, step" in text
     assert "B/param: bytes per parameter" in text and "white-space: nowrap'>autocast bf16" in html
     assert maps[0]._repr_html_() == debug.DtypeTable.of(maps[:1])._repr_html_()
-    with pytest.raises(TypeError, match="maps must be a non-empty list of debug.dtype_map results"):
-        debug.DtypeTable.of([])
-
-
-def test_dtype_table_says_the_autocast_copies_live_until_backward(t5):
-    """The table's note keeps the lesson's claim (the copies are saved for backward), in text and in HTML."""
-    model, x, y = t5
-    t = debug.DtypeTable.of([debug.dtype_map(model, x, loss_fn=mse(y), setting="autocast bf16")])
     note = "autograd saves them for the backward pass, so they live until backward frees the graph"
-    assert note in str(t) and note in t._repr_html_()
+    assert note in text and note in html  # the lesson's claim, whose fact is the test below
 
 
 def test_autograd_saves_the_autocast_weight_copy_until_backward():
@@ -408,20 +341,3 @@ def test_autograd_saves_the_autocast_weight_copy_until_backward():
     assert len(copies) == 1 and copies[0]() is not None
     out.float().sum().backward()
     assert copies[0]() is None
-
-
-@pytest.mark.parametrize(
-    "call, match",
-    [
-        (lambda m, x: debug.dtype_map(m, x, loss_fn=mse(torch.zeros(4, 4)), setting=["autocast bf16"]), "setting="),
-        (lambda m, x: debug.dtype_map(m, x, loss_fn=mse(torch.zeros(4, 4)), setting={}), "setting="),
-        (lambda m, x: debug.why_not_faster(m, x, loss_fn=mse(torch.zeros(4, 4)), dtype=object()), "dtype=<object"),
-        (lambda m, x: debug.why_not_faster(m, x, loss_fn=mse(torch.zeros(4, 4)), dtype="fp32"), "dtype='fp32'"),
-        (lambda m, x: debug.check_fp16_fix(lambda model: model, tolerance=1.5), "tolerance=1.5"),
-    ],
-)
-def test_debug_bad_inputs_name_the_argument(call, match):
-    """Bad values of the face's arguments: a ValueError naming the argument and what is allowed, before any work."""
-    with pytest.raises(ValueError, match=match) as e:
-        call(nn.Linear(8, 4), torch.randn(4, 8))
-    assert "is not allowed" in str(e.value) and "autocast=" not in str(e.value)
