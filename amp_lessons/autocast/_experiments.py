@@ -199,7 +199,7 @@ def _existing_fake_mode(tree):
     return None
 
 
-def _check_devices(tree, device_type: str, fake: bool) -> None:
+def _check_devices(tree, device_type: str) -> None:
     def tensors_of(leaf):
         if isinstance(leaf, torch.Tensor):
             yield "a tensor argument", leaf
@@ -209,8 +209,6 @@ def _check_devices(tree, device_type: str, fake: bool) -> None:
 
     for leaf in tree_leaves(tree):
         for what, t in tensors_of(leaf):
-            if fake:
-                continue  # everything is converted
             if isinstance(t, FakeTensor):
                 raise ValueError(f"{what} is a fake tensor, but fake=False: pass real tensors, or fake=True")
             if t.device.type != device_type and t.dim() > 0:
@@ -283,10 +281,9 @@ def trace(fn, *args, device_type: str = "cpu", dtype=None, fake=None, backward: 
             "backward=True cannot run on fake CUDA tensors (autograd needs the CUDA runtime); "
             "trace the backward pass with device_type='cpu', or on a GPU"
         )
-    everything = (fn, args, kwargs)
-    _check_devices(everything, device_type, fake)
     if fake:
         return _trace_fake(fn, args, kwargs, dtype)
+    _check_devices((fn, args, kwargs), device_type)
     return _trace_real(fn, args, kwargs, device_type, dtype, backward)
 
 
@@ -387,7 +384,7 @@ def profile_tree(fn, *args, device_type: str = "cpu", dtype=None, trace_dir=None
             "profile_tree(device_type='cuda') times real CUDA kernels, and torch sees no GPU here; "
             "use device_type='cpu', or trace(..., device_type='cuda') to preview the CUDA policy"
         )
-    _check_devices((fn, args, kwargs), device_type, False)
+    _check_devices((fn, args, kwargs), device_type)
     if path_or_none(trace_dir, "trace_dir") is None:
         trace_dir = tempfile.mkdtemp(prefix="amp_profile_")
     trace_dir = Path(trace_dir)

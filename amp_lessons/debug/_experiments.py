@@ -85,22 +85,18 @@ def _floats(tree) -> list[torch.Tensor]:
     return [t for t in tree_leaves(tree) if isinstance(t, torch.Tensor) and t.is_floating_point()]
 
 
-class _SavedGrads:
+@contextlib.contextmanager
+def _saved_grads(model: nn.Module):
     """Set every parameter's .grad aside while a tool runs its own backward, and put it back after."""
-
-    def __init__(self, model: nn.Module):
-        self.params = list(model.parameters())
-
-    def __enter__(self):
-        self.saved = [p.grad for p in self.params]
-        for p in self.params:
-            p.grad = None
-        return self
-
-    def __exit__(self, *exc):
-        for p, g in zip(self.params, self.saved):
+    params = list(model.parameters())
+    saved = [p.grad for p in params]
+    for p in params:
+        p.grad = None
+    try:
+        yield
+    finally:
+        for p, g in zip(params, saved):
             p.grad = g
-        return False
 
 
 def tensor_stats(tensors, formats) -> TensorStats | None:
@@ -140,13 +136,7 @@ def _setting(device_type: str, dtype: torch.dtype | None) -> str:
 
 
 def trace_overflow(
-    model: nn.Module,
-    inputs,
-    *,
-    loss_fn=None,
-    autocast=None,
-    device_type: str | None = None,
-    formats=("fp16", "bf16"),
+    model: nn.Module, inputs, *, loss_fn=None, autocast=None, device_type: str | None = None, formats=("fp16", "bf16")
 ) -> OverflowTrace:
     """Run ``model(*inputs)`` once with a forward hook on every module (and, with ``loss_fn``,
     ``loss_fn(output).backward()`` with a hook on each output's gradient) and return an :class:`OverflowTrace`.
@@ -203,7 +193,7 @@ def trace_overflow(
     try:
         for name, module in model.named_modules():
             handles.append(module.register_forward_hook(make_hook(name)))
-        with _SavedGrads(model):
+        with _saved_grads(model):
             with torch.autocast(dev, dtype=dtype or torch.bfloat16, enabled=dtype is not None):
                 out = model_call(model, args)
                 loss = loss_fn(out) if loss_fn is not None else None
@@ -373,7 +363,7 @@ def why_not_faster(
     times: dict[str, list[float]] = {k: [] for k in steps}
     shares32, shares_amp, casts, cast_shares, model_ratios = [], [], [], [], []
     threads = threads if dev == "cpu" else None
-    with _SavedGrads(model), _torch_threads(threads):
+    with _saved_grads(model), _torch_threads(threads):
         for r in range(rounds):
             order = ("fp32", "amp", "2x") if r % 2 == 0 else ("amp", "fp32", "2x")
             for k in order:

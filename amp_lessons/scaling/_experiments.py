@@ -44,9 +44,6 @@ TRAIN_RUNS = {
 }
 
 
-# --- census under a scale ------------------------------------------------------------------------
-
-
 class CensusIndex:
     """A census's gradient magnitudes, sorted once: the census of ``g * scale`` for any scale is then three binary
     searches for the classes' thresholds (:meth:`~amp_lessons.formats.FloatFormat.largest_float32`)."""
@@ -221,9 +218,6 @@ def simulate_scaler(
     return ScalerHistory(tuple(used), tuple(skipped), tuple(after))
 
 
-# --- the from-scratch scaler against GradScaler --------------------------------------------------------
-
-
 def _tiny_model(seed: int) -> torch.nn.Module:
     seed = _validate.seed(seed)
     with torch.random.fork_rng(devices=[]):
@@ -294,9 +288,6 @@ def compare_with_gradscaler(
             torch_opt.zero_grad(set_to_none=True)
             rows.append(row)
     return rows
-
-
-# --- training four ways ---------------------------------------------------------------------------------
 
 
 def _comparison_setup(seed: int, steps: int, target_scale: float, batch: int = 64):
@@ -392,9 +383,6 @@ def _copy(module: torch.nn.Module) -> torch.nn.Module:
     import copy
 
     return copy.deepcopy(module)
-
-
-# --- pitfalls around a scaler --------------------------------------------------------------------------
 
 
 def pitfall_setup(seed: int = 0):

@@ -66,12 +66,7 @@ def plot_scale_sweep(sweep: ScaleSweep, ax=None, *, window=None) -> Axes:
     if window:
         lo, hi = (math.log2(real(w, "window")) for w in window)
         span = ax.axvspan(
-            lo,
-            hi,
-            color=_WINDOW_COLOR,
-            alpha=0.15,
-            lw=0,
-            label=f"safe window {pow2(round(lo))} .. {pow2(round(hi))}",
+            lo, hi, color=_WINDOW_COLOR, alpha=0.15, lw=0, label=f"safe window {pow2(round(lo))} .. {pow2(round(hi))}"
         )
         name_artist(ax, "window", span)
     ax.set_yscale("log")
@@ -193,11 +188,7 @@ def plot_scaler_history(history, ax=None) -> Axes:
         ys_all.append(y[np.isfinite(y)])
         steps = np.arange(s.size)
         (line,) = ax.step(
-            steps,
-            y,
-            where="post",
-            label=label if len(series) > 1 else "scale used",
-            **_HISTORY_STYLES[label],
+            steps, y, where="post", label=label if len(series) > 1 else "scale used", **_HISTORY_STYLES[label]
         )
         name_artist(ax, label, line)
         bad = np.asarray(skipped, dtype=bool)

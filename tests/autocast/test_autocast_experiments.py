@@ -14,7 +14,6 @@ from amp_lessons.autocast import _experiments as A, _policy, _records as records
 
 HAS_CUDA = torch.cuda.is_available()
 
-# --- hand-checked samples (aten/src/ATen/autocast_mode.{h,cpp}, https://github.com/pytorch/pytorch) ---------------
 
 CUDA_SAMPLE = {
     "lower_precision": ["mm", "matmul", "linear", "conv2d", "bmm", "baddbmm", "scaled_dot_product_attention"],
@@ -160,9 +159,6 @@ def test_policy_of_accepts_several_spellings():
         assert A.policy_of(name, "cpu") == "lower_precision"
     assert A.policy_of("conv_transpose2d.input", "cuda") == "lower_precision"
     assert A.policy_of("add", "cuda") is None
-
-
-# --- the tracer ------------------------------------------------------------------------------------
 
 
 def _last(trace, name):
@@ -369,9 +365,6 @@ def test_forward_differences_ignore_bookkeeping_and_report_real_differences():
     ]
 
 
-# --- the profiler tree -----------------------------------------------------------------------------
-
-
 def test_profile_tree_of_an_autocast_matmul(tmp_path):
     a, b = torch.randn(8, 16), torch.randn(16, 32)
     tree = A.profile_tree(torch.matmul, a, b, trace_dir=tmp_path / "traces")
@@ -407,9 +400,6 @@ def test_profile_tree_layer_norm_and_default_folder():
     assert tree.roots[0].input_dtypes == ["BFloat16", "float", "float"]  # CPU autocast: no upcast
     assert not tree.find("_to_copy")
     assert os.path.isfile(tree.chrome_trace)
-
-
-# --- the cost of an upcast -------------------------------------------------------------------------
 
 
 def test_cast_cost():

@@ -63,9 +63,6 @@ def test_fp16_fix_checker():
     assert "must return the model" in debug.check_fp16_fix(lambda m: 3).message
 
 
-# --- the wrapper that forgets to cast, and a bf16 region -------------------------------------------------
-
-
 class NoCast(torch.nn.Module):
     """The likeliest first try at the fp32 wrapper: autocast switched off, the fp16 input not cast."""
 
@@ -134,9 +131,6 @@ def test_the_tracer_names_a_dtype_mismatch_inside_the_model_not_the_inputs():
         debug.trace_overflow(torch.nn.Linear(8, 2), torch.randn(2, 8).half())
     with pytest.raises(ValueError, match="inputs do not fit the model: .*\\(2, 7\\) float32"):
         debug.trace_overflow(torch.nn.Linear(8, 2), torch.randn(2, 7))
-
-
-# --- Exercise 1: the hook -------------------------------------------------------------------------------
 
 
 def _hooked(test):
@@ -255,9 +249,6 @@ def test_hook_checker():
 
     assert "write the hook yourself" in debug.check_nonfinite_hook(tracer).message
     assert "not a module name" in debug.check_nonfinite_hook(lambda m, x: (m(x), "nope")[1]).message
-
-
-# --- Exercise 1 on the models where a quick answer goes wrong ---------------------------------------------
 
 
 def _keeping(per_name):

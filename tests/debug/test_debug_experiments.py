@@ -27,9 +27,6 @@ def t5():
     return model, x, y
 
 
-# --- tensor statistics ------------------------------------------------------------------------------
-
-
 def test_tensor_stats_use_the_formats_engine_thresholds():
     f16 = get_format("fp16")
     x = torch.tensor(
@@ -53,9 +50,6 @@ def test_tensor_stats_use_the_formats_engine_thresholds():
     finite = x[torch.isfinite(x)]
     h = finite.to(torch.float16)
     assert int(torch.isinf(h).sum()) == 2 and int(((h == 0) & (finite != 0)).sum()) == 1
-
-
-# --- the tracer ----------------------------------------------------------------------------------------
 
 
 def test_the_known_first_overflowing_layer_is_found_in_fp32_and_in_fp16(t5):
@@ -164,9 +158,6 @@ def test_the_broken_training_setup_is_finite_in_fp32_and_nan_in_fp16():
         assert tr16.first_nonfinite().label.endswith(".wo")
 
 
-# --- the triage -----------------------------------------------------------------------------------------
-
-
 @pytest.fixture(scope="module")
 def triage():
     model = nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 10))
@@ -242,9 +233,6 @@ def test_triage_restores_grads():
     assert torch.equal(model.weight.grad, torch.ones_like(model.weight)) and model.bias.grad is None
 
 
-# --- the dtype map -------------------------------------------------------------------------------------
-
-
 @pytest.mark.parametrize(
     "setting, param, act, grad, state, total",
     [
@@ -290,9 +278,6 @@ def test_nothing_warns(t5):
         warnings.simplefilter("error")
         debug.trace_overflow(model, x, loss_fn=mse(y), autocast="fp16")
         debug.dtype_map(model, x, loss_fn=mse(y), setting="autocast fp16")
-
-
-# --- results as tables ----------------------------------------------------------------------------------
 
 
 def test_trace_table_keeps_module_names_whole(t5):

@@ -47,9 +47,6 @@ def comparison():
     return train_comparison(progress=False)
 
 
-# --- census under a scale --------------------------------------------------------------------------
-
-
 @pytest.mark.parametrize("scale", [1.0, 12345.678, 2.0**16, 2.0**40])
 @pytest.mark.parametrize("fmt", ["fp16", "bf16", "fp8_e4m3", "fp8_e5m2"])
 def test_scaled_fractions_equal_rounding_the_scaled_gradients(census, scale, fmt):
@@ -121,9 +118,6 @@ def test_safe_window(census, small_census):
     assert safe_window(sw, max_underflow=0) == ((min(exact), max(exact)) if exact else None)
 
 
-# --- scalers from scratch ---------------------------------------------------------------------------
-
-
 def test_defaults_equal_gradscalers():
     ours, theirs = DynamicScaler(), torch.amp.GradScaler("cpu")
     assert ours.scale == theirs.get_scale() == 2.0**16
@@ -178,9 +172,6 @@ def test_dynamic_scaler_unscale_before_clipping():
         s.update()
 
 
-# --- census of any model ---------------------------------------------------------------------------------
-
-
 def test_gradient_census_of_matches_gradient_census():
     from amp_lessons.fp16._experiments import small_batch, small_model
 
@@ -197,9 +188,6 @@ def test_gradient_census_of_any_module_and_loss():
     c = gradient_census_of(model, lambda out: out.pow(2).mean(), x, fmt="bf16")
     assert c.fmt == "bf16" and c.weights.numel() == sum(p.numel() for p in model.parameters())
     assert tuple(c.fractions["activations"]) == CLASSES
-
-
-# --- training four ways ------------------------------------------------------------------------------------
 
 
 def test_training_comparison_tells_the_story(comparison):
@@ -262,9 +250,6 @@ def test_a_scale_that_underflows_to_zero_fails_as_gradscaler_does():
     assert [r["torch_skipped"] for r in rows] == [True] * 6 + [False] + [True] * 3
     assert all(r["ours_scale"] == r["torch_scale"] and r["ours_skipped"] == r["torch_skipped"] for r in rows)
     assert all(r["params_equal"] for r in rows)
-
-
-# --- results as tables (the records' HTML and text renderings) ---------------------------------------------
 
 
 def both(record) -> tuple[str, str]:

@@ -14,8 +14,6 @@ from tests.pictures import is_png
 
 scaling = internals("scaling")
 
-# --- loss scaling (lesson 05) ---------------------------------------------------------------------
-
 
 @pytest.fixture(scope="module")
 def scales():
@@ -65,9 +63,6 @@ def test_scaler_state_explorer_is_simulate_scaler(scaler_states):
     ex.clear_button.click()
     assert ex.inf_steps == set() and not any(ex.history.skipped)
     assert is_png(ex.image)
-
-
-# --- the failures the controls reach --------------------------------------------------------------
 
 
 def test_scale_explorer_marks_flushes_and_overflows_only():

@@ -11,8 +11,6 @@ import pytest
 
 from amp_lessons._draw import named_artists
 
-# --- lesson 05: loss scaling ---------------------------------------------------------------------
-
 
 @pytest.fixture(scope="module")
 def census05():
