@@ -133,20 +133,26 @@ def test_the_tracer_names_a_dtype_mismatch_inside_the_model_not_the_inputs():
         debug.trace_overflow(torch.nn.Linear(8, 2), torch.randn(2, 7))
 
 
-def _hooked(test):
-    """An answer that hooks every module's output and returns the first name ``test(output)`` flags."""
+def _hooked(test, *, inputs=False, cleanup=True):
+    """An answer that hooks every module's output (its inputs, with ``inputs``) and returns the first name
+    ``test(tensors)`` flags; without ``cleanup`` it removes its hooks only when the model returns."""
 
     def answer(model, x):
         found = []
         handles = [
-            m.register_forward_hook(lambda m, a, out, n=n: found.append(n) if test(out) else None)
+            m.register_forward_pre_hook(lambda m, a, n=n: found.append(n) if test(a) else None)
+            if inputs
+            else m.register_forward_hook(lambda m, a, out, n=n: found.append(n) if test(out) else None)
             for n, m in model.named_modules()
         ]
         try:
             model(x)
         finally:
-            for h in handles:
-                h.remove()
+            if cleanup:
+                for h in handles:
+                    h.remove()
+        for h in handles:
+            h.remove()
         return found[0] if found else None
 
     return answer
@@ -204,22 +210,11 @@ def test_hook_checker():
     r = debug.check_nonfinite_hook(lambda m, x: by_name(m, x, skip_model=True))
     assert "a container" in r.message and not reveals(r.message, "block.boom")
 
-    # the inputs instead of the outputs
-    def inputs(model, x):
-        found = []
-        handles = [
-            m.register_forward_pre_hook(
-                lambda m, a, n=n: found.append(n) if not all(torch.isfinite(t).all() for t in _tensors(a)) else None
-            )
-            for n, m in model.named_modules()
-        ]
-        try:
-            model(x)
-        finally:
-            for h in handles:
-                h.remove()
-        return found[0] if found else None
+    def not_finite(out):
+        return not all(torch.isfinite(t).all() for t in _tensors(out))
 
+    # the inputs instead of the outputs
+    inputs = _hooked(not_finite, inputs=True)
     assert "an earlier module's output already held inf/NaN" in debug.check_nonfinite_hook(inputs).message
     # a name where no output holds inf/NaN
     assert "return None" in debug.check_nonfinite_hook(lambda m, x: s.first_nonfinite_module(m, x) or "head").message
@@ -227,20 +222,7 @@ def test_hook_checker():
     left = debug.check_nonfinite_hook(lambda m, x: (m.register_forward_hook(lambda *a: None), "wide")[1])
     assert "1 hook is still on the model" in left.message
 
-    def no_finally(model, x):
-        found = []
-        handles = [
-            m.register_forward_hook(
-                lambda m, a, o, n=n: found.append(n) if not all(torch.isfinite(t).all() for t in _tensors(o)) else None
-            )
-            for n, m in model.named_modules()
-        ]
-        model(x)
-        for h in handles:
-            h.remove()
-        return found[0] if found else None
-
-    assert "when the model raises" in debug.check_nonfinite_hook(no_finally).message
+    assert "when the model raises" in debug.check_nonfinite_hook(_hooked(not_finite, cleanup=False)).message
 
     # the package's tracer is refused, however it is reached
     def tracer(model, x):
