@@ -344,12 +344,11 @@ def cuda_autocast_on_fake(dtype: torch.dtype, cache: bool):
         torch.clear_autocast_cache()
 
 
-def probe_all(cuda_ops=None) -> dict:
-    """``{"cpu": {op: policy | None}, "cuda": {...}}``: every CPU op measured, and the CUDA ops ``cuda_ops``
-    (default: those the header does not list) on fake CUDA tensors."""
-    if cuda_ops is None:
-        header = header_policies()
-        cuda_ops = [op for op in autocast_ops("cuda") if op not in header]
+def probe_all() -> dict:
+    """``{"cpu": {op: policy | None}, "cuda": {...}}``: every CPU op measured, and the CUDA ops the header does not
+    list, on fake CUDA tensors."""
+    header = header_policies()
+    cuda_ops = [op for op in autocast_ops("cuda") if op not in header]
     result = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

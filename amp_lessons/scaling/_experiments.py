@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
+import copy
 import math
+import time
 import weakref
 
 import numpy as np
@@ -136,7 +138,7 @@ def scale_sweep(census: dict, exponents=range(0, 33), fmt="fp16", kind: str = "a
     ``kind`` ("activations" or "weights") that, once scaled, are "flushed", "subnormal", "saturated" or "inf" in
     ``fmt``. Returns the :class:`ScaleSweep`."""
     index = _index(census)
-    exps = tuple(_int_item(e, "exponents") for e in _int_items(exponents, "exponents"))
+    exps = tuple(_validate.integer(e, "each of exponents") for e in _int_items(exponents, "exponents"))
     if not exps:
         raise ValueError("exponents is empty: give at least one exponent, e.g. range(0, 33)")
     for e in exps:
@@ -163,10 +165,6 @@ def _int_items(values, what: str) -> tuple:
     if not isinstance(values, (list, tuple, range, set)):
         raise TypeError(f"{what} must be a list, tuple or range of ints, got {values!r} ({type(values).__name__})")
     return tuple(values)
-
-
-def _int_item(v, what: str) -> int:
-    return _validate.integer(v, f"each of {what}")
 
 
 def safe_window(
@@ -244,7 +242,7 @@ def compare_with_gradscaler(
     params = scaler_params(init_scale, growth_factor, backoff_factor, growth_interval)
     if overflow not in ("backward", "forward"):
         raise ValueError(f"overflow={overflow!r} is not allowed: it must be 'backward' or 'forward'")
-    bad = {_int_item(k, "inf_steps") for k in _int_items(inf_steps, "inf_steps")}
+    bad = {_validate.integer(k, "each of inf_steps") for k in _int_items(inf_steps, "inf_steps")}
     outside = sorted(k for k in bad if not 0 <= k < steps)
     if outside:
         raise ValueError(
@@ -334,8 +332,6 @@ def train_comparison(
     """Train one tiny model four ways on the CPU (:data:`TRAIN_RUNS`: fp32, fp16 autocast without and with
     GradScaler, bf16 autocast), same start and data, Adam (``lr``). The targets are of order ``target_scale``, so
     the output gradients (about 1e-8) fall below fp16's smallest subnormal. Returns the :class:`TrainComparison`."""
-    import time
-
     steps = count(steps, "steps", 1, 10_000, "training steps of four runs")
     progress = flag(progress, "progress")
     lr = _validate.real_in(lr, "lr", 0, 1, open_low=True, allowed="a learning rate for Adam, in (0, 1]")
@@ -379,10 +375,7 @@ def train_comparison(
     )
 
 
-def _copy(module: torch.nn.Module) -> torch.nn.Module:
-    import copy
-
-    return copy.deepcopy(module)
+_copy = copy.deepcopy
 
 
 def pitfall_setup(seed: int = 0):
