@@ -16,7 +16,6 @@ __all__ = [
     "DtypeMap",
     "DtypeTable",
     "ModuleRecord",
-    "OUTCOMES",
     "OverflowTrace",
     "TensorStats",
     "TraceTable",
@@ -158,25 +157,6 @@ class OverflowTrace:
             lines.append(f"first output that would overflow {fmt}: {'none' if o is None else o.label}")
         return "\n".join(lines)
 
-    def table(self, leaves_only: bool = True) -> str:
-        fmts = self.formats
-        head = f"{'module':<22} {'dtype':<9} {'abs max':>9} {'min |x|>0':>9} {'inf/NaN':>7}" + "".join(
-            f" {fmt + ' ovf':>9} {fmt + ' 0':>8}" for fmt in fmts
-        )
-        lines = [head]
-        for row in self.rows(leaves_only):
-            cells = (
-                f"{row['module']:<22.22} {row['dtype']:<9.9} {row['absmax']:>9.3g} {row['absmin_nonzero']:>9.3g} "
-                f"{row['nonfinite']:>7}"
-            )
-            for fmt in fmts:
-                cells += f" {_pct(row[f'{fmt} overflow']):>9} {_pct(row[f'{fmt} flushed']):>8}"
-            lines.append(cells)
-        return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return self.summary() + "\n\n" + self.table()
-
 
 @dataclass(frozen=True, repr=False)
 class TraceTable(TableRecord):
@@ -222,9 +202,6 @@ def _pct(x: float) -> str:
 
 #: How far a measured speed-up may exceed Amdahl's bound before the triage calls the runs contradictory.
 AMDAHL_SLACK = 1.25
-
-#: The outcomes of :attr:`Triage.outcome`.
-OUTCOMES = ("no verdict", "faster", "not faster", "slower")
 
 
 @dataclass(frozen=True, repr=False)
@@ -303,11 +280,6 @@ class Triage(TableRecord):
         )
 
     @property
-    def within_spread(self) -> bool:
-        """Whether the fp32 and autocast step times' interquartile ranges overlap."""
-        return self.timings.overlap
-
-    @property
     def amdahl_bound(self) -> float:
         """Amdahl's law: 1 / (1 - p), the speed-up if the matmuls (share p of the fp32 step) took no time."""
         return 1.0 / max(1.0 - self.matmul_share_fp32, 1e-12)
@@ -341,11 +313,11 @@ class Triage(TableRecord):
 
     @property
     def outcome(self) -> str:
-        """One of :data:`OUTCOMES`: "no verdict" (:attr:`disturbance`), else "faster" or "slower" beyond the
+        """One of "no verdict" (:attr:`disturbance`), else "faster" or "slower" beyond the
         run-to-run spread, else "not faster"."""
         if self.disturbance is not None:
             return "no verdict"
-        if self.within_spread:
+        if self.timings.overlap:
             return "not faster"
         return "faster" if self.speedup > 1 else "slower"
 
@@ -452,26 +424,6 @@ class DtypeMap:
     @property
     def total_bytes_per_parameter(self) -> float:
         return sum(self.bytes_per_parameter.values())
-
-    def _repr_html_(self) -> str:
-        return DtypeTable.of([self])._repr_html_()
-
-    def __repr__(self) -> str:
-        def short(d):
-            return ", ".join(f"{v}" for v in sorted({str(x).removeprefix("torch.") for x in d.values()}))
-
-        states = {f"{k}": v for s in self.optimizer_states.values() for k, v in s.items()}
-        lines = [
-            f"{self.setting}:",
-            f"  parameters   {short(self.parameters)}",
-            f"  activations  {short(self.activations)}",
-            f"  gradients    {short(self.gradients)}",
-            "  optimizer    " + ", ".join(f"{k} {str(v).removeprefix('torch.')}" for k, v in sorted(states.items())),
-            "  bytes/param  "
-            + ", ".join(f"{k} {v:.3g}" for k, v in self.bytes_per_parameter.items())
-            + f"  (total {self.total_bytes_per_parameter:.3g})",
-        ]
-        return "\n".join(lines)
 
 
 def _dtypes(d: dict) -> str:

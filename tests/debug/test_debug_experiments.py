@@ -68,7 +68,7 @@ def test_the_known_first_overflowing_layer_is_found_in_fp32_and_in_fp16(t5):
     # every module before it is finite
     before = tr16.records[: tr16.records.index(first)]
     assert before and all(not r.output.has_nonfinite for r in before)
-    assert "first inf/NaN in an output: block1.wo" in repr(tr16)
+    assert "first inf/NaN in an output: block1.wo" in tr16.summary()
     # traced in fp16, the summary does not also say what "would" overflow fp16 (that is the inf/NaN line)
     assert "would overflow fp16" not in tr16.summary() and "would overflow bf16" in tr16.summary()
     assert "would overflow fp16: block1.wo" in tr32.summary()
@@ -177,7 +177,7 @@ def test_triage_measures_and_explains(triage):
     assert len(t.model_rate_ratios) == len(t.rate_ratios) == 2
     names = [f[0] for f in t.findings]
     assert names[0] == "low-precision matmuls not faster" and len(names) == 6
-    assert t.outcome in debug.OUTCOMES and "x" in repr(t)
+    assert t.outcome in ("no verdict", "faster", "not faster", "slower")
     # the bound is Amdahl's: infinitely fast matmuls; the prediction uses the rate the model's matmuls ran at
     p, r = t.matmul_share_fp32, t.model_rate_ratio
     assert t.amdahl_bound == pytest.approx(1 / (1 - p)) and t.amdahl_bound >= 1.0
@@ -248,7 +248,6 @@ def test_dtype_map_of_plain_settings(t5, setting, param, act, grad, state, total
     assert m.activations["block0.wo"] == act
     assert {s["exp_avg"] for s in m.optimizer_states.values()} == {state}
     assert m.total_bytes_per_parameter == total
-    assert setting in repr(m)
 
 
 @pytest.mark.parametrize("setting, low", [("autocast bf16", torch.bfloat16), ("autocast fp16", torch.float16)])
@@ -302,7 +301,6 @@ def test_dtype_table_of_all_settings(t5):
     assert "total (B/param)" in text and f"{copies:.3g}" in text and f"{16 + copies:.3g}" in text
     assert "bfloat16: exp_avg, exp_avg_sq; float32: step" in text and "float32: exp_avg, exp_avg_sq, step" in text
     assert "B/param: bytes per parameter" in text and "white-space: nowrap'>autocast bf16" in html
-    assert maps[0]._repr_html_() == debug.DtypeTable.of(maps[:1])._repr_html_()
     note = "autograd saves them for the backward pass, so they live until backward frees the graph"
     assert note in text and note in html  # the lesson's claim, whose fact is the test below
 

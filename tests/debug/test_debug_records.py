@@ -69,7 +69,7 @@ def test_a_slower_run_names_the_findings_that_hold_as_causes():
 def test_a_run_within_the_spread_is_not_faster_and_says_so_when_no_finding_holds():
     fp32 = [1.0 * MS, 1.1 * MS, 1.2 * MS] * 5
     t = triage(fp32, [x * 0.97 for x in fp32], model_rate_ratios=(1.5,) * 3)
-    assert t.within_spread and t.outcome == "not faster" and t.causes == []
+    assert t.timings.overlap and t.outcome == "not faster" and t.causes == []
     assert t.verdict.startswith("AMP is not faster here: 1.03x the fp32 speed")
     assert t.verdict.endswith(
         "None of the findings holds: profile the step (torch.profiler) to see where its time goes."
