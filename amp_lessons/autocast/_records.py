@@ -10,7 +10,6 @@ from typing import Any
 import torch
 
 from .._table import Cell, TableRecord, html_table
-from .._validate import int_in
 
 __all__ = ["AUTOGRAD_BOOKKEEPING", "CastCost", "OpRecord", "ProfileNode", "ProfileTree", "Trace"]
 
@@ -134,12 +133,9 @@ class Trace:
             text += "; no autograd, so no weight-cast cache: every call casts its weights"
         return text
 
-    def forward_ops(self, *, bookkeeping: bool = False) -> list:
-        """The forward pass's ops, in order; without autograd's bookkeeping ops (:data:`AUTOGRAD_BOOKKEEPING`)
-        unless ``bookkeeping=True``."""
-        if not isinstance(bookkeeping, bool):
-            raise TypeError(f"bookkeeping must be True or False, got {bookkeeping!r}")
-        return [op for op in self.ops if op.phase == "forward" and (bookkeeping or op.name not in AUTOGRAD_BOOKKEEPING)]
+    def forward_ops(self) -> list:
+        """The forward pass's ops, in order, without autograd's bookkeeping ops (:data:`AUTOGRAD_BOOKKEEPING`)."""
+        return [op for op in self.ops if op.phase == "forward" and op.name not in AUTOGRAD_BOOKKEEPING]
 
     def forward_differences(self, other: Trace) -> list[str]:
         """Where the forward passes of this trace and ``other`` differ, op by op (names and dtypes, not shapes;
@@ -220,15 +216,13 @@ class ProfileNode:
     children: list = field(default_factory=list)
     start_us: float = 0.0
 
-    def line(self, times: bool = True) -> str:
+    def line(self) -> str:
         text = self.name
         if self.input_shapes:
             text += f"  {self.input_shapes}"
         if self.input_dtypes:
             text += f"  [{', '.join(self.input_dtypes)}]"
-        if times:
-            text += f"  (self {_us(self.self_us)}, total {_us(self.total_us)})"
-        return text
+        return text + f"  (self {_us(self.self_us)}, total {_us(self.total_us)})"
 
 
 def _us(x: float) -> str:
@@ -253,40 +247,17 @@ class ProfileTree:
             yield depth, node
             stack.extend((depth + 1, c) for c in reversed(node.children))
 
-    def find(self, name: str) -> list:
-        """Every node called ``name`` ("aten::mm" or just "mm")."""
-        name = name if "::" in name else f"aten::{name}"
-        return [n for _, n in self.walk() if n.name == name]
-
-    def total_us(self, name: str) -> float:
-        """Total microseconds of the ops called ``name`` ("aten::mm" or "mm"), nested repeats counted once."""
-        name = name if "::" in name else f"aten::{name}"
-
-        def total(nodes):
-            return sum(n.total_us if n.name == name else total(n.children) for n in nodes)
-
-        return total(self.roots)
-
-    def render(self, times: bool = True, max_depth: int | None = None) -> str:
-        """The tree as indented text, one op a line, with times if ``times``, to ``max_depth`` (0: top level)."""
-        if max_depth is not None:
-            int_in(max_depth, "max_depth", 0, allowed="None or an int >= 0")
+    def __repr__(self) -> str:
         where = (
             "CPU autocast, measured on this machine"
             if self.device_type == "cpu"
             else f"CUDA autocast on {self.device_name}"
         )
         lines = [
-            f"{where} (autocast dtype {dtype_name(self.dtype)}); torch.profiler CPU ops"
-            + ("; times vary from run to run" if times else "")
+            f"{where} (autocast dtype {dtype_name(self.dtype)}); torch.profiler CPU ops; times vary from run to run"
         ]
-        for depth, node in self.walk():
-            if max_depth is None or depth <= max_depth:
-                lines.append("  " * depth + node.line(times))
+        lines += ["  " * depth + node.line() for depth, node in self.walk()]
         return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return self.render()
 
 
 @dataclass(frozen=True, repr=False)

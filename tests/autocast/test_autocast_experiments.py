@@ -334,8 +334,8 @@ def test_autograd_adds_only_detach_to_a_forward_pass():
     with_grad = A.trace(f, emb, lin, ln, idx, backward=True)
     torch.manual_seed(1)
     without = A.trace(no_grad, emb, lin, ln, idx)
-    names = [op.name for op in with_grad.forward_ops(bookkeeping=True)]
-    assert names != [op.name for op in without.forward_ops(bookkeeping=True)]
+    names = [op.name for op in with_grad.ops if op.phase == "forward"]
+    assert names != [op.name for op in without.ops if op.phase == "forward"]
     assert {n for n in names if n not in [op.name for op in without.ops]} == {"detach"}
     assert records.AUTOGRAD_BOOKKEEPING == ("detach",)
     assert with_grad.forward_differences(without) == [] and without.forward_differences(with_grad) == []
@@ -348,11 +348,11 @@ def test_forward_differences_ignore_bookkeeping_and_report_real_differences():
     model, x, y = _lesson_model()
     real = A.trace(_lesson_step, model, x, y, backward=True)
     plain = A.trace(_no_grad_step, model, x, y)
-    assert [op.name for op in real.forward_ops(bookkeeping=True)].count("detach") == 1
+    assert [op.name for op in real.ops if op.phase == "forward"].count("detach") == 1
     assert "detach" not in [op.name for op in plain.ops] and real.forward_differences(plain) == []
     detach = records.OpRecord("forward", "detach", (torch.float32,), ((8, 4),), (torch.float32,), ((8, 4),), False)
     padded = records.Trace([detach, *plain.ops, detach], "cpu", torch.bfloat16, False)
-    assert padded.forward_differences(plain) == [] and len(padded.forward_ops(bookkeeping=True)) == len(plain.ops) + 2
+    assert padded.forward_differences(plain) == [] and len(padded.forward_ops()) == len(plain.ops)
     # the CUDA preview of the same model differs from the CPU trace where the policies do: layer_norm's upcast first
     preview = A.trace(_lesson_step, model, x, y, device_type="cuda", dtype=torch.bfloat16)
     diffs = real.forward_differences(preview)
@@ -378,15 +378,12 @@ def test_profile_tree_of_an_autocast_matmul(tmp_path):
     inner = top.children[-1]
     mm = inner.children[0]
     assert mm.name == "aten::mm" and mm.input_dtypes == ["BFloat16", "BFloat16"]
-    assert [n.name for n in tree.find("mm")] == ["aten::mm"]
     # times: the total includes the children, self does not
     assert top.total_us >= sum(c.total_us for c in top.children) - 1e-6
     assert abs(top.self_us - (top.total_us - sum(c.total_us for c in top.children))) < 1e-6
-    assert 0 < tree.total_us("mm") <= tree.total_us("aten::matmul") == top.total_us
-    text = tree.render(times=False)
-    assert "aten::matmul  [[8, 16], [16, 32]]  [float, float]" in text
-    assert "\n    aten::mm  [[8, 16], [16, 32]]  [BFloat16, BFloat16]" in text
-    assert " us" not in text and " us)" in repr(tree)
+    text = repr(tree)
+    assert "aten::matmul  [[8, 16], [16, 32]]  [float, float]  (self " in text
+    assert "\n    aten::mm  [[8, 16], [16, 32]]  [BFloat16, BFloat16]  (self " in text
     # the Chrome trace was written where asked, and is JSON
     assert os.path.dirname(tree.chrome_trace) == str(tmp_path / "traces")
     with open(tree.chrome_trace) as f:
@@ -398,7 +395,7 @@ def test_profile_tree_layer_norm_and_default_folder():
     tree = A.profile_tree(ln, torch.randn(8, 32).bfloat16())
     assert tree.roots[0].name == "aten::layer_norm"
     assert tree.roots[0].input_dtypes == ["BFloat16", "float", "float"]  # CPU autocast: no upcast
-    assert not tree.find("_to_copy")
+    assert "_to_copy" not in repr(tree)
     assert os.path.isfile(tree.chrome_trace)
 
 
