@@ -165,39 +165,24 @@ class ScalerStateExplorer(Explorer):
         f16 = get_format("fp16")
         self._fp16_max, self._fp16_emax, self._fp16_mantissa = f16.max, f16.emax, f16.mantissa_bits
         style, wide = {"description_width": "initial"}, widgets.Layout(width="340px")
-        self.init_slider = widgets.IntSlider(16, min=0, max=24, description="log2 init_scale", style=style, layout=wide)
-        self.growth_slider = widgets.FloatSlider(
-            2.0, min=1.1, max=4.0, step=0.1, readout_format=".1f", description="growth_factor", style=style, layout=wide
+
+        def slider(kind, value, description, layout=wide, **kw):
+            return kind(value, description=description, style=style, layout=layout, **kw)
+
+        self.init_slider = slider(widgets.IntSlider, 16, "log2 init_scale", min=0, max=24)
+        self.growth_slider = slider(
+            widgets.FloatSlider, 2.0, "growth_factor", min=1.1, max=4.0, step=0.1, readout_format=".1f"
         )
-        self.backoff_slider = widgets.FloatSlider(
-            0.5,
-            min=0.05,
-            max=0.95,
-            step=0.05,
-            readout_format=".2f",
-            description="backoff_factor",
-            style=style,
-            layout=wide,
+        self.backoff_slider = slider(
+            widgets.FloatSlider, 0.5, "backoff_factor", min=0.05, max=0.95, step=0.05, readout_format=".2f"
         )
-        self.interval_slider = widgets.IntSlider(
-            20,
-            min=1,
-            max=50,
-            description="growth_interval (short: default 2000)",
-            style=style,
-            layout=widgets.Layout(width="460px"),
+        long = widgets.Layout(width="460px")
+        self.interval_slider = slider(
+            widgets.IntSlider, 20, "growth_interval (short: default 2000)", long, min=1, max=50
         )
-        self.grad_slider = widgets.IntSlider(
-            -20,
-            min=self.GRAD_RANGE[0],
-            max=self.GRAD_RANGE[1],
-            description="log2 max |gradient|",
-            style=style,
-            layout=wide,
-        )
-        self.step_slider = widgets.IntSlider(
-            60, min=0, max=self.N_STEPS - 1, description="step k", style=style, layout=wide
-        )
+        lo, hi = self.GRAD_RANGE
+        self.grad_slider = slider(widgets.IntSlider, -20, "log2 max |gradient|", min=lo, max=hi)
+        self.step_slider = slider(widgets.IntSlider, 60, "step k", min=0, max=self.N_STEPS - 1)
         self.inject_button = widgets.Button(
             description="inject inf at step k", button_style="danger", layout=widgets.Layout(width="180px")
         )
