@@ -27,7 +27,6 @@ from amp_lessons.scaling._records import (
     GradScalerComparison,
     PitfallTable,
     ScalerEvents,
-    ScalerState,
     TrainSummary,
 )
 
@@ -275,26 +274,6 @@ def test_census_table_shows_percentages_to_two_decimals():
     assert repr(census) == repr(t)  # a census is shown as its table
 
 
-def test_scaler_state_is_gradscalers_own_state_dict():
-    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**11, growth_interval=3)
-    state = ScalerState.of(scaler)
-    assert state.state_dict == scaler.state_dict() and state.scale == 2048.0
-    assert ScalerState.of(scaler.state_dict()) == state
-    text, html = both(state)
-    assert text.splitlines()[0] == "GradScaler.state_dict()" and "2048 = 2^11" in text and "_growth_tracker" in text
-    assert "2048 = 2^11" in html
-
-
-def test_comparison_table_of_real_rows():
-    rows = scaling.compare_with_gradscaler(8, inf_steps=(2,), growth_interval=3)
-    t = GradScalerComparison.of(rows, shown=5)
-    assert t.agree and len(t.rows) == 8 and t.shown == 5
-    text, html = both(t)
-    assert "scale: GradScaler" in text and "65536 = 2^16" in text and "32768 = 2^15" in text
-    assert "steps 0 to 4 of 8 shown" in text and "all 8 steps agree" in html
-    assert len(text.splitlines()) == 3 + 5 + 2  # title, header, rule, 5 rows, 2 notes
-
-
 def test_comparison_table_names_a_disagreement_and_tiny_scales():
     row = dict(step=0, ours_scale=2.0**-146, torch_scale=2.0**-146, ours_skipped=True, torch_skipped=False,
                params_equal=False)  # fmt: skip
@@ -304,14 +283,9 @@ def test_comparison_table_names_a_disagreement_and_tiny_scales():
     assert "1.12e-44 = 2^-146" in text and "1 of 1 steps differ" in text and "var(--jp-error-color1" in html
 
 
-def test_scaler_events_list_skips_and_growths_only():
-    history = scaling.simulate_scaler(12, inf_steps=(0, 7), growth_interval=3)
-    e = ScalerEvents.of(history)
-    assert e.skipped_steps == [0, 7] and [x[0] for x in e.events] == [0, 3, 6, 7, 10]
-    text, html = both(e)
-    assert "the scaler over 12 steps: 2 skipped, 3 growths" in text and "scale after" in html
-    assert "65536 = 2^16" in text and "32768 = 2^15" in text
-    assert "... and 3 more events" in str(ScalerEvents.of(history, limit=2))
+def test_scaler_events_beyond_the_limit_are_counted():
+    e = ScalerEvents.of(simulate_scaler(12, inf_steps=(0, 7), growth_interval=3), limit=2)
+    assert [x[0] for x in e.events] == [0, 3, 6, 7, 10] and "... and 3 more events" in str(e)
 
 
 def test_train_summary_rounds_losses_and_gives_percentages():
@@ -345,21 +319,12 @@ def _pitfalls():
     }
 
 
-def test_pitfall_table_of_the_measured_pitfalls():
+def test_pitfall_table_says_when_the_state_differs_and_when_nothing_warned():
     p = _pitfalls()
-    t = PitfallTable.of(p)
-    assert t.result is p and len(t.rows) == 4
-    text, html = both(t)
-    assert "warns: Detected call of `lr_scheduler.step()` before `optimizer.step()`." in text
-    assert "65536 times too large (about 3e+04 instead of 0.4)" in text
-    assert "saved scale 2048 = 2^11" in text and "state equal: yes" in html
-    # the bf16 row names the scale used at the last step and the scale after it: two different numbers
-    assert "0 of 20 steps skipped" in text
-    assert "used at the last step (19) 524288 = 2^19, after it 1048576 = 2^20" in text
     p["state_dict"]["restored"] = {**p["state_dict"]["saved"], "scale": 65536.0}
-    assert "state equal: no" in both(PitfallTable.of(p))[0]
     p["scheduler_warning"] = None
-    assert "no warning" in both(PitfallTable.of(p))[0]
+    text = str(PitfallTable.of(p))
+    assert "state equal: no" in text and "no warning" in text
 
 
 def test_the_scalers_are_the_lessons_own_code():
