@@ -291,20 +291,6 @@ def test_trace_table_keeps_module_names_whole(t5):
     assert f"{row['absmax']:.3g}" in text  # abs max to 3 significant digits
 
 
-def test_dtype_table_of_all_settings(t5):
-    model, x, y = t5
-    maps = [debug.dtype_map(model, x, loss_fn=mse(y), setting=s) for s in debug.PRECISION_SETTINGS]
-    t = debug.DtypeTable.of(maps)
-    assert t.bytes_per_parameter["fp32"] == 16 and t.bytes_per_parameter["pure fp16"] == 8
-    copies = maps[1].bytes_per_parameter["low-precision weight copies"]
-    text, html = str(t), t._repr_html_()
-    assert "total (B/param)" in text and f"{copies:.3g}" in text and f"{16 + copies:.3g}" in text
-    assert "bfloat16: exp_avg, exp_avg_sq; float32: step" in text and "float32: exp_avg, exp_avg_sq, step" in text
-    assert "B/param: bytes per parameter" in text and "white-space: nowrap'>autocast bf16" in html
-    note = "autograd saves them for the backward pass, so they live until backward frees the graph"
-    assert note in text and note in html  # the lesson's claim, whose fact is the test below
-
-
 def test_autograd_saves_the_autocast_weight_copy_until_backward():
     """The fact behind the note: a Linear under autocast, on an input that requires grad, saves a bf16 copy of its
     weight for backward; it outlives the autocast region and is freed by backward."""
