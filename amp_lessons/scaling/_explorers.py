@@ -30,8 +30,6 @@ class ScaleExplorer(Explorer):
     MAX_EXPONENT = 32
 
     def __init__(self, exponent: int = 0, census: dict | None = None, fmt="fp16"):
-
-        self._scaling = scaling
         self.fmt = get_format(fmt)
         exponent = self._check(exponent)  # before the census: a bad exponent is refused at once
         self.census = fp16.gradient_census(fmt=self.fmt) if census is None else census
@@ -160,8 +158,6 @@ class ScalerStateExplorer(Explorer):
         inf_steps=(40, 41, 130),
         log2_max_gradient: int = -20,
     ):
-
-        self._scaling = scaling
         f16 = get_format("fp16")
         self._fp16_max, self._fp16_emax, self._fp16_mantissa = f16.max, f16.emax, f16.mantissa_bits
         style, wide = {"description_width": "initial"}, widgets.Layout(width="340px")
@@ -241,7 +237,7 @@ class ScalerStateExplorer(Explorer):
 
     def _picture(self) -> Picture:
         pic = Picture((10, 4.0))
-        stand_in = self._scaling.simulate_scaler(self.N_STEPS, (0,), growth_interval=1)
+        stand_in = scaling.simulate_scaler(self.N_STEPS, (0,), growth_interval=1)
         with style_context():
             ax = pic.fig.add_axes((0.09, 0.13, 0.89, 0.78))
             plot_scaler_history(stand_in, ax=ax)
@@ -258,7 +254,7 @@ class ScalerStateExplorer(Explorer):
         self.overflow_steps = []
         start = 0
         while True:
-            h = self._scaling.simulate_scaler(self.N_STEPS, sorted(bad), **p)
+            h = scaling.simulate_scaler(self.N_STEPS, sorted(bad), **p)
             over = np.flatnonzero(np.asarray(h.scale[start:], dtype=float) * g >= limit) + start
             new = [int(k) for k in over if k not in bad]
             if not new:
