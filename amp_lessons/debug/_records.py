@@ -97,19 +97,12 @@ class OverflowTrace:
             return None
         raise ValueError(f"kind={kind!r} is not allowed: use 'output' or 'grad'")
 
-    def first_overflow(self, fmt="fp16", kind: str = "output") -> ModuleRecord | None:
-        """The first module whose finite output (or gradient) has values beyond ``fmt``'s range; None if none."""
+    def first_overflow(self, fmt="fp16") -> ModuleRecord | None:
+        """The first module whose finite output has values beyond ``fmt``'s range; None if none."""
         name = get_format(fmt).name
         if name not in self.formats:
             raise ValueError(f"fmt={fmt!r} was not traced: this trace has {self.formats}")
-        if kind not in ("output", "grad"):
-            raise ValueError(f"kind={kind!r} is not allowed: use 'output' or 'grad'")
-        order = self.records if kind == "output" else [self.record(label) for label in self.grad_order]
-        for r in order:
-            s = getattr(r, kind)
-            if s is not None and s.overflow(name) > 0:
-                return r
-        return None
+        return next((r for r in self.records if r.output is not None and r.output.overflow(name) > 0), None)
 
     def rows(self, leaves_only: bool = False) -> list[dict]:
         leaves_only = flag(leaves_only, "leaves_only")
