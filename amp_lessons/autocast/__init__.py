@@ -3,11 +3,7 @@
 `from amp_lessons import autocast` gives every public name of the topic's modules: :mod:`.records`,
 :mod:`.experiments`, :mod:`.plots`, :mod:`.checks`, :mod:`.support`."""
 
-from ._checks import (
-    check_bce_fix,
-    check_cast_counter,
-    check_dtype_predictions,
-)
+from ._checks import check_bce_fix, check_cast_counter, check_dtype_predictions
 from ._experiments import (
     cast_cost,
     fake_cuda,
@@ -19,12 +15,8 @@ from ._experiments import (
     profile_tree,
     trace,
 )
-from ._plots import (
-    plot_output_dtypes,
-)
-from ._records import (
-    AUTOGRAD_BOOKKEEPING,
-)
+from ._plots import plot_output_dtypes
+from ._records import AUTOGRAD_BOOKKEEPING
 
 __all__ = [
     "AUTOGRAD_BOOKKEEPING",

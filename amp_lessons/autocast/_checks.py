@@ -13,14 +13,11 @@ import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode, _get_current_dispatch_mode_stack
 
 from .._exercise import attempt, calls_seen, correct, exercise, hint_list, not_yet, your_turn
-from ..autocast._experiments import policy_of, trace
 from ..checks import CheckResult, is_placeholder
+from ._experiments import policy_of, trace
+from ._records import dtype_name
 
-__all__ = [
-    "check_bce_fix",
-    "check_cast_counter",
-    "check_dtype_predictions",
-]
+__all__ = ["check_bce_fix", "check_cast_counter", "check_dtype_predictions"]
 
 
 def _dtype_exercises():
@@ -42,24 +39,16 @@ def _dtype_exercises():
 
 
 def _outcome(device_type: str, fn, args) -> str:
-    """The output dtype's name ("float32") of ``fn(*args)`` under the device type's autocast, or "error"."""
     try:
-        return _dtype_name(trace(fn, *args, device_type=device_type).output.dtype)
+        return dtype_name(trace(fn, *args, device_type=device_type).output.dtype)
     except RuntimeError:
         return "error"
 
 
-def _dtype_name(d) -> str:
-    return str(d).replace("torch.", "")
-
-
 @exercise
 def check_dtype_predictions(predictions: dict) -> CheckResult:
-    """Exercise: predict the output dtype of each expression of the lesson's table under autocast
-    (CPU: bf16 autocast, run here; CUDA: fp16 autocast, on a GPU or previewed with fake CUDA
-    tensors), or "error" where the call raises. ``predictions`` maps each expression to a dtype name
-    such as "torch.float32" (or "float32"), or "error"."""
-
+    """Exercise: ``predictions`` maps each expression of the lesson's table to the dtype name ("torch.float32" or
+    "float32") of its output under autocast (CPU bf16; CUDA fp16, previewed without a GPU), or "error"."""
     exercises = _dtype_exercises()
     if not isinstance(predictions, dict):
         return not_yet(f"predictions must be a dict {{expression: dtype name}}, got {type(predictions).__name__}")
@@ -104,14 +93,11 @@ def check_dtype_predictions(predictions: dict) -> CheckResult:
     return correct(f"all {len(exercises)} outcomes predicted right, on the CPU and CUDA policies")
 
 
-#: the starter's loss, as the exercise gives it
 _STARTER_EXPR = "F.binary_cross_entropy(torch.sigmoid(z), y)"
 
 
 def _is_starter(fn) -> bool:
-    """Whether ``fn`` is the exercise's starter as given: a function (or lambda) whose only statement returns
-    ``F.binary_cross_entropy(torch.sigmoid(z), y)`` (comments, blank lines and the function's name do not count).
-    Read from the function's source; False where there is none."""
+    """Whether ``fn``'s only statement is the starter's ``return F.binary_cross_entropy(torch.sigmoid(z), y)``."""
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
     except (OSError, TypeError, SyntaxError):
@@ -137,8 +123,7 @@ def _is_starter(fn) -> bool:
 
 
 def _bce_cases():
-    """(what, logits, targets, relative tolerance) the loss is checked on. The reference is the same loss computed
-    from the logits in float64, so probabilities that round to 0 or 1 cannot hide in it."""
+    """(what, logits, targets, relative tolerance) the loss is checked on, against the float64 loss of the logits."""
     g = torch.Generator().manual_seed(1)
     z, y = torch.randn(16, generator=g) * 3, torch.rand(16, generator=g)
     extremes = torch.tensor([-30.0, -20.0, -10.0, -3.0, 0.5, 10.0, 20.0, 30.0])
@@ -156,12 +141,8 @@ def _bce_cases():
 
 @exercise
 def check_bce_fix(fn) -> CheckResult:
-    """Exercise: ``fn(logits, target)`` computes the same loss as ``binary_cross_entropy(sigmoid(logits), target)``
-    (the mean) in a form CUDA autocast accepts. Checked under the CUDA policy (a GPU, or fake CUDA tensors) for
-    running at all and returning fp32; then for the value, on the CPU, against the loss computed from the logits in
-    float64: on fp32 logits, on fp32 logits out to +-30 (where an fp32 sigmoid rounds to 0 or 1) and on fp16 logits
-    (what a loss gets under CUDA autocast; an fp16 sigmoid rounds to 1 from 8.3 on)."""
-
+    """Exercise: ``fn(logits, target)`` computes the mean ``binary_cross_entropy(sigmoid(logits), target)`` in a form
+    CUDA autocast accepts, in fp32, and exactly out to logits of +-30 and on fp16 logits."""
     cases = _bce_cases()
     logits, target = cases[0][1], cases[0][2]
     try:
@@ -208,15 +189,11 @@ def check_bce_fix(fn) -> CheckResult:
     return correct("same loss, accepted by CUDA autocast and computed in fp32, exact out to +-30 and on fp16 logits")
 
 
-# --------------------------------------------------------------------------------------------
-# Exercise 3: a cast counter
-# --------------------------------------------------------------------------------------------
-
 _HALF = (torch.float16, torch.bfloat16)
 
 
 class _Truth(TorchDispatchMode):
-    """The checker's own count: ``aten._to_copy`` calls whose output is fp16 or bf16 and whose input was not."""
+    """``aten._to_copy`` calls whose output is fp16 or bf16 and whose input was not."""
 
     def __init__(self):
         super().__init__()
@@ -230,8 +207,7 @@ class _Truth(TorchDispatchMode):
 
 
 def _cast_cases():
-    """(what, fn, hints) the counter is tried on; each fn opens its own autocast regions. The hints, most important
-    first, are shown where the learner's count differs from the dispatcher's on that case."""
+    """(what, fn, hints) the counter is tried on; each fn opens its own autocast regions."""
 
     def one_region(lin, x):
         with torch.autocast("cpu", dtype=torch.bfloat16):
@@ -340,7 +316,6 @@ def _fresh_inputs():
     return lin, torch.randn(4, 16, generator=g)
 
 
-#: the course's functions that count or show casts for you: an answer that calls one is refused
 _COURSE_COUNTERS = frozenset({"trace", "profile_tree", "cast_cost", "output_dtypes"})
 _EXPERIMENTS_FILE = inspect.getsourcefile(trace)
 
@@ -351,13 +326,10 @@ def _course_counter(code) -> bool:
 
 @exercise
 def check_cast_counter(fn) -> CheckResult:
-    """Exercise: ``fn(work, *args)`` runs ``work(*args)`` (which opens its own autocast regions) and returns how many
-    casts to a 16-bit float dtype (``aten._to_copy`` to fp16 or bf16 from another dtype) the dispatcher ran, counted
-    with a ``TorchDispatchMode`` the learner writes. Tried on a weight used three times in one region and in three
-    (the weight-cast cache), on fp16 autocast, on casts up to fp32, int16 and same-dtype copies, on casts from fp64,
-    int64 and fp16, on ops that make a 16-bit tensor without a cast, and on two training steps in one region (the
-    stale cast) and in one region per step; the course's own tracer, or any count without a dispatch mode, is
-    refused."""
+    """Exercise: ``fn(work, *args)`` runs ``work(*args)`` and returns how many casts to fp16 or bf16 from another
+    dtype (``aten._to_copy``) the dispatcher ran, counted with a ``TorchDispatchMode`` you write (not the course's
+    tracer)."""
+
     seen: dict = {"modes": set()}
     counts, wants = [], []
     for what, work, hints in _cast_cases():

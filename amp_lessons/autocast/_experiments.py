@@ -1,28 +1,6 @@
-"""Lesson 04's experiments: what autocast does to each op, seen three ways.
-
-- **The policy tables** (:func:`policy_table`, :func:`policy_groups`, :func:`policy_of`,
-  :func:`policy_sources`): for every ATen op that has an autocast kernel in the *installed* torch,
-  whether autocast runs it in lower precision, in fp32, promotes its inputs to the widest dtype,
-  or refuses it. No public torch API returns this, so it is derived: which ops have a kernel comes
-  from the dispatcher; the CUDA classes come from the header ``ATen/autocast_mode.h`` that ships
-  in the wheel, and every class the header does not give (all of them for the CPU, whose lists
-  live in a ``.cpp`` that is not shipped) is *measured*: the op is called under autocast with
-  small sample inputs and the dtype it returns says the class. CPU and CUDA policies differ:
-  ``layer_norm``, ``softmax``, ``exp`` and ``sum`` are fp32 ops under CUDA autocast and on no list
-  at all under CPU autocast.
-- **The tracer** (:func:`trace`): runs a function under autocast while a ``TorchDispatchMode``
-  records every ATen op with its input and output dtypes, including the ``_to_copy`` casts that
-  autocast inserts, and optionally the backward pass. The CUDA policy can be previewed on a
-  machine without a GPU with fake CUDA tensors (no data, no kernels, only dtypes and shapes).
-- **The profiler tree** (:func:`profile_tree`): the same story from ``torch.profiler``, with
-  timings, as an indented op tree, plus a Chrome trace file.
-
-:func:`cast_cost` times the fp32 upcast that a CUDA-style fp32 op (layer norm) needs for a
-low-precision input against the op itself.
-
-Every function returns data (the results are the records of :mod:`.records`); nothing here draws. The
-machinery that reads and measures torch's autocast lists is in :mod:`._policy`.
-"""
+"""Lesson 04's experiments: the autocast policy tables of the installed torch (:func:`policy_table` and friends),
+the op tracer (:func:`trace`, with a fake CUDA preview), the profiler tree (:func:`profile_tree`) and the cost of an
+upcast (:func:`cast_cost`). They return the records of :mod:`._records`; the list reading is in :mod:`._policy`."""
 
 from __future__ import annotations
 
@@ -62,28 +40,13 @@ __all__ = [
 
 POLICIES = ("lower_precision", "fp32", "fp32_set_opt_dtype", "fp32_append_dtype", "promote", "banned")
 """What autocast does to an op: the five values of ``CastPolicy`` in PyTorch's ``autocast_mode.h``
-(https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.h), and one kernel that is not a
-policy.
-
-- ``"lower_precision"`` (``lower_precision_fp``): cast the floating inputs to fp16/bf16;
-- ``"fp32"``: cast the floating inputs to float32 (a separate cast before the op);
-- ``"fp32_set_opt_dtype"``: no cast; call the op with ``dtype=torch.float32`` so that it *writes* fp32,
-  unless the caller passed a ``dtype`` (then it is left alone): softmax, log_softmax, sum, prod, cumsum...;
-- ``"fp32_append_dtype"``: no cast; call the overload that takes an output dtype, with float32 (``norm``);
-- ``"promote"``: cast all floating inputs to the widest floating dtype among them;
-- ``"banned"``: a kernel that raises (``binary_cross_entropy`` under CUDA autocast).
-
-The CPU lists (``autocast_mode.cpp``) use only ``lower_precision``, ``fp32`` and ``promote``."""
+(https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.h) and ``"banned"`` (a kernel that
+raises)."""
 
 DEVICE_TYPES = ("cpu", "cuda")
 
 _DEFAULT_DTYPES = {"cpu": torch.bfloat16, "cuda": torch.float16}
 _AUTOCAST_DTYPES = (torch.bfloat16, torch.float16)
-
-
-# --------------------------------------------------------------------------------------------
-# Checks
-# --------------------------------------------------------------------------------------------
 
 
 def _check_device_type(device_type, what: str = "device_type") -> str:
@@ -104,46 +67,22 @@ def _check_dtype(dtype, device_type: str) -> torch.dtype:
     return dtype
 
 
-# --------------------------------------------------------------------------------------------
-# Policy tables
-# --------------------------------------------------------------------------------------------
-
-
 def policy_table(device_type: str) -> dict[str, str]:
-    """``{op name: policy}`` for every ATen op with an autocast kernel for ``device_type``
-    (``"cpu"`` or ``"cuda"``) in the installed torch; the policy is one of :data:`POLICIES`.
+    """``{op name: policy}`` (one of :data:`POLICIES`) for every ATen op with an autocast kernel for
+    ``device_type`` (``"cpu"`` or ``"cuda"``; works for ``"cuda"`` without a GPU) in the installed torch.
 
-    Names have no overload (``"mm"``, ``"layer_norm"``, ``"conv_transpose2d"``); ops without an
-    autocast kernel (``add``, ``relu``, ``embedding``...) are absent: autocast leaves them alone,
-    so they run in whatever dtype their inputs have. Works for ``"cuda"`` without a GPU.
-
-    How it is derived (see :func:`policy_sources` for each op): the op list is every operator
-    for which the dispatcher holds a kernel of its own under the ``AutocastCPU`` /
-    ``AutocastCUDA`` key. CUDA classes are read from the macro lists of the installed
-    ``torch/include/ATen/autocast_mode.h``; the rest (the banned ``binary_cross_entropy``, and
-    every CPU op, as the CPU lists are in a ``.cpp`` the wheel does not ship) are measured by
-    calling each op under autocast with small sample inputs built from its schema and reading
-    the dtype it returns (bfloat16 for the CPU; fp16 on fake CUDA tensors for CUDA). The
-    measurements run once per session, for both device types, in a separate Python process
-    (about 4 s on a 2-core CPU); later calls are instant. An op that could be classified in no
-    way would be left out; in torch 2.13 there is none.
-    """
+    Names have no overload (``"mm"``); ops without an autocast kernel (``add``, ``relu``) are absent: they run in
+    their inputs' dtype. CUDA classes are read from the installed ``ATen/autocast_mode.h``, the rest measured by
+    calling each op under autocast on small samples, once per session in a separate process (a few seconds)."""
     return dict(classify(_check_device_type(device_type))[0])
 
 
 def policy_sources(device_type: str) -> dict[str, str]:
-    """``{op name: how its class was found}`` for the ops of :func:`policy_table`, one of
-    :data:`SOURCES`: ``"header"`` (CUDA only: listed in the installed ``autocast_mode.h``),
-    ``"measured"`` (the dtype the op returned under autocast on this machine, on fake CUDA
-    tensors for CUDA, for at least one overload) or ``"fallback"``: no sample input could call
-    the op, so its class is borrowed, in this order: for the CPU, from the few ops whose class the
-    module copies from ``autocast_mode.cpp`` because they run only on some CPUs (``mkldnn_rnn_layer``:
-    measured where the CPU has AVX512, a fallback on AVX2-only CPUs, where oneDNN refuses it); from
-    an op of the same name in the CUDA header, from the class measured for the other device type, or
-    from the longest header op name inside its name (a guess: in torch 2.13 only CUDA's
-    ``cudnn_convolution`` and ``cudnn_convolution_transpose``, which fake tensors cannot run, get
-    their class this way, from ``convolution``: lower_precision, which is what ``autocast_mode.cpp``
-    registers). Which ops are "measured" therefore depends on the CPU; the table does not."""
+    """``{op name: how its class was found}`` for the ops of :func:`policy_table`, one of :data:`SOURCES`:
+    ``"header"`` (CUDA: the installed ``autocast_mode.h``), ``"measured"`` (the dtype the op returned under autocast
+    here) or ``"fallback"`` (no sample could call it: the class copied from ``autocast_mode.cpp``, from the same op in
+    the header or the other device type, or from the longest header op name inside its name). Which ops are
+    "measured" depends on the CPU (``mkldnn_rnn_layer`` needs AVX512); the table does not."""
     return dict(classify(_check_device_type(device_type))[1])
 
 
@@ -166,11 +105,6 @@ def policy_of(op_name, device_type: str) -> str | None:
             f"(torch.ops.aten.<name>), got {op_name!r}"
         )
     return policy_table(device_type).get(name)
-
-
-# --------------------------------------------------------------------------------------------
-# The tracer
-# --------------------------------------------------------------------------------------------
 
 
 def _tensors(tree) -> list[torch.Tensor]:
@@ -245,14 +179,9 @@ def _convert(obj, mode, memo: dict):
 
 
 def fake_cuda(obj, mode=None):
-    """Fake CUDA copies of the tensors and ``nn.Module`` s in ``obj`` (a tensor, a module, or
-    lists/tuples/dicts of them; anything else is returned as is), for ``mode`` (a
-    ``FakeTensorMode``; a new one if None). Module copies are
-    deep copies whose parameters and buffers are fake and do not require grad; tensors keep
-    shape, stride and dtype, not values. The original objects are not changed.
-
-    :func:`trace` does this itself for its arguments; call this to build fake inputs yourself
-    (then trace uses their fake mode), e.g. to look at shapes inside the mode."""
+    """Fake CUDA copies of the tensors and ``nn.Module`` s in ``obj`` (lists, tuples and dicts walked; anything else
+    returned as is) for ``mode`` (a ``FakeTensorMode``; a new one if None): shapes, strides and dtypes, no values;
+    module copies' parameters do not require grad. :func:`trace` does this itself for its arguments."""
     mode = FakeTensorMode() if mode is None else mode
     if not isinstance(mode, FakeTensorMode):
         raise TypeError(f"mode must be a FakeTensorMode or None, got {type(mode).__name__}")
@@ -270,7 +199,7 @@ def _existing_fake_mode(tree):
     return None
 
 
-def _check_devices(tree, device_type: str, fake: bool) -> None:
+def _check_devices(tree, device_type: str) -> None:
     def tensors_of(leaf):
         if isinstance(leaf, torch.Tensor):
             yield "a tensor argument", leaf
@@ -280,8 +209,6 @@ def _check_devices(tree, device_type: str, fake: bool) -> None:
 
     for leaf in tree_leaves(tree):
         for what, t in tensors_of(leaf):
-            if fake:
-                continue  # everything is converted
             if isinstance(t, FakeTensor):
                 raise ValueError(f"{what} is a fake tensor, but fake=False: pass real tensors, or fake=True")
             if t.device.type != device_type and t.dim() > 0:
@@ -297,7 +224,6 @@ def _check_devices(tree, device_type: str, fake: bool) -> None:
 
 
 def _all_real_cuda(tree) -> bool:
-    """Every tensor in ``tree`` (and every parameter and buffer of a module in it) is a real CUDA tensor."""
     for leaf in tree_leaves(tree):
         if isinstance(leaf, torch.nn.Module):
             tensors = [*leaf.parameters(), *leaf.buffers()]
@@ -318,30 +244,15 @@ def _first_output_tensor(out):
 
 
 def trace(fn, *args, device_type: str = "cpu", dtype=None, fake=None, backward: bool = False, **kwargs) -> Trace:
-    """Run ``fn(*args, **kwargs)`` under ``torch.autocast(device_type, dtype)`` and record every
-    ATen op the dispatcher runs: name, input and output dtypes and shapes, and whether it is a
-    cast (a ``_to_copy`` that changes the dtype: those in the forward pass are autocast's).
+    """Run ``fn(*args, **kwargs)`` under ``torch.autocast(device_type, dtype)`` and record every ATen op the
+    dispatcher runs (name, input and output dtypes and shapes, whether it is a cast) as a :class:`Trace`.
 
-    ``dtype``: ``torch.bfloat16`` or ``torch.float16``; None means bfloat16 on the CPU, float16
-    for CUDA. With ``backward=True`` the backward pass of ``fn``'s (first floating) output runs
-    too, outside autocast as it should (a non-scalar output gets a gradient of ones), and its ops
-    are recorded with phase "backward"; the gradients accumulate into the parameters as any
-    backward would.
-
-    ``device_type="cuda"``: ``fake=False`` runs everything for real, on a GPU, and the tensors and
-    modules must already be on it. ``fake=None`` (the default) runs for real only where torch sees a
-    GPU *and* every tensor and module is already on it; otherwise (CPU tensors, on any machine, or
-    ``fake=True``) the CUDA policy is *previewed*: ``args``, ``kwargs`` and ``fn`` itself if it is an ``nn.Module`` are
-    replaced by fake CUDA copies (:func:`fake_cuda`; fake tensors have dtypes and shapes, no
-    values, and run no kernels), and CUDA autocast is switched on for them directly. So pass
-    every tensor and module ``fn`` uses as an argument, ``trace(lambda m, x: m(x).sum(), model,
-    x, device_type="cuda")``, not through a closure: a real tensor met inside the fake region is
-    an error. Tensors created inside ``fn`` with ``device="cuda"`` are fake. Fake tensors cannot
-    take part in autograd in a CPU-only torch (it asks the CUDA runtime for a stream), so the
-    preview runs under ``torch.no_grad()`` with the autocast cast cache off: every call casts
-    its weights again (on a GPU, casts of parameters are cached once per autocast region), and
-    ``backward=True`` is refused.
-    """
+    ``dtype``: ``torch.bfloat16`` or ``torch.float16`` (None: bfloat16 on the CPU, float16 for CUDA).
+    ``backward=True`` also runs and records the backward pass of ``fn``'s first floating output (gradient of ones).
+    ``device_type="cuda"`` runs for real where torch sees a GPU and every tensor and module is on it (or
+    ``fake=False``); otherwise (or ``fake=True``) it previews the CUDA policy on fake CUDA copies of ``args``,
+    ``kwargs`` and a module ``fn`` (:func:`fake_cuda`), under ``torch.no_grad()`` without the cast cache, so pass
+    every tensor ``fn`` uses as an argument, not through a closure; ``backward=True`` is refused there."""
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {fn!r}")
     device_type = _check_device_type(device_type)
@@ -370,10 +281,9 @@ def trace(fn, *args, device_type: str = "cpu", dtype=None, fake=None, backward: 
             "backward=True cannot run on fake CUDA tensors (autograd needs the CUDA runtime); "
             "trace the backward pass with device_type='cpu', or on a GPU"
         )
-    everything = (fn, args, kwargs)
-    _check_devices(everything, device_type, fake)
     if fake:
         return _trace_fake(fn, args, kwargs, dtype)
+    _check_devices((fn, args, kwargs), device_type)
     return _trace_real(fn, args, kwargs, device_type, dtype, backward)
 
 
@@ -419,15 +329,10 @@ def _trace_fake(fn, args, kwargs, dtype) -> Trace:
     return Trace(rec.ops, "cuda", dtype, True, out, None)
 
 
-# --------------------------------------------------------------------------------------------
-# The profiler tree
-# --------------------------------------------------------------------------------------------
-
 _NOT_TENSORS = {"Scalar", "ScalarList", "", "GenericList", "None", "Device", "Layout", "bool", "int"}
 
 
 def _clean_inputs(dims, types) -> tuple[list, list]:
-    """The tensor inputs of a profiler event: shapes and dtypes ("float", "BFloat16", "Half")."""
     dims, types = list(dims or []), list(types or [])
     if len(dims) != len(types):
         return dims, [t.replace("c10::", "") for t in types]
@@ -466,18 +371,10 @@ def _build_tree(events: list) -> list:
 
 
 def profile_tree(fn, *args, device_type: str = "cpu", dtype=None, trace_dir=None, **kwargs) -> ProfileTree:
-    """Run ``fn(*args, **kwargs)`` under ``torch.autocast(device_type, dtype)`` inside
-    ``torch.profiler.profile(record_shapes=True)`` and return its CPU op tree
-    (:class:`ProfileTree`): each op with its tensor inputs' shapes and dtypes, self and total
-    time, its children indented below it; autocast's casts appear as ``aten::to`` ->
-    ``aten::_to_copy`` -> ``aten::copy_`` children of the op that needed them.
-
-    ``fn`` runs once, unwarmed (the first call of an op includes one-time setup), so read times
-    as rough. On a GPU (``device_type="cuda"``) CUDA activity is recorded too; the GPU kernels
-    are in the Chrome trace, the tree shows the CPU side. The Chrome trace is written to a new
-    file in ``trace_dir`` (created if needed; default a new temporary folder). This measures
-    real kernels: ``device_type="cuda"`` needs a GPU (use :func:`trace` to preview the CUDA
-    policy without one)."""
+    """Run ``fn(*args, **kwargs)`` once, unwarmed, under ``torch.autocast(device_type, dtype)`` inside
+    ``torch.profiler`` and return its CPU op tree (:class:`ProfileTree`: shapes, dtypes, self and total times;
+    autocast's casts appear as ``aten::to`` children). The Chrome trace is written to a new file in ``trace_dir``
+    (default: a new temporary folder). ``device_type="cuda"`` needs a GPU."""
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {fn!r}")
     device_type = _check_device_type(device_type)
@@ -487,7 +384,7 @@ def profile_tree(fn, *args, device_type: str = "cpu", dtype=None, trace_dir=None
             "profile_tree(device_type='cuda') times real CUDA kernels, and torch sees no GPU here; "
             "use device_type='cpu', or trace(..., device_type='cuda') to preview the CUDA policy"
         )
-    _check_devices((fn, args, kwargs), device_type, False)
+    _check_devices((fn, args, kwargs), device_type)
     if path_or_none(trace_dir, "trace_dir") is None:
         trace_dir = tempfile.mkdtemp(prefix="amp_profile_")
     trace_dir = Path(trace_dir)
@@ -517,11 +414,6 @@ def profile_tree(fn, *args, device_type: str = "cpu", dtype=None, trace_dir=None
     return ProfileTree(_build_tree(cpu), path, device_type, dtype, name)
 
 
-# --------------------------------------------------------------------------------------------
-# The cost of an upcast
-# --------------------------------------------------------------------------------------------
-
-
 def _check_size(size) -> tuple[int, int]:
     if is_int(size):
         size = (int(size), int(size))
@@ -534,33 +426,11 @@ def _check_size(size) -> tuple[int, int]:
 
 
 def cast_cost(size=(4096, 1024), repeats: int = 20, *, device: str = "cpu") -> CastCost:
-    """Time an fp32 layer norm fed a low-precision activation, and the cast it needs.
-
-    ``x`` is a bfloat16 ``(rows, features)`` tensor (``size``; an int means square) and
-    ``ln`` an ``nn.LayerNorm(features)`` with fp32 weight and bias. Medians of ``repeats`` timed
-    calls (after 3 untimed ones; :func:`amp_lessons.timing.time_fn`), in seconds, without
-    autograd:
-
-    - ``"autocast_layer_norm_s"``: ``ln(x)`` under ``torch.autocast(device, bfloat16)``, what
-      autocast really does here. On CUDA, layer_norm is an fp32 op, so autocast inserts the
-      upcast; under CPU autocast it is on no list, so no cast is inserted and the mixed
-      bf16-input/fp32-weight kernel runs (``"autocast_inserts_upcast"`` says which, traced).
-    - ``"upcast_then_layer_norm_s"``: ``ln(x.float())``, the CUDA policy spelled out.
-    - ``"upcast_into_buffer_then_layer_norm_s"``: the same with the fp32 copy written into a
-      buffer allocated once (``ln(buf.copy_(x))``): the arithmetic and memory traffic without
-      a fresh allocation. On Linux the difference can be large: ``ln(x.float())`` frees two
-      big temporaries per call, glibc's ``malloc`` gives that memory back to the OS and every
-      call faults it in again (on the 2-core CI machine at 4096 x 1024: about 10 ms instead of
-      about 1.5 ms; with trimming switched off through ``mallopt`` the two agree). That is the
-      allocator, not the cast.
-    - ``"cast_s"``: ``x.float()`` alone.
-    - ``"layer_norm_fp32_s"``: ``ln(x32)`` on an fp32 copy of ``x``, no cast.
-    - ``"cast_over_layer_norm"``: ``cast_s / layer_norm_fp32_s``.
-
-    Returned as the :class:`CastCost`, with the ``size``, ``repeats`` and ``device`` (``"cpu"`` or the GPU's
-    name) measured. CPU times are noisy: the first large allocations of a process can add page-fault time, so run it
-    twice before reading much into one result.
-    """
+    """Time an fp32 ``nn.LayerNorm`` fed a bfloat16 ``(rows, features)`` activation (``size``; an int means square),
+    and the cast it needs: medians of ``repeats`` calls (:func:`amp_lessons.timing.time_fn`) of ``ln(x)`` under
+    autocast, ``ln(x.float())``, ``ln(buf.copy_(x))`` (the upcast into a buffer allocated once: no fresh
+    allocation), ``x.float()`` alone and ``ln(x32)``, and whether autocast inserts the upcast (traced: yes on CUDA,
+    where layer_norm is an fp32 op; no on the CPU). Returns a :class:`CastCost`; CPU times are noisy."""
     rows, features = _check_size(size)
     count(repeats, "repeats", 1, 10_000, "timed calls of each of four ops")
     if device not in DEVICE_TYPES:
@@ -581,16 +451,16 @@ def cast_cost(size=(4096, 1024), repeats: int = 20, *, device: str = "cpu") -> C
     inserts = any(
         op.is_cast and op.in_dtypes[0] == torch.bfloat16 and op.out_dtypes[0] == torch.float32 for op in probe.ops
     )
+    calls = {
+        "autocast_layer_norm_s": autocast_ln,
+        "upcast_then_layer_norm_s": lambda: ln(x.float()),
+        "upcast_into_buffer_then_layer_norm_s": lambda: ln(buf.copy_(x)),
+        "cast_s": lambda: x.float(),
+        "layer_norm_fp32_s": lambda: ln(x32),
+    }
     with torch.no_grad():
-        times = {
-            "autocast_layer_norm_s": time_fn(autocast_ln, device=device, repeats=int(repeats)).median_s,
-            "upcast_then_layer_norm_s": time_fn(lambda: ln(x.float()), device=device, repeats=int(repeats)).median_s,
-            "upcast_into_buffer_then_layer_norm_s": time_fn(
-                lambda: ln(buf.copy_(x)), device=device, repeats=int(repeats)
-            ).median_s,
-            "cast_s": time_fn(lambda: x.float(), device=device, repeats=int(repeats)).median_s,
-            "layer_norm_fp32_s": time_fn(lambda: ln(x32), device=device, repeats=int(repeats)).median_s,
-        }
+        times = {k: time_fn(f, device=device, repeats=int(repeats)).median_s for k, f in calls.items()}
+
     return CastCost(
         **times,
         cast_over_layer_norm=times["cast_s"] / times["layer_norm_fp32_s"],
@@ -602,10 +472,9 @@ def cast_cost(size=(4096, 1024), repeats: int = 20, *, device: str = "cpu") -> C
 
 
 def output_dtypes(exprs: dict, *args, device_types=DEVICE_TYPES) -> dict:
-    """``{label: {device_type: dtype name}}``: the output dtype of each ``exprs[label](*args)`` traced under
-    each device type's autocast (:func:`trace`: CPU autocast measured here; CUDA autocast on a GPU, or
-    previewed with fake CUDA tensors). A call that raises gives ``"error"``. ``exprs`` maps a label to a
-    function of ``args``; the names are ``torch.float32``'s without ``torch.``, e.g. ``"bfloat16"``."""
+    """``{label: {device_type: dtype name}}``: the output dtype (``"bfloat16"``...) of each ``exprs[label](*args)``
+    traced under each device type's autocast (:func:`trace`; CUDA previewed without a GPU); ``"error"`` where the
+    call raises."""
     if not isinstance(exprs, dict) or not exprs:
         raise TypeError(f"exprs must be a non-empty dict {{label: function}}, got {exprs!r}")
     bad = [k for k, f in exprs.items() if not isinstance(k, str) or not callable(f)]
@@ -636,14 +505,13 @@ def output_dtypes(exprs: dict, *args, device_types=DEVICE_TYPES) -> dict:
     return out
 
 
-#: errors that come from the fake CUDA preview itself (a CPU-only torch, a real tensor in a fake region)
 _PREVIEW_LIMITS = ("not linked with support for cuda", "real tensor inside the fake CUDA preview")
 
 
 @contextlib.contextmanager
 def _quiet_fake_errors():
-    """Silence the fake-tensor logger's traceback for an op whose meta function refuses its inputs (the
-    error itself is raised and becomes the ``"error"`` answer)."""
+    """Silence the fake-tensor logger's traceback for an op its meta function refuses."""
+
     log = logging.getLogger("torch._subclasses.fake_tensor")
     level = log.level
     log.setLevel(logging.CRITICAL)

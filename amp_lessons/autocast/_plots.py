@@ -9,9 +9,7 @@ from matplotlib.patches import Patch, Rectangle
 from .._draw import axes_for, legend_outside, name_artist, styled
 from ..style import format_color
 
-__all__ = [
-    "plot_output_dtypes",
-]
+__all__ = ["plot_output_dtypes"]
 
 _SHORT = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16", "float64": "fp64"}
 _COLORS = {"fp32": "#9E9E9E", "fp16": format_color("fp16"), "bf16": format_color("bf16"), "fp64": "#6A3D9A"}

@@ -1,11 +1,6 @@
-"""Lesson 04's reading of torch's autocast lists: the machinery behind :func:`~.experiments.policy_table`.
-
-Which ATen ops have an autocast kernel comes from the dispatcher (:func:`autocast_ops`); the CUDA classes are parsed
-from the installed ``ATen/autocast_mode.h`` (:func:`parse_header`, :func:`header_policies`); every other class is
-measured by calling the op under autocast on sample inputs built from its schema (:class:`Sampler`,
-:func:`generic_sample`, :data:`SAMPLES`, :func:`measure`), once per session in a fresh Python process
-(:func:`probe_all`), and :func:`classify` combines the two into the tables, with a fallback for the ops no sample
-can call. The public functions of :mod:`.experiments` check their arguments and call these; nothing here draws."""
+"""Lesson 04's reading of torch's autocast lists: ops from the dispatcher, CUDA classes parsed from the installed
+``ATen/autocast_mode.h``, the rest measured on sample inputs built from each op's schema in a fresh process, combined
+by :func:`classify`."""
 
 from __future__ import annotations
 
@@ -27,10 +22,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
 SOURCES = ("header", "measured", "fallback")
-"""How :func:`~.experiments.policy_sources` says an op's class was found: read from the installed
-``ATen/autocast_mode.h`` (``"header"``), measured by calling the op under autocast
-(``"measured"``), or taken from elsewhere because neither worked (``"fallback"``, see
-:func:`~.experiments.policy_sources`)."""
+"""How :func:`~.experiments.policy_sources` says an op's class was found."""
 
 _DISPATCH_KEYS = {"cpu": "AutocastCPU", "cuda": "AutocastCUDA"}
 _PROBE_TIMEOUT_S = 120
@@ -40,11 +32,6 @@ _CAST_OPS = {"_to_copy", "to", "convert_element_type", "_autocast_to_reduced_pre
 
 def is_cast_op(func) -> bool:
     return getattr(func, "__name__", "").split(".")[0] in _CAST_OPS
-
-
-# --------------------------------------------------------------------------------------------
-# The installed header and the dispatcher
-# --------------------------------------------------------------------------------------------
 
 
 def _header_path() -> Path:
@@ -62,11 +49,7 @@ _HEADER_MACROS = {
 
 
 def parse_header(text: str) -> dict[str, str]:
-    """``{"aten::name.overload": policy}`` from the text of ``ATen/autocast_mode.h``.
-
-    Each macro is ``#define AT_FORALL_X(_) \\`` followed by continuation lines of entries
-    ``_(name)``, ``_(name, overload)`` or, in ``AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE``,
-    ``_(ADD_NS(norm), "norm.Scalar", <signatures>, fp32_append_dtype)``."""
+    """``{"aten::name.overload": policy}`` from the ``#define AT_FORALL_X(_)`` macros of ``ATen/autocast_mode.h``."""
     out: dict[str, str] = {}
     lines = text.splitlines()
     i = 0
@@ -103,14 +86,10 @@ def header_policies() -> dict[str, str]:
 
 
 def autocast_ops(device_type: str) -> list[str]:
-    """Every ``aten::name[.overload]`` with a kernel of its own for autocast on ``device_type``
-    (ops without one fall through autocast untouched; ``aten::add.Tensor`` is one of them)."""
+    """Every ``aten::name[.overload]`` with a kernel of its own for autocast on ``device_type``."""
     key = _DISPATCH_KEYS[device_type]
     has = torch._C._dispatch_has_kernel_for_dispatch_key
     return sorted(n for n in torch._C._dispatch_get_all_op_names() if n.startswith("aten::") and has(n, key))
-
-
-# --- measuring: sample inputs from the schema ---------------------------------------------------
 
 
 class CannotBuild(Exception):
@@ -123,8 +102,7 @@ _INT_FILL = {"padding": 0, "output_padding": 0, "pad": 0, "blank": 0}
 
 
 def _float_sample(shape, dtype, device) -> torch.Tensor:
-    """Values in (0, 1) (valid probabilities, logs, roots); square matrices symmetric positive
-    definite (0.1 everywhere plus 0.5 on the diagonal), so factorizations succeed."""
+    """Values in (0, 1); square matrices symmetric positive definite, so factorizations succeed."""
     t = torch.full(shape, 0.1, device=device)
     if len(shape) >= 2 and shape[-1] == shape[-2]:
         t = t + 0.5 * torch.eye(shape[-1], device=device)
@@ -132,15 +110,13 @@ def _float_sample(shape, dtype, device) -> torch.Tensor:
 
 
 class Sampler:
-    """Makes the tensors of one call: floating ones take their dtypes from ``dtypes`` in order
-    (the last one repeats), so ``[bf16, fp32]`` gives a bf16 first input and fp32 for the rest."""
+    """Makes the tensors of one call: floating ones take their dtypes from ``dtypes`` in order (the last repeats)."""
 
     def __init__(self, dtypes, device):
         self.dtypes, self.device, self.n_float = dtypes, device, 0
 
     def float(self, shape, invertible: bool = False) -> torch.Tensor:
-        """A floating tensor of ``shape``; ``invertible``: one whose elements, read as an n x n
-        matrix, make a symmetric positive definite one."""
+        """A floating tensor of ``shape``; ``invertible``: its elements make an SPD n x n matrix."""
         d = self.dtypes[min(self.n_float, len(self.dtypes) - 1)]
         self.n_float += 1
         if invertible:
@@ -156,9 +132,8 @@ class Sampler:
 
 
 def generic_sample(schema, sampler: Sampler, s: int, r: int, variant: dict):
-    """Positional arguments for ``schema`` from simple rules: every tensor of shape ``(s,)*r``
-    (with the exceptions ``variant`` switches on), every optional argument None, every argument
-    with a default left out, ints/bools/floats small and harmless."""
+    """Positional arguments for ``schema``: tensors of shape ``(s,)*r`` (except where ``variant`` says), optional
+    ones None, defaults left out, small harmless numbers."""
     shape = (s,) * r
     args = []
     for a in schema.arguments:
@@ -257,7 +232,7 @@ _COMPLEX_PARTS = {torch.complex32: torch.float16, torch.complex64: torch.float32
 
 
 def result_dtype(out):
-    """The dtype of the first floating (or complex: its real part) tensor among the outputs."""
+    """The dtype of the first floating (complex: its real part) output tensor."""
     for t in tree_leaves(out):
         if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
             return _COMPLEX_PARTS.get(t.dtype, t.dtype)
@@ -282,13 +257,11 @@ class _FirstCasts(TorchDispatchMode):
 
 
 def measure(qualified: str, device: str, low: torch.dtype) -> str | None:
-    """The autocast class of one op overload, found by calling it under the (already entered)
-    autocast of ``device`` with low-precision dtype ``low``; None if no sample input worked.
+    """The autocast class of one op overload under the entered autocast of ``device`` (None if no sample worked).
 
-    A: all floating inputs fp32; B: all ``low``; C: the first ``low``, the rest fp32.
-    lower_precision: A returns ``low``. fp32: B returns fp32. promote: C returns fp32 while B
-    stays ``low``. banned: the call raises "unsafe to autocast". For ops whose outputs are not
-    floating (``linalg_matrix_rank``), the casts autocast inserts before the op decide instead."""
+    A: all floating inputs fp32; B: all ``low``; C: the first ``low``, the rest fp32. lower_precision: A returns
+    ``low``; fp32: B returns fp32; promote: C returns fp32, B ``low``; banned: "unsafe to autocast". Ops without a
+    floating output are classified by the casts autocast inserts before them."""
     name, _, overload = qualified.partition(".")
     schema = torch._C._get_schema(name, overload)
     op = getattr(getattr(torch.ops.aten, name.split("::", 1)[1]), overload or "default")
@@ -357,8 +330,7 @@ def measure(qualified: str, device: str, low: torch.dtype) -> str | None:
 
 @contextlib.contextmanager
 def cuda_autocast_on_fake(dtype: torch.dtype, cache: bool):
-    """CUDA autocast switched on without the availability check that ``torch.autocast`` makes
-    (meant for fake CUDA tensors); restores the previous switches and clears the cast cache."""
+    """CUDA autocast switched on without ``torch.autocast``'s availability check (for fake CUDA tensors)."""
     prev = (torch.is_autocast_enabled("cuda"), torch.get_autocast_dtype("cuda"), torch.is_autocast_cache_enabled())
     torch.set_autocast_enabled("cuda", True)
     torch.set_autocast_dtype("cuda", dtype)
@@ -372,14 +344,11 @@ def cuda_autocast_on_fake(dtype: torch.dtype, cache: bool):
         torch.clear_autocast_cache()
 
 
-def probe_all(cuda_ops=None) -> dict:
-    """Measure the autocast ops of both device types (run in a fresh process by
-    :func:`_probe_results`): ``{"cpu": {op: policy | None}, "cuda": {...}}``. Every CPU op is
-    measured; for CUDA the ops ``cuda_ops`` (default: those the installed header does not list),
-    on fake CUDA tensors."""
-    if cuda_ops is None:
-        header = header_policies()
-        cuda_ops = [op for op in autocast_ops("cuda") if op not in header]
+def probe_all() -> dict:
+    """``{"cpu": {op: policy | None}, "cuda": {...}}``: every CPU op measured, and the CUDA ops the header does not
+    list, on fake CUDA tensors."""
+    header = header_policies()
+    cuda_ops = [op for op in autocast_ops("cuda") if op not in header]
     result = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -397,9 +366,7 @@ def probe_all(cuda_ops=None) -> dict:
 
 @functools.lru_cache(maxsize=None)
 def _probe_results() -> dict:
-    """:func:`probe_all`, run once per session in a fresh Python process: the probes call about
-    250 ops, some of which print C++ warnings or use up warn-once messages, and the CUDA ones
-    run on fake tensors; none of that should touch the learner's process."""
+    """:func:`probe_all`, once per session in a fresh process, so its warnings do not touch the learner's."""
     root = str(Path(__file__).resolve().parent.parent)
     code = (
         "import json, sys; sys.path.insert(0, sys.argv[1]); "
@@ -436,8 +403,6 @@ def classify(device_type: str) -> tuple[dict[str, str], dict[str, str]]:
     table, sources = {}, {}
     for name, found in sorted(by_name.items()):
         if found:
-            # the header first, then a measurement (the overloads of an op all have the same
-            # class in torch 2.13; if they ever differ, the header's or the first overload's wins)
             found.sort(key=lambda pr: SOURCES.index(pr[1]))
             table[name], sources[name] = found[0]
             continue
@@ -447,27 +412,18 @@ def classify(device_type: str) -> tuple[dict[str, str], dict[str, str]]:
     return table, sources
 
 
-# CPU autocast ops whose sample inputs run only on some CPUs, with their class as registered in
-# aten/src/ATen/autocast_mode.cpp (https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.cpp,
-# ``KERNEL_CPU(mkldnn_rnn_layer, lower_precision_fp)``). Measured with torch 2.13: on a CPU with AVX512 the
-# op runs under bf16 autocast and returns bf16; on an AVX2-only CPU oneDNN refuses it ("could not create a
-# primitive descriptor for the LSTM forward propagation primitive", also what nn.LSTM raises under CPU
-# bf16 autocast there), so measuring gives a class on one machine and none on another.
+# CPU ops whose samples run only on some CPUs (mkldnn_rnn_layer needs AVX512), with their class in
+# https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.cpp
 _CPU_LISTED = {"mkldnn_rnn_layer": "lower_precision"}
-# CUDA ops whose autocast kernel a CUDA build registers outside autocast_mode.h, which fake tensors cannot run:
-# aten/src/ATen/native/cudnn/AutocastRNN.cpp registers _cudnn_rnn, casting its inputs and weights to half
-# (https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cudnn/AutocastRNN.cpp). The CPU-only wheel
-# has no kernel for it, so it appears in the CUDA table of a CUDA build only.
+# CUDA ops registered outside autocast_mode.h that fake tensors cannot run (a CUDA build only):
+# https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cudnn/AutocastRNN.cpp
 _CUDA_LISTED = {"_cudnn_rnn": "lower_precision"}
 
 
 def _fallback(name: str, device_type: str) -> str | None:
-    """For an op that neither the header lists nor a sample input could call, in this order:
-    for the CPU, the class :data:`_CPU_LISTED` copies from ``autocast_mode.cpp`` (ops that run only on
-    some CPUs), for CUDA the class :data:`_CUDA_LISTED` copies from ``AutocastRNN.cpp`` (``_cudnn_rnn``, on a CUDA
-    build); the class the CUDA header gives an op of the same name; the class measured for the other
-    device type; the header's class of the longest op name (4 letters or more) inside this one
-    (``cudnn_convolution`` -> ``convolution``)."""
+    """The class of an op neither the header nor a sample gave: the listed ones, the header's for the same name,
+    the other device type's, or the header's for the longest op name inside this one."""
+
     if device_type == "cpu" and name in _CPU_LISTED:
         return _CPU_LISTED[name]
     if device_type == "cuda" and name in _CUDA_LISTED:

@@ -1,10 +1,5 @@
-"""Lesson 04's frozen results: what the experiments of :mod:`.experiments` return, and how each one shows.
-
-:class:`OpRecord` is one ATen op as the dispatcher ran it and :class:`Trace` the ops of one :func:`~.experiments.trace`
-(printed or shown in a notebook as a table with the casts marked); :class:`ProfileNode` and :class:`ProfileTree` are
-the CPU op tree of :func:`~.experiments.profile_tree`; :class:`CastCost` the timings of
-:func:`~.experiments.cast_cost`, shown as a table. :func:`dtype_name` and :func:`bare_op_name` spell dtypes and op names
-the way these records and the experiments both do. Nothing here runs an experiment or draws."""
+"""Lesson 04's results: :class:`Trace` (of :class:`OpRecord` s), :class:`ProfileTree` (of :class:`ProfileNode` s)
+and :class:`CastCost`, and how each one shows."""
 
 from __future__ import annotations
 
@@ -15,16 +10,8 @@ from typing import Any
 import torch
 
 from .._table import Cell, TableRecord, html_table
-from .._validate import int_in
 
-__all__ = [
-    "AUTOGRAD_BOOKKEEPING",
-    "CastCost",
-    "OpRecord",
-    "ProfileNode",
-    "ProfileTree",
-    "Trace",
-]
+__all__ = ["AUTOGRAD_BOOKKEEPING", "CastCost", "OpRecord", "ProfileNode", "ProfileTree", "Trace"]
 
 
 def dtype_name(d) -> str:
@@ -44,11 +31,6 @@ def bare_op_name(op) -> str:
         if name.startswith(prefix):
             name = name[len(prefix) :]
     return name.split(".", 1)[0]
-
-
-# --------------------------------------------------------------------------------------------
-# The tracer's records
-# --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -88,12 +70,10 @@ _SHORT_DTYPES = {
 
 
 def _compact_text(dtypes, shapes) -> list[str]:
-    """Each tensor as ``bf16[8,32]``: the short dtype names of the trace tables (the key is in their notes)."""
     return [f"{_SHORT_DTYPES.get(d, dtype_name(d))}[{','.join(map(str, s))}]" for d, s in zip(dtypes, shapes)]
 
 
 def _wrap(items: list[str], width: int) -> list[str]:
-    """``items`` joined by ", " into lines of at most ``width`` characters (an item longer than that on its own)."""
     lines, line = [], ""
     for it in items:
         if line and len(line) + 2 + len(it) > width:
@@ -104,16 +84,11 @@ def _wrap(items: list[str], width: int) -> list[str]:
     return [*lines, line]
 
 
-#: the trace tables' dtype names
 DTYPE_KEY = "fp32 = float32, bf16 = bfloat16, fp16 = float16, fp64 = float64, i64 = int64"
 
 
-#: ops that autograd adds to a forward pass it records, and that a trace without autograd (the fake CUDA preview runs
-#: under ``torch.no_grad()``) does not have: ``detach``, by which the autograd kernel of an op whose backward needs its
-#: own output (``_log_softmax``, ``_softmax``, ``exp``, ``sigmoid``, ``tanh`` ...) saves that output. It computes
-#: nothing and changes no dtype. (Measured with torch 2.13: a forward pass of embedding, linear, attention, dropout,
-#: layer and RMS norm, activations, softmax and cross-entropy traced with and without autograd differs by ``detach``
-#: ops alone; ``tests/autocast`` holds it.)
+#: ops autograd adds to a forward pass it records and a trace without autograd (the fake CUDA preview) lacks:
+#: ``detach``, by which an op whose backward needs its own output (``_softmax``, ``exp``...) saves it.
 AUTOGRAD_BOOKKEEPING = ("detach",)
 
 
@@ -131,14 +106,9 @@ _HEADERS = {
 
 @dataclass
 class Trace:
-    """What :func:`trace` recorded: every ATen op of the call, in order.
-
-    ``ops`` holds :class:`OpRecord` s; ``casts`` the ones that changed a dtype; ``weight_casts``
-    counts the forward casts of parameters (and of other leaf tensors that require grad): the
-    casts autocast caches for the rest of the autocast region, except in a fake CUDA preview,
-    which has no cache. ``output`` is what the function returned (fake tensors in a fake CUDA
-    preview: dtypes and shapes, no values). Printed (``repr``) or shown in a notebook
-    (``_repr_html_``) it is a table with the casts marked, under a line saying where it ran."""
+    """What :func:`trace` recorded: ``ops`` (:class:`OpRecord` s, in order), ``casts`` (those that changed a dtype),
+    ``weight_casts`` (forward casts of parameters and leaf tensors that require grad), ``output`` (what the function
+    returned). Shown as a table with the casts marked."""
 
     ops: list
     device_type: str
@@ -157,26 +127,19 @@ class Trace:
 
     @property
     def header(self) -> str:
-        """Where this ran, e.g. "CPU autocast, measured on this machine (autocast dtype bfloat16)"."""
         where = _HEADERS.get((self.device_type, self.fake)) or f"CUDA autocast on {self.device_name}"
         text = f"{where} (autocast dtype {dtype_name(self.dtype)})"
         if self.fake:
             text += "; no autograd, so no weight-cast cache: every call casts its weights"
         return text
 
-    def forward_ops(self, *, bookkeeping: bool = False) -> list:
-        """The forward pass's ops, in order; without autograd's bookkeeping ops (:data:`AUTOGRAD_BOOKKEEPING`)
-        unless ``bookkeeping=True``."""
-        if not isinstance(bookkeeping, bool):
-            raise TypeError(f"bookkeeping must be True or False, got {bookkeeping!r}")
-        return [op for op in self.ops if op.phase == "forward" and (bookkeeping or op.name not in AUTOGRAD_BOOKKEEPING)]
+    def forward_ops(self) -> list:
+        """The forward pass's ops, in order, without autograd's bookkeeping ops (:data:`AUTOGRAD_BOOKKEEPING`)."""
+        return [op for op in self.ops if op.phase == "forward" and op.name not in AUTOGRAD_BOOKKEEPING]
 
     def forward_differences(self, other: Trace) -> list[str]:
-        """Where the forward passes of this trace and ``other`` (another :class:`Trace`) differ, op by op: each op's
-        name and its inputs' and outputs' dtypes, in order, autograd's bookkeeping ops
-        (:data:`AUTOGRAD_BOOKKEEPING`) left out of both; casts are ops like any other. An empty list: the two ran the
-        same ops in the same dtypes (a real CUDA trace with autograd and the fake CUDA preview without it, say).
-        Shapes are not compared."""
+        """Where the forward passes of this trace and ``other`` differ, op by op (names and dtypes, not shapes;
+        :data:`AUTOGRAD_BOOKKEEPING` left out); an empty list if they ran the same ops in the same dtypes."""
         if not isinstance(other, Trace):
             raise TypeError(f"other must be a Trace (what autocast.trace returns), got {type(other).__name__}")
         mine, theirs = self.forward_ops(), other.forward_ops()
@@ -194,7 +157,6 @@ class Trace:
         return [op for op in self.ops if op.name == name]
 
     def _rows(self, width: int = 1_000):
-        """One row per op; the inputs and outputs cells are lists of lines of at most ``width`` characters."""
         for i, op in enumerate(self.ops):
             mark = "weight cast" if op.is_weight_cast else ("cast" if op.is_cast else "")
             yield (
@@ -214,7 +176,6 @@ class Trace:
         )
 
     def __repr__(self) -> str:
-        # inputs and outputs wrapped at 44 characters: a backward op's inputs stay within about 110 columns
         head = ("#", "phase", "op", ["inputs"], ["outputs"], "")
         rows = [head, *self._rows(width=44)]
         widths = [max(len(r[i]) if isinstance(r[i], str) else max(map(len, r[i])) for r in rows) for i in range(6)]
@@ -243,11 +204,6 @@ class Trace:
         return html_table(head, rows, title=self.header, notes=[self._summary(), DTYPE_KEY], marked=marked)
 
 
-# --------------------------------------------------------------------------------------------
-# The profiler tree
-# --------------------------------------------------------------------------------------------
-
-
 @dataclass
 class ProfileNode:
     """One op of a :class:`ProfileTree`: times in microseconds; ``total_us`` includes the children."""
@@ -260,15 +216,13 @@ class ProfileNode:
     children: list = field(default_factory=list)
     start_us: float = 0.0
 
-    def line(self, times: bool = True) -> str:
+    def line(self) -> str:
         text = self.name
         if self.input_shapes:
             text += f"  {self.input_shapes}"
         if self.input_dtypes:
             text += f"  [{', '.join(self.input_dtypes)}]"
-        if times:
-            text += f"  (self {_us(self.self_us)}, total {_us(self.total_us)})"
-        return text
+        return text + f"  (self {_us(self.self_us)}, total {_us(self.total_us)})"
 
 
 def _us(x: float) -> str:
@@ -276,11 +230,8 @@ def _us(x: float) -> str:
 
 
 class ProfileTree:
-    """The CPU op tree :func:`profile_tree` recorded: ``roots`` are the top-level ops
-    (:class:`ProfileNode`, children nested), ``chrome_trace`` the path of the exported Chrome
-    trace (open it in https://ui.perfetto.dev or chrome://tracing). ``walk()`` yields every node
-    with its depth, ``find(name)`` the nodes of one op, ``total_us(name)`` their time. Timings
-    change from run to run; ``render(times=False)`` gives the structure alone."""
+    """The CPU op tree :func:`profile_tree` recorded: ``roots`` (:class:`ProfileNode` s, children nested) and
+    ``chrome_trace``, the exported trace's path (open it in https://ui.perfetto.dev)."""
 
     def __init__(
         self, roots: list, chrome_trace: str, device_type: str, dtype: torch.dtype, device_name: str | None = None
@@ -296,58 +247,23 @@ class ProfileTree:
             yield depth, node
             stack.extend((depth + 1, c) for c in reversed(node.children))
 
-    def find(self, name: str) -> list:
-        """Every node called ``name`` ("aten::mm" or just "mm")."""
-        name = name if "::" in name else f"aten::{name}"
-        return [n for _, n in self.walk() if n.name == name]
-
-    def total_us(self, name: str) -> float:
-        """Total time of the ops called ``name`` ("aten::mm" or "mm"), in microseconds; an op
-        nested inside another of the same name (``aten::matmul`` in ``aten::matmul``) is not
-        counted twice."""
-        name = name if "::" in name else f"aten::{name}"
-
-        def total(nodes):
-            return sum(n.total_us if n.name == name else total(n.children) for n in nodes)
-
-        return total(self.roots)
-
-    def render(self, times: bool = True, max_depth: int | None = None) -> str:
-        """The tree as indented text, one op a line: name, input shapes, input dtypes and, with
-        ``times``, self and total time; ``max_depth`` (0 = top-level ops only) cuts it short."""
-        if max_depth is not None:
-            int_in(max_depth, "max_depth", 0, allowed="None or an int >= 0")
+    def __repr__(self) -> str:
         where = (
             "CPU autocast, measured on this machine"
             if self.device_type == "cpu"
             else f"CUDA autocast on {self.device_name}"
         )
         lines = [
-            f"{where} (autocast dtype {dtype_name(self.dtype)}); torch.profiler CPU ops"
-            + ("; times vary from run to run" if times else "")
+            f"{where} (autocast dtype {dtype_name(self.dtype)}); torch.profiler CPU ops; times vary from run to run"
         ]
-        for depth, node in self.walk():
-            if max_depth is None or depth <= max_depth:
-                lines.append("  " * depth + node.line(times))
+        lines += ["  " * depth + node.line() for depth, node in self.walk()]
         return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return self.render()
-
-
-# --------------------------------------------------------------------------------------------
-# The cost of an upcast
-# --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, repr=False)
 class CastCost(TableRecord):
-    """The timings of :func:`cast_cost` (medians, in seconds): ``autocast_layer_norm_s``,
-    ``upcast_then_layer_norm_s``, ``upcast_into_buffer_then_layer_norm_s``, ``cast_s`` and
-    ``layer_norm_fp32_s``; ``cast_over_layer_norm`` = ``cast_s / layer_norm_fp32_s``;
-    ``autocast_inserts_upcast`` whether autocast inserted the bf16 -> fp32 cast (traced); ``size`` (rows,
-    features), ``repeats`` and ``device`` (``"cpu"`` or the GPU's name) as measured. Shown as a table of the
-    timings in ms."""
+    """The median timings of :func:`cast_cost` in seconds, ``cast_over_layer_norm`` = ``cast_s /
+    layer_norm_fp32_s``, whether autocast inserted the upcast, and what was measured."""
 
     autocast_layer_norm_s: float
     upcast_then_layer_norm_s: float

@@ -4,32 +4,11 @@ dtype map for any model, and the small models the lesson breaks on purpose.
 `from amp_lessons import debug` gives every public name of the topic's modules: :mod:`.records`, :mod:`.models`,
 :mod:`.experiments`, :mod:`.plots`, :mod:`.checks`, :mod:`.support`."""
 
-from ._checks import (
-    check_first_bad_layer,
-    check_fp16_fix,
-    check_nonfinite_hook,
-)
-from ._experiments import (
-    PRECISION_SETTINGS,
-    dtype_map,
-    trace_overflow,
-    why_not_faster,
-)
-from ._models import (
-    KeepFP32,
-    broken_training_setup,
-    t5_like_batch,
-    t5_like_model,
-)
-from ._plots import (
-    plot_bytes_per_parameter,
-    plot_trace,
-)
-from ._records import (
-    AMDAHL_SLACK,
-    DtypeTable,
-    TraceTable,
-)
+from ._checks import check_first_bad_layer, check_fp16_fix, check_nonfinite_hook
+from ._experiments import PRECISION_SETTINGS, dtype_map, trace_overflow, why_not_faster
+from ._models import KeepFP32, broken_training_setup, t5_like_batch, t5_like_model
+from ._plots import plot_bytes_per_parameter, plot_trace
+from ._records import AMDAHL_SLACK, DtypeTable, TraceTable
 
 __all__ = [
     "AMDAHL_SLACK",

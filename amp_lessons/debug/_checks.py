@@ -1,7 +1,5 @@
-"""Checkers for lesson 08's exercises: write the forward hook that finds the first module whose output is not
-finite, find the first layer of a broken model that overflows fp16, and fix it.
-
-Each returns a :class:`amp_lessons.checks.CheckResult` and never raises on a learner's answer."""
+"""Checkers for lesson 08's exercises: the first non-finite module's hook, the first layer that overflows fp16, and
+its fix."""
 
 from __future__ import annotations
 
@@ -21,14 +19,7 @@ from ._experiments import trace_overflow
 from ._models import broken_training_setup
 from .key_code import KeepFP32  # the lesson's own wrapper (and the checked one, its subclass)
 
-__all__ = [
-    "check_first_bad_layer",
-    "check_fp16_fix",
-    "check_nonfinite_hook",
-]
-
-
-# --- Exercise 1: the hook ----------------------------------------------------------------------------
+__all__ = ["check_first_bad_layer", "check_fp16_fix", "check_nonfinite_hook"]
 
 
 class _Scale(nn.Module):
@@ -62,8 +53,7 @@ class _Root(nn.Module):
 
 
 class _Twice(nn.Module):
-    """One Linear called twice, as a recurrent or weight-tied layer is: ``fc(fc(x) * factor)``, finite the first time
-    and inf the second."""
+    """One Linear called twice, as a weight-tied layer is: ``fc(fc(x) * factor)``."""
 
     def __init__(self, fc: nn.Linear, factor: float):
         super().__init__()
@@ -74,8 +64,7 @@ class _Twice(nn.Module):
 
 
 class _Retry(nn.Module):
-    """One Linear called twice: on its input scaled by ``factor`` (which overflows), then, where that gave inf/NaN, on
-    the input as it is. Its own output is finite; the first call's was not."""
+    """One Linear called on its input scaled by ``factor`` (inf), then again where that gave inf/NaN."""
 
     def __init__(self, fc: nn.Linear, factor: float):
         super().__init__()
@@ -118,8 +107,7 @@ _REUSED_HINT = (
 
 
 def _hook_cases() -> list[tuple[str, nn.Module, torch.Tensor, str | None, str]]:
-    """(what the case tries, model, input, the first module whose output is not finite or None, a hint for an answer
-    that goes wrong on it, or "")."""
+    """(what, model, input, the first module whose output is not finite or None, a hint or "")."""
     g = torch.Generator().manual_seed(0)
     x = torch.randn(4, 8, generator=g)
     later = nn.Sequential(
@@ -172,9 +160,7 @@ def _hooks_left(model: nn.Module) -> int:
 
 @contextlib.contextmanager
 def _calls_to_tracer():
-    """Record, in the yielded set, the calls of the package's tracer (:func:`~amp_lessons.debug.trace_overflow`,
-    ``OverflowTrace.first_nonfinite``) made inside the block, however the caller got hold of them: the calls are seen
-    by where their code lives."""
+    """The calls of the package's tracer made inside the block, seen by where their code lives."""
     where = {experiments.__file__: "trace_overflow", records.__file__: "first_nonfinite"}
     with calls_seen(lambda code: where.get(code.co_filename) == code.co_name) as seen:
         yield seen
@@ -182,13 +168,9 @@ def _calls_to_tracer():
 
 @exercise
 def check_nonfinite_hook(fn) -> CheckResult:
-    """Exercise: ``fn(model, x)`` puts a forward hook on every module of ``model`` (``named_modules``), runs
-    ``model(x)`` once, removes the hooks (also when the model raises) and returns the name of the first module, in
-    the order the hooks fire, whose output holds an inf or a NaN (None if none does). Tried on models where a naive
-    answer goes wrong: the overflow in a later layer, inside a container (whose own hook fires after its children's),
-    in the second tensor of a tuple output, in a pure fp16 model, a NaN rather than an inf, no overflow at all, a layer
-    called twice (inf on its second call; inf on its first call only), bf16 outputs beyond fp16's range but finite, an
-    empty batch, and a model that raises. The package's tracer is refused."""
+    """Exercise: ``fn(model, x)`` hooks every module of ``model``, runs ``model(x)`` once, removes the hooks (also
+    when the model raises) and returns the name of the first module, in the order the hooks fire, whose output holds
+    an inf or a NaN (None if none does). The package's tracer is refused."""
     placeholder(fn, "write first_nonfinite_module(model, x) and pass the function itself")
     if not callable(fn):
         return not_yet(f"pass the function first_nonfinite_module itself, got {type(fn).__name__}")
@@ -270,14 +252,10 @@ def check_nonfinite_hook(fn) -> CheckResult:
     )
 
 
-# --- Exercises 2 and 3: the broken model -----------------------------------------------------------------
-
-
 @exercise
 def check_first_bad_layer(answer, seed: int = 3) -> CheckResult:
-    """Exercise: the name of the first module of :func:`amp_lessons.debug.broken_training_setup`
-    (``seed``) whose output holds an inf or a NaN under fp16 autocast (as ``named_modules`` spells it,
-    e.g. ``"block0.wi"``). Checked with :func:`amp_lessons.debug.trace_overflow`, run now."""
+    """Exercise: the name (``"block0.wi"``) of the first module of :func:`amp_lessons.debug.broken_training_setup`
+    (``seed``) whose output holds an inf or a NaN under fp16 autocast."""
     seed = _validate.seed(seed)
     placeholder(answer, "replace `...` with a module name as named_modules() spells it, such as 'block0.wi'")
     if not isinstance(answer, str):
@@ -313,8 +291,7 @@ def check_first_bad_layer(answer, seed: int = 3) -> CheckResult:
 
 
 def _unchanged(fixed: nn.Module, model: nn.Module) -> bool:
-    """Whether ``fixed`` is still ``model`` (the exercise's starter returns the model as it was): the same modules
-    and the same parameters."""
+    """Whether ``fixed`` is still ``model``: the same modules and the same parameters."""
     a, b = dict(fixed.named_parameters()), dict(model.named_parameters())
     return (
         repr(fixed) == repr(model)
@@ -326,13 +303,9 @@ def _unchanged(fixed: nn.Module, model: nn.Module) -> bool:
 
 @exercise
 def check_fp16_fix(fix, seed: int = 3, tolerance: float = 0.05, *, own_wrapper: bool = True) -> CheckResult:
-    """Exercise: ``fix(model)`` changes (or wraps parts of) :func:`amp_lessons.debug.broken_training_setup`'s
-    model so that under fp16 autocast its output is finite and within ``tolerance`` (relative to the
-    largest fp32 output; fp16 rounds every layer, so a few per cent is the scale of honest error) of the
-    fp32 model's output, while most Linear layers still run in fp16 (switching autocast off for the
-    whole model is not a fix). ``fix`` returns the fixed model (or None if it changed it in place).
-    ``own_wrapper``: the exercise asks for the learner's own fp32 wrapper, so the toolkit's
-    :class:`~amp_lessons.debug.KeepFP32` is refused; False accepts it."""
+    """Exercise: ``fix(model)`` returns (or changes in place) :func:`amp_lessons.debug.broken_training_setup`'s
+    model so that under fp16 autocast its output is finite and within ``tolerance`` (relative to the largest) of the
+    fp32 output, with most Linear layers still in fp16. ``own_wrapper=False`` accepts the lesson's ``KeepFP32``."""
     tolerance = real_in(tolerance, "tolerance", 0, 1, open_low=True, allowed="a fraction in (0, 1], e.g. 0.05 for 5%")
     own_wrapper = flag(own_wrapper, "own_wrapper")
     placeholder(fix, "write fix(model) and pass the function itself")
@@ -370,7 +343,6 @@ def check_fp16_fix(fix, seed: int = 3, tolerance: float = 0.05, *, own_wrapper: 
         )
     bad = trace.first_nonfinite("output")
     if bad is not None:
-        # the layer is not named: it is the answer to the exercise before this one
         still = (
             "under fp16 autocast the model still produces inf/NaN: find the layer with debug.trace_overflow and "
             "keep just that one out of fp16"

@@ -1,21 +1,6 @@
-"""Lesson 08's toolkit: three tools that work on any ``nn.Module`` a learner brings, on CPU or CUDA.
-
-- :func:`trace_overflow`: one forward (and backward) pass with hooks on every module; per module the
-  output dtype, its largest and smallest non-zero magnitude, the fraction of values that would
-  overflow, flush to zero or go subnormal in fp16 and bf16 (the formats engine's thresholds), and the
-  FIRST module whose output, or whose gradient, holds an inf or a NaN. Hooks are removed afterwards,
-  also when the model raises.
-- :func:`why_not_faster`: "AMP is not faster here": fp32 and autocast step times measured with
-  :func:`amp_lessons.timing.time_fn` in interleaved rounds on one thread, and a verdict that reads their medians and
-  quartiles (none where the runs contradict each other) and names causes only where AMP was not faster, from measured
-  facts (the profiler's share of matmul and convolution time and the rate the model's matmuls ran at, the casts
-  autocast inserts, time against batch size, a 256^3 matmul's rate, matmul dimensions, TF32 in the fp32 baseline).
-- :func:`dtype_map`: the dtype of every parameter, activation, gradient and optimizer state under a
-  precision setting, and the bytes each parameter costs.
-
-The results they return are the records of :mod:`.records`; the models the lesson breaks on purpose, and the fix,
-are in :mod:`.models`.
-"""
+"""Lesson 08's toolkit for any ``nn.Module``, on CPU or CUDA: :func:`trace_overflow` (per-module magnitudes and the
+first inf/NaN), :func:`why_not_faster` (a measured triage of AMP's speed) and :func:`dtype_map` (the dtypes and
+bytes of one training step). They return the records of :mod:`._records`."""
 
 from __future__ import annotations
 
@@ -34,29 +19,15 @@ from torch.utils._pytree import tree_leaves
 
 from .. import timing
 from .._runtime import quiet_fd2
-from .._validate import (
-    count,
-    int_at_least,
-    model_call,
-    positive,
-)
+from .._validate import count, int_at_least, model_call, positive
 from ..autocast._experiments import DEVICE_TYPES
 from ..device import cpu_info, gpu_info
 from ..formats import CLASSES, get_format
 from ._records import DtypeMap, ModuleRecord, OverflowTrace, TensorStats, Triage
 
-__all__ = [
-    "PRECISION_SETTINGS",
-    "dtype_map",
-    "tensor_stats",
-    "trace_overflow",
-    "why_not_faster",
-]
+__all__ = ["PRECISION_SETTINGS", "dtype_map", "tensor_stats", "trace_overflow", "why_not_faster"]
 
 _AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "float16": torch.float16, "bfloat16": torch.bfloat16}
-
-
-# --- argument checks --------------------------------------------------------------------------------
 
 
 def _check_model(model) -> nn.Module:
@@ -66,7 +37,6 @@ def _check_model(model) -> nn.Module:
 
 
 def _check_inputs(inputs) -> tuple:
-    """The positional arguments of the model: a tensor, or a tuple/list holding at least one tensor."""
     if isinstance(inputs, torch.Tensor):
         return (inputs,)
     if isinstance(inputs, (tuple, list)) and any(isinstance(t, torch.Tensor) for t in inputs):
@@ -78,8 +48,7 @@ def _check_inputs(inputs) -> tuple:
 
 
 def _check_autocast(dtype, what: str = "autocast", *, none: bool = True) -> torch.dtype | None:
-    """None (no autocast; refused where ``none`` is False), torch.float16/torch.bfloat16, or 'fp16'/'bf16' (``what``:
-    the caller's parameter)."""
+    """None (no autocast, where ``none``), torch.float16/torch.bfloat16, or 'fp16'/'bf16'."""
     if dtype is None and none:
         return None
     if isinstance(dtype, str) and dtype in _AUTOCAST_DTYPES:
@@ -116,25 +85,18 @@ def _floats(tree) -> list[torch.Tensor]:
     return [t for t in tree_leaves(tree) if isinstance(t, torch.Tensor) and t.is_floating_point()]
 
 
-class _SavedGrads:
+@contextlib.contextmanager
+def _saved_grads(model: nn.Module):
     """Set every parameter's .grad aside while a tool runs its own backward, and put it back after."""
-
-    def __init__(self, model: nn.Module):
-        self.params = list(model.parameters())
-
-    def __enter__(self):
-        self.saved = [p.grad for p in self.params]
-        for p in self.params:
-            p.grad = None
-        return self
-
-    def __exit__(self, *exc):
-        for p, g in zip(self.params, self.saved):
+    params = list(model.parameters())
+    saved = [p.grad for p in params]
+    for p in params:
+        p.grad = None
+    try:
+        yield
+    finally:
+        for p, g in zip(params, saved):
             p.grad = g
-        return False
-
-
-# --- statistics of one tensor -----------------------------------------------------------------------
 
 
 def tensor_stats(tensors, formats) -> TensorStats | None:
@@ -149,13 +111,8 @@ def tensor_stats(tensors, formats) -> TensorStats | None:
     values = flat[finite]
     x = values.float()  # the engine works in float32 (exact for every dtype of at most 32 bits)
     float32_flushed = (x == 0) & (values != 0)
-    if not isinstance(formats, (str, list, tuple)):
-        raise TypeError(f"formats must be a format name or a list/tuple of them, got {formats!r}")
-    if not formats:
-        raise ValueError("formats is empty: give at least one format name")
-    many = not isinstance(formats, str)
-    for i, fmt in enumerate(formats if many else [formats]):
-        f = get_format(fmt, what=f"formats[{i}]" if many else "formats")
+    for fmt in [formats] if isinstance(formats, str) else formats:
+        f = get_format(fmt)
         codes = f.classify(x)
         codes[float32_flushed] = CLASSES.index("flushed")
         counts = torch.bincount(codes, minlength=len(CLASSES)).tolist()
@@ -172,9 +129,6 @@ def tensor_stats(tensors, formats) -> TensorStats | None:
     )
 
 
-# --- the overflow/underflow tracer ------------------------------------------------------------------
-
-
 def _setting(device_type: str, dtype: torch.dtype | None) -> str:
     if dtype is None:
         return f"no autocast ({device_type})"
@@ -182,27 +136,15 @@ def _setting(device_type: str, dtype: torch.dtype | None) -> str:
 
 
 def trace_overflow(
-    model: nn.Module,
-    inputs,
-    *,
-    loss_fn=None,
-    autocast=None,
-    device_type: str | None = None,
-    formats=("fp16", "bf16"),
+    model: nn.Module, inputs, *, loss_fn=None, autocast=None, device_type: str | None = None, formats=("fp16", "bf16")
 ) -> OverflowTrace:
-    """Run ``model(*inputs)`` once with a forward hook on every module (and, when ``loss_fn`` is given,
-    ``loss_fn(output).backward()`` with a hook on every module output's gradient) and return an
-    :class:`OverflowTrace`.
+    """Run ``model(*inputs)`` once with a forward hook on every module (and, with ``loss_fn``,
+    ``loss_fn(output).backward()`` with a hook on each output's gradient) and return an :class:`OverflowTrace`.
 
-    ``autocast``: None (run as the model is), ``torch.float16``/``"fp16"`` or ``torch.bfloat16``/``"bf16"``
-    (inside ``torch.autocast(device_type, dtype)``; the backward runs outside it, as in the AMP recipe).
-    ``device_type`` defaults to the device of the model's parameters. ``formats``: the formats whose
-    fractions per class of :data:`amp_lessons.formats.CLASSES` are computed for each output (names of
-    :data:`amp_lessons.formats.FORMATS`). Run it in fp32 to ask where fp16 WOULD overflow, under fp16
-    autocast to see where it does.
-
-    The model's existing ``.grad`` are set aside and restored; every hook is removed before returning,
-    also when the model or the loss raises (the exception then propagates)."""
+    ``autocast``: None, ``torch.float16``/``"fp16"`` or ``torch.bfloat16``/``"bf16"`` (the forward runs under
+    ``torch.autocast(device_type, dtype)``). ``formats``: the formats whose class fractions are computed for each
+    output. Run it in fp32 to ask where fp16 would overflow. The model's ``.grad`` are restored and every hook is
+    removed, also when the model raises."""
     model = _check_model(model)
     args = _check_inputs(inputs)
     dtype = _check_autocast(autocast)
@@ -251,7 +193,7 @@ def trace_overflow(
     try:
         for name, module in model.named_modules():
             handles.append(module.register_forward_hook(make_hook(name)))
-        with _SavedGrads(model):
+        with _saved_grads(model):
             with torch.autocast(dev, dtype=dtype or torch.bfloat16, enabled=dtype is not None):
                 out = model_call(model, args)
                 loss = loss_fn(out) if loss_fn is not None else None
@@ -266,16 +208,13 @@ def trace_overflow(
     return OverflowTrace(records, grad_order, loss_value, _setting(dev, dtype), fmts, dev)
 
 
-# --- "why is AMP not faster here?" -------------------------------------------------------------------
-
 _MATMUL_OP = re.compile(r"^aten::(mm|addmm|bmm|baddbmm|_addmm_activation|.*conv.*|_scaled_mm|mkldnn_.*linear.*)$")
 _CAST_OP = "aten::_to_copy"
 _PROBE_SIZE = 256  # the n of the n^3 matmul whose low-precision/fp32 rate the triage measures (CPU)
 
 
 def _profile_shares(step, device_type: str, calls: int = 3) -> tuple[float, int, float, float]:
-    """(matmul share, number of casts per call, cast share, matmul time in µs) of ``calls`` calls of ``step``,
-    from the profiler's self times (device time on CUDA, CPU time on the CPU)."""
+    """(matmul share, casts per call, cast share, matmul time in µs) of ``calls`` calls of ``step`` (profiler)."""
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device_type == "cuda" else [])
     with quiet_fd2(), profile(activities=acts) as prof:
         for _ in range(calls):
@@ -294,7 +233,6 @@ def _profile_shares(step, device_type: str, calls: int = 3) -> tuple[float, int,
     mm = sum(self_time(e) for e in aten if _MATMUL_OP.match(e.key))
     casts = [e for e in aten if e.key == _CAST_OP]
     n_casts = sum(e.count for e in casts) // calls
-    # a cast is _to_copy plus the copy_ it calls: its inclusive time
     cast_t = sum((e.device_time_total if device_type == "cuda" else e.cpu_time_total) for e in casts)
     return mm / total, n_casts, min(cast_t / total, 1.0), mm
 
@@ -327,7 +265,6 @@ def _tf32_baseline(device_type: str) -> bool:
 
 
 def _hardware(device_type: str, dtype: torch.dtype) -> tuple[str, bool]:
-    """(description, has fast low-precision matmuls) from the device probes."""
     name = "fp16" if dtype == torch.float16 else "bf16"
     if device_type == "cuda":
         g = gpu_info()
@@ -342,7 +279,6 @@ def _hardware(device_type: str, dtype: torch.dtype) -> tuple[str, bool]:
 
 @contextlib.contextmanager
 def _torch_threads(n: int | None):
-    """torch's intra-op thread count set to ``n`` inside the block (None: left alone), and put back after."""
     before = torch.get_num_threads()
     if n is not None:
         torch.set_num_threads(n)
@@ -353,9 +289,7 @@ def _torch_threads(n: int | None):
 
 
 def _probe_rate_ratios(low: torch.dtype, rounds: int, calls: int = 3) -> tuple[float, ...]:
-    """fp32 time / ``low`` time of a 256^3 matmul on this CPU, once per round: the fastest of ``calls`` calls of
-    each, the two timed in turn (a rate is a capability, and other work only ever makes a call slower; a burst of it
-    slows one round's calls, not every call of one dtype)."""
+    """fp32 time / ``low`` time of a 256^3 matmul on this CPU, once per round: the fastest of ``calls`` calls."""
     a32 = torch.randn(_PROBE_SIZE, _PROBE_SIZE, generator=torch.Generator().manual_seed(0))
     alow = a32.to(low)
     ratios = []
@@ -380,34 +314,15 @@ def why_not_faster(
     batch_dim: int = 0,
     launch_ratio: float = 1.3,
 ) -> Triage:
-    """Measure one training step (forward, ``loss_fn(output).backward()``) of ``model`` on ``inputs`` in
-    fp32 and under ``torch.autocast(device_type, dtype)``, then say whether AMP was faster and, only where it was
-    not, why, from measured facts.
+    """Time one training step (forward, ``loss_fn(output).backward()``) of ``model`` in fp32 and under
+    ``torch.autocast(device_type, dtype)`` and return the :class:`Triage`: whether AMP was faster and, only where
+    it was not, why (the findings: matmuls not faster, matmuls a small share (Amdahl's law), overhead-bound, casts,
+    dimensions not multiples of 8, a TF32 fp32 baseline).
 
-    The measurement: ``rounds`` rounds, each timing ``repeats`` steps of fp32, of autocast and of fp32 at twice the
-    batch (:func:`amp_lessons.timing.time_fn`), the settings in turn (fp32 first in even rounds, autocast first in
-    odd ones), and profiling one fp32 and one autocast step of each; on the CPU with torch's thread count set to
-    ``threads`` (None: as the caller has it), 1 by default: on a busy machine the threads of a multi-threaded op wait
-    for each other at every op, which can slow a step many times over, and one setting more than the other. Every
-    figure is then a median: the step times (and their quartiles), the per-round ratios, the profiler's shares.
-
-    The verdict reads the data (:attr:`Triage.outcome`): no verdict when the runs contradict each other (the step
-    times spread too widely, the rounds disagree on the speed-up, or a speed-up beyond what faster matmuls can give);
-    else faster, within the run-to-run spread, or slower. The causes (:attr:`Triage.causes`) are named only where
-    AMP was not faster. The findings:
-
-    - low-precision matmuls not faster: the model's own matmuls/convolutions, their fp32 time over their autocast
-      time (profiler), below 1; the evidence adds a 256^3 matmul's rate ratio (CPU) and the device probe;
-    - matmuls are a small share: AMP speeds up only those, so faster matmuls give at most ``1 / (1 - p)`` (Amdahl's
-      law), and ``1 / ((1 - p) + p / r)`` is the prediction at the rate the model's matmuls ran at;
-    - overhead-bound: the fp32 step at twice the batch (inputs concatenated along ``batch_dim``) takes less than
-      ``launch_ratio`` times as long;
-    - casts: the ``aten::_to_copy`` casts autocast adds take over 10% of the step;
-    - Linear/Conv dimensions that are not multiples of 8 (tensor-core tiles: a GPU finding);
-    - whether the "fp32" baseline already uses TF32 (or bf16) math.
-
-    The model's ``.grad`` are set aside and restored. Keep the model small on a CPU without
-    bf16/fp16 instructions: there low-precision matmuls run tens to hundreds of times slower."""
+    ``rounds`` rounds of ``repeats`` steps each of fp32, autocast and fp32 at twice the batch (inputs concatenated
+    along ``batch_dim``; overhead-bound below ``launch_ratio``), interleaved, with ``threads`` torch threads on the
+    CPU (None: as set); every figure is a median, and there is no verdict where the runs contradict each other.
+    The model's ``.grad`` are restored. Keep the model small on a CPU without bf16/fp16 instructions."""
     model = _check_model(model)
     args = _check_inputs(inputs)
     loss_fn = _check_loss_fn(loss_fn, required=True)
@@ -448,7 +363,7 @@ def why_not_faster(
     times: dict[str, list[float]] = {k: [] for k in steps}
     shares32, shares_amp, casts, cast_shares, model_ratios = [], [], [], [], []
     threads = threads if dev == "cpu" else None
-    with _SavedGrads(model), _torch_threads(threads):
+    with _saved_grads(model), _torch_threads(threads):
         for r in range(rounds):
             order = ("fp32", "amp", "2x") if r % 2 == 0 else ("amp", "fp32", "2x")
             for k in order:
@@ -484,11 +399,8 @@ def why_not_faster(
     )
 
 
-# --- dtype map ----------------------------------------------------------------------------------------
-
-
 class _ParameterCasts(TorchDispatchMode):
-    """Records the bytes of every cast (``aten._to_copy``) of a parameter: ``copies[id(param)]``."""
+    """The bytes of every cast (``aten._to_copy``) of a parameter: ``copies[id(param)]``."""
 
     def __init__(self, ptrs: dict):
         super().__init__()
@@ -522,12 +434,10 @@ def dtype_map(
     optimizer=torch.optim.Adam,
     device_type: str | None = None,
 ) -> DtypeMap:
-    """One training step (forward, backward, ``optimizer`` step) of a COPY of ``model`` under
-    ``setting`` (a key of :data:`PRECISION_SETTINGS`), recording the dtype of every parameter, module
-    output, gradient and optimizer state, and the bytes per parameter of each. The low-precision weight
-    copies of autocast are counted from the casts of parameters it really makes (a dispatch mode sees
-    them); autograd saves them for backward, so they live until the backward pass frees the graph. ``optimizer`` is an optimizer class taking
-    ``(params, lr=...)``. The model passed in is not changed."""
+    """One training step of a copy of ``model`` under ``setting`` (a key of :data:`PRECISION_SETTINGS`) with
+    ``optimizer`` (a class taking ``(params, lr=...)``): the :class:`DtypeMap` of every parameter, module output,
+    gradient and optimizer state, and the bytes per parameter, autocast's weight copies counted from its casts."""
+
     model = _check_model(model)
     args = _check_inputs(inputs)
     loss_fn = _check_loss_fn(loss_fn, required=True)

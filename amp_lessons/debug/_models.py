@@ -16,12 +16,7 @@ from .. import _validate
 from .._validate import count, positive
 from . import key_code
 
-__all__ = [
-    "KeepFP32",
-    "broken_training_setup",
-    "t5_like_batch",
-    "t5_like_model",
-]
+__all__ = ["KeepFP32", "broken_training_setup", "t5_like_batch", "t5_like_model"]
 
 
 class KeepFP32(key_code.KeepFP32):

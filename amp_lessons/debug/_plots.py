@@ -14,10 +14,7 @@ from ..formats import get_format
 from ..style import format_color
 from ._records import DtypeMap, OverflowTrace
 
-__all__ = [
-    "plot_bytes_per_parameter",
-    "plot_trace",
-]
+__all__ = ["plot_bytes_per_parameter", "plot_trace"]
 
 
 @styled

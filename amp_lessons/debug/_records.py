@@ -1,8 +1,4 @@
-"""Lesson 08's records: the results the debugging tools return, frozen or shown as tables. The statistics of one
-tensor (:class:`TensorStats`), the tracer's :class:`ModuleRecord` and :class:`OverflowTrace` with their table
-(:class:`TraceTable`), the triage of "why is AMP not faster" (:class:`Triage`) and the dtype map of one training step
-(:class:`DtypeMap`, several side by side in a :class:`DtypeTable`). :mod:`.experiments` makes them.
-"""
+"""Lesson 08's records: what the debugging tools of :mod:`._experiments` return, and their tables."""
 
 from __future__ import annotations
 
@@ -20,7 +16,6 @@ __all__ = [
     "DtypeMap",
     "DtypeTable",
     "ModuleRecord",
-    "OUTCOMES",
     "OverflowTrace",
     "TensorStats",
     "TraceTable",
@@ -28,18 +23,10 @@ __all__ = [
 ]
 
 
-# --- statistics of one tensor -----------------------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class TensorStats:
-    """Magnitudes of a tensor (or of all floating tensors of a module's output) and where they would land
-    in each format: ``fractions[fmt]`` is the share of the finite values in each class of
-    :data:`amp_lessons.formats.CLASSES` (:meth:`~amp_lessons.formats.FloatFormat.census` of them, made
-    float32 first; a non-zero float64 value that float32 rounds to zero is "flushed"). An overflow lands in
-    the format's :meth:`~amp_lessons.formats.FloatFormat.overflow_class` ("inf" in fp16 and bf16; see
-    :meth:`overflow`), a value that rounds to zero in "flushed". Values that are already inf or NaN are
-    counted in ``nonfinite``, not in the fractions."""
+    """Magnitudes of a tensor (or of a module output's floating tensors): ``fractions[fmt]`` is the share of the
+    finite values in each class of :data:`amp_lessons.formats.CLASSES` in ``fmt``; inf and NaN are ``nonfinite``."""
 
     dtype: str
     shape: tuple
@@ -61,14 +48,10 @@ class TensorStats:
         return self.fractions[f.name][f.overflow_class()]
 
 
-# --- the overflow/underflow tracer ------------------------------------------------------------------
-
-
 @dataclass
 class ModuleRecord:
-    """One call of one module: its name (``"block1.wo"``; ``"(model)"`` for the model itself), type,
-    which call of it this is (1 unless a module runs several times), the statistics of its input (first
-    positional tensor arguments) and output, and, after backward, of the gradient of its output."""
+    """One call of one module (``"(model)"`` for the model itself): statistics of its input, output and, after
+    backward, its output's gradient."""
 
     name: str
     type: str
@@ -84,9 +67,8 @@ class ModuleRecord:
 
 @dataclass
 class OverflowTrace:
-    """What :func:`trace_overflow` saw: ``records`` in forward order, ``grad_order`` the labels of the
-    records in the order their gradients arrived (backward order), ``loss`` (float or None), the
-    ``setting`` traced and the ``formats`` whose fractions were computed."""
+    """What :func:`trace_overflow` saw: ``records`` in forward order, ``grad_order`` the labels in backward order,
+    the ``loss``, the ``setting`` and the ``formats`` counted."""
 
     records: list
     grad_order: list
@@ -102,8 +84,8 @@ class OverflowTrace:
         raise KeyError(f"no module {label!r} in this trace; modules: {[r.label for r in self.records]}")
 
     def first_nonfinite(self, kind: str = "output") -> ModuleRecord | None:
-        """The first module (forward order for ``"output"``, backward order for ``"grad"``) whose output
-        or output gradient holds an inf or a NaN; None if there is none."""
+        """The first module whose output (``kind="output"``, forward order) or output gradient (``"grad"``,
+        backward order) holds an inf or a NaN; None if there is none."""
         if kind == "output":
             return next((r for r in self.records if r.output is not None and r.output.has_nonfinite), None)
         if kind == "grad":
@@ -115,20 +97,12 @@ class OverflowTrace:
             return None
         raise ValueError(f"kind={kind!r} is not allowed: use 'output' or 'grad'")
 
-    def first_overflow(self, fmt="fp16", kind: str = "output") -> ModuleRecord | None:
-        """The first module whose finite output (or gradient) has values beyond ``fmt``'s range: where a
-        run in ``fmt`` would get its first inf, found from a run in a wider format."""
+    def first_overflow(self, fmt="fp16") -> ModuleRecord | None:
+        """The first module whose finite output has values beyond ``fmt``'s range; None if none."""
         name = get_format(fmt).name
         if name not in self.formats:
             raise ValueError(f"fmt={fmt!r} was not traced: this trace has {self.formats}")
-        if kind not in ("output", "grad"):
-            raise ValueError(f"kind={kind!r} is not allowed: use 'output' or 'grad'")
-        order = self.records if kind == "output" else [self.record(label) for label in self.grad_order]
-        for r in order:
-            s = getattr(r, kind)
-            if s is not None and s.overflow(name) > 0:
-                return r
-        return None
+        return next((r for r in self.records if r.output is not None and r.output.overflow(name) > 0), None)
 
     def rows(self, leaves_only: bool = False) -> list[dict]:
         leaves_only = flag(leaves_only, "leaves_only")
@@ -171,36 +145,16 @@ class OverflowTrace:
         running = next((f for d, f in traced_in.items() if f"dtype={d})" in self.setting), None)
         for fmt in self.formats:
             if fmt == running:
-                continue  # traced in this format already: its overflows are the inf/NaN lines above
+                continue
             o = self.first_overflow(fmt)
             lines.append(f"first output that would overflow {fmt}: {'none' if o is None else o.label}")
         return "\n".join(lines)
 
-    def table(self, leaves_only: bool = True) -> str:
-        fmts = self.formats
-        head = f"{'module':<22} {'dtype':<9} {'abs max':>9} {'min |x|>0':>9} {'inf/NaN':>7}" + "".join(
-            f" {fmt + ' ovf':>9} {fmt + ' 0':>8}" for fmt in fmts
-        )
-        lines = [head]
-        for row in self.rows(leaves_only):
-            cells = (
-                f"{row['module']:<22.22} {row['dtype']:<9.9} {row['absmax']:>9.3g} {row['absmin_nonzero']:>9.3g} "
-                f"{row['nonfinite']:>7}"
-            )
-            for fmt in fmts:
-                cells += f" {_pct(row[f'{fmt} overflow']):>9} {_pct(row[f'{fmt} flushed']):>8}"
-            lines.append(cells)
-        return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return self.summary() + "\n\n" + self.table()
-
 
 @dataclass(frozen=True, repr=False)
 class TraceTable(TableRecord):
-    """An :class:`OverflowTrace` module by module (``OverflowTrace.rows``): output dtype, abs max, smallest
-    nonzero |x|, inf/NaN count, and for each traced format the share of the output that would overflow or
-    flush to zero. ``rows`` keeps the row dicts; ``setting`` the trace's setting."""
+    """An :class:`OverflowTrace` module by module (``OverflowTrace.rows``), with each format's overflow and
+    flush-to-zero shares."""
 
     rows: tuple
     formats: tuple
@@ -210,8 +164,6 @@ class TraceTable(TableRecord):
     def of(cls, trace, *, leaves_only: bool = True) -> TraceTable:
         if not isinstance(trace, OverflowTrace):
             raise TypeError(f"trace must be the OverflowTrace of debug.trace_overflow, got {trace!r}"[:300])
-        if not isinstance(leaves_only, bool):
-            raise TypeError(f"leaves_only must be True or False, got {leaves_only!r}")
         return cls(tuple(trace.rows(leaves_only)), tuple(trace.formats), trace.setting)
 
     def _table(self) -> tuple:
@@ -241,32 +193,15 @@ def _pct(x: float) -> str:
     return f"{100 * x:.3g}%"
 
 
-# --- "why is AMP not faster here?" -------------------------------------------------------------------
-
-#: How far a measured speed-up may exceed Amdahl's bound before the triage calls the runs contradictory: the bound
-#: counts only the matmuls getting faster; ops on halved activations can add a little, not a quarter.
+#: How far a measured speed-up may exceed Amdahl's bound before the triage calls the runs contradictory.
 AMDAHL_SLACK = 1.25
-
-#: The outcomes of :attr:`Triage.outcome`.
-OUTCOMES = ("no verdict", "faster", "not faster", "slower")
 
 
 @dataclass(frozen=True, repr=False)
 class Triage(TableRecord):
-    """What :func:`why_not_faster` measured, and what it concludes from it.
-
-    Measured: the seconds of every timed step (``fp32_times_s``, ``amp_times_s``, ``fp32_2x_times_s`` at twice the
-    batch: ``rounds`` rounds of equally many steps each, in that order), the profiler's medians over the rounds
-    (``matmul_share_fp32`` and ``matmul_share_amp``: the share of the step's op time in matmuls/convolutions;
-    ``casts``: ``aten::_to_copy`` calls per autocast step; ``cast_share``: their share of it), per round the model's
-    own matmuls' fp32 time over their autocast time (``model_rate_ratios``) and, on the CPU, a 256^3 matmul's fp32
-    time over its low-precision time (``rate_ratios``); the device probe (``hardware``, ``fast_hardware``),
-    the Linear/Conv dimensions that are not multiples of 8, whether the fp32 baseline used TF32, the thread count
-    the steps ran with (None: the caller's), and ``launch_ratio``, the overhead-bound threshold.
-
-    Concluded, all from medians: ``speedup``, :attr:`outcome` (it reads the data: "no verdict" when the runs
-    contradict each other, see :attr:`disturbance`), :attr:`findings` and :attr:`causes`, the findings that hold,
-    named only when AMP was not faster; :attr:`verdict` says it in a sentence or two."""
+    """What :func:`why_not_faster` measured (every timed step of each setting, in ``rounds`` rounds; the
+    profiler's matmul and cast shares; matmul rate ratios; the device probe) and what it concludes from the medians:
+    :attr:`speedup`, :attr:`outcome`, :attr:`findings`, :attr:`causes` and :attr:`verdict`."""
 
     device: str
     dtype: str
@@ -286,22 +221,6 @@ class Triage(TableRecord):
     odd_dims: list
     tf32_baseline: bool
     launch_ratio: float = 1.3
-
-    def __post_init__(self):
-        k = self.rounds
-        if not (isinstance(k, int) and k >= 1):
-            raise ValueError(f"rounds must be an int >= 1, got {k!r}")
-        for what in ("fp32_times_s", "amp_times_s", "fp32_2x_times_s"):
-            times = getattr(self, what)
-            if not isinstance(times, tuple) or not times or len(times) % k:
-                raise ValueError(f"{what} must be a non-empty tuple of seconds, {k} rounds of equal length: {times!r}")
-            timing.Spread.of(times)  # positive, finite
-        if len(self.model_rate_ratios) != k or not all(r > 0 for r in self.model_rate_ratios):
-            raise ValueError(
-                f"model_rate_ratios must hold one positive ratio per round, got {self.model_rate_ratios!r}"
-            )
-
-    # --- what the runs say ---
 
     @property
     def fp32_step_s(self) -> float:
@@ -354,31 +273,20 @@ class Triage(TableRecord):
         )
 
     @property
-    def within_spread(self) -> bool:
-        """Whether the fp32 and autocast step times' interquartile ranges overlap: then the runs do not show either
-        one faster."""
-        return self.timings.overlap
-
-    @property
     def amdahl_bound(self) -> float:
-        """Amdahl's law: the speed-up if only the matmuls/convolutions (share p of the fp32 step) got
-        faster, and infinitely so: 1 / (1 - p). An upper bound for what faster matmuls can give; ops
-        on halved activations moving half the bytes can add a little on a memory-bound GPU."""
+        """Amdahl's law: 1 / (1 - p), the speed-up if the matmuls (share p of the fp32 step) took no time."""
         return 1.0 / max(1.0 - self.matmul_share_fp32, 1e-12)
 
     @property
     def predicted_speedup(self) -> float:
-        """Amdahl's law with the rate the model's own matmuls ran at under autocast (``model_rate_ratio``,
-        profiler): 1 / ((1 - p) + p / r). It leaves out the casts, so it predicts, it does not bound."""
+        """Amdahl's law at the rate r the model's matmuls ran at under autocast: 1 / ((1 - p) + p / r)."""
         p, r = self.matmul_share_fp32, self.model_rate_ratio
         return 1.0 / ((1.0 - p) + p / r)
 
     @property
     def disturbance(self) -> str | None:
-        """Why these runs cannot be trusted, or None: the typical steps spread too widely
-        (:attr:`amp_lessons.timing.TimingComparison.too_noisy`), the rounds' speed-ups differ by more than
-        :data:`amp_lessons.timing.NOISY_QUARTILE_RATIO` (a burst of other work slowed one round), or the speed-up
-        exceeds Amdahl's bound by more than :data:`AMDAHL_SLACK` (one setting was slowed for the whole run)."""
+        """Why these runs cannot be trusted, or None: the steps spread too widely, the rounds' speed-ups disagree,
+        or the speed-up exceeds Amdahl's bound by more than :data:`AMDAHL_SLACK`."""
         t = self.timings
         if t.too_noisy:
             b, c = t.baseline.quartile_ratio, t.candidate.quartile_ratio
@@ -398,11 +306,11 @@ class Triage(TableRecord):
 
     @property
     def outcome(self) -> str:
-        """One of :data:`OUTCOMES`: "no verdict" (:attr:`disturbance`), else "faster" or "slower" beyond the
-        run-to-run spread (the two interquartile ranges do not overlap), else "not faster"."""
+        """One of "no verdict" (:attr:`disturbance`), else "faster" or "slower" beyond the
+        run-to-run spread, else "not faster"."""
         if self.disturbance is not None:
             return "no verdict"
-        if self.within_spread:
+        if self.timings.overlap:
             return "not faster"
         return "faster" if self.speedup > 1 else "slower"
 
@@ -457,7 +365,7 @@ class Triage(TableRecord):
 
     @property
     def verdict(self) -> str:
-        """The outcome in a sentence, and the causes where AMP was not faster (their evidence is the table's)."""
+        """The outcome in a sentence, and the causes where AMP was not faster."""
         s, n = self.speedup, len(self.fp32_times_s)
         ratio = f"{s:.2f}x the fp32 speed (medians of {n} steps each"
         outcome = self.outcome
@@ -494,15 +402,10 @@ def _spread_text(s: timing.Spread, size: float, unit: str) -> str:
     return f"{mid} {unit} (quartiles {q1}–{q3}, {s.n} steps)"
 
 
-# --- dtype map ----------------------------------------------------------------------------------------
-
-
 @dataclass
 class DtypeMap:
-    """Dtypes under one precision setting. ``parameters``, ``gradients``: name -> dtype;
-    ``activations``: module name -> output dtype; ``optimizer_states``: parameter name -> {state: dtype};
-    ``bytes_per_parameter``: component -> bytes per model parameter (weights, gradients, each optimizer
-    state, and the low-precision weight copies autocast makes, measured from its casts)."""
+    """Dtypes under one precision setting, by parameter or module name, and ``bytes_per_parameter`` by component
+    (weights, gradients, each optimizer state, autocast's weight copies)."""
 
     setting: str
     parameters: dict
@@ -515,33 +418,13 @@ class DtypeMap:
     def total_bytes_per_parameter(self) -> float:
         return sum(self.bytes_per_parameter.values())
 
-    def _repr_html_(self) -> str:
-        return DtypeTable.of([self])._repr_html_()
-
-    def __repr__(self) -> str:
-        def short(d):
-            return ", ".join(f"{v}" for v in sorted({str(x).removeprefix("torch.") for x in d.values()}))
-
-        states = {f"{k}": v for s in self.optimizer_states.values() for k, v in s.items()}
-        lines = [
-            f"{self.setting}:",
-            f"  parameters   {short(self.parameters)}",
-            f"  activations  {short(self.activations)}",
-            f"  gradients    {short(self.gradients)}",
-            "  optimizer    " + ", ".join(f"{k} {str(v).removeprefix('torch.')}" for k, v in sorted(states.items())),
-            "  bytes/param  "
-            + ", ".join(f"{k} {v:.3g}" for k, v in self.bytes_per_parameter.items())
-            + f"  (total {self.total_bytes_per_parameter:.3g})",
-        ]
-        return "\n".join(lines)
-
 
 def _dtypes(d: dict) -> str:
     return ", ".join(sorted({str(x).removeprefix("torch.") for x in d.values()}))
 
 
 def _states_by_dtype(states: dict) -> str:
-    """Optimizer states grouped by dtype, short enough for a table cell: "float32: exp_avg, exp_avg_sq, step"."""
+    """Optimizer states grouped by dtype: "float32: exp_avg, exp_avg_sq, step"."""
     by: dict[str, list[str]] = {}
     for k, v in sorted(states.items()):
         by.setdefault(str(v).removeprefix("torch."), []).append(k)
@@ -550,8 +433,7 @@ def _states_by_dtype(states: dict) -> str:
 
 @dataclass(frozen=True, repr=False)
 class DtypeTable(TableRecord):
-    """Several :class:`DtypeMap` side by side, one row per precision setting: the dtypes of parameters,
-    activations, gradients and optimizer states, and the bytes per parameter (``maps`` keeps the maps)."""
+    """Several :class:`DtypeMap` side by side, one row per precision setting."""
 
     maps: tuple
 

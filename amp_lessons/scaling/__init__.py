@@ -3,10 +3,7 @@
 `from amp_lessons import scaling` gives every public name of the topic's modules: :mod:`.records`,
 :mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
 
-from ._checks import (
-    check_scaler_update,
-    check_smallest_scale,
-)
+from ._checks import check_scaler_update, check_smallest_scale
 from ._experiments import (
     compare_with_gradscaler,
     pitfall_setup,
@@ -16,23 +13,9 @@ from ._experiments import (
     small_loss_census,
     train_comparison,
 )
-from ._explorers import (
-    scale_explorer,
-    scaler_state_explorer,
-)
-from ._plots import (
-    plot_scale_sweep,
-    plot_scaler_history,
-    plot_train_comparison,
-)
-from ._records import (
-    CensusTable,
-    GradScalerComparison,
-    PitfallTable,
-    ScalerEvents,
-    ScalerState,
-    TrainSummary,
-)
+from ._explorers import scale_explorer, scaler_state_explorer
+from ._plots import plot_scale_sweep, plot_scaler_history, plot_train_comparison
+from ._records import CensusTable, GradScalerComparison, PitfallTable, ScalerEvents, ScalerState, TrainSummary
 
 __all__ = [
     "CensusTable",

@@ -1,9 +1,5 @@
-"""Lesson 05's key code as the package calls it: the scalers of :mod:`.key_code` (the notebook's exported cells,
-kept as short as the idea), with their arguments checked here. :mod:`._experiments` uses these.
-
-The checks are GradScaler's own limits: a scale is a positive float32 number (GradScaler keeps it in a float32
-tensor), ``growth_factor > 1``, ``0 < backoff_factor < 1``, and ``growth_interval`` an int from 1 to 2**31 - 1
-(GradScaler counts the clean steps in an int32 tensor, so a longer interval would never be reached)."""
+"""The scalers of :mod:`.key_code` (the lesson's exported cells) with their arguments checked against GradScaler's
+own limits: a positive float32 scale, ``growth_factor > 1``, ``0 < backoff_factor < 1``, an int32 interval."""
 
 from __future__ import annotations
 

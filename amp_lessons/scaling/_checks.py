@@ -11,10 +11,7 @@ from ..checks import CheckResult, call_learner, off_by, same_value
 from ..fp16._experiments import gradient_census
 from ..scaling._experiments import safe_window, scale_sweep, simulate_scaler
 
-__all__ = [
-    "check_scaler_update",
-    "check_smallest_scale",
-]
+__all__ = ["check_scaler_update", "check_smallest_scale"]
 
 
 def _power_of_two(answer):

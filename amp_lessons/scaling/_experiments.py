@@ -1,30 +1,12 @@
-"""Lesson 05's experiments: loss scaling, from a census of gradient magnitudes to GradScaler.
-
-- Where do the gradients land once multiplied by a scale? :func:`scaled_fractions`,
-  :func:`scale_sweep` and :func:`safe_window` answer it for any census
-  (:func:`amp_lessons.fp16.gradient_census`, or :func:`gradient_census_of` for any model and loss),
-  exactly as rounding ``g * scale`` would, but fast enough for a slider (:class:`CensusIndex`).
-- Loss scaling from scratch: :class:`StaticScaler` and :class:`DynamicScaler` are written in the lesson's
-  cells (``#| export``, generated into :mod:`.key_code`) and imported here with their arguments checked
-  (:mod:`._checked`); :func:`compare_with_gradscaler`
-  checks the dynamic one step for step against ``torch.amp.GradScaler``; :func:`simulate_scaler` runs the same
-  update rule (``key_code.update_scale``) as a state machine without a model or gradients, for plots and widgets.
-- :func:`train_comparison`: one tiny model trained in fp32, fp16 autocast without and with
-  GradScaler, and bf16 autocast, on this machine's CPU (with Adam). :func:`pitfall_setup`: the model and data of
-  the lesson's measurements of what goes wrong around a scaler (scheduler order, clipping, checkpoints, bf16).
-
-What they return (:class:`~.records.ScaleSweep`, :class:`~.records.ScalerHistory`,
-:class:`~.records.TrainComparison`) and the tables the lesson builds from it (:class:`~.records.PitfallTable` ...)
-are the records of :mod:`.records`.
-
-GradScaler keeps its scale in a float32 tensor and computes ``scale * factor`` in double, rounded
-to float32; a growth that would give inf is skipped. The code here does the same, so every scale
-agrees with torch's bit for bit, also for factors that are not powers of two.
-"""
+"""Lesson 05's experiments: gradients under a scale (:func:`scale_sweep`, :func:`safe_window`, fast through
+:class:`CensusIndex`), the lesson's scalers against ``torch.amp.GradScaler`` (:func:`compare_with_gradscaler`,
+:func:`simulate_scaler`: scales equal to torch's bit for bit) and :func:`train_comparison`."""
 
 from __future__ import annotations
 
+import copy
 import math
+import time
 import weakref
 
 import numpy as np
@@ -32,11 +14,7 @@ import torch
 
 from .. import _validate
 from .._runtime import Progress, one_thread
-from .._validate import (
-    count,
-    flag,
-    real,
-)
+from .._validate import count, flag, real
 from ..formats import CLASSES, Census, get_format
 from ..fp16._experiments import GradientCensus, gradient_census_of
 from ._checked import DynamicScaler, StaticScaler, scaler_params, update_scale
@@ -68,17 +46,9 @@ TRAIN_RUNS = {
 }
 
 
-# --- census under a scale ------------------------------------------------------------------------
-
-
 class CensusIndex:
-    """A census's gradient magnitudes, sorted once, so that the census of ``g * scale`` for any
-    scale costs a multiplication and three binary searches instead of rounding every value.
-
-    Multiplying by a positive float32 scale keeps the sorted order, so the number of values in each
-    class is where the class's threshold (the largest float32 that still rounds to zero, etc.:
-    :meth:`~amp_lessons.formats.FloatFormat.largest_float32`) falls in the scaled magnitudes.
-    """
+    """A census's gradient magnitudes, sorted once: the census of ``g * scale`` for any scale is then three binary
+    searches for the classes' thresholds (:meth:`~amp_lessons.formats.FloatFormat.largest_float32`)."""
 
     KINDS = ("weights", "activations")
 
@@ -101,10 +71,8 @@ class CensusIndex:
             self.nans[kind] = int(np.isnan(a).sum())
 
     def counts(self, kind: str, scale: float, fmt="fp16") -> Census:
-        """How many values of ``kind`` land in each class of :data:`amp_lessons.formats.CLASSES` once multiplied by
-        ``scale`` (in float32) and rounded to ``fmt`` (round to nearest even, ``fmt``'s default overflow), as a
-        :class:`~amp_lessons.formats.Census`: what ``fmt.census(g * scale)`` counts, except that "zero" counts the
-        exact zeros before scaling (a product that float32 makes zero is "flushed")."""
+        """``fmt.census(g * scale)`` of ``kind`` (a :class:`~amp_lessons.formats.Census`), except that "zero" counts
+        the exact zeros before scaling."""
         if kind not in self.KINDS:
             raise ValueError(f"kind must be one of {self.KINDS}, got {kind!r}")
         f = get_format(fmt)
@@ -126,8 +94,7 @@ class CensusIndex:
         return Census(f.name, "nearest_even", f.default_overflow, tuple(counts.values()))
 
     def fractions(self, scale: float, fmt="fp16") -> dict[str, dict[str, float]]:
-        """``{"weights": {...}, "activations": {...}}``: each kind's fraction of its values in each class of
-        :data:`amp_lessons.formats.CLASSES` (:meth:`counts`)."""
+        """``{"weights": {...}, "activations": {...}}``: each kind's fractions of :meth:`counts`."""
         out = {}
         for kind in self.KINDS:
             c = self.counts(kind, scale, fmt)
@@ -139,8 +106,7 @@ _INDEXES: dict = {}  # id(activations tensor) -> (ref to it, ref to the weights 
 
 
 def _index(census) -> CensusIndex:
-    """The :class:`CensusIndex` of a census, built once per census (kept while its tensors live;
-    tensors compare elementwise, so the cache is keyed by identity)."""
+    """The :class:`CensusIndex` of a census, built once per census (kept while its tensors live)."""
     if isinstance(census, CensusIndex):
         return census
     tensors = census.tensors if isinstance(census, GradientCensus) else census
@@ -158,13 +124,8 @@ def _index(census) -> CensusIndex:
 
 
 def scaled_fractions(census: dict, scale: float, fmt="fp16") -> dict[str, dict[str, float]]:
-    """The census fractions (keyed by the classes of :data:`amp_lessons.formats.CLASSES`) of the
-    gradients of ``census`` multiplied by ``scale``: ``{"weights": {...}, "activations": {...}}``.
-
-    The same numbers as ``census_fractions(census[kind] * scale, fmt)`` (the multiplication is
-    float32), except that "zero" always counts the exact zeros of the unscaled gradients (a scale
-    below 1 can make a product zero in float32; that counts as "flushed" here). ``census`` may
-    also be a :class:`CensusIndex`; a census's index is built on first use and kept."""
+    """``{"weights": {...}, "activations": {...}}``: the census fractions of the gradients of ``census`` multiplied
+    by ``scale`` (:meth:`CensusIndex.counts`)."""
     return _index(census).fractions(scale, fmt)
 
 
@@ -173,13 +134,11 @@ SCALE_EXPONENTS = (-149, 127)
 
 
 def scale_sweep(census: dict, exponents=range(0, 33), fmt="fp16", kind: str = "activations") -> ScaleSweep:
-    """For each scale ``2**e`` of ``exponents`` (ints in :data:`SCALE_EXPONENTS`, -149 to 127): the shares of the NON-ZERO gradients of ``kind``
-    ("activations" or "weights") that, once scaled, are "flushed" (round to zero: underflow), "subnormal",
-    "saturated" or "inf" (the classes of :data:`amp_lessons.formats.CLASSES`; of the last two, the format's
-    :meth:`~amp_lessons.formats.FloatFormat.overflow_class` is the one its overflow gives, "inf" in fp16).
-    Exact zeros are left out: no scale helps them. Returns the :class:`ScaleSweep`."""
+    """For each scale ``2**e`` of ``exponents`` (ints from -149 to 127): the shares of the non-zero gradients of
+    ``kind`` ("activations" or "weights") that, once scaled, are "flushed", "subnormal", "saturated" or "inf" in
+    ``fmt``. Returns the :class:`ScaleSweep`."""
     index = _index(census)
-    exps = tuple(_int_item(e, "exponents") for e in _int_items(exponents, "exponents"))
+    exps = tuple(_validate.integer(e, "each of exponents") for e in _int_items(exponents, "exponents"))
     if not exps:
         raise ValueError("exponents is empty: give at least one exponent, e.g. range(0, 33)")
     for e in exps:
@@ -208,16 +167,11 @@ def _int_items(values, what: str) -> tuple:
     return tuple(values)
 
 
-def _int_item(v, what: str) -> int:
-    return _validate.integer(v, f"each of {what}")
-
-
 def safe_window(
     sweep: ScaleSweep, max_underflow: float = 0.01, max_overflow: float = 0.0
 ) -> tuple[float, float] | None:
-    """The smallest and the largest scale of a :class:`ScaleSweep` whose flushed share (underflow) is at most
-    ``max_underflow`` and whose :attr:`~ScaleSweep.overflowed` share is at most ``max_overflow``; None if no
-    scale is."""
+    """The smallest and the largest scale of ``sweep`` whose flushed share is at most ``max_underflow`` and whose
+    overflowed share is at most ``max_overflow``; None if no scale is."""
     if not isinstance(sweep, ScaleSweep):
         raise TypeError(f"sweep must be the ScaleSweep returned by scale_sweep, got {type(sweep).__name__}")
     max_underflow, max_overflow = real(max_underflow, "max_underflow"), real(max_overflow, "max_overflow")
@@ -241,9 +195,8 @@ def simulate_scaler(
     backoff_factor: float = 0.5,
     growth_interval: int = 2000,
 ) -> ScalerHistory:
-    """GradScaler's scale over ``n_steps`` steps when the gradients overflow exactly at
-    ``inf_steps`` (0-based), without any model: the :class:`ScalerHistory` (the scale used at each step,
-    whether the step was skipped, the scale after each step's update)."""
+    """GradScaler's scale over ``n_steps`` steps, without a model, when the gradients overflow exactly at
+    ``inf_steps`` (0-based): the :class:`ScalerHistory`."""
     n_steps = count(n_steps, "n_steps", 0, 10_000_000, "simulated steps")
     scale, growth, backoff, interval = scaler_params(init_scale, growth_factor, backoff_factor, growth_interval)
     if isinstance(inf_steps, (str, bytes, dict)) or not hasattr(inf_steps, "__iter__"):
@@ -261,9 +214,6 @@ def simulate_scaler(
         scale, tracker = update_scale(scale, tracker, step in bad, growth, backoff, interval)
         after.append(scale)
     return ScalerHistory(tuple(used), tuple(skipped), tuple(after))
-
-
-# --- the from-scratch scaler against GradScaler --------------------------------------------------------
 
 
 def _tiny_model(seed: int) -> torch.nn.Module:
@@ -284,19 +234,15 @@ def compare_with_gradscaler(
     seed: int = 0,
     overflow: str = "backward",
 ) -> list[dict]:
-    """Train two copies of one tiny fp32 model side by side, one with :class:`DynamicScaler`, one
-    with ``torch.amp.GradScaler("cpu")``, same parameters, same data. At ``inf_steps`` (step numbers from 0 to
-    ``steps - 1``) both overflow: ``overflow="backward"`` sets one gradient element to inf after the backward pass;
-    ``"forward"`` sets one input element to inf before the forward pass (an activation that is inf: the loss
-    is inf, and the gradients inf or NaN). One row per step: ``{"step", "ours_scale", "torch_scale"
-    (the scale used in that step), "ours_skipped", "torch_skipped", "params_equal" (both models'
-    parameters bit for bit equal after the step), "params_finite" (GradScaler's model's parameters all
-    finite after the step)}``."""
+    """Train two copies of one tiny fp32 model side by side, with :class:`DynamicScaler` and with
+    ``torch.amp.GradScaler("cpu")``. At ``inf_steps`` both overflow: ``overflow="backward"`` sets a gradient element
+    to inf, ``"forward"`` an input element. One row per step: ``{"step", "ours_scale", "torch_scale",
+    "ours_skipped", "torch_skipped", "params_equal" (bit for bit), "params_finite" (GradScaler's model)}``."""
     steps = count(steps, "steps", 1, 10_000, "training steps of two models")
     params = scaler_params(init_scale, growth_factor, backoff_factor, growth_interval)
     if overflow not in ("backward", "forward"):
         raise ValueError(f"overflow={overflow!r} is not allowed: it must be 'backward' or 'forward'")
-    bad = {_int_item(k, "inf_steps") for k in _int_items(inf_steps, "inf_steps")}
+    bad = {_validate.integer(k, "each of inf_steps") for k in _int_items(inf_steps, "inf_steps")}
     outside = sorted(k for k in bad if not 0 <= k < steps)
     if outside:
         raise ValueError(
@@ -328,8 +274,6 @@ def compare_with_gradscaler(
             row["ours_skipped"] = not ours.step(ours_opt, ours_model.parameters())
             ours.update()
             theirs.step(torch_opt)
-            # what torch's step read (its per-device found-inf flags for this optimizer): it skipped the step iff any
-            # is set; read from torch's own decision, not inferred from the scale
             found = theirs._found_inf_per_device(torch_opt)
             row["torch_skipped"] = bool(sum(float(v) for v in found.values()))
             theirs.update()
@@ -344,15 +288,8 @@ def compare_with_gradscaler(
     return rows
 
 
-# --- census of any model ------------------------------------------------------------------------------
-
-# --- training four ways ---------------------------------------------------------------------------------
-
-
 def _comparison_setup(seed: int, steps: int, target_scale: float, batch: int = 64):
-    """The data and the model of :func:`train_comparison`: targets of order ``target_scale`` from a
-    random teacher; a 32-64-16 MLP whose outputs are multiplied by ``target_scale`` (it predicts in
-    units of the targets' size, so its weights keep PyTorch's usual initialisation)."""
+    """The data and the 32-64-16 MLP of :func:`train_comparison`: targets of order ``target_scale``."""
     seed = _validate.seed(seed)
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(steps, batch, 32, generator=g)
@@ -366,15 +303,14 @@ def _comparison_setup(seed: int, steps: int, target_scale: float, batch: int = 6
 
 
 def small_loss_census(seed: int = 0, *, target_scale: float = 1e-3, fmt="fp16") -> GradientCensus:
-    """The gradient census (:func:`gradient_census_of`, fp32) of :func:`train_comparison`'s model
-    on its first batch, before training: a small loss, so many gradients fall below fp16's range."""
+    """The gradient census of :func:`train_comparison`'s model on its first batch: a small loss, so many gradients
+    fall below fp16's range."""
     x, y, net = _comparison_setup(seed, 1, _target_scale(target_scale))
     model = torch.nn.Sequential(net, _Scale(target_scale))
     return gradient_census_of(model, torch.nn.functional.mse_loss, (x[0], y[0]), fmt)
 
 
 def _target_scale(value) -> float:
-    """The order of magnitude of the targets of :func:`train_comparison`'s model: a number in (0, 1]."""
     return _validate.real_in(
         value, "target_scale", 0, 1, open_low=True,
         allowed="a number in (0, 1]: the size of the model's outputs and targets (1e-3 makes the loss small)",
@@ -393,19 +329,9 @@ class _Scale(torch.nn.Module):
 def train_comparison(
     steps: int = 60, *, seed: int = 0, progress: bool = True, lr: float = 1e-2, target_scale: float = 1e-3
 ) -> TrainComparison:
-    """Train one tiny model four ways on the CPU (:data:`TRAIN_RUNS`), same start, same data:
-    fp32; fp16 autocast without loss scaling; fp16 autocast with ``torch.amp.GradScaler("cpu")``;
-    bf16 autocast without a scaler. Adam (``lr``), MSE loss, a fresh batch of 64 each step.
-
-    The targets are small (order ``target_scale``), so the loss is small (about 1e-5) and so are
-    its gradients: at the model's output they are around 1e-8, below fp16's smallest subnormal
-    (6e-8). All four runs are the same loop, switched with ``enabled=``, as in PyTorch's AMP recipe.
-
-    Returns the :class:`TrainComparison`: each run's loss per step, share of exactly-zero gradient elements
-    and wall time, and GradScaler's scale and skipped steps.
-    """
-    import time
-
+    """Train one tiny model four ways on the CPU (:data:`TRAIN_RUNS`: fp32, fp16 autocast without and with
+    GradScaler, bf16 autocast), same start and data, Adam (``lr``). The targets are of order ``target_scale``, so
+    the output gradients (about 1e-8) fall below fp16's smallest subnormal. Returns the :class:`TrainComparison`."""
     steps = count(steps, "steps", 1, 10_000, "training steps of four runs")
     progress = flag(progress, "progress")
     lr = _validate.real_in(lr, "lr", 0, 1, open_low=True, allowed="a learning rate for Adam, in (0, 1]")
@@ -449,18 +375,12 @@ def train_comparison(
     )
 
 
-def _copy(module: torch.nn.Module) -> torch.nn.Module:
-    import copy
-
-    return copy.deepcopy(module)
-
-
-# --- pitfalls around a scaler --------------------------------------------------------------------------
+_copy = copy.deepcopy
 
 
 def pitfall_setup(seed: int = 0):
-    """``(model, x, y)`` for the recipe's pitfalls: a small seeded fp32 MLP (8 -> 4 outputs), a batch of 32
-    random inputs and regression targets; an MSE loss on it trains in a few ms on any CPU."""
+    """``(model, x, y)`` for the recipe's pitfalls: a small seeded fp32 MLP (8 -> 4) and a batch of 32."""
+
     model = _tiny_model(seed)
     g = torch.Generator().manual_seed(seed)
     x, y = torch.randn(32, 8, generator=g), torch.randn(32, 4, generator=g)

@@ -9,10 +9,7 @@ import numbers
 import ipywidgets as widgets
 import numpy as np
 
-from .._draw import (
-    named_artists,
-    pow2_ticks,
-)
+from .._draw import named_artists, pow2_ticks
 from .._explorer import Explorer, Picture, failure_html, num, readout_table
 from .._table import Cell, html_table
 from .._validate import int_in
@@ -23,27 +20,16 @@ from ..scaling._plots import plot_scaled_histogram, plot_scaler_history
 from ..scaling._records import ScalerHistory
 from ..style import style_context
 
-__all__ = [
-    "ScaleExplorer",
-    "ScalerStateExplorer",
-    "scale_explorer",
-    "scaler_state_explorer",
-]
+__all__ = ["ScaleExplorer", "ScalerStateExplorer", "scale_explorer", "scaler_state_explorer"]
 
 
 class ScaleExplorer(Explorer):
-    """Pick a loss scale ``2**k`` with a slider (k = 0..32) and see where the gradients of a census
-    (default: :func:`amp_lessons.fp16.gradient_census`) land in fp16: the histogram of log2 |g x
-    scale| moves right over fp16's regions (a power-of-two scale shifts log2 |g| exactly), and a
-    table gives each kind's fractions (:func:`amp_lessons.scaling.scaled_fractions`). The census
-    is sorted and binned once; an update moves four step outlines and recounts by binary search.
-    ``fractions`` is the shown ``scaled_fractions``."""
+    """A loss scale ``2**k`` (k = 0..32) and where a census's gradients land in fp16 under it: the histogram of
+    log2 |g x scale| and each kind's ``fractions`` (:func:`amp_lessons.scaling.scaled_fractions`)."""
 
     MAX_EXPONENT = 32
 
     def __init__(self, exponent: int = 0, census: dict | None = None, fmt="fp16"):
-
-        self._scaling = scaling
         self.fmt = get_format(fmt)
         exponent = self._check(exponent)  # before the census: a bad exponent is refused at once
         self.census = fp16.gradient_census(fmt=self.fmt) if census is None else census
@@ -108,10 +94,7 @@ class ScaleExplorer(Explorer):
         return (failure_html(problem) if problem else "") + self._readout(k), self._pic
 
     def _problem(self, k: int) -> str:
-        """Which gradients the scale ``2**k`` loses in the format ("" if none): the shares of the NON-ZERO
-        gradients (as :func:`~amp_lessons.scaling.scale_sweep`, the sweep's plot and the exercise count them: no
-        scale helps an exact zero) that are "flushed" to zero (scale too small) or land in the format's overflow
-        class, "inf" in fp16 (too large, the step would be skipped)."""
+        """The shares of the non-zero gradients the scale ``2**k`` flushes or overflows ("" if none)."""
         parts = []
         over = self.fmt.overflow_class()
         for kind in ("weights", "activations"):
@@ -129,9 +112,7 @@ class ScaleExplorer(Explorer):
         return f"at scale 2^{k} in {self.fmt.name}: " + "; ".join(parts) if parts else ""
 
     def _readout(self, k: int) -> str:
-        """The classes of the NON-ZERO gradients of each kind (shares of them, as the line above, the sweep and
-        the exercise count): exact zeros stay zero at any scale, so they are left out, and their share of all
-        values is given in a note."""
+        """The classes of the non-zero gradients of each kind; the exact zeros' share in a note."""
         rows, zeros = [], []
         shown = [c for c in self.fmt.finite_input_classes() if c != "zero"]
         for kind in ("weights", "activations"):
@@ -158,16 +139,10 @@ def scale_explorer(exponent: int = 0, census: dict | None = None) -> widgets.VBo
 
 
 class ScalerStateExplorer(Explorer):
-    """GradScaler's rule as a picture: sliders for log2 init_scale (0..24), growth_factor
-    (1.1..4), backoff_factor (0.05..0.95) and growth_interval (1..50, shortened from GradScaler's
-    2000 so that growth shows within the 200 steps drawn); a slider for log2 of the largest
-    gradient magnitude (-40..8): a step whose ``scale x max |gradient|`` rounds to inf in fp16
-    overflows by itself; an IntSlider ``k`` with a button that makes step ``k``'s gradients
-    overflow, and a "clear" button. The scale of every step comes from
-    :func:`amp_lessons.scaling.simulate_scaler` (no training: the overflows are the ones you
-    inject and the ones where the scaled largest gradient passes fp16's max). ``history`` is the
-    shown simulation, ``inf_steps`` the injected steps, ``overflow_steps`` the steps that
-    overflowed by themselves."""
+    """GradScaler's rule over 200 steps (:func:`amp_lessons.scaling.simulate_scaler`): sliders for its parameters
+    and for log2 of the largest gradient (a step whose ``scale x max |gradient|`` rounds to inf in fp16 overflows
+    by itself), a button that makes step ``k`` overflow and one that clears. ``history`` is the shown simulation,
+    ``inf_steps`` the injected steps, ``overflow_steps`` those that overflowed by themselves."""
 
     N_STEPS = 200
     GRAD_RANGE = (-40, 8)  # log2 max |gradient|: 2**8 x 2**8 already overflows fp16
@@ -183,44 +158,27 @@ class ScalerStateExplorer(Explorer):
         inf_steps=(40, 41, 130),
         log2_max_gradient: int = -20,
     ):
-
-        self._scaling = scaling
         f16 = get_format("fp16")
         self._fp16_max, self._fp16_emax, self._fp16_mantissa = f16.max, f16.emax, f16.mantissa_bits
         style, wide = {"description_width": "initial"}, widgets.Layout(width="340px")
-        self.init_slider = widgets.IntSlider(16, min=0, max=24, description="log2 init_scale", style=style, layout=wide)
-        self.growth_slider = widgets.FloatSlider(
-            2.0, min=1.1, max=4.0, step=0.1, readout_format=".1f", description="growth_factor", style=style, layout=wide
+
+        def slider(kind, value, description, layout=wide, **kw):
+            return kind(value, description=description, style=style, layout=layout, **kw)
+
+        self.init_slider = slider(widgets.IntSlider, 16, "log2 init_scale", min=0, max=24)
+        self.growth_slider = slider(
+            widgets.FloatSlider, 2.0, "growth_factor", min=1.1, max=4.0, step=0.1, readout_format=".1f"
         )
-        self.backoff_slider = widgets.FloatSlider(
-            0.5,
-            min=0.05,
-            max=0.95,
-            step=0.05,
-            readout_format=".2f",
-            description="backoff_factor",
-            style=style,
-            layout=wide,
+        self.backoff_slider = slider(
+            widgets.FloatSlider, 0.5, "backoff_factor", min=0.05, max=0.95, step=0.05, readout_format=".2f"
         )
-        self.interval_slider = widgets.IntSlider(
-            20,
-            min=1,
-            max=50,
-            description="growth_interval (short: default 2000)",
-            style=style,
-            layout=widgets.Layout(width="460px"),
+        long = widgets.Layout(width="460px")
+        self.interval_slider = slider(
+            widgets.IntSlider, 20, "growth_interval (short: default 2000)", long, min=1, max=50
         )
-        self.grad_slider = widgets.IntSlider(
-            -20,
-            min=self.GRAD_RANGE[0],
-            max=self.GRAD_RANGE[1],
-            description="log2 max |gradient|",
-            style=style,
-            layout=wide,
-        )
-        self.step_slider = widgets.IntSlider(
-            60, min=0, max=self.N_STEPS - 1, description="step k", style=style, layout=wide
-        )
+        lo, hi = self.GRAD_RANGE
+        self.grad_slider = slider(widgets.IntSlider, -20, "log2 max |gradient|", min=lo, max=hi)
+        self.step_slider = slider(widgets.IntSlider, 60, "step k", min=0, max=self.N_STEPS - 1)
         self.inject_button = widgets.Button(
             description="inject inf at step k", button_style="danger", layout=widgets.Layout(width="180px")
         )
@@ -279,7 +237,7 @@ class ScalerStateExplorer(Explorer):
 
     def _picture(self) -> Picture:
         pic = Picture((10, 4.0))
-        stand_in = self._scaling.simulate_scaler(self.N_STEPS, (0,), growth_interval=1)
+        stand_in = scaling.simulate_scaler(self.N_STEPS, (0,), growth_interval=1)
         with style_context():
             ax = pic.fig.add_axes((0.09, 0.13, 0.89, 0.78))
             plot_scaler_history(stand_in, ax=ax)
@@ -288,17 +246,15 @@ class ScalerStateExplorer(Explorer):
         return pic
 
     def _simulate(self, p: dict) -> ScalerHistory:
-        """simulate_scaler with the injected overflows plus every step whose scaled largest gradient
-        rounds to inf in fp16, found in step order (an overflow changes only the scales after it).
-        ``scale x 2**g`` is exact (a float32 times a power of two), and fp16 rounds it to inf from
-        its max plus half a step there (65504 + 16 = 65520) up."""
+        """simulate_scaler with the injected overflows plus every step whose scaled largest gradient rounds to inf
+        in fp16 (from 65504 + 16 = 65520 up), found in step order."""
         g = math.ldexp(1.0, int(self.grad_slider.value))
         limit = self._fp16_max + math.ldexp(1.0, self._fp16_emax - self._fp16_mantissa - 1)
         bad = set(self.inf_steps)
         self.overflow_steps = []
         start = 0
         while True:
-            h = self._scaling.simulate_scaler(self.N_STEPS, sorted(bad), **p)
+            h = scaling.simulate_scaler(self.N_STEPS, sorted(bad), **p)
             over = np.flatnonzero(np.asarray(h.scale[start:], dtype=float) * g >= limit) + start
             new = [int(k) for k in over if k not in bad]
             if not new:

@@ -23,20 +23,13 @@ from .._draw import (
     zero_threshold,
 )
 from .._validate import int_in, integer, real
-from ..formats import (
-    get_format,
-)
+from ..formats import get_format
 from ..fp16._experiments import GradientCensus
 from ..scaling._experiments import safe_window
 from ..scaling._records import ScalerHistory, ScaleSweep, TrainComparison
 from ..style import format_color
 
-__all__ = [
-    "plot_scale_sweep",
-    "plot_scaled_histogram",
-    "plot_scaler_history",
-    "plot_train_comparison",
-]
+__all__ = ["plot_scale_sweep", "plot_scaled_histogram", "plot_scaler_history", "plot_train_comparison"]
 
 
 _SWEEP_STYLES = {
@@ -49,14 +42,9 @@ _WINDOW_COLOR = "#33A02C"
 
 @styled
 def plot_scale_sweep(sweep: ScaleSweep, ax=None, *, window=None) -> Axes:
-    """Fractions of the non-zero gradients that underflow (round to zero), are subnormal and
-    overflow, against the loss scale (the :class:`~amp_lessons.scaling.ScaleSweep` of
-    :func:`amp_lessons.scaling.scale_sweep`: its flushed, subnormal and overflowed shares; x: log2 of the
-    scale, log y). ``window`` (a pair of scales, default
-    :func:`~amp_lessons.scaling.safe_window` of the sweep; False for none) is shaded. A fraction of
-    exactly 0 cannot sit on a log axis: it is drawn on the bottom edge.
-    Named artists (:func:`amp_lessons._draw.named_artists`): each curve by its key in ``sweep``, the span
-    "window"."""
+    """The shares of a :func:`amp_lessons.scaling.scale_sweep` that underflow, are subnormal and overflow, against
+    log2 of the scale (log y; a share of 0 on the bottom edge), with ``window`` (a pair of scales, default the
+    sweep's :func:`~amp_lessons.scaling.safe_window`; False for none) shaded."""
 
     if not isinstance(sweep, ScaleSweep):
         raise TypeError(
@@ -78,12 +66,7 @@ def plot_scale_sweep(sweep: ScaleSweep, ax=None, *, window=None) -> Axes:
     if window:
         lo, hi = (math.log2(real(w, "window")) for w in window)
         span = ax.axvspan(
-            lo,
-            hi,
-            color=_WINDOW_COLOR,
-            alpha=0.15,
-            lw=0,
-            label=f"safe window {pow2(round(lo))} .. {pow2(round(hi))}",
+            lo, hi, color=_WINDOW_COLOR, alpha=0.15, lw=0, label=f"safe window {pow2(round(lo))} .. {pow2(round(hi))}"
         )
         name_artist(ax, "window", span)
     ax.set_yscale("log")
@@ -113,12 +96,8 @@ _HIST_STYLES = {"weights": dict(color="#1F78B4"), "activations": dict(color="#E6
 def plot_scaled_histogram(
     census: GradientCensus | dict, exponent: int = 0, fmt="fp16", ax=None, *, max_exponent: int = 32
 ) -> Axes:
-    """The census's gradients multiplied by ``2**exponent``: histogram of log2 |g x scale| (one bar
-    per binade) over ``fmt``'s regions, on an x axis wide enough for every exponent up to
-    ``max_exponent`` (so pictures for different scales line up). Multiplying by a power of two
-    shifts log2 |g| exactly, so the bars just move right.
-    Named artists (:func:`amp_lessons._draw.named_artists`): the histograms "<kind> fill" and "<kind> edge",
-    the regions "region <region>"."""
+    """Histogram of log2 |g x 2**exponent| of the census's gradients (one bar per binade) over ``fmt``'s regions,
+    on an x axis wide enough for every exponent up to ``max_exponent``."""
     census = census.tensors if isinstance(census, GradientCensus) else census
     if not isinstance(census, dict) or not {"weights", "activations"} <= set(census):
         raise TypeError(
@@ -194,11 +173,9 @@ _HISTORY_STYLES = {
 
 @styled
 def plot_scaler_history(history, ax=None) -> Axes:
-    """The loss scale used at each step (y: log2 of the scale, ticks ``2^k``), skipped steps marked
-    with red crosses, from :func:`amp_lessons.scaling.simulate_scaler` or the rows of
-    :func:`~amp_lessons.scaling.compare_with_gradscaler` (then both scalers, one over the other).
-    Named artists (:func:`amp_lessons._draw.named_artists`): each scaler's staircase by its name ("scale" for
-    one history) and its marks "<name> skipped"."""
+    """The loss scale used at each step (log2), skipped steps marked, from
+    :func:`amp_lessons.scaling.simulate_scaler` or the rows of :func:`~amp_lessons.scaling.compare_with_gradscaler`
+    (then both scalers)."""
     series = _history_series(history)
     ax = axes_for(ax, (9, 4.2))
     ys_all = []
@@ -211,11 +188,7 @@ def plot_scaler_history(history, ax=None) -> Axes:
         ys_all.append(y[np.isfinite(y)])
         steps = np.arange(s.size)
         (line,) = ax.step(
-            steps,
-            y,
-            where="post",
-            label=label if len(series) > 1 else "scale used",
-            **_HISTORY_STYLES[label],
+            steps, y, where="post", label=label if len(series) > 1 else "scale used", **_HISTORY_STYLES[label]
         )
         name_artist(ax, label, line)
         bad = np.asarray(skipped, dtype=bool)
@@ -258,10 +231,8 @@ _TRAIN_STYLES = {
 
 @styled
 def plot_train_comparison(result: TrainComparison, ax=None) -> Axes:
-    """Loss against step (log y) of each run of the :class:`~amp_lessons.scaling.TrainComparison` of
-    :func:`amp_lessons.scaling.train_comparison`; the legend gives each run's final loss and its share of
-    exactly-zero gradient elements.
-    Named artists (:func:`amp_lessons._draw.named_artists`): each run's curve by its name."""
+    """Loss against step (log y) of each run of :func:`amp_lessons.scaling.train_comparison`; the legend gives
+    each run's final loss and share of exactly-zero gradient elements."""
     if not isinstance(result, TrainComparison):
         raise TypeError(
             "result must be the TrainComparison returned by amp_lessons.scaling.train_comparison, "

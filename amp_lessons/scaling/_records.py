@@ -1,10 +1,4 @@
-"""Lesson 05's records: the frozen results of its experiments (:mod:`.experiments`), each shown as a table.
-
-A scale sweep of a gradient census (:class:`ScaleSweep`), a scaler's history (:class:`ScalerHistory`, shown as its
-:class:`ScalerEvents`), the four training runs (:class:`TrainComparison`, shown as its :class:`TrainSummary`), and the
-small tables the lesson builds from what an experiment returned: a census's fractions, GradScaler's state, the
-from-scratch scaler against GradScaler step by step, the recipe's pitfalls. Nothing here runs an experiment or draws.
-"""
+"""Lesson 05's records: the results of :mod:`.experiments` and the small tables the lesson builds from them."""
 
 from __future__ import annotations
 
@@ -30,18 +24,11 @@ __all__ = [
     "TrainSummary",
 ]
 
-# --- census under a scale ------------------------------------------------------------------------
-
 
 @dataclass(frozen=True, repr=False)
 class ScaleSweep(TableRecord):
-    """Where the NON-ZERO gradients of ``kind`` land in ``fmt`` once multiplied by each scale ``2**e`` of
-    ``exponent`` (:func:`scale_sweep`), as shares of the ``nonzero`` gradients in the classes of
-    :data:`amp_lessons.formats.CLASSES` that a scale moves them into: ``flushed`` (rounds to zero: underflow),
-    ``subnormal``, ``saturated`` (beyond the range, stored as +-max) and ``inf`` (beyond the range, stored as
-    inf); one share per scale in each. :attr:`overflowed` is the share in the format's
-    :meth:`~amp_lessons.formats.FloatFormat.overflow_class` ("inf" in fp16). Shown as a table, one row per
-    scale."""
+    """:func:`scale_sweep`'s shares of the ``nonzero`` gradients of ``kind`` that each scale ``2**e`` makes
+    ``flushed``, ``subnormal``, ``saturated`` or ``inf`` in ``fmt``, one per scale."""
 
     kind: str
     fmt: str
@@ -69,14 +56,9 @@ class ScaleSweep(TableRecord):
         return header, rows, title, ()
 
 
-# --- a scaler's history, training four ways ---------------------------------------------------------
-
-
 @dataclass(frozen=True, repr=False)
 class ScalerHistory(TableRecord):
-    """GradScaler's scale step by step (:func:`simulate_scaler`): ``scale`` the scale each step used, ``skipped``
-    whether the step was skipped (an inf/NaN gradient), ``scale_after`` the scale after each step's update. Shown
-    as its :class:`ScalerEvents` (the steps where something happened)."""
+    """:func:`simulate_scaler`'s scale each step used, whether it was skipped, and the scale after its update."""
 
     scale: tuple[float, ...]
     skipped: tuple[bool, ...]
@@ -88,11 +70,8 @@ class ScalerHistory(TableRecord):
 
 @dataclass(frozen=True, repr=False)
 class TrainComparison(TableRecord):
-    """The four runs of :func:`train_comparison` (:data:`TRAIN_RUNS`), by run name: ``loss`` the loss of each
-    step, ``zero_grad_fraction`` the fraction of the parameter-gradient elements that were exactly zero after
-    backward (averaged over steps), ``seconds`` the wall time; ``scale`` GradScaler's scale at each step of the
-    run with a scaler and ``skipped`` whether it skipped that step; ``steps`` the steps of each run. Shown as
-    its :class:`TrainSummary`."""
+    """The four runs of :func:`train_comparison` by name: the loss of each step, the mean fraction of exactly-zero
+    gradient elements, the wall time; GradScaler's scale and skips at each step of the run with a scaler."""
 
     steps: int
     loss: dict[str, tuple[float, ...]]
@@ -105,15 +84,8 @@ class TrainComparison(TableRecord):
         return TrainSummary.of(self)._table()
 
 
-# ============================================================================================
-# Results as small tables: each record is built from what an experiment returned (``Record.of(result)``),
-# keeps the figures as fields for asserts, and shows itself as an HTML table in JupyterLab and as aligned
-# text in a terminal (amp_lessons._table.TableRecord). Timings come with their spread (timing.Spread).
-# ============================================================================================
-
-
 def _scale_text(x: float) -> str:
-    """A loss scale as a number and, where it is one, a power of two: "65536 = 2^16", "1.12e-44 = 2^-146"."""
+    """A loss scale as a number and, where it is one, a power of two: "65536 = 2^16"."""
     if x == 0 or not math.isfinite(x):
         return f"{x:g}"
     m, e = math.frexp(x)
@@ -129,19 +101,10 @@ def _need(value, what: str, want: str):
     raise TypeError(f"{what} must be {want}, got {type(value).__name__}: {value!r}"[:300])
 
 
-# --------------------------------------------------------------------------------------------
-# A gradient census: fractions of gradient values per fp16 category
-# --------------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, repr=False)
 class CensusTable(TableRecord):
-    """The fractions of a gradient census (``fp16.gradient_census`` / ``scaling.small_loss_census``):
-    ``fractions[kind][cls]`` for kind "weights" and "activations", the classes of
-    :data:`amp_lessons.formats.CLASSES`; ``loss`` the loss whose gradients were counted; ``fmt`` the format.
-    The table shows the classes a finite gradient can land in: every class but "saturated", "inf" and "nan",
-    and of those the format's :meth:`~amp_lessons.formats.FloatFormat.overflow_class`
-    (:meth:`~amp_lessons.formats.FloatFormat.finite_input_classes`)."""
+    """The fractions ``fractions[kind][cls]`` of a gradient census (``scaling.small_loss_census``), its ``loss``
+    and ``fmt``, shown as the census's own table."""
 
     fractions: dict
     loss: float
@@ -158,10 +121,6 @@ class CensusTable(TableRecord):
         return GradientCensus._table(self)  # a census's own table: it reads only fractions, loss and fmt
 
 
-# --------------------------------------------------------------------------------------------
-# GradScaler's state
-# --------------------------------------------------------------------------------------------
-
 _STATE_MEANING = {
     "scale": "the loss scale the next step multiplies the loss by",
     "growth_factor": "multiplies the scale after growth_interval clean steps in a row",
@@ -173,8 +132,7 @@ _STATE_MEANING = {
 
 @dataclass(frozen=True, repr=False)
 class ScalerState(TableRecord):
-    """``torch.amp.GradScaler.state_dict()`` as it is (its own keys, in its order), shown as a table.
-    ``state`` holds the (key, value) pairs; ``state_dict`` gives them back as the dict."""
+    """``torch.amp.GradScaler.state_dict()`` as it is, one row per key: ``state`` holds the (key, value) pairs."""
 
     state: tuple
 
@@ -203,17 +161,13 @@ class ScalerState(TableRecord):
         return ("key", "value", "what it is"), rows, "GradScaler.state_dict()", []
 
 
-# --------------------------------------------------------------------------------------------
-# The from-scratch scaler against GradScaler, step by step
-# --------------------------------------------------------------------------------------------
-
 _COMPARISON_KEYS = ("step", "ours_scale", "torch_scale", "ours_skipped", "torch_skipped", "params_equal")
 
 
 @dataclass(frozen=True, repr=False)
 class GradScalerComparison(TableRecord):
-    """The rows of ``scaling.compare_with_gradscaler``: ``rows`` of (step, our scale, GradScaler's scale,
-    we skipped, GradScaler skipped, parameters bit for bit equal); the table shows the first ``shown``."""
+    """``scaling.compare_with_gradscaler``'s rows as (step, our scale, GradScaler's scale, we skipped, it skipped,
+    parameters equal); the table shows the first ``shown``."""
 
     rows: tuple
     shown: int
@@ -252,15 +206,10 @@ class GradScalerComparison(TableRecord):
         return header, rows, "our DynamicScaler against torch.amp.GradScaler, step by step", notes
 
 
-# --------------------------------------------------------------------------------------------
-# A scaler's history: the steps where something happened
-# --------------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, repr=False)
 class ScalerEvents(TableRecord):
-    """The steps of a :class:`ScalerHistory` (``scaling.simulate_scaler``) where the scale changed or the step was skipped:
-    ``events`` of (step, scale used, what happened, scale after); ``n_steps`` simulated in all."""
+    """The steps of a :class:`ScalerHistory` where the scale changed or the step was skipped: ``events`` of
+    (step, scale used, what happened, scale after)."""
 
     events: tuple
     n_steps: int
@@ -292,11 +241,6 @@ class ScalerEvents(TableRecord):
         return ("step", "scale used", "what happened", "scale after"), rows, title, notes
 
 
-# --------------------------------------------------------------------------------------------
-# Four ways of training, summed up
-# --------------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, repr=False)
 class TrainSummary(TableRecord):
     """``scaling.train_comparison``'s runs: ``rows`` of (run, first loss, final loss, fraction of the
@@ -324,21 +268,9 @@ class TrainSummary(TableRecord):
         return header, rows, "one tiny model trained four ways", []
 
 
-# --------------------------------------------------------------------------------------------
-# The recipe's pitfalls, measured
-# --------------------------------------------------------------------------------------------
-
-
 @dataclass(frozen=True, repr=False)
 class PitfallTable(TableRecord):
-    """Lesson 05's pitfall measurements as one row per pitfall: ``rows`` of (pitfall, what was measured).
-
-    ``pitfalls`` is the dict the lesson's cells build from their own results: ``"scheduler_warning"`` (the text
-    of the warning ``lr_scheduler.step()`` gave after a skipped first step, or None); ``"grad_norm"``:
-    ``{"scale", "before_unscale", "after_unscale"}`` (the gradient norm a clip sees without and with
-    ``scaler.unscale_`` first); ``"state_dict"``: ``{"saved", "restored"}`` (a GradScaler's state_dict and that of
-    a fresh scaler loaded from it); ``"bf16"``: ``{"used", "after", "skipped"}`` (per step of a GradScaler around
-    bf16 autocast: the scale the step used, the scale after its update, whether it was skipped)."""
+    """Lesson 05's pitfall measurements, one row per pitfall, from the dict its cells build (keys in ``_KEYS``)."""
 
     rows: tuple
     result: dict

@@ -14,7 +14,6 @@ from amp_lessons.autocast import _experiments as A, _policy, _records as records
 
 HAS_CUDA = torch.cuda.is_available()
 
-# --- hand-checked samples (aten/src/ATen/autocast_mode.{h,cpp}, https://github.com/pytorch/pytorch) ---------------
 
 CUDA_SAMPLE = {
     "lower_precision": ["mm", "matmul", "linear", "conv2d", "bmm", "baddbmm", "scaled_dot_product_attention"],
@@ -30,19 +29,8 @@ CUDA_SAMPLE = {
 }
 
 CPU_SAMPLE = {
-    "lower_precision": [
-        "conv1d",
-        "conv2d",
-        "conv3d",
-        "conv_transpose2d",
-        "mm",
-        "bmm",
-        "matmul",
-        "linear",
-        "addmm",
-        "baddbmm",
-        "scaled_dot_product_attention",
-    ],
+    "lower_precision": "conv1d conv2d conv3d conv_transpose2d mm bmm matmul linear addmm baddbmm "
+    "scaled_dot_product_attention".split(),
     "fp32": ["mse_loss", "binary_cross_entropy", "cross_entropy_loss", "nll_loss", "prod"],
     "promote": ["cat", "stack", "index_copy"],
     "banned": [],
@@ -95,16 +83,6 @@ def test_tables_list_exactly_the_ops_with_an_autocast_kernel(device_type):
     assert all(table[n] == p for p, names in groups.items() for n in names)
 
 
-def test_cpu_and_cuda_policies_differ_where_the_facts_say():
-    cpu, cuda = A.policy_table("cpu"), A.policy_table("cuda")
-    for name in ("layer_norm", "exp", "log"):
-        assert cuda[name] == "fp32" and name not in cpu
-    for name in ("softmax", "log_softmax", "sum"):
-        assert cuda[name] == "fp32_set_opt_dtype" and name not in cpu
-    assert cpu["cross_entropy_loss"] == "fp32" and "cross_entropy_loss" not in cuda
-    assert cuda["binary_cross_entropy"] == "banned" and cpu["binary_cross_entropy"] == "fp32"
-
-
 def test_cpu_table_does_not_depend_on_the_cpus_kernels():
     # mkldnn_rnn_layer runs under bf16 autocast only where oneDNN has a bf16 RNN for the CPU (AVX512);
     # its class is the same on every CPU, and its source says how it was found here
@@ -126,26 +104,22 @@ def test_sources():
 
 
 def test_header_parser():
-    text = "\n".join(
-        [
-            "#define AT_FORALL_LOWER_PRECISION_FP(_) \\",
-            "  _(_convolution, deprecated) \\",
-            "  _(mm)",
-            "#define AT_FORALL_FP32(_) \\",
-            "  _(pow, Tensor_Scalar) \\",
-            "  _(layer_norm)",
-            "#define AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE(_) \\",
-            "  _(ADD_NS(norm), \\",
-            '    "norm.Scalar", \\',
-            "    Tensor(const Tensor&, const Scalar&), \\",
-            "    Tensor(const Tensor&, const std::optional<Scalar>&, ScalarType), \\",
-            "    fp32_append_dtype)",
-            "#define AT_FORALL_PROMOTE(_) \\",
-            "  _(addcmul)",
-            "#define AT_FORALL_DEPRECATED_AUTOCAST_BACKENDS(_) \\",
-            "  _(cpu, at::kCPU)",
-        ]
-    )
+    text = r"""#define AT_FORALL_LOWER_PRECISION_FP(_) \
+  _(_convolution, deprecated) \
+  _(mm)
+#define AT_FORALL_FP32(_) \
+  _(pow, Tensor_Scalar) \
+  _(layer_norm)
+#define AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE(_) \
+  _(ADD_NS(norm), \
+    "norm.Scalar", \
+    Tensor(const Tensor&, const Scalar&), \
+    Tensor(const Tensor&, const std::optional<Scalar>&, ScalarType), \
+    fp32_append_dtype)
+#define AT_FORALL_PROMOTE(_) \
+  _(addcmul)
+#define AT_FORALL_DEPRECATED_AUTOCAST_BACKENDS(_) \
+  _(cpu, at::kCPU)"""
     assert _policy.parse_header(text) == {
         "aten::_convolution.deprecated": "lower_precision",
         "aten::mm": "lower_precision",
@@ -165,18 +139,10 @@ def test_measurement_agrees_with_the_header():
 
     header = _policy.header_policies()
     ops = [
-        "aten::mm",
-        "aten::linear",
-        "aten::baddbmm",
-        "aten::exp",
-        "aten::sum",
-        "aten::softmax.int",
-        "aten::mse_loss",
-        "aten::addcmul",
-        "aten::atan2",
-        "aten::index_put",
-        "aten::scatter_add",
+        f"aten::{n}"
+        for n in "mm linear baddbmm exp sum softmax.int mse_loss addcmul atan2 index_put scatter_add".split()
     ]
+
     logging.disable(logging.CRITICAL)  # fake tensors log the samples that do not fit
     try:
         with torch.no_grad(), FakeTensorMode(), _policy.cuda_autocast_on_fake(torch.float16, cache=False):
@@ -193,18 +159,6 @@ def test_policy_of_accepts_several_spellings():
         assert A.policy_of(name, "cpu") == "lower_precision"
     assert A.policy_of("conv_transpose2d.input", "cuda") == "lower_precision"
     assert A.policy_of("add", "cuda") is None
-    with pytest.raises(TypeError, match="op name"):
-        A.policy_of(3, "cpu")
-
-
-@pytest.mark.parametrize("fn", [A.policy_table, A.policy_groups, A.policy_sources, lambda d: A.policy_of("mm", d)])
-def test_policy_functions_reject_unknown_device_types(fn):
-    for bad in ("mps", "CUDA", None, 0):
-        with pytest.raises(ValueError, match=f"'cpu' or 'cuda', got {bad!r}"):
-            fn(bad)
-
-
-# --- the tracer ------------------------------------------------------------------------------------
 
 
 def _last(trace, name):
@@ -294,19 +248,6 @@ def test_backward_ops_are_recorded():
     assert any(op.phase == "backward" for op in t.ops) and lin.weight.grad is not None
 
 
-def test_trace_rendering():
-    t = A.trace(lambda m, x: m(x), torch.nn.Linear(4, 3), torch.randn(2, 4))
-    text = repr(t)
-    lines = text.splitlines()
-    assert lines[0] == "CPU autocast, measured on this machine (autocast dtype bfloat16)"
-    assert sum(line.startswith("*") for line in lines) == 3 and text.count("weight cast") == 2
-    assert "fp32[3,4]" in text and "bf16[3,4]" in text and "bf16 = bfloat16" in text
-    assert lines[-1].startswith("5 ops, 3 casts (2 of parameters")
-    page = t._repr_html_()
-    assert page.count("background: rgba(") == 3 and "CPU autocast, measured on this machine" in page
-    assert t.ops[0].describe().startswith("_to_copy(float32")
-
-
 def test_fake_cuda_helper_and_prebuilt_fake_inputs():
     lin, x = torch.nn.Linear(4, 3), torch.randn(2, 4)
     fake_lin, fake_x = A.fake_cuda([lin, x])
@@ -315,33 +256,19 @@ def test_fake_cuda_helper_and_prebuilt_fake_inputs():
     assert lin.weight.device.type == "cpu" and lin.weight.requires_grad  # the original is untouched
     t = A.trace(lambda m, x: m(x), fake_lin, fake_x, device_type="cuda")
     assert t.output.dtype == torch.float16
-    with pytest.raises(TypeError, match="FakeTensorMode"):
-        A.fake_cuda(x, mode="fake")
 
 
-def test_trace_errors():
+def test_trace_refuses_what_the_preview_cannot_do():
     x = torch.randn(2, 4)
     lin = torch.nn.Linear(4, 3)
-    with pytest.raises(ValueError, match="'cpu' or 'cuda', got 'tpu'"):
-        A.trace(torch.exp, x, device_type="tpu")
-    with pytest.raises(ValueError, match=r"torch.bfloat16 or torch.float16.*got torch.int32"):
-        A.trace(torch.exp, x, dtype=torch.int32)
-    with pytest.raises(ValueError, match="got torch.float32"):
-        A.trace(torch.exp, x, device_type="cuda", dtype=torch.float32)
     with pytest.raises(ValueError, match="fake=True previews the CUDA policy"):
         A.trace(torch.exp, x, fake=True)
-    with pytest.raises(ValueError, match="fake must be"):
-        A.trace(torch.exp, x, device_type="cuda", fake="yes")
-    with pytest.raises(TypeError, match="callable"):
-        A.trace("exp", x)
     with pytest.raises(ValueError, match="backward=True cannot run on fake CUDA"):
         A.trace(lambda m, x: m(x), lin, x, device_type="cuda", backward=True)
     with pytest.raises(ValueError, match="requires grad"):
         A.trace(torch.exp, x, backward=True)
     with pytest.raises(ValueError, match="real tensor inside the fake CUDA preview"):
         A.trace(lambda x: lin(x), x, device_type="cuda")  # lin reaches fn through a closure
-    with pytest.raises(ValueError, match="is on meta"):
-        A.trace(torch.exp, torch.empty(2, 4, device="meta"))
     if HAS_CUDA:
         with pytest.raises(ValueError, match=r"is on cpu.*\.cuda\(\)"):
             A.trace(lambda m, x: m(x), lin, x, device_type="cuda", fake=False)
@@ -407,8 +334,8 @@ def test_autograd_adds_only_detach_to_a_forward_pass():
     with_grad = A.trace(f, emb, lin, ln, idx, backward=True)
     torch.manual_seed(1)
     without = A.trace(no_grad, emb, lin, ln, idx)
-    names = [op.name for op in with_grad.forward_ops(bookkeeping=True)]
-    assert names != [op.name for op in without.forward_ops(bookkeeping=True)]
+    names = [op.name for op in with_grad.ops if op.phase == "forward"]
+    assert names != [op.name for op in without.ops if op.phase == "forward"]
     assert {n for n in names if n not in [op.name for op in without.ops]} == {"detach"}
     assert records.AUTOGRAD_BOOKKEEPING == ("detach",)
     assert with_grad.forward_differences(without) == [] and without.forward_differences(with_grad) == []
@@ -421,11 +348,11 @@ def test_forward_differences_ignore_bookkeeping_and_report_real_differences():
     model, x, y = _lesson_model()
     real = A.trace(_lesson_step, model, x, y, backward=True)
     plain = A.trace(_no_grad_step, model, x, y)
-    assert [op.name for op in real.forward_ops(bookkeeping=True)].count("detach") == 1
+    assert [op.name for op in real.ops if op.phase == "forward"].count("detach") == 1
     assert "detach" not in [op.name for op in plain.ops] and real.forward_differences(plain) == []
     detach = records.OpRecord("forward", "detach", (torch.float32,), ((8, 4),), (torch.float32,), ((8, 4),), False)
     padded = records.Trace([detach, *plain.ops, detach], "cpu", torch.bfloat16, False)
-    assert padded.forward_differences(plain) == [] and len(padded.forward_ops(bookkeeping=True)) == len(plain.ops) + 2
+    assert padded.forward_differences(plain) == [] and len(padded.forward_ops()) == len(plain.ops)
     # the CUDA preview of the same model differs from the CPU trace where the policies do: layer_norm's upcast first
     preview = A.trace(_lesson_step, model, x, y, device_type="cuda", dtype=torch.bfloat16)
     diffs = real.forward_differences(preview)
@@ -436,13 +363,6 @@ def test_forward_differences_ignore_bookkeeping_and_report_real_differences():
         f"forward op {len(plain.ops) - 1}: nll_loss_forward(float32, int64) -> float32, float32 here, (no op) in the "
         "other trace"
     ]
-    with pytest.raises(TypeError, match="other must be a Trace"):
-        real.forward_differences(real.ops)
-    with pytest.raises(TypeError, match="bookkeeping must be True or False"):
-        real.forward_ops(bookkeeping="yes")
-
-
-# --- the profiler tree -----------------------------------------------------------------------------
 
 
 def test_profile_tree_of_an_autocast_matmul(tmp_path):
@@ -458,15 +378,12 @@ def test_profile_tree_of_an_autocast_matmul(tmp_path):
     inner = top.children[-1]
     mm = inner.children[0]
     assert mm.name == "aten::mm" and mm.input_dtypes == ["BFloat16", "BFloat16"]
-    assert [n.name for n in tree.find("mm")] == ["aten::mm"]
     # times: the total includes the children, self does not
     assert top.total_us >= sum(c.total_us for c in top.children) - 1e-6
     assert abs(top.self_us - (top.total_us - sum(c.total_us for c in top.children))) < 1e-6
-    assert 0 < tree.total_us("mm") <= tree.total_us("aten::matmul") == top.total_us
-    text = tree.render(times=False)
-    assert "aten::matmul  [[8, 16], [16, 32]]  [float, float]" in text
-    assert "\n    aten::mm  [[8, 16], [16, 32]]  [BFloat16, BFloat16]" in text
-    assert " us" not in text and " us)" in repr(tree)
+    text = repr(tree)
+    assert "aten::matmul  [[8, 16], [16, 32]]  [float, float]  (self " in text
+    assert "\n    aten::mm  [[8, 16], [16, 32]]  [BFloat16, BFloat16]  (self " in text
     # the Chrome trace was written where asked, and is JSON
     assert os.path.dirname(tree.chrome_trace) == str(tmp_path / "traces")
     with open(tree.chrome_trace) as f:
@@ -478,69 +395,14 @@ def test_profile_tree_layer_norm_and_default_folder():
     tree = A.profile_tree(ln, torch.randn(8, 32).bfloat16())
     assert tree.roots[0].name == "aten::layer_norm"
     assert tree.roots[0].input_dtypes == ["BFloat16", "float", "float"]  # CPU autocast: no upcast
-    assert not tree.find("_to_copy")
+    assert "_to_copy" not in repr(tree)
     assert os.path.isfile(tree.chrome_trace)
-
-
-def test_profile_tree_errors():
-    with pytest.raises(ValueError, match="got 'xla'"):
-        A.profile_tree(torch.exp, torch.randn(2), device_type="xla")
-    with pytest.raises(ValueError, match="got torch.int32"):
-        A.profile_tree(torch.exp, torch.randn(2), dtype=torch.int32)
-    if not HAS_CUDA:
-        with pytest.raises(RuntimeError, match="no GPU"):
-            A.profile_tree(torch.exp, torch.randn(2), device_type="cuda")
-
-
-# --- the cost of an upcast -------------------------------------------------------------------------
 
 
 def test_cast_cost():
     r = A.cast_cost((64, 128), repeats=3)
-    assert isinstance(r, records.CastCost) and r.__dataclass_params__.frozen
-    for t in (
-        r.autocast_layer_norm_s,
-        r.upcast_then_layer_norm_s,
-        r.upcast_into_buffer_then_layer_norm_s,
-        r.cast_s,
-        r.layer_norm_fp32_s,
-    ):
-        assert isinstance(t, float) and t > 0
+    assert all(getattr(r, f) > 0 for f in records.CastCost.LABELS)
     assert r.cast_over_layer_norm == pytest.approx(r.cast_s / r.layer_norm_fp32_s)
     assert r.autocast_inserts_upcast is False  # layer_norm is on no CPU autocast list
     assert r.size == (64, 128) and r.repeats == 3 and r.device == "cpu"
     assert A.cast_cost(32, repeats=1).size == (32, 32)
-    text = repr(r)
-    assert "x.float()" in text and "autocast inserts the upcast  False" in text and "(64 x 128)" in text
-
-
-@pytest.mark.parametrize(
-    "kwargs, match",
-    [
-        ({"size": 0}, "size must be"),
-        ({"size": (2, 3, 4)}, "size must be"),
-        ({"size": (2.5, 3)}, "size must be"),
-        ({"size": (2**14, 2**14)}, "over 2\\*\\*26"),
-        ({"repeats": 0}, "repeats must be"),
-        ({"repeats": True}, "repeats must be"),
-        ({"device": "mps"}, "'cpu' or 'cuda'"),
-    ],
-)
-def test_cast_cost_errors(kwargs, match):
-    with pytest.raises((TypeError, ValueError), match=match):
-        A.cast_cost(**kwargs)
-
-
-def test_profile_tree_render_depth():
-    tree = A.profile_tree(torch.matmul, torch.randn(4, 8), torch.randn(8, 2))
-    top_only = tree.render(times=False, max_depth=0).splitlines()
-    assert top_only[1:] == ["aten::matmul  [[4, 8], [8, 2]]  [float, float]"]
-    with pytest.raises(ValueError, match="max_depth"):
-        tree.render(max_depth=-1)
-
-
-def test_public_surface():
-    for module in (A, records):
-        assert sorted(module.__all__) == module.__all__
-        for name in module.__all__:
-            assert getattr(module, name) is not None

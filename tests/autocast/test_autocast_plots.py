@@ -1,5 +1,4 @@
 import matplotlib
-import pytest
 import torch
 import torch.nn.functional as F
 
@@ -35,8 +34,5 @@ def test_plot_output_dtypes_draws_one_cell_per_op_and_device():
     assert all(cells[k] in ax.patches for k in cells)
     labels = [h.get_label() for h in ax.get_legend().legend_handles]
     assert labels == ["fp32", "fp16", "bf16", "fp64", "refused"]
-    with pytest.raises(TypeError, match="output_dtypes"):
-        autocast.plot_output_dtypes({"a": "float32"})
-    with pytest.raises(ValueError, match="same device types"):
-        autocast.plot_output_dtypes({"a": {"cpu": "float32"}, "b": {"cuda": "float32"}})
+
     matplotlib.pyplot.close("all")

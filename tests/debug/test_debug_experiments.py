@@ -10,7 +10,7 @@ import pytest
 import torch
 from torch import nn
 
-from amp_lessons.formats import get_format
+from amp_lessons.formats import CLASSES, get_format
 from tests.faces import internals
 
 debug = internals("debug")
@@ -27,9 +27,6 @@ def t5():
     return model, x, y
 
 
-# --- tensor statistics ------------------------------------------------------------------------------
-
-
 def test_tensor_stats_use_the_formats_engine_thresholds():
     f16 = get_format("fp16")
     x = torch.tensor(
@@ -44,31 +41,15 @@ def test_tensor_stats_use_the_formats_engine_thresholds():
     assert fr["flushed"] == 1 / 7  # the underflow threshold itself rounds to zero (tie to even)
     assert fr["subnormal"] == 1 / 7  # 1e-6 < 6.1e-5
     assert fr["zero"] == 1 / 7 and fr["normal"] == 2 / 7 and fr["saturated"] == fr["nan"] == 0.0
-    assert s.fractions["bf16"] == {
-        "zero": 1 / 7,
-        "flushed": 0.0,
-        "subnormal": 0.0,
-        "normal": 6 / 7,
-        "saturated": 0.0,
-        "inf": 0.0,
-        "nan": 0.0,
-    }
+    assert s.fractions["bf16"] == {**dict.fromkeys(CLASSES, 0.0), "zero": 1 / 7, "normal": 6 / 7}
     tiny = debug.tensor_stats(torch.tensor([1e-60, 0.0], dtype=torch.float64), "fp16")  # float32 flushes 1e-60
     assert tiny.fractions["fp16"]["flushed"] == tiny.fractions["fp16"]["zero"] == 0.5
-    with pytest.raises(ValueError, match="not counted"):
-        s.overflow("fp8_e4m3")
+    assert debug.tensor_stats(torch.arange(3), ("fp16",)) is None  # no floating tensor
     assert s.absmax == 1e6 and s.absmin_nonzero == f16.underflow_threshold
     # the fractions agree with a real fp16 cast
     finite = x[torch.isfinite(x)]
     h = finite.to(torch.float16)
     assert int(torch.isinf(h).sum()) == 2 and int(((h == 0) & (finite != 0)).sum()) == 1
-
-
-def test_tensor_stats_of_no_float_tensor_is_none():
-    assert debug.tensor_stats(torch.arange(3), ("fp16",)) is None
-
-
-# --- the tracer ----------------------------------------------------------------------------------------
 
 
 def test_the_known_first_overflowing_layer_is_found_in_fp32_and_in_fp16(t5):
@@ -87,7 +68,7 @@ def test_the_known_first_overflowing_layer_is_found_in_fp32_and_in_fp16(t5):
     # every module before it is finite
     before = tr16.records[: tr16.records.index(first)]
     assert before and all(not r.output.has_nonfinite for r in before)
-    assert "first inf/NaN in an output: block1.wo" in repr(tr16)
+    assert "first inf/NaN in an output: block1.wo" in tr16.summary()
     # traced in fp16, the summary does not also say what "would" overflow fp16 (that is the inf/NaN line)
     assert "would overflow fp16" not in tr16.summary() and "would overflow bf16" in tr16.summary()
     assert "would overflow fp16: block1.wo" in tr32.summary()
@@ -135,7 +116,7 @@ def test_a_gradient_overflow_is_found_in_the_backward_pass():
     x = torch.randn(3, 4)
     tr = debug.trace_overflow(model, x, loss_fn=lambda o: 1e6 * o.float().sum())
     assert tr.first_nonfinite("grad") is None
-    assert tr.first_overflow("fp16", kind="grad").label in ("(model)", "1")
+    assert tr.record("1").grad.overflow("fp16") == 1.0  # every gradient of the output is 1e6
 
 
 def test_hooks_are_removed_even_when_the_model_raises(t5):
@@ -167,47 +148,14 @@ def test_a_module_called_twice_gets_two_records():
     assert [r.label for r in tr.records] == ["lin", "lin (call 2)", "(model)"]
 
 
-@pytest.mark.parametrize(
-    "kwargs, err, match",
-    [
-        (dict(model="not a model"), TypeError, "torch.nn.Module"),
-        (dict(inputs=[1, 2]), TypeError, "at least one"),
-        (dict(autocast=torch.float64), ValueError, "autocast=torch.float64"),
-        (dict(autocast="fp8"), ValueError, "'fp8'"),
-        (dict(device_type="mps"), ValueError, "device_type='mps'"),
-        (dict(loss_fn=3), TypeError, "loss_fn"),
-        (dict(formats=()), ValueError, "formats is empty"),
-        (dict(loss_fn=lambda o: o), TypeError, "one-element"),
-    ],
-)
-def test_trace_rejects_bad_arguments(kwargs, err, match):
-    args = dict(model=nn.Linear(2, 2), inputs=torch.randn(3, 2))
-    args.update(kwargs)
-    with pytest.raises(err, match=match):
-        debug.trace_overflow(args.pop("model"), args.pop("inputs"), **args)
-
-
-def test_trace_lookups_reject_bad_names(t5):
-    tr = debug.trace_overflow(t5[0], t5[1])
-    with pytest.raises(KeyError, match="no module 'nope'"):
-        tr.record("nope")
-    with pytest.raises(ValueError, match="was not traced"):
-        tr.first_overflow("fp8_e4m3")
-    with pytest.raises(ValueError, match="kind="):
-        tr.first_nonfinite("weights")
-
-
 def test_the_broken_training_setup_is_finite_in_fp32_and_nan_in_fp16():
-    for seed in range(4):
+    for seed in (0, 3):  # any seed; 3 is the exercises
         model, x, y = debug.broken_training_setup(seed)
         tr32 = debug.trace_overflow(model, x, loss_fn=mse(y))
         tr16 = debug.trace_overflow(model, x, loss_fn=mse(y), autocast="fp16")
         assert math.isfinite(tr32.loss) and math.isnan(tr16.loss)
         assert tr16.first_nonfinite().label == tr32.first_overflow("fp16").label
         assert tr16.first_nonfinite().label.endswith(".wo")
-
-
-# --- the triage -----------------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -229,7 +177,7 @@ def test_triage_measures_and_explains(triage):
     assert len(t.model_rate_ratios) == len(t.rate_ratios) == 2
     names = [f[0] for f in t.findings]
     assert names[0] == "low-precision matmuls not faster" and len(names) == 6
-    assert t.outcome in debug.OUTCOMES and "x" in repr(t)
+    assert t.outcome in ("no verdict", "faster", "not faster", "slower")
     # the bound is Amdahl's: infinitely fast matmuls; the prediction uses the rate the model's matmuls ran at
     p, r = t.matmul_share_fp32, t.model_rate_ratio
     assert t.amdahl_bound == pytest.approx(1 / (1 - p)) and t.amdahl_bound >= 1.0
@@ -278,24 +226,11 @@ def test_triage_times_with_one_thread_in_interleaved_rounds_and_puts_the_threads
     assert kept.threads is None
 
 
-def test_triage_restores_grads_and_rejects_bad_input():
+def test_triage_restores_grads():
     model = nn.Linear(8, 8)
     model.weight.grad = torch.ones_like(model.weight)
     debug.why_not_faster(model, torch.randn(4, 8), loss_fn=lambda o: o.float().sum(), repeats=1, rounds=1)
     assert torch.equal(model.weight.grad, torch.ones_like(model.weight)) and model.bias.grad is None
-    with pytest.raises(TypeError, match="loss_fn"):
-        debug.why_not_faster(model, torch.randn(4, 8), loss_fn=None)
-    with pytest.raises(ValueError, match="dtype=None"):
-        debug.why_not_faster(model, torch.randn(4, 8), loss_fn=lambda o: o.sum(), dtype=None)
-    with pytest.raises(ValueError, match="repeats must be an int >= 1, got 0"):
-        debug.why_not_faster(model, torch.randn(4, 8), loss_fn=lambda o: o.sum(), repeats=0)
-    with pytest.raises(ValueError, match="rounds must be an int >= 1, got 0"):
-        debug.why_not_faster(model, torch.randn(4, 8), loss_fn=lambda o: o.sum(), rounds=0)
-    with pytest.raises(ValueError, match="threads must be an int >= 1, got 0"):
-        debug.why_not_faster(model, torch.randn(4, 8), loss_fn=lambda o: o.sum(), threads=0)
-
-
-# --- the dtype map -------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -313,7 +248,6 @@ def test_dtype_map_of_plain_settings(t5, setting, param, act, grad, state, total
     assert m.activations["block0.wo"] == act
     assert {s["exp_avg"] for s in m.optimizer_states.values()} == {state}
     assert m.total_bytes_per_parameter == total
-    assert setting in repr(m)
 
 
 @pytest.mark.parametrize("setting, low", [("autocast bf16", torch.bfloat16), ("autocast fp16", torch.float16)])
@@ -329,16 +263,12 @@ def test_dtype_map_under_autocast_counts_the_weight_copies(t5, setting, low):
     assert m.bytes_per_parameter["weights"] == 4 and m.bytes_per_parameter["optimizer exp_avg_sq"] == 4
 
 
-def test_dtype_map_leaves_the_model_alone_and_rejects_bad_input(t5):
+def test_dtype_map_leaves_the_model_alone(t5):
     model, x, y = t5
     before = [p.detach().clone() for p in model.parameters()]
     debug.dtype_map(model, x, loss_fn=lambda o: o.float().sum(), setting="pure fp16")
     assert all(torch.equal(a, b) for a, b in zip(before, model.parameters()))
     assert all(p.dtype == torch.float32 for p in model.parameters())
-    with pytest.raises(ValueError, match="setting='int8'"):
-        debug.dtype_map(model, x, loss_fn=lambda o: o.sum(), setting="int8")
-    with pytest.raises(TypeError, match="optimizer"):
-        debug.dtype_map(model, x, loss_fn=lambda o: o.sum(), optimizer="adam")
 
 
 def test_nothing_warns(t5):
@@ -347,9 +277,6 @@ def test_nothing_warns(t5):
         warnings.simplefilter("error")
         debug.trace_overflow(model, x, loss_fn=mse(y), autocast="fp16")
         debug.dtype_map(model, x, loss_fn=mse(y), setting="autocast fp16")
-
-
-# --- results as tables ----------------------------------------------------------------------------------
 
 
 def test_trace_table_keeps_module_names_whole(t5):
@@ -362,31 +289,6 @@ def test_trace_table_keeps_module_names_whole(t5):
     text, html = str(t), t._repr_html_()
     assert "fp16 overflow (%)" in text and "min |x| &gt; 0" in html and "white-space: nowrap'>block1.wo" in html
     assert f"{row['absmax']:.3g}" in text  # abs max to 3 significant digits
-    with pytest.raises(TypeError, match="trace must be the OverflowTrace of debug.trace_overflow"):
-        debug.TraceTable.of("trace")
-
-
-def test_dtype_table_of_all_settings(t5):
-    model, x, y = t5
-    maps = [debug.dtype_map(model, x, loss_fn=mse(y), setting=s) for s in debug.PRECISION_SETTINGS]
-    t = debug.DtypeTable.of(maps)
-    assert t.bytes_per_parameter["fp32"] == 16 and t.bytes_per_parameter["pure fp16"] == 8
-    copies = maps[1].bytes_per_parameter["low-precision weight copies"]
-    text, html = str(t), t._repr_html_()
-    assert "total (B/param)" in text and f"{copies:.3g}" in text and f"{16 + copies:.3g}" in text
-    assert "bfloat16: exp_avg, exp_avg_sq; float32: step" in text and "float32: exp_avg, exp_avg_sq, step" in text
-    assert "B/param: bytes per parameter" in text and "white-space: nowrap'>autocast bf16" in html
-    assert maps[0]._repr_html_() == debug.DtypeTable.of(maps[:1])._repr_html_()
-    with pytest.raises(TypeError, match="maps must be a non-empty list of debug.dtype_map results"):
-        debug.DtypeTable.of([])
-
-
-def test_dtype_table_says_the_autocast_copies_live_until_backward(t5):
-    """The table's note keeps the lesson's claim (the copies are saved for backward), in text and in HTML."""
-    model, x, y = t5
-    t = debug.DtypeTable.of([debug.dtype_map(model, x, loss_fn=mse(y), setting="autocast bf16")])
-    note = "autograd saves them for the backward pass, so they live until backward frees the graph"
-    assert note in str(t) and note in t._repr_html_()
 
 
 def test_autograd_saves_the_autocast_weight_copy_until_backward():
@@ -408,20 +310,3 @@ def test_autograd_saves_the_autocast_weight_copy_until_backward():
     assert len(copies) == 1 and copies[0]() is not None
     out.float().sum().backward()
     assert copies[0]() is None
-
-
-@pytest.mark.parametrize(
-    "call, match",
-    [
-        (lambda m, x: debug.dtype_map(m, x, loss_fn=mse(torch.zeros(4, 4)), setting=["autocast bf16"]), "setting="),
-        (lambda m, x: debug.dtype_map(m, x, loss_fn=mse(torch.zeros(4, 4)), setting={}), "setting="),
-        (lambda m, x: debug.why_not_faster(m, x, loss_fn=mse(torch.zeros(4, 4)), dtype=object()), "dtype=<object"),
-        (lambda m, x: debug.why_not_faster(m, x, loss_fn=mse(torch.zeros(4, 4)), dtype="fp32"), "dtype='fp32'"),
-        (lambda m, x: debug.check_fp16_fix(lambda model: model, tolerance=1.5), "tolerance=1.5"),
-    ],
-)
-def test_debug_bad_inputs_name_the_argument(call, match):
-    """Bad values of the face's arguments: a ValueError naming the argument and what is allowed, before any work."""
-    with pytest.raises(ValueError, match=match) as e:
-        call(nn.Linear(8, 4), torch.randn(4, 8))
-    assert "is not allowed" in str(e.value) and "autocast=" not in str(e.value)

@@ -15,7 +15,6 @@ from amp_lessons.scaling._experiments import (
     CensusIndex,
     DynamicScaler,
     StaticScaler,
-    compare_with_gradscaler,
     gradient_census_of,
     safe_window,
     scale_sweep,
@@ -28,7 +27,6 @@ from amp_lessons.scaling._records import (
     GradScalerComparison,
     PitfallTable,
     ScalerEvents,
-    ScalerState,
     TrainSummary,
 )
 
@@ -48,10 +46,7 @@ def comparison():
     return train_comparison(progress=False)
 
 
-# --- census under a scale --------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize("scale", [1.0, 3.7, 1000.0, 2.0**10, 2.0**16, 12345.678, 2.0**24, 2.0**30, 2.0**40])
+@pytest.mark.parametrize("scale", [1.0, 12345.678, 2.0**16, 2.0**40])
 @pytest.mark.parametrize("fmt", ["fp16", "bf16", "fp8_e4m3", "fp8_e5m2"])
 def test_scaled_fractions_equal_rounding_the_scaled_gradients(census, scale, fmt):
     got = scaled_fractions(census, scale, fmt)
@@ -73,26 +68,11 @@ def test_scaled_fractions_of_a_hand_made_census():
     assert sum(fr.values()) == pytest.approx(1.0)
 
 
-def test_scaled_fractions_reuses_its_index(census):  # speed: benchmarks/bench_experiments.py
-    first = scaled_fractions(census, 1.0)  # builds the index
-    assert [scaled_fractions(census, 1.0)] * 2 == [first, scaled_fractions(census, 2.0**0)]
-
-
 def test_the_index_follows_the_census(census):
     other = {"weights": census.weights, "activations": census.activations * 0 + 1.0}
     assert scaled_fractions(other, 1.0)["activations"]["normal"] == 1.0
     assert scaled_fractions(census, 1.0)["activations"] == census.fractions["activations"]
     assert scaled_fractions(CensusIndex(census), 1.0) == scaled_fractions(census, 1.0)
-
-
-def test_scaled_fractions_rejects_bad_input(census):
-    with pytest.raises(TypeError, match="census"):
-        scaled_fractions({"weights": 1}, 1.0)
-    for bad in (0.0, -1.0, math.inf, math.nan):
-        with pytest.raises(ValueError, match="scale"):
-            scaled_fractions(census, bad)
-    with pytest.raises(TypeError):
-        scaled_fractions(census, "2")
 
 
 @pytest.mark.parametrize("kind", ["activations", "weights"])
@@ -114,16 +94,14 @@ def test_sweep_of_the_default_census(census):
     )
     assert sw.overflowed is sw.inf and sw.inf[32] > 0.5  # 2**32 pushes most activation gradients past 65504
     assert not any(sw.saturated)  # fp16 overflows to inf, never to +-max
-    text = repr(sw)
-    assert "flushed (%)" in text and "inf (%)" in text and "2^32" in text
 
 
 def test_sweep_overflow_follows_the_format(census):
     sw = scale_sweep(census, range(0, 40), "fp8_e4m3")
     assert sw.overflowed is sw.saturated and not any(sw.inf)  # e4m3 saturates to +-448
     assert sw.saturated[-1] > 0.5
-    with pytest.raises(ValueError, match="'gradients'"):
-        scale_sweep(census, kind="gradients")
+    sw = scale_sweep(census, exponents=[-149, 127])  # the ends of float32's powers of two are accepted
+    assert sw.flushed[0] == 1.0 and sw.inf[1] == 1.0
 
 
 def test_safe_window(census, small_census):
@@ -137,22 +115,6 @@ def test_safe_window(census, small_census):
     assert 2.0**16 >= lo2 and hi2 >= 2.0**16  # GradScaler's default fits it
     exact = [s for s, u, o in zip(sw.scale, sw.flushed, sw.overflowed) if u == 0 and o == 0]  # nothing lost at all
     assert safe_window(sw, max_underflow=0) == ((min(exact), max(exact)) if exact else None)
-    with pytest.raises(TypeError, match="ScaleSweep"):
-        safe_window({"scale": []})
-    with pytest.raises(ValueError, match="empty"):
-        scale_sweep(census, [])
-
-
-@pytest.mark.parametrize("e", [10**6, 128, 1024, -150, -(10**6)])
-def test_scale_sweep_refuses_an_exponent_beyond_float32(census, e):
-    # 2**e must be a float32 number (GradScaler's scale is one): 10**6 used to raise OverflowError("math range error")
-    with pytest.raises(ValueError, match=rf"exponents holds {e}, .* an int from -149 to 127"):
-        scale_sweep(census, exponents=[0, e])
-    sw = scale_sweep(census, exponents=[-149, 127])  # the two ends are accepted
-    assert sw.flushed[0] == 1.0 and sw.inf[1] == 1.0
-
-
-# --- scalers from scratch ---------------------------------------------------------------------------
 
 
 def test_defaults_equal_gradscalers():
@@ -168,84 +130,13 @@ def test_defaults_equal_gradscalers():
         assert ours_sig[name].default == inspect.signature(torch.amp.GradScaler).parameters[name].default
 
 
-@pytest.mark.parametrize(
-    "params",
-    [
-        {},
-        dict(growth_interval=1, inf_steps=(0, 1, 2, 9)),
-        dict(init_scale=1000.0, growth_factor=1.7, backoff_factor=0.3, growth_interval=2, inf_steps=(0, 5, 6, 20)),
-        dict(init_scale=2.0**126, growth_interval=1, inf_steps=()),  # growth would reach inf: GradScaler stops
-    ],
-)
-def test_dynamic_scaler_agrees_with_gradscaler(params):
-    rows = compare_with_gradscaler(30, **params)
-    assert len(rows) == 30
-    for r in rows:
-        assert r["ours_scale"] == r["torch_scale"]
-        assert r["ours_skipped"] == r["torch_skipped"]
-        assert r["params_equal"]
-    inf_steps = params.get("inf_steps", (3, 4, 10))
-    assert [r["step"] for r in rows if r["torch_skipped"]] == sorted(inf_steps)
-    sim = simulate_scaler(
-        30,
-        inf_steps,
-        **{k: v for k, v in params.items() if k != "inf_steps"},
-        **({} if "growth_interval" in params else {"growth_interval": 5}),
-    )
-    assert list(sim.scale) == [r["torch_scale"] for r in rows]
-    assert list(sim.skipped) == [r["torch_skipped"] for r in rows]
-
-
-def test_simulate_scaler_against_gradscaler_without_a_model():
-    """GradScaler's update on a fake inf pattern: feed it found_inf directly, step by step."""
-    pattern = [k for k in range(300) if k % 37 == 5 or k in (100, 101, 102)]
-    for growth_factor, backoff_factor, interval in ((2.0, 0.5, 7), (1.3, 0.7, 3), (4.0, 0.05, 1)):
-        scaler = torch.amp.GradScaler(
-            "cpu", init_scale=3.0, growth_factor=growth_factor, backoff_factor=backoff_factor, growth_interval=interval
-        )
-        p = torch.nn.Parameter(torch.zeros(1))
-        opt = torch.optim.SGD([p], lr=0.1)
-        torch_scales = []
-        for k in range(300):
-            scaler.scale(p.sum()).backward()
-            if k in pattern:
-                p.grad.fill_(math.inf)
-            torch_scales.append(scaler.get_scale())
-            scaler.step(opt)
-            scaler.update()
-            opt.zero_grad(set_to_none=True)
-        sim = simulate_scaler(
-            300,
-            pattern,
-            init_scale=3.0,
-            growth_factor=growth_factor,
-            backoff_factor=backoff_factor,
-            growth_interval=interval,
-        )
-        assert list(sim.scale) == torch_scales
-        assert list(sim.scale_after[:-1]) == torch_scales[1:]
-        assert [k for k, s in enumerate(sim.skipped) if s] == pattern
-
-
 def test_simulate_scaler_rule_and_speed():
     h = simulate_scaler(10, (0, 3), growth_interval=4)
     assert isinstance(h, records.ScalerHistory) and h.__dataclass_params__.frozen
     assert list(h.scale) == [2.0**16, 2.0**15, 2.0**15, 2.0**15, 2.0**14, 2.0**14, 2.0**14, 2.0**14, 2.0**15, 2.0**15]
-    assert list(h.scale_after) == [
-        2.0**15,
-        2.0**15,
-        2.0**15,
-        2.0**14,
-        2.0**14,
-        2.0**14,
-        2.0**14,
-        2.0**15,
-        2.0**15,
-        2.0**15,
-    ]
+    assert list(h.scale_after) == list(h.scale[1:]) + [2.0**15]
     assert list(h.skipped) == [k in (0, 3) for k in range(10)]
     assert simulate_scaler(0) == records.ScalerHistory((), (), ())
-    assert repr(h) == repr(ScalerEvents.of(h))  # shown as its events
     long = simulate_scaler(10000, range(0, 10000, 7), growth_interval=1)
     assert len(long.scale) == 10000 and sum(long.skipped) == len(range(0, 10000, 7))
 
@@ -280,9 +171,6 @@ def test_dynamic_scaler_unscale_before_clipping():
         s.update()
 
 
-# --- census of any model ---------------------------------------------------------------------------------
-
-
 def test_gradient_census_of_matches_gradient_census():
     from amp_lessons.fp16._experiments import small_batch, small_model
 
@@ -299,15 +187,6 @@ def test_gradient_census_of_any_module_and_loss():
     c = gradient_census_of(model, lambda out: out.pow(2).mean(), x, fmt="bf16")
     assert c.fmt == "bf16" and c.weights.numel() == sum(p.numel() for p in model.parameters())
     assert tuple(c.fractions["activations"]) == CLASSES
-    for p in model.parameters():
-        p.requires_grad_(False)
-    with pytest.raises(ValueError, match="no gradients"):
-        gradient_census_of(model, lambda out: out.pow(2).mean(), x)
-    with pytest.raises(TypeError):
-        gradient_census_of(lambda x: x, torch.nn.functional.mse_loss, x)
-
-
-# --- training four ways ------------------------------------------------------------------------------------
 
 
 def test_training_comparison_tells_the_story(comparison):
@@ -327,7 +206,6 @@ def test_training_comparison_tells_the_story(comparison):
     )
     assert comparison.scale == (2.0**16,) * 60 and not any(comparison.skipped)
     assert set(comparison.seconds) == set(scaling.TRAIN_RUNS)
-    assert repr(comparison) == repr(TrainSummary.of(comparison))  # shown as its summary
 
 
 def test_small_loss_census_underflows(small_census):
@@ -337,16 +215,6 @@ def test_small_loss_census_underflows(small_census):
 
 
 # simulate_scaler and DynamicScaler against GradScaler over drawn scenarios: test_scaling_properties.py
-
-
-@pytest.mark.parametrize("steps, inf_steps", [(30, [-1]), (10, (3, 10)), (10, (12,)), (5, (-3, 2))])
-def test_compare_with_gradscaler_refuses_a_step_it_does_not_run(steps, inf_steps):
-    # an overflow asked at a step that is never run (negative, or steps or later) used to be skipped silently
-    bad = min(k for k in inf_steps if not 0 <= k < steps)
-    with pytest.raises(ValueError, match=rf"inf_steps holds {bad}, .* an int from 0 to {steps - 1}"):
-        scaling.compare_with_gradscaler(steps, inf_steps=inf_steps)
-    with pytest.raises(ValueError, match="overflow='sideways'"):
-        scaling.compare_with_gradscaler(5, inf_steps=(1,), overflow="sideways")
 
 
 def test_a_forward_overflow_that_persists_freezes_training_at_scale_zero():
@@ -383,9 +251,6 @@ def test_a_scale_that_underflows_to_zero_fails_as_gradscaler_does():
     assert all(r["params_equal"] for r in rows)
 
 
-# --- results as tables (the records' HTML and text renderings) ---------------------------------------------
-
-
 def both(record) -> tuple[str, str]:
     return str(record), record._repr_html_()
 
@@ -395,24 +260,8 @@ def test_census_table_shows_percentages_to_two_decimals():
         weights=torch.zeros(0),
         activations=torch.zeros(0),
         fractions={
-            "weights": {
-                "zero": 0.0047,
-                "flushed": 0.0,
-                "subnormal": 0.0818,
-                "normal": 0.9135,
-                "saturated": 0.0,
-                "inf": 0.0,
-                "nan": 0.0,
-            },
-            "activations": {
-                "zero": 0.2467,
-                "flushed": 0.0003,
-                "subnormal": 0.3794,
-                "normal": 0.3736,
-                "saturated": 0.0,
-                "inf": 0.0,
-                "nan": 0.0,
-            },
+            "weights": dict(zip(CLASSES, (0.0047, 0.0, 0.0818, 0.9135, 0.0, 0.0, 0.0))),
+            "activations": dict(zip(CLASSES, (0.2467, 0.0003, 0.3794, 0.3736, 0.0, 0.0, 0.0))),
         },
         loss=2.31,
         fmt="fp16",
@@ -423,30 +272,6 @@ def test_census_table_shows_percentages_to_two_decimals():
         assert "flushed (%)" in out and "inf (%)" in out and "saturated" not in out  # fp16's classes of finite values
         assert "subnormal (%)" in out and "91.35" in out and "37.94" in out and "0.03" in out and "loss 2" in out
     assert repr(census) == repr(t)  # a census is shown as its table
-    with pytest.raises(TypeError, match="census must be the GradientCensus of fp16.gradient_census"):
-        CensusTable.of({"loss": 1.0})
-
-
-def test_scaler_state_is_gradscalers_own_state_dict():
-    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**11, growth_interval=3)
-    state = ScalerState.of(scaler)
-    assert state.state_dict == scaler.state_dict() and state.scale == 2048.0
-    assert ScalerState.of(scaler.state_dict()) == state
-    text, html = both(state)
-    assert text.splitlines()[0] == "GradScaler.state_dict()" and "2048 = 2^11" in text and "_growth_tracker" in text
-    assert "white-space: nowrap'>_growth_tracker" in html and "2048 = 2^11" in html
-    with pytest.raises(TypeError, match="scaler must be a torch.amp.GradScaler or its state_dict"):
-        ScalerState.of([("scale", 1.0)])
-
-
-def test_comparison_table_of_real_rows():
-    rows = scaling.compare_with_gradscaler(8, inf_steps=(2,), growth_interval=3)
-    t = GradScalerComparison.of(rows, shown=5)
-    assert t.agree and len(t.rows) == 8 and t.shown == 5
-    text, html = both(t)
-    assert "scale: GradScaler" in text and "65536 = 2^16" in text and "32768 = 2^15" in text
-    assert "steps 0 to 4 of 8 shown" in text and "all 8 steps agree" in html
-    assert len(text.splitlines()) == 3 + 5 + 2  # title, header, rule, 5 rows, 2 notes
 
 
 def test_comparison_table_names_a_disagreement_and_tiny_scales():
@@ -456,22 +281,11 @@ def test_comparison_table_names_a_disagreement_and_tiny_scales():
     assert not t.agree
     text, html = both(t)
     assert "1.12e-44 = 2^-146" in text and "1 of 1 steps differ" in text and "var(--jp-error-color1" in html
-    with pytest.raises(TypeError, match="rows must be the list returned by scaling.compare_with_gradscaler"):
-        GradScalerComparison.of([{"step": 0}])
-    with pytest.raises(ValueError, match="shown"):
-        GradScalerComparison.of([row], shown=0)
 
 
-def test_scaler_events_list_skips_and_growths_only():
-    history = scaling.simulate_scaler(12, inf_steps=(0, 7), growth_interval=3)
-    e = ScalerEvents.of(history)
-    assert e.skipped_steps == [0, 7] and [x[0] for x in e.events] == [0, 3, 6, 7, 10]
-    text, html = both(e)
-    assert "the scaler over 12 steps: 2 skipped, 3 growths" in text and "scale after" in html
-    assert "65536 = 2^16" in text and "32768 = 2^15" in text
-    assert "... and 3 more events" in str(ScalerEvents.of(history, limit=2))
-    with pytest.raises(TypeError, match="history must be the ScalerHistory returned by scaling.simulate_scaler"):
-        ScalerEvents.of([1])
+def test_scaler_events_beyond_the_limit_are_counted():
+    e = ScalerEvents.of(simulate_scaler(12, inf_steps=(0, 7), growth_interval=3), limit=2)
+    assert [x[0] for x in e.events] == [0, 3, 6, 7, 10] and "... and 3 more events" in str(e)
 
 
 def test_train_summary_rounds_losses_and_gives_percentages():
@@ -488,8 +302,6 @@ def test_train_summary_rounds_losses_and_gives_percentages():
     for out in both(s):
         assert "final loss" in out and "1.57e-06" in out and "1.23e-05" in out and "exactly 0 (%)" in out
         assert "100" in out
-    with pytest.raises(TypeError, match="runs must be the TrainComparison returned by scaling.train_comparison"):
-        TrainSummary.of({"loss": {}})
 
 
 def _pitfalls():
@@ -507,38 +319,12 @@ def _pitfalls():
     }
 
 
-def test_pitfall_table_of_the_measured_pitfalls():
+def test_pitfall_table_says_when_the_state_differs_and_when_nothing_warned():
     p = _pitfalls()
-    t = PitfallTable.of(p)
-    assert t.result is p and len(t.rows) == 4
-    text, html = both(t)
-    assert "warns: Detected call of `lr_scheduler.step()` before `optimizer.step()`." in text
-    assert "65536 times too large (about 3e+04 instead of 0.4)" in text
-    assert "saved scale 2048 = 2^11" in text and "state equal: yes" in html
-    # the bf16 row names the scale used at the last step and the scale after it: two different numbers
-    assert "0 of 20 steps skipped" in text
-    assert "used at the last step (19) 524288 = 2^19, after it 1048576 = 2^20" in text
     p["state_dict"]["restored"] = {**p["state_dict"]["saved"], "scale": 65536.0}
-    assert "state equal: no" in both(PitfallTable.of(p))[0]
     p["scheduler_warning"] = None
-    assert "no warning" in both(PitfallTable.of(p))[0]
-
-
-@pytest.mark.parametrize(
-    "bad, match",
-    [
-        ({}, "pitfalls must be a dict with the keys 'scheduler_warning', 'grad_norm'"),
-        (
-            {**_pitfalls(), "bf16": {"used": []}},
-            r"pitfalls\['bf16'\] must be a dict with the keys used, after, skipped",
-        ),
-        ({**_pitfalls(), "bf16": {"used": [], "after": [], "skipped": []}}, "non-zero length"),
-        ({**_pitfalls(), "grad_norm": 3}, r"pitfalls\['grad_norm'\] must be a dict"),
-    ],
-)
-def test_pitfall_table_refuses_other_input(bad, match):
-    with pytest.raises(TypeError, match=match):
-        PitfallTable.of(bad)
+    text = str(PitfallTable.of(p))
+    assert "state equal: no" in text and "no warning" in text
 
 
 def test_the_scalers_are_the_lessons_own_code():
@@ -549,50 +335,31 @@ def test_the_scalers_are_the_lessons_own_code():
     assert issubclass(scaling.StaticScaler, key_code.StaticScaler)
     assert scaling.update_scale is key_code.update_scale
     # only __init__ is the package's own (its checks): every method learners read is the lesson's
+    dunder = {"__doc__", "__module__", "__qualname__", "__firstlineno__", "__static_attributes__"}
     for ours, lessons in (
         (scaling.DynamicScaler, key_code.DynamicScaler),
         (scaling.StaticScaler, key_code.StaticScaler),
     ):
-        assert set(vars(ours)) - {
-            "__doc__",
-            "__module__",
-            "__qualname__",
-            "__firstlineno__",
-            "__static_attributes__",
-        } == {"__init__"}
+        assert set(vars(ours)) - dunder == {"__init__"}
         assert all(getattr(ours, m) is getattr(lessons, m) for m in ("scale_loss", "unscale_", "step"))
     assert key_code.update_scale(2.0**10, 2, False, 2.0, 0.5, 3) == (2.0**11, 0)
     assert key_code.update_scale(2.0**10, 2, True, 2.0, 0.5, 3) == (2.0**9, 0)
     assert key_code.update_scale(2.0**10, 0, False, 2.0, 0.5, 3) == (2.0**10, 1)
     assert key_code.update_scale(2.0**127, 0, False, 2.0, 0.5, 1) == (2.0**127, 0)  # never grows to inf
-    with pytest.raises(TypeError, match="scale must be a positive number, got 'x'"):
-        StaticScaler("x")
 
 
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
         (dict(init_scale=1e39), ValueError, r"init_scale=1e\+39 .*float32"),
-        (dict(init_scale=1e-46), ValueError, r"init_scale=1e-46 .*float32"),
-        (dict(init_scale="x"), TypeError, "init_scale must be a positive number"),
-        (dict(init_scale=True), TypeError, "init_scale must be a positive number"),
-        (dict(growth_factor=math.inf), ValueError, "growth_factor=inf"),
-        (dict(growth_factor="2"), ValueError, "growth_factor='2'"),
-        (dict(backoff_factor=-0.5), ValueError, "backoff_factor=-0.5"),
         (dict(growth_interval=2**31), ValueError, "growth_interval=2147483648 .*int32"),
-        (dict(growth_interval=10**30), ValueError, "growth_interval=10+ .*int32"),
-        (dict(growth_interval=True), ValueError, "growth_interval=True"),
-        (dict(init_scale=0.0), ValueError, "init_scale=0.0.*positive finite"),
         (dict(growth_factor=1.0), ValueError, "growth_factor=1.0.*> 1"),
         (dict(backoff_factor=1.0), ValueError, r"backoff_factor=1.0.*\(0, 1\)"),
-        (dict(growth_interval=0), ValueError, "growth_interval=0.*>= 1"),
-        (dict(growth_interval=2.5), ValueError, "growth_interval=2.5"),
     ],
 )
-def test_the_checked_scalers_name_each_bad_parameter(kwargs, error, match):
-    for make in (DynamicScaler, lambda **kw: simulate_scaler(5, **kw), lambda **kw: compare_with_gradscaler(2, **kw)):
-        with pytest.raises(error, match=match):
-            make(**kwargs)
+def test_the_checked_scaler_names_each_bad_parameter(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        DynamicScaler(**kwargs)
 
 
 def test_the_loop_lesson_05_shows_is_train_comparisons():

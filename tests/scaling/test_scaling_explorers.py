@@ -14,8 +14,6 @@ from tests.pictures import is_png
 
 scaling = internals("scaling")
 
-# --- loss scaling (lesson 05) ---------------------------------------------------------------------
-
 
 @pytest.fixture(scope="module")
 def scales():
@@ -37,19 +35,6 @@ def test_scale_explorer_readout_is_scaled_fractions(scales):
         fill = scales._pic.moving[0]
         assert np.array_equal(fill.get_data().edges, scales._pic.edges + k)
     assert "flushed" in scales.readout.value and "inf" in scales.readout.value
-
-
-def test_scale_explorer_slider_extremes(scales):
-    scales.set(exponent=0)
-    at_one = scales.fractions["activations"]
-    scales.set(exponent=32)
-    at_max = scales.fractions["activations"]
-    assert at_one["flushed"] > 0 and at_one["inf"] == 0
-    assert at_max["flushed"] == 0 and at_max["inf"] > 0.5
-    assert "scale = 2^32" in scales._pic.moving[-1].get_text()
-    for bad in (-1, 33, 2.5, True):
-        with pytest.raises(ValueError, match="exponent"):
-            scales.set(exponent=bad)
 
 
 def test_scale_explorer_takes_a_census():
@@ -78,41 +63,6 @@ def test_scaler_state_explorer_is_simulate_scaler(scaler_states):
     ex.clear_button.click()
     assert ex.inf_steps == set() and not any(ex.history.skipped)
     assert is_png(ex.image)
-
-
-@pytest.mark.parametrize(
-    "settings",
-    [
-        dict(log2_init_scale=0, growth_factor=4.0, backoff_factor=0.05, growth_interval=1),
-        dict(log2_init_scale=24, growth_factor=1.1, backoff_factor=0.95, growth_interval=50),
-        dict(log2_init_scale=0, growth_factor=1.1, backoff_factor=0.05, growth_interval=50),
-    ],
-)
-def test_scaler_state_explorer_slider_extremes(scaler_states, settings):
-    ex = scaler_states
-    ex.clear()
-    ex.set(**settings)
-    for k in range(0, ex.N_STEPS, 3):  # many overflows: the scale may underflow to 0 in float32
-        ex.inf_steps.add(k)
-    ex.update()
-    assert is_png(ex.image)
-    lo, hi = ex._pic.parts["ax"].get_ylim()
-    assert math.isfinite(lo) and math.isfinite(hi) and lo < hi
-    assert all(math.isfinite(s) for s in ex.history.scale)
-    ex.clear()
-    assert all(math.isfinite(s) and s > 0 for s in ex.history.scale)
-
-
-def test_scaler_state_explorer_bad_input(scaler_states):
-    with pytest.raises(ValueError, match="growth_factor"):
-        scaler_states.set(growth_factor=1.0)
-    with pytest.raises(ValueError, match="growth_interval"):
-        scaler_states.set(growth_interval=2000)
-    with pytest.raises(ValueError, match="step"):
-        scaler_states.inject(200)
-
-
-# --- the failures the controls reach --------------------------------------------------------------
 
 
 def test_scale_explorer_marks_flushes_and_overflows_only():
@@ -164,16 +114,13 @@ def test_scaler_state_explorer_overflows_by_itself(settings):
     assert is_png(ex.image)
 
 
-def test_scaler_state_explorer_gradient_slider_extremes_and_bad_input():
+def test_scaler_state_explorer_gradient_slider_extremes():
     ex = scaling.ScalerStateExplorer()
     lo, hi = ex.GRAD_RANGE
     ex.set(log2_max_gradient=lo)
     assert ex.overflow_steps == [] and sum(ex.history.skipped) == 3
     ex.set(log2_max_gradient=hi)
     assert ex.overflow_steps[0] == 0 and ex.history.skipped[0]
-    for bad in (hi + 1, lo - 1, 1.5, True):
-        with pytest.raises((ValueError, TypeError), match="log2_max_gradient"):
-            ex.set(log2_max_gradient=bad)
 
 
 def test_scale_explorer_counts_as_the_sweep_and_the_exercise_do():
