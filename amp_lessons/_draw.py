@@ -18,30 +18,11 @@ from .formats import FORMATS, FloatFormat, get_format
 from .style import fit_colors, format_color, style_context
 
 __all__ = [
-    "OVERFLOW_COLOR",
-    "REGION_COLORS",
-    "SUPERSCRIPT",
-    "NamedArtists",
-    "as_formats",
-    "axes_for",
-    "bar_height",
-    "decade_ticks",
-    "format_label",
-    "legend_outside",
-    "name_artist",
-    "named_artists",
-    "overflow_threshold",
-    "pct",
-    "plot_runs",
-    "pow2",
-    "pow2_ticks",
-    "power_of_ten",
-    "region_spans",
-    "series",
-    "staircase",
-    "styled",
-    "zero_threshold",
-]
+    "OVERFLOW_COLOR", "REGION_COLORS", "SUPERSCRIPT", "NamedArtists", "as_formats", "axes_for", "bar_height",
+    "decade_ticks", "format_label", "legend_outside", "name_artist", "named_artists", "overflow_threshold", "pct",
+    "plot_runs", "pow2", "pow2_ticks", "power_of_ten", "region_spans", "series", "staircase", "styled",
+    "zero_threshold"
+]  # fmt: skip
 
 OVERFLOW_COLOR = "#B00020"
 REGION_COLORS = {"zero": "#BBBBBB", "subnormal": "#F2C14E", "normal": "#8CC084", "overflow": OVERFLOW_COLOR}

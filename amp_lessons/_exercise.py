@@ -14,18 +14,9 @@ import sys
 from .checks import CheckResult, call_learner, is_placeholder
 
 __all__ = [
-    "MASK",
-    "attempt",
-    "calls_seen",
-    "correct",
-    "exercise",
-    "finish",
-    "is_exercise",
-    "not_yet",
-    "placeholder",
-    "reveals",
-    "your_turn",
-]
+    "MASK", "attempt", "calls_seen", "correct", "exercise", "finish", "is_exercise", "not_yet", "placeholder",
+    "reveals", "your_turn"
+]  # fmt: skip
 
 #: what stands in a message where it would state a hidden answer
 MASK = "(the answer)"

@@ -32,19 +32,9 @@ from .style import (
 )
 
 __all__ = [
-    "Explorer",
-    "Picture",
-    "encode_png",
-    "error_html",
-    "fit_inside",
-    "overflow",
-    "picture_layout",
-    "failure_html",
-    "readout_table",
-    "image",
-    "num",
-    "parse_value",
-]
+    "Explorer", "Picture", "encode_png", "error_html", "fit_inside", "overflow", "picture_layout", "failure_html",
+    "readout_table", "image", "num", "parse_value"
+]  # fmt: skip
 
 
 #: In projector mode no text in an explorer's picture is smaller than this (points): 20 pixels at 160 dpi.

@@ -25,17 +25,9 @@ import torch.distributed as dist
 from ._validate import int_at_least, positive
 
 __all__ = [
-    "MAX_WORLD_SIZE",
-    "START_METHODS",
-    "ForkUnsafe",
-    "GroupTimeout",
-    "GroupUnavailable",
-    "WorkerError",
-    "check_world_size",
-    "fork_runs_backward",
-    "loopback_interface",
-    "run_group",
-]
+    "MAX_WORLD_SIZE", "START_METHODS", "ForkUnsafe", "GroupTimeout", "GroupUnavailable", "WorkerError",
+    "check_world_size", "fork_runs_backward", "loopback_interface", "run_group"
+]  # fmt: skip
 
 MAX_WORLD_SIZE = 8  # real processes: each one is a Python interpreter with torch (about 300 MB)
 MAX_TIMEOUT_S = 600.0

@@ -12,26 +12,9 @@ from ._machine import MAX_TENSOR_BYTES, WORK_BUDGET_S, machine_flops, machine_me
 from ._table import duration_text, nbytes_text
 
 __all__ = [
-    "allocation",
-    "block_shape",
-    "count",
-    "finite",
-    "flag",
-    "float_tensor",
-    "int_at_least",
-    "int_in",
-    "integer",
-    "is_int",
-    "is_real",
-    "model_call",
-    "number",
-    "path_or_none",
-    "positive",
-    "real",
-    "real_in",
-    "seed",
-    "sequence",
-]
+    "allocation", "block_shape", "count", "finite", "flag", "float_tensor", "int_at_least", "int_in", "integer",
+    "is_int", "is_real", "model_call", "number", "path_or_none", "positive", "real", "real_in", "seed", "sequence"
+]  # fmt: skip
 
 
 def real(value, what: str) -> float:

@@ -9,17 +9,9 @@ from ._table import Cell, html_table
 from ._validate import flag
 
 __all__ = [
-    "Lesson",
-    "LessonSupport",
-    "MODES",
-    "Runs",
-    "Schedule",
-    "WhatRunsWhere",
-    "apple_gpu_unused",
-    "check_report",
-    "gpu_lacks",
-    "lesson_devices",
-]
+    "Lesson", "LessonSupport", "MODES", "Runs", "Schedule", "WhatRunsWhere", "apple_gpu_unused", "check_report",
+    "gpu_lacks", "lesson_devices"
+]  # fmt: skip
 
 
 @dataclass(frozen=True)

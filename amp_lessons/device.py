@@ -23,20 +23,9 @@ from ._table import html_table
 from ._validate import count, flag, int_at_least
 
 __all__ = [
-    "MAX_TENSOR_BYTES",
-    "WORK_BUDGET_S",
-    "CPUInfo",
-    "DeviceReport",
-    "GPUInfo",
-    "MPSInfo",
-    "cpu_info",
-    "default_device",
-    "device_report",
-    "gpu_info",
-    "machine_flops",
-    "machine_memory_bytes",
-    "mps_info",
-]
+    "MAX_TENSOR_BYTES", "WORK_BUDGET_S", "CPUInfo", "DeviceReport", "GPUInfo", "MPSInfo", "cpu_info",
+    "default_device", "device_report", "gpu_info", "machine_flops", "machine_memory_bytes", "mps_info"
+]  # fmt: skip
 
 # (major compute capability, minimum minor) -> architecture, tensor-core generation (0 = none)
 _ARCHITECTURES = [
@@ -190,17 +179,11 @@ class MPSInfo:
             raise TypeError(f"name must be a non-empty str, got {self.name!r}")
         if not isinstance(self.available, bool):
             raise TypeError(f"available must be True or False, got {self.available!r}")
-        dts = self.autocast_dtypes
+        dts, allowed = self.autocast_dtypes, ", ".join(map(repr, _MPS_AUTOCAST_DTYPES))
         if not isinstance(dts, tuple):
-            raise TypeError(
-                f"autocast_dtypes must be a tuple of {', '.join(map(repr, _MPS_AUTOCAST_DTYPES))}, got {dts!r}"
-            )
-        bad = [d for d in dts if d not in _MPS_AUTOCAST_DTYPES]
-        if bad or len(set(dts)) != len(dts):
-            raise ValueError(
-                f"autocast_dtypes={dts!r} is not allowed: use distinct values from "
-                f"{', '.join(map(repr, _MPS_AUTOCAST_DTYPES))}"
-            )
+            raise TypeError(f"autocast_dtypes must be a tuple of {allowed}, got {dts!r}")
+        if any(d not in _MPS_AUTOCAST_DTYPES for d in dts) or len(set(dts)) != len(dts):
+            raise ValueError(f"autocast_dtypes={dts!r} is not allowed: use distinct values from {allowed}")
 
 
 @dataclass(frozen=True, repr=False)
@@ -232,29 +215,13 @@ class DeviceReport:
     def rows(self) -> list[tuple[str, str]]:
         c, g, a = self.cpu, self.gpu, self.apple_gpu
         yes = {True: "yes", False: "no"}
-        rows = [
-            ("torch", self.torch_version),
-            ("python", self.python_version),
-            ("CPU", f"{c.name} ({c.arch}), {c.threads} threads"),
-            ("CPU capability", c.capability),
-            (
-                "CPU bf16 instructions",
-                f"{yes[c.bf16_hardware]} (AVX512-BF16 {yes[c.avx512_bf16]}, AMX {yes[c.amx_bf16]})",
-            ),
-            (
-                "CPU fp16 instructions",
-                f"{yes[c.fp16_hardware]} (oneDNN fp16 path {yes[c.onednn_fp16]}, AMX-FP16 {yes[c.amx_fp16]})",
-            ),
-        ]
+        bf16_cpu = f"{yes[c.bf16_hardware]} (AVX512-BF16 {yes[c.avx512_bf16]}, AMX {yes[c.amx_bf16]})"
+        fp16_cpu = f"{yes[c.fp16_hardware]} (oneDNN fp16 path {yes[c.onednn_fp16]}, AMX-FP16 {yes[c.amx_fp16]})"
+        rows = [("torch", self.torch_version), ("python", self.python_version),
+                ("CPU", f"{c.name} ({c.arch}), {c.threads} threads"), ("CPU capability", c.capability),
+                ("CPU bf16 instructions", bf16_cpu), ("CPU fp16 instructions", fp16_cpu)]  # fmt: skip
         if g is None:
-            rows.append(
-                (
-                    "GPU",
-                    "no CUDA GPU found: experiments run on the CPU"
-                    if a is not None
-                    else "none found: experiments run on the CPU",
-                )
-            )
+            rows.append(("GPU", f"{'no CUDA GPU' if a is not None else 'none'} found: experiments run on the CPU"))
         elif g.rocm:
             bf16 = {
                 True: "yes (torch.cuda.is_bf16_supported())",
@@ -269,35 +236,17 @@ class DeviceReport:
                 ("TF32, fp8, fp4", "unknown: not classified for AMD GPUs"),
             ]
         else:
+            native = (("fp16", g.fp16_tensor_cores), ("TF32", g.tf32), ("bf16", g.bf16), ("fp8", g.fp8), ("fp4", g.fp4))
             rows += [
                 ("GPU", f"{g.name}, {g.memory_gib:.1f} GiB, {g.multiprocessors} SMs"),
                 ("compute capability", f"{g.capability[0]}.{g.capability[1]} ({g.architecture})"),
-                (
-                    "tensor cores",
-                    f"generation {g.tensor_core_generation}" if g.tensor_core_generation else "none known",
-                ),
-                (
-                    "native formats",
-                    ", ".join(
-                        n
-                        for n, ok in (
-                            ("fp16", g.fp16_tensor_cores),
-                            ("TF32", g.tf32),
-                            ("bf16", g.bf16),
-                            ("fp8", g.fp8),
-                            ("fp4", g.fp4),
-                        )
-                        if ok
-                    )
-                    or "none",
-                ),
+                ("tensor cores", f"generation {gen}" if (gen := g.tensor_core_generation) else "none known"),
+                ("native formats", ", ".join(n for n, ok in native if ok) or "none"),
             ]
         if a is not None:
+            where = "CPU" if g is None else "CUDA GPU"
             rows += [
-                (
-                    "Apple GPU",
-                    f"{a.name} (MPS): not used by the lessons, they run on the {'CPU' if g is None else 'CUDA GPU'}",
-                ),
+                ("Apple GPU", f"{a.name} (MPS): not used by the lessons, they run on the {where}"),
                 ("MPS autocast", f"{self.mps_autocast} in this torch (checked in torch, not run on the GPU)"),
             ]
         rows += [("note", n) for n in self.notes]
@@ -305,9 +254,9 @@ class DeviceReport:
 
     def __str__(self) -> str:
         width = max(len(k) for k, _ in self.rows())
-        lines = ["Hardware report (measured on this machine)"]
-        lines += [f"  {k:<{width}}  {v}" for k, v in self.rows()]
-        return "\n".join(lines)
+        return "\n".join(
+            ["Hardware report (measured on this machine)"] + [f"  {k:<{width}}  {v}" for k, v in self.rows()]
+        )
 
     __repr__ = __str__
 
@@ -409,20 +358,10 @@ def gpu_info(properties=None) -> GPUInfo | None:
         bf16_supported = bool(torch.cuda.is_bf16_supported())
     else:
         bf16_supported = getattr(properties, "bf16_supported", None)
-    return GPUInfo(
-        name=str(properties.name),
-        capability=(
-            int_at_least(properties.major, "properties.major", 0),
-            int_at_least(properties.minor, "properties.minor", 0),
-        ),
-        memory_bytes=int_at_least(properties.total_memory, "properties.total_memory", 0),
-        multiprocessors=int_at_least(
-            getattr(properties, "multi_processor_count", 0), "properties.multi_processor_count", 0
-        ),
-        rocm=amd,
-        arch_name=arch_name if amd else "",
-        bf16_supported=bf16_supported,
-    )
+    name = str(properties.name)
+    keys = ("major", "minor", "total_memory", "multi_processor_count")
+    major, minor, memory, sms = (int_at_least(getattr(properties, k, 0), f"properties.{k}", 0) for k in keys)
+    return GPUInfo(name, (major, minor), memory, sms, amd, arch_name if amd else "", bf16_supported)
 
 
 def mps_info() -> MPSInfo:

@@ -16,12 +16,8 @@ from .fp8._experiments import scaled_mm_compare
 from .tf32._experiments import matmul_errors, pick_size, time_matmuls
 
 __all__ = [
-    "record_fp8_scaled_mm",
-    "record_matmul_throughput",
-    "record_tf32_matmul",
-    "record_timing_check",
-    "record_training",
-]
+    "record_fp8_scaled_mm", "record_matmul_throughput", "record_tf32_matmul", "record_timing_check", "record_training"
+]  # fmt: skip
 
 
 def record_tf32_matmul(device: str = "cuda", size: int | None = None, speed_size: int = 8192) -> dict:

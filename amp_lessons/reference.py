@@ -45,20 +45,9 @@ from .recorders import (
 from .timing import format_seconds
 
 __all__ = [
-    "Comparison",
-    "DEFAULT_PATH",
-    "EXPERIMENTS",
-    "Overview",
-    "PUBLISHED",
-    "Record",
-    "compare",
-    "find",
-    "load",
-    "main",
-    "overview",
-    "record",
-    "save",
-]
+    "Comparison", "DEFAULT_PATH", "EXPERIMENTS", "Overview", "PUBLISHED", "Record", "compare", "find", "load", "main",
+    "overview", "record", "save"
+]  # fmt: skip
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "data" / "references.json"
 """The recorded references shipped with the package."""
@@ -261,11 +250,7 @@ PUBLISHED: tuple[Record, ...] = (
         cuda="",
         date="",
         command="",
-        results={
-            "shape": "10240x51200 @ 51200x10240",
-            "tf32_rel_error": 0.0024,
-            "fp32_rel_error": 8.8293e-05,
-        },
+        results={"shape": "10240x51200 @ 51200x10240", "tf32_rel_error": 0.0024, "fp32_rel_error": 8.8293e-05},
         source="the course's original notebook, its stored outputs (relative errors only, no timings; GPU not named)",
     ),
 )

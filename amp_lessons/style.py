@@ -31,24 +31,10 @@ import matplotlib.text
 from ._validate import flag
 
 __all__ = [
-    "FIELD_COLORS",
-    "FORMAT_COLORS",
-    "PROJECTOR_DPI",
-    "PROJECTOR_RC",
-    "STYLE_PATH",
-    "THEMES",
-    "explorer_dpi",
-    "explorer_figsize",
-    "fit_colors",
-    "follow_theme",
-    "format_color",
-    "lab_theme",
-    "projector_mode",
-    "recolor",
-    "style_context",
-    "theme",
-    "use_style",
-]
+    "FIELD_COLORS", "FORMAT_COLORS", "PROJECTOR_DPI", "PROJECTOR_RC", "STYLE_PATH", "THEMES", "explorer_dpi",
+    "explorer_figsize", "fit_colors", "follow_theme", "format_color", "lab_theme", "projector_mode", "recolor",
+    "style_context", "theme", "use_style"
+]  # fmt: skip
 
 #: The style file shipped in the package (``package-data``), never a URL.
 STYLE_PATH = Path(__file__).with_name("amp_lessons.mplstyle")

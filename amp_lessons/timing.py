@@ -24,20 +24,9 @@ from ._table import Cell, TableRecord
 from ._validate import count, flag, is_int, is_real, number, positive
 
 __all__ = [
-    "DTYPE_KEYS",
-    "GPUSpec",
-    "L2_FLUSH_BYTES",
-    "NOISY_QUARTILE_RATIO",
-    "SPEC_PEAKS",
-    "Spread",
-    "Timing",
-    "TimingComparison",
-    "format_seconds",
-    "gpu_spec",
-    "matmul_flops",
-    "spec_peak_tflops",
-    "time_fn",
-]
+    "DTYPE_KEYS", "GPUSpec", "L2_FLUSH_BYTES", "NOISY_QUARTILE_RATIO", "SPEC_PEAKS", "Spread", "Timing",
+    "TimingComparison", "format_seconds", "gpu_spec", "matmul_flops", "spec_peak_tflops", "time_fn"
+]  # fmt: skip
 
 MAX_REPEATS = 100_000
 """The most warm-up or timed calls :func:`time_fn` makes (a typo must not hang a kernel)."""
