@@ -51,9 +51,6 @@ def no_cuda(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
 
 
-# ---------------------------------------------------------------------------- records, provenance
-
-
 def test_provenance_of_measured_and_published():
     assert rec().provenance == (
         "measured on NVIDIA H100 80GB HBM3 (sm 9.0), torch 2.11.0, CUDA 12.8, 2026-11-21, "
@@ -150,9 +147,6 @@ def test_record_rejects(kw, shown):
     assert shown in str(info.value)
 
 
-# ---------------------------------------------------------------------------- file format
-
-
 def test_save_load_round_trip_is_byte_stable(tmp_path):
     records = [
         rec(device="NVIDIA A100-SXM4-80GB", capability="8.0", results={"b": 1, "a": {"y": 2.5, "x": "s"}}),
@@ -235,8 +229,6 @@ def test_course_commit_is_a_hash_or_empty():
     commit = reference._course_commit()
     assert commit == "" or re.fullmatch(r"[0-9a-f]{7,40}", commit)
 
-
-# ---------------------------------------------------------------------------- the shipped H100 figures
 
 H100 = "NVIDIA H100 80GB HBM3"
 RECORDER = {"e2e_matmul_throughput", "e2e_training", "fp8_scaled_mm", "matmul_timing_check", "tf32_matmul"}
@@ -519,9 +511,6 @@ def test_find_orders_recorded_newest_first_then_published(tmp_path):
         find("")
 
 
-# ---------------------------------------------------------------------------- recording
-
-
 def test_record_without_cuda_raises(no_cuda, registry):
     registry["dummy"] = lambda device: {"x": 1}
     with pytest.raises(RuntimeError, match="need a CUDA GPU.*published figures meanwhile"):
@@ -588,9 +577,6 @@ def test_the_table_of_experiments():
         assert fn.__module__ == "amp_lessons.recorders" and fn.__name__.startswith("record_")
 
 
-# ---------------------------------------------------------------------------- command line
-
-
 def test_cli_record_without_cuda(no_cuda, capsys):
     assert main(["record"]) == 2
     out = capsys.readouterr()
@@ -618,9 +604,6 @@ def test_cli_show_published(capsys):
     assert "tf32_matmul" in capsys.readouterr().out
     assert main(["show", "unknown_experiment"]) == 1
     assert "no reference recorded yet for unknown_experiment" in capsys.readouterr().out
-
-
-# ---------------------------------------------------------------------------- compare
 
 
 def test_compare_columns_and_provenance(tmp_path):

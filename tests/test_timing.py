@@ -49,9 +49,6 @@ UNKNOWN = [
 ]
 
 
-# ---------------------------------------------------------------------------- CPU path
-
-
 def test_cpu_counts_calls_and_takes_the_median():
     calls = []
     t = time_fn(lambda: calls.append(1), warmup=2, repeats=7)
@@ -120,9 +117,6 @@ def test_iqr_is_torchs_interquartile_range():
     assert t.iqr_s < 0.002 < t.max_s - t.min_s
     assert Timing(1.0, (1.0,), "cpu").iqr_s == 0.0
     assert "IQR" in str(t) and "IQR" not in str(Timing(1.0, (1.0,), "cpu"))
-
-
-# ---------------------------------------------------------------------------- CUDA path, faked
 
 
 class FakeEvent:
@@ -225,9 +219,6 @@ def test_cuda_requested_without_cuda(monkeypatch):
         time_fn(lambda: None, device="cuda")
 
 
-# ---------------------------------------------------------------------------- Timing text
-
-
 def test_timing_text_variants():
     h100 = dict(device="NVIDIA H100 80GB HBM3", method="cuda events")
     t = Timing(0.001, (0.001,), flops=1e12, dtype_key="fp16", **h100)
@@ -246,9 +237,6 @@ def test_timing_text_variants():
 def test_matmul_flops():
     assert matmul_flops(2, 3, 4) == 48.0 and isinstance(matmul_flops(1, 1, 1), float)
     assert matmul_flops(8192, 8192, 8192) == 2 * 8192**3
-
-
-# ---------------------------------------------------------------------------- spec table
 
 
 @pytest.mark.parametrize("name, row", sorted(NAMES.items()))
@@ -287,9 +275,6 @@ def test_spec_table_is_consistent_with_the_hardware():
         if peaks["fp8"] is not None:  # L40S datasheet: 733 fp8 vs 2 x 362 fp16, hence 2 %
             assert peaks["fp8"] == pytest.approx(2 * peaks["fp16"], rel=0.02), s.name
         assert s.note, s.name
-
-
-# --- spreads and comparisons ----------------------------------------------------------------------
 
 
 def test_spread_of_runs_and_its_rates():
