@@ -215,45 +215,19 @@ def _record_problem(d) -> str | None:
 # Two sources that do NOT describe the same experiment; each record holds only what its source
 # states, and an empty field means "not stated" (``provenance`` says which ones).
 PUBLISHED: tuple[Record, ...] = (
-    # PyTorch's TF32 note: one 10240 x 10240 x 10240 matmul of fp64 randn inputs rounded to fp32,
-    # timed on an A100 ("GA100"). Its "relative error" is max |error| / mean |fp64 result|
-    # (mean 80.7277), the definition of tf32.matmul_errors. No torch or CUDA version, date or
-    # timing method is given (the note dates from PyTorch 1.7's allow_tf32).
-    Record(
-        experiment="tf32_matmul",
-        device="NVIDIA A100 (GA100)",
-        capability="8.0",
-        torch="",
-        cuda="",
-        date="",
-        command="",
-        results={
-            "shape": "10240x10240 @ 10240x10240",
-            "tf32_time_s": 0.016,
-            "fp32_time_s": 0.11,
-            "tf32_max_error": 0.1747,
-            "fp32_max_error": 0.0031,
-            "tf32_rel_error": 0.0022,
-            "fp32_rel_error": 0.000039,
-        },
+    # PyTorch's TF32 note: one 10240^3 matmul of fp64 randn inputs rounded to fp32 on an A100; its "relative error"
+    # is max |error| / mean |fp64 result| (as tf32.matmul_errors); no torch or CUDA version, date or timing method.
+    Record("tf32_matmul", "NVIDIA A100 (GA100)", "8.0", "", "", "", "", {
+        "shape": "10240x10240 @ 10240x10240", "tf32_time_s": 0.016, "fp32_time_s": 0.11, "tf32_max_error": 0.1747,
+        "fp32_max_error": 0.0031, "tf32_rel_error": 0.0022, "fp32_rel_error": 0.000039},
         source="PyTorch docs, CUDA semantics, 'TensorFloat-32 (TF32) on Ampere (and later) devices', "
         "https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-devices "
-        "(fp64 randn inputs rounded to fp32; timing method not stated)",
-    ),
-    # The course's original notebook: the same experiment with inner dimension K = 51200 on a GPU it
-    # did not name; its stored outputs hold the two relative errors and nothing else.
-    Record(
-        experiment="tf32_matmul",
-        device="unknown GPU",
-        capability="",
-        torch="",
-        cuda="",
-        date="",
-        command="",
-        results={"shape": "10240x51200 @ 51200x10240", "tf32_rel_error": 0.0024, "fp32_rel_error": 8.8293e-05},
-        source="the course's original notebook, its stored outputs (relative errors only, no timings; GPU not named)",
-    ),
-)
+        "(fp64 randn inputs rounded to fp32; timing method not stated)"),
+    # The course's original notebook: the same experiment with K = 51200 on a GPU it did not name.
+    Record("tf32_matmul", "unknown GPU", "", "", "", "", "",
+           {"shape": "10240x51200 @ 51200x10240", "tf32_rel_error": 0.0024, "fp32_rel_error": 8.8293e-05},
+           source="the course's original notebook, its stored outputs (relative errors only, no timings; GPU not named)"),
+)  # fmt: skip
 
 
 def _path(path) -> Path:
