@@ -229,16 +229,10 @@ def picture_layout(fig) -> dict:
     legend_texts = {id(t): k for k, lg in enumerate(legends) for t in [*lg.get_texts(), lg.get_title()]}
     texts = []
     for t in _drawn_texts(fig):
-        texts.append(
-            dict(
-                text=t.get_text()[:60],
-                box=box(t),
-                px=round(t.get_fontsize() * fig.dpi / 72, 2),
-                color=to_hex(t.get_color()),
-                box_color=to_hex(t.get_bbox_patch().get_facecolor()) if t.get_bbox_patch() is not None else None,
-                in_legend=legend_texts.get(id(t)),
-            )
-        )
+        patch, px = t.get_bbox_patch(), round(t.get_fontsize() * fig.dpi / 72, 2)
+        face = to_hex(patch.get_facecolor()) if patch is not None else None
+        texts.append(dict(text=t.get_text()[:60], box=box(t), px=px, color=to_hex(t.get_color()), box_color=face,
+                          in_legend=legend_texts.get(id(t))))  # fmt: skip
     legend_boxes = [dict(box=box(lg), texts=[t.get_text() for t in lg.get_texts()]) for lg in legends]
     outside = []
     for kind, items in (("text", texts), ("legend", legend_boxes)):
@@ -258,24 +252,17 @@ def picture_layout(fig) -> dict:
             area = max(0.0, min(x1, lx1) - max(x0, lx0)) * max(0.0, min(y1, ly1) - max(y0, ly0))
             if area > 1.0:
                 overlaps.append(dict(legend=", ".join(lg["texts"])[:60], text=t["text"], area=round(area, 1)))
-    return dict(
-        size=[w, h],
-        dpi=fig.dpi,
-        background=to_hex(fig.get_facecolor()),
-        texts=texts,
-        legends=legend_boxes,
-        outside=outside,
-        overlaps=overlaps,
-    )
+    background = to_hex(fig.get_facecolor())
+    return dict(size=[w, h], dpi=fig.dpi, background=background, texts=texts, legends=legend_boxes, outside=outside,
+                overlaps=overlaps)  # fmt: skip
 
 
 def encode_png(canvas: FigureCanvasAgg) -> bytes:
     """The canvas's pixels as PNG (fast zlib level)."""
     w, h = canvas.get_width_height()
     buf = io.BytesIO()
-    PILImage.frombuffer("RGBA", (w, h), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
-        buf, format="png", compress_level=1
-    )
+    image = PILImage.frombuffer("RGBA", (w, h), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    image.save(buf, format="png", compress_level=1)
     return buf.getvalue()
 
 
