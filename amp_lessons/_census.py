@@ -1,8 +1,5 @@
-"""The formats engine's vocabulary of where a value lands: :data:`CLASSES` (what rounding to a format does to a
-float32 value, :meth:`amp_lessons.formats.FloatFormat.classify`), what each class means, and :class:`Census`, the
-record of how many values landed in each class (:meth:`amp_lessons.formats.FloatFormat.census`) with its table. A
-private base module: :mod:`amp_lessons.formats` imports it and exports its names; it imports no topic.
-"""
+"""Where a value lands once rounded to a format: :data:`CLASSES`, their meanings, and :class:`Census`, the counts
+per class (:meth:`amp_lessons.formats.FloatFormat.census`); exported by :mod:`amp_lessons.formats`."""
 
 from __future__ import annotations
 
@@ -32,9 +29,8 @@ def choices(values) -> str:
 
 @dataclass(frozen=True, repr=False)
 class Census(TableRecord):
-    """How many values landed in each class of :data:`CLASSES` when rounded to ``format`` (made by
-    :meth:`FloatFormat.census`). ``census["flushed"]`` is a count, ``census.fraction("flushed")`` a fraction of
-    all values; shown as a table."""
+    """How many values landed in each class of :data:`CLASSES` when rounded to ``format``: ``census["flushed"]`` a
+    count, ``census.fraction("flushed")`` a fraction; shown as a table."""
 
     format: str
     rounding: str

@@ -1,7 +1,5 @@
-"""Drawing helpers shared by the plots and the explorers: ticks on log and log2 axes, a format's spacing
-staircase, its region boundaries and colours, and the artists a plot function drew, by name
-(:func:`named_artists`: what the explorers move and the tests read). Part of the package's base: it
-imports no topic module."""
+"""Drawing helpers shared by the plots and the explorers: log and log2 ticks, a format's spacing staircase and
+regions, and the artists a plot function drew, by name (:func:`named_artists`)."""
 
 from __future__ import annotations
 
@@ -16,38 +14,15 @@ from matplotlib.artist import Artist
 from matplotlib.axes import Axes
 from matplotlib.ticker import FuncFormatter, NullLocator
 
-from .formats import (
-    FORMATS,
-    FloatFormat,
-    get_format,
-)
+from .formats import FORMATS, FloatFormat, get_format
 from .style import fit_colors, format_color, style_context
 
 __all__ = [
-    "OVERFLOW_COLOR",
-    "REGION_COLORS",
-    "SUPERSCRIPT",
-    "NamedArtists",
-    "as_formats",
-    "axes_for",
-    "bar_height",
-    "decade_ticks",
-    "format_label",
-    "legend_outside",
-    "name_artist",
-    "named_artists",
-    "overflow_threshold",
-    "pct",
-    "plot_runs",
-    "pow2",
-    "pow2_ticks",
-    "power_of_ten",
-    "region_spans",
-    "series",
-    "staircase",
-    "styled",
-    "zero_threshold",
-]
+    "OVERFLOW_COLOR", "REGION_COLORS", "SUPERSCRIPT", "NamedArtists", "as_formats", "axes_for", "bar_height",
+    "decade_ticks", "format_label", "legend_outside", "name_artist", "named_artists", "overflow_threshold", "pct",
+    "plot_runs", "pow2", "pow2_ticks", "power_of_ten", "region_spans", "series", "staircase", "styled",
+    "zero_threshold"
+]  # fmt: skip
 
 OVERFLOW_COLOR = "#B00020"
 REGION_COLORS = {"zero": "#BBBBBB", "subnormal": "#F2C14E", "normal": "#8CC084", "overflow": OVERFLOW_COLOR}
@@ -55,10 +30,8 @@ SUPERSCRIPT = str.maketrans("-0123456789", "\u207b\u2070\u00b9\u00b2\u00b3\u2074
 
 
 class NamedArtists(Mapping):
-    """The artists the plot functions drew on one Axes, by name (read-only): each an Artist, or a tuple
-    of Artists where one name covers several (the digits of a bit layout, the bars of a bar chart).
-    :func:`named_artists` gives an Axes' mapping, :func:`name_artist` adds to it; a name drawn again names
-    the newer artist. Looking up a missing name raises a KeyError that lists the names there are."""
+    """The artists the plot functions drew on one Axes, by name (read-only): each an Artist or a tuple of them.
+    A missing name raises a KeyError that lists the names there are."""
 
     def __init__(self) -> None:
         self._artists: dict[str, Artist | tuple[Artist, ...]] = {}
@@ -81,16 +54,14 @@ class NamedArtists(Mapping):
 
 
 def named_artists(ax: Axes) -> NamedArtists:
-    """The artists the plot functions drew on ``ax`` (or on axes beside it, for a plot of several
-    panels), by name: an empty mapping for an Axes no plot function drew on."""
+    """The artists the plot functions drew on ``ax``, by name (empty where none drew)."""
     if not isinstance(ax, Axes):
         raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
     return getattr(ax, "_named_artists", None) or NamedArtists()
 
 
 def name_artist(ax: Axes, key: str, artist):
-    """Name ``artist`` (an Artist, or a sequence of them: stored as a tuple) ``key`` among the artists
-    drawn on ``ax``, and return it as given."""
+    """Name ``artist`` (an Artist, or a list or tuple of them) ``key`` on ``ax``, and return it as given."""
     if not isinstance(ax, Axes):
         raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
     if not isinstance(key, str) or not key:
@@ -144,8 +115,7 @@ def pow2_ticks(axis, lo: float, hi: float, max_ticks: int = 12) -> None:
 
 
 def staircase(f: FloatFormat):
-    """Edges and gaps of the spacing staircase, exactly from the constants: the subnormal range
-    has the constant gap 2**(emin-m); the binade [2**e, 2**(e+1)) the gap 2**(e-m)."""
+    """Edges and gaps of the spacing staircase, exactly: the binade [2**e, 2**(e+1)) has the gap 2**(e-m)."""
     m = f.mantissa_bits
     edges, gaps = ([f.smallest_subnormal], [f.smallest_subnormal]) if m else ([], [])
     for e in range(f.emin, f.emax + 1):
@@ -174,12 +144,8 @@ def overflow_threshold(f: FloatFormat) -> float:
 def region_spans(ax: Axes, f: FloatFormat, lo: float, hi: float) -> None:
     """Shade ``f``'s regions on a log2-magnitude x axis from ``lo`` to ``hi``, labelled on top."""
     lo_b, sub_b, hi_b = math.log2(zero_threshold(f)), math.log2(f.smallest_normal), math.log2(overflow_threshold(f))
-    spans = [
-        ("rounds to 0", "zero", lo, lo_b),
-        ("subnormal", "subnormal", lo_b, sub_b),
-        ("normal", "normal", sub_b, hi_b),
-        ("overflow", "overflow", hi_b, hi),
-    ]
+    spans = [("rounds to 0", "zero", lo, lo_b), ("subnormal", "subnormal", lo_b, sub_b),
+             ("normal", "normal", sub_b, hi_b), ("overflow", "overflow", hi_b, hi)]  # fmt: skip
     for name, region, a, b in spans:
         if region == "subnormal" and not f.mantissa_bits:
             continue
@@ -187,20 +153,12 @@ def region_spans(ax: Axes, f: FloatFormat, lo: float, hi: float) -> None:
         if b <= a:
             continue
         name_artist(ax, f"region {region}", ax.axvspan(a, b, color=REGION_COLORS[region], alpha=0.25, lw=0))
-        ax.text(
-            (a + b) / 2,
-            1.0,
-            name,
-            transform=ax.get_xaxis_transform(),
-            ha="center",
-            va="bottom",
-            fontsize=9,
-            color="#444444",
-        )
+        ax.text((a + b) / 2, 1.0, name, transform=ax.get_xaxis_transform(), ha="center", va="bottom", fontsize=9,
+                color="#444444")  # fmt: skip
 
 
 def styled(func):
-    """Draw inside the course style, so a plot looks the same with or without use_style() (and follows its theme)."""
+    """Draw inside the course style (and its theme's colours)."""
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
@@ -208,7 +166,7 @@ def styled(func):
             result = func(*args, **kwargs)
             figure = getattr(result, "figure", None)
             if figure is not None:
-                fit_colors(figure)  # the dark theme: colours too dark for its background lightened
+                fit_colors(figure)
             return result
 
     return wrapper
@@ -253,9 +211,8 @@ def series(values, label) -> np.ndarray:
 
 
 def pct(x: float, decimals: int | None = None) -> str:
-    """A fraction as a percentage: 3 significant digits, or ``decimals`` decimals (as ``f"{x:.1%}"``
-    prints, so that a legend can match a lesson's printed table); a non-zero share that would print
-    as 0 is written "<0.01%" (or "<0.1%" with one decimal), an exact 0 as "0%"."""
+    """A fraction as a percentage: 3 significant digits, or ``decimals`` decimals; a non-zero share that would
+    print as 0 is written "<0.01%" (or "<0.1%" with one decimal)."""
     if x == 0:
         return "0%"
     if decimals is None:
@@ -265,8 +222,7 @@ def pct(x: float, decimals: int | None = None) -> str:
 
 
 def legend_outside(ax: Axes, **kwargs):
-    """The legend to the right of the axes, top-aligned: it never covers the data it explains.
-    Keyword arguments (handles, fontsize, ncols, ...) go to :meth:`Axes.legend`."""
+    """The legend to the right of the axes, top-aligned; keyword arguments go to :meth:`Axes.legend`."""
     kwargs.setdefault("fontsize", 9)
     return ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, **kwargs)
 

@@ -1,9 +1,6 @@
-"""The exact bit-level emulation behind :func:`amp_lessons.formats.quantize`: float32 values rounded to any
-format (three rounding modes, three overflow behaviours) by integer arithmetic on their float32 bit patterns, in
-blocks that stay in the CPU cache. :func:`quantize_emulated` is the entry; ``f`` is always a
-:class:`~amp_lessons.formats.FloatFormat` (its constants say where to round and what overflows), and the rounding and
-overflow modes were checked by the caller. A base module: it imports no topic (and not ``formats``, which imports it).
-"""
+"""The exact bit-level emulation behind :func:`amp_lessons.formats.quantize`: float32 values rounded to a
+:class:`~amp_lessons.formats.FloatFormat` ``f`` by integer arithmetic on their bit patterns, in cache-sized blocks
+(:func:`quantize_emulated`; modes checked by the caller)."""
 
 from __future__ import annotations
 
@@ -23,10 +20,8 @@ _CHUNK = 1 << 17  # elements per block: the emulation's temporaries stay in the 
 
 
 def _round_bits_(a: torch.Tensor, shift: int, rounding: str) -> torch.Tensor:
-    """Round non-negative float32 bit patterns ``a`` (int32) to a multiple of ``2**shift``.
-
-    Returns a new tensor. Carries out of the mantissa move into the exponent, which is exactly
-    what rounding up into the next binade must do."""
+    """Round non-negative float32 bit patterns ``a`` (int32) to a multiple of ``2**shift`` (a new tensor; a carry
+    into the exponent is the next binade)."""
     keep = ~((1 << shift) - 1)
     if shift == 0:
         return a.clone()
@@ -41,11 +36,8 @@ def _round_bits_(a: torch.Tensor, shift: int, rounding: str) -> torch.Tensor:
 
 
 def _round_subnormal_(mag: torch.Tensor, f, rounding: str) -> torch.Tensor:
-    """Round magnitudes below the smallest normal to multiples of the smallest subnormal.
-
-    ``q = mag * 2**(m - emin)`` is exact (a power-of-two scaling up) and below ``2**m <= 2**23``
-    for the magnitudes this is used for, so the integer rounding of q is exact in float32:
-    ``(q + 2**23) - 2**23`` is round-half-even by the FPU itself. Returns float32 bit patterns."""
+    """Round magnitudes below the smallest normal to multiples of the smallest subnormal, as float32 bit patterns:
+    ``q = mag * 2**(m - emin)`` is exact and below 2**23, so ``(q + 2**23) - 2**23`` rounds half to even."""
     q = mag * math.ldexp(1.0, -f.emin)
     q.mul_(math.ldexp(1.0, f.mantissa_bits))
     if rounding == "nearest_even":
@@ -59,13 +51,9 @@ def _round_subnormal_(mag: torch.Tensor, f, rounding: str) -> torch.Tensor:
 
 
 def _emulate_scale_block(x: torch.Tensor, out: torch.Tensor, f, rounding: str, overflow: str):
-    """The 'fnu' encoding: round positive values to a power of two ``2**emin .. max``.
-
-    Above 2**-126 the float32 exponent field is the power of two and rounding the bit pattern to a
-    multiple of 2**23 rounds the value (ties: to an even exponent field, or up). Below, float32 is
-    subnormal, and the two candidates 2**-127 and 2**-126 are compared by value. There is no zero:
-    anything below the smallest value (toward_zero included) becomes the smallest value. Zero,
-    negatives (no sign bit) and NaN give NaN, as in ml_dtypes."""
+    """The 'fnu' encoding: round positive values to a power of two ``2**emin .. max`` (below float32's normals the
+    two candidates are compared by value); no zero (underflow gives the smallest value); zero, negatives and NaN
+    give NaN, as in ml_dtypes."""
     bits = x.view(torch.int32)
     a = bits & _ABS_MASK
     r = _round_bits_(a, 23, rounding)
@@ -135,8 +123,7 @@ def _f32_bits(value: float) -> int:
 
 @lru_cache(maxsize=None)
 def torch_cast_overflow(dtype: torch.dtype) -> str:
-    """What the installed torch's cast does with an overflowing finite value (it changed across
-    versions for float8_e4m3fn: NaN in older torch, saturation in newer)."""
+    """What the installed torch's cast does with an overflowing finite value (it changed across versions)."""
     big = torch.tensor([float.fromhex("0x1.fffffep127"), -float.fromhex("0x1.fffffep127")]).to(dtype).float()
     if torch.isinf(big).all():
         return "inf"

@@ -1,20 +1,7 @@
-"""How every exercise checker answers, in one place: the your-turn state of an untouched starter, the learner's
-function called so that its exception becomes feedback, and the no-reveal rule.
-
-A checker is a function decorated with :func:`exercise`. Inside it:
-
-- :func:`placeholder` ends the check with "Your turn" while the answer is still the starter's ``...`` (or None,
-  "...", ""): nothing is red before the learner has tried;
-- :func:`attempt` calls the learner's function and returns what it returned; an exception ends the check with
-  "Not yet: calling it with (...) raised ZeroDivisionError: division by zero", never a traceback, so that a
-  learner's "Run All" goes on;
-- :func:`correct`, :func:`not_yet` and :func:`your_turn` build the result; ``not_yet`` and ``your_turn`` take the
-  answers their message must not state (``hide``) and mask any of them that it does (:func:`reveals`: a number in
-  any of its usual spellings but a lone digit, a string as it is), so no message gives the answer away;
-- :func:`finish` ends the check at once with a result, from a helper of the checker as well.
-
-A checker still raises on a bad exercise parameter (not the answer): that is the notebook's mistake, not the
-learner's."""
+"""How every exercise checker answers: a function decorated with :func:`exercise`, in which :func:`placeholder`
+ends the check with "Your turn" on an untouched starter, :func:`attempt` calls the learner's function (an
+exception becomes "Not yet" feedback, never a traceback), :func:`correct`, :func:`not_yet` and :func:`your_turn`
+build the result (masking the ``hide`` answers, :func:`reveals`), and :func:`finish` ends the check at once."""
 
 from __future__ import annotations
 
@@ -27,32 +14,23 @@ import sys
 from .checks import CheckResult, call_learner, is_placeholder
 
 __all__ = [
-    "MASK",
-    "attempt",
-    "calls_seen",
-    "correct",
-    "exercise",
-    "finish",
-    "is_exercise",
-    "not_yet",
-    "placeholder",
-    "reveals",
-    "your_turn",
-]
+    "MASK", "attempt", "calls_seen", "correct", "exercise", "finish", "is_exercise", "not_yet", "placeholder",
+    "reveals", "your_turn"
+]  # fmt: skip
 
 #: what stands in a message where it would state a hidden answer
 MASK = "(the answer)"
 
 
-class _Verdict(Exception):  # noqa: N818 - not an error: how a checker's helper ends the check with its result
+class _Verdict(Exception):  # noqa: N818 - not an error: how a helper ends the check with its result
     def __init__(self, result: CheckResult):
         super().__init__(result.message)
         self.result = result
 
 
 def exercise(check):
-    """Decorate a checker: a :func:`finish` (or :func:`attempt`, :func:`placeholder`) inside it ends the check with
-    its result, and whatever the checker returns must be a :class:`CheckResult`."""
+    """Decorate a checker: a :func:`finish` inside it ends the check with its result; it must return a
+    :class:`CheckResult`."""
     if not callable(check):
         raise TypeError(f"exercise decorates a checker function, got {type(check).__name__} {check!r}")
 
@@ -83,9 +61,8 @@ def finish(result: CheckResult):
 
 
 def attempt(fn, *args, prefix: str = "", call: str | None = None):
-    """``fn(*args)``, the learner's function called; an exception (or an ``fn`` that is no function) ends the
-    check with "Not yet: <prefix>calling it with (...) raised <type>: <message>", or "<call> raised <type>:
-    <message>" where ``call`` names the call as the exercise writes it (such as "fix(model)")."""
+    """``fn(*args)``, the learner's function called; an exception (or no function) ends the check with "Not yet:
+    <prefix>calling it with (...) raised <type>: <message>" (``call``: "<call> raised ...")."""
     if call is None:
         got, err = call_learner(fn, *args)
     elif not callable(fn):
@@ -122,7 +99,7 @@ def hint_list(first: str, items, *, hide=()) -> CheckResult:
 
 
 def your_turn(message: str, *, hide=()) -> CheckResult:
-    """The starter, untouched (a muted line, not a red one): ``message`` says what to do."""
+    """The starter, untouched (a muted line): ``message`` says what to do."""
     return CheckResult(False, _masked(message, hide), todo=True)
 
 
@@ -144,13 +121,11 @@ def _forms(value) -> set[str]:
 
 
 def _pattern(form: str) -> str:
-    # a whole number: 448 is not found in 4480 or 1.448
     return rf"(?<![\w.\-]){re.escape(form)}(?!\d)(?!\.\d)"
 
 
 def reveals(message: str, value) -> bool:
-    """Whether ``message`` states ``value``: a number in any of the usual spellings (65504.0, 65504, 6.55e+04,
-    2**15 ...) as a whole number, or a string as it is."""
+    """Whether ``message`` states ``value``: a number in any of its usual spellings, or a string as it is."""
     if not isinstance(message, str):
         raise TypeError(f"message must be a str, got {type(message).__name__} {message!r}")
     return any(re.search(_pattern(f), message) for f in _forms(_secret(value)))
@@ -166,8 +141,7 @@ def _masked(message: str, hide) -> str:
     if not isinstance(message, str):
         raise TypeError(f"message must be a str, got {type(message).__name__} {message!r}")
     hidden = [hide] if isinstance(hide, (int, float, str)) else list(hide)
-    # the longest spellings first, so that 65504.0 goes whole rather than leaving ".0" behind 65504
-    # a single digit is not masked: "1" of "at most 1%" is prose, not the answer 1.0 (its "1.0" and "2**0" are)
+    # the longest spellings first; a single digit is prose, not masked
     forms = sorted({f for v in hidden for f in _forms(_secret(v)) if len(f) > 1}, key=len, reverse=True)
     for form in forms:
         message = re.sub(_pattern(form), MASK, message)
@@ -176,10 +150,8 @@ def _masked(message: str, hide) -> str:
 
 @contextlib.contextmanager
 def calls_seen(wanted):
-    """Record, in the yielded set, the names of the functions called inside the block whose code
-    ``wanted(code)`` accepts (a code object: ``co_filename``, ``co_name``), however the caller got hold of them (an
-    imported name, a module attribute, a wrapper): a call is seen by where its code lives. How a checker refuses the
-    package's own function in a learner's answer."""
+    """Record, in the yielded set, the names of the functions called inside the block whose code object
+    ``wanted(code)`` accepts, however the caller got hold of them."""
     seen: set = set()
     previous = sys.getprofile()
 

@@ -1,6 +1,5 @@
-"""What every explorer shares: the wiring of its controls, read-out and picture (:class:`Explorer`), a
-figure drawn off pyplot and sent as a PNG (:class:`Picture`), its widgets' small HTML read-outs, and
-parsing of typed values. Part of the base: it imports no topic."""
+"""What every explorer shares: its wiring (:class:`Explorer`), a figure sent as a PNG (:class:`Picture`), its
+HTML read-outs and the parsing of typed values."""
 
 from __future__ import annotations
 
@@ -33,19 +32,9 @@ from .style import (
 )
 
 __all__ = [
-    "Explorer",
-    "Picture",
-    "encode_png",
-    "error_html",
-    "fit_inside",
-    "overflow",
-    "picture_layout",
-    "failure_html",
-    "readout_table",
-    "image",
-    "num",
-    "parse_value",
-]
+    "Explorer", "Picture", "encode_png", "error_html", "fit_inside", "overflow", "picture_layout", "failure_html",
+    "readout_table", "image", "num", "parse_value"
+]  # fmt: skip
 
 
 #: In projector mode no text in an explorer's picture is smaller than this (points): 20 pixels at 160 dpi.
@@ -68,9 +57,8 @@ class Picture:
         self._overflow = 0.0
 
     def freeze(self, moving) -> None:
-        """Render everything but ``moving`` into the background. ``moving`` is a list of artists, or a
-        mapping name -> artist (or list of artists), kept by name in :attr:`parts`; :attr:`moving` lists
-        them all, in order."""
+        """Render everything but ``moving`` (a list of artists, or name -> artist(s), kept in :attr:`parts`)
+        into the background."""
         if isinstance(moving, dict):
             self.parts.update(moving)
             moving = [a for v in moving.values() for a in (v if isinstance(v, (list, tuple)) else [v])]
@@ -82,14 +70,13 @@ class Picture:
     theme_order = 0  # (recoloured before the explorers redraw)
 
     def theme_changed(self) -> None:
-        """The theme changed (:func:`~amp_lessons.style.use_style`): take its colours, render the background again."""
+        """The theme changed: take its colours, render the background again."""
         recolor(self.fig, theme())
         if self._background is not None:
             self._render_background()
 
     def _prepare(self) -> None:
-        """The page's colours (:func:`~amp_lessons.style.fit_colors`) and, in projector mode, no text under
-        :data:`PROJECTOR_MIN_PT`."""
+        """The page's colours and, in projector mode, no text under :data:`PROJECTOR_MIN_PT`."""
         fit_colors(self.fig)
         if self.min_fontsize:
             for t in self.fig.findobj(Text):
@@ -97,7 +84,6 @@ class Picture:
                     t.set_fontsize(self.min_fontsize)
 
     def _draw_fitted(self) -> None:
-        """Draw the whole figure in the page's colours, laid out again where something passed an edge."""
         self._prepare()
         self.canvas.draw()
         if fit_inside(self.fig):
@@ -113,8 +99,7 @@ class Picture:
         return picture_layout(self.fig)
 
     def png(self) -> bytes:
-        """The picture as PNG: the frozen background with the moving artists drawn over it, or, for a
-        picture never frozen, the whole figure redrawn."""
+        """The picture as PNG: the moving artists over the frozen background (or the whole figure, never frozen)."""
         if self._background is None:
             self._draw_fitted()
             return encode_png(self.canvas)
@@ -128,8 +113,7 @@ class Picture:
 
 
 def _drawn_texts(fig) -> list:
-    """The texts a draw of ``fig`` shows: visible, not empty, on a visible Axes and legend, and of the tick labels
-    only those of ticks inside the axis' view (matplotlib keeps the others but does not draw them)."""
+    """The texts a draw of ``fig`` shows (visible, not empty, of the tick labels only those in view)."""
     hidden = set()
     for ax in fig.axes:
         for axis in ax._axis_map.values():
@@ -140,22 +124,19 @@ def _drawn_texts(fig) -> list:
             for t in axis.majorTicks + axis.minorTicks:
                 if id(t) not in drawn:
                     hidden.update((id(t.label1), id(t.label2)))
-    out = []
-    for t in fig.findobj(Text):
-        if not t.get_visible() or not t.get_text().strip() or id(t) in hidden:
-            continue
-        if t.axes is not None and not t.axes.get_visible():
-            continue
-        out.append(t)
-    return out
+    return [
+        t
+        for t in fig.findobj(Text)
+        if t.get_visible() and t.get_text().strip() and id(t) not in hidden and (t.axes is None or t.axes.get_visible())
+    ]
 
 
 _PAD_PX = 3.0
 
 
 def overflow(fig) -> tuple[float, float, float, float]:
-    """How far (pixels) the drawn texts and legends of ``fig`` pass its left, bottom, right and top edges (0 where
-    they do not), less a margin of a few pixels."""
+    """How far (pixels) the drawn texts and legends of ``fig`` pass its left, bottom, right and top edges, less a
+    margin of a few pixels."""
     renderer = fig.canvas.get_renderer()
     w, h = fig.canvas.get_width_height()
     left = bottom = right = top = 0.0
@@ -169,8 +150,7 @@ def overflow(fig) -> tuple[float, float, float, float]:
 
 
 def _wrap_wide_texts(fig, room: float) -> bool:
-    """Break a title or label that passes the picture's right edge and is wider than the room from where it starts
-    (at most ``room`` pixels) into lines at spaces: no shrinking of the axes would bring it inside."""
+    """Break a title or label that passes the right edge and is wider than its room into lines at spaces."""
     renderer = fig.canvas.get_renderer()
     legend_texts = {id(t) for lg in _legends(fig) for t in lg.get_texts()}
     w = fig.canvas.get_width_height()[0]
@@ -193,9 +173,8 @@ def _wrap_wide_texts(fig, room: float) -> bool:
 
 
 def fit_inside(fig, rounds: int = 3) -> bool:
-    """Shrink ``fig``'s axes (together, keeping their arrangement) until what is drawn around them (tick labels,
-    axis labels, legends placed beside them: matplotlib's layout box of each Axes) lies inside the figure; then break
-    a title or label still wider than its room into lines. True if anything moved (draw again)."""
+    """Shrink ``fig``'s axes together until their layout boxes lie inside the figure, then wrap a title or label
+    still too wide. True if anything moved (draw again)."""
     axes = [ax for ax in fig.axes if ax.get_visible()]
     if not axes:
         return False
@@ -236,12 +215,9 @@ def _legends(fig) -> list:
 
 
 def picture_layout(fig) -> dict:
-    """Where the texts of ``fig``'s last draw lie, in its PNG's pixels (x right, y down from the top left corner):
-    ``size`` (width, height); ``texts``: each drawn text's ``text``, ``box`` [x0, y0, x1, y1], ``px`` (font size in
-    pixels), ``color`` (hex), ``box_color`` (the face of the box drawn around it, or None) and ``in_legend``; ``legends``: each legend's ``box`` and its texts; ``outside``: the
-    texts and legends whose box passes an edge of the picture, with how far (``by``, pixels); ``overlaps``: the
-    legends that cover a text not theirs, with the overlap's ``area`` (pixels squared); ``background``: the figure's
-    face colour. Made for tests of what a learner sees: ``fig`` must have been drawn (an explorer's PNG)."""
+    """Where the texts of ``fig``'s last draw lie, in PNG pixels from the top left: ``size``, ``dpi``,
+    ``background``, ``texts`` (text, box, px, color, box_color, in_legend), ``legends``, ``outside`` (boxes past an
+    edge, ``by`` pixels) and ``overlaps`` (legends covering a text not theirs). ``fig`` must have been drawn."""
     renderer = fig.canvas.get_renderer()
     w, h = fig.canvas.get_width_height()
 
@@ -253,16 +229,10 @@ def picture_layout(fig) -> dict:
     legend_texts = {id(t): k for k, lg in enumerate(legends) for t in [*lg.get_texts(), lg.get_title()]}
     texts = []
     for t in _drawn_texts(fig):
-        texts.append(
-            dict(
-                text=t.get_text()[:60],
-                box=box(t),
-                px=round(t.get_fontsize() * fig.dpi / 72, 2),
-                color=to_hex(t.get_color()),
-                box_color=to_hex(t.get_bbox_patch().get_facecolor()) if t.get_bbox_patch() is not None else None,
-                in_legend=legend_texts.get(id(t)),
-            )
-        )
+        patch, px = t.get_bbox_patch(), round(t.get_fontsize() * fig.dpi / 72, 2)
+        face = to_hex(patch.get_facecolor()) if patch is not None else None
+        texts.append(dict(text=t.get_text()[:60], box=box(t), px=px, color=to_hex(t.get_color()), box_color=face,
+                          in_legend=legend_texts.get(id(t))))  # fmt: skip
     legend_boxes = [dict(box=box(lg), texts=[t.get_text() for t in lg.get_texts()]) for lg in legends]
     outside = []
     for kind, items in (("text", texts), ("legend", legend_boxes)):
@@ -282,52 +252,33 @@ def picture_layout(fig) -> dict:
             area = max(0.0, min(x1, lx1) - max(x0, lx0)) * max(0.0, min(y1, ly1) - max(y0, ly0))
             if area > 1.0:
                 overlaps.append(dict(legend=", ".join(lg["texts"])[:60], text=t["text"], area=round(area, 1)))
-    return dict(
-        size=[w, h],
-        dpi=fig.dpi,
-        background=to_hex(fig.get_facecolor()),
-        texts=texts,
-        legends=legend_boxes,
-        outside=outside,
-        overlaps=overlaps,
-    )
+    background = to_hex(fig.get_facecolor())
+    return dict(size=[w, h], dpi=fig.dpi, background=background, texts=texts, legends=legend_boxes, outside=outside,
+                overlaps=overlaps)  # fmt: skip
 
 
 def encode_png(canvas: FigureCanvasAgg) -> bytes:
-    """The canvas's pixels as PNG (fast zlib level: about 10 ms for a 1040 x 368 picture)."""
+    """The canvas's pixels as PNG (fast zlib level)."""
     w, h = canvas.get_width_height()
     buf = io.BytesIO()
-    PILImage.frombuffer("RGBA", (w, h), canvas.buffer_rgba(), "raw", "RGBA", 0, 1).save(
-        buf, format="png", compress_level=1
-    )
+    image = PILImage.frombuffer("RGBA", (w, h), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    image.save(buf, format="png", compress_level=1)
     return buf.getvalue()
 
 
 class Explorer:
-    """An explorer's wiring, done once: named controls, an HTML read-out and a picture sent as a PNG.
+    """An explorer's wiring: named controls, an HTML read-out and a picture sent as a PNG.
 
-    A subclass checks its arguments, builds its controls and its picture, then calls
-    ``super().__init__(controls, rows)`` last: ``controls`` maps each name :meth:`set` takes to its
-    widget (in the order :meth:`set` takes them positionally), ``rows`` are the widgets shown above the
-    read-out (default: the controls side by side) and ``extra`` those below the picture. The base
-    assembles :attr:`widget` (``widget.explorer`` is the explorer), observes every control and draws
-    the opening state.
+    A subclass builds its controls and picture, then calls ``super().__init__(controls, rows)`` last
+    (``controls``: name -> widget, in :meth:`set`'s positional order; ``rows`` above the read-out, ``extra``
+    below the picture), and implements :meth:`draw`, returning ``(readout_html, picture or None)``.
+    :attr:`SAMPLE_TEXTS`, :attr:`EXTRA_MOVES` and :attr:`COLD_MOVES` describe a learner's moves for scripted tests."""
 
-    The subclass implements :meth:`draw`: read the controls, move the picture's artists and return
-    ``(readout_html, picture)``; the base shows the read-out, then the picture's PNG (``None``: the
-    PNG shown stays, as when a typed value cannot be read). :meth:`check` refuses a value a control
-    cannot take; a subclass refines it where a control needs its own words.
-
-    Three declarations (data only) describe what a learner does with the explorer, for scripted moves that time
-    and test it: :attr:`SAMPLE_TEXTS`, :attr:`EXTRA_MOVES` and :attr:`COLD_MOVES`."""
-
-    #: What a learner types into each text box control (control name -> texts): the ends and failures it can reach.
+    #: What a learner types into each text box control (control name -> texts).
     SAMPLE_TEXTS: dict[str, tuple[str, ...]] = {}
-    #: The widgets a learner moves besides the controls (names of the explorer's attributes): a button, a box of
-    #: toggle buttons.
+    #: The widgets a learner moves besides the controls (names of the explorer's attributes).
     EXTRA_MOVES: tuple[str, ...] = ()
-    #: Control name -> the explorer's cache (an attribute holding a dict) that a change of it may fill: scripted
-    #: moves empty it, untimed, before each move, so that a move costs what a setting not seen before costs.
+    #: Control name -> the explorer's cache (a dict attribute) a change of it may fill; emptied before scripted moves.
     COLD_MOVES: dict[str, str] = {}
 
     def __init__(self, controls: dict, rows=None, *, extra=()):
@@ -340,7 +291,6 @@ class Explorer:
         for row in rows:
             _widen_sliders(row)
         self.widget = widgets.VBox([*rows, self.readout, self.image, *extra])
-        # named for pages that lay an explorer out (the presenter view: the read-out beside the picture)
         self.widget.add_class("amp-explorer")
         self.readout.add_class("amp-readout")
         self.image.add_class("amp-picture")
@@ -353,8 +303,7 @@ class Explorer:
     theme_order = 1  # (redrawn after the pictures took the new theme's colours)
 
     def theme_changed(self) -> None:
-        """The theme changed (:func:`~amp_lessons.style.use_style`): show the picture in its colours (the read-out's
-        colours are the page's)."""
+        """The theme changed: show the picture in its colours."""
         if self.picture is not None:
             self.image.value = self.picture.png()
 
@@ -387,15 +336,13 @@ class Explorer:
         self.update()
 
     def check(self, name: str, value):
-        """The value control ``name`` is set to, or a ValueError / TypeError naming it and what it takes
-        (:meth:`checked`)."""
+        """The value control ``name`` is set to, or a ValueError / TypeError (:meth:`checked`)."""
         return self.checked(self.controls[name], name, value)
 
     @staticmethod
     def checked(w, name: str, value):
-        """``value`` if widget ``w`` (control ``name``) takes it, else a ValueError / TypeError naming
-        ``name`` and what it takes: a slider a number in its range (a whole number for an int slider),
-        a menu, toggle or selection slider one of its options."""
+        """``value`` if widget ``w`` (control ``name``) takes it (a slider: a number in range; a menu: an
+        option), else a ValueError / TypeError naming ``name`` and what it takes."""
         if isinstance(w, (widgets.IntSlider, widgets.FloatSlider)):
             real_in(value, name, w.min, w.max, allowed=f"a number in the slider's range {w.min:g}..{w.max:g}")
             if isinstance(w, widgets.IntSlider) and not isinstance(value, numbers.Integral):
@@ -409,8 +356,8 @@ class Explorer:
         return value
 
     def set(self, *values, **named) -> None:
-        """Set several controls (by position, in :attr:`controls` order, or by name; ``None`` leaves one
-        as it is), then redraw once. Every value is checked before any control moves."""
+        """Set several controls (by position or name; ``None`` leaves one as it is), all checked first, then redraw
+        once."""
         names = list(self.controls)
         if len(values) > len(names):
             raise TypeError(f"{type(self).__name__}.set takes at most {len(names)} values ({', '.join(names)})")
@@ -435,13 +382,11 @@ class Explorer:
                 self.update()
 
 
-# A slider's track must stay wide enough to drag (150 px and more): its label (about 7.5 px a character in JupyterLab's
-# 13 px type, at least its default 80 px) and read-out take their room from the slider's width first.
+# a slider's label and read-out take their room from its width: keep the track wide enough to drag
 _TRACK_PX, _PX_PER_CHAR, _READOUT_PX, _LABEL_PX = 190, 7.5, 80, 90
 
 
 def _widen_sliders(w) -> None:
-    """Give every slider in ``w`` (a control or a box of them) the width its label, read-out and track need."""
     if isinstance(w, widgets.Box):
         for child in w.children:
             _widen_sliders(child)
@@ -469,9 +414,7 @@ def error_html(message: str) -> str:
 
 
 def failure_html(message: str) -> str:
-    """An explorer's read-out line while its state is at the failure its lesson is about (overflow,
-    saturation, flush to zero, a skipped step, swamping...): an ``amp-failure`` element, so that a
-    page (and a browser test) can find it."""
+    """An explorer's read-out line at the failure its lesson is about, as an ``amp-failure`` element."""
     return (
         f"<div class='amp-failure' style='color: {TONES['bad']}; font-weight: bold'>"
         f"\N{WARNING SIGN} {html.escape(message)}</div>"
@@ -479,8 +422,8 @@ def failure_html(message: str) -> str:
 
 
 def num(v: float) -> str:
-    """A constant for a table: 7 significant digits when they are exact, else the shortest text that
-    reads back as ``v`` (65535.99609375, not 65536); and its power of two when it is one."""
+    """A constant for a table: 7 significant digits when exact, else the shortest exact text; and its power of
+    two when it is one."""
     text = f"{v:.7g}"
     if math.isfinite(v) and float(text) != v:
         text = repr(float(v))

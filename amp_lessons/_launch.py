@@ -1,8 +1,5 @@
-"""The process launcher of the course: :func:`run_group` runs a function on a small real ``torch.distributed``
-process group of CPU processes (gloo, a file rendezvous, the loopback interface), forked or spawned, stops every
-worker on a failure, a timeout or an interrupt, and reports the rank that failed first (:class:`WorkerError`,
-:class:`GroupTimeout`, :class:`GroupUnavailable`, :class:`ForkUnsafe`). Part of the package's base: it imports no
-topic module; lesson 09 (:mod:`amp_lessons.distributed`) runs its experiments with it."""
+"""The process launcher: :func:`run_group` runs a function on a small real gloo process group of CPU processes,
+stops every worker on a failure, a timeout or an interrupt, and reports the rank that failed first."""
 
 from __future__ import annotations
 
@@ -28,17 +25,9 @@ import torch.distributed as dist
 from ._validate import int_at_least, positive
 
 __all__ = [
-    "MAX_WORLD_SIZE",
-    "START_METHODS",
-    "ForkUnsafe",
-    "GroupTimeout",
-    "GroupUnavailable",
-    "WorkerError",
-    "check_world_size",
-    "fork_runs_backward",
-    "loopback_interface",
-    "run_group",
-]
+    "MAX_WORLD_SIZE", "START_METHODS", "ForkUnsafe", "GroupTimeout", "GroupUnavailable", "WorkerError",
+    "check_world_size", "fork_runs_backward", "loopback_interface", "run_group"
+]  # fmt: skip
 
 MAX_WORLD_SIZE = 8  # real processes: each one is a Python interpreter with torch (about 300 MB)
 MAX_TIMEOUT_S = 600.0
@@ -57,8 +46,7 @@ class WorkerError(RuntimeError):
 
 
 class GroupTimeout(TimeoutError):
-    """:func:`run_group` ran past its timeout; every worker was stopped. ``ranks``: the ranks whose ``fn`` had not
-    returned (the others had, and were waiting for them)."""
+    """:func:`run_group` ran past its timeout; every worker was stopped. ``ranks``: those whose ``fn`` had not returned."""
 
     ranks: list[int] = []
 
@@ -68,8 +56,7 @@ class GroupUnavailable(RuntimeError):
 
 
 class ForkUnsafe(GroupUnavailable):
-    """torch refused a backward pass in a forked worker (:func:`fork_runs_backward`): this process had run one with an
-    accelerator present. The state of the process, not the function, is the cause."""
+    """torch refused a backward pass in a forked worker (:func:`fork_runs_backward`)."""
 
 
 def _backward_and_exit() -> None:
@@ -81,15 +68,9 @@ def _backward_and_exit() -> None:
 
 
 def fork_runs_backward() -> bool:
-    """Whether a process forked from this one can run a backward pass: a forked child tries a one-element backward
-    pass and says (a few milliseconds).
-
-    Once the autograd engine has started its device threads, torch refuses every backward pass in a forked child:
-    "Unable to handle autograd's threading in combination with fork-based multiprocessing"
-    (https://github.com/pytorch/pytorch/wiki/Autograd-and-Fork). It starts them at the first backward pass in a
-    process that sees an accelerator, and not only then: on a CUDA build of torch without a GPU, a CPU backward pass
-    after fake CUDA tensors (the fake-CUDA previews of lesson 04), or after a backward pass through an FSDP2 model,
-    starts them too (measured with torch 2.11.0's CUDA wheel). So the child is asked every time."""
+    """Whether a process forked from this one can run a backward pass: a forked child tries one and says. Once
+    autograd has started its device threads, torch refuses backward in a forked child
+    (https://github.com/pytorch/pytorch/wiki/Autograd-and-Fork)."""
     if "fork" not in multiprocessing.get_all_start_methods():
         return False
     return _probe_fork()
@@ -110,8 +91,7 @@ def _probe_fork() -> bool:
 
 
 def loopback_interface() -> tuple[str | None, bool | None]:
-    """The loopback network interface and whether it is up: ``(name, up)``. On Linux read from
-    ``/sys/class/net`` (``(None, False)`` if there is none); elsewhere ``("lo0", None)``: not probed."""
+    """``(name, up)`` of the loopback interface, from ``/sys/class/net`` on Linux; elsewhere ``("lo0", None)``."""
     net = Path("/sys/class/net")
     if not net.is_dir():
         return ("lo0", None)
@@ -151,12 +131,8 @@ def _worker(fn, rank: int, world_size: int, args: tuple, workdir: str, timeout: 
     sys.stdout = sys.stderr = log
     out = os.path.join(workdir, f"rank{rank}.pkl")
     try:
-        torch.set_num_threads(1)  # as DataLoader workers do: OpenMP is not fork-safe, and 2 ranks share the cores
-        if torch.cuda._is_in_bad_fork():
-            # forked from a process that had initialized CUDA: torch refuses CUDA here ("Cannot re-initialize CUDA
-            # in forked subprocess"), yet some CPU code asks it (Adam.step checks for CUDA graph capture whenever
-            # torch.cuda.is_available(): "CUDA error: initialization error", seen on an NVIDIA H200, torch 2.11).
-            # These ranks compute on the CPU: tell such code there is no CUDA
+        torch.set_num_threads(1)
+        if torch.cuda._is_in_bad_fork():  # CPU code that asks for CUDA (Adam.step) must not touch it here
             torch.cuda.is_available = _no_cuda
         if ifname is not None:
             os.environ["GLOO_SOCKET_IFNAME"] = ifname  # gloo binds to the loopback interface only
@@ -173,10 +149,7 @@ def _worker(fn, rank: int, world_size: int, args: tuple, workdir: str, timeout: 
             result = ("error", traceback.format_exc(), time.monotonic())
         if result[0] == "ok":
             Path(workdir, f"rank{rank}.returned").touch()  # what a timeout's message reads: who is still in fn
-            # Every rank waits for every other before it leaves the group. A rank that returned at once and closed
-            # its sockets while a peer was still connecting to it made that peer's init_process_group fail
-            # ("Gloo connectFullMesh failed ... Connection closed by peer") in about 1 run in 20.
-            dist.barrier()  # bounded by the group's timeout, and by the launcher's, which stops every rank
+            dist.barrier()  # no rank closes its sockets while a peer is still connecting
             dist.destroy_process_group()
     except BaseException:  # noqa: BLE001 - every failure goes back to the parent as text
         result = ("error", traceback.format_exc(), time.monotonic())
@@ -185,7 +158,7 @@ def _worker(fn, rank: int, world_size: int, args: tuple, workdir: str, timeout: 
     os.replace(out + ".tmp", out)
     log.flush()
     if result[0] != "ok":
-        os._exit(1)  # no atexit handlers of the parent's (forked) interpreter, no flush of its buffers
+        os._exit(1)
     os._exit(0)
 
 
@@ -214,9 +187,7 @@ def _log_tail(workdir: str, rank: int, lines: int = 15) -> str:
 
 
 def _importable(f) -> bool:
-    """Whether a spawned worker can import ``f`` by its module path: its module is not ``__main__`` (a notebook, a
-    script) and looking its qualified name up in that module gives ``f`` itself (not a lambda, not a function
-    defined inside another)."""
+    """Whether a spawned worker can import ``f`` by its module path (not ``__main__``, a lambda or a nested function)."""
     where, qualname = getattr(f, "__module__", None), getattr(f, "__qualname__", None)
     if where in (None, "__main__") or not qualname or "<" in qualname or where not in sys.modules:
         return False
@@ -227,10 +198,8 @@ def _importable(f) -> bool:
 
 
 def _unspawnable(fn, args: tuple) -> str | None:
-    """The first of ``fn`` and the functions among ``args`` that a spawned worker could not import (one defined in
-    a notebook's ``__main__``, inside another function, or a lambda), named; None if there is none. A
-    ``functools.partial`` is importable where its function and the functions among its arguments are; other
-    objects (tensors, modules, classes) are pickled, not imported."""
+    """The first of ``fn`` and the functions among ``args`` (and inside partials) that a spawned worker could not
+    import, named; None if there is none."""
     todo = [fn, *args]
     while todo:
         f = todo.pop(0)
@@ -251,28 +220,13 @@ def run_group(
     fn, world_size: int = 2, args: tuple = (), *, timeout: float = 60.0, start_method: str | None = None
 ) -> list:
     """Run ``fn(rank, world_size, *args)`` in ``world_size`` fresh processes joined in a gloo process group
-    on this machine; return the list of their results (rank order; they must be picklable).
+    on this machine (a file rendezvous, the loopback interface); return their results in rank order.
 
-    - The rendezvous is a file store in a private temporary directory (``init_method="file://..."``): no TCP
-      port is chosen at all, so none can be taken by another program between choosing and binding it; gloo's
-      own connections use the loopback interface only (``GLOO_SOCKET_IFNAME``).
-    - Every worker is stopped (SIGTERM, then SIGKILL) and reaped when one fails, when ``timeout`` seconds
-      pass (GroupTimeout), when the caller is interrupted, and in any case before returning: no process
-      outlives the call. A failure raises WorkerError with the traceback of the rank that failed first (a rank
-      that raised, called ``sys.exit``, or exited without returning: ``os._exit``, a signal); a timeout names the
-      ranks whose ``fn`` had not returned;
-      GroupUnavailable where gloo finds no loopback address (a network namespace whose loopback is down).
-    - Every rank waits for all the others (``dist.barrier()``) after its ``fn`` returned and before it leaves the
-      group, so no rank closes its connections while a peer is still connecting.
-    - ``start_method``: None forks the workers where the platform can (Linux, macOS: a fraction of a second,
-      ``fn`` may be any function, one defined in a notebook included) and spawns them elsewhere (Windows);
-      "fork" or "spawn" to choose. A spawned worker is a fresh interpreter that imports ``fn`` by its module path
-      and unpickles ``args`` (each start imports torch, seconds): a function defined in a notebook or inside
-      another function cannot be spawned (TypeError; a notebook's ``#| export`` cells give an importable copy).
-    - After a backward pass in this process on a machine with an accelerator, a forked worker cannot run one
-      (:func:`fork_runs_backward`): None then spawns the workers where ``fn`` and the functions among ``args``
-      can be imported, and forks them otherwise; a forked worker that torch refuses raises ForkUnsafe, which says
-      what to do.
+    Every worker is stopped and reaped when one fails (WorkerError, with the first failing rank's traceback),
+    when ``timeout`` seconds pass (GroupTimeout), on an interrupt, and before returning. GroupUnavailable: no
+    loopback address. ``start_method``: None forks where the platform can and autograd survives a fork
+    (:func:`fork_runs_backward`), else spawns (``fn`` must then be importable: TypeError otherwise); a forked
+    worker that torch refuses a backward pass raises ForkUnsafe.
     """
     world_size = check_world_size(world_size)
     timeout = _check_timeout(timeout)
@@ -287,11 +241,9 @@ def run_group(
         raise ValueError(f"start_method={start_method!r} is not available on this platform: {available}")
     unspawnable = _unspawnable(fn, args)
     method = start_method
-    if method is None:  # fork where it is fast and autograd works in the child; else spawn, where fn can be imported
-        if "fork" not in available:
-            method = "spawn"
-        else:
-            method = "fork" if unspawnable is not None or fork_runs_backward() else "spawn"
+    if method is None:
+        fork = "fork" in available and (unspawnable is not None or fork_runs_backward())
+        method = "fork" if fork else "spawn"
     if method == "spawn" and unspawnable is not None:
         raise TypeError(
             f"{unspawnable} cannot be spawned: a spawned worker imports a function by its module path, and one "
@@ -299,9 +251,8 @@ def run_group(
             "#| export cell is written to one) and pass that copy"
         )
     if method == "fork":
-        # once, in the parent: fully_shard imports torch._dynamo lazily, in every forked worker otherwise (2 s each);
-        # not at the module's top, where it would cost every import of the topic (the presenter's load) 1 s
-        importlib.import_module("torch._dynamo")  # (an import statement would make `torch` local to this function)
+        # once in the parent, not in every forked worker (fully_shard imports it lazily)
+        importlib.import_module("torch._dynamo")
     ifname, up = loopback_interface()
     if up is False:
         raise GroupUnavailable(
@@ -313,8 +264,6 @@ def run_group(
         procs = []
         try:
             with warnings.catch_warnings():
-                # Python >= 3.12 warns on fork() in a process with threads (a kernel has some). The child only
-                # runs torch on one thread and gloo, and touches no lock of the parent, as DataLoader workers.
                 warnings.filterwarnings(
                     "ignore", message=r".*use of fork\(\) may lead to deadlocks", category=DeprecationWarning
                 )
@@ -360,7 +309,6 @@ def _failed(workdir: str, procs) -> list[int]:
 
 
 def _timeout(workdir: str, world_size: int, timeout: float) -> GroupTimeout:
-    """The timeout's error, naming the ranks whose ``fn`` had not returned (the others waited for them)."""
     stuck = [r for r in range(world_size) if not os.path.exists(os.path.join(workdir, f"rank{r}.returned"))]
     waiting = [r for r in range(world_size) if r not in stuck]
     who = ", ".join(str(r) for r in stuck) or "none"
@@ -378,8 +326,7 @@ def _timeout(workdir: str, world_size: int, timeout: float) -> GroupTimeout:
 
 
 def _failure(workdir: str, procs, failed: list[int]) -> Exception:
-    """The error of the rank that failed first: a rank that died without a traceback (killed, ``os._exit``), else
-    the earliest traceback (a peer's failure makes the others fail in their collectives a moment later)."""
+    """The error of the rank that failed first: one that died without a traceback, else the earliest traceback."""
     errors, silent = {}, []
     for rank in failed:
         path = os.path.join(workdir, f"rank{rank}.pkl")

@@ -1,8 +1,5 @@
-"""This machine's size as the course's limits see it: its measured matmul rate (:func:`machine_flops`) and its
-memory (:func:`machine_memory_bytes`), and the budgets derived from them (:data:`WORK_BUDGET_S`,
-:data:`MAX_TENSOR_BYTES`) that the argument checks of ``_validate`` enforce. Private and a leaf: it imports no package
-module, so both ``_validate`` (which enforces the budgets) and ``device`` (which shows them, and imports
-``_validate``) import it without a cycle."""
+"""This machine's size as the course's limits see it: its matmul rate, its memory and the budgets derived from
+them (a leaf module, so that ``_validate`` and ``device`` import it without a cycle)."""
 
 from __future__ import annotations
 
@@ -21,8 +18,7 @@ WORK_BUDGET_S = 1800.0
 
 @functools.lru_cache(maxsize=1)
 def machine_flops() -> float:
-    """This machine's fp32 matmul rate in FLOP/s, measured once (best of five 256x256x256 products, a few ms): the
-    yardstick for estimates of how long a request would take here."""
+    """This machine's fp32 matmul rate in FLOP/s, measured once (best of five 256^3 products)."""
     a = torch.randn(256, 256)
     best = math.inf
     for _ in range(5):
@@ -41,5 +37,4 @@ def machine_memory_bytes() -> int:
 
 
 MAX_TENSOR_BYTES = min(2 * 1024**3, machine_memory_bytes() // 8)
-"""The largest single tensor the course's experiments allocate at a learner's request: an eighth of this machine's
-memory, and never more than 2 GiB (the lessons' tensors are a few MiB)."""
+"""The largest single tensor the experiments allocate at a learner's request: an eighth of the memory, at most 2 GiB."""

@@ -1,6 +1,5 @@
-"""The small run-time helpers every topic needs: one device parser, exact fp32 matmuls, one thread for
-tiny ops, a quiet C++ stderr, a progress bar that reads well once the cell is done. Part of the package's base: it
-imports no topic module."""
+"""Small run-time helpers every topic needs: a device parser, exact fp32 matmuls, one thread for tiny ops, a quiet
+C++ stderr, a progress bar, and sizing work to a time budget."""
 
 from __future__ import annotations
 
@@ -18,10 +17,8 @@ __all__ = ["Progress", "exact_fp32", "fp32_precision", "one_thread", "parse_devi
 
 
 def parse_device(device, *, require_available: bool = True) -> torch.device:
-    """``device`` ('cpu', 'cuda', 'cuda:N' or a ``torch.device`` of type cpu or cuda) as a ``torch.device``.
-
-    ValueError for anything else (naming the value and what is allowed); RuntimeError for a CUDA device
-    on a machine where torch sees no CUDA GPU, unless ``require_available`` is False."""
+    """``device`` ('cpu', 'cuda', 'cuda:N' or such a ``torch.device``) as a ``torch.device``; ValueError for
+    anything else, RuntimeError for CUDA where torch sees none (unless ``require_available`` is False)."""
     bad = ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or a torch.device of type cpu or cuda, got {device!r}")
     if isinstance(device, torch.device):
         d = device
@@ -66,16 +63,13 @@ def fp32_precision(matmul: str | None = None, conv: str | None = None, cpu_matmu
 
 
 def exact_fp32(d: torch.device):
-    """IEEE fp32 matmuls on ``d``'s kind of device (no TF32 on a GPU, no bf16 rounding on an AMX CPU),
-    touching only that device's switch."""
+    """IEEE fp32 matmuls on ``d``'s kind of device, touching only that device's switch."""
     return fp32_precision(matmul="ieee") if d.type == "cuda" else fp32_precision(cpu_matmul="ieee")
 
 
 @contextlib.contextmanager
 def one_thread():
-    """Run tiny tensor ops on one thread (restored afterwards): splitting a 256 x 64 matmul across
-    threads gains nothing, and on a busy machine (tests in parallel, a notebook kernel next to
-    them) waiting for descheduled threads makes each op cost milliseconds."""
+    """Run tiny tensor ops on one thread (restored afterwards): on a busy machine threads cost more than they gain."""
     before = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -84,15 +78,13 @@ def one_thread():
         torch.set_num_threads(before)
 
 
-# torch 2.11's profiler warns this on every start (a bug: 2.13 warns only where one profiler object starts a second
-# cycle); the course's profilers run one cycle each, so it says nothing about them
+# torch 2.11's profiler warns this on every start; the course's profilers run one cycle each
 _PROFILER_CYCLE_WARNING = r"Warning: Profiler clears events at the end of each cycle"
 
 
 @contextlib.contextmanager
 def quiet_fd2():
-    """Silence the profiler's start/stop: its C++ stderr (libkineto prints a line for each) and torch 2.11's
-    UserWarning "Profiler clears events at the end of each cycle", given on every start of a profiler there."""
+    """Silence the profiler's start/stop: its C++ stderr and torch 2.11's "Profiler clears events" warning."""
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=_PROFILER_CYCLE_WARNING, category=UserWarning)
         try:
@@ -110,7 +102,7 @@ def quiet_fd2():
 
 
 def _in_kernel() -> bool:
-    """Whether this runs in a Jupyter kernel (JupyterLab, Voila, nbclient), where display() reaches a page."""
+    """Whether this runs in a Jupyter kernel, where display() reaches a page."""
     try:
         from IPython import get_ipython
     except ImportError:  # pragma: no cover - IPython is a dependency of the course
@@ -120,8 +112,7 @@ def _in_kernel() -> bool:
 
 
 class _BarView:
-    """One state of a :class:`Progress` bar as a notebook output: HTML (a ``<progress>`` element and a line of text)
-    and the same line as text/plain, so that the stored notebook, a reopened one and nbconvert all read it."""
+    """One state of a :class:`Progress` bar as a notebook output: HTML and the same line as text/plain."""
 
     def __init__(self, text: str, done: int, total: int | None):
         self.text, self.done, self.total = text, done, total
@@ -136,13 +127,8 @@ class _BarView:
 
 class Progress:
     """A progress bar for the course's long cells, used like tqdm's (an iterable, or ``total=`` with
-    :meth:`update`; :meth:`set_postfix_str`; :meth:`close` or a ``with`` block).
-
-    In a notebook it is an HTML output updated in place (at most every ``min_interval_s``), not a widget: once the
-    cell is done it stays as a line of text that says what ran and how long it took ("training 4 ways: 400 of 400
-    in 3.1 s", or "stopped at 120 of 400" when the loop ended early, as a time budget does), and it reads the same in
-    the stored notebook and after the notebook is saved and reopened, where a widget's state is gone. Outside a
-    notebook it is tqdm's text bar on stderr."""
+    :meth:`update`; :meth:`set_postfix_str`; :meth:`close` or a ``with`` block). In a notebook an HTML output
+    updated in place that ends as a line saying what ran and how long it took; elsewhere tqdm's text bar."""
 
     def __init__(self, iterable=None, *, total: int | None = None, desc: str = "", disable: bool = False,
                  min_interval_s: float = 0.2):  # fmt: skip
@@ -219,14 +205,8 @@ class Progress:
         self.close()
 
 
-# --------------------------------------------------------------------------------------------
-# Sizing work to a time budget
-# --------------------------------------------------------------------------------------------
-
-
 def budget_seconds(value, what: str) -> float:
-    """A time budget: a positive number of seconds (``math.inf``: no limit) as a float, else a ValueError naming
-    ``what`` and the value."""
+    """A time budget: a positive number of seconds (``math.inf``: no limit) as a float, else a ValueError."""
     if not is_real(value, 0, open_low=True):
         raise ValueError(f"{what} must be a positive number of seconds (math.inf: no limit), got {value!r}")
     return float(value)
@@ -239,10 +219,8 @@ FEWEST_RUNS = 3
 def time_until(
     fn, d: torch.device, warmup: int, repeats: int, deadline: float, *, time_fn
 ) -> tuple[tuple[float, ...], bool]:
-    """``(seconds of each timed call, cut)``: ``time_fn`` (:func:`amp_lessons.timing.time_fn`, passed in because
-    ``timing`` imports this module) one call at a time, after ``warmup`` untimed calls, until ``repeats`` calls are
-    timed or ``time.perf_counter()`` passes ``deadline`` (with at least :data:`FEWEST_RUNS` timed, or ``repeats`` if
-    fewer); ``cut`` says whether the deadline stopped it."""
+    """``(seconds of each timed call, cut)``: ``time_fn`` one call at a time, after ``warmup`` untimed calls, until
+    ``repeats`` are timed or ``deadline`` passes (after at least :data:`FEWEST_RUNS`); ``cut``: the deadline stopped it."""
     times: list[float] = []
     least = min(FEWEST_RUNS, repeats)
     while len(times) < repeats:
@@ -253,9 +231,8 @@ def time_until(
 
 
 def halve_to_budget(label: str, start: int, predicted, budget_s: float, why) -> tuple[int, str]:
-    """``(size, sentence)``: ``start`` halved (down to 64) until ``predicted(size)`` seconds fit ``budget_s``;
-    the sentence says which size was used and, if it is not ``start``, why: ``why()``, a sentence on what makes the
-    work slow here (the measured rate, say), asked for only then."""
+    """``(size, sentence)``: ``start`` halved (down to 64) until ``predicted(size)`` seconds fit ``budget_s``; the
+    sentence names the size and, if it is not ``start``, why (``why()``, asked for only then)."""
     size = start
     while size > 64 and predicted(size) > budget_s:
         size //= 2

@@ -1,11 +1,5 @@
-"""The course's one table renderer: every table a lesson, an explorer or a report shows, as HTML (notebooks,
-the presenter view) and as aligned plain text (``repr``, terminals). Part of the base: it imports no topic
-and draws nothing.
-
-Colours are semantic (``tone``) and taken from JupyterLab's theme variables, with a fallback for pages
-without them (Voila, classic notebook), so a table reads the same in the light and the dark theme; a
-highlighted row uses a translucent background that works on both.
-"""
+"""The course's one table renderer: every table as HTML and as aligned plain text. Colours are semantic
+(``tone``), from JupyterLab's theme variables with fallbacks, so a table reads the same in both themes."""
 
 from __future__ import annotations
 
@@ -22,26 +16,20 @@ TONES = {
     "bad": "color-mix(in srgb, var(--jp-error-color1, #c62828) 50%, var(--jp-content-font-color1, #000))",
     "muted": "color-mix(in srgb, var(--jp-ui-font-color1, #000) 75%, transparent)",
 }
-"""Text colours by meaning: JupyterLab's theme colour (success, warn, error) mixed with the theme's text colour
-(black in the light theme, white in the dark one), so that each keeps WCAG AA contrast (4.5:1) on the notebook
-background and on a highlighted row in both themes (the themes' own colours do not: light orange on white is
-2.7:1, https://www.w3.org/TR/WCAG21/#contrast-minimum); muted text is the theme's text colour at 75%. The
-fallbacks after each variable serve pages without JupyterLab's variables."""
+"""Text colours by meaning: the theme's colour mixed with its text colour, to keep WCAG AA contrast in both themes
+(https://www.w3.org/TR/WCAG21/#contrast-minimum)."""
 
 _MARK = "background: rgba(255, 193, 7, 0.25)"  # a highlighted row, on light and dark backgrounds
 _CELL = "text-align: left; padding: 1px 14px 1px 0"
 _NOWRAP = "; white-space: nowrap"
 _IDENTIFIER = re.compile(r"\S+|.{1,12}")
-"""Text kept on one line: one word (an op name such as ``aten::_log_softmax``, a module name such as
-``block1.wo``) or a short text (a number with its unit, "322 µs"), so a narrow table cannot break it."""
+"""Text kept on one line: one word or at most 12 characters."""
 
 
 @dataclass(frozen=True)
 class Cell:
-    """A table cell: ``text`` (escaped) or ``html`` (trusted markup built by the course), with a ``tone``
-    from :data:`TONES` and bold. ``nowrap``: True keeps the cell on one line (``white-space: nowrap``:
-    identifiers such as op and module names, numbers with units); None (the default) does so for text
-    that is a single word or at most 12 characters, so that ``aten::_log_softmax`` is never broken in the middle."""
+    """A table cell: ``text`` (escaped) or ``html`` (trusted markup), with a ``tone`` from :data:`TONES` and bold.
+    ``nowrap``: keep it on one line (None: for a single word or at most 12 characters)."""
 
     text: str = ""
     tone: str | None = None
@@ -57,7 +45,6 @@ class Cell:
 
     @property
     def keeps_whole(self) -> bool:
-        """Whether the cell is kept on one line: ``nowrap``, or, when that is None, a one-word or short text."""
         if self.nowrap is not None:
             return self.nowrap
         return self.html is None and _IDENTIFIER.fullmatch(self.text) is not None
@@ -80,19 +67,11 @@ def _style(c: Cell) -> str:
 
 
 def html_table(
-    header: Sequence | None,
-    rows: Iterable[Sequence],
-    *,
-    title: str = "",
-    notes: Iterable[str] = (),
-    marked: Iterable[int] = (),
-    mono: bool = False,
-    row_headers: bool = False,
-) -> str:
-    """An HTML table: ``header`` (None for none), ``rows`` of cells (str or :class:`Cell`), an optional
-    bold ``title`` above and ``notes`` under it; rows whose index is in ``marked`` are highlighted;
-    ``mono`` sets it in a monospace font (explorer read-outs); ``row_headers`` makes the first cell
-    of each row a header cell."""
+    header: Sequence | None, rows: Iterable[Sequence], *, title: str = "", notes: Iterable[str] = (),
+    marked: Iterable[int] = (), mono: bool = False, row_headers: bool = False
+) -> str:  # fmt: skip
+    """An HTML table: ``header`` (or None), ``rows`` of cells (str or :class:`Cell`), a bold ``title`` above and
+    ``notes`` under it; ``marked`` rows highlighted, ``mono`` font, ``row_headers``: first cells as headers."""
     marked = set(marked)
     font = "font-family: var(--jp-code-font-family, monospace); font-size: 13px" if mono else ""
     head = ""
@@ -118,15 +97,9 @@ def html_table(
 
 
 def text_table(
-    header: Sequence | None,
-    rows: Iterable[Sequence],
-    *,
-    title: str = "",
-    notes: Iterable[str] = (),
-    rule: bool = True,
+    header: Sequence | None, rows: Iterable[Sequence], *, title: str = "", notes: Iterable[str] = (), rule: bool = True
 ) -> str:
-    """The same table as aligned plain text: columns padded to their widest cell, a rule under the
-    header (``rule``), the title above and the notes under it."""
+    """The same table as aligned plain text, with a rule under the header (``rule``)."""
     table = [[_cell(c).text for c in r] for r in rows]
     if header is not None:
         table.insert(0, [_cell(h).text for h in header])
@@ -141,10 +114,8 @@ def text_table(
 
 
 class TableRecord:
-    """A result shown as a small table: a subclass (usually a frozen dataclass with ``repr=False``)
-    defines ``_table()``, returning ``(header, rows, title, notes)`` (``rows`` of str or :class:`Cell`),
-    and gets ``_repr_html_`` (JupyterLab) and a plain-text ``__repr__`` / ``__str__`` from it; the
-    class may also define ``_marked()``, the indices of rows to highlight."""
+    """A result shown as a small table: a subclass defines ``_table()`` -> ``(header, rows, title, notes)`` (and
+    optionally ``_marked()``, rows to highlight) and gets ``_repr_html_``, ``__repr__`` and ``__str__``."""
 
     def _table(self) -> tuple:
         raise NotImplementedError
@@ -165,8 +136,7 @@ class TableRecord:
 
 
 class Table(TableRecord):
-    """A table a lesson builds from its own rows (a GPU reference beside this machine's figures): shown as HTML in
-    JupyterLab and as aligned text in a terminal, like every record of the course. Made by :func:`table`."""
+    """A table a lesson builds from its own rows (made by :func:`table`)."""
 
     def __init__(self, header, rows, title: str = "", notes=()):
         self._parts = (tuple(header), [list(r) for r in rows], title, list(notes))
@@ -177,7 +147,7 @@ class Table(TableRecord):
 
 def table(header, rows, *, title: str = "", notes=()) -> Table:
     """The rows under ``header`` as a table (``rows``: sequences of str, numbers or :class:`Cell`, one per column),
-    with an optional ``title`` and ``notes`` below it; the last expression of a cell shows it."""
+    with an optional ``title`` and ``notes``."""
     if isinstance(header, (str, bytes)) or not isinstance(header, (list, tuple)) or not header:
         raise TypeError(f"header must be a non-empty list or tuple of column names, got {header!r}")
     if not all(isinstance(h, str) for h in header):

@@ -1,7 +1,4 @@
-"""Argument checks shared by the experiment modules: each error names the bad value and what is
-allowed (private; the public functions document their own arguments). The limits on work and memory that
-:func:`count` and :func:`allocation` enforce are this machine's budgets, from ``_machine``; the words of their
-messages come from ``_table``."""
+"""Argument checks shared by the experiment modules: each error names the bad value and what is allowed."""
 
 from __future__ import annotations
 
@@ -15,26 +12,9 @@ from ._machine import MAX_TENSOR_BYTES, WORK_BUDGET_S, machine_flops, machine_me
 from ._table import duration_text, nbytes_text
 
 __all__ = [
-    "allocation",
-    "block_shape",
-    "count",
-    "finite",
-    "flag",
-    "float_tensor",
-    "int_at_least",
-    "int_in",
-    "integer",
-    "is_int",
-    "is_real",
-    "model_call",
-    "number",
-    "path_or_none",
-    "positive",
-    "real",
-    "real_in",
-    "seed",
-    "sequence",
-]
+    "allocation", "block_shape", "count", "finite", "flag", "float_tensor", "int_at_least", "int_in", "integer",
+    "is_int", "is_real", "model_call", "number", "path_or_none", "positive", "real", "real_in", "seed", "sequence"
+]  # fmt: skip
 
 
 def real(value, what: str) -> float:
@@ -73,14 +53,13 @@ def positive(value, what: str) -> float:
 
 def int_at_least(value, what: str, low: int) -> int:
     """An int (not a bool) that is at least ``low``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+    if not is_int(value, low):
         raise ValueError(f"{what}={value!r} is not allowed: it must be an int >= {low}")
     return int(value)
 
 
 def is_int(value, low: int | None = None, high: int | None = None) -> bool:
-    """Whether ``value`` is an int (not a bool) in ``[low, high]`` (a bound that is None: no bound on that side):
-    the test behind :func:`integer` and :func:`int_in`, for a caller that words its own error."""
+    """Whether ``value`` is an int (not a bool) in ``[low, high]`` (None: no bound on that side)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         return False
     return (low is None or value >= low) and (high is None or value <= high)
@@ -90,8 +69,7 @@ def is_real(
     value, low: float | None = None, high: float | None = None, *, open_low: bool = False, open_high: bool = False
 ) -> bool:
     """Whether ``value`` is a real Python number (not a bool, not a tensor) in the interval from ``low`` to
-    ``high``, closed on each side unless ``open_low`` / ``open_high`` (a bound that is None: no bound on that side).
-    NaN is a real number but lies in no interval: it passes only when both bounds are None."""
+    ``high`` (closed unless ``open_low`` / ``open_high``; None: no bound). NaN passes only without bounds."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         return False
     if low is not None and not (value > low if open_low else value >= low):
@@ -100,25 +78,23 @@ def is_real(
 
 
 def integer(value, what: str, allowed: str = "an int") -> int:
-    """An int (not a bool; any size) as an int, else a TypeError naming ``what``, the value and ``allowed``."""
+    """An int (not a bool) as an int, else a TypeError naming ``what``, the value and ``allowed``."""
     if not is_int(value):
         raise TypeError(f"{what} must be {allowed}, got {value!r} ({type(value).__name__})")
     return int(value)
 
 
 def number(value, what: str, allowed: str = "a real number") -> float:
-    """A real Python number (an int or a float, not a bool, not a tensor; NaN and infinities included) as a
-    float, else a TypeError naming ``what``, the value and ``allowed``. :func:`real` also takes a one-element
-    tensor."""
+    """A real Python number (not a bool, not a tensor; NaN and infinities included) as a float, else a
+    TypeError naming ``what``, the value and ``allowed``."""
     if not is_real(value):
         raise TypeError(f"{what} must be {allowed}, got {value!r} ({type(value).__name__})")
     return float(value)
 
 
 def int_in(value, what: str, low: int, high: int | None = None, allowed: str | None = None) -> int:
-    """An int (not a bool) in ``[low, high]`` (``high`` None: no upper bound), else a ValueError (for a value of
-    another type too, as :func:`int_at_least`) naming ``what``, the value and what is allowed: ``allowed`` words
-    it where the bounds have a reason (``"an int in the slider's range 1..8"``)."""
+    """An int (not a bool) in ``[low, high]`` (``high`` None: no upper bound), else a ValueError naming ``what``,
+    the value and ``allowed`` (default: the bounds)."""
     if not is_int(value, low, high):
         if allowed is None:
             allowed = f"an int >= {low}" if high is None else f"an int from {low} to {high}"
@@ -136,10 +112,8 @@ def real_in(
     open_high: bool = False,
     allowed: str | None = None,
 ) -> float:
-    """A real Python number (not a bool, not a tensor) in the interval from ``low`` to ``high`` (closed on each
-    side unless ``open_low`` / ``open_high``; a bound that is None: none on that side; NaN is in no interval) as
-    a float, else a ValueError (for a value of another type too) naming ``what``, the value and what is allowed:
-    the interval, or ``allowed`` where it has a reason (``"a positive number of seconds"``)."""
+    """A real Python number in the interval of :func:`is_real` as a float, else a ValueError naming ``what``, the
+    value and ``allowed`` (default: the interval)."""
     if not is_real(value, low, high, open_low=open_low, open_high=open_high):
         if allowed is None:
             left = "(-inf" if low is None else f"{'(' if open_low else '['}{low:g}"
@@ -158,7 +132,7 @@ def flag(value, what: str) -> bool:
 
 def seed(value, what: str = "seed") -> int:
     """A random seed: an int (not a bool) in [0, 2**63)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    if not is_int(value):
         raise TypeError(f"{what} must be an int (a random seed), got {value!r} ({type(value).__name__})")
     if not 0 <= value < 2**63:
         raise ValueError(f"{what}={value!r} is not allowed: a seed is an int in [0, 2**63)")
@@ -168,13 +142,10 @@ def seed(value, what: str = "seed") -> int:
 def count(
     value, what: str, low: int = 1, high: int | None = None, unit: str = "", flops_each: float | None = None
 ) -> int:
-    """An int (not a bool) in ``[low, high]``: a size, count or number of repeats. ``high`` is the course's limit
-    on work (so that a typo cannot hang a kernel or fill the memory); the message says why (``unit``).
-
-    With ``flops_each`` (the arithmetic one unit of ``value`` costs, e.g. one training step), the limit is also
-    derived from this machine: a value that would take longer than :data:`WORK_BUDGET_S` at this machine's
-    measured matmul rate (:func:`machine_flops`) is refused too, and every refusal says how long it would take."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+    """An int (not a bool) in ``[low, high]``: a size, count or number of repeats (``unit`` says what).
+    With ``flops_each`` (the arithmetic of one unit), a value whose work would take longer than
+    :data:`WORK_BUDGET_S` at :func:`machine_flops` is refused too, with the estimate."""
+    if not is_int(value):
         raise TypeError(f"{what} must be an int >= {low}, got {value!r} ({type(value).__name__})")
     if value < low:
         raise ValueError(f"{what} must be an int >= {low}, got {value!r}")
@@ -201,16 +172,10 @@ def allocation(n_elements: float, what: str, bytes_per_element: int = 4) -> None
 
 
 def model_call(model, args: tuple, what: str = "inputs"):
-    """``model(*args)``, with a model that cannot take ``args`` (a width or dtype the model does not have, a wrong
-    number of arguments) reported as a ValueError naming ``what`` rather than as torch's error from deep inside
-    the forward pass (that error is kept as the cause). An error the model's own code raises, and running out of
-    memory, propagate as they are.
-
-    Which module failed is seen by hooks on every module of ``model`` (removed again): where torch refused a dtype
-    mismatch between a module's input and its weight, and that input is an activation of the model rather than one
-    of ``args`` (a low-precision tensor met an fp32 layer, e.g. where autocast was switched off without casting the
-    input), the ValueError says so, with the module, the two dtypes and the fix, and does not blame ``args``."""
-    entered = []  # (name, module, its positional arguments) of the modules whose forward has not returned
+    """``model(*args)``, with torch refusing ``args`` (a width, dtype or count the model does not take) reported as
+    a ValueError naming ``what`` (torch's error as the cause); the model's own errors and OOM propagate. A dtype
+    mismatch inside the model on an activation (not one of ``args``) names the module, the dtypes and the fix."""
+    entered = []  # (name, module, positional args) of the modules whose forward has not returned
 
     def enter(name):
         def hook(module, hook_args):
@@ -235,7 +200,7 @@ def model_call(model, args: tuple, what: str = "inputs"):
         raise
     except (RuntimeError, TypeError) as e:
         if not _raised_in_torch(e):
-            raise  # the model's own code raised: its error, as it is
+            raise
         failed = entered[-1] if entered else None
         text = str(e).lower()
         if failed is not None and any(k in text for k in ("dtype", "scalar type", "type (")):
@@ -291,8 +256,7 @@ def sequence(value, what: str, of: str = "values") -> tuple:
 
 
 def selection(value, what: str, of: str = "values") -> tuple:
-    """A non-empty list or tuple (or range) of ``of``: what to run or show, of which an empty one is an error (it
-    would give an empty result that nothing can draw)."""
+    """A non-empty list or tuple (or range) of ``of``."""
     items = sequence(value, what, of)
     if not items:
         raise ValueError(f"{what} is empty: give at least one of the {of}")

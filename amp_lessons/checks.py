@@ -1,12 +1,5 @@
-"""Checkers for the exercises: each says what is right, or exactly what is wrong and a hint.
-
-A checker never raises on a wrong or unfinished answer (a learner's "Run All" must go on); it
-returns a :class:`CheckResult`, which shows as a coloured line in a notebook. Answers are checked
-against the formats engine, never against a stored number.
-
-A result has three states: correct (green), not yet (red: a wrong answer, with a hint that names
-what is wrong) and your turn (muted: the exercise's starter, untouched, so nothing is red before
-the learner has tried). No message, of a wrong answer or of a starter, states the answer."""
+"""Checkers for the exercises: a :class:`CheckResult` that is correct, not yet (with a hint, never the answer) or
+your turn (an untouched starter); a checker never raises on a learner's answer."""
 
 from __future__ import annotations
 
@@ -19,19 +12,12 @@ import torch
 from ._table import TONES
 from ._validate import flag, real
 
-__all__ = [
-    "CheckResult",
-    "call_learner",
-    "is_placeholder",
-    "off_by",
-    "same_value",
-]
+__all__ = ["CheckResult", "call_learner", "is_placeholder", "off_by", "same_value"]
 
 
 @dataclass(frozen=True)
 class CheckResult:
-    """``ok``: the answer is right; ``todo``: the answer is still the exercise's starter (``ok`` is then
-    False, and the result shows in a muted tone, not in red)."""
+    """``ok``: the answer is right; ``todo``: it is still the starter (muted, not red)."""
 
     ok: bool
     message: str
@@ -92,9 +78,8 @@ def is_placeholder(answer) -> bool:
 
 
 def off_by(got, want) -> str:
-    """How the learner's ``got`` misses the right ``want`` without stating ``want``: "too large by a factor of 2"
-    when the ratio is a power of two up to 2**16 (the size of a typical exponent slip), else "too large" or "too
-    small"; "not a number" for a ``got`` that is not one (a learner's answer is feedback, never an error)."""
+    """How ``got`` misses ``want`` without stating it: "too large by a factor of 2" for a power-of-two ratio up to
+    2**16, else "too large" / "too small", "of the wrong sign", "zero", "not it" or "not a number"."""
     want = real(want, "want")
     try:
         got = float(got)

@@ -1,7 +1,5 @@
-"""What a lesson is (:class:`Lesson`), what it runs on a machine (:class:`Runs`, :class:`WhatRunsWhere`, and the
-helpers each topic's ``runs_where`` uses) and a workshop schedule (:class:`Schedule`). The lessons themselves are
-declared in their topics (``amp_lessons.<topic>.LESSON``) and listed in order by :mod:`amp_lessons.lessons`: this
-module imports no topic."""
+"""What a lesson is (:class:`Lesson`), what it runs on a machine (:class:`Runs`, :class:`WhatRunsWhere` and the
+helpers of each topic's ``runs_where``) and a workshop schedule (:class:`Schedule`)."""
 
 from __future__ import annotations
 
@@ -11,17 +9,9 @@ from ._table import Cell, html_table
 from ._validate import flag
 
 __all__ = [
-    "Lesson",
-    "LessonSupport",
-    "MODES",
-    "Runs",
-    "Schedule",
-    "WhatRunsWhere",
-    "apple_gpu_unused",
-    "check_report",
-    "gpu_lacks",
-    "lesson_devices",
-]
+    "Lesson", "LessonSupport", "MODES", "Runs", "Schedule", "WhatRunsWhere", "apple_gpu_unused", "check_report",
+    "gpu_lacks", "lesson_devices"
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -31,27 +21,20 @@ class Lesson:
     title: str
     minutes: int
     summary: str
-    topic: str | None = None  # the lesson's sub-package of amp_lessons (amp_lessons.<topic>); None for lesson 00
-    # Calls the lesson is about, which its own code cells must contain (not only its comments or the package):
-    # tests/test_key_code.py asserts them. Cells marked ``#| export`` are copied to amp_lessons/<topic>/key_code.py.
-    key_code: tuple[str, ...] = ()
-    # README.md's lesson table: what the learner sees in the lesson (scripts/registry_docs.py writes the table)
-    shows: str = ""
-    # instructors/README.md's solutions table: the lesson's graded exercises, "" for none (its solutions are
-    # instructors/solutions_<number>.py)
-    exercises: str = ""
+    topic: str | None = None  # amp_lessons.<topic>; None for lesson 00
+    key_code: tuple[str, ...] = ()  # calls the lesson's own code cells must contain
+    shows: str = ""  # what the learner sees (README.md's lesson table)
+    exercises: str = ""  # the graded exercises, "" for none (instructors/README.md's solutions table)
 
 
 MODES: tuple[str, ...] = ("native", "emulated", "partly emulated", "reference")
-"""How a lesson runs on a machine: on its own hardware, emulated (casts bit-exact, arithmetic modelled), partly
-emulated, or shown from reference measurements recorded on a named GPU."""
+"""How a lesson runs on a machine: natively, emulated, partly emulated, or from reference measurements."""
 
 
 @dataclass(frozen=True)
 class Runs:
-    """What one lesson runs on a given machine, as its topic says (``amp_lessons.<topic>.runs_where(report)``):
-    ``mode`` is how (one of :data:`MODES`), ``detail`` says what and why, ``devices`` where its cells run their
-    experiments ("cpu" and/or "cuda")."""
+    """What one lesson runs on a given machine (``amp_lessons.<topic>.runs_where(report)``): ``mode`` (one of
+    :data:`MODES`), ``detail`` (what and why) and ``devices`` ("cpu" and/or "cuda")."""
 
     mode: str
     detail: str
@@ -79,8 +62,7 @@ class LessonSupport:
 
 @dataclass(frozen=True)
 class WhatRunsWhere:
-    """Every lesson's :class:`LessonSupport` on one machine, in lesson order: iterate it for the rows; it shows
-    itself as a table."""
+    """Every lesson's :class:`LessonSupport` on one machine, in lesson order, shown as a table."""
 
     rows: tuple[LessonSupport, ...]
 
@@ -104,9 +86,8 @@ class WhatRunsWhere:
 
 
 def gpu_lacks(report, feature: str, no_gpu: str, *, tensor_cores: bool = False) -> str:
-    """Why ``feature`` (say "fp8") does not run natively on the GPU of ``report`` (an
-    :class:`amp_lessons.device.DeviceReport`); ``no_gpu`` is the reason on a machine without one; ``tensor_cores``:
-    the feature is a kind of tensor core ("the T4 has no fp8 tensor cores"). AMD GPUs are not classified."""
+    """Why ``feature`` (say "fp8") does not run natively on the GPU of ``report`` (``no_gpu``: the reason without
+    one; ``tensor_cores``: the feature is a kind of tensor core)."""
     g = check_report(report).gpu
     for value, what in ((feature, "feature"), (no_gpu, "no_gpu")):
         if not isinstance(value, str) or not value:
@@ -120,8 +101,7 @@ def gpu_lacks(report, feature: str, no_gpu: str, *, tensor_cores: bool = False) 
 
 
 def check_report(report):
-    """``report`` if it is a :class:`amp_lessons.device.DeviceReport` (known by its fields: the base does not import
-    device's probes here), else a TypeError that says where one comes from."""
+    """``report`` if it is a :class:`amp_lessons.device.DeviceReport` (known by its fields), else a TypeError."""
     if not all(hasattr(report, k) for k in ("gpu", "cpu", "apple_gpu", "device", "mps_autocast")):
         raise TypeError(
             f"report must be a DeviceReport (from amp_lessons.device.device_report()), got {type(report).__name__}"
@@ -136,8 +116,7 @@ def apple_gpu_unused(report) -> str:
 
 
 def lesson_devices(report, *, cpu_part: bool = False) -> tuple[str, ...]:
-    """Where a lesson that runs on the course's device (``default_device()``) runs its cells on the machine of
-    ``report``; ``cpu_part=True``: a lesson with a CPU part and a CUDA branch."""
+    """Where a lesson on ``default_device()`` runs its cells on ``report``'s machine (``cpu_part``: and the CPU)."""
     flag(cpu_part, "cpu_part")
     if check_report(report).gpu is None:
         return ("cpu",)

@@ -1,21 +1,11 @@
-"""What this machine is: its CPU, its GPU and what formats they run (what each lesson then runs natively,
-emulated or as reference, each topic says: :func:`amp_lessons.lessons.what_runs_where`).
+"""What this machine is: its CPU, its GPU and what formats they run.
 
-``device_report()`` probes the CPU, the first GPU torch reaches through ``torch.cuda`` (an NVIDIA GPU
-on a CUDA build of torch, an AMD GPU on a ROCm build) and an Apple GPU (MPS). Every probe can be
-replaced by data (``cpu=``, ``gpu_properties=``, ``mps=``), so that the GPU branches are tested on
-machines without one.
-
-What is measured and what is assumed: the CPU flags, the GPU's name, memory, compute capability /
-``gcnArchName`` and MPS availability are read from torch on this machine. Which formats an NVIDIA GPU
-runs on its tensor cores is *looked up* from its compute capability (NVIDIA's architecture
-generations), not measured. AMD GPUs are not classified: only what torch reports about them is shown.
-The lessons never use an Apple GPU: :func:`default_device` is ``cuda`` or ``cpu``.
-
-How much work the course runs here: :func:`machine_flops` (this machine's fp32 matmul rate, measured once),
-:func:`machine_memory_bytes`, and the budgets derived from them, :data:`WORK_BUDGET_S` and :data:`MAX_TENSOR_BYTES`,
-which the argument checks enforce. They are defined in the private leaf module ``_machine`` (``_validate`` needs them
-and ``device`` imports ``_validate``) and imported here.
+``device_report()`` probes the CPU, the first GPU torch reaches through ``torch.cuda`` (NVIDIA on CUDA, AMD on
+ROCm) and an Apple GPU (MPS); each probe can be replaced by data (``cpu=``, ``gpu_properties=``, ``mps=``).
+The GPU's name, memory and capability are read from torch; which formats an NVIDIA GPU runs natively is looked
+up from its compute capability, not measured; AMD GPUs are not classified. The lessons never use an Apple GPU.
+:func:`machine_flops`, :func:`machine_memory_bytes`, :data:`WORK_BUDGET_S` and :data:`MAX_TENSOR_BYTES` come
+from ``_machine``.
 """
 
 from __future__ import annotations
@@ -33,20 +23,9 @@ from ._table import html_table
 from ._validate import count, flag, int_at_least
 
 __all__ = [
-    "MAX_TENSOR_BYTES",
-    "WORK_BUDGET_S",
-    "CPUInfo",
-    "DeviceReport",
-    "GPUInfo",
-    "MPSInfo",
-    "cpu_info",
-    "default_device",
-    "device_report",
-    "gpu_info",
-    "machine_flops",
-    "machine_memory_bytes",
-    "mps_info",
-]
+    "MAX_TENSOR_BYTES", "WORK_BUDGET_S", "CPUInfo", "DeviceReport", "GPUInfo", "MPSInfo", "cpu_info",
+    "default_device", "device_report", "gpu_info", "machine_flops", "machine_memory_bytes", "mps_info"
+]  # fmt: skip
 
 # (major compute capability, minimum minor) -> architecture, tensor-core generation (0 = none)
 _ARCHITECTURES = [
@@ -73,8 +52,6 @@ class CPUInfo:
     avx512_bf16: bool = False
     amx_bf16: bool = False  # AMX tiles (bf16 matmuls)
     amx_fp16: bool = False
-    # torch.ops.mkldnn._is_mkldnn_fp16_supported(): oneDNN has an fp16 path here (AVX512-FP16 or
-    # AVX-NE-CONVERT; PyTorch's check in aten/src/ATen/native/mkldnn/Utils.h)
     onednn_fp16: bool = False
 
     def __post_init__(self):
@@ -92,10 +69,7 @@ class CPUInfo:
 
     @property
     def fp16_hardware(self) -> bool:
-        """oneDNN has a fast fp16 path for matmuls here: AVX512-FP16 or AVX-NE-CONVERT
-        (``onednn_fp16``) or AMX-FP16. Elsewhere fp16 matmuls take a generic fallback, tens to hundreds
-        of times slower than fp32 depending on the CPU and the size. A flag, not a measurement: lesson 06
-        decides from the measured rate (:func:`amp_lessons.e2e.matmul_rates`)."""
+        """oneDNN has a fast fp16 matmul path here (``onednn_fp16`` or AMX-FP16); a flag, not a measurement."""
         return self.amx_fp16 or self.onednn_fp16
 
 
@@ -107,13 +81,9 @@ _MPS_AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 class GPUInfo:
     """A GPU that torch reaches through ``torch.cuda``, and the low-precision formats it runs natively.
 
-    NVIDIA (``rocm=False``): the formats are looked up from the compute capability (NVIDIA's
-    architecture generations), not measured. AMD (``rocm=True``, a ROCm build of torch): nothing is
-    looked up; ``arch_name`` is the ``gcnArchName`` torch reports (e.g. ``"gfx942:sramecc+:xnack-"``),
-    ``bf16_supported`` is ``torch.cuda.is_bf16_supported()`` (``None``: not probed), and TF32, fp8,
-    fp4 and the tensor-core generation are unknown (``tf32``/``fp8``/``fp4`` are ``False``: not claimed).
-    ``capability`` is what torch reports as (major, minor); for AMD GPUs it is not an NVIDIA compute
-    capability.
+    NVIDIA (``rocm=False``): formats looked up from the compute capability. AMD (``rocm=True``): nothing is
+    looked up; ``arch_name`` is the ``gcnArchName``, ``bf16_supported`` is ``torch.cuda.is_bf16_supported()``
+    (``None``: not probed), and TF32, fp8 and fp4 are not claimed.
     """
 
     name: str
@@ -128,10 +98,10 @@ class GPUInfo:
         cap = self.capability
         if not isinstance(self.name, str) or not self.name:
             raise TypeError(f"name must be a non-empty str, got {self.name!r}")
-        if (
-            not isinstance(cap, tuple)
-            or len(cap) != 2
-            or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in cap)
+        if not (
+            isinstance(cap, tuple)
+            and len(cap) == 2
+            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in cap)
         ):
             raise ValueError(f"capability must be a (major, minor) tuple of ints >= 0, got {cap!r}")
         if isinstance(self.memory_bytes, bool) or not isinstance(self.memory_bytes, int) or self.memory_bytes < 0:
@@ -169,7 +139,6 @@ class GPUInfo:
     def memory_gib(self) -> float:
         return self.memory_bytes / 2**30
 
-    # Which formats the tensor cores run natively (NVIDIA, by compute capability; AMD: see each).
     @property
     def fp16_tensor_cores(self) -> bool:
         """NVIDIA compute capability >= 7.0 (Volta); False for AMD GPUs (not classified)."""
@@ -182,9 +151,7 @@ class GPUInfo:
 
     @property
     def bf16(self) -> bool:
-        """NVIDIA: bf16 tensor cores, compute capability >= 8.0 (Ampere). AMD: what
-        ``torch.cuda.is_bf16_supported()`` answered (False if not probed): torch's answer, not a
-        statement about the GPU's matrix cores."""
+        """NVIDIA: compute capability >= 8.0 (Ampere). AMD: ``torch.cuda.is_bf16_supported()`` (False if not probed)."""
         return bool(self.bf16_supported) if self.rocm else self.capability >= (8, 0)
 
     @property
@@ -200,15 +167,8 @@ class GPUInfo:
 
 @dataclass(frozen=True)
 class MPSInfo:
-    """An Apple GPU as torch's MPS backend sees it. The lessons do not use it (they run on the CPU).
-
-    ``available``: ``torch.backends.mps.is_available()`` (measured). ``name``: the Metal device name
-    torch reports (``torch.backends.mps.get_name()``), else the chip name from
-    ``sysctl -n machdep.cpu.brand_string``, else ``"Apple GPU (MPS)"``. ``autocast_dtypes``: the
-    formats (``"fp16"``, ``"bf16"``) that ``torch.autocast("mps", dtype=...)`` accepts in the installed
-    torch, decided without running anything on the GPU (see :func:`mps_info`): torch accepting a dtype
-    does not say how fast it runs.
-    """
+    """An Apple GPU as torch's MPS backend sees it (the lessons do not use it): its name, whether
+    ``torch.backends.mps.is_available()``, and the formats ``torch.autocast("mps", dtype=...)`` accepts."""
 
     name: str
     available: bool
@@ -219,17 +179,11 @@ class MPSInfo:
             raise TypeError(f"name must be a non-empty str, got {self.name!r}")
         if not isinstance(self.available, bool):
             raise TypeError(f"available must be True or False, got {self.available!r}")
-        dts = self.autocast_dtypes
+        dts, allowed = self.autocast_dtypes, ", ".join(map(repr, _MPS_AUTOCAST_DTYPES))
         if not isinstance(dts, tuple):
-            raise TypeError(
-                f"autocast_dtypes must be a tuple of {', '.join(map(repr, _MPS_AUTOCAST_DTYPES))}, got {dts!r}"
-            )
-        bad = [d for d in dts if d not in _MPS_AUTOCAST_DTYPES]
-        if bad or len(set(dts)) != len(dts):
-            raise ValueError(
-                f"autocast_dtypes={dts!r} is not allowed: use distinct values from "
-                f"{', '.join(map(repr, _MPS_AUTOCAST_DTYPES))}"
-            )
+            raise TypeError(f"autocast_dtypes must be a tuple of {allowed}, got {dts!r}")
+        if any(d not in _MPS_AUTOCAST_DTYPES for d in dts) or len(set(dts)) != len(dts):
+            raise ValueError(f"autocast_dtypes={dts!r} is not allowed: use distinct values from {allowed}")
 
 
 @dataclass(frozen=True, repr=False)
@@ -243,8 +197,7 @@ class DeviceReport:
 
     @property
     def device(self) -> str:
-        """Where the lessons run their experiments: "cuda" if a GPU was found through ``torch.cuda``
-        (NVIDIA, or AMD on ROCm), else "cpu". Never "mps": the lessons do not use an Apple GPU."""
+        """Where the lessons run their experiments: "cuda" if a GPU was found through ``torch.cuda``, else "cpu"."""
         return "cuda" if self.gpu is not None else "cpu"
 
     @property
@@ -262,29 +215,13 @@ class DeviceReport:
     def rows(self) -> list[tuple[str, str]]:
         c, g, a = self.cpu, self.gpu, self.apple_gpu
         yes = {True: "yes", False: "no"}
-        rows = [
-            ("torch", self.torch_version),
-            ("python", self.python_version),
-            ("CPU", f"{c.name} ({c.arch}), {c.threads} threads"),
-            ("CPU capability", c.capability),
-            (
-                "CPU bf16 instructions",
-                f"{yes[c.bf16_hardware]} (AVX512-BF16 {yes[c.avx512_bf16]}, AMX {yes[c.amx_bf16]})",
-            ),
-            (
-                "CPU fp16 instructions",
-                f"{yes[c.fp16_hardware]} (oneDNN fp16 path {yes[c.onednn_fp16]}, AMX-FP16 {yes[c.amx_fp16]})",
-            ),
-        ]
+        bf16_cpu = f"{yes[c.bf16_hardware]} (AVX512-BF16 {yes[c.avx512_bf16]}, AMX {yes[c.amx_bf16]})"
+        fp16_cpu = f"{yes[c.fp16_hardware]} (oneDNN fp16 path {yes[c.onednn_fp16]}, AMX-FP16 {yes[c.amx_fp16]})"
+        rows = [("torch", self.torch_version), ("python", self.python_version),
+                ("CPU", f"{c.name} ({c.arch}), {c.threads} threads"), ("CPU capability", c.capability),
+                ("CPU bf16 instructions", bf16_cpu), ("CPU fp16 instructions", fp16_cpu)]  # fmt: skip
         if g is None:
-            rows.append(
-                (
-                    "GPU",
-                    "no CUDA GPU found: experiments run on the CPU"
-                    if a is not None
-                    else "none found: experiments run on the CPU",
-                )
-            )
+            rows.append(("GPU", f"{'no CUDA GPU' if a is not None else 'none'} found: experiments run on the CPU"))
         elif g.rocm:
             bf16 = {
                 True: "yes (torch.cuda.is_bf16_supported())",
@@ -299,35 +236,17 @@ class DeviceReport:
                 ("TF32, fp8, fp4", "unknown: not classified for AMD GPUs"),
             ]
         else:
+            native = (("fp16", g.fp16_tensor_cores), ("TF32", g.tf32), ("bf16", g.bf16), ("fp8", g.fp8), ("fp4", g.fp4))
             rows += [
                 ("GPU", f"{g.name}, {g.memory_gib:.1f} GiB, {g.multiprocessors} SMs"),
                 ("compute capability", f"{g.capability[0]}.{g.capability[1]} ({g.architecture})"),
-                (
-                    "tensor cores",
-                    f"generation {g.tensor_core_generation}" if g.tensor_core_generation else "none known",
-                ),
-                (
-                    "native formats",
-                    ", ".join(
-                        n
-                        for n, ok in (
-                            ("fp16", g.fp16_tensor_cores),
-                            ("TF32", g.tf32),
-                            ("bf16", g.bf16),
-                            ("fp8", g.fp8),
-                            ("fp4", g.fp4),
-                        )
-                        if ok
-                    )
-                    or "none",
-                ),
+                ("tensor cores", f"generation {gen}" if (gen := g.tensor_core_generation) else "none known"),
+                ("native formats", ", ".join(n for n, ok in native if ok) or "none"),
             ]
         if a is not None:
+            where = "CPU" if g is None else "CUDA GPU"
             rows += [
-                (
-                    "Apple GPU",
-                    f"{a.name} (MPS): not used by the lessons, they run on the {'CPU' if g is None else 'CUDA GPU'}",
-                ),
+                ("Apple GPU", f"{a.name} (MPS): not used by the lessons, they run on the {where}"),
                 ("MPS autocast", f"{self.mps_autocast} in this torch (checked in torch, not run on the GPU)"),
             ]
         rows += [("note", n) for n in self.notes]
@@ -335,9 +254,9 @@ class DeviceReport:
 
     def __str__(self) -> str:
         width = max(len(k) for k, _ in self.rows())
-        lines = ["Hardware report (measured on this machine)"]
-        lines += [f"  {k:<{width}}  {v}" for k, v in self.rows()]
-        return "\n".join(lines)
+        return "\n".join(
+            ["Hardware report (measured on this machine)"] + [f"  {k:<{width}}  {v}" for k, v in self.rows()]
+        )
 
     __repr__ = __str__
 
@@ -408,12 +327,9 @@ _REQUIRED_PROPERTIES = ("name", "major", "minor", "total_memory")
 def gpu_info(properties=None) -> GPUInfo | None:
     """The first GPU torch reaches through ``torch.cuda``, or None if there is none.
 
-    ``properties`` replaces ``torch.cuda.get_device_properties(0)``: anything with ``name``, ``major``,
-    ``minor``, ``total_memory`` and optionally ``multi_processor_count``. To describe an AMD GPU it may
-    also have ``vendor`` (``"amd"`` or ``"nvidia"``), ``gcnArchName`` and ``bf16_supported`` (replaces
-    ``torch.cuda.is_bf16_supported()``; absent: not probed). The vendor is ``vendor`` if given, else AMD
-    when ``gcnArchName`` names a ``gfx`` architecture or torch is a ROCm build (``torch.version.hip``),
-    else NVIDIA.
+    ``properties`` replaces ``torch.cuda.get_device_properties(0)``: ``name``, ``major``, ``minor``,
+    ``total_memory``, optionally ``multi_processor_count``, ``vendor`` ("amd"/"nvidia"), ``gcnArchName`` and
+    ``bf16_supported``. Without ``vendor``, a ``gfx`` arch name or a ROCm build of torch means AMD.
     """
     real = properties is None
     if real:
@@ -442,35 +358,16 @@ def gpu_info(properties=None) -> GPUInfo | None:
         bf16_supported = bool(torch.cuda.is_bf16_supported())
     else:
         bf16_supported = getattr(properties, "bf16_supported", None)
-    return GPUInfo(
-        name=str(properties.name),
-        capability=(
-            int_at_least(properties.major, "properties.major", 0),
-            int_at_least(properties.minor, "properties.minor", 0),
-        ),
-        memory_bytes=int_at_least(properties.total_memory, "properties.total_memory", 0),
-        multiprocessors=int_at_least(
-            getattr(properties, "multi_processor_count", 0), "properties.multi_processor_count", 0
-        ),
-        rocm=amd,
-        arch_name=arch_name if amd else "",
-        bf16_supported=bf16_supported,
-    )
+    name = str(properties.name)
+    keys = ("major", "minor", "total_memory", "multi_processor_count")
+    major, minor, memory, sms = (int_at_least(getattr(properties, k, 0), f"properties.{k}", 0) for k in keys)
+    return GPUInfo(name, (major, minor), memory, sms, amd, arch_name if amd else "", bf16_supported)
 
 
 def mps_info() -> MPSInfo:
-    """Probe for an Apple GPU (MPS) and for what ``torch.autocast("mps")`` accepts in the installed torch.
-
-    Measured: ``available`` is ``torch.backends.mps.is_available()``; the name is the Metal device name
-    torch reports (``torch.backends.mps.get_name()``, newer torch versions), else on macOS the chip
-    name from ``sysctl -n machdep.cpu.brand_string``, else ``"Apple GPU (MPS)"``. ``autocast_dtypes``
-    is decided without an Apple GPU, from the installed torch: MPS autocast must be available
-    (``torch.amp.autocast_mode.is_autocast_available("mps")`` where torch has it), the dispatcher must
-    have an ``AutocastMPS`` kernel for ``aten::mm`` (an MPS autocast policy is registered), and
-    constructing ``torch.autocast("mps", dtype=...)`` (not entering it) must neither raise nor warn
-    that it disables itself (torch's own dtype check; on a Mac some torch versions also check the macOS
-    version there). It says what torch accepts, not how fast the Apple GPU runs it.
-    """
+    """Probe for an Apple GPU (MPS) and for what ``torch.autocast("mps")`` accepts in the installed torch
+    (decided without the GPU: an ``AutocastMPS`` kernel for ``aten::mm``, and ``torch.autocast("mps", dtype=...)``
+    constructed without an error or a warning)."""
     try:
         available = bool(torch.backends.mps.is_available())
     except (AttributeError, RuntimeError):
@@ -515,11 +412,8 @@ def _mps_autocast_dtypes() -> tuple[str, ...]:
 def device_report(
     *, cpu: CPUInfo | None = None, gpu_properties=None, mps: MPSInfo | None = None, no_gpu: bool = False
 ) -> DeviceReport:
-    """Probe this machine. Each argument replaces a probe, to describe another machine (tests):
-    ``cpu`` (a :class:`CPUInfo`) replaces :func:`cpu_info`, ``gpu_properties`` replaces
-    ``torch.cuda.get_device_properties(0)`` (see :func:`gpu_info`), ``mps`` (an :class:`MPSInfo`)
-    replaces :func:`mps_info`. ``no_gpu=True`` describes the machine as if it had no GPU: neither GPU
-    probe runs (``mps`` may still describe an Apple GPU; ``gpu_properties`` may not be given)."""
+    """Probe this machine; ``cpu``, ``gpu_properties`` (see :func:`gpu_info`) and ``mps`` replace the probes to
+    describe another machine, ``no_gpu=True`` describes it without a GPU (neither GPU probe runs)."""
     if cpu is not None and not isinstance(cpu, CPUInfo):
         raise TypeError(f"cpu must be a CPUInfo, got {type(cpu).__name__}")
     if mps is not None and not isinstance(mps, MPSInfo):
@@ -543,17 +437,10 @@ def device_report(
             f"{'cuda' if gpu is not None else 'cpu'}, so the experiments run "
             f"{'on the CUDA GPU' if gpu is not None else 'on the CPU'}"
         )
-    return DeviceReport(
-        torch_version=torch.__version__,
-        python_version=sys.version.split()[0],
-        cpu=cpu if cpu is not None else cpu_info(),
-        gpu=gpu,
-        notes=tuple(notes),
-        mps=mps,
-    )
+    cpu = cpu if cpu is not None else cpu_info()
+    return DeviceReport(torch.__version__, sys.version.split()[0], cpu, gpu, tuple(notes), mps)
 
 
 def default_device() -> torch.device:
-    """``cuda`` if a GPU is usable through ``torch.cuda`` (NVIDIA, or AMD on a ROCm build), else ``cpu``
-    (never fails). Never ``mps``: on an Apple-silicon Mac the lessons run on the CPU."""
+    """``cuda`` if a GPU is usable through ``torch.cuda``, else ``cpu`` (never ``mps``)."""
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")

@@ -1,6 +1,5 @@
-"""The GPU reference recorders: each lesson's experiment run at the size a GPU is measured at, returning the
-figures that ``amp_lessons/data/references.json`` stores (:mod:`amp_lessons.reference` lists them by name and
-writes them). Each runs small on a CPU too, so that its code path is tested everywhere."""
+"""The GPU reference recorders: each lesson's experiment at GPU size, returning the figures that
+``amp_lessons/data/references.json`` stores (:mod:`amp_lessons.reference` runs them); each runs small on a CPU too."""
 
 from __future__ import annotations
 
@@ -17,17 +16,13 @@ from .fp8._experiments import scaled_mm_compare
 from .tf32._experiments import matmul_errors, pick_size, time_matmuls
 
 __all__ = [
-    "record_fp8_scaled_mm",
-    "record_matmul_throughput",
-    "record_tf32_matmul",
-    "record_timing_check",
-    "record_training",
-]
+    "record_fp8_scaled_mm", "record_matmul_throughput", "record_tf32_matmul", "record_timing_check", "record_training"
+]  # fmt: skip
 
 
 def record_tf32_matmul(device: str = "cuda", size: int | None = None, speed_size: int = 8192) -> dict:
-    """Reference measurement on a GPU: lesson 02's experiment (errors of fp32, real TF32 and emulated
-    TF32 against fp64 at ``size``) and the TF32/fp32 speed ratio at ``speed_size``^3."""
+    """Lesson 02's experiment (fp32, real and emulated TF32 errors against fp64 at ``size``) and the TF32/fp32
+    speed ratio at ``speed_size``^3."""
     d = parse_device(device)
     size = size or pick_size(d)
     errs = {e.variant: e for e in matmul_errors(size, size, size, device=d)}
@@ -52,19 +47,14 @@ def record_tf32_matmul(device: str = "cuda", size: int | None = None, speed_size
 
 
 def record_timing_check(device: str = "cuda", size: int = 8192) -> dict:
-    """The timing helper against ``triton.testing.do_bench`` on the same bf16 matmul (median of
-    both), with the share of the GPU's spec peak."""
+    """The timing helper against ``triton.testing.do_bench`` on one bf16 matmul, with the share of the spec peak."""
     d = parse_device(device)
     g = torch.Generator().manual_seed(0)
     a = torch.randn(size, size, generator=g).to(d, torch.bfloat16)
     b = torch.randn(size, size, generator=g).to(d, torch.bfloat16)
+    flops = timing.matmul_flops(size, size, size)
     t = timing.time_fn(
-        lambda: a @ b,
-        device=d.type,
-        repeats=20,
-        flush_l2=d.type == "cuda",
-        flops=timing.matmul_flops(size, size, size),
-        dtype_key="bf16",
+        lambda: a @ b, device=d.type, repeats=20, flush_l2=d.type == "cuda", flops=flops, dtype_key="bf16"
     )
     out = {"shape": f"{size}^3 bf16", "bf16_time_s": t.median_s, "bf16_tflops": t.tflops}
     if t.percent_of_peak is not None:
@@ -84,12 +74,11 @@ def record_timing_check(device: str = "cuda", size: int = 8192) -> dict:
 
 
 def record_matmul_throughput(device: str = "cuda", size: int = 8192) -> dict:
-    """size^3 matmul TFLOP/s in fp32, TF32, bf16, fp16 and fp8 (where the GPU has them), with the
-    share of the spec peak, and time_fn against triton's do_bench on the bf16 matmul."""
+    """size^3 matmul TFLOP/s in each format the GPU has, with the share of the spec peak, and time_fn against
+    triton's do_bench on the bf16 matmul."""
     d = parse_device(device)
     dtypes = ("fp32", "tf32", "bf16", "fp16", "fp8") if d.type == "cuda" else ("fp32", "bf16")
     out = {"shape": f"{size}^3"}
-    # a recorder measures what it is asked to: no time budget (a lesson's budget protects a slow CPU)
     for r in matmul_throughput([size], dtypes, device=d, repeats=10, budget_s=math.inf):
         k = r["dtype"]
         if r["skipped"]:
@@ -133,9 +122,8 @@ def record_training(
 
 
 def record_fp8_scaled_mm(device: str = "cuda", size: int | None = None) -> dict:
-    """size^3 fp8 ``torch._scaled_mm`` (e4m3, per-tensor scales, bf16 output) against a bf16 matmul:
-    times, TFLOP/s, speedup and relative errors. size defaults to 8192 on a GPU, 256 on a CPU."""
-
+    """size^3 fp8 ``torch._scaled_mm`` (e4m3, per-tensor scales) against a bf16 matmul: times, TFLOP/s, speedup
+    and relative errors. size defaults to 8192 on a GPU, 64 on a CPU."""
     d = parse_device(device)
     size = (8192 if d.type == "cuda" else 64) if size is None else int_at_least(size, "size", 16)
     r = scaled_mm_compare(size, size, size, device=d, time_it=True, repeats=10 if d.type == "cuda" else 2)

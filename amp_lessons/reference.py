@@ -45,20 +45,9 @@ from .recorders import (
 from .timing import format_seconds
 
 __all__ = [
-    "Comparison",
-    "DEFAULT_PATH",
-    "EXPERIMENTS",
-    "Overview",
-    "PUBLISHED",
-    "Record",
-    "compare",
-    "find",
-    "load",
-    "main",
-    "overview",
-    "record",
-    "save",
-]
+    "Comparison", "DEFAULT_PATH", "EXPERIMENTS", "Overview", "PUBLISHED", "Record", "compare", "find", "load", "main",
+    "overview", "record", "save"
+]  # fmt: skip
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "data" / "references.json"
 """The recorded references shipped with the package."""
@@ -88,11 +77,6 @@ _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _CAPABILITY = re.compile(r"\d+\.\d+")
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")
 _TORCH_MINOR = re.compile(r"\d+\.\d+")
-
-
-# --------------------------------------------------------------------------------------------
-# Records
-# --------------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -187,6 +171,13 @@ def _results_problem(results) -> str | None:
     return None
 
 
+def _iso_date(text: str) -> bool:
+    try:
+        return bool(_DATE.fullmatch(text)) and bool(datetime.date.fromisoformat(text))
+    except ValueError:
+        return False
+
+
 def _record_problem(d) -> str | None:
     """What is wrong with a record given as a dict, or None."""
     if not isinstance(d, dict):
@@ -200,19 +191,13 @@ def _record_problem(d) -> str | None:
     for f in _FIELDS:
         if f != "results" and not isinstance(d.get(f, ""), str):
             return f"field {f!r} must be a string, got {d[f]!r}"
-    if not d["experiment"]:
-        return "field 'experiment' must not be empty"
-    if not d["device"]:
-        return "field 'device' must not be empty"
+    for f in ("experiment", "device"):
+        if not d[f]:
+            return f"field {f!r} must not be empty"
     if d["capability"] and not _CAPABILITY.fullmatch(d["capability"]):
         return f"field 'capability' must look like '9.0' (or be empty), got {d['capability']!r}"
-    if d["date"]:
-        try:
-            ok = bool(_DATE.fullmatch(d["date"])) and datetime.date.fromisoformat(d["date"]) is not None
-        except ValueError:
-            ok = False
-        if not ok:
-            return f"field 'date' must be an ISO date YYYY-MM-DD (or empty), got {d['date']!r}"
+    if d["date"] and not _iso_date(d["date"]):
+        return f"field 'date' must be an ISO date YYYY-MM-DD (or empty), got {d['date']!r}"
     if d.get("commit") and not _COMMIT.fullmatch(d["commit"]):
         return f"field 'commit' must be a git commit hash (7 to 40 lowercase hex digits, or empty), got {d['commit']!r}"
     if not d["source"]:
@@ -230,54 +215,19 @@ def _record_problem(d) -> str | None:
 # Two sources that do NOT describe the same experiment; each record holds only what its source
 # states, and an empty field means "not stated" (``provenance`` says which ones).
 PUBLISHED: tuple[Record, ...] = (
-    # PyTorch's TF32 note: one 10240 x 10240 x 10240 matmul of fp64 randn inputs rounded to fp32,
-    # timed on an A100 ("GA100"). Its "relative error" is max |error| / mean |fp64 result|
-    # (mean 80.7277), the definition of tf32.matmul_errors. No torch or CUDA version, date or
-    # timing method is given (the note dates from PyTorch 1.7's allow_tf32).
-    Record(
-        experiment="tf32_matmul",
-        device="NVIDIA A100 (GA100)",
-        capability="8.0",
-        torch="",
-        cuda="",
-        date="",
-        command="",
-        results={
-            "shape": "10240x10240 @ 10240x10240",
-            "tf32_time_s": 0.016,
-            "fp32_time_s": 0.11,
-            "tf32_max_error": 0.1747,
-            "fp32_max_error": 0.0031,
-            "tf32_rel_error": 0.0022,
-            "fp32_rel_error": 0.000039,
-        },
+    # PyTorch's TF32 note: one 10240^3 matmul of fp64 randn inputs rounded to fp32 on an A100; its "relative error"
+    # is max |error| / mean |fp64 result| (as tf32.matmul_errors); no torch or CUDA version, date or timing method.
+    Record("tf32_matmul", "NVIDIA A100 (GA100)", "8.0", "", "", "", "", {
+        "shape": "10240x10240 @ 10240x10240", "tf32_time_s": 0.016, "fp32_time_s": 0.11, "tf32_max_error": 0.1747,
+        "fp32_max_error": 0.0031, "tf32_rel_error": 0.0022, "fp32_rel_error": 0.000039},
         source="PyTorch docs, CUDA semantics, 'TensorFloat-32 (TF32) on Ampere (and later) devices', "
         "https://pytorch.org/docs/stable/notes/cuda.html#tensorfloat-32-tf32-on-ampere-devices "
-        "(fp64 randn inputs rounded to fp32; timing method not stated)",
-    ),
-    # The course's original notebook: the same experiment with inner dimension K = 51200 on a GPU it
-    # did not name; its stored outputs hold the two relative errors and nothing else.
-    Record(
-        experiment="tf32_matmul",
-        device="unknown GPU",
-        capability="",
-        torch="",
-        cuda="",
-        date="",
-        command="",
-        results={
-            "shape": "10240x51200 @ 51200x10240",
-            "tf32_rel_error": 0.0024,
-            "fp32_rel_error": 8.8293e-05,
-        },
-        source="the course's original notebook, its stored outputs (relative errors only, no timings; GPU not named)",
-    ),
-)
-
-
-# --------------------------------------------------------------------------------------------
-# The data file
-# --------------------------------------------------------------------------------------------
+        "(fp64 randn inputs rounded to fp32; timing method not stated)"),
+    # The course's original notebook: the same experiment with K = 51200 on a GPU it did not name.
+    Record("tf32_matmul", "unknown GPU", "", "", "", "", "",
+           {"shape": "10240x51200 @ 51200x10240", "tf32_rel_error": 0.0024, "fp32_rel_error": 8.8293e-05},
+           source="the course's original notebook, its stored outputs (relative errors only, no timings; GPU not named)"),
+)  # fmt: skip
 
 
 def _path(path) -> Path:
@@ -288,11 +238,11 @@ def _path(path) -> Path:
 
 
 def _course_commit() -> str:
-    """The short hash of the course checkout this package runs from ("" outside a git checkout)."""
-    root = Path(__file__).resolve().parent.parent
+    """The short hash of the course checkout ("" outside a git checkout)."""
+    root = str(Path(__file__).resolve().parent.parent)
     try:
         out = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True, timeout=10
+            ["git", "-C", root, "rev-parse", "--short=7", "HEAD"], capture_output=True, text=True, timeout=10
         )
     except (OSError, subprocess.SubprocessError):
         return ""
@@ -301,10 +251,8 @@ def _course_commit() -> str:
 
 
 def load(path=None) -> list[Record]:
-    """The records in ``path`` (default: the file shipped with the package), validated.
-
-    A missing file raises FileNotFoundError; a malformed one raises ValueError naming the file,
-    the record and the bad field."""
+    """The records in ``path`` (default: the shipped file), validated: a missing file raises
+    FileNotFoundError, a malformed one ValueError naming the file, the record and the bad field."""
     p = _path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -335,9 +283,8 @@ def _sort_key(r: Record):
 
 
 def save(records: Iterable[Record], path=None) -> Path:
-    """Write ``records`` to ``path`` (default: the shipped file): sorted by experiment, device,
-    torch version and date, fields in a fixed order, results keys sorted, two-space indent and a
-    trailing newline, so that saving the same records twice gives the same bytes."""
+    """Write ``records`` to ``path`` (default: the shipped file), sorted and in a fixed layout, so that
+    saving the same records twice gives the same bytes."""
     path_or_none(path, "path")
     p = _path(path)
     records = list(sequence(records, "records", "Records")) if not isinstance(records, Iterable) else list(records)
@@ -375,10 +322,6 @@ def find(experiment: str, *, published: bool = True, path=None) -> list[Record]:
     return recorded + pub
 
 
-# --------------------------------------------------------------------------------------------
-# Recording on a GPU
-# --------------------------------------------------------------------------------------------
-
 EXPERIMENTS: dict[str, Callable[[str], dict]] = {
     "tf32_matmul": record_tf32_matmul,
     "matmul_timing_check": record_timing_check,
@@ -402,13 +345,9 @@ def _cuda_device(device) -> torch.device:
 
 
 def record(names: Iterable[str] | None = None, path=None, device="cuda", command: str | None = None) -> list[Record]:
-    """Run the experiments of ``EXPERIMENTS`` (all, or ``names``) on the CUDA GPU ``device`` and store them.
-
-    Each result becomes a Record with the GPU's name and compute capability, torch and CUDA
-    versions, today's date, ``command`` (default: the equivalent Python call) and the course
-    commit of this checkout (git's HEAD; "" outside a git checkout). It replaces any
-    earlier record of the same experiment on the same GPU name with the same torch version, and
-    the file is saved after each experiment. Returns the new records."""
+    """Run the experiments of ``EXPERIMENTS`` (all, or ``names``) on the CUDA GPU ``device`` and store them
+    (with the GPU, versions, date, ``command`` and course commit), replacing an earlier record of the same
+    experiment, GPU and torch version; the file is saved after each experiment. Returns the new records."""
     d = _cuda_device(device)
     path_or_none(path, "path")
     if names is not None and not isinstance(names, (str, list, tuple)):
@@ -418,15 +357,12 @@ def record(names: Iterable[str] | None = None, path=None, device="cuda", command
     if not torch.cuda.is_available():
         raise RuntimeError(NO_CUDA_MESSAGE)
     known = EXPERIMENTS
-    if names is None:
-        todo = sorted(known)
-    else:
-        todo = [names] if isinstance(names, str) else list(names)
-        unknown = [n for n in todo if n not in known]
-        if unknown:
-            raise ValueError(
-                f"unknown experiment(s) {', '.join(repr(u) for u in unknown)}; known: {', '.join(sorted(known))}"
-            )
+    todo = sorted(known) if names is None else [names] if isinstance(names, str) else list(names)
+    unknown = [n for n in todo if n not in known]
+    if unknown:
+        raise ValueError(
+            f"unknown experiment(s) {', '.join(repr(u) for u in unknown)}; known: {', '.join(sorted(known))}"
+        )
     if command is None:
         command = f"amp_lessons.reference.record(names={todo!r}, device={str(d)!r})"
     p = _path(path)
@@ -453,20 +389,11 @@ def record(names: Iterable[str] | None = None, path=None, device="cuda", command
             source="",
             commit=commit,
         )
-        existing = [
-            r
-            for r in existing
-            if not (r.experiment == rec.experiment and r.device == rec.device and r.torch == rec.torch and not r.source)
-        ]
-        existing.append(rec)
+        same = (name, gpu, rec.torch, "")
+        existing = [r for r in existing if (r.experiment, r.device, r.torch, r.source) != same] + [rec]
         save(existing, p)
         new.append(rec)
     return new
-
-
-# --------------------------------------------------------------------------------------------
-# Showing references next to this machine
-# --------------------------------------------------------------------------------------------
 
 
 def _fmt(key: str, v) -> str:
@@ -474,13 +401,7 @@ def _fmt(key: str, v) -> str:
         return "-"
     if isinstance(v, dict):
         return ", ".join(f"{k}={_fmt(k, x)}" for k, x in v.items())
-    if isinstance(v, str) or isinstance(v, bool):
-        return str(v)
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return str(v)
+    if isinstance(v, float) and math.isfinite(v):
         return format_seconds(v) if key.endswith("_s") else f"{v:.3g}"
     return str(v)
 
@@ -531,9 +452,8 @@ class Comparison:
 
 
 def compare(experiment: str, this_machine: Mapping, label: str, *, path=None, published: bool = True) -> Comparison:
-    """A table of ``this_machine``'s results (column ``label``, e.g. "measured on this machine
-    (cpu)" or "modelled on this machine") next to every reference of ``experiment``,
-    with each reference's provenance under it."""
+    """A table of ``this_machine``'s results (column ``label``, e.g. "measured on this machine (cpu)")
+    next to every reference of ``experiment``, with each reference's provenance under it."""
     if not isinstance(this_machine, Mapping):
         raise TypeError(f"this_machine must be a dict of results, got {this_machine!r}")
     if not isinstance(label, str) or not label:
@@ -543,8 +463,7 @@ def compare(experiment: str, this_machine: Mapping, label: str, *, path=None, pu
 
 @dataclass(frozen=True, repr=False)
 class Overview(TableRecord):
-    """Every reference the course holds, one row per record: the experiment, where it comes from
-    (``Record.label``) and how many figures it has; the notes say how to see a record's full provenance."""
+    """Every reference the course holds, one row per record: experiment, ``Record.label`` and figure count."""
 
     records: tuple[Record, ...]
 
@@ -560,20 +479,14 @@ class Overview(TableRecord):
 
 
 def overview(*, path=None, published: bool = True) -> Overview:
-    """A table of every reference: the recorded ones of ``path`` (default: the shipped file), by
-    experiment, then (``published``) the published figures. A ``path`` that names no file raises
-    FileNotFoundError (a typo is not an empty file)."""
+    """A table of every reference: the recorded ones of ``path`` (default: the shipped file), then
+    (``published``) the published figures. A ``path`` that names no file raises FileNotFoundError."""
     if not isinstance(published, bool):
         raise TypeError(f"published must be True or False, got {published!r}")
     p = _path(path)
     recorded = load(p) if path is not None or p.exists() else []
     names = sorted({r.experiment for r in recorded} | ({r.experiment for r in PUBLISHED} if published else set()))
     return Overview(tuple(r for n in names for r in find(n, published=published, path=p)))
-
-
-# --------------------------------------------------------------------------------------------
-# Command line
-# --------------------------------------------------------------------------------------------
 
 
 def _print_record(r: Record, file) -> None:
@@ -604,9 +517,12 @@ def main(argv=None) -> int:
             print(f"error: {NO_CUDA_MESSAGE}", file=sys.stderr)
             return 2
         command = " ".join(
-            [CLI, "record"]
-            + (["--only", *args.only] if args.only else [])
-            + (["--file", args.file] if args.file else [])
+            [
+                CLI,
+                "record",
+                *(["--only", *args.only] if args.only else []),
+                *(["--file", args.file] if args.file else []),
+            ]
         )
         try:
             new = record(args.only, path=args.file, command=command)
@@ -626,8 +542,7 @@ def main(argv=None) -> int:
         names = sorted({r.experiment for r in [*recorded, *PUBLISHED]})
         found = [r for n in names for r in find(n, path=p)]
     if not found:
-        what = args.experiment or "any experiment"
-        print(f"no reference recorded yet for {what}: run `{CLI} record` on a CUDA GPU")
+        print(f"no reference recorded yet for {args.experiment or 'any experiment'}: run `{CLI} record` on a CUDA GPU")
         return 1
     for r in found:
         _print_record(r, sys.stdout)

@@ -31,30 +31,15 @@ import matplotlib.text
 from ._validate import flag
 
 __all__ = [
-    "FIELD_COLORS",
-    "FORMAT_COLORS",
-    "PROJECTOR_DPI",
-    "PROJECTOR_RC",
-    "STYLE_PATH",
-    "THEMES",
-    "explorer_dpi",
-    "explorer_figsize",
-    "fit_colors",
-    "follow_theme",
-    "format_color",
-    "lab_theme",
-    "projector_mode",
-    "recolor",
-    "style_context",
-    "theme",
-    "use_style",
-]
+    "FIELD_COLORS", "FORMAT_COLORS", "PROJECTOR_DPI", "PROJECTOR_RC", "STYLE_PATH", "THEMES", "explorer_dpi",
+    "explorer_figsize", "fit_colors", "follow_theme", "format_color", "lab_theme", "projector_mode", "recolor",
+    "style_context", "theme", "use_style"
+]  # fmt: skip
 
 #: The style file shipped in the package (``package-data``), never a URL.
 STYLE_PATH = Path(__file__).with_name("amp_lessons.mplstyle")
 
-#: One colour per format of :data:`amp_lessons.formats.FORMATS` (colour-blind-safe where possible;
-#: the FNUZ variants are lighter shades of their OCP siblings).
+#: One colour per format of :data:`amp_lessons.formats.FORMATS` (colour-blind-safe where possible).
 FORMAT_COLORS: dict[str, str] = {
     "fp32": "#000000",
     "tf32": "#7F7F7F",
@@ -75,16 +60,13 @@ _DARK_FORMAT_COLORS = {"fp32": "#E6E6E6"}
 #: Colours of the sign / exponent / mantissa fields in bit-layout pictures.
 FIELD_COLORS: dict[str, str] = {"sign": "#F4B6B4", "exponent": "#B5DFB0", "mantissa": "#B3D7EF"}
 
-# Fallbacks for formats the course does not name (a learner's own FloatFormat): none of them is
-# one of the colours above, and the choice depends only on the name, so it is stable across runs.
+# colours for formats the course does not name, picked by the name's CRC
 _FALLBACK = ("#6A3D9A", "#B15928", "#1F78B4", "#33A02C", "#E31A1C", "#FF7F00", "#A6761D", "#666666")
 
 
 def format_color(name) -> str:
-    """The colour of a format name (or a :class:`~amp_lessons.formats.FloatFormat`).
-
-    Names in :data:`FORMAT_COLORS` get their fixed colour (in the dark theme, fp32's black is drawn light grey);
-    any other name a fallback colour that depends only on the name."""
+    """The colour of a format name (or a :class:`~amp_lessons.formats.FloatFormat`): its fixed colour (fp32 light
+    grey in the dark theme), else a fallback colour that depends only on the name."""
     name = getattr(name, "name", name)
     if not isinstance(name, str):
         raise TypeError(f"format_color needs a format name, got {name!r}")
@@ -98,13 +80,10 @@ def format_color(name) -> str:
 #: Resolution of the explorers' pictures on a laptop screen (dots per inch of their figures).
 _SCREEN_DPI = 80
 
-#: Resolution of the explorers' pictures in projector mode (``use_style(projector=True)``): twice the screen
-#: resolution, so that a picture shown 1:1 on a 1920-pixel-wide projector page has its 11 pt text about 24 px
-#: high, and is never upscaled (blurred) by the browser.
+#: Resolution of the explorers' pictures in projector mode (``use_style(projector=True)``).
 PROJECTOR_DPI = 160
 
-#: What projector mode changes in matplotlib's settings for the notebook's own plots: the same figures at
-#: projector resolution, and larger type (axis labels and ticks are read from the back of a room).
+#: What projector mode changes in matplotlib's settings: projector resolution and larger type.
 PROJECTOR_RC: dict[str, float] = {
     "figure.dpi": PROJECTOR_DPI,
     "savefig.dpi": PROJECTOR_DPI,
@@ -117,18 +96,14 @@ PROJECTOR_RC: dict[str, float] = {
     "legend.fontsize": 13,
 }
 
-#: In projector mode an explorer's picture is at most this wide (pixels): beside its read-out on a 1920-pixel
-#: screen it is then shown 1:1, so that its smallest text (9 pt: 20 pixels at :data:`PROJECTOR_DPI`) stays 20
-#: pixels tall in the room. Its layout (in inches) shrinks to fit, to between 0.6 and 3/4, its type staying in
-#: points (a picture wider than 13 inches would be wider than this).
+#: In projector mode an explorer's picture is at most this wide (pixels), shown 1:1 beside its read-out.
 PROJECTOR_MAX_WIDTH_PX = 1040
-_PROJECTOR_SHRINK, _PROJECTOR_LEAST = 0.75, 0.6  # (a wide picture of two panels: 0.6, or its labels would clash)
+_PROJECTOR_SHRINK, _PROJECTOR_LEAST = 0.75, 0.6
 
 #: The page themes plots follow: "light" (white background, dark text) and "dark".
 THEMES = ("light", "dark")
 
-#: What the dark theme changes in matplotlib's settings: a dark background (JupyterLab Dark's page grey), light
-#: text, ticks and spines, a dimmer grid, and black lines (the colour-cycle's last-but-one) drawn light instead.
+#: What the dark theme changes in matplotlib's settings: a dark background, light text, ticks and spines.
 DARK_RC: dict = {
     "figure.facecolor": "#212121",
     "savefig.facecolor": "#212121",
@@ -158,14 +133,9 @@ _light_rc: dict = {}  # while the dark theme is on: the values its settings repl
 def use_style(projector: bool = False, theme: str = "auto") -> None:
     """Apply the course style to all later plots (``plt.style.use`` on the packaged file).
 
-    ``projector=True`` (the presenter view, ``make present``) also switches to projector mode: explorers
-    created afterwards draw at :data:`PROJECTOR_DPI` (:func:`explorer_dpi`) and at most
-    :data:`PROJECTOR_MAX_WIDTH_PX` wide (:func:`explorer_figsize`), and plots get :data:`PROJECTOR_RC` (projector
-    resolution, larger type). ``theme="dark"`` draws every later plot and explorer for a dark page
-    (:data:`DARK_RC`; colours too dark to read there are lightened: :func:`fit_colors`), ``theme="light"`` for a
-    light one. ``theme="auto"`` (the default) takes the theme JupyterLab is set to (:func:`lab_theme`), light where
-    none is set. Live explorers redraw in the new colours; plots already drawn keep theirs until their cell runs
-    again."""
+    ``projector=True`` switches to projector mode (:data:`PROJECTOR_DPI`, :data:`PROJECTOR_RC`). ``theme``:
+    "light", "dark" (:data:`DARK_RC`, colours lightened by :func:`fit_colors`) or "auto" (JupyterLab's theme,
+    :func:`lab_theme`, light where none is set). Live explorers redraw in the new colours."""
     global _projector, _theme
     projector = flag(projector, "projector")
     if theme not in (*THEMES, "auto"):
@@ -188,28 +158,24 @@ def use_style(projector: bool = False, theme: str = "auto") -> None:
             follower.theme_changed()
 
 
-#: JupyterLab's theme setting, in its user settings folder (``JUPYTERLAB_SETTINGS_DIR``, else
-#: ``<jupyter config dir>/lab/user-settings``) and in the default a site sets (``overrides.json``).
 _LAB_THEME_FILE = Path("@jupyterlab", "apputils-extension", "themes.jupyterlab-settings")
 _LAB_THEME_PLUGIN = "@jupyterlab/apputils-extension:themes"
 
 
 def _settings_text(text: str) -> dict:
-    """A JupyterLab settings file: JSON with ``//`` and ``/* */`` comments (outside strings) and trailing commas."""
+    """A JupyterLab settings file: JSON with comments and trailing commas."""
     text = re.sub(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/', lambda m: m.group(1) or "", text, flags=re.S)
     return json.loads(re.sub(r",(\s*[}\]])", r"\1", text))
 
 
 def lab_theme() -> str | None:
-    """The theme JupyterLab is set to, as a kernel on the same machine reads it from JupyterLab's settings files:
-    "dark" for a theme whose name says Dark (JupyterLab Dark, for one), "light" for any other; None where nothing is
-    set or JupyterLab follows the system's light or dark mode (its "adaptive-theme"), which a kernel cannot see.
-    The user's own setting wins over a site's default (``overrides.json``)."""
+    """The theme JupyterLab is set to, read from its settings files (the user's over the site's): "dark" for a
+    theme whose name says Dark, "light" for any other; None where nothing is set or it follows the system."""
     folder = os.environ.get("JUPYTERLAB_SETTINGS_DIR")
     if not folder:
         try:
             from jupyter_core.paths import jupyter_config_dir
-        except ImportError:  # (a kernel always has jupyter_core; plain Python may not)
+        except ImportError:
             return None
         folder = os.path.join(jupyter_config_dir(), "lab", "user-settings")
     lab_dir = os.environ.get("JUPYTERLAB_DIR") or os.path.join(sys.prefix, "share", "jupyter", "lab")
@@ -221,7 +187,7 @@ def lab_theme() -> str | None:
         try:
             found = pick(_settings_text(path.read_text(encoding="utf-8")))
         except (OSError, ValueError):
-            continue  # (no such file, or one being written: as if unset)
+            continue
         if isinstance(found, dict):
             settings.update(found)
     name = settings.get("theme")
@@ -230,13 +196,12 @@ def lab_theme() -> str | None:
     return "dark" if "dark" in name.lower() else "light"
 
 
-# Objects told when the theme changes (live explorers' pictures take its colours, then the explorers redraw); weak.
 _FOLLOWERS: weakref.WeakSet = weakref.WeakSet()
 
 
 def follow_theme(obj) -> None:
     """Call ``obj.theme_changed()`` whenever :func:`use_style` changes the theme, while ``obj`` lives (lowest
-    ``obj.theme_order`` first). Explorers' pictures and explorers use it to redraw in the new colours."""
+    ``obj.theme_order`` first)."""
     if not callable(getattr(obj, "theme_changed", None)):
         raise TypeError(f"follow_theme needs an object with a theme_changed() method, got {type(obj).__name__}")
     _FOLLOWERS.add(obj)
@@ -248,8 +213,7 @@ _INHERITS = {"xtick.labelcolor": "xtick.color", "ytick.labelcolor": "ytick.color
 
 
 def _theme_colors() -> list[tuple[tuple, tuple]]:
-    """(light, dark) pairs of the colours the two themes give the same element (text first, then background,
-    ticks, spines, grid, legend frame, fp32's line)."""
+    """(light, dark) pairs of the colours the two themes give the same element, text first."""
     light = matplotlib.rc_params_from_file(STYLE_PATH, use_default_template=True)
     keys = ["text.color", *(k for k in DARK_RC if k not in ("text.color", "axes.prop_cycle"))]
     pairs = [(light[_INHERITS.get(k, k)], DARK_RC[k]) for k in keys]
@@ -259,10 +223,8 @@ def _theme_colors() -> list[tuple[tuple, tuple]]:
 
 
 def recolor(fig, theme: str) -> None:
-    """Give the drawn figure ``fig`` the colours of ``theme``: every colour the other theme's style gave (the
-    backgrounds, texts, ticks, spines, grid, legend frames, fp32's line) becomes this theme's, and colours
-    :func:`fit_colors` lightened for the dark theme get their own back before. Then, for the dark theme,
-    :func:`fit_colors`. Explorers call it when the theme changes after they were drawn."""
+    """Give the drawn figure ``fig`` the colours of ``theme``: every colour the other theme's style gave becomes
+    this theme's (colours :func:`fit_colors` lightened get their own back first), then :func:`fit_colors`."""
     _figure(fig)
     if theme not in THEMES:
         raise ValueError(f"theme={theme!r} is not a theme: use one of {', '.join(map(repr, THEMES))}")
@@ -309,15 +271,13 @@ def projector_mode() -> bool:
 
 
 def explorer_dpi() -> int:
-    """The resolution at which explorers draw their pictures: 80 dpi, or :data:`PROJECTOR_DPI` in projector
-    mode."""
+    """The resolution of explorers' pictures: 80 dpi, or :data:`PROJECTOR_DPI` in projector mode."""
     return PROJECTOR_DPI if _projector else _SCREEN_DPI
 
 
 def explorer_figsize(figsize) -> tuple[float, float]:
-    """The size (inches) at which an explorer draws a picture laid out for ``figsize``: the same on a screen; in
-    projector mode shrunk to :data:`PROJECTOR_MAX_WIDTH_PX` at :data:`PROJECTOR_DPI` (by 0.6 to 3/4), its type
-    staying in points, so that the picture is shown 1:1 and its text is as large as the room needs."""
+    """The size (inches) of an explorer's picture laid out for ``figsize``: the same on a screen; in projector
+    mode shrunk toward :data:`PROJECTOR_MAX_WIDTH_PX` at :data:`PROJECTOR_DPI` (by 0.6 to 3/4)."""
     ok = isinstance(figsize, (tuple, list)) and len(figsize) == 2
     if not ok or not all(isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < 1e3 for v in figsize):
         raise ValueError(f"figsize={figsize!r} is not allowed: a (width, height) pair in inches, each in (0, 1000)")
@@ -341,8 +301,7 @@ def _contrast(a, b) -> float:
 
 
 def _readable(color, background, need: float):
-    """``color`` (RGBA) moved toward white (on a dark ``background``) or black (on a light one, such as a white
-    label box) just enough to reach contrast ``need``."""
+    """``color`` (RGBA) moved toward white or black, away from ``background``, just enough to reach contrast ``need``."""
     r, g, b, a = color
     end = 0.0 if _luminance(background) > 0.3 else 1.0
     for t in (0.0, 0.15, 0.3, 0.45, 0.6, 0.75, 0.9, 1.0):
@@ -366,11 +325,10 @@ def _behind(text, patches):
 
 
 def _keep(artist, name: str, value) -> None:
-    """Remember an artist's own colour before fit_colors changes it (recolor gives it back for the light theme)."""
-    original = getattr(artist, "_amp_original", None)
-    if original is None:
-        original = artist._amp_original = {}
-    original.setdefault(name, value)
+    """Remember an artist's own colour before fit_colors changes it (recolor gives it back)."""
+    if getattr(artist, "_amp_original", None) is None:
+        artist._amp_original = {}
+    artist._amp_original.setdefault(name, value)
 
 
 def _figure(fig) -> None:
@@ -379,10 +337,8 @@ def _figure(fig) -> None:
 
 
 def fit_colors(fig) -> None:
-    """In the dark theme, make ``fig`` readable on its dark background: texts get at least 4.5:1 contrast with
-    what is behind them (the figure, or the box a text sits in) and lines 3:1, colours lightened only as far as
-    that needs (a format's colour keeps its hue). Nothing changes in the light theme. Explorers and the plot
-    functions call it after drawing; call it on a figure of your own drawn for the dark theme."""
+    """In the dark theme, make ``fig`` readable: texts get at least 4.5:1 contrast with what is behind them and
+    lines 3:1, colours lightened only as far as that needs. Nothing changes in the light theme."""
     _figure(fig)
     if _theme != "dark":
         return
@@ -421,15 +377,8 @@ def fit_colors(fig) -> None:
 
 @contextlib.contextmanager
 def style_context():
-    """A ``with`` block that applies the course style only inside it (explorers draw in one; their layouts
-    are fixed in inches, so projector mode changes only their resolution, which alone enlarges their text).
-
-    Only the style is undone on leaving: matplotlib's ``interactive`` flag keeps the value it has at the end of
-    the block. ``plt.style.context`` restores every rcParam it saved, ``interactive`` included, and in Jupyter the
-    inline backend is loaded lazily, by the first figure created, and then switches interactive mode on
-    (``matplotlib.interactive(True)``). When that first figure is a course plot, drawn inside this block, a plain
-    ``style.context`` would switch interactive mode back off on leaving, and no later figure of the session
-    would be shown (the inline backend displays figures only in interactive mode)."""
+    """A ``with`` block that applies the course style only inside it. Matplotlib's ``interactive`` flag keeps its
+    value at the end of the block (the inline backend, loaded by the first figure, switches it on)."""
     interactive = matplotlib.is_interactive()
     try:
         with plt.style.context([STYLE_PATH, DARK_RC] if _theme == "dark" else STYLE_PATH):

@@ -1,23 +1,10 @@
 """How long a function takes, on the CPU or on a CUDA GPU, and how far that is from the spec sheet.
 
-``time_fn(fn, device=...)`` runs ``fn`` a few times to warm up, then times ``repeats`` runs: with CUDA events on
-a GPU (GPU time, not the time Python took to queue the kernels), with ``time.perf_counter`` on the CPU, or, with
-``block_s``, with PyTorch's benchmark timer (``torch.utils.benchmark.Timer``: each run the mean of a block of
-calls, as its ``blocked_autorange`` times them, with the caller's thread count and Python's garbage collector
-paused). It returns a :class:`Timing`, which prints as one line with the median and the interquartile range of
-the runs (unmoved by the odd run a busy machine slows down), e.g. (the format, not a measurement)
-
-    median 1.39 ms (IQR 12.0 µs; min 1.37 ms, max 1.45 ms) over 10 runs on NVIDIA H100 80GB HBM3 (cuda events, L2 flushed): 791 TFLOP/s = 80% of the 989 TFLOP/s bf16 spec peak
-
-A single number hides how much runs differ: ``Spread.of(runs)`` gives min / median / max of the runs
-(:class:`Spread`), and ``TimingComparison.of(baseline, candidate)`` puts two settings side by side as a table whose
-verdict says when their ranges overlap ("within the run-to-run spread": the runs do not show a
-difference, whatever the ratio of the medians).
-
-``SPEC_PEAKS`` holds the dense peak TFLOP/s that NVIDIA's spec sheets give for a few GPUs, so a
-measured rate can be put next to what the hardware promises. A CPU has no entry: its peak
-depends on the model, the clock and the instructions, and the course does not guess it. The table lives in the
-private module ``amp_lessons._spec``; it is imported here, with ``gpu_spec`` and ``spec_peak_tflops``.
+``time_fn`` times ``repeats`` runs after a warm-up (CUDA events on a GPU, ``time.perf_counter`` or, with
+``block_s``, ``torch.utils.benchmark.Timer`` on the CPU) and returns a :class:`Timing` that prints the median and
+the interquartile range. ``Spread.of(runs)`` gives min / quartiles / median / max; ``TimingComparison.of`` puts
+two settings side by side with a verdict. ``SPEC_PEAKS`` (from ``amp_lessons._spec``) holds NVIDIA's spec-sheet
+dense peaks for a few GPUs; a CPU has none.
 """
 
 from __future__ import annotations
@@ -37,36 +24,20 @@ from ._table import Cell, TableRecord
 from ._validate import count, flag, is_int, is_real, number, positive
 
 __all__ = [
-    "DTYPE_KEYS",
-    "GPUSpec",
-    "L2_FLUSH_BYTES",
-    "NOISY_QUARTILE_RATIO",
-    "SPEC_PEAKS",
-    "Spread",
-    "Timing",
-    "TimingComparison",
-    "format_seconds",
-    "gpu_spec",
-    "matmul_flops",
-    "spec_peak_tflops",
-    "time_fn",
-]
+    "DTYPE_KEYS", "GPUSpec", "L2_FLUSH_BYTES", "NOISY_QUARTILE_RATIO", "SPEC_PEAKS", "Spread", "Timing",
+    "TimingComparison", "format_seconds", "gpu_spec", "matmul_flops", "spec_peak_tflops", "time_fn"
+]  # fmt: skip
 
 MAX_REPEATS = 100_000
 """The most warm-up or timed calls :func:`time_fn` makes (a typo must not hang a kernel)."""
 
 L2_FLUSH_BYTES = 256 * 2**20
-"""Size of the buffer zeroed before each timed call when ``flush_l2=True``: larger than the L2
-cache of every GPU in ``SPEC_PEAKS`` (the largest, H100/H200, has 50 MiB; L40S 96 MiB)."""
+"""Size of the buffer zeroed before each timed call when ``flush_l2=True``: larger than the L2 of every GPU in
+``SPEC_PEAKS``."""
 
 _METHODS = ("cuda events", "benchmark.Timer", "perf_counter")
 MAX_BLOCK_CALLS = 1000
 """The most calls :func:`time_fn` groups into one timed run (``block_s``)."""
-
-
-# --------------------------------------------------------------------------------------------
-# Timing
-# --------------------------------------------------------------------------------------------
 
 
 def _fmt_rate(x: float) -> str:
@@ -94,7 +65,6 @@ _UNITS = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
 
 
 def _time_unit(seconds: float) -> tuple[str, float]:
-    """The unit to show a duration in, and its size in seconds: ``("ms", 1e-3)`` for 0.0123 s."""
     if not is_real(seconds, -math.inf, math.inf, open_low=True, open_high=True):
         raise ValueError(f"seconds must be a finite number of seconds, got {seconds!r}")
     a = abs(seconds)
@@ -119,9 +89,7 @@ def _seconds_tuple(times, what: str) -> tuple[float, ...]:
 @dataclass(frozen=True, repr=False)
 class Spread:
     """Several runs of one measurement: ``min``, ``median``, ``max``, the number of runs ``n`` and the quartiles
-    ``q1`` and ``q3`` (25th and 75th percentiles; ``min`` and ``max`` where not given), in the measurement's unit
-    (seconds for times; any positive quantity, such as TFLOP/s, via :func:`spread`). The verdicts that compare two
-    spreads read the quartiles: one run that a busy machine slowed down moves the extremes, not the quartiles."""
+    ``q1``, ``q3`` (``min`` and ``max`` where not given), in the measurement's unit."""
 
     min: float
     median: float
@@ -150,18 +118,17 @@ class Spread:
 
     @property
     def quartile_ratio(self) -> float:
-        """``q3 / q1``: how far apart the typical runs are, as a factor (1.0: the middle half of the runs agree)."""
+        """``q3 / q1``: how far apart the typical runs are, as a factor."""
         return self.q3 / self.q1
 
     def quartiles_overlap(self, other: Spread) -> bool:
-        """Whether the interquartile ranges [q1, q3] of the two share a value: then the typical runs do not tell
-        them apart."""
+        """Whether the interquartile ranges [q1, q3] of the two share a value."""
         if not isinstance(other, Spread):
             raise TypeError(f"other must be a Spread, got {other!r}")
         return max(self.q1, other.q1) <= min(self.q3, other.q3)
 
     def overlaps(self, other: Spread) -> bool:
-        """Whether the ranges [min, max] of the two share a value: then the runs do not tell them apart."""
+        """Whether the ranges [min, max] of the two share a value."""
         if not isinstance(other, Spread):
             raise TypeError(f"other must be a Spread, got {other!r}")
         return max(self.min, other.min) <= min(self.max, other.max)
@@ -170,14 +137,8 @@ class Spread:
         """``numerator / x`` of each run (times to rates): the fastest run gives the largest rate."""
         if not is_real(numerator, 0, open_low=True):
             raise ValueError(f"numerator must be a positive number, got {numerator!r}")
-        return Spread(
-            numerator / self.max,
-            numerator / self.median,
-            numerator / self.min,
-            self.n,
-            numerator / self.q3,
-            numerator / self.q1,
-        )
+        x = numerator
+        return Spread(x / self.max, x / self.median, x / self.min, self.n, x / self.q3, x / self.q1)
 
     def seconds_text(self) -> str:
         """As a duration: "322 µs (300–410 µs, 5 runs)"."""
@@ -188,7 +149,7 @@ class Spread:
         )
 
     def unit(self) -> tuple[str, float]:
-        """The unit to show these durations in, and its size in seconds: ``("ms", 1e-3)`` for a median of 0.0123 s."""
+        """The unit to show these durations in, and its size in seconds: ``("ms", 1e-3)`` for 0.0123 s."""
         return _time_unit(self.median)
 
     def quartile_cells(self, size: float = 1.0) -> list[str]:
@@ -251,9 +212,7 @@ class Timing:
 
     @property
     def iqr_s(self) -> float:
-        """The interquartile range of the runs (75th minus 25th percentile, linear interpolation as
-        ``torch.quantile`` and ``torch.utils.benchmark.Measurement.iqr``): how far typical runs differ, unmoved by
-        one run that a busy machine slowed down. 0 for a single run."""
+        """The interquartile range of the runs (q3 - q1, interpolated as ``torch.quantile``); 0 for one run."""
         if len(self.times_s) < 2:
             return 0.0
         q1, _, q3 = statistics.quantiles(self.times_s, n=4, method="inclusive")
@@ -318,8 +277,7 @@ class Timing:
 
 
 def matmul_flops(m: int, k: int, n: int) -> float:
-    """Floating-point operations of an (m, k) @ (k, n) matmul: one multiply and one add per
-    term, 2*m*k*n."""
+    """Floating-point operations of an (m, k) @ (k, n) matmul: 2*m*k*n."""
     for label, v in (("m", m), ("k", k), ("n", n)):
         if not is_int(v, 1):
             raise ValueError(f"{label} must be a positive int, got {v!r}")
@@ -327,15 +285,11 @@ def matmul_flops(m: int, k: int, n: int) -> float:
 
 
 def _l2_flush_buffer(device: torch.device) -> torch.Tensor:
-    """A buffer larger than the L2 cache, zeroed before each timed call to evict ``fn``'s data."""
     return torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=device)
 
 
 def _benchmark():
-    """``torch.utils.benchmark``, imported at its first use. It imports ``torch.utils.cpp_extension``, which logs "No
-    CUDA runtime is found, using CUDA_HOME=..." where a CUDA toolkit is installed without a GPU (seen with torch
-    2.11 and 2.15 CUDA builds): a note about building C++ extensions, not about timing, kept out of the learner's
-    cell."""
+    """``torch.utils.benchmark``, imported without ``cpp_extension``'s "No CUDA runtime is found" log line."""
     log = logging.getLogger("torch.utils.cpp_extension")
     level = log.level
     log.setLevel(logging.ERROR)
@@ -357,24 +311,14 @@ def time_fn(
     dtype_key: str | None = None,
     block_s: float | None = None,
 ) -> Timing:
-    """Time ``fn()``: ``warmup`` untimed calls, then ``repeats`` timed runs; the median is reported.
+    """Time ``fn()`` on ``device``: ``warmup`` untimed calls, then ``repeats`` timed runs; the median is reported.
 
-    On CUDA each timed call sits between a pair of ``torch.cuda.Event(enable_timing=True)``, so
-    the time is GPU time, and ``torch.cuda.synchronize()`` runs before the warm-up, before the
-    timed calls and before the events are read. With ``flush_l2=True`` a 256 MiB buffer is zeroed
-    before each timed call (outside the events), so ``fn`` starts with a cold L2 cache.
-    On the CPU, ``time.perf_counter`` brackets each call, and ``flush_l2`` is ignored (``l2_flushed`` is False in
-    the result). With ``block_s`` (CPU only), a call faster than ``block_s`` at the fastest warm-up is timed in
-    blocks instead: each run is the mean of as many calls as fill ``block_s`` seconds (at most
-    :data:`MAX_BLOCK_CALLS`), timed by ``torch.utils.benchmark.Timer`` with the caller's number of torch threads
-    (the Timer's own default is one) and Python's garbage collector paused, as ``Timer.blocked_autorange`` does;
-    the timer's overhead and one interruption then weigh little on a call of microseconds. ``Timer.timeit`` runs
-    a few calls of its own before each block, so use ``block_s`` only for ``fn`` without side effects (a matmul, a
-    cast, a forward pass), never for a training step, whose calls are counted. ``fn`` must do its work on
-    ``device``.
-
-    ``flops`` (e.g. ``matmul_flops(m, k, n)``) gives the achieved TFLOP/s; ``dtype_key`` (one of
-    ``DTYPE_KEYS``) compares it with the GPU's spec-sheet peak.
+    On CUDA each call sits between two CUDA events (GPU time); ``flush_l2=True`` zeroes a 256 MiB buffer before
+    each (a cold L2; ignored on the CPU). On the CPU ``time.perf_counter`` brackets each call; with ``block_s``,
+    a call faster than ``block_s`` is timed in blocks by ``torch.utils.benchmark.Timer`` (each run the mean of up
+    to :data:`MAX_BLOCK_CALLS` calls; it runs extra calls, so only for ``fn`` without side effects).
+    ``flops`` (e.g. ``matmul_flops(m, k, n)``) gives the achieved TFLOP/s; ``dtype_key`` (one of ``DTYPE_KEYS``)
+    compares it with the GPU's spec-sheet peak.
     """
     if not callable(fn):
         raise TypeError(f"fn must be a callable taking no arguments, got {fn!r}")
@@ -410,14 +354,7 @@ def time_fn(
             times = [timer.timeit(number).median for _ in range(repeats)]
             method = "benchmark.Timer"
         return Timing(
-            statistics.median(times),
-            tuple(times),
-            "cpu",
-            None if flops is None else float(flops),
-            dtype_key,
-            method,
-            False,
-            number,
+            statistics.median(times), tuple(times), "cpu", flops and float(flops), dtype_key, method, False, number
         )
     if block_s is not None:
         raise ValueError(f"block_s={block_s!r} is for the CPU only: on {dev} each run is timed by CUDA events")
@@ -447,35 +384,20 @@ def time_fn(
         torch.cuda.synchronize(dev)
     times = [start.elapsed_time(end) / 1e3 for start, end in pairs]  # elapsed_time is in ms
     return Timing(
-        statistics.median(times),
-        tuple(times),
-        name,
-        None if flops is None else float(flops),
-        dtype_key,
-        "cuda events",
-        flush_l2,
+        statistics.median(times), tuple(times), name, flops and float(flops), dtype_key, "cuda events", flush_l2
     )
 
 
-# --------------------------------------------------------------------------------------------
-# Two settings compared, with their spread
-# --------------------------------------------------------------------------------------------
-
-
 NOISY_QUARTILE_RATIO = 1.5
-"""Two settings' runs are too noisy to compare when the product of their quartile ratios (``q3 / q1`` of each)
-exceeds this: the speed-up the typical runs allow then spans more than 1.5x (each setting's upper quartile about
-22% above its lower one), as on a machine busy with other work. On an idle machine the product stays near 1."""
+"""Two settings' runs are too noisy to compare when the product of their quartile ratios (``q3 / q1``) exceeds this."""
 
 
 @dataclass(frozen=True, repr=False)
 class TimingComparison(TableRecord):
-    """Runs of a ``baseline`` and a ``candidate`` setting (seconds each), shown as a table of min / quartiles /
-    median / max with a verdict. ``speedup`` is baseline median / candidate median (above 1: the candidate is
-    faster); ``speedup_quartiles`` the speed-ups the typical runs allow (the baseline's upper quartile over the
-    candidate's lower one, and the reverse); ``speedup_range`` those the extreme runs allow. The verdict reads the
-    quartiles: too noisy to judge when they spread too far (:data:`NOISY_QUARTILE_RATIO`); within the run-to-run
-    spread when the two interquartile ranges overlap (``overlap``); else faster or slower."""
+    """Runs of a ``baseline`` and a ``candidate`` setting (seconds each): a table of min / quartiles / median / max
+    with a verdict read from the quartiles (too noisy, within the run-to-run spread, or faster / slower).
+    ``speedup`` is baseline median / candidate median; ``speedup_quartiles`` and ``speedup_range`` the speed-ups
+    the typical and the extreme runs allow."""
 
     labels: tuple[str, str]
     baseline_s: tuple[float, ...]
@@ -483,10 +405,10 @@ class TimingComparison(TableRecord):
     what: str = "time"
 
     def __post_init__(self):
-        if (
-            not isinstance(self.labels, tuple)
-            or len(self.labels) != 2
-            or not all(isinstance(x, str) and x for x in self.labels)
+        if not (
+            isinstance(self.labels, tuple)
+            and len(self.labels) == 2
+            and all(isinstance(x, str) and x for x in self.labels)
         ):
             raise ValueError(f"labels must be two non-empty strings (baseline, candidate), got {self.labels!r}")
         _seconds_tuple(self.baseline_s, "baseline_s")
@@ -550,8 +472,7 @@ class TimingComparison(TableRecord):
 
     @classmethod
     def of(cls, baseline, candidate, *, labels=("baseline", "candidate"), what: str = "time") -> TimingComparison:
-        """Compare two settings' runs (each a :class:`Timing` or a sequence of seconds): a table of min / median /
-        max and a verdict that says when the ranges overlap ("within the run-to-run spread")."""
+        """Compare two settings' runs (each a :class:`Timing` or a sequence of seconds)."""
         b = _seconds_tuple(baseline, "baseline")
         c = _seconds_tuple(candidate, "candidate")
         if isinstance(labels, list):

@@ -102,9 +102,6 @@ def test_call_learner_turns_an_error_into_a_short_message():
     assert checks.call_learner(3, 1)[1].startswith("expected a function")
 
 
-# ---- amp_lessons._exercise: the one way a checker answers ----
-
-
 def test_exercise_ends_the_check_at_a_placeholder_an_error_or_a_finish():
     from amp_lessons import _exercise as ex
 

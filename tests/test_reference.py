@@ -51,9 +51,6 @@ def no_cuda(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
 
 
-# ---------------------------------------------------------------------------- records, provenance
-
-
 def test_provenance_of_measured_and_published():
     assert rec().provenance == (
         "measured on NVIDIA H100 80GB HBM3 (sm 9.0), torch 2.11.0, CUDA 12.8, 2026-11-21, "
@@ -77,14 +74,8 @@ def test_published_tf32_figures_are_two_separate_records():
     # PyTorch's TF32 note (an A100, K = 10240) and the course's original notebook (GPU not named,
     # K = 51200) are different experiments: neither record borrows a figure from the other
     docs, original = [r for r in PUBLISHED if r.experiment == "tf32_matmul"]
-    assert (docs.device, docs.capability, docs.torch, docs.cuda, docs.date, docs.command) == (
-        "NVIDIA A100 (GA100)",
-        "8.0",
-        "",
-        "",
-        "",
-        "",
-    )
+    where = ("device", "capability", "torch", "cuda", "date", "command")
+    assert [getattr(docs, k) for k in where] == ["NVIDIA A100 (GA100)", "8.0", "", "", "", ""]
     assert docs.results == {
         "shape": "10240x10240 @ 10240x10240",
         "tf32_time_s": 0.016,
@@ -95,13 +86,7 @@ def test_published_tf32_figures_are_two_separate_records():
         "fp32_rel_error": 0.000039,
     }
     assert docs.source.startswith("PyTorch docs") and "https://pytorch.org/docs/stable/notes/cuda.html" in docs.source
-    assert (original.device, original.capability, original.torch, original.cuda, original.date) == (
-        "unknown GPU",
-        "",
-        "",
-        "",
-        "",
-    )
+    assert [getattr(original, k) for k in where] == ["unknown GPU", "", "", "", "", ""]
     assert original.results == {
         "shape": "10240x51200 @ 51200x10240",
         "tf32_rel_error": 0.0024,
@@ -134,6 +119,9 @@ def test_no_published_record_implies_more_than_its_gpu_peak():
     assert checked == 2  # the A100 note's TF32 and fp32 times: 134 and 19.5 TFLOP/s (peaks 156 and 19.5)
 
 
+COMMIT_RULE = "field 'commit' must be a git commit hash (7 to 40 lowercase hex digits, or empty)"
+
+
 @pytest.mark.parametrize(
     "kw, shown",
     [
@@ -141,10 +129,7 @@ def test_no_published_record_implies_more_than_its_gpu_peak():
         (dict(date="2026-13-01"), "'2026-13-01'"),
         (dict(capability="sm90"), "field 'capability' must look like '9.0' (or be empty), got 'sm90'"),
         (dict(command=""), "field 'command' must name the command that measured it, or 'method' describe how"),
-        (
-            dict(commit="HEAD"),
-            "field 'commit' must be a git commit hash (7 to 40 lowercase hex digits, or empty), got 'HEAD'",
-        ),
+        (dict(commit="HEAD"), f"{COMMIT_RULE}, got 'HEAD'"),
         (dict(commit="fcf"), "got 'fcf'"),
         (dict(method=3), "field 'method' must be a string, got 3"),
         (dict(date=""), "field 'date' must be set for a measured record"),
@@ -160,9 +145,6 @@ def test_record_rejects(kw, shown):
     with pytest.raises(ValueError) as info:
         rec(**kw)
     assert shown in str(info.value)
-
-
-# ---------------------------------------------------------------------------- file format
 
 
 def test_save_load_round_trip_is_byte_stable(tmp_path):
@@ -186,14 +168,6 @@ def test_save_load_round_trip_is_byte_stable(tmp_path):
     assert [r["experiment"] for r in json.loads(text)["records"]] == ["autocast_speed", "tf32_matmul", "tf32_matmul"]
     assert list(json.loads(text)["records"][0]) == [f.name for f in dataclasses.fields(Record)]
     assert text.index('"a"') < text.index('"b"') and text.index('"x"') < text.index('"y"')  # results keys sorted
-
-
-def test_save_rejects_non_records(tmp_path):
-    with pytest.raises(TypeError, match=r"records\[0\] must be a reference.Record"):
-        save([{"experiment": "x"}], tmp_path / "r.json")
-    with pytest.raises(ValueError, match="records is empty"):
-        save([], tmp_path / "r.json")
-    assert not (tmp_path / "r.json").exists()
 
 
 @pytest.mark.parametrize(
@@ -256,8 +230,6 @@ def test_course_commit_is_a_hash_or_empty():
     assert commit == "" or re.fullmatch(r"[0-9a-f]{7,40}", commit)
 
 
-# ---------------------------------------------------------------------------- the shipped H100 figures
-
 H100 = "NVIDIA H100 80GB HBM3"
 RECORDER = {"e2e_matmul_throughput", "e2e_training", "fp8_scaled_mm", "matmul_timing_check", "tf32_matmul"}
 MEASURED = {
@@ -306,14 +278,7 @@ def test_shipped_file_holds_only_real_recordings():
     for r in records:
         assert (r.command or r.method) and r.date and not r.source, r
         # every shipped record says where it comes from: the GPU, torch 2.11, the day and the course commit
-        assert (r.device, r.capability, r.torch, r.cuda, r.date, r.commit) == (
-            H100,
-            "9.0",
-            "2.11.0+cu130",
-            "13.0",
-            "2026-11-23",
-            "fcfc7cd",
-        )
+        assert [getattr(r, k) for k in PROVENANCE] == [H100, "9.0", "2.11.0+cu130", "13.0", "2026-11-23", "fcfc7cd"]
         assert r.label == "recorded on NVIDIA H100 80GB HBM3, torch 2.11, 2026-11-23"
         assert "NVIDIA H100 80GB HBM3 (sm 9.0), torch 2.11.0+cu130, CUDA 13.0, 2026-11-23" in r.provenance
         assert "at course commit fcfc7cd" in r.provenance
@@ -362,21 +327,12 @@ def test_h100_tf32_rounding_is_nearest_even():
             assert row == {"nearest_even": 64, "nearest_away": 64, "toward_zero": 64, "no_rounding": 0}
         else:
             assert row["nearest_even"] == 0 and row["nearest_away"] > 0 and row["toward_zero"] > 0, op
-    assert rows["mm n=4096"] == {
-        "nearest_even": 0,
-        "nearest_away": 2099283,
-        "toward_zero": 8384762,
-        "no_rounding": 16775624,
-    }
+    modes = ("nearest_even", "nearest_away", "toward_zero", "no_rounding")
+    assert [rows["mm n=4096"][k] for k in modes] == [0, 2099283, 8384762, 16775624]
     assert rows["bmm n=64"]["nearest_away"] == 514 and rows["addmm n=8"]["toward_zero"] == 31
     assert rows["A@I 1024x1024"]["values"] == 1048576 and rows["A@I 1024x1024"]["nearest_away"] == 131401
     assert rows["A@I 1024x1024"]["toward_zero"] == 523057 and rows["A@I 1024x1024"]["nearest_even_ties"] == 0
-    assert rows["conv2d (cuDNN)"] == {
-        "nearest_even": 0,
-        "nearest_away": 16313,
-        "toward_zero": 65814,
-        "no_rounding": 131057,
-    }
+    assert rows["conv2d (cuDNN)"] == dict(zip(modes, [0, 16313, 65814, 131057]))
 
 
 def test_h100_original_tf32_experiment():
@@ -555,9 +511,6 @@ def test_find_orders_recorded_newest_first_then_published(tmp_path):
         find("")
 
 
-# ---------------------------------------------------------------------------- recording
-
-
 def test_record_without_cuda_raises(no_cuda, registry):
     registry["dummy"] = lambda device: {"x": 1}
     with pytest.raises(RuntimeError, match="need a CUDA GPU.*published figures meanwhile"):
@@ -576,30 +529,15 @@ def test_record_on_fake_gpu(fake_cuda, registry, tmp_path):
 
     other_torch = rec(experiment="dummy", torch="2.10.0", date="2025-01-01", results={"time_s": 0.7})
     older_same = rec(experiment="dummy", torch="2.11.0+cu128", date="2025-06-01", results={"time_s": 0.9})
-    other_gpu = rec(
-        experiment="dummy",
-        device="NVIDIA A100-SXM4-80GB",
-        torch="2.11.0+cu128",
-        date="2025-01-01",
-        results={"time_s": 2.0},
-    )
+    other_gpu = rec(experiment="dummy", device="A100", torch="2.11.0+cu128", date="2025-01-01", results={"time_s": 2.0})
     save([other_torch, older_same, other_gpu], p)
 
     (new,) = record(["dummy"], path=p, command="python -m amp_lessons.reference record --only dummy")
     assert seen == ["cuda"]
     today = datetime.date.today().isoformat()
-    assert new == Record(
-        "dummy",
-        "NVIDIA H100 80GB HBM3",
-        "9.0",
-        "2.11.0+cu128",
-        "12.8",
-        today,
-        "python -m amp_lessons.reference record --only dummy",
-        {"time_s": 0.5, "info": {"n": 3}},
-        "",
-        "abc1234",
-    )
+    command = "python -m amp_lessons.reference record --only dummy"
+    results = {"time_s": 0.5, "info": {"n": 3}}
+    assert new == Record("dummy", H100, "9.0", "2.11.0+cu128", "12.8", today, command, results, "", "abc1234")
     assert new.provenance == (
         f"measured on NVIDIA H100 80GB HBM3 (sm 9.0), torch 2.11.0+cu128, CUDA 12.8, {today}, "
         "by `python -m amp_lessons.reference record --only dummy` at course commit abc1234"
@@ -633,19 +571,10 @@ def test_record_rejects_unknown_names_and_bad_results(fake_cuda, registry, tmp_p
 def test_the_table_of_experiments():
     # every recordable experiment is named for the JSON file and recorded beside this table (amp_lessons.recorders),
     # running its lesson's experiment
-    assert set(reference.EXPERIMENTS) == {
-        "tf32_matmul",
-        "matmul_timing_check",
-        "e2e_matmul_throughput",
-        "e2e_training",
-        "fp8_scaled_mm",
-    }
+    assert set(reference.EXPERIMENTS) == RECORDER
     for name, fn in reference.EXPERIMENTS.items():
         assert re.fullmatch(r"[a-z0-9_]+", name)
         assert fn.__module__ == "amp_lessons.recorders" and fn.__name__.startswith("record_")
-
-
-# ---------------------------------------------------------------------------- command line
 
 
 def test_cli_record_without_cuda(no_cuda, capsys):
@@ -677,9 +606,6 @@ def test_cli_show_published(capsys):
     assert "no reference recorded yet for unknown_experiment" in capsys.readouterr().out
 
 
-# ---------------------------------------------------------------------------- compare
-
-
 def test_compare_columns_and_provenance(tmp_path):
     p = tmp_path / "r.json"
     save([rec(results={"tf32_time_s": 0.004, "fp32_time_s": 0.03, "tf32_speedup": 7.5})], p)
@@ -695,16 +621,8 @@ def test_compare_columns_and_provenance(tmp_path):
     assert "[1] measured on NVIDIA H100 80GB HBM3 (sm 9.0), torch 2.11.0" in text
     assert "[2] published: PyTorch docs" in text and "[3] published: the course's original notebook" in text
     rows = {line.split()[0]: line for line in text.splitlines()[3:] if line and not line.startswith("[")}
-    assert set(rows) == {
-        "fp32_time_s",
-        "fp32_rel_error",
-        "tf32_time_s",
-        "tf32_speedup",
-        "tf32_max_error",
-        "fp32_max_error",
-        "tf32_rel_error",
-        "shape",
-    }
+    assert set(rows) == {f"{f}_{k}" for f in ("fp32", "tf32") for k in ("time_s", "rel_error", "max_error")} | {
+        "tf32_speedup", "shape"}  # fmt: skip
     assert rows["fp32_time_s"].split()[1:] == ["1.23", "s", "30.0", "ms", "110", "ms", "-"]
     assert rows["tf32_speedup"].split()[1:] == ["-", "7.5", "-", "-"]
     h = c._repr_html_()
@@ -722,12 +640,6 @@ def test_compare_without_references(tmp_path):
         assert "modelled on this machine" in text
     with pytest.raises(ValueError, match="label"):
         compare("x", {}, "")
-
-
-def test_public_surface():
-    assert sorted(reference.__all__) == reference.__all__
-    for name in reference.__all__:
-        assert hasattr(reference, name)
 
 
 def test_a_folder_is_not_a_reference_file(tmp_path):

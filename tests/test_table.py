@@ -28,13 +28,7 @@ def test_marked_rows_and_row_headers():
 
 def test_text_table_aligns_columns_under_a_rule():
     out = text_table(("name", "value"), [["fp16", "65504"], ["bf16", Cell("3.39e38", tone="warn")]], title="max")
-    assert out.splitlines() == [
-        "max",
-        "name  value",
-        "----  -------",
-        "fp16  65504",
-        "bf16  3.39e38",
-    ]
+    assert out.splitlines() == ["max", "name  value", "----  -------", "fp16  65504", "bf16  3.39e38"]
     assert text_table(None, [["a", "bb"], ["ccc", "d"]], notes=["note"]).splitlines() == ["a    bb", "ccc  d", "note"]
 
 

@@ -49,9 +49,6 @@ UNKNOWN = [
 ]
 
 
-# ---------------------------------------------------------------------------- CPU path
-
-
 def test_cpu_counts_calls_and_takes_the_median():
     calls = []
     t = time_fn(lambda: calls.append(1), warmup=2, repeats=7)
@@ -60,6 +57,7 @@ def test_cpu_counts_calls_and_takes_the_median():
     assert t.median_s == statistics.median(t.times_s)
     assert (t.device, t.method, t.l2_flushed, t.flops, t.dtype_key) == ("cpu", "perf_counter", False, None, None)
     assert t.tflops is None and t.peak_tflops is None and t.percent_of_peak is None
+    assert time_fn(lambda: None, device=torch.device("cpu"), warmup=0, repeats=1).device == "cpu"
 
 
 def test_cpu_real_matmul_rate_and_repr():
@@ -119,13 +117,6 @@ def test_iqr_is_torchs_interquartile_range():
     assert t.iqr_s < 0.002 < t.max_s - t.min_s
     assert Timing(1.0, (1.0,), "cpu").iqr_s == 0.0
     assert "IQR" in str(t) and "IQR" not in str(Timing(1.0, (1.0,), "cpu"))
-
-
-def test_cpu_accepts_torch_device():
-    assert time_fn(lambda: None, device=torch.device("cpu"), warmup=0, repeats=1).device == "cpu"
-
-
-# ---------------------------------------------------------------------------- CUDA path, faked
 
 
 class FakeEvent:
@@ -228,9 +219,6 @@ def test_cuda_requested_without_cuda(monkeypatch):
         time_fn(lambda: None, device="cuda")
 
 
-# ---------------------------------------------------------------------------- Timing text
-
-
 def test_timing_text_variants():
     h100 = dict(device="NVIDIA H100 80GB HBM3", method="cuda events")
     t = Timing(0.001, (0.001,), flops=1e12, dtype_key="fp16", **h100)
@@ -246,42 +234,9 @@ def test_timing_text_variants():
     assert "157 µs" in str(Timing(157e-6, (157e-6,), "cpu"))
 
 
-def test_timing_rejects_bad_fields():
-    with pytest.raises(ValueError, match="'gpu time'"):
-        Timing(1.0, (1.0,), "cpu", method="gpu time")
-    with pytest.raises(ValueError, match="'int8'"):
-        Timing(1.0, (1.0,), "cpu", dtype_key="int8")
-    with pytest.raises(ValueError, match="non-empty tuple"):
-        Timing(1.0, (), "cpu")
-
-
-# ---------------------------------------------------------------------------- argument checks
-
-
-def test_time_fn_error_lists_allowed_values():
-    with pytest.raises(ValueError, match="'fp32', 'tf32', 'bf16', 'fp16', 'fp8' or None"):
-        time_fn(lambda: None, dtype_key="int8")
-    with pytest.raises(ValueError, match="'cpu', 'cuda'"):
-        time_fn(lambda: None, device="mps")
-    with pytest.raises(TypeError, match="callable.*got 42"):
-        time_fn(42)
-
-
 def test_matmul_flops():
     assert matmul_flops(2, 3, 4) == 48.0 and isinstance(matmul_flops(1, 1, 1), float)
     assert matmul_flops(8192, 8192, 8192) == 2 * 8192**3
-    for bad, shown in [
-        ((0, 1, 1), "m must be a positive int, got 0"),
-        ((1, -2, 1), "k must be a positive int, got -2"),
-        ((1, 1, 2.0), "n must be a positive int, got 2.0"),
-        ((True, 1, 1), "got True"),
-    ]:
-        with pytest.raises(ValueError) as info:
-            matmul_flops(*bad)
-        assert shown in str(info.value)
-
-
-# ---------------------------------------------------------------------------- spec table
 
 
 @pytest.mark.parametrize("name, row", sorted(NAMES.items()))
@@ -322,22 +277,6 @@ def test_spec_table_is_consistent_with_the_hardware():
         assert s.note, s.name
 
 
-def test_spec_arguments_checked():
-    with pytest.raises(ValueError, match="'int8'"):
-        spec_peak_tflops("NVIDIA A100-SXM4-80GB", "int8")
-    with pytest.raises(TypeError, match="got None"):
-        gpu_spec(None)
-
-
-def test_public_surface():
-    assert sorted(timing.__all__) == timing.__all__
-    for name in timing.__all__:
-        assert hasattr(timing, name)
-
-
-# --- spreads and comparisons ----------------------------------------------------------------------
-
-
 def test_spread_of_runs_and_its_rates():
     s = timing.Spread.of([0.003, 0.001, 0.002])
     assert (s.min, s.median, s.max, s.n) == (0.001, 0.002, 0.003, 3)
@@ -363,19 +302,6 @@ def test_spread_of_runs_and_its_rates():
 def test_spread_rejects_bad_runs(values, err, match):
     with pytest.raises(err, match=match):
         timing.Spread.of(values)
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "match"),
-    [
-        ({"min": "x", "median": 1.0, "max": 2.0, "n": 3}, "min must be a real number"),
-        ({"min": 1.0, "median": 1.0, "max": 2.0, "n": 3, "q1": "x"}, "q1 must be a real number.*got 'x'"),
-        ({"min": 1.0, "median": True, "max": 2.0, "n": 3}, "median must be a real number"),
-    ],
-)
-def test_a_spread_made_by_hand_names_a_field_that_is_not_a_number(kwargs, match):
-    with pytest.raises(TypeError, match=match):
-        timing.Spread(**kwargs)
 
 
 def test_a_comparison_says_when_the_runs_overlap():
@@ -434,15 +360,6 @@ def test_spread_quartiles_follow_torch_quantile():
     assert s.quartile_cells(1e-3) == [f"{v:.0f}" for v in (s.q1 * 1e3, s.median * 1e3, s.q3 * 1e3)]
     with pytest.raises(ValueError, match="size must be a positive"):
         s.quartile_cells(0)
-
-
-def test_a_comparison_rejects_bad_arguments():
-    with pytest.raises(ValueError, match="labels must be two non-empty strings"):
-        timing.TimingComparison.of([0.1], [0.2], labels=("only one",))
-    with pytest.raises(ValueError, match="what must be a non-empty string"):
-        timing.TimingComparison.of([0.1], [0.2], what="")
-    with pytest.raises(ValueError, match="candidate must hold one or more positive"):
-        timing.TimingComparison.of([0.1], [0.0])
 
 
 def test_importing_the_course_leaves_torchs_benchmark_and_cpp_extension_alone():

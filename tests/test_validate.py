@@ -175,14 +175,6 @@ def test_real_in():
         v.real_in(-1, "lr", 0, open_low=True, allowed="a positive rate")
 
 
-def test_all_lists_the_public_helpers():
-    from amp_lessons import _validate as v
-
-    assert all(hasattr(v, n) for n in v.__all__)
-    for n in ("is_int", "is_real", "integer", "number", "int_in", "real_in", "count", "seed"):
-        assert n in v.__all__
-
-
 def test_block_shape_is_a_pair_of_counts():
     from amp_lessons._validate import block_shape
 
