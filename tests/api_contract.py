@@ -250,7 +250,7 @@ def classify(qualname: str, fn) -> str:
         return "uncovered"
     if valid_call(qualname, fn) is not None:
         return "probed"
-    for kind, test in (("record", is_result_record), ("picture", is_picture), ("exception", is_exception)):
+    for kind, test in (("record", is_result_record), ("picture", is_picture)):
         if test(qualname, fn):
             return kind
     return "uncovered"
@@ -296,12 +296,9 @@ def _kind(p: inspect.Parameter) -> str | None:
     """The kind of bad values a parameter gets, from its name, annotation and default."""
     name, d = p.name, p.default
     ann = p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", "")
-    if name in SEED_NAMES:
-        return "seed"
-    if name in DEVICE_NAMES:
-        return "device"
-    if name in DEVICE_TYPE_NAMES:
-        return "device_type"
+    for names, kind in ((SEED_NAMES, "seed"), (DEVICE_NAMES, "device"), (DEVICE_TYPE_NAMES, "device_type")):
+        if name in names:
+            return kind
     if name in FORMAT_NAMES:
         return "format" if (d is p.empty and name not in ("low", "high")) or isinstance(d, str) else None
     if name in COUNT_NAMES and (isinstance(d, int) and not isinstance(d, bool) or (d is p.empty and ann == "int")):
@@ -323,17 +320,15 @@ def _kind(p: inspect.Parameter) -> str | None:
 
 def _value_kind(value) -> str | None:
     """The kind of a required parameter's valid value: tensors, models, functions, mappings, course objects."""
-    if isinstance(value, torch.Tensor):
-        return "tensor"
-    if isinstance(value, torch.nn.Module):
-        return "module"
-    if isinstance(value, (types.FunctionType, functools.partial)):
-        return "function"
-    if isinstance(value, dict):
-        return "mapping"
-    if type(value).__module__.startswith("amp_lessons"):
-        return "object"
-    return None
+    kinds = (
+        (torch.Tensor, "tensor"),
+        (torch.nn.Module, "module"),
+        ((types.FunctionType, functools.partial), "function"),
+    )
+    for types_, kind in (*kinds, (dict, "mapping")):
+        if isinstance(value, types_):
+            return kind
+    return "object" if type(value).__module__.startswith("amp_lessons") else None
 
 
 HUGE = 10**12
@@ -533,10 +528,9 @@ def probe(qualname: str, fn) -> list[Outcome]:
     return out
 
 
+# a refused call may not grow the peak memory by more than this; while a huge size's call runs, the address space is
+# limited to what the process has plus 4 GiB, so a request the course failed to refuse fails in the allocator
 HUGE_BYTES = 512 * 1024**2
-"""A refused call may not grow this process's peak memory by more than this (a huge size is refused before any
-allocation); while a call runs, the address space is limited to what the process has plus 4 GiB, so that a
-request the course failed to refuse fails in the allocator instead of filling the machine."""
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _COURSE_DIR = os.path.join(_REPO, "amp_lessons") + os.sep
