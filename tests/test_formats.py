@@ -425,19 +425,14 @@ def test_from_bits_refuses_every_invalid_code_naming_it(f, data):
     assert "code" in str(info.value) and f"0..{(1 << f.bits) - 1}" in str(info.value), str(info.value)
 
 
+# compose's bad fields of every kind are the property's above; these rows are the other bad arguments
 @pytest.mark.parametrize(
     "call, error, words",
     [
-        (lambda: formats.compose(0, 2.5, 0, "fp16"), TypeError, ["exponent", "2.5", "0..31"]),
-        (lambda: formats.compose(1.5, 15, 0, "fp16"), TypeError, ["sign", "1.5", "0..1"]),
-        (lambda: formats.compose(True, 15, 0, "fp16"), TypeError, ["sign", "True", "0..1"]),
-        (lambda: formats.compose(0, 15, 2.0, "fp16"), TypeError, ["mantissa", "2.0", "0..1023"]),
-        (lambda: formats.compose(2, 15, 0, "fp16"), ValueError, ["sign=2", "0..1"]),
         (lambda: formats.compose(0, [15, -1], 0, "fp16"), ValueError, ["exponent=-1", "0..31"]),
-        (lambda: formats.compose(1, 127, 0, "e8m0"), ValueError, ["sign=1", "0..0"]),
-        (lambda: formats.compose(0, "15", 0, "fp16"), TypeError, ["exponent", "'15'"]),
         (lambda: from_bits(2.0, "fp8_e5m2"), TypeError, ["code", "2.0", "0..255"]),
         (lambda: from_bits(True, "fp8_e5m2"), TypeError, ["code", "True"]),
+        (lambda: formats.compose(0, "15", 0, "fp16"), TypeError, ["exponent", "'15'"]),
         (lambda: formats.decompose(1.0, "fp16"), TypeError, ["torch.Tensor", "float"]),
         (lambda: formats.decompose(torch.tensor([1]), "fp16"), TypeError, ["floating-point", "int64"]),
         (lambda: to_bits(torch.ones(1), "fp16", "up"), ValueError, ["'up'", "nearest_even"]),
