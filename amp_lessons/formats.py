@@ -1,30 +1,10 @@
 """The formats engine: any binary floating-point format, its constants, and exact rounding.
 
-A :class:`FloatFormat` is described by its exponent width, its mantissa (fraction) width and how
-it encodes special values:
-
-``"ieee"``
-    IEEE 754 style: the all-ones exponent holds inf (mantissa 0) and NaN (anything else).
-    fp32, fp16, bf16, TF32 and OCP fp8 e5m2.
-``"fn"``
-    finite + NaN: no inf; only the all-ones code (exponent and mantissa) is NaN, so the top
-    binade holds normal numbers. OCP fp8 e4m3 (``torch.float8_e4m3fn``).
-``"fnuz"``
-    finite, NaN, unsigned zero: no inf, no negative zero, the "negative zero" code is the single
-    NaN and the bias is one larger than IEEE's (``torch.float8_e4m3fnuz``, ``float8_e5m2fnuz``).
-``"finite"``
-    no inf and no NaN at all: every code is a number (OCP MX fp6 / fp4, e.g. fp4 e2m1).
-``"fnu"`` (a scale encoding, :data:`SCALE_ENCODINGS`)
-    finite, NaN, unsigned, exponent only: no sign bit, no mantissa, no zero, no inf; the code is the
-    biased exponent, so the values are the powers of two ``2**(code - bias)`` and the all-ones code
-    is the single NaN. The OCP MX block scale E8M0 (``torch.float8_e8m0fnu``), in
-    :data:`SCALE_FORMATS`: it scales blocks of elements and cannot hold an element itself.
-
-:func:`quantize` rounds float32 values to the nearest value of a format (three rounding modes,
-selectable overflow behaviour) and returns float32. Where torch has the format as a dtype and the
-requested rounding/overflow is what torch's cast does, it uses torch's cast; otherwise an exact
-bit-level emulation (:mod:`amp_lessons._emulate`). ``emulate=True`` forces the emulation; the tests check
-that the emulation agrees bit for bit with torch's casts.
+Encodings of special values: ``"ieee"`` (inf and NaN in the all-ones exponent), ``"fn"`` (no inf; the
+all-ones code is NaN: e4m3fn), ``"fnuz"`` (no inf, no -0, the -0 code is NaN, bias one larger),
+``"finite"`` (every code a number: MX fp6/fp4) and the scale encoding ``"fnu"`` (powers of two only,
+no sign, no zero; the all-ones code is NaN: E8M0). :func:`quantize` uses torch's cast where it does
+exactly what was asked, otherwise the bit-exact emulation of :mod:`amp_lessons._emulate`.
 """
 
 from __future__ import annotations
@@ -68,8 +48,7 @@ ROUNDING_MODES = ("nearest_even", "nearest_away", "toward_zero")
 OVERFLOW_MODES = ("inf", "saturate", "nan")
 
 _F32_MAX = float.fromhex("0x1.fffffep127")
-
-# Which overflow modes an encoding can express, default first.
+# the overflow modes an encoding can express, default first
 _ALLOWED_OVERFLOW = {
     "ieee": ("inf", "saturate"),
     "fn": ("saturate", "nan"),
@@ -81,14 +60,8 @@ _ALLOWED_OVERFLOW = {
 
 @dataclass(frozen=True)
 class FloatFormat:
-    """A binary floating-point format with ``exponent_bits`` (1..8) and ``mantissa_bits`` (0..23).
-
-    All constants are exact Python floats (every value of every allowed format is a float32).
-
-    >>> fp16 = FloatFormat("fp16", 5, 10)
-    >>> fp16.max, fp16.eps, fp16.smallest_subnormal
-    (65504.0, 0.0009765625, 5.960464477539063e-08)
-    """
+    """A binary floating-point format with ``exponent_bits`` (1..8) and ``mantissa_bits`` (0..23); every
+    constant is an exact Python float (every value of every allowed format is a float32)."""
 
     name: str
     exponent_bits: int
@@ -123,7 +96,6 @@ class FloatFormat:
                 "has one non-zero exponent field, and its only code is NaN: it would hold only 0 and NaN, no "
                 "positive finite value); use encoding 'fnuz' or 'finite' for e1m0"
             )
-        # below 2**-126 float32 has fewer mantissa bits; a power of two (mantissa_bits 0) still fits exactly
         lowest_emin = -126 if self.mantissa_bits else -149
         if self.max > _F32_MAX or self.emin < lowest_emin or self.emin - self.mantissa_bits < -149:
             raise ValueError(
@@ -133,42 +105,34 @@ class FloatFormat:
                 "float32, so the format must fit inside it"
             )
 
-    # --- layout -----------------------------------------------------------------------------
     @property
     def bits(self) -> int:
-        """Total storage bits: sign (none for 'fnu') + exponent + mantissa."""
         return int(self.is_signed) + self.exponent_bits + self.mantissa_bits
 
     @property
     def is_signed(self) -> bool:
-        """Whether the format has a sign bit (every format but the unsigned 'fnu' scales)."""
         return self.encoding != "fnu"
 
     @property
     def has_zero(self) -> bool:
-        """Whether 0 is a value ('fnu': exponent field 0 is ``2**-bias``, the smallest value)."""
         return self.encoding != "fnu"
 
     @property
     def bias(self) -> int:
-        """Exponent bias: stored exponent field minus bias = power of two (for normals)."""
         base = 2 ** (self.exponent_bits - 1) - 1
         return base + 1 if self.encoding == "fnuz" else base
 
     @property
     def emin(self) -> int:
-        """Exponent of the smallest normal number ('fnu': of the smallest value, exponent field 0)."""
+        """Exponent of the smallest normal ('fnu': of the smallest value)."""
         return -self.bias if self.encoding == "fnu" else 1 - self.bias
 
     @property
     def emax(self) -> int:
         """Exponent of the largest binade that holds finite numbers."""
-        top_field = 2**self.exponent_bits - 1
-        if self.encoding == "ieee":
-            top_field -= 1  # the all-ones exponent is inf/NaN
-        elif self.encoding in ("fn", "fnu") and self.mantissa_bits == 0:
-            top_field -= 1  # the all-ones exponent's only code is NaN
-        return top_field - self.bias
+        # the all-ones exponent is inf/NaN in 'ieee', and only NaN in 'fn'/'fnu' without mantissa bits
+        full = self.encoding == "ieee" or (self.encoding in ("fn", "fnu") and self.mantissa_bits == 0)
+        return 2**self.exponent_bits - 1 - full - self.bias
 
     @property
     def has_inf(self) -> bool:
@@ -184,71 +148,55 @@ class FloatFormat:
 
     @property
     def default_overflow(self) -> str:
-        """What overflow gives unless told otherwise: inf for 'ieee'; saturation to max for 'fn'
-        (what torch 2.13's float8_e4m3fn cast does) and 'finite'; NaN for 'fnuz' (torch's casts) and
-        'fnu' (ml_dtypes' and torch's float8_e8m0fnu casts)."""
+        """inf for 'ieee', max for 'fn' and 'finite', NaN for 'fnuz' and 'fnu' (as torch's casts do)."""
         return _ALLOWED_OVERFLOW[self.encoding][0]
 
-    # --- constants ----------------------------------------------------------------------------
     @property
     def max(self) -> float:
-        """Largest finite value."""
         m = self.mantissa_bits
         top_mantissa = 2 - 2.0 ** (1 - m) if (self.encoding == "fn" and m > 0) else 2 - 2.0**-m
         return math.ldexp(top_mantissa, self.emax)
 
     @property
     def smallest_normal(self) -> float:
-        """Smallest positive normal value, ``2**emin`` (``torch.finfo(...).tiny``)."""
         return math.ldexp(1.0, self.emin)
 
     @property
     def smallest_subnormal(self) -> float:
-        """Smallest positive value, ``2**(emin - mantissa_bits)`` (equals smallest_normal if m=0)."""
         return math.ldexp(1.0, self.emin - self.mantissa_bits)
 
     @property
     def underflow_threshold(self) -> float:
-        """Round to nearest sends magnitudes up to this one to zero: half the smallest subnormal (the tie
-        goes to 0, the even neighbour); anything larger becomes at least the smallest subnormal."""
+        """Round to nearest sends magnitudes up to this one (the tie included) to zero."""
         return self.smallest_subnormal / 2
 
     @property
     def overflow_threshold(self) -> float:
-        """Round to nearest overflows magnitudes beyond this one: max plus half the gap below it. The tie
-        itself overflows unless max's last mantissa bit is 0 (the "fn" formats, whose all-ones mantissa is
-        NaN), as :meth:`overflows` says."""
+        """Max plus half the gap below it: round to nearest overflows beyond it (the tie: :meth:`overflows`)."""
         return self.max + math.ldexp(1.0, self.emax - self.mantissa_bits - 1)
 
     def overflows(self, x: torch.Tensor) -> torch.Tensor:
-        """Where round to nearest takes ``x`` beyond max (to inf, NaN or a saturated max, as the overflow
-        mode says): ``|x|`` above :attr:`overflow_threshold`, or on it where the tie rounds up."""
+        """Where round to nearest takes ``x`` beyond max: ``|x|`` above :attr:`overflow_threshold`, or on it
+        where the tie rounds up."""
         if not isinstance(x, torch.Tensor) or not (x.is_floating_point() or x.dtype in _INT_DTYPES):
             what = f"a {str(x.dtype)[6:]} tensor" if isinstance(x, torch.Tensor) else type(x).__name__
             raise TypeError(f"x must be a real tensor (floating-point or integer, not bool or complex), got {what}")
         a, thr = x.abs(), self.overflow_threshold
-        # the tie goes to the even neighbour: up (out of range) exactly when max's code is odd. With mantissa bits,
-        # max's last mantissa bit is 1 except in "fn" formats (all-ones is NaN); without, it is the biased exponent's
-        # last bit (the all-ones exponent is max's in "fnuz" and "finite" formats, one below it otherwise)
-        if self.mantissa_bits > 0:
-            tie_rounds_up = self.encoding != "fn"
-        else:
-            tie_rounds_up = (self.emax + self.bias) % 2 == 1
-        return (a > thr) | (a == thr) if tie_rounds_up else a > thr
+        # the tie goes up (out of range) exactly when max's code is odd
+        odd = self.encoding != "fn" if self.mantissa_bits > 0 else (self.emax + self.bias) % 2 == 1
+        return (a > thr) | (a == thr) if odd else a > thr
 
     @property
     def eps(self) -> float:
-        """Machine epsilon: the gap between 1 and the next larger value, ``2**-mantissa_bits``."""
         return math.ldexp(1.0, -self.mantissa_bits)
 
     @property
     def unit_roundoff(self) -> float:
-        """Largest relative error of round-to-nearest for normal values, ``eps / 2``."""
         return self.eps / 2
 
     @property
     def decimal_digits(self) -> int:
-        """Decimal digits resolved, ``floor(-log10(eps))`` (numpy's/torch's ``precision``)."""
+        """``floor(-log10(eps))``, as ``torch.finfo(...).precision``."""
         return int(math.floor(-math.log10(self.eps)))
 
     @property
@@ -258,24 +206,16 @@ class FloatFormat:
 
     @property
     def dynamic_range_decades(self) -> float:
-        """log10(max / smallest_subnormal): how many decades the format spans."""
         return math.log10(self.max / self.smallest_subnormal)
 
     @property
     def torch_dtype(self) -> torch.dtype | None:
-        """The torch dtype with exactly this format, if torch has one."""
         return _TORCH_DTYPES.get((self.exponent_bits, self.mantissa_bits, self.encoding))
 
-    # --- where values land ------------------------------------------------------------------------
     def classify(self, x, rounding: str = "nearest_even", overflow: str | None = None) -> torch.Tensor:
-        """Where each value of ``x`` lands once rounded to this format: an int64 tensor of indices into
-        :data:`CLASSES` (``x``'s shape). ``x`` is a float tensor (made float32 exactly, as :func:`quantize`
-        works in float32); ``rounding`` and ``overflow`` are :func:`quantize`'s.
-
-        "saturated" counts only values that were beyond the format's range and were clamped to +-max: a value
-        between max and the overflow threshold rounds down to max and is "normal", as round to nearest says.
-        Beyond the range means beyond what the same rounding would give in a format with this precision and
-        float32's exponent range (so it holds for every rounding mode, ties included)."""
+        """Where each value of ``x`` lands once rounded (:func:`quantize`'s modes): int64 indices into
+        :data:`CLASSES`. "saturated" counts only values beyond the range (rounded in the same precision with
+        float32's range) that were clamped to +-max; one that rounds down to max is "normal"."""
         if self.encoding == "fnu":
             raise ValueError(
                 f"format {self.name!r} is a scale format (no zero, no sign, powers of two only): classify a tensor "
@@ -297,26 +237,16 @@ class FloatFormat:
         return out
 
     def overflow_class(self, overflow: str | None = None) -> str:
-        """The class of :data:`CLASSES` every overflow lands in with overflow mode ``overflow`` (None: the
-        format's default): "inf", "saturated" or "nan"."""
+        """The class every overflow lands in with ``overflow`` (None: the default)."""
         return {"inf": "inf", "saturate": "saturated", "nan": "nan"}[check_modes(self, "nearest_even", overflow)]
 
     def finite_input_classes(self, overflow: str | None = None) -> tuple[str, ...]:
-        """The classes of :data:`CLASSES` a finite input can land in with round to nearest, in their order:
-        "zero", "flushed", "subnormal", "normal" and :meth:`overflow_class` (the columns of a lesson's census
-        of gradients, which are finite)."""
+        """The classes a finite input can land in with round to nearest, in :data:`CLASSES` order."""
         return ("zero", "flushed", "subnormal", "normal", self.overflow_class(overflow))
 
     def largest_float32(self, cls: str) -> float:
-        """The largest float32 magnitude this format classifies (:meth:`classify`, round to nearest even, the default
-        overflow) as ``cls`` or a class below it in :meth:`finite_input_classes` order; where no float32 lands in ``cls``,
-        the class below's.
-
-        >>> FORMATS["fp16"].largest_float32("normal")  # the float32 below the tie 65520, which overflows
-        65519.99609375"""
-        return _float32_boundaries(self)[self._finite_class_index(cls)]
-
-    def _finite_class_index(self, cls: str) -> int:
+        """The largest float32 magnitude :meth:`classify` (defaults) puts in ``cls`` or a class below it in
+        :meth:`finite_input_classes` order (fp16, "normal": 65519.99609375, below the tie 65520)."""
         if cls not in CLASSES:
             raise ValueError(f"unknown class {cls!r}: use one of {choices(CLASSES)}")
         classes = self.finite_input_classes()
@@ -325,16 +255,15 @@ class FloatFormat:
                 f"no finite float32 lands in class {cls!r} in {self.name} (round to nearest even, overflow "
                 f"{self.default_overflow!r}): use one of {choices(classes)}"
             )
-        return classes.index(cls)
+        return _float32_boundaries(self)[classes.index(cls)]
 
     def census(self, x, rounding: str = "nearest_even", overflow: str | None = None) -> Census:
-        """How many values of ``x`` land in each of :data:`CLASSES` (:meth:`classify`), as a :class:`Census`."""
+        """How many values of ``x`` land in each of :data:`CLASSES`, as a :class:`Census`."""
         codes = self.classify(x, rounding, overflow)
         counts = torch.bincount(codes.reshape(-1), minlength=len(CLASSES)).tolist()
         return Census(self.name, rounding, check_modes(self, rounding, overflow), tuple(int(c) for c in counts))
 
     def summary(self) -> dict:
-        """The format's template, the same for every format (for tables)."""
         return {
             "format": self.name,
             "bits": self.bits,
@@ -357,18 +286,10 @@ class FloatFormat:
         )
 
 
-def _float32_at_most(v: float) -> float:
-    """The largest float32 at most ``v`` (``v`` >= 0, a Python float)."""
-    t = torch.tensor(v, dtype=torch.float64).float()
-    if float(t) > v:
-        t = torch.nextafter(t, torch.tensor(0.0))
-    return float(t)
-
-
 def _boundary(f: FloatFormat, near: float, below: tuple[str, ...]) -> float:
-    """The largest positive float32 whose class in ``f`` is one of ``below``, given ``near``, the exact
-    magnitude where round to nearest changes class; checked with ``classify`` on it and its neighbour above."""
-    x = torch.tensor([_float32_at_most(near)], dtype=torch.float32)
+    """The largest positive float32 classed in ``below``, near ``near`` (checked on it and its neighbour)."""
+    t = torch.tensor([near], dtype=torch.float64).float()  # the float32 nearest, then at most ``near``
+    x = t if float(t[0]) <= near else torch.nextafter(t, torch.zeros(1))
     if CLASSES[int(f.classify(x)[0])] not in below:  # the tie rounds away from the classes below
         x = torch.nextafter(x, torch.zeros(1))
     pair = torch.cat([x, torch.nextafter(x, torch.full((1,), math.inf))])
@@ -380,15 +301,9 @@ def _boundary(f: FloatFormat, near: float, below: tuple[str, ...]) -> float:
 
 @lru_cache(maxsize=None)
 def _float32_boundaries(f: FloatFormat) -> tuple[float, ...]:
-    """:meth:`FloatFormat.largest_float32` of each of ``f.finite_input_classes()``, once per format."""
+    near = (0.0, f.underflow_threshold, f.smallest_normal - f.underflow_threshold, f.overflow_threshold)
     classes = f.finite_input_classes()
-    found = tuple(
-        _boundary(f, near, classes[: i + 1])
-        for i, near in enumerate(
-            (0.0, f.underflow_threshold, f.smallest_normal - f.underflow_threshold, f.overflow_threshold)
-        )
-    )
-    return (*found, math.inf)
+    return (*(_boundary(f, v, classes[: i + 1]) for i, v in enumerate(near)), math.inf)
 
 
 _INT_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
@@ -421,41 +336,26 @@ FORMATS: dict[str, FloatFormat] = {
     )
 }
 
-# Scale formats: powers of two that scale blocks of elements; kept out of FORMATS, the element formats
-# that lessons list, plot and offer as answers (a scale has no zero and no sign, so it holds no tensor).
-SCALE_FORMATS: dict[str, FloatFormat] = {
-    f.name: f
-    for f in (
-        FloatFormat(
-            "e8m0",
-            8,
-            0,
-            "fnu",
-            "OCP MX block scale E8M0 (torch.float8_e8m0fnu): 2**-127..2**127, no zero, no sign, one NaN",
-        ),
-    )
-}
+# scales of blocks, not elements: kept out of FORMATS (the formats lessons list, plot and offer as answers)
+_E8M0 = "OCP MX block scale E8M0 (torch.float8_e8m0fnu): 2**-127..2**127, no zero, no sign, one NaN"
+SCALE_FORMATS: dict[str, FloatFormat] = {"e8m0": FloatFormat("e8m0", 8, 0, "fnu", _E8M0)}
 
 
 def get_format(fmt: str | FloatFormat, *, what: str = "fmt") -> FloatFormat:
-    """Return a :class:`FloatFormat` from a name in :data:`FORMATS` (or pass one through). ``what`` is the name
-    that an error gives the argument (the caller's parameter: ``"acc_fmt"``, ``"fmts[2]"``)."""
+    """A :class:`FloatFormat` from its name (or passed through); ``what`` names the argument in errors."""
     if not isinstance(what, str):
         raise TypeError(f"what must be a str (the argument's name that errors give), got {what!r}")
     if isinstance(fmt, FloatFormat):
         return fmt
-    if isinstance(fmt, str) and fmt in FORMATS:
-        return FORMATS[fmt]
-    if isinstance(fmt, str) and fmt in SCALE_FORMATS:
-        return SCALE_FORMATS[fmt]
+    if isinstance(fmt, str) and (fmt in FORMATS or fmt in SCALE_FORMATS):
+        return FORMATS.get(fmt) or SCALE_FORMATS[fmt]
     raise ValueError(
         f"unknown format {what}={fmt!r}: use a FloatFormat or one of {choices({**FORMATS, **SCALE_FORMATS})}"
     )
 
 
 def float32_input(x, what="x") -> torch.Tensor:
-    """``x`` as float32: a floating tensor of at most 32 bits. float64 is refused (narrowing it is itself a
-    rounding, so the caller makes it explicit), as is anything that is not a floating tensor."""
+    """``x`` as float32: a floating tensor of at most 32 bits (float64 is refused: narrowing it rounds)."""
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{what} must be a torch.Tensor, got {type(x).__name__}")
     if not x.is_floating_point():
@@ -469,8 +369,7 @@ def float32_input(x, what="x") -> torch.Tensor:
 
 
 def check_modes(f: FloatFormat, rounding: str, overflow: str | None = None) -> str:
-    """Check a rounding mode and an overflow mode for format ``f`` (a clear error naming the bad value
-    and what is allowed) and return the overflow mode to use (``f``'s default for None)."""
+    """Check the modes for ``f`` and return the overflow mode to use (``f``'s default for None)."""
     if rounding not in ROUNDING_MODES:
         raise ValueError(f"unknown rounding mode {rounding!r}: use one of {choices(ROUNDING_MODES)}")
     if overflow is None:
@@ -484,16 +383,13 @@ def check_modes(f: FloatFormat, rounding: str, overflow: str | None = None) -> s
 
 
 def _native_dtype(f: FloatFormat, rounding: str, overflow: str) -> torch.dtype | None:
-    """torch's dtype if ``x.to(dtype)`` does exactly what was asked, else None."""
+    """torch's dtype if ``x.to(dtype)`` does exactly what was asked, else None (e8m0's cast rounds ties up)."""
     dtype = f.torch_dtype
     if dtype is None or rounding != "nearest_even" or f.encoding == "fnu":
-        # torch's float8_e8m0fnu cast rounds ties up and drops the sign: the emulation says which values
         return None
     if dtype == torch.float32:
-        return dtype if overflow == "inf" else None  # the identity keeps inf; saturation needs the emulation
-    if torch_cast_overflow(dtype) != overflow or torch_cast_infinity(dtype) != overflow:
-        return None
-    return dtype
+        return dtype if overflow == "inf" else None
+    return dtype if torch_cast_overflow(dtype) == overflow == torch_cast_infinity(dtype) else None
 
 
 def quantize(
@@ -504,22 +400,12 @@ def quantize(
     *,
     emulate: bool = False,
 ) -> torch.Tensor:
-    """Round ``x`` to the nearest value of ``fmt`` and return it as float32 (same shape).
+    """Round float32 ``x`` to the nearest value of ``fmt``; float32 out, same shape.
 
-    Args:
-        x: a floating-point tensor (float32, or a narrower float, which is widened exactly first).
-        fmt: a name from :data:`FORMATS` (``"fp16"``, ``"bf16"``, ``"tf32"``, ``"fp8_e4m3"`` ...)
-            or a :class:`FloatFormat`.
-        rounding: ``"nearest_even"`` (IEEE default; torch's casts), ``"nearest_away"`` (ties away
-            from zero: NVIDIA's fp32 -> TF32 conversion ``cvt.rna.tf32.f32``) or
-            ``"toward_zero"`` (truncation: dropping the low mantissa bits).
-        overflow: what a value beyond ``max`` becomes: ``"inf"`` (IEEE formats' default),
-            ``"saturate"`` (+-max; default for "fn" and "finite" formats) or ``"nan"`` (default
-            for "fnuz"). With ``"toward_zero"`` a finite value never overflows (it gives +-max).
-        emulate: always use the bit-level emulation, even where torch has the dtype.
-
-    NaN stays NaN; signed zeros keep their sign (except in "fnuz" formats, which have no -0);
-    values below the smallest subnormal round to zero; subnormals are kept, not flushed.
+    ``rounding``: ``"nearest_even"`` (torch's casts), ``"nearest_away"`` (NVIDIA's ``cvt.rna.tf32.f32``) or
+    ``"toward_zero"`` (never overflows). ``overflow``: ``"inf"``, ``"saturate"`` (+-max) or ``"nan"``; None is
+    the format's default. ``emulate=True`` always uses the bit-level emulation. NaN stays NaN, zeros keep their
+    sign (not in "fnuz"), subnormals are kept.
     """
     f = get_format(fmt)
     x = float32_input(x)
@@ -541,15 +427,8 @@ def rounding_error(x: torch.Tensor, fmt: str | FloatFormat, rounding: str = "nea
     return torch.where(x == 0, torch.zeros_like(err), err)
 
 
-# --- bit fields ----------------------------------------------------------------------------------
-
-
 def decompose(x: torch.Tensor, fmt: str | FloatFormat, rounding: str = "nearest_even"):
-    """Split values into the ``(sign, exponent, mantissa)`` bit fields of ``fmt`` (int64 tensors).
-
-    Values are first rounded with :func:`quantize` (default overflow). The exponent is the stored
-    (biased) field; the mantissa is the stored fraction field without the implicit leading 1.
-    """
+    """The stored ``(sign, exponent, mantissa)`` fields (int64) of ``x`` rounded to ``fmt``."""
     f = get_format(fmt)
     code = to_bits(x, f, rounding)
     m, e = f.mantissa_bits, f.exponent_bits
@@ -570,32 +449,21 @@ def to_bits(x: torch.Tensor, fmt: str | FloatFormat, rounding: str = "nearest_ev
     _, exp2 = torch.frexp(torch.where(sub | ~torch.isfinite(mag), torch.ones_like(mag), mag))
     e_unb = exp2.long() - 1
     exp_field = torch.where(sub, torch.zeros_like(e_unb), e_unb + f.bias)
-    frac = torch.where(
-        sub,
-        mag / f.smallest_subnormal,
-        (torch.ldexp(mag, -e_unb.double()) - 1.0) * 2.0**m,
-    )
+    frac = torch.where(sub, mag / f.smallest_subnormal, (torch.ldexp(mag, -e_unb.double()) - 1.0) * 2.0**m)
     mant_field = torch.where(torch.isfinite(frac), frac, torch.zeros_like(frac)).round().long()
     code = (sign << (e + m)) | (exp_field << m) | mant_field
     all_ones_exp = ((1 << e) - 1) << m
     if f.has_inf:
         code = torch.where(torch.isinf(mag), (sign << (e + m)) | all_ones_exp, code)
     if f.has_nan:
-        nan_code = {
-            "ieee": all_ones_exp | (1 << (m - 1) if m > 0 else 0),
-            "fn": (1 << (e + m)) - 1,
-            "fnuz": 1 << (e + m),
-            "fnu": (1 << (e + m)) - 1,
-        }[f.encoding]
+        nan_code = {"ieee": all_ones_exp | (1 << (m - 1) if m > 0 else 0), "fnuz": 1 << (e + m)}
+        nan_code = nan_code.get(f.encoding, (1 << (e + m)) - 1)  # 'fn', 'fnu': all ones
         code = torch.where(nan, torch.full_like(code, nan_code), code)
     return code
 
 
 def from_bits(code, fmt: str | FloatFormat) -> torch.Tensor:
-    """The float32 value of each integer code of ``fmt`` (inverse of :func:`to_bits`).
-
-    ``code``: an int, a list of ints or an integer tensor, each in ``0 .. 2**bits - 1``; a float (even a whole one,
-    2.0), a bool or a code out of range is refused with an error that names it."""
+    """The float32 value of each integer code (int, list or integer tensor) of ``fmt``."""
     f = get_format(fmt)
     code = _int_field(code, "code", (1 << f.bits) - 1, f)
     m, e = f.mantissa_bits, f.exponent_bits
@@ -603,15 +471,14 @@ def from_bits(code, fmt: str | FloatFormat) -> torch.Tensor:
 
 
 def _int_field(v, what: str, hi: int, f: FloatFormat) -> torch.Tensor:
-    """``v`` (an int, a list of ints or an integer tensor) as an int64 tensor in ``0 .. hi``; a float, a bool or
-    a value out of range is refused, naming ``what``."""
+    """``v`` (int, list or integer tensor) as int64 in ``0 .. hi``; floats, bools and others refused."""
     allowed = f"an int in 0..{hi} (or a list or an integer tensor of them) for {f.name}"
     if isinstance(v, int) and not isinstance(v, bool) and not 0 <= v <= hi:
         raise ValueError(f"{what}={v} is out of range: {what} must be {allowed}")
     if isinstance(v, torch.Tensor):
         t = v
     elif isinstance(v, (list, tuple)) and len(v) == 0:
-        t = torch.empty(0, dtype=torch.int64)  # no fields: an empty result, as from an empty integer tensor
+        t = torch.empty(0, dtype=torch.int64)
     else:
         try:
             t = torch.as_tensor(v)
@@ -628,12 +495,7 @@ def _int_field(v, what: str, hi: int, f: FloatFormat) -> torch.Tensor:
 
 
 def compose(sign, exponent, mantissa, fmt: str | FloatFormat) -> torch.Tensor:
-    """The float32 value of the bit fields ``(sign, exponent, mantissa)`` of ``fmt``.
-
-    Each field is an int, a list of ints or an integer tensor (they broadcast): ``sign`` 0 or 1 (0 only in an
-    unsigned format), ``exponent`` the stored (biased) field in ``0 .. 2**exponent_bits - 1``, ``mantissa`` the
-    stored fraction in ``0 .. 2**mantissa_bits - 1``. A float (2.5, or 2.0), a bool or a value out of range is
-    refused with an error that names the field, the value and the range (never rounded or cut off)."""
+    """The float32 value of the stored bit fields (ints, lists or integer tensors; they broadcast)."""
     f = get_format(fmt)
     m, e = f.mantissa_bits, f.exponent_bits
     s = _int_field(sign, "sign", int(f.is_signed), f)
@@ -642,9 +504,7 @@ def compose(sign, exponent, mantissa, fmt: str | FloatFormat) -> torch.Tensor:
     sub = (ex == 0) & f.has_zero  # 'fnu' has no subnormals: exponent field 0 is 2**emin
     frac = mt.double() / 2.0**m
     mag = torch.where(
-        sub,
-        torch.ldexp(frac, torch.full_like(frac, float(f.emin))),
-        torch.ldexp(1.0 + frac, (ex - f.bias).double()),
+        sub, torch.ldexp(frac, torch.full_like(frac, float(f.emin))), torch.ldexp(1.0 + frac, (ex - f.bias).double())
     )
     top = ex == (1 << e) - 1
     if f.encoding == "ieee":

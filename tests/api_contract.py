@@ -1,26 +1,12 @@
-"""A learner's typos against the public API: every public callable of ``amp_lessons``, called on an otherwise
-valid small call with one argument at a time replaced by a bad value of its kind, and each answer classified.
+"""A learner's typos against the public API: every public callable of ``amp_lessons``, called on a small valid
+call with one argument at a time replaced by a bad value of its kind, and each answer classified: ``clear`` (a
+TypeError or ValueError raised by the course, naming the argument or quoting the value, and what is allowed),
+``unclear`` (anything else), ``silent`` (the call returned), ``slow`` (still running after ``LIMIT_S``, and again
+after five times as long), ``huge`` (peak memory grew by more than :data:`HUGE_BYTES`). Checkers (``check_*``) must
+answer any answer with a CheckResult. Bad values come from a parameter's name, annotation and default and from its
+valid value's type, plus :data:`EXTRA`, the bad calls only one callable can have.
 
-- ``clear``: a TypeError or ValueError whose message names the argument (or quotes the bad value) and what is
-  allowed: the answer the course promises;
-- ``unclear``: any other exception, or a message that names neither;
-- ``silent``: the call returned: the bad value was accepted;
-- ``slow``: still running after ``LIMIT_S`` (a hang in a kernel with a slider), and again after five times as
-  long (so that a machine busy with parallel tests is not taken for a hang).
-
-Checkers (``check_*``) must not raise at all on a learner's answer: for their answer parameter every value is
-"bad" and the only good outcome is a returned :class:`amp_lessons.checks.CheckResult`.
-
-Which bad values a parameter gets is derived from its name, annotation and default and from the type of its value
-in the callable's valid call (a tensor gets a string, a complex tensor, wrong shapes; a model gets a number; a
-function gets a number; a size gets 0, -1 and 10**12; a real number gets NaN and infinities), plus a per-callable
-table (:data:`EXTRA`) of the bad calls only that callable can have (mismatched widths, a batch dimension the inputs
-lack). A huge size must be refused at once: a call that grows this process's peak memory by more than
-:data:`HUGE_BYTES` is ``huge``, and one still running after ``LIMIT_S`` is ``slow``. An error must be raised by the
-course (the innermost frame of its traceback in ``amp_lessons``), not by torch deep inside a computation.
-
-Run ``python -m tests.api_contract`` for a report by kind and by callable; the test in
-``tests/test_api_contract.py`` holds the counts.
+``python -m tests.api_contract`` prints a report; ``tests/test_api_contract.py`` holds the counts.
 """
 
 from __future__ import annotations
@@ -51,17 +37,7 @@ import torch  # noqa: E402
 from amp_lessons.lessons import TOPICS as COURSE_TOPICS  # noqa: E402
 from tests.load import patience  # noqa: E402
 
-MODULES = [
-    "",
-    "formats",
-    "device",
-    "course",
-    "lessons",
-    "timing",
-    "style",
-    "checks",
-    "reference",
-]  # "": amp_lessons itself
+MODULES = ["", "formats", "device", "course", "lessons", "timing", "style", "checks", "reference"]  # "": the package
 TOPICS = list(COURSE_TOPICS)  # the course's lesson registry
 LIMIT_S = 2.0
 
@@ -150,66 +126,35 @@ def _model():
     return torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 2))
 
 
+def _m(name: str):
+    return importlib.import_module(f"amp_lessons.{name}")
+
+
 def _valid_value(name: str, qualname: str):
     """A small valid value for a required parameter, by name (None: unknown)."""
     from amp_lessons import formats
 
+    # fmt: off
     table = {
-        "x": lambda: torch.randn(8, 16),
-        "a": lambda: torch.randn(8, 16),
-        "b": lambda: torch.randn(16, 8),
-        "values": lambda: torch.randn(16),
-        "fmt": lambda: "fp16",
-        "fmt_names": lambda: ["fp16", "bf16"],
-        "f": lambda: formats.get_format("fp16"),
-        "rounding": lambda: "nearest_even",
-        "code": lambda: 60,
-        "sign": lambda: 0,
-        "exponent": lambda: 15,
-        "mantissa": lambda: 0,
-        "v": lambda: 1.0,
-        "n": lambda: 8,
-        "m": lambda: 8,
-        "k": lambda: 8,
-        "size": lambda: 16,
-        "n_steps": lambda: 10,
-        "census": _census,
-        "fn": lambda: lambda *a, **k: 0.0,
-        "answer": lambda: 0,
-        "answers": lambda: {},
-        "predictions": lambda: {},
-        "fix": lambda: lambda m: m,
-        "device_type": lambda: "cpu",
-        "op_name": lambda: "mm",
-        "model": _model,
-        "inputs": lambda: torch.randn(4, 8),
-        "loss_fn": lambda: lambda out, *rest: out.float().pow(2).mean(),
-        "tensors": lambda: {"t": torch.randn(4, 128)},
-        "weight": lambda: 1.0,
-        "update": lambda: 1e-4,
-        "low": lambda: 1e-6,
-        "high": lambda: 1e6,
-        "lo": lambda: 1.0,
-        "hi": lambda: 2.0,
-        "max_rel_error": lambda: 0.01,
-        "ks": lambda: [16, 64],
-        "sizes": lambda: [16],
-        "config": lambda: "fp32",
-        "name": lambda: "NVIDIA H100 80GB HBM3",
-        "dtype_key": lambda: "bf16",
-        "experiment": lambda: "tf32_matmul",
-        "this_machine": lambda: {"x": 1.0},
-        "label": lambda: "measured here",
-        "s": lambda: 0.001,
-        "in_features": lambda: 8,
-        "out_features": lambda: 4,
-        "module": lambda: torch.nn.Linear(4, 4),
-        "obj": lambda: torch.randn(2),
-        "report": lambda: importlib.import_module("amp_lessons.device").device_report(),
-        "feature": lambda: "fp8",
-        "no_gpu": lambda: "no CUDA GPU",
-        "record": lambda: importlib.import_module("amp_lessons.reference").find("fp8_cast_costs", published=False)[0],
+        "x": lambda: torch.randn(8, 16), "a": lambda: torch.randn(8, 16), "b": lambda: torch.randn(16, 8),
+        "values": lambda: torch.randn(16), "fmt": lambda: "fp16", "fmt_names": lambda: ["fp16", "bf16"],
+        "f": lambda: formats.get_format("fp16"), "rounding": lambda: "nearest_even", "code": lambda: 60,
+        "sign": lambda: 0, "exponent": lambda: 15, "mantissa": lambda: 0, "v": lambda: 1.0, "n": lambda: 8,
+        "m": lambda: 8, "k": lambda: 8, "size": lambda: 16, "n_steps": lambda: 10, "census": _census,
+        "fn": lambda: lambda *a, **k: 0.0, "answer": lambda: 0, "answers": lambda: {}, "predictions": lambda: {},
+        "fix": lambda: lambda m: m, "device_type": lambda: "cpu", "op_name": lambda: "mm", "model": _model,
+        "inputs": lambda: torch.randn(4, 8), "loss_fn": lambda: lambda out, *rest: out.float().pow(2).mean(),
+        "tensors": lambda: {"t": torch.randn(4, 128)}, "weight": lambda: 1.0, "update": lambda: 1e-4,
+        "low": lambda: 1e-6, "high": lambda: 1e6, "lo": lambda: 1.0, "hi": lambda: 2.0, "max_rel_error": lambda: 0.01,
+        "ks": lambda: [16, 64], "sizes": lambda: [16], "config": lambda: "fp32",
+        "name": lambda: "NVIDIA H100 80GB HBM3", "dtype_key": lambda: "bf16", "experiment": lambda: "tf32_matmul",
+        "this_machine": lambda: {"x": 1.0}, "label": lambda: "measured here", "s": lambda: 0.001,
+        "in_features": lambda: 8, "out_features": lambda: 4, "module": lambda: torch.nn.Linear(4, 4),
+        "obj": lambda: torch.randn(2), "report": lambda: _m("device").device_report(), "feature": lambda: "fp8",
+        "no_gpu": lambda: "no CUDA GPU", "record": lambda: _m("reference").find("fp8_cast_costs", published=False)[0],
     }
+    # fmt: on
+    # fmt: off
     by_callable = {
         "amp_lessons.table": {"header": lambda: ("a", "b"), "rows": lambda: [["1", "2"], ["3", "4"]]},
         "style.explorer_figsize": {"figsize": lambda: (6.0, 3.0)},
@@ -217,64 +162,38 @@ def _valid_value(name: str, qualname: str):
         "style.recolor": {"fig": lambda: plt.figure(), "theme": lambda: "dark"},
         "formats.FloatFormat": {"name": lambda: "e5m2x", "exponent_bits": lambda: 5, "mantissa_bits": lambda: 2},
         "device.GPUInfo": {"name": lambda: "NVIDIA H100", "capability": lambda: (9, 0), "memory_bytes": lambda: 2**36},
-        "device.CPUInfo": {
-            "name": lambda: "x",
-            "arch": lambda: "x86_64",
-            "capability": lambda: "AVX2",
-            "threads": lambda: 2,
-        },
-        "tf32.plot_error_vs_k": {"data": lambda: importlib.import_module("amp_lessons.tf32").error_vs_k([16, 64])},
-        "tf32.plot_matmul_errors": {
-            "errors": lambda: importlib.import_module("amp_lessons.tf32").matmul_errors(8, 8, 8)
-        },
-        "fp16.plot_running_sums": {
-            "values_by_label": lambda: importlib.import_module("amp_lessons.fp16").running_sums_of_copies(1.0, 8)
-        },
-        "scaling.plot_scaler_history": {
-            "history": lambda: importlib.import_module("amp_lessons.scaling").simulate_scaler(10, (2,))
-        },
-        "scaling.plot_scale_sweep": {
-            "sweep": lambda: importlib.import_module("amp_lessons.scaling").scale_sweep(_census())
-        },
-        "scaling.safe_window": {"sweep": lambda: importlib.import_module("amp_lessons.scaling").scale_sweep(_census())},
-        **{
-            f"compiled.{f}": {"name": lambda: "chain"}
-            for f in ("make_inputs", "compile_workload", "captured_graph", "eager_casts")
-        },
+        "device.CPUInfo": {"name": lambda: "x", "arch": lambda: "x86_64", "capability": lambda: "AVX2",
+                           "threads": lambda: 2},
+        "tf32.plot_error_vs_k": {"data": lambda: _m("tf32").error_vs_k([16, 64])},
+        "tf32.plot_matmul_errors": {"errors": lambda: _m("tf32").matmul_errors(8, 8, 8)},
+        "fp16.plot_running_sums": {"values_by_label": lambda: _m("fp16").running_sums_of_copies(1.0, 8)},
+        "scaling.plot_scaler_history": {"history": lambda: _m("scaling").simulate_scaler(10, (2,))},
+        "scaling.plot_scale_sweep": {"sweep": lambda: _m("scaling").scale_sweep(_census())},
+        "scaling.safe_window": {"sweep": lambda: _m("scaling").scale_sweep(_census())},
+        **{f"compiled.{f}": {"name": lambda: "chain"}
+           for f in ("make_inputs", "compile_workload", "captured_graph", "eager_casts")},
         "compiled.plot_errors": {"errors": lambda: {"eager": (1e-2, 1e-3), "compiled": (1e-2, 1e-3)}},
-        "compiled.plot_step_times": {
-            "times": lambda: {
-                "eager fp32": importlib.import_module("amp_lessons.timing").time_fn(lambda: None, repeats=1)
-            }
-        },
+        "compiled.plot_step_times": {"times": lambda: {"eager fp32": _m("timing").time_fn(lambda: None, repeats=1)}},
         "compiled.precision_errors": {"compiled": lambda: _fake_compiled()},
-        "compiled.step_times": {
-            "compiled_autocast": lambda: _fake_compiled(),
-            "compiled_fp32": lambda: _fake_compiled(False),
-        },
+        "compiled.step_times": {"compiled_autocast": lambda: _fake_compiled(),
+                                "compiled_fp32": lambda: _fake_compiled(False)},
         "bits.plot_number_line": {"fmt": lambda: "fp8_e4m3"},
         "micro.mx_quantize": {"x": lambda: torch.randn(4, 64)},
         "micro.scale_rule_clipping": {"x": lambda: torch.randn(4, 64)},
         "autocast.output_dtypes": {"exprs": lambda: {"sum": lambda *a: torch.ones(2).sum()}},
-        "distributed.observe_ddp_step": {
-            "step": lambda: importlib.import_module("amp_lessons.distributed.key_code").ddp_amp_step
-        },
-        "distributed.observe_fsdp_step": {
-            "step": lambda: importlib.import_module("amp_lessons.distributed.key_code").fsdp_step
-        },
+        "distributed.observe_ddp_step": {"step": lambda: _m("distributed.key_code").ddp_amp_step},
+        "distributed.observe_fsdp_step": {"step": lambda: _m("distributed.key_code").fsdp_step},
         "debug.why_not_faster": {"model": _model, "inputs": lambda: torch.randn(4, 8), "loss_fn": lambda: _loss_fn},
         "debug.dtype_map": {"model": _model, "inputs": lambda: torch.randn(4, 8), "loss_fn": lambda: _loss_fn},
         "distributed.ring_sum": {"grads": lambda: torch.randn(4, 16)},
         **{f"micro.{f}": {"kind": lambda: "gradient"} for f in ("recipe_table", "recipe_tensor")},
         "checks.off_by": {"got": lambda: 2.0, "want": lambda: 1.0},
         "checks.same_value": {"got": lambda: 1.0, "want": lambda: 1.0},
-        "debug.plot_trace": {
-            "trace": lambda: (d := importlib.import_module("amp_lessons.debug")).trace_overflow(
-                d.t5_like_model(), (torch.randn(2, 16),)
-            )
-        },
-        "reference.save": {"records": lambda: importlib.import_module("amp_lessons.reference").load()[:1]},
+        "debug.plot_trace": {"trace": lambda: _m("debug").trace_overflow(_m("debug").t5_like_model(),
+                                                                           (torch.randn(2, 16),))},
+        "reference.save": {"records": lambda: _m("reference").load()[:1]},
     }
+    # fmt: on
     if qualname in by_callable:
         return by_callable[qualname][name]() if name in by_callable[qualname] else None
     return table[name]() if name in table else None
@@ -331,7 +250,7 @@ def classify(qualname: str, fn) -> str:
         return "uncovered"
     if valid_call(qualname, fn) is not None:
         return "probed"
-    for kind, test in (("record", is_result_record), ("picture", is_picture), ("exception", is_exception)):
+    for kind, test in (("record", is_result_record), ("picture", is_picture)):
         if test(qualname, fn):
             return kind
     return "uncovered"
@@ -365,10 +284,7 @@ COUNT_NAMES |= {
     "history_len", "kmax", "growth_interval", "break_every", "days", "block", "budget_steps", "max_exponent",
 }  # fmt: skip
 # Sizes where 0 is a valid value (no warm-up call), with the reason
-ZERO_ALLOWED = {
-    "warmup": "no warm-up call",
-    "max_fp16_cpu_size": "no fp16 matmul on a CPU",
-}
+ZERO_ALLOWED = {"warmup": "no warm-up call", "max_fp16_cpu_size": "no fp16 matmul on a CPU"}
 # Real parameters that must be positive (a scale, a rate, a time budget, a tolerance)
 POSITIVE_NAMES = {
     "scale", "lr", "budget_s", "timeout", "tolerance", "init_scale", "gain", "launch_ratio", "target_scale",
@@ -380,18 +296,11 @@ def _kind(p: inspect.Parameter) -> str | None:
     """The kind of bad values a parameter gets, from its name, annotation and default."""
     name, d = p.name, p.default
     ann = p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", "")
-    if name in SEED_NAMES:
-        return "seed"
-    if name in DEVICE_NAMES:
-        return "device"
-    if name in DEVICE_TYPE_NAMES:
-        return "device_type"
+    for names, kind in ((SEED_NAMES, "seed"), (DEVICE_NAMES, "device"), (DEVICE_TYPE_NAMES, "device_type")):
+        if name in names:
+            return kind
     if name in FORMAT_NAMES:
-        return (
-            "format"
-            if (d is p.empty or isinstance(d, str)) and name not in ("low", "high") or isinstance(d, str)
-            else None
-        )
+        return "format" if (d is p.empty and name not in ("low", "high")) or isinstance(d, str) else None
     if name in COUNT_NAMES and (isinstance(d, int) and not isinstance(d, bool) or (d is p.empty and ann == "int")):
         return "count"
     if name in FREE_TEXT:
@@ -411,86 +320,61 @@ def _kind(p: inspect.Parameter) -> str | None:
 
 def _value_kind(value) -> str | None:
     """The kind of a required parameter's valid value: tensors, models, functions, mappings, course objects."""
-    if isinstance(value, torch.Tensor):
-        return "tensor"
-    if isinstance(value, torch.nn.Module):
-        return "module"
-    if isinstance(value, (types.FunctionType, functools.partial)):
-        return "function"
-    if isinstance(value, dict):
-        return "mapping"
-    if type(value).__module__.startswith("amp_lessons"):
-        return "object"
-    return None
+    kinds = (
+        (torch.Tensor, "tensor"),
+        (torch.nn.Module, "module"),
+        ((types.FunctionType, functools.partial), "function"),
+    )
+    for types_, kind in (*kinds, (dict, "mapping")):
+        if isinstance(value, types_):
+            return kind
+    return "object" if type(value).__module__.startswith("amp_lessons") else None
 
 
 HUGE = 10**12
 
 # Calls whose acceptance of a value the harness calls bad is right, with the reason: (callable, parameter) for every
 # bad value, (callable, parameter, repr(value)) for one.
+# fmt: off
 ALLOWED = {
-    ("timing.matmul_flops", "m"): "arithmetic on a hypothetical matmul's size: no work is done",
-    ("timing.matmul_flops", "k"): "arithmetic on a hypothetical matmul's size: no work is done",
-    ("timing.matmul_flops", "n"): "arithmetic on a hypothetical matmul's size: no work is done",
+    **{("timing.matmul_flops", p): "arithmetic on a hypothetical matmul's size: no work is done" for p in "mkn"},
     ("checks.call_learner", "fn"): "calls a learner's answer, whatever it is, and reports what went wrong",
     ("checks.same_value", "want"): "a checker's comparison: answers False, never raises",
     ("autocast.fake_cuda", "obj"): "moves what it can to the fake CUDA device and returns anything else unchanged",
-    **{
-        (q, "value", repr(v)): "a NaN or an infinity is a value to look at bit by bit"
-        for q in ("bits.bit_explorer",)
-        for v in (math.nan, math.inf, -math.inf)
-    },
+    **{("bits.bit_explorer", "value", repr(v)): "a NaN or an infinity is a value to look at bit by bit"
+       for v in (math.nan, math.inf, -math.inf)},
     ("fp8.values_in", "lo", "-inf"): "the count of values below hi: an infinite bound is a half line",
     ("fp8.values_in", "hi", "inf"): "the count of values above lo: an infinite bound is a half line",
     ("lessons.workshop_schedule", "break_every", "huge"): "a schedule's arithmetic: no break at all",
-    **{
-        (q, p, "inf"): "documented: math.inf means no time limit"
-        for q, p in (
-            ("e2e.inference_compare", "budget_s"),
-            ("e2e.launch_bound_demo", "budget_s"),
-            ("e2e.matmul_throughput", "budget_s"),
-            ("e2e.matmul_throughput", "total_budget_s"),
-            ("e2e.odd_size_effect", "budget_s"),
-            ("e2e.train", "budget_s"),
-            ("e2e.training_plan", "budget_s"),
-        )
-    },
+    **{(f"e2e.{q}", p, "inf"): "documented: math.inf means no time limit"
+       for q, p in [(q, "budget_s") for q in ("inference_compare", "launch_bound_demo", "matmul_throughput",
+                                               "odd_size_effect", "train", "training_plan")]
+       + [("matmul_throughput", "total_budget_s")]},
     ("checks.is_placeholder", "answer"): "asks whether any answer is the untouched `...`: never raises",
     ("checks.off_by", "got"): "a checker's hint on any answer: never raises",
     ("checks.off_by", "want"): "a checker's hint: never raises",
     ("checks.same_value", "got"): "a checker's comparison of any answer: answers False, never raises",
     ("formats.FloatFormat", "description"): "free text shown with the format",
     ("formats.float32_input", "what"): "the name its errors give the tensor (free text)",
-    **{
-        ("tf32.fp32_precision", p): "a context manager: the setting is checked when it is entered (`with ...`)"
-        for p in ("matmul", "conv", "cpu_matmul")
-    },
+    **{("tf32.fp32_precision", p): "a context manager: the setting is checked when it is entered (`with ...`)"
+       for p in ("matmul", "conv", "cpu_matmul")},
     ("tf32.check_tf32_matmul", "rounding"): "a learner's answer (their rounding function): answered with a CheckResult",
     ("scaling.simulate_scaler", "n_steps", "0"): "zero steps: the scale's empty history",
-    **{
-        ("timing.format_seconds", "s", repr(v)): "a missing or unbounded time is printed as such (nan s, inf s)"
-        for v in (math.nan, math.inf, -math.inf)
-    },
+    **{("timing.format_seconds", "s", repr(v)): "a missing or unbounded time is printed as such (nan s, inf s)"
+       for v in (math.nan, math.inf, -math.inf)},
 }
+# fmt: on
 
+# fmt: off
 BAD = {
-    "seed": ["x", 1.5, True, -1],
-    "device": ["tpu", 3],
-    "device_type": ["tpu", 3],
-    "format": ["fp12", 3],
-    "count": [True, 1.5, "x", 0, -1, HUGE],
-    "bool": ["no", 2],
-    "int": [True, 1.5, "x"],
-    "float": ["x", None, math.nan, math.inf, -math.inf],
-    "positive": ["x", None, math.nan, math.inf, 0.0, -1.0],
-    "choice": ["sideways", 3],
-    "text": ["sideways", 3],
-    "tensor": ["x", lambda: torch.ones(4, 16, dtype=torch.complex64)],
-    "module": [3, "model"],
-    "function": [3, "f"],
-    "mapping": ["x", 3],
-    "object": ["x", 3],
+    "seed": ["x", 1.5, True, -1], "device": ["tpu", 3], "device_type": ["tpu", 3], "format": ["fp12", 3],
+    "count": [True, 1.5, "x", 0, -1, HUGE], "bool": ["no", 2], "int": [True, 1.5, "x"],
+    "float": ["x", None, math.nan, math.inf, -math.inf], "positive": ["x", None, math.nan, math.inf, 0.0, -1.0],
+    "choice": ["sideways", 3], "text": ["sideways", 3],
+    "tensor": ["x", lambda: torch.ones(4, 16, dtype=torch.complex64)], "module": [3, "model"], "function": [3, "f"],
+    "mapping": ["x", 3], "object": ["x", 3],
 }
+# fmt: on
 
 
 def _t(*shape, dtype=torch.float32):
@@ -501,19 +385,15 @@ PACKAGE_DATA = str(Path(__file__).resolve().parent.parent / "amp_lessons" / "dat
 
 # Bad calls that only one callable can have: wrong shapes, mismatched widths, NaN where a finite value is needed.
 # Values are factories (called for each try) or plain values.
+# fmt: off
 EXTRA: dict[str, dict[str, list]] = {
     "lessons.what_runs_where": {"report": ["abc", 3, None]},
     "fp8.blockwise_fake_quantize": {"block": [(0, 128), (1,), "x", (HUGE, 1), (1.5, 2)]},
     "debug.trace_overflow": {"inputs": [lambda: (torch.randn(2, 7),), "x", lambda: ()]},
-    "debug.why_not_faster": {
-        "inputs": [lambda: (torch.randn(4, 7),), "x"],
-        "batch_dim": [5, -3, "x", 1.5],
-    },
+    "debug.why_not_faster": {"inputs": [lambda: (torch.randn(4, 7),), "x"], "batch_dim": [5, -3, "x", 1.5]},
     "debug.dtype_map": {"inputs": [lambda: (torch.randn(4, 7),), "x"]},
-    **{
-        f"compiled.{f}": {"inputs": [lambda: (torch.randn(2, 4),), lambda: (torch.randn(2, 3), torch.randn(5, 7)), "x"]}
-        for f in ("captured_graph", "eager_casts", "compile_workload")
-    },
+    **{f"compiled.{f}": {"inputs": [lambda: (torch.randn(2, 4),), lambda: (torch.randn(2, 3), torch.randn(5, 7)), "x"]}
+       for f in ("captured_graph", "eager_casts", "compile_workload")},
     "micro.tiny_updates": {"start": [math.nan]},
     "tf32.emulated_matmul": {"a": [_t(8), _t(8, 7)], "b": [_t(7, 8), _t(16)]},
     "scaling.simulate_scaler": {"inf_steps": [(-1,), ("x",), 3]},
@@ -521,25 +401,14 @@ EXTRA: dict[str, dict[str, list]] = {
     # out-of-range fractions and steps, a folder for a file, a bare int for a generator or a device tuple
     "formats.compose": {"exponent": [2.5, True, [2.5], 32], "sign": [1.5, 2], "mantissa": [0.5, [0.5]]},
     "formats.get_format": {"fmt": [None]},
-    "formats.quantize": {
-        "fmt": [None],
-        "rounding": ["stochastic"],
-        "overflow": ["wrap"],
-        "x": [lambda: torch.arange(3), lambda: torch.ones(2, dtype=torch.float64), [1.0]],
-        "emulate": ["yes"],
-    },
+    "formats.quantize": {"fmt": [None], "rounding": ["stochastic"], "overflow": ["wrap"], "emulate": ["yes"],
+                         "x": [lambda: torch.arange(3), lambda: torch.ones(2, dtype=torch.float64), [1.0]]},
     "formats.FloatFormat": {"exponent_bits": [9], "mantissa_bits": [24, 2.0], "encoding": ["posit"]},
     "formats.representable_values": {"fmt": ["fp32"]},
     "device.device_report": {"mps": ["Apple M2"], "no_gpu": ["yes"]},
     "device.GPUInfo": {"bf16_supported": ["yes"], "rocm": [1], "multiprocessors": [-1], "name": [""]},
-    "timing.time_fn": {
-        "block_s": [0, -1.0, math.nan, math.inf, 11.0, "1ms", True],
-        "device": ["mps", "gpu", 0],
-        "dtype_key": ["float16"],
-        "flops": [-1.0],
-        "warmup": [-1],
-        "fn": [42],
-    },
+    "timing.time_fn": {"block_s": [0, -1.0, math.nan, math.inf, 11.0, "1ms", True], "device": ["mps", "gpu", 0],
+                       "dtype_key": ["float16"], "flops": [-1.0], "warmup": [-1], "fn": [42]},
     "formats.from_bits": {"code": [[1.5], True]},
     "reference.overview": {"path": [lambda: PACKAGE_DATA]},
     "reference.load": {"path": [lambda: PACKAGE_DATA]},
@@ -557,14 +426,11 @@ EXTRA: dict[str, dict[str, list]] = {
     "tf32.matmul_errors": {"variants": [[]]},
     # a file written without any record; a schedule from a folder that is not there; cells that are not text
     "reference.save": {"records": [[]]},
-    "lessons.workshop_schedule": {
-        "notebooks_dir": ["/no/such/folder"],
-        "start": ["9am", "25:00"],
-        "lunch_minutes": [-5],
-        "days": [3],
-    },
+    "lessons.workshop_schedule": {"notebooks_dir": ["/no/such/folder"], "start": ["9am", "25:00"],
+                                  "lunch_minutes": [-5], "days": [3]},
     "amp_lessons.table": {"header": [[None, "b"]], "notes": [[None]]},
 }
+# fmt: on
 
 
 def _topic_bad_calls() -> None:
@@ -662,10 +528,9 @@ def probe(qualname: str, fn) -> list[Outcome]:
     return out
 
 
+# a refused call may not grow the peak memory by more than this; while a huge size's call runs, the address space is
+# limited to what the process has plus 4 GiB, so a request the course failed to refuse fails in the allocator
 HUGE_BYTES = 512 * 1024**2
-"""A refused call may not grow this process's peak memory by more than this (a huge size is refused before any
-allocation); while a call runs, the address space is limited to what the process has plus 4 GiB, so that a
-request the course failed to refuse fails in the allocator instead of filling the machine."""
 
 _REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _COURSE_DIR = os.path.join(_REPO, "amp_lessons") + os.sep

@@ -108,9 +108,10 @@ def _plot_inputs():
 
     small = {"g": torch.logspace(-12, 4, 64)}
     run = RunErrors(1e-2, 3e-3, equals_eager=False, ulps_from_eager=1.0, fraction_differing=0.1)
-    e2e_rows = [
-        {"size": 64, "dtype": "fp32", "median_s": 1e-4, "tflops": 0.005, "percent_of_peak": None, "skipped": None}
-    ]
+    e2e_row = {"size": 64, "dtype": "fp32", "median_s": 1e-4, "tflops": 0.005, "percent_of_peak": None, "skipped": None}
+    mem_row = distributed.MemoryRow("fp32", 2, 4.0, 4.0, 8.0, 16.0)
+    train_run = e2e.TrainRun("fp32", True, loss=(2.0, 1.0), step_time_s=0.01, peak_memory_bytes=2**20)
+    # fmt: off
     return {
         "bits.plot_bit_layout": lambda c: (("fp16", 1.0), {}),
         "bits.plot_number_line": lambda c: (("fp4_e2m1",), {}),
@@ -129,19 +130,13 @@ def _plot_inputs():
         "scaling.plot_scaler_history": lambda c: ((scaling.simulate_scaler(4, (1,)),), {}),
         "scaling.plot_train_comparison": lambda c: ((scaling.train_comparison(2, progress=False),), {}),
         "e2e.plot_inference": lambda c: (([{"variant": "fp32", "max_abs_error": 0.0, "time_s": 1e-3}],), {}),
-        "e2e.plot_throughput": lambda c: ((e2e_rows,), {}),
-        "e2e.plot_training_runs": lambda c: (
-            ([e2e.TrainRun("fp32", True, loss=(2.0, 1.0), step_time_s=0.01, peak_memory_bytes=2**20)],),
-            {},
-        ),
+        "e2e.plot_throughput": lambda c: (([e2e_row],), {}),
+        "e2e.plot_training_runs": lambda c: (([train_run],), {}),
         "fp8.plot_fp8_window": lambda c: ((small,), {}),
         "fp8.plot_scaling_errors": lambda c: ((fp8.scaling_errors(small),), {}),
         "debug.plot_bytes_per_parameter": lambda c: ((maps(c),), {}),
         "debug.plot_trace": lambda c: ((trace(c),), {}),
-        "distributed.plot_memory_per_parameter": lambda c: (
-            ([distributed.MemoryRow("fp32", 2, 4.0, 4.0, 8.0, 16.0)],),
-            {},
-        ),
+        "distributed.plot_memory_per_parameter": lambda c: (([mem_row],), {}),
         "distributed.plot_reduction_error": lambda c: ((distributed.reduction_error((2, 4), elements=8),), {}),
         "micro.plot_recipe_snr": lambda c: (({"weight": [micro.RecipeRow("a", 8.0, 20.0, 0.0, 0.0, 0.0)]},), {}),
         "micro.plot_tiny_updates": lambda c: ((micro.tiny_updates(3),), {}),
@@ -149,6 +144,7 @@ def _plot_inputs():
         "compiled.plot_errors": lambda c: ((PrecisionErrors("mlp", run, run),), {}),
         "compiled.plot_step_times": lambda c: (({"eager": timing.time_fn(lambda: None, repeats=1)},), {}),
     }
+    # fmt: on
 
 
 def _public_plot_functions() -> list[str]:
@@ -173,10 +169,8 @@ def _drawn(fig) -> set[int]:
 @pytest.mark.parametrize("qualname", _public_plot_functions())
 @pytest.mark.parametrize("given_axes", [False, True], ids=["own figure", "given axes"])
 def test_every_plot_function_names_the_artists_it_draws(qualname, given_axes, census):
-    """Every public plot function of every topic names what it drew (:func:`amp_lessons._draw.named_artists`
-    of the Axes it returns), in its own figure or on an Axes it is given; every named artist is an
-    Artist drawn in the returned Axes' figure; every legend lies outside its Axes (it covers no data); the figure
-    saves without a warning (warnings are errors)."""
+    """Every plot function names what it drew (``named_artists`` of the Axes it returns, in its own figure or on a
+    given Axes): Artists drawn in that figure; every legend lies outside its Axes; the figure saves without warning."""
     import io
 
     import matplotlib.pyplot as plt
@@ -191,12 +185,9 @@ def test_every_plot_function_names_the_artists_it_draws(qualname, given_axes, ce
     topic, name = qualname.split(".")
     plot = getattr(internals(topic), name)
     args, kwargs = inputs[qualname](census)
-    if given_axes:
-        fig, given = plt.subplots()
-        kwargs = dict(kwargs, ax=given)
-    ax = plot(*args, **kwargs)
-    if given_axes:
-        assert ax is given
+    given = plt.subplots()[1] if given_axes else None
+    ax = plot(*args, **(dict(kwargs, ax=given) if given_axes else kwargs))
+    assert ax is given or not given_axes
     named = named_artists(ax)
     assert len(named) > 0, f"{qualname} names none of its artists"
     drawn = _drawn(ax.figure)

@@ -75,9 +75,7 @@ def test_no_compared_output_holds_a_path_of_this_machine(path):
         if c.cell_type != "code" or c.source.lstrip().startswith("# NBVAL_IGNORE_OUTPUT"):
             continue
         for out in c.get("outputs", []):
-            text = out.get("text", "") + "".join(
-                str(v) for k, v in out.get("data", {}).items() if k.startswith("text/")
-            )
+            text = out.get("text", "") + "".join(str(v) for k, v in out.get("data", {}).items() if k[:5] == "text/")
             m = MACHINE_PATH.search(text)
             assert not m, f"{path.name} cell {i}: {text[max(0, m.start() - 60) : m.end() + 60]!r}"
 

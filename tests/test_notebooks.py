@@ -99,17 +99,10 @@ def test_make_notebooks_strips_what_churns():
     nb.metadata["widgets"] = {"state": {}}
     cell = nbformat.v4.new_code_cell("w", execution_count=1)
     cell.metadata["execution"] = {"iopub.status.busy": "2026-01-01T00:00:00"}
-    cell.outputs = [
-        nbformat.v4.new_output(
-            "display_data",
-            data={"application/vnd.jupyter.widget-view+json": {"model_id": "abc"}, "text/plain": "VBox(...)"},
-        ),
-        *(
-            nbformat.v4.new_output("stream", name=n, text=t)
-            for n, t in [("stdout", "a\n"), ("stdout", "b"), ("stderr", "w\n")]
-        ),
-        nbformat.v4.new_output("stream", name="stdout", text="c\n"),
-    ]
+    widget = {"application/vnd.jupyter.widget-view+json": {"model_id": "abc"}, "text/plain": "VBox(...)"}
+    streams = [("stdout", "a\n"), ("stdout", "b"), ("stderr", "w\n"), ("stdout", "c\n")]
+    cell.outputs = [nbformat.v4.new_output("display_data", data=widget)]
+    cell.outputs += [nbformat.v4.new_output("stream", name=n, text=t) for n, t in streams]
     nb.cells = [nbformat.v4.new_markdown_cell("x"), cell]
     out = run_notebooks.clean(nb)
     assert "widgets" not in out.metadata
@@ -117,11 +110,7 @@ def test_make_notebooks_strips_what_churns():
     assert "execution" not in out.cells[1].metadata
     assert out.cells[1].outputs[0].data == {"text/plain": run_notebooks.WIDGET_NOTE}
     # a stream in as many chunks as the kernel sent: one output per run of the same stream, in order
-    assert [(o["name"], o["text"]) for o in out.cells[1].outputs[1:]] == [
-        ("stdout", "a\nb"),
-        ("stderr", "w\n"),
-        ("stdout", "c\n"),
-    ]
+    assert [(o["name"], o["text"]) for o in out.cells[1].outputs[1:]] == [("stdout", "a\nb"), *streams[2:]]
 
 
 # An exercise's heading: "**Exercise 2 — fix it (5 min).**" (or a Markdown heading "### Exercise 1 — ... (10 min)")
