@@ -140,8 +140,10 @@ def test_constants_equal_torch_finfo(name):
     assert f.max == fi.max
     assert f.smallest_normal == fi.smallest_normal == fi.tiny
     assert f.resolution == pytest.approx(fi.resolution)
-    if name == "fp8_e5m2fnuz":  # torch 2.11 and 2.13 report 0.125, torch 2.15 0.25: with 2 mantissa bits it is 0.25
-        assert fi.eps in (0.125, 0.25) and f.eps == 0.25
+    release = tuple(int(part) for part in torch.__version__.split("+")[0].split(".")[:2])
+    if name == "fp8_e5m2fnuz":  # with 2 mantissa bits the gap above 1 is 0.25; torch 2.11 and 2.13 report 0.125,
+        # 2.15 reports 0.25 (2.12 and 2.14 are not tested: either passes there)
+        assert f.eps == 0.25 and fi.eps == (0.125 if release <= (2, 13) else 0.25 if release >= (2, 15) else fi.eps)
     else:
         assert f.eps == fi.eps
 
