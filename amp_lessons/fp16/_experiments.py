@@ -59,6 +59,9 @@ def _values(values, what="values") -> torch.Tensor:
     raise TypeError(f"{what} must be a float32 tensor or a list of numbers, got {type(values).__name__}")
 
 
+_FP32 = get_format("fp32")
+
+
 def _is_fp32(f: FloatFormat) -> bool:
     return (f.exponent_bits, f.mantissa_bits, f.encoding) == (8, 23, "ieee")
 
@@ -67,7 +70,7 @@ def _is_fp32(f: FloatFormat) -> bool:
 def _scalar_rounder(f: FloatFormat):
     """A function rounding the exact result of one operation to float32 and then to ``f`` (nearest even, the format's
     own overflow), as quantize of a float32 operation's result does, faster."""
-    r32, rf = _rounder(get_format("fp32")), _rounder(f)
+    r32, rf = _rounder(_FP32), _rounder(f)
     return r32 if _is_fp32(f) else lambda x: rf(r32(x))
 
 
@@ -96,9 +99,6 @@ def _rounder(f: FloatFormat):
         return -r if x < 0 else r
 
     return rnd
-
-
-_FP32 = get_format("fp32")
 
 
 def running_sum(values, acc_fmt="fp16", rounding: str = "nearest_even", *, overflow: str | None = None) -> torch.Tensor:
