@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -53,13 +52,6 @@ def check_stall_value(answer, v: float = 1.0, fmt: str = "fp16") -> CheckResult:
 
 _PACKAGE = Path(__file__).resolve().parent.parent
 _SUMMERS = {"kahan_sum", "kahan_add", "running_sum", "running_sums_of_copies", "sum_copies"}
-
-
-@contextmanager
-def _package_summers_called():
-    """Record, in the yielded set, the course's own summation functions called inside the block."""
-    with calls_seen(lambda code: code.co_name in _SUMMERS and code.co_filename.startswith(str(_PACKAGE))) as seen:
-        yield seen
 
 
 def _kahan_inputs() -> dict[str, torch.Tensor]:
@@ -114,7 +106,7 @@ def check_kahan16(fn) -> CheckResult:
     hint = _hints(*_KAHAN_HINTS)
     cases = _kahan_inputs()
     for name, values in cases.items():
-        with _package_summers_called() as called:
+        with calls_seen(lambda c: c.co_name in _SUMMERS and c.co_filename.startswith(str(_PACKAGE))) as called:
             got = attempt(fn, values.clone(), call="kahan16(values)")
         if values.numel() > 1:  # an empty sum's None is a missing case, not the untouched starter
             placeholder(got, f"write kahan16(values): the compensated fp16 sum of values; it returns {got!r} so far")

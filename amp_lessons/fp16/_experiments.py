@@ -9,6 +9,7 @@ A running sum adds in float32 and rounds to the accumulator's format: for addend
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -122,7 +123,10 @@ def running_sum(values, acc_fmt="fp16", rounding: str = "nearest_even", *, overf
     rows = x.reshape(-1, x.shape[-1])
     if rows.shape[0] <= _SCALAR_ROWS and rounding == "nearest_even" and overflow == f.default_overflow:
         rnd = _scalar_rounder(f)
-        out = torch.tensor([_scalar_running_sum(row.tolist(), rnd) for row in rows], dtype=torch.float32)
+        out = torch.tensor(
+            [list(itertools.accumulate(row.tolist(), lambda a, v: rnd(a + v), initial=0.0))[1:] for row in rows],
+            dtype=torch.float32,
+        )
     else:
         out = torch.empty_like(rows)
         acc = torch.zeros(rows.shape[0])
@@ -130,14 +134,6 @@ def running_sum(values, acc_fmt="fp16", rounding: str = "nearest_even", *, overf
             acc = quantize(acc + rows[:, i], f, rounding, overflow)
             out[:, i] = acc
     return out.reshape(x.shape)
-
-
-def _scalar_running_sum(row: list, rnd) -> list:
-    acc, out = 0.0, []
-    for v in row:
-        acc = rnd(acc + v)
-        out.append(acc)
-    return out
 
 
 def _constant_running_sum(v: float, n: int, f: FloatFormat) -> torch.Tensor:
@@ -251,8 +247,8 @@ class SumCopies(TableRecord):
 
 def sum_copies(v: float, n: int) -> SumCopies:
     """Sum ``n`` copies of ``v`` several ways; returns the :class:`SumCopies`."""
-    sums = running_sums_of_copies(v, n)
     v, n = check_copies(v, n)
+    sums = running_sums_of_copies(v, n)
     t16 = _fp16_copies(v, n)
     run16 = sums["fp16 running sum"]
     stall = None
@@ -472,10 +468,6 @@ def gradient_census(model=None, *, batch=None, fmt="fp16", seed: int = 0) -> Gra
 def gradient_census_of(model: torch.nn.Module, loss_fn, batch, fmt="fp16") -> GradientCensus:
     """:func:`gradient_census` for any module and loss: ``loss_fn(model(inputs), targets)``
     (``batch`` a pair), or ``loss_fn(model(batch))`` (``batch`` a tensor)."""
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
-    if not callable(loss_fn):
-        raise TypeError(f"loss_fn must be callable, e.g. torch.nn.functional.mse_loss; got {loss_fn!r}")
     f = get_format(fmt)
     if isinstance(batch, (tuple, list)) and len(batch) == 2:
         inputs, targets = batch

@@ -15,7 +15,6 @@ from amp_lessons._draw import named_artists
 from amp_lessons.bits import plot_bit_layout, plot_number_line, plot_range_precision, plot_rounding_error, plot_spacing
 from amp_lessons.bits._describe import describe_code, describe_value
 from amp_lessons.formats import FORMATS, FloatFormat, representable_values
-from amp_lessons.style import style_context
 
 
 def digits(ax) -> str:
@@ -200,15 +199,6 @@ def test_number_line_negative_range_symlog_and_zoom():
 def test_number_line_refuses_limits_in_the_wrong_order():
     with pytest.raises(ValueError, match="lo=5"):
         plot_number_line("fp8_e4m3", lo=5, hi=1)
-
-
-def test_plots_keep_user_style_outside():
-    """The functions draw in the course style without changing the caller's rcParams."""
-    before = plt.rcParams["font.size"]
-    plot_spacing(("fp16",))
-    assert plt.rcParams["font.size"] == before
-    with style_context():
-        assert plt.rcParams["font.size"] == 11
 
 
 def test_bit_layouts_with_one_width_have_boxes_of_one_size():
