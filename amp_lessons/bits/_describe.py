@@ -23,7 +23,6 @@ class BitInfo:
     stored: float
     code: int | None
     kind: str
-    formula: str
 
     @property
     def overflowed(self) -> bool:
@@ -37,6 +36,26 @@ class BitInfo:
             return None
         m, e = self.fmt.mantissa_bits, self.fmt.exponent_bits
         return self.code >> (e + m), (self.code >> m) & ((1 << e) - 1), self.code & ((1 << m) - 1)
+
+    @property
+    def formula(self) -> str:
+        """How the bits make the stored value: ``"(-1)^0 x 2^(15-15) x 1.0000000000b = 1.0"``."""
+        f, stored = self.fmt, self.stored
+        if self.code is None:
+            return f"NaN: {f.name} has no NaN code ({f.encoding} encoding)"
+        s, ex, mt = self.fields
+        if math.isnan(stored):
+            return {
+                "ieee": "exponent all ones, mantissa not zero: NaN",
+                "fn": "exponent and mantissa all ones: NaN",
+                "fnuz": "sign 1, all other bits 0 (no -0 in fnuz): NaN",
+            }[f.encoding]
+        if math.isinf(stored):
+            return f"exponent all ones, mantissa zero: {'-' if s else '+'}inf"
+        m = f.mantissa_bits
+        lead, power = ("0", f"2^(1-{f.bias})") if ex == 0 else ("1", f"2^({ex}-{f.bias})")
+        significand = f"{lead}.{format(mt, f'0{m}b')}b" if m else f"{lead}b"
+        return f"(-1)^{s} x {power} x {significand} = {stored!r}"
 
     @property
     def bit_string(self) -> str:
@@ -88,7 +107,7 @@ def describe_value(value, fmt, rounding: str = "nearest_even") -> BitInfo:
     kind = CLASSES[int(f.classify(x, rounding)[0])]
     if kind == "zero" and v != 0:  # float32 itself rounded it to zero: its first rounding flushed it
         kind = "flushed"
-    return BitInfo(f, v, stored, code, kind, _formula(f, stored, code))
+    return BitInfo(f, v, stored, code, kind)
 
 
 def describe_code(code, fmt) -> BitInfo:
@@ -97,29 +116,7 @@ def describe_code(code, fmt) -> BitInfo:
     _validate.integer(code, "code")
     value = from_bits(torch.tensor([int(code)]), f)  # raises ValueError out of range
     kind = CLASSES[int(f.classify(value)[0])]  # a value of the format: zero, subnormal, normal, inf or nan
-    return BitInfo(f, None, float(value[0]), int(code), kind, _formula(f, float(value[0]), int(code)))
-
-
-def _formula(f: FloatFormat, stored: float, code) -> str:
-    if code is None:
-        return f"NaN: {f.name} has no NaN code ({f.encoding} encoding)"
-    m, e = f.mantissa_bits, f.exponent_bits
-    s, ex, mt = code >> (e + m), (code >> m) & ((1 << e) - 1), code & ((1 << m) - 1)
-    if math.isnan(stored):
-        return {
-            "ieee": "exponent all ones, mantissa not zero: NaN",
-            "fn": "exponent and mantissa all ones: NaN",
-            "fnuz": "sign 1, all other bits 0 (no -0 in fnuz): NaN",
-        }[f.encoding]
-    if math.isinf(stored):
-        return f"exponent all ones, mantissa zero: {'-' if s else '+'}inf"
-    frac = format(mt, f"0{m}b") if m else ""
-    if ex == 0:
-        lead, power = "0", f"2^(1-{f.bias})"
-    else:
-        lead, power = "1", f"2^({ex}-{f.bias})"
-    significand = f"{lead}.{frac}b" if m else f"{lead}b"
-    return f"(-1)^{s} x {power} x {significand} = {stored!r}"
+    return BitInfo(f, None, float(value[0]), int(code), kind)
 
 
 def _fmt_err(err: float) -> str:

@@ -11,7 +11,6 @@ import numpy as np
 from .._draw import bar_height, decade_ticks, named_artists, staircase
 from .._explorer import Explorer, Picture, error_html, failure_html, num, parse_value, readout_table
 from .._table import TONES
-from .._validate import int_in, integer
 from ..bits._describe import BitInfo, describe_code, describe_value
 from ..bits._plots import plot_bit_layout, plot_range_precision, plot_spacing
 from ..formats import ENCODINGS, FORMATS, FloatFormat, get_format
@@ -84,9 +83,6 @@ class BitExplorer(Explorer):
         if name not in self._formats:
             raise ValueError(f"format {name!r} is not in this explorer's menu: {', '.join(self._formats)}")
         return name
-
-    def _on_change(self, change) -> None:
-        self.update()
 
     def _on_bit(self, change) -> None:
         row = self._row()
@@ -231,20 +227,18 @@ class FormatDesigner(Explorer):
     BARS = ("fp32", "bf16", "fp16", "fp8_e4m3", "fp8_e5m2")
 
     def __init__(self, exponent_bits: int = 5, mantissa_bits: int = 10, encoding: str = "ieee"):
-        for name, v, lo, hi in (("exponent_bits", exponent_bits, 1, 8), ("mantissa_bits", mantissa_bits, 0, 23)):
-            int_in(integer(v, name), name, lo, hi, f"an int in the slider's range {lo}..{hi}")
-        if encoding not in ENCODINGS:
-            raise ValueError(f"encoding={encoding!r}: use one of {', '.join(map(repr, ENCODINGS))}")
         style = {"description_width": "initial"}
-        self.exponent_slider = widgets.IntSlider(exponent_bits, min=1, max=8, description="exponent bits", style=style)
-        self.mantissa_slider = widgets.IntSlider(mantissa_bits, min=0, max=23, description="mantissa bits", style=style)
-        self.encoding_menu = widgets.Dropdown(options=list(ENCODINGS), value=encoding, description="encoding")
-        self.fmt: FloatFormat | None = None
-        self.error = ""
-        self._pic = self._background_picture()
+        self.exponent_slider = widgets.IntSlider(1, min=1, max=8, description="exponent bits", style=style)
+        self.mantissa_slider = widgets.IntSlider(0, min=0, max=23, description="mantissa bits", style=style)
+        self.encoding_menu = widgets.Dropdown(options=list(ENCODINGS), description="encoding")
         controls = dict(
             exponent_bits=self.exponent_slider, mantissa_bits=self.mantissa_slider, encoding=self.encoding_menu
         )
+        for (name, w), v in zip(controls.items(), (exponent_bits, mantissa_bits, encoding)):
+            w.value = self.checked(w, name, v)
+        self.fmt: FloatFormat | None = None
+        self.error = ""
+        self._pic = self._background_picture()
         super().__init__(controls)
 
     def draw(self):

@@ -372,8 +372,7 @@ def train_master_weights(
 def small_model(seed: int = 0) -> torch.nn.Module:
     """A small seeded MLP: 64 inputs, two hidden layers of 256 ReLUs, 10 classes."""
     seed = _validate.seed(seed)
-    g = torch.random.fork_rng(devices=[])
-    with g:
+    with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         return torch.nn.Sequential(
             torch.nn.Linear(64, 256),

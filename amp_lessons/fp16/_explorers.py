@@ -12,7 +12,6 @@ import torch
 from .._draw import named_artists
 from .._explorer import Explorer, Picture, error_html, failure_html, parse_value, readout_table
 from .._table import Cell, html_table
-from .._validate import real_in
 from ..formats import get_format, quantize
 from ..fp16 import _experiments as fp16
 from ..fp16._plots import plot_format_regions, plot_running_sums
@@ -40,9 +39,8 @@ class MagnitudeExplorer(Explorer):
     LO, HI = -50.0, 40.0
 
     def __init__(self, log10_value: float = -5.0, sign: str = "+"):
-        log10_value = self._check_log10(log10_value)
         self.slider = widgets.FloatSlider(
-            log10_value,
+            0.0,
             min=self.LO,
             max=self.HI,
             step=0.1,
@@ -51,6 +49,7 @@ class MagnitudeExplorer(Explorer):
             style={"description_width": "initial"},
             layout=widgets.Layout(width="520px"),
         )
+        self.slider.value = self.checked(self.slider, "log10_value", log10_value)
         self.sign_buttons = widgets.ToggleButtons(
             options=["+", "-"], value=sign, description="sign", style={"button_width": "36px"}
         )
@@ -61,12 +60,6 @@ class MagnitudeExplorer(Explorer):
         self._fmts = [get_format(n) for n in self.FORMATS]
         self._pic = self._background_picture()
         super().__init__({"log10_value": self.slider, "sign": self.sign_buttons})
-
-    def _check_log10(self, v) -> float:
-        return real_in(v, "log10_value", self.LO, self.HI, allowed=f"a number from {self.LO:g} to {self.HI:g}")
-
-    def check(self, name: str, value):
-        return self._check_log10(value) if name == "log10_value" else super().check(name, value)
 
     def _background_picture(self) -> Picture:
         pic = Picture((10.5, 4.0))

@@ -138,16 +138,11 @@ def scale_sweep(census: dict, exponents=range(0, 33), fmt="fp16", kind: str = "a
     ``kind`` ("activations" or "weights") that, once scaled, are "flushed", "subnormal", "saturated" or "inf" in
     ``fmt``. Returns the :class:`ScaleSweep`."""
     index = _index(census)
-    exps = tuple(_validate.integer(e, "each of exponents") for e in _int_items(exponents, "exponents"))
+    lo, hi = SCALE_EXPONENTS
+    allowed = f"an int from {lo} to {hi}, so that the scale 2**e is a float32 number, as GradScaler's scale is"
+    exps = tuple(_validate.int_in(e, "each of exponents", lo, hi, allowed) for e in _int_items(exponents, "exponents"))
     if not exps:
         raise ValueError("exponents is empty: give at least one exponent, e.g. range(0, 33)")
-    for e in exps:
-        if not _validate.is_int(e, *SCALE_EXPONENTS):
-            lo, hi = SCALE_EXPONENTS
-            raise ValueError(
-                f"exponents holds {e!r}, which is not allowed: each exponent e must be an int from {lo} to {hi}, "
-                "so that the scale 2**e is a float32 number, as GradScaler's scale is"
-            )
     f = get_format(fmt)
     if kind not in index.KINDS:
         raise ValueError(f"kind must be one of {index.KINDS}, got {kind!r}")
@@ -375,12 +370,11 @@ def train_comparison(
     )
 
 
-_copy = copy.deepcopy
+_copy = copy.deepcopy  # the name lesson 05 shows in train_comparison's loop
 
 
 def pitfall_setup(seed: int = 0):
     """``(model, x, y)`` for the recipe's pitfalls: a small seeded fp32 MLP (8 -> 4) and a batch of 32."""
-
     model = _tiny_model(seed)
     g = torch.Generator().manual_seed(seed)
     x, y = torch.randn(32, 8, generator=g), torch.randn(32, 4, generator=g)

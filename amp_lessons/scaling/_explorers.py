@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import math
-import numbers
 
 import ipywidgets as widgets
 import numpy as np
@@ -31,34 +30,21 @@ class ScaleExplorer(Explorer):
 
     def __init__(self, exponent: int = 0, census: dict | None = None, fmt="fp16"):
         self.fmt = get_format(fmt)
-        exponent = self._check(exponent)  # before the census: a bad exponent is refused at once
-        self.census = fp16.gradient_census(fmt=self.fmt) if census is None else census
-        self._index = scaling.CensusIndex(self.census)
         self.slider = widgets.IntSlider(
-            exponent,
+            0,
             min=0,
             max=self.MAX_EXPONENT,
             description="log2 scale",
             style={"description_width": "initial"},
             layout=widgets.Layout(width="520px"),
         )
+        # before the census: a bad exponent is refused at once
+        self.slider.value = self.checked(self.slider, "exponent", exponent)
+        self.census = fp16.gradient_census(fmt=self.fmt) if census is None else census
+        self._index = scaling.CensusIndex(self.census)
         self.fractions: dict = {}
         self._pic = self._background_picture()
         super().__init__({"exponent": self.slider}, [self.slider])
-
-    def _check(self, exponent) -> int:
-        if (
-            isinstance(exponent, bool)
-            or not isinstance(exponent, numbers.Integral)
-            or not 0 <= exponent <= self.MAX_EXPONENT
-        ):
-            raise ValueError(
-                f"exponent must be an int from 0 to {self.MAX_EXPONENT} (scale 2**exponent), got {exponent!r}"
-            )
-        return int(exponent)
-
-    def check(self, name: str, value):
-        return self._check(value)
 
     def _background_picture(self) -> Picture:
         pic = Picture((10, 4.4))

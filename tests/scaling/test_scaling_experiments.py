@@ -189,36 +189,31 @@ def test_small_loss_census_underflows(small_census):
 # simulate_scaler and DynamicScaler against GradScaler over drawn scenarios: test_scaling_properties.py
 
 
-def test_a_forward_overflow_that_persists_freezes_training_at_scale_zero():
-    # an inf in the forward pass at every step: the scale halves to 0; at 0 the scaled loss is inf * 0 = NaN, the
-    # gradients are NaN, the step is skipped and the scale stays 0 * 0.5 = 0. No step is ever taken; the weights
-    # stay finite (and unchanged): training stops silently. Both scalers agree.
+_STOPPED = [True] * 6 + [False] + [True] * 3  # skipped steps when the overflows stop after step 5
+
+
+@pytest.mark.parametrize(
+    "overflow, n_inf, skipped, finite",
+    [
+        # an inf in the forward pass at every step: at scale 0 the scaled loss is inf * 0 = NaN, the gradients are
+        # NaN, every step is skipped and the scale stays 0 * 0.5 = 0; the weights stay finite (and unchanged):
+        # training stops silently
+        ("forward", 10, [True] * 10, [True] * 10),
+        # the same overflows, stopping after step 5: step 6's loss is finite, loss * 0 = 0, its gradients are 0
+        # (finite: the check passes), unscaling multiplies them by 1/0 = inf (NaN), and the step is taken: the
+        # weights are NaN
+        ("forward", 6, _STOPPED, [True] * 6 + [False] * 4),
+        # overflows in the backward pass do the same: the check for non-finite gradients (before the division)
+        # finds none at scale 0, 1/0 = inf turns them into NaN, and the step is taken
+        ("backward", 6, _STOPPED, [True] * 6 + [False] * 4),
+    ],
+)
+def test_a_scale_that_underflows_to_zero_fails_as_gradscaler_does(overflow, n_inf, skipped, finite):
     rows = scaling.compare_with_gradscaler(
-        10, inf_steps=tuple(range(10)), init_scale=2.0**-146, growth_interval=100, overflow="forward"
+        10, inf_steps=tuple(range(n_inf)), init_scale=2.0**-146, growth_interval=100, overflow=overflow
     )
     assert [r["torch_scale"] for r in rows] == [2.0**-146, 2.0**-147, 2.0**-148, 2.0**-149] + [0.0] * 6
-    assert all(r["torch_skipped"] and r["ours_skipped"] and r["params_finite"] for r in rows)
-    assert all(r["params_equal"] and r["ours_scale"] == r["torch_scale"] for r in rows)
-
-
-def test_a_forward_overflow_that_stops_at_scale_zero_writes_nan():
-    # the same overflows, stopping after step 5: step 6's loss is finite, loss * 0 = 0, its gradients are 0 (finite:
-    # the check passes), unscaling multiplies them by 1/0 = inf (NaN), and the step is taken: the weights are NaN
-    rows = scaling.compare_with_gradscaler(
-        10, inf_steps=tuple(range(6)), init_scale=2.0**-146, growth_interval=100, overflow="forward"
-    )
-    assert [r["torch_skipped"] for r in rows] == [True] * 6 + [False] + [True] * 3
-    assert [r["params_finite"] for r in rows] == [True] * 6 + [False] * 4
-    assert all(r["params_equal"] and r["ours_skipped"] == r["torch_skipped"] for r in rows)
-
-
-def test_a_scale_that_underflows_to_zero_fails_as_gradscaler_does():
-    # overflows at every step drive a tiny scale to 0 in float32. With scale 0 the scaled loss and its gradients
-    # are 0, the check for non-finite gradients (before the division) finds none, 1/0 = inf turns them into NaN,
-    # and the step is taken: the weights become NaN, and from then on every step is skipped. Both scalers agree.
-    rows = scaling.compare_with_gradscaler(10, inf_steps=tuple(range(6)), init_scale=2.0**-146, growth_interval=100)
-    assert [r["torch_scale"] for r in rows[:5]] == [2.0**-146, 2.0**-147, 2.0**-148, 2.0**-149, 0.0]
-    assert [r["torch_skipped"] for r in rows] == [True] * 6 + [False] + [True] * 3
+    assert [r["torch_skipped"] for r in rows] == skipped and [r["params_finite"] for r in rows] == finite
     assert all(r["ours_scale"] == r["torch_scale"] and r["ours_skipped"] == r["torch_skipped"] for r in rows)
     assert all(r["params_equal"] for r in rows)
 

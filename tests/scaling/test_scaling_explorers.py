@@ -41,7 +41,10 @@ def test_scaler_state_explorer_is_simulate_scaler(scaler_states):
     from amp_lessons.scaling import simulate_scaler
 
     ex = scaler_states
+    assert sum(ex.history.skipped) == 3 and ex.overflow_steps == []  # the opening state: only the injected ones
+    assert "amp-failure" in ex.readout.value and "3 of 200 steps skipped" in ex.readout.value
     ex.clear()
+    assert sum(ex.history.skipped) == 0 and "amp-failure" not in ex.readout.value
     ex.set(log2_init_scale=10, growth_factor=2.0, backoff_factor=0.5, growth_interval=20)
     ex.inject(30)
     ex.step_slider.value = 31
@@ -75,14 +78,6 @@ def fp16_overflows(x: float) -> bool:
     import torch
 
     return bool(torch.isinf(torch.tensor(x, dtype=torch.float32).to(torch.float16)))
-
-
-def test_scaler_state_explorer_opening_and_cleared():
-    ex = scaling.ScalerStateExplorer()
-    assert sum(ex.history.skipped) == 3 and ex.overflow_steps == []  # only the injected ones
-    assert "amp-failure" in ex.readout.value and "3 of 200 steps skipped" in ex.readout.value
-    ex.clear()
-    assert sum(ex.history.skipped) == 0 and "amp-failure" not in ex.readout.value
 
 
 @pytest.mark.parametrize(
