@@ -221,8 +221,6 @@ def test_overflow_demo_breaks_fp16_not_bf16():
 
 
 def test_reference_experiments_run_small_on_cpu():
-    assert reference.EXPERIMENTS["e2e_matmul_throughput"] is recorders.record_matmul_throughput
-    assert reference.EXPERIMENTS["e2e_training"] is recorders.record_training
     tp = recorders.record_matmul_throughput("cpu", size=64)
     assert tp["shape"] == "64^3" and tp["fp32_tflops"] > 0 and tp["bf16_tflops"] > 0
     assert reference._results_problem(tp) is None
@@ -246,12 +244,6 @@ def fake_rates(monkeypatch):
         monkeypatch.setattr(_common, "cached_rates", lambda device: tuple(dict(rates).items()))
 
     return use
-
-
-def test_matmul_rates_are_measured_once_per_process():
-    rates = e2e.matmul_rates()
-    assert set(rates) == {"fp32", "bf16", "fp16"} and all(v > 0 and math.isfinite(v) for v in rates.values())
-    assert e2e.matmul_rates("cpu") == rates  # cached: the same measurement
 
 
 def test_training_plan_keeps_the_full_model_where_bf16_is_fast(fake_cpu, fake_rates):
@@ -339,14 +331,15 @@ def test_spec_ratios_are_the_spec_sheets_arithmetic():
         SpecRatioTable.of(["A100"])
 
 
-def test_rate_table_shows_the_runs_behind_matmul_rates():
+def test_rate_table_shows_the_runs_behind_matmul_rates_measured_once_per_process():
+    rates = e2e.matmul_rates()
+    assert set(rates) == {"fp32", "bf16", "fp16"} and all(v > 0 and math.isfinite(v) for v in rates.values())
+    assert e2e.matmul_rates("cpu") == rates  # cached: the same measurement
     t = RateTable.of("cpu")
     assert set(t.runs) == {"fp32", "bf16", "fp16"} and t.size == e2e.RATE_PROBE_SIZE
     flops = timing.matmul_flops(t.size, t.size, t.size)
     # the fastest run is the rate the lessons size their work from
-    assert (
-        t.rates("fp32").max == pytest.approx(e2e.matmul_rates("cpu")["fp32"] / 1e9) == flops / min(t.runs["fp32"]) / 1e9
-    )
+    assert t.rates("fp32").max == pytest.approx(rates["fp32"] / 1e9) == flops / min(t.runs["fp32"]) / 1e9
     text, html = both(t)
     assert "median (GFLOP/s)" in text and "256^3 matmuls on cpu" in text and "max / fp32 max" in html
 
