@@ -8,7 +8,6 @@ import contextlib
 import functools
 import os
 import types
-import warnings
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -17,7 +16,7 @@ from .. import _validate
 from .._exercise import attempt, calls_seen, correct, exercise, finish, hint_list, not_yet, your_turn
 from ..checks import CheckResult, call_learner
 from . import _experiments as experiments
-from ._experiments import inductor_status, make_inputs
+from ._experiments import _import_inductor, inductor_status, make_inputs
 from .key_code import chain
 
 __all__ = [
@@ -72,14 +71,6 @@ def _check_output(out, h) -> str | None:
 def _fresh(fn):
     """``fn`` with a code object of its own: Dynamo keeps its cache per code object, so this one starts empty."""
     return types.FunctionType(fn.__code__.replace(), fn.__globals__, fn.__name__)
-
-
-def _import_inductor():
-    with warnings.catch_warnings():  # torch.utils.mkldnn's TorchScript deprecation warning: torch's, not the learner's
-        warnings.simplefilter("ignore", DeprecationWarning)
-        import torch._inductor.compile_fx
-        import torch._inductor.config
-    return torch._inductor.compile_fx, torch._inductor.config
 
 
 @functools.lru_cache(maxsize=4)

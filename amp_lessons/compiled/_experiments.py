@@ -100,17 +100,19 @@ def torch_logs():
         lines += [_LOG_PREFIX.sub("", line) for line in buffer.getvalue().splitlines()]
 
 
-def _require_inductor_import() -> None:
+def _import_inductor():
     with warnings.catch_warnings():  # torch.utils.mkldnn's TorchScript deprecation warning: torch's, not the learner's
         warnings.simplefilter("ignore", DeprecationWarning)
-        import torch._inductor.compile_fx  # noqa: F401
+        import torch._inductor.compile_fx
+        import torch._inductor.config
+    return torch._inductor.compile_fx, torch._inductor.config
 
 
 def _require_inductor() -> None:
     ok, why = inductor_status()
     if not ok:
         raise InductorUnavailable(why)
-    _require_inductor_import()
+    _import_inductor()
 
 
 def _check_workload(name) -> str:
@@ -270,7 +272,7 @@ def captured_graph(name: str, inputs: tuple | None = None) -> CapturedGraph:
 
     name = _check_workload(name)
     args = make_inputs(name) if inputs is None else _check_inputs(inputs, name)
-    _require_inductor_import()
+    _import_inductor()
     aten = GraphRecorder()
     dynamo = GraphRecorder(then=aot_autograd(fw_compiler=aten))
     torch._dynamo.reset()  # trace afresh, whatever was compiled before
@@ -389,11 +391,6 @@ def _reference(name: str, args: tuple) -> torch.Tensor:
     return key_code.mlp(*(a.to(LOW).double() for a in args), autocast=False)
 
 
-def _rel_errors(out: torch.Tensor, ref: torch.Tensor) -> tuple[float, float]:
-    rel = (out.double() - ref).abs() / ref.abs().clamp_min(torch.finfo(torch.float64).tiny)
-    return float(rel.max()), float(rel.mean())
-
-
 @dataclass(frozen=True)
 class RunErrors:
     """One run's output against fp64 (``max_error``, ``mean_error``: element-wise relative) and against eager
@@ -469,8 +466,10 @@ def precision_errors(compiled: CompiledWorkload, emulated=None) -> PrecisionErro
         return float(((a.double() - eager.double()).abs() / ulp).max())
 
     def run(out) -> RunErrors:
+        rel = (out.double() - ref).abs() / ref.abs().clamp_min(torch.finfo(torch.float64).tiny)
         return RunErrors(
-            *_rel_errors(out, ref),
+            float(rel.max()),
+            float(rel.mean()),
             equals_eager=bool(torch.equal(out, eager)),
             ulps_from_eager=ulps(out),
             fraction_differing=float((out != eager).double().mean()),

@@ -67,14 +67,21 @@ def _same_bits(got, params) -> bool:
     )
 
 
-def _known_mistake(step, variants, got, scales, accumulated: bool = False) -> CheckResult | None:
-    """ "Close, but ..." for the first of ``variants`` ((keyword arguments of ``step``, hint)) whose run gives the
-    learner's parameters and scales exactly; None when none does."""
+def _judge(got, scales, accumulated, reference, starter, right, start, variants, wrong_scales, wrong_params):
+    """The verdict on a run that raised nothing: ``right(want_scales)`` if it is ``reference``'s bit for bit, ``start``
+    if the ``starter``'s, "close, but" the hint of the first of ``variants`` ((keyword arguments of ``reference``,
+    hint)) it matches, else ``wrong_scales(scales)`` or ``wrong_params``."""
+    want, want_scales, _ = _run(reference, accumulated)
+    if _same_bits(got, want) and scales == want_scales:
+        return correct(right(want_scales))
+    params, sc, _ = _run(starter, accumulated)  # an fp32 run through an overflow ends in NaN
+    if _same_bits(got, params) and scales == sc:
+        return your_turn(start)
     for kwargs, hint in variants:
-        params, sc, _ = _run(lambda *a, kw=kwargs: step(*a, **kw), accumulated)
+        params, sc, _ = _run(lambda *a, kw=kwargs: reference(*a, **kw), accumulated)
         if _same_bits(got, params) and scales == sc:
             return not_yet(f"close, but {hint}")
-    return None
+    return not_yet(wrong_scales(scales) if scales != want_scales else wrong_params)
 
 
 @exercise
@@ -91,15 +98,6 @@ def check_clipped_amp_step(fn) -> CheckResult:
         return not_yet(f"{err.rstrip('.')}. Hint: call scaler.update() after scaler.step(optimizer), every step")
     if err:
         return not_yet(err)
-    want, want_scales, _ = _run(_reference)
-    if _same_bits(got, want) and scales == want_scales:
-        return correct("autocast forward, scaled backward, unscale_, clip, step, update: the recipe's step")
-    params, sc, _ = _run(_starter)
-    if _same_bits(got, params) and scales == sc:
-        return your_turn(
-            "so far this is the starter's plain fp32 step: it uses neither autocast nor the scaler, and nothing "
-            "limits the gradients' norm. The exercise names the pieces; where each goes is yours to work out"
-        )
     variants = (
         (
             {"clip_first": True},
@@ -113,19 +111,24 @@ def check_clipped_amp_step(fn) -> CheckResult:
             "the forward ran in fp32: run model(x) and the loss under torch.autocast('cpu', dtype=torch.float16)",
         ),
     )
-    close = _known_mistake(_reference, variants, got, scales)
-    if close is not None:  # a CheckResult is falsy when not ok
-        return close
-    if scales != want_scales:
-        return not_yet(
+    return _judge(
+        got,
+        scales,
+        False,
+        _reference,
+        _starter,
+        lambda _: "autocast forward, scaled backward, unscale_, clip, step, update: the recipe's step",
+        "so far this is the starter's plain fp32 step: it uses neither autocast nor the scaler, and nothing "
+        "limits the gradients' norm. The exercise names the pieces; where each goes is yours to work out",
+        variants,
+        lambda scales: (
             f"the scaler's scale went {scales}, not as in the recipe: use scaler.scale(loss), "
             "scaler.step(optimizer) and scaler.update()"
-        )
-    return not_yet(
+        ),
         "the scale moved as in the recipe, but the parameters after six steps differ from "
         "the recipe's: check that model(x) and the loss (the MSE of model(x).float()) run under "
         "torch.autocast('cpu', dtype=torch.float16), that the clip is to a total norm of 1.0, "
-        "and what the gradients hold at the moment you clip them"
+        "and what the gradients hold at the moment you clip them",
     )
 
 
@@ -199,19 +202,6 @@ def check_accumulated_amp_step(fn) -> CheckResult:
         )
     if err:
         return not_yet(err)
-    want, want_scales, _ = _run(_accumulate, True)
-    if _same_bits(got, want) and scales == want_scales:
-        return correct(
-            "one scaled backward per micro-batch, each loss divided by their number, then one step and one update: "
-            f"the step whose micro-batch overflowed was skipped whole, and the scale halved once "
-            f"({want_scales[_OVERFLOW_STEP - 1]:g} to {want_scales[_OVERFLOW_STEP]:g})"
-        )
-    params, sc, _ = _run(_accumulation_starter, True)  # an fp32 run through the overflow ends in NaN
-    if _same_bits(got, params) and scales == sc:
-        return your_turn(
-            "so far this is the starter: an fp32 optimizer step per micro-batch, with neither autocast nor the scaler. "
-            "The exercise asks for one step per call, as if the micro-batches were one large batch"
-        )
     variants = (
         (
             {"step_each": True},
@@ -232,16 +222,25 @@ def check_accumulated_amp_step(fn) -> CheckResult:
             "the forward ran in fp32: run model(x) and the loss under torch.autocast('cpu', dtype=torch.float16)",
         ),
     )
-    close = _known_mistake(_accumulate, variants, got, scales, True)
-    if close is not None:  # a CheckResult is falsy when not ok
-        return close
-    if scales != want_scales:
-        return not_yet(
+    return _judge(
+        got,
+        scales,
+        True,
+        _accumulate,
+        _accumulation_starter,
+        lambda want: (
+            "one scaled backward per micro-batch, each loss divided by their number, then one step and one update: "
+            f"the step whose micro-batch overflowed was skipped whole, and the scale halved once "
+            f"({want[_OVERFLOW_STEP - 1]:g} to {want[_OVERFLOW_STEP]:g})"
+        ),
+        "so far this is the starter: an fp32 optimizer step per micro-batch, with neither autocast nor the scaler. "
+        "The exercise asks for one step per call, as if the micro-batches were one large batch",
+        variants,
+        lambda scales: (
             f"the scaler's scale went {scales} over the four calls, not as in the recipe: one scaler.update() per "
             "call, after scaler.step(optimizer), and every backward through scaler.scale(...)"
-        )
-    return not_yet(
+        ),
         "the scale moved as in the recipe, but the parameters after four calls differ from the recipe's: check that "
         "every micro-batch's forward and loss run under torch.autocast('cpu', dtype=torch.float16), and what each "
-        "backward adds to the gradients"
+        "backward adds to the gradients",
     )

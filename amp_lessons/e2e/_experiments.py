@@ -78,15 +78,12 @@ _THROUGHPUT_DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8")
 
 def _skip_reason(dtype: str, size: int, d: torch.device, report: DeviceReport, max_fp16_cpu_size: int):
     g = report.gpu if d.type == "cuda" else None
+    none = "this machine has no such GPU" if d.type == "cpu" else f"the {g.name if g else 'GPU'} has none"
     if dtype == "tf32" and not (g is not None and g.tf32):
-        return "TF32 is a math mode of NVIDIA tensor cores (Ampere and newer); " + (
-            "this machine has no such GPU" if d.type == "cpu" else f"the {g.name if g else 'GPU'} has none"
-        )
+        return f"TF32 is a math mode of NVIDIA tensor cores (Ampere and newer); {none}"
     if dtype == "fp8":
         if not (g is not None and g.fp8):
-            return "fp8 matmuls need fp8 tensor cores (Ada Lovelace / Hopper and newer); " + (
-                "this machine has no such GPU" if d.type == "cpu" else f"the {g.name if g else 'GPU'} has none"
-            )
+            return f"fp8 matmuls need fp8 tensor cores (Ada Lovelace / Hopper and newer); {none}"
         if size % 16:
             return f"fp8 matmuls (torch._scaled_mm) need sizes divisible by 16, got {size}"
     if dtype == "fp16" and size > max_fp16_cpu_size and slow_fp16(d):

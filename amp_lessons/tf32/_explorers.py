@@ -41,12 +41,10 @@ class MatmulPrecisionExplorer(Explorer):
         kmax: int = 4096,
         seed: int = 0,
     ):
-
         int_in(mantissa_bits, "mantissa_bits", 0, 23)
         if rounding not in ROUNDING_MODES:
             raise ValueError(f"rounding={rounding!r}: use one of {', '.join(map(repr, ROUNDING_MODES))}")
         int_in(kmax, "kmax", 32, tf32.MAX_DIM, f"an int from 32 to {tf32.MAX_DIM} (the largest k the lesson runs)")
-        self._tf32 = tf32
         self.ks = [2**i for i in range(4, int(math.log2(kmax)) + 1)]
         self._shape = dict(m=m, n=n, seed=seed)
         self.data = tf32.error_vs_k(self.ks, **self._shape)
@@ -74,7 +72,7 @@ class MatmulPrecisionExplorer(Explorer):
     def draw(self):
         m, rounding = self.mantissa_slider.value, self.rounding_menu.value
         f = FloatFormat(f"e8m{m}", 8, m)
-        self.rms = self._tf32.error_vs_k(self.ks, (f,), rounding=rounding, **self._shape).rms[f.name]
+        self.rms = tf32.error_vs_k(self.ks, (f,), rounding=rounding, **self._shape).rms[f.name]
         same = [n for n, g in FORMATS.items() if (g.exponent_bits, g.mantissa_bits, g.encoding) == (8, m, "ieee")]
         name = f"e8m{m}" + (f" = {same[0]}" if same else "")
         ratio = self.rms[-1] / self.data.ref_rms[-1]

@@ -7,7 +7,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
 
-from amp_lessons import timing
 from tests.faces import internals
 
 compiled = internals("compiled")
@@ -30,16 +29,3 @@ def test_plot_errors_bars_reach_their_values_from_one_base_and_say_them():
         assert [b.get_y() for b in bars] == pytest.approx([bottom] * 2)
         assert [b.get_y() + b.get_height() for b in bars] == pytest.approx(list(errors[run]))
     assert sorted(t.get_text() for t in ax.texts) == sorted(f"{v:.2e}" for e in errors.values() for v in e)
-
-
-def test_plot_errors_takes_the_precision_errors_record():
-    def run(mx, mean):
-        return compiled.RunErrors(mx, mean, equals_eager=False, ulps_from_eager=1.0, fraction_differing=0.1)
-
-    ax = compiled.plot_errors(compiled.PrecisionErrors("mlp", run(1e-2, 3e-3), run(8e-3, 2e-3)))
-    assert [c.get_label() for c in ax.containers] == ["eager", "compiled"]
-
-
-def test_plot_step_times_draws_every_setting():
-    times = {k: timing.time_fn(lambda: None, repeats=1) for k in ("eager fp32", "compiled fp32")}
-    assert len(compiled.plot_step_times(times).containers[0]) == 2

@@ -2,10 +2,13 @@
 and no message of a starter or a wrong answer states the answer (the recipe's scale sequence); the starter's Your
 turn and the solution's Correct are tests/test_checker_contract.py's."""
 
+import functools
+
 import torch
 from torch import nn
 
 from amp_lessons import e2e
+from amp_lessons.e2e import _checks as checks
 from tests.e2e.contract import _clipped_starter as starter
 from tests.test_checks import assert_not_yet, solution
 
@@ -22,22 +25,8 @@ def _recipe_scales():
     return scales
 
 
-def _variant(clip=True, clip_first=False, update=True, autocast=True):
-    def step(model, optimizer, scaler, x, y):
-        with torch.autocast("cpu", dtype=torch.float16, enabled=autocast):
-            loss = nn.functional.mse_loss(model(x).float(), y)
-        scaler.scale(loss).backward()
-        if clip and clip_first:
-            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        scaler.unscale_(optimizer)
-        if clip and not clip_first:
-            nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        scaler.step(optimizer)
-        if update:
-            scaler.update()
-        optimizer.zero_grad(set_to_none=True)
-
-    return step
+def _variant(**mistake):  # the recipe's step with one piece moved or left out
+    return functools.partial(checks._reference, **mistake)
 
 
 def test_clipped_amp_step_exercise():
@@ -157,8 +146,6 @@ def test_the_accumulation_checker_measures_a_skipped_step():
     """The overflowing micro-batch does overflow: under the recipe the scale halves exactly once, at that call, and
     the parameters do not move in it (a checker whose data never overflowed could not tell one update per call
     from one per micro-batch)."""
-    from amp_lessons.e2e import _checks as checks
-
     seen = []
 
     def recorded(model, optimizer, scaler, micro_batches):

@@ -118,12 +118,6 @@ def test_slow_fp16_is_decided_by_the_measured_rate(fake_cpu, fake_rates, fp16_ra
         assert f"{fp16_rate / 1e11:.2g}x the fp32 rate here" in _common.slow_fp16_note(torch.device("cpu"))
 
 
-def test_odd_size_effect_rows():
-    rows = e2e.odd_size_effect(base=64, offsets=(0, 1, 8), repeats=1)
-    assert [r["size"] for r in rows] == [64, 65, 72] and [r["offset"] for r in rows] == [0, 1, 8]
-    assert rows[0]["relative_to_first"] == 1.0 and all(r["relative_to_first"] > 0 for r in rows)
-
-
 # --- peak memory ----------------------------------------------------------------------------------
 
 
@@ -221,8 +215,6 @@ def test_overflow_demo_breaks_fp16_not_bf16():
 
 
 def test_reference_experiments_run_small_on_cpu():
-    assert reference.EXPERIMENTS["e2e_matmul_throughput"] is recorders.record_matmul_throughput
-    assert reference.EXPERIMENTS["e2e_training"] is recorders.record_training
     tp = recorders.record_matmul_throughput("cpu", size=64)
     assert tp["shape"] == "64^3" and tp["fp32_tflops"] > 0 and tp["bf16_tflops"] > 0
     assert reference._results_problem(tp) is None
@@ -246,12 +238,6 @@ def fake_rates(monkeypatch):
         monkeypatch.setattr(_common, "cached_rates", lambda device: tuple(dict(rates).items()))
 
     return use
-
-
-def test_matmul_rates_are_measured_once_per_process():
-    rates = e2e.matmul_rates()
-    assert set(rates) == {"fp32", "bf16", "fp16"} and all(v > 0 and math.isfinite(v) for v in rates.values())
-    assert e2e.matmul_rates("cpu") == rates  # cached: the same measurement
 
 
 def test_training_plan_keeps_the_full_model_where_bf16_is_fast(fake_cpu, fake_rates):
@@ -311,8 +297,10 @@ def test_throughput_skips_rows_over_the_budget(fake_rates):
 
 def test_odd_size_and_launch_bound_demo_shrink_to_the_budget(fake_rates):
     fake_rates(CRAWL)
-    rows = e2e.odd_size_effect(offsets=(0, 8), repeats=1)
-    assert [r["size"] for r in rows] == [64, 72] and all(r["tflops"] > 0 for r in rows)
+    rows = e2e.odd_size_effect(offsets=(0, 1, 8), repeats=1)
+    assert [r["size"] for r in rows] == [64, 65, 72] and [r["offset"] for r in rows] == [0, 1, 8]
+    assert all(r["tflops"] > 0 for r in rows) and rows[0]["relative_to_first"] == 1.0
+    assert [r["relative_to_first"] for r in rows[1:]] == [r["tflops"] / rows[0]["tflops"] for r in rows[1:]]
     assert rows[0]["base_chosen"].startswith("base 64, not 1024: bf16 matmuls run at 0.001 GFLOP/s")
     out = e2e.launch_bound_demo(repeats=2)
     assert out.large.model == "3 x Linear(64, 64), batch 64"
@@ -339,14 +327,15 @@ def test_spec_ratios_are_the_spec_sheets_arithmetic():
         SpecRatioTable.of(["A100"])
 
 
-def test_rate_table_shows_the_runs_behind_matmul_rates():
+def test_rate_table_shows_the_runs_behind_matmul_rates_measured_once_per_process():
+    rates = e2e.matmul_rates()
+    assert set(rates) == {"fp32", "bf16", "fp16"} and all(v > 0 and math.isfinite(v) for v in rates.values())
+    assert e2e.matmul_rates("cpu") == rates  # cached: the same measurement
     t = RateTable.of("cpu")
     assert set(t.runs) == {"fp32", "bf16", "fp16"} and t.size == e2e.RATE_PROBE_SIZE
     flops = timing.matmul_flops(t.size, t.size, t.size)
     # the fastest run is the rate the lessons size their work from
-    assert (
-        t.rates("fp32").max == pytest.approx(e2e.matmul_rates("cpu")["fp32"] / 1e9) == flops / min(t.runs["fp32"]) / 1e9
-    )
+    assert t.rates("fp32").max == pytest.approx(rates["fp32"] / 1e9) == flops / min(t.runs["fp32"]) / 1e9
     text, html = both(t)
     assert "median (GFLOP/s)" in text and "256^3 matmuls on cpu" in text and "max / fp32 max" in html
 
@@ -372,14 +361,8 @@ def test_throughput_table_gives_rates_of_the_slowest_median_and_fastest_run():
     text, html = both(t)
     assert "min (TFLOP/s)" in text and "68.7" in text and "91.6" in text and "137" in text
     assert "median / spec peak (%)" in html and ">70<" in html and "not run: fp8 needs fp8 tensor cores" in html
-
-
-def test_throughput_table_of_a_cpu_run_is_in_gflops():
-    rows = e2e.matmul_throughput([32], ("fp32",), repeats=3)
-    t = ThroughputTable.of(rows)
-    assert t.tflops("fp32", 32).n == 3
-    text, _ = both(t)
-    assert "median (GFLOP/s)" in text and "TFLOP/s)" not in text
+    cpu = str(ThroughputTable.of([fake_row("fp32", 32, (1e-4, 1e-4, 1e-4))]))  # 0.655 GFLOP/s: a CPU's unit
+    assert "median (GFLOP/s)" in cpu and "0.655" in cpu and "TFLOP/s)" not in cpu
     with pytest.raises(TypeError, match="rows must be the list returned by e2e.matmul_throughput"):
         ThroughputTable.of([{"size": 32}])
     with pytest.raises(KeyError, match="no measured row for bf16 at n=32"):
