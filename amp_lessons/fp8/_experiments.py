@@ -5,7 +5,6 @@ matmul. The key code (scale, cast, block scales, ``to_fp8``) is the lesson's own
 from __future__ import annotations
 
 import contextlib
-import functools
 import importlib
 import math
 import warnings
@@ -456,9 +455,12 @@ def _cast_cost_plan(d: torch.device, shapes, compiled) -> tuple[list, dict, bool
     return todo, skipped, compiled
 
 
-def _fp8_after(cast_both, fp8_mm, a, w):
-    (a8, sa), (w8, sw) = cast_both(a, w)
-    return fp8_mm(a8, sa, w8, sw)
+def _fp8_mm(a8, sa, w8, sw):
+    return torch._scaled_mm(a8, w8.t(), scale_a=sa, scale_b=sw, out_dtype=torch.bfloat16)
+
+
+def _cast_both(a, w):
+    return (*to_fp8(a), *to_fp8(w))
 
 
 def fp8_cast_costs(
@@ -495,28 +497,21 @@ def fp8_cast_costs(
         for name, m, k, n in todo:
             a = torch.randn(m, k, generator=g).to(d, torch.bfloat16)
             w = torch.randn(n, k, generator=g).to(d, torch.bfloat16)
-            (a8, sa), (w8, sw) = to_fp8(a), to_fp8(w)
-
-            def fp8_mm(a8, sa, w8, sw):
-                return torch._scaled_mm(a8, w8.t(), scale_a=sa, scale_b=sw, out_dtype=torch.bfloat16)
-
-            def cast_both(a, w):
-                return to_fp8(a), to_fp8(w)
-
+            cast = _cast_both(a, w)
             variants = {
                 "bf16": lambda a=a, w=w: a @ w.t(),
-                "fp8": lambda a8=a8, sa=sa, w8=w8, sw=sw: fp8_mm(a8, sa, w8, sw),
-                "fp8+casts": lambda a=a, w=w: fp8_mm(*to_fp8(a), *to_fp8(w)),
+                "fp8": lambda cast=cast: _fp8_mm(*cast),
+                "fp8+casts": lambda a=a, w=w: _fp8_mm(*_cast_both(a, w)),
             }
             if compiled:
                 with warnings.catch_warnings():
                     # importing Inductor warns that TorchScript is deprecated: torch's own code, not the caller's
                     warnings.simplefilter("ignore", DeprecationWarning)
                     importlib.import_module("torch._inductor.compile_fx")
-                fused = torch.compile(cast_both, dynamic=False)
-                variants["fp8+compiled casts"] = functools.partial(_fp8_after, fused, fp8_mm, a, w)
+                fused = torch.compile(_cast_both, dynamic=False)
+                variants["fp8+compiled casts"] = lambda a=a, w=w, fused=fused: _fp8_mm(*fused(a, w))
             try:
-                fp8_mm(a8, sa, w8, sw)
+                _fp8_mm(*cast)
             except (RuntimeError, NotImplementedError) as exc:
                 skipped[name] = f"torch._scaled_mm did not run on {d}: {str(exc).splitlines()[0][:160]}"
                 continue

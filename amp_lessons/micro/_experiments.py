@@ -245,11 +245,6 @@ class Recipe:
             return bits + 8 / (self.block[0] * self.block[1])
         return float(bits)
 
-    def run(self, kind: str, step: int = SPIKE_STEP) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """:func:`recipe_run` of this recipe: ``(x, x as stored (dequantized), saturated)``."""
-        x = recipe_tensor(kind, step)
-        return (x, *_QUANTIZERS[self.scaling](self, x, kind, step))
-
 
 RECIPE_BY_NAME = {
     r.name: r
@@ -331,9 +326,7 @@ def _row_wise(r: Recipe, x: torch.Tensor, kind: str, step: int):
 
 
 def _block(r: Recipe, x: torch.Tensor, kind: str, step: int):
-    q = fp8.blockwise_fake_quantize(x, r.block, r.element_format)[0]
-    scales = fp8.block_scale_map(x, get_format(r.element_format), *r.block)
-    return q, round_to_element(x * scales, r.element_format)[1]
+    return _fp8_scaled(x, fp8.block_scale_map(x, get_format(r.element_format), *r.block), r.element_format)
 
 
 def _mx(r: Recipe, x: torch.Tensor, kind: str, step: int):
@@ -356,7 +349,8 @@ def recipe_run(
     """``(x, x as the recipe stores it (dequantized), saturated)`` for one tensor at one step. Delayed recipes scale
     with the largest amax of the previous ``history`` steps (Transformer Engine's "max" algorithm,
     https://docs.nvidia.com/deeplearning/transformer-engine/user-guide/api/common.html)."""
-    return get_recipe(recipe).run(kind, step)
+    r, x = get_recipe(recipe), recipe_tensor(kind, step)
+    return (x, *_QUANTIZERS[r.scaling](r, x, kind, step))
 
 
 def _snr_db(x: torch.Tensor, q: torch.Tensor) -> float:
@@ -389,7 +383,7 @@ def recipe_table(kind: str, step: int = SPIKE_STEP, recipes=RECIPES, *, progress
     progress = _validate.flag(progress, "progress")
     rows = []
     for r in Progress(recipes, desc=f"{kind} recipes", disable=not progress):
-        x, q, saturated = r.run(kind, step)
+        x, q, saturated = recipe_run(r, kind, step)
         st = recipe_stats(x, q, saturated)
         rows.append(RecipeRow(r.name, r.bits_per_value, st.snr_db, st.flushed, st.saturated, st.bias))
     return rows
