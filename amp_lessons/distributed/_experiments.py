@@ -48,12 +48,10 @@ from ._records import (
 from .key_code import tiny_mlp
 
 __all__ = [
-    "MAX_EMULATED_WORLD_SIZE",
     "MAX_WORLD_SIZE",
     "MEMORY_SETTINGS",
     "REDUCTION_FORMATS",
     "REDUCTION_METHODS",
-    "REDUCTION_ORDERS",
     "GroupTimeout",
     "ForkUnsafe",
     "GroupUnavailable",

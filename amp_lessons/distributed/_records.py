@@ -8,11 +8,7 @@ from dataclasses import dataclass, field
 __all__ = [
     "AllreduceCheck",
     "BuildCheck",
-    "DdpStep",
-    "FsdpStages",
     "MemoryRow",
-    "ReductionError",
-    "ReductionSweep",
     "ScalerOutcome",
 ]
 

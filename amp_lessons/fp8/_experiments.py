@@ -40,19 +40,15 @@ from ._records import (
 from .key_code import to_fp8
 
 __all__ = [
-    "BLOCK_SHAPES",
     "CAST_COST_SHAPES",
     "SCALING_METHOD_BY_NAME",
     "SCALING_METHODS",
     "amax_scale",
-    "as_matrix",
-    "block_scale_map",
     "blockwise_fake_quantize",
     "cast_stats",
     "fake_quantize",
     "fp8_cast_costs",
     "fp8_linear_check",
-    "get_scaling_method",
     "model_tensors",
     "scaled_mm_compare",
     "scaling_errors",
@@ -224,11 +220,11 @@ def _method_scale(method: ScalingMethod, x: torch.Tensor, f: FloatFormat, delaye
     return block_scale_map(x, f, *method.block)
 
 
-def cast_stats(
-    x: torch.Tensor, scaled: torch.Tensor, q_scaled: torch.Tensor, f: FloatFormat, q: torch.Tensor
-) -> CastStats:
-    """The :class:`CastStats` of ``x`` cast to ``f`` with a scale: ``scaled`` = x times the scale, ``q_scaled`` its
-    rounding, ``q`` = q_scaled over the scale (a non-zero x whose scaled value is 0 counts as flushed)."""
+def cast_stats(x: torch.Tensor, scale, f: FloatFormat) -> CastStats:
+    """The :class:`CastStats` of ``x`` cast to ``f`` with ``scale`` (a number or a per-element tensor): a non-zero
+    x whose scaled value is 0 counts as flushed."""
+    scaled = x * scale
+    q = quantize(scaled, f) / scale
     n = max(x.numel(), 1)
     norm = float(x.double().norm())
     err = float((q.double() - x.double()).norm()) / norm if norm > 0 else 0.0
@@ -276,10 +272,7 @@ def scaling_errors(
     with one_thread():
         for name, x in xs.items():
             for m in methods:
-                s = _method_scale(m, x, f, history)
-                scaled = x * s
-                q_scaled = quantize(scaled, f)
-                c = cast_stats(x, scaled, q_scaled, f, q_scaled / s)
+                c = cast_stats(x, _method_scale(m, x, f, history), f)
                 rows.append(
                     {"tensor": name, "method": m.name, "fmt": f.name, "relative error": c.relative_error,
                      "flushed": c.flushed, "saturated": c.saturated, "inf": c.inf}

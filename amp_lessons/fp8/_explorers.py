@@ -14,7 +14,7 @@ from .._draw import (
 )
 from .._explorer import Explorer, Picture, failure_html, readout_table
 from .._runtime import one_thread
-from ..formats import get_format, quantize
+from ..formats import get_format
 from ..fp8 import _experiments as fp8
 from ..style import style_context
 
@@ -138,10 +138,8 @@ class Fp8ScalingExplorer(Explorer):
         self.slider.disabled = block != "none"
         with one_thread():
             s = self._scale(f, block)
-            scaled = self.x * s
-            q_scaled = quantize(scaled, f)
-            self.stats = fp8.cast_stats(self.x, scaled, q_scaled, f, q_scaled / s)
-            a = scaled.abs().reshape(-1)
+            self.stats = fp8.cast_stats(self.x, s, f)
+            a = (self.x * s).abs().reshape(-1)
             logs = torch.log2(a[(a > 0) & torch.isfinite(a)]).double().numpy()
         heights = np.histogram(logs, bins=self._edges)[0] / self._n
         pic = self._picture(fmt_name)

@@ -28,10 +28,6 @@ from ._records import BlockQuantized, LowPrecisionRun, RecipeRow, RecipeStats, R
 from .key_code import MX_ELEMENTS, floor_shared_exponent, mx_block_quantize, round_to_element
 
 __all__ = [
-    "BYTES_PER_PARAMETER",
-    "MAX_ELEMENTS",
-    "MX_ELEMENT_FORMATS",
-    "RECIPES",
     "RECIPE_BY_NAME",
     "SCALE_RULES",
     "SPIKE_STEP",
@@ -39,8 +35,6 @@ __all__ = [
     "TENSOR_KINDS",
     "UPDATE_METHODS",
     "Recipe",
-    "e8m0_round_up",
-    "get_recipe",
     "kahan_add",
     "mx_quantize",
     "mx_scale_exponents",
