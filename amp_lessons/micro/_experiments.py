@@ -414,7 +414,7 @@ def stochastic_round(
             raise ValueError(f"noise must hold integers in [0, 2**16), got {int(noise.min())} to {int(noise.max())}")
         return _sr_bf16_bits(x.to(torch.float32), noise)
     if f.name == "bf16":
-        return _sr_bf16(x, generator)
+        return _sr_bf16_bits(x, torch.randint(0, 1 << 16, x.shape, generator=generator, dtype=torch.int32))
     down = quantize(x, f, "toward_zero")
     a = down.abs()
     # the spacing at `down`: 2**(exponent - m) for normals, the subnormal spacing below
@@ -425,11 +425,6 @@ def stochastic_round(
     up = torch.where(u < p, gap, torch.zeros_like(gap))
     out = down + torch.copysign(up, x)
     return quantize(out, f)
-
-
-def _sr_bf16(x: torch.Tensor, generator) -> torch.Tensor:
-    r = torch.randint(0, 1 << 16, x.shape, generator=generator, dtype=torch.int32)
-    return _sr_bf16_bits(x, r)
 
 
 def _sr_bf16_bits(x: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:
