@@ -128,10 +128,6 @@ class Fp8ScalingExplorer(Explorer):
             parts.append(f"{100 * self.stats.overflowed:.3g}% {how} {f.name}'s max {f.max:g}")
         return f"{what} in {f.name}: " + "; ".join(parts) if parts else ""
 
-    def _failure(self, f, what: str) -> str:
-        text = self._problem(f, what)
-        return failure_html(text) if text else ""
-
     def draw(self):
         fmt_name, block = self.FORMATS[self.fmt_box.value], self.block_box.value
         f = get_format(fmt_name)
@@ -147,7 +143,8 @@ class Fp8ScalingExplorer(Explorer):
         pic.parts["edge"].set_data(heights)
         what = f"scale 2^{int(self.slider.value)}" if block == "none" else f"per-block amax scales ({block} tiles)"
         pic.parts["label"].set_text(what)
-        return self._failure(f, what) + readout_table(
+        problem = self._problem(f, what)
+        return (failure_html(problem) if problem else "") + readout_table(
             [
                 ("scaling", html.escape(what)),
                 *(
