@@ -48,12 +48,10 @@ from ._records import (
 from .key_code import tiny_mlp
 
 __all__ = [
-    "MAX_EMULATED_WORLD_SIZE",
     "MAX_WORLD_SIZE",
     "MEMORY_SETTINGS",
     "REDUCTION_FORMATS",
     "REDUCTION_METHODS",
-    "REDUCTION_ORDERS",
     "GroupTimeout",
     "ForkUnsafe",
     "GroupUnavailable",
@@ -193,7 +191,19 @@ def observe_ddp_step(
 
 def ddp_bf16_hook_build_check() -> BuildCheck:
     """The condition under which DDP accepts ``bf16_compress_hook``, evaluated on the installed torch."""
-    return BuildCheck.of_this_torch()
+    gpu = f"CUDA {torch.version.cuda}" if torch.version.cuda else ""
+    hip = getattr(torch.version, "hip", None)
+    gpu = gpu or (f"ROCm {hip}" if hip else "")
+    nccl = ""
+    if dist.is_available() and dist.is_nccl_available():
+        try:
+            v = torch.cuda.nccl.version()
+            nccl = ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)
+        except (RuntimeError, AttributeError):
+            nccl = ""
+    xccl = getattr(dist, "is_xccl_available", None)
+    xpu = bool(xccl is not None and xccl() and hasattr(torch, "xpu") and torch.xpu.is_available())
+    return BuildCheck(gpu, nccl, xpu)
 
 
 def _stages_from(log: OpLog, model) -> list[tuple[str, str, str]]:
@@ -313,11 +323,6 @@ def observe_fp16_fsdp_step(
     return run_group(_fp16_step_observed, world_size, (fn, seed, overflow_rank), timeout=timeout)
 
 
-def _cpu_mesh(world_size: int):
-    """The ranks as a CPU device mesh (left out, ``fully_shard`` would put it on an accelerator)."""
-    return init_device_mesh("cpu", (world_size,))
-
-
 def _inf_sync_rank(rank: int, world_size: int, inf_rank: int, seed: int) -> dict[str, ScalerOutcome]:
     out_rows = {}
     warnings.filterwarnings("ignore", message=_DTENSOR_FOUND_INF_WARNING, category=UserWarning)
@@ -325,7 +330,7 @@ def _inf_sync_rank(rank: int, world_size: int, inf_rank: int, seed: int) -> dict
         torch.manual_seed(seed)
         model = nn.Linear(16, 2 * world_size)  # two output rows per rank: rank 0 owns rows 0 and 1
         policy = MixedPrecisionPolicy(param_dtype=torch.float16, reduce_dtype=torch.float32)
-        fully_shard(model, mesh=_cpu_mesh(world_size), mp_policy=policy)
+        fully_shard(model, mesh=init_device_mesh("cpu", (world_size,)), mp_policy=policy)
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
         scaler = cls("cpu")
         out = model(_batch(rank, seed))
@@ -391,7 +396,7 @@ def _memory_rank(rank: int, world_size: int, width: int, seed: int) -> list[dict
             model = DistributedDataParallel(model, gradient_as_bucket_view=True)
         else:
             policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16) if wrap == "fsdp-mp" else MixedPrecisionPolicy()
-            mesh = _cpu_mesh(world_size)
+            mesh = init_device_mesh("cpu", (world_size,))  # left out, fully_shard would use an accelerator
             for layer in (model[0], model[2]):
                 fully_shard(layer, mesh=mesh, mp_policy=policy)
             fully_shard(model, mesh=mesh, mp_policy=policy)

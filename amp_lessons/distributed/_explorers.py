@@ -8,7 +8,6 @@ import math
 import ipywidgets as widgets
 
 from .._explorer import Explorer, Picture, failure_html, readout_table
-from .._validate import is_int
 from ..formats import get_format
 from ..style import format_color, style_context
 from ._experiments import REDUCTION_FORMATS, REDUCTION_ORDERS, reduction_sweep
@@ -34,25 +33,21 @@ class ReductionExplorer(Explorer):
     COLD_MOVES = {"fmt": "_sweeps", "order": "_sweeps", "log10_scale": "_sweeps"}  # a new setting computes a sweep
 
     def __init__(self, world_size: int = 16, fmt: str = "bf16", order: str = "ring", log10_scale: int = 0):
-        if not is_int(world_size) or world_size not in self.WORLD_SIZES:
-            raise ValueError(f"world_size={world_size!r} is not allowed: a power of two from 2 to 4096")
-        if fmt not in REDUCTION_FORMATS:
-            raise ValueError(f"fmt={fmt!r} is not allowed: use one of {', '.join(map(repr, REDUCTION_FORMATS))}")
-        if order not in REDUCTION_ORDERS:
-            raise ValueError(f"order={order!r} is not allowed: use one of {', '.join(map(repr, REDUCTION_ORDERS))}")
-        lo, hi = self.LOG10_SCALES
-        if isinstance(log10_scale, bool) or not isinstance(log10_scale, int) or not lo <= log10_scale <= hi:
-            raise ValueError(f"log10_scale={log10_scale!r} is not allowed: an int from {lo} to {hi}")
         self._sweeps: dict[tuple, ReductionSweep] = {}
         self.ranks_slider = widgets.SelectionSlider(
-            options=list(self.WORLD_SIZES), value=world_size, description="ranks N", continuous_update=False
+            options=list(self.WORLD_SIZES), description="ranks N", continuous_update=False
         )
-        self.format_buttons = widgets.ToggleButtons(options=list(REDUCTION_FORMATS), value=fmt, description="sum in")
-        self.order_buttons = widgets.ToggleButtons(options=list(REDUCTION_ORDERS), value=order, description="order")
+        self.format_buttons = widgets.ToggleButtons(options=list(REDUCTION_FORMATS), description="sum in")
+        self.order_buttons = widgets.ToggleButtons(options=list(REDUCTION_ORDERS), description="order")
         self.scale_slider = widgets.IntSlider(
-            log10_scale, min=lo, max=hi, description="log10 gradient scale", style={"description_width": "initial"},
-            continuous_update=False,
+            min=self.LOG10_SCALES[0], max=self.LOG10_SCALES[1], description="log10 gradient scale",
+            style={"description_width": "initial"}, continuous_update=False,
         )  # fmt: skip
+        controls = dict(world_size=self.ranks_slider, fmt=self.format_buttons, order=self.order_buttons,
+                        log10_scale=self.scale_slider)  # fmt: skip
+        given = dict(world_size=world_size, fmt=fmt, order=order, log10_scale=log10_scale)
+        for what, value in given.items():
+            controls[what].value = self.checked(controls[what], what, value)
         rows = widgets.VBox(
             [widgets.HBox([self.ranks_slider, self.scale_slider]), widgets.HBox([self.format_buttons]),
              widgets.HBox([self.order_buttons])]
@@ -60,8 +55,6 @@ class ReductionExplorer(Explorer):
         self._pic = self._background_picture()
         self.sweep: ReductionSweep | None = None
         self.error = math.nan
-        controls = dict(world_size=self.ranks_slider, fmt=self.format_buttons, order=self.order_buttons,
-                        log10_scale=self.scale_slider)  # fmt: skip
         super().__init__(controls, [rows])
 
     def _sweep(self, fmt: str, order: str, k: int) -> ReductionSweep:

@@ -5,17 +5,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import torch
-import torch.distributed as dist
-
 __all__ = [
     "AllreduceCheck",
     "BuildCheck",
-    "DdpStep",
-    "FsdpStages",
     "MemoryRow",
-    "ReductionError",
-    "ReductionSweep",
     "ScalerOutcome",
 ]
 
@@ -79,22 +72,6 @@ class BuildCheck:
     def accepts(self) -> bool:
         nccl = tuple(int(v) for v in self.nccl.split(".")[:2]) if self.nccl else ()
         return (bool(self.gpu_build) and nccl >= (2, 10)) or self.xpu_xccl
-
-    @classmethod
-    def of_this_torch(cls) -> BuildCheck:
-        gpu = f"CUDA {torch.version.cuda}" if torch.version.cuda else ""
-        hip = getattr(torch.version, "hip", None)
-        gpu = gpu or (f"ROCm {hip}" if hip else "")
-        nccl = ""
-        if dist.is_available() and dist.is_nccl_available():
-            try:
-                v = torch.cuda.nccl.version()
-                nccl = ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)
-            except (RuntimeError, AttributeError):
-                nccl = ""
-        xccl = getattr(dist, "is_xccl_available", None)
-        xpu = bool(xccl is not None and xccl() and hasattr(torch, "xpu") and torch.xpu.is_available())
-        return cls(gpu, nccl, xpu)
 
     def __str__(self) -> str:
         build = self.gpu_build or "CPU-only build"

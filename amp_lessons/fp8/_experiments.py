@@ -5,7 +5,6 @@ matmul. The key code (scale, cast, block scales, ``to_fp8``) is the lesson's own
 from __future__ import annotations
 
 import contextlib
-import functools
 import importlib
 import math
 import warnings
@@ -41,19 +40,15 @@ from ._records import (
 from .key_code import to_fp8
 
 __all__ = [
-    "BLOCK_SHAPES",
     "CAST_COST_SHAPES",
     "SCALING_METHOD_BY_NAME",
     "SCALING_METHODS",
     "amax_scale",
-    "as_matrix",
-    "block_scale_map",
     "blockwise_fake_quantize",
     "cast_stats",
     "fake_quantize",
     "fp8_cast_costs",
     "fp8_linear_check",
-    "get_scaling_method",
     "model_tensors",
     "scaled_mm_compare",
     "scaling_errors",
@@ -225,11 +220,11 @@ def _method_scale(method: ScalingMethod, x: torch.Tensor, f: FloatFormat, delaye
     return block_scale_map(x, f, *method.block)
 
 
-def cast_stats(
-    x: torch.Tensor, scaled: torch.Tensor, q_scaled: torch.Tensor, f: FloatFormat, q: torch.Tensor
-) -> CastStats:
-    """The :class:`CastStats` of ``x`` cast to ``f`` with a scale: ``scaled`` = x times the scale, ``q_scaled`` its
-    rounding, ``q`` = q_scaled over the scale (a non-zero x whose scaled value is 0 counts as flushed)."""
+def cast_stats(x: torch.Tensor, scale, f: FloatFormat) -> CastStats:
+    """The :class:`CastStats` of ``x`` cast to ``f`` with ``scale`` (a number or a per-element tensor): a non-zero
+    x whose scaled value is 0 counts as flushed."""
+    scaled = x * scale
+    q = quantize(scaled, f) / scale
     n = max(x.numel(), 1)
     norm = float(x.double().norm())
     err = float((q.double() - x.double()).norm()) / norm if norm > 0 else 0.0
@@ -277,10 +272,7 @@ def scaling_errors(
     with one_thread():
         for name, x in xs.items():
             for m in methods:
-                s = _method_scale(m, x, f, history)
-                scaled = x * s
-                q_scaled = quantize(scaled, f)
-                c = cast_stats(x, scaled, q_scaled, f, q_scaled / s)
+                c = cast_stats(x, _method_scale(m, x, f, history), f)
                 rows.append(
                     {"tensor": name, "method": m.name, "fmt": f.name, "relative error": c.relative_error,
                      "flushed": c.flushed, "saturated": c.saturated, "inf": c.inf}
@@ -456,9 +448,12 @@ def _cast_cost_plan(d: torch.device, shapes, compiled) -> tuple[list, dict, bool
     return todo, skipped, compiled
 
 
-def _fp8_after(cast_both, fp8_mm, a, w):
-    (a8, sa), (w8, sw) = cast_both(a, w)
-    return fp8_mm(a8, sa, w8, sw)
+def _fp8_mm(a8, sa, w8, sw):
+    return torch._scaled_mm(a8, w8.t(), scale_a=sa, scale_b=sw, out_dtype=torch.bfloat16)
+
+
+def _cast_both(a, w):
+    return (*to_fp8(a), *to_fp8(w))
 
 
 def fp8_cast_costs(
@@ -495,28 +490,21 @@ def fp8_cast_costs(
         for name, m, k, n in todo:
             a = torch.randn(m, k, generator=g).to(d, torch.bfloat16)
             w = torch.randn(n, k, generator=g).to(d, torch.bfloat16)
-            (a8, sa), (w8, sw) = to_fp8(a), to_fp8(w)
-
-            def fp8_mm(a8, sa, w8, sw):
-                return torch._scaled_mm(a8, w8.t(), scale_a=sa, scale_b=sw, out_dtype=torch.bfloat16)
-
-            def cast_both(a, w):
-                return to_fp8(a), to_fp8(w)
-
+            cast = _cast_both(a, w)
             variants = {
                 "bf16": lambda a=a, w=w: a @ w.t(),
-                "fp8": lambda a8=a8, sa=sa, w8=w8, sw=sw: fp8_mm(a8, sa, w8, sw),
-                "fp8+casts": lambda a=a, w=w: fp8_mm(*to_fp8(a), *to_fp8(w)),
+                "fp8": lambda cast=cast: _fp8_mm(*cast),
+                "fp8+casts": lambda a=a, w=w: _fp8_mm(*_cast_both(a, w)),
             }
             if compiled:
                 with warnings.catch_warnings():
                     # importing Inductor warns that TorchScript is deprecated: torch's own code, not the caller's
                     warnings.simplefilter("ignore", DeprecationWarning)
                     importlib.import_module("torch._inductor.compile_fx")
-                fused = torch.compile(cast_both, dynamic=False)
-                variants["fp8+compiled casts"] = functools.partial(_fp8_after, fused, fp8_mm, a, w)
+                fused = torch.compile(_cast_both, dynamic=False)
+                variants["fp8+compiled casts"] = lambda a=a, w=w, fused=fused: _fp8_mm(*fused(a, w))
             try:
-                fp8_mm(a8, sa, w8, sw)
+                _fp8_mm(*cast)
             except (RuntimeError, NotImplementedError) as exc:
                 skipped[name] = f"torch._scaled_mm did not run on {d}: {str(exc).splitlines()[0][:160]}"
                 continue

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import html
 import math
-import numbers
-from collections.abc import Hashable
 
 import ipywidgets as widgets
 import numpy as np
@@ -16,7 +14,7 @@ from .._draw import (
 )
 from .._explorer import Explorer, Picture, failure_html, readout_table
 from .._runtime import one_thread
-from ..formats import get_format, quantize
+from ..formats import get_format
 from ..fp8 import _experiments as fp8
 from ..style import style_context
 
@@ -39,8 +37,6 @@ class Fp8ScalingExplorer(Explorer):
     def __init__(
         self, exponent: int = 0, block: str = "none", fmt: str = "e4m3", tensor=None, name: str = "activation gradients"
     ):
-
-        self._fp8 = fp8
         if tensor is None:
             names = ("weights", "activations", "weight gradients", "activation gradients")
             if name not in names:
@@ -57,21 +53,19 @@ class Fp8ScalingExplorer(Explorer):
         top, bottom = (float(logs.max()), float(logs.min())) if logs.numel() else (0.0, 0.0)
         self.max_exponent = max(self.MAX_EXPONENT, math.ceil(17 - top))
         self.min_exponent = min(self.MIN_EXPONENT, math.floor(-18 - top))
-        self.exponent = self._check(exponent)
         self.slider = widgets.IntSlider(
-            self.exponent,
+            0,
             min=self.min_exponent,
             max=self.max_exponent,
             description="log2 scale",
             style={"description_width": "initial"},
             layout=widgets.Layout(width="460px"),
         )
-        self.block_box = widgets.Dropdown(
-            options=self.BLOCKS, value=self._choice(block, self.BLOCKS, "block"), description="blocks"
-        )
-        self.fmt_box = widgets.ToggleButtons(
-            options=list(self.FORMATS), value=self._choice(fmt, self.FORMATS, "fmt"), description="format"
-        )
+        self.block_box = widgets.Dropdown(options=self.BLOCKS, description="blocks")
+        self.fmt_box = widgets.ToggleButtons(options=list(self.FORMATS), description="format")
+        controls = {"exponent": self.slider, "block": self.block_box, "fmt": self.fmt_box}
+        for what, value in {"exponent": exponent, "block": block, "fmt": fmt}.items():
+            controls[what].value = self.checked(controls[what], what, value)
         self.stats = None  # the shown CastStats
         self._n = self.x.numel()
         self._lo = math.floor(bottom) + self.min_exponent - 2
@@ -83,33 +77,7 @@ class Fp8ScalingExplorer(Explorer):
         self._pictures: dict[str, Picture] = {}
         for fmt_name in self.FORMATS.values():  # both backgrounds up front: a format switch only blits
             self._picture(fmt_name)
-        super().__init__(
-            {"exponent": self.slider, "block": self.block_box, "fmt": self.fmt_box},
-            [widgets.HBox([self.slider, self.block_box]), self.fmt_box],
-        )
-
-    @staticmethod
-    def _choice(v, options, what):
-        if not isinstance(v, Hashable) or v not in options:  # a list for a menu: one value, never a collection
-            raise ValueError(f"{what} must be one of {', '.join(map(repr, options))}, got {v!r}")
-        return v
-
-    def _check(self, exponent) -> int:
-        if (
-            isinstance(exponent, bool)
-            or not isinstance(exponent, numbers.Integral)
-            or not self.min_exponent <= exponent <= self.max_exponent
-        ):
-            raise ValueError(
-                f"exponent must be an int from {self.min_exponent} to {self.max_exponent} "
-                f"(scale 2**exponent), got {exponent!r}"
-            )
-        return int(exponent)
-
-    def check(self, name: str, value):
-        if name == "exponent":
-            return self._check(value)
-        return self._choice(value, self.BLOCKS if name == "block" else self.FORMATS, name)
+        super().__init__(controls, [widgets.HBox([self.slider, self.block_box]), self.fmt_box])
 
     def _picture(self, fmt_name: str) -> Picture:
         pic = self._pictures.get(fmt_name)
@@ -146,8 +114,8 @@ class Fp8ScalingExplorer(Explorer):
             return math.ldexp(1.0, int(self.slider.value))
         key = (f.name, block)
         if key not in self._block_maps:
-            br, bc = self._fp8.BLOCK_SHAPES[block]
-            self._block_maps[key] = self._fp8.block_scale_map(self.x, f, br, bc)
+            br, bc = fp8.BLOCK_SHAPES[block]
+            self._block_maps[key] = fp8.block_scale_map(self.x, f, br, bc)
         return self._block_maps[key]
 
     def _problem(self, f, what: str) -> str:
@@ -160,20 +128,14 @@ class Fp8ScalingExplorer(Explorer):
             parts.append(f"{100 * self.stats.overflowed:.3g}% {how} {f.name}'s max {f.max:g}")
         return f"{what} in {f.name}: " + "; ".join(parts) if parts else ""
 
-    def _failure(self, f, what: str) -> str:
-        text = self._problem(f, what)
-        return failure_html(text) if text else ""
-
     def draw(self):
         fmt_name, block = self.FORMATS[self.fmt_box.value], self.block_box.value
         f = get_format(fmt_name)
         self.slider.disabled = block != "none"
         with one_thread():
             s = self._scale(f, block)
-            scaled = self.x * s
-            q_scaled = quantize(scaled, f)
-            self.stats = self._fp8.cast_stats(self.x, scaled, q_scaled, f, q_scaled / s)
-            a = scaled.abs().reshape(-1)
+            self.stats = fp8.cast_stats(self.x, s, f)
+            a = (self.x * s).abs().reshape(-1)
             logs = torch.log2(a[(a > 0) & torch.isfinite(a)]).double().numpy()
         heights = np.histogram(logs, bins=self._edges)[0] / self._n
         pic = self._picture(fmt_name)
@@ -181,7 +143,8 @@ class Fp8ScalingExplorer(Explorer):
         pic.parts["edge"].set_data(heights)
         what = f"scale 2^{int(self.slider.value)}" if block == "none" else f"per-block amax scales ({block} tiles)"
         pic.parts["label"].set_text(what)
-        return self._failure(f, what) + readout_table(
+        problem = self._problem(f, what)
+        return (failure_html(problem) if problem else "") + readout_table(
             [
                 ("scaling", html.escape(what)),
                 *(

@@ -102,35 +102,27 @@ def plot_scaling_errors(rows, ax=None) -> Axes:
     and below it the share of values flushed, saturated or overflowed (0: a short bar labelled "0"). Named
     artists: each method's error bars by the method, its lower bars "<method> lost"."""
     rows = list(rows) if not isinstance(rows, dict) else None
-    if not rows or not all(isinstance(r, dict) and {"tensor", "method", "relative error"} <= set(r) for r in rows):
+    keys = {"tensor", "method", "relative error", "flushed", "saturated"}
+    if not rows or not all(isinstance(r, dict) and keys <= set(r) for r in rows):
         raise TypeError("rows must be the non-empty list returned by amp_lessons.fp8.scaling_errors")
     tensors = list(dict.fromkeys(r["tensor"] for r in rows))
     methods = list(dict.fromkeys(r["method"] for r in rows))
     err = {(r["tensor"], r["method"]): float(r["relative error"]) for r in rows}
-    lost = (
-        {
-            (r["tensor"], r["method"]): float(r["flushed"]) + float(r["saturated"]) + float(r.get("inf", 0.0))
-            for r in rows
-        }
-        if all({"flushed", "saturated"} <= set(r) for r in rows)
-        else None
-    )
+    lost = {(r["tensor"], r["method"]): r["flushed"] + r["saturated"] + r.get("inf", 0.0) for r in rows}
     if ax is None:
-        fig, axes = plt.subplots(2 if lost else 1, 1, figsize=(11, 7.4 if lost else 4.8), layout="constrained")
-        ax, ax_lost = (axes[0], axes[1]) if lost else (axes, None)
+        fig, (ax, ax_lost) = plt.subplots(2, 1, figsize=(11, 7.4), layout="constrained")
     else:
         ax = axes_for(ax, None)
-        ax_lost = ax.inset_axes([0.0, -1.35, 1.0, 1.0]) if lost else None
+        ax_lost = ax.inset_axes([0.0, -1.35, 1.0, 1.0])
     width = 0.8 / len(methods)
     _grouped_bars(ax, err, tensors, methods, width, mark_inf=True, names=(ax, ""))
     ax.set_ylabel("relative error ||q - x|| / ||x||")
     fmt = rows[0].get("fmt", "")
     ax.set_title(f"fp8 cast error by scaling method{f' ({fmt})' if fmt else ''}", loc="left")
     legend_outside(ax)
-    if ax_lost is not None:
-        _grouped_bars(ax_lost, lost, tensors, methods, width, mark_zero=True, names=(ax, " lost"))
-        ax_lost.set_ylabel("share of values flushed\nto 0 or saturated")
-        ax_lost.set_title("What the scaling changes: values lost to the window's ends", loc="left")
+    _grouped_bars(ax_lost, lost, tensors, methods, width, mark_zero=True, names=(ax, " lost"))
+    ax_lost.set_ylabel("share of values flushed\nto 0 or saturated")
+    ax_lost.set_title("What the scaling changes: values lost to the window's ends", loc="left")
     return ax
 
 

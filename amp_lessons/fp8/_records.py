@@ -12,13 +12,10 @@ from ..formats import get_format
 from ..timing import format_seconds
 
 __all__ = [
-    "CAST_COST_VARIANTS",
     "CastCosts",
     "CastStats",
-    "Fp8CostReference",
     "fp8_costs_of",
     "Fp8LinearErrors",
-    "ScaledMMComparison",
     "ScalingMethod",
 ]
 

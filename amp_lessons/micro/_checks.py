@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from contextlib import contextmanager
 
 import torch
 
@@ -216,16 +215,12 @@ def check_rceil_shared_exponent(fn) -> CheckResult:
     )
 
 
-@contextmanager
 def _calls_to_rounding():
     """Calls of the package's stochastic rounding inside the block, seen by where its code lives."""
     where = experiments.__file__
-
-    def rounding(code) -> bool:
-        return code.co_filename == where and ("stochastic" in code.co_name or "sr_" in code.co_name)
-
-    with calls_seen(rounding) as seen:
-        yield seen
+    return calls_seen(
+        lambda code: code.co_filename == where and ("stochastic" in code.co_name or "sr_" in code.co_name)
+    )
 
 
 _LOW = 0xFFFF  # the 16 bits of a float32 that bf16 drops

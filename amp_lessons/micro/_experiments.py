@@ -28,10 +28,6 @@ from ._records import BlockQuantized, LowPrecisionRun, RecipeRow, RecipeStats, R
 from .key_code import MX_ELEMENTS, floor_shared_exponent, mx_block_quantize, round_to_element
 
 __all__ = [
-    "BYTES_PER_PARAMETER",
-    "MAX_ELEMENTS",
-    "MX_ELEMENT_FORMATS",
-    "RECIPES",
     "RECIPE_BY_NAME",
     "SCALE_RULES",
     "SPIKE_STEP",
@@ -39,8 +35,6 @@ __all__ = [
     "TENSOR_KINDS",
     "UPDATE_METHODS",
     "Recipe",
-    "e8m0_round_up",
-    "get_recipe",
     "kahan_add",
     "mx_quantize",
     "mx_scale_exponents",
@@ -245,11 +239,6 @@ class Recipe:
             return bits + 8 / (self.block[0] * self.block[1])
         return float(bits)
 
-    def run(self, kind: str, step: int = SPIKE_STEP) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """:func:`recipe_run` of this recipe: ``(x, x as stored (dequantized), saturated)``."""
-        x = recipe_tensor(kind, step)
-        return (x, *_QUANTIZERS[self.scaling](self, x, kind, step))
-
 
 RECIPE_BY_NAME = {
     r.name: r
@@ -331,9 +320,7 @@ def _row_wise(r: Recipe, x: torch.Tensor, kind: str, step: int):
 
 
 def _block(r: Recipe, x: torch.Tensor, kind: str, step: int):
-    q = fp8.blockwise_fake_quantize(x, r.block, r.element_format)[0]
-    scales = fp8.block_scale_map(x, get_format(r.element_format), *r.block)
-    return q, round_to_element(x * scales, r.element_format)[1]
+    return _fp8_scaled(x, fp8.block_scale_map(x, get_format(r.element_format), *r.block), r.element_format)
 
 
 def _mx(r: Recipe, x: torch.Tensor, kind: str, step: int):
@@ -356,7 +343,8 @@ def recipe_run(
     """``(x, x as the recipe stores it (dequantized), saturated)`` for one tensor at one step. Delayed recipes scale
     with the largest amax of the previous ``history`` steps (Transformer Engine's "max" algorithm,
     https://docs.nvidia.com/deeplearning/transformer-engine/user-guide/api/common.html)."""
-    return get_recipe(recipe).run(kind, step)
+    r, x = get_recipe(recipe), recipe_tensor(kind, step)
+    return (x, *_QUANTIZERS[r.scaling](r, x, kind, step))
 
 
 def _snr_db(x: torch.Tensor, q: torch.Tensor) -> float:
@@ -389,7 +377,7 @@ def recipe_table(kind: str, step: int = SPIKE_STEP, recipes=RECIPES, *, progress
     progress = _validate.flag(progress, "progress")
     rows = []
     for r in Progress(recipes, desc=f"{kind} recipes", disable=not progress):
-        x, q, saturated = r.run(kind, step)
+        x, q, saturated = recipe_run(r, kind, step)
         st = recipe_stats(x, q, saturated)
         rows.append(RecipeRow(r.name, r.bits_per_value, st.snr_db, st.flushed, st.saturated, st.bias))
     return rows
@@ -426,7 +414,7 @@ def stochastic_round(
             raise ValueError(f"noise must hold integers in [0, 2**16), got {int(noise.min())} to {int(noise.max())}")
         return _sr_bf16_bits(x.to(torch.float32), noise)
     if f.name == "bf16":
-        return _sr_bf16(x, generator)
+        return _sr_bf16_bits(x, torch.randint(0, 1 << 16, x.shape, generator=generator, dtype=torch.int32))
     down = quantize(x, f, "toward_zero")
     a = down.abs()
     # the spacing at `down`: 2**(exponent - m) for normals, the subnormal spacing below
@@ -437,11 +425,6 @@ def stochastic_round(
     up = torch.where(u < p, gap, torch.zeros_like(gap))
     out = down + torch.copysign(up, x)
     return quantize(out, f)
-
-
-def _sr_bf16(x: torch.Tensor, generator) -> torch.Tensor:
-    r = torch.randint(0, 1 << 16, x.shape, generator=generator, dtype=torch.int32)
-    return _sr_bf16_bits(x, r)
 
 
 def _sr_bf16_bits(x: torch.Tensor, noise: torch.Tensor) -> torch.Tensor:

@@ -11,7 +11,6 @@ import numpy as np
 
 from .._explorer import Explorer, Picture, failure_html, readout_table
 from .._runtime import one_thread
-from .._validate import int_in
 from ..style import style_context
 from ._experiments import RECIPES, SPIKE_STEP, STEPS, TENSOR_KINDS, recipe_run, recipe_stats
 
@@ -42,34 +41,19 @@ class RecipeExplorer(Explorer):
 
     def __init__(self, kind: str = "gradient", recipe: str = "per-tensor delayed (history 16)", step: int = SPIKE_STEP):
         style = {"description_width": "initial"}
-        self.kind_box = widgets.Dropdown(options=TENSOR_KINDS, value=self._choice(kind, TENSOR_KINDS, "kind"),
-                                         description="tensor", style=style)  # fmt: skip
-        self.recipe_box = widgets.Dropdown(options=RECIPES, value=self._choice(recipe, RECIPES, "recipe"),
-                                           description="recipe", style=style,
-                                           layout=widgets.Layout(width="380px"))  # fmt: skip
-        self.step_slider = widgets.IntSlider(self._step(step), min=0, max=STEPS - 1, description="training step",
-                                             style=style, layout=widgets.Layout(width="420px"))  # fmt: skip
+        self.kind_box = widgets.Dropdown(options=TENSOR_KINDS, description="tensor", style=style)
+        self.recipe_box = widgets.Dropdown(
+            options=RECIPES, description="recipe", style=style, layout=widgets.Layout(width="380px")
+        )
+        self.step_slider = widgets.IntSlider(
+            min=0, max=STEPS - 1, description="training step", style=style, layout=widgets.Layout(width="420px")
+        )
+        controls = {"kind": self.kind_box, "recipe": self.recipe_box, "step": self.step_slider}
+        for what, value in {"kind": kind, "recipe": recipe, "step": step}.items():
+            controls[what].value = self.checked(controls[what], what, value)
         self.stats = None  # the shown RecipeStats
         self._pic = self._picture()
-        super().__init__(
-            {"kind": self.kind_box, "recipe": self.recipe_box, "step": self.step_slider},
-            [widgets.HBox([self.kind_box, self.recipe_box]), self.step_slider],
-        )
-
-    @staticmethod
-    def _choice(value, options, what: str) -> str:
-        if not isinstance(value, str) or value not in options:
-            raise ValueError(f"{what}={value!r} is not one of {', '.join(map(repr, options))}")
-        return value
-
-    @staticmethod
-    def _step(step) -> int:
-        return int_in(step, "step", 0, STEPS - 1, f"an int in [0, {STEPS - 1}]")
-
-    def check(self, name: str, value):
-        if name == "step":
-            return self._step(value)
-        return self._choice(value, TENSOR_KINDS if name == "kind" else RECIPES, name)
+        super().__init__(controls, [widgets.HBox([self.kind_box, self.recipe_box]), self.step_slider])
 
     def _picture(self) -> Picture:
         pic = Picture((10, 3.8))

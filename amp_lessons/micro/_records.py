@@ -11,7 +11,6 @@ from .._table import TableRecord
 from ..formats import get_format
 
 __all__ = [
-    "BlockQuantized",
     "LowPrecisionRun",
     "RecipeRow",
     "RecipeStats",

@@ -7,7 +7,6 @@ matplotlib.use("Agg")
 
 import math
 
-import pytest
 import torch
 
 from amp_lessons.formats import quantize
@@ -44,32 +43,23 @@ def test_the_sweep_shows_what_the_lesson_says():
     assert distributed.reduction_sweep("bf16", "ring", 1e-12).flushed == 0.0  # bf16 has fp32's range
 
 
-@pytest.fixture(scope="module")
-def explorer():
-    return distributed.reduction_explorer().explorer
-
-
-def test_the_failures_it_teaches(explorer):
-    explorer.set(world_size=16, fmt="bf16", order="ring", log10_scale=0)  # where it opens: no failure yet
-    assert "amp-failure" not in explorer.readout.value
-    explorer.set(world_size=4096)
-    assert "amp-failure" in explorer.readout.value and "wrong, in every gradient" in explorer.readout.value
-    explorer.set(order="pairwise")  # the tree order stays under 1%
-    assert "amp-failure" not in explorer.readout.value
-    explorer.set(fmt="fp16", order="ring", log10_scale=6)  # most gradients are beyond 65504 before any sum
-    assert "amp-failure" in explorer.readout.value and "65504" in explorer.readout.value
-    assert explorer.sweep.cast_overflowed > 0.5 and "inf (beyond 65504) before any sum" in explorer.readout.value
-    explorer.set(log10_scale=3)  # every gradient fits fp16; the sums of many ranks pass 65504
-    assert explorer.sweep.cast_overflowed == 0 and math.isinf(explorer.error)
-    assert "the partial sums passed" in explorer.readout.value and "largest value, 65504" in explorer.readout.value
-    assert "made 0% inf" in explorer.readout.value
-    explorer.set(log10_scale=-12)
-    assert "flushed 100% of the gradients" in explorer.readout.value
-    explorer.set(fmt="fp32")
-    assert "amp-failure" not in explorer.readout.value and explorer.error < 1e-5
-
-
-def test_the_default_opens_on_a_state_that_shows_the_lesson():
+def test_the_default_opens_on_the_lesson_and_the_failures_it_teaches():
     ex = distributed.ReductionExplorer()
     assert (ex.ranks_slider.value, ex.format_buttons.value, ex.order_buttons.value) == (16, "bf16", "ring")
-    assert 0.001 < ex.error < ex.FAILURE_ERROR  # visible on the picture, below the failure line
+    # visible on the picture, below the failure line: no failure yet
+    assert 0.001 < ex.error < ex.FAILURE_ERROR and "amp-failure" not in ex.readout.value
+    ex.set(world_size=4096)
+    assert "amp-failure" in ex.readout.value and "wrong, in every gradient" in ex.readout.value
+    ex.set(order="pairwise")  # the tree order stays under 1%
+    assert "amp-failure" not in ex.readout.value
+    ex.set(fmt="fp16", order="ring", log10_scale=6)  # most gradients are beyond 65504 before any sum
+    assert "amp-failure" in ex.readout.value and "65504" in ex.readout.value
+    assert ex.sweep.cast_overflowed > 0.5 and "inf (beyond 65504) before any sum" in ex.readout.value
+    ex.set(log10_scale=3)  # every gradient fits fp16; the sums of many ranks pass 65504
+    assert ex.sweep.cast_overflowed == 0 and math.isinf(ex.error)
+    assert "the partial sums passed" in ex.readout.value and "largest value, 65504" in ex.readout.value
+    assert "made 0% inf" in ex.readout.value
+    ex.set(log10_scale=-12)
+    assert "flushed 100% of the gradients" in ex.readout.value
+    ex.set(fmt="fp32")
+    assert "amp-failure" not in ex.readout.value and ex.error < 1e-5

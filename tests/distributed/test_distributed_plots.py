@@ -7,7 +7,7 @@ matplotlib.use("Agg")
 
 from amp_lessons import distributed
 from amp_lessons._draw import named_artists
-from amp_lessons.distributed._records import MemoryRow, ReductionError
+from amp_lessons.distributed._records import MemoryRow
 
 
 def test_plot_reduction_error_draws_one_line_per_method_and_marks_zeros():
@@ -29,4 +29,3 @@ def test_plot_memory_per_parameter_stacks_the_components():
     assert [p.get_width() for p in params] == [4.0, 2.0]
     assert [p.get_x() for p in optim] == [8.0, 4.0]
     assert list(named_artists(ax)["expected"].get_xdata()) == [16.0, 8.0]
-    assert isinstance(ReductionError([2], {"x": [0.1]}, 1).at("x", 2), float)

@@ -74,6 +74,7 @@ BAD_CALLS = {
         "fmt": ["int8"],
     },
     "fp8_cast_costs": {"shapes": [[(16, 32)], [(16, 0, 16)], []], "compiled": ["yes"]},
+    "fp8_scaling_explorer": {"tensor": [lambda: torch.empty(0), lambda: torch.empty(0, 4), lambda: torch.empty(3, 0)]},
 }
 """Bad calls of lesson 07's public functions that once got an unclear error, or none (joined to
 tests/api_contract.py's)."""

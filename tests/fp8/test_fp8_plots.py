@@ -39,50 +39,26 @@ def test_plot_fp8_window(fp8_tensors):
 
 
 def test_plot_scaling_errors(fp8_tensors):
+    """Bars at the errors on a log axis (the scaled methods' are nearly equal, the lesson says); the second panel,
+    on a log axis, shows the shares flushed or saturated, where the methods differ; inf and 0 are written out."""
     from amp_lessons.fp8 import plot_scaling_errors, scaling_errors
     from amp_lessons.fp8._experiments import SCALING_METHODS
 
     rows = scaling_errors(fp8_tensors)
     ax = plot_scaling_errors(rows)
-    assert ax.get_yscale() == "log"
+    (lost,) = [a for a in ax.figure.axes if a is not ax]
+    assert ax.get_yscale() == "log" and lost.get_yscale() == "log"
     assert [t.get_text() for t in ax.get_xticklabels()] == list(fp8_tensors)
     assert [t.get_text() for t in ax.get_legend().get_texts()] == list(SCALING_METHODS)
     bars = named_artists(ax)["per-tensor"]
     assert all(b in ax.patches for b in bars)
     want = [r["relative error"] for r in rows if r["method"] == "per-tensor"]
     assert np.allclose([b.get_y() + b.get_height() for b in bars], want)  # bar tops at the errors
-    inf_rows = [dict(rows[0], **{"relative error": math.inf})] + rows[1:]
-    ax = plot_scaling_errors(inf_rows)
-    assert any(t.get_text() == "inf" for t in ax.texts)
-    plt.close("all")
-
-
-def test_plot_scaling_errors_shows_what_the_methods_change(fp8_tensors):
-    """The error bars of the scaled methods are nearly equal (the lesson says so); the second panel, on a
-    log axis, shows the shares flushed or saturated, where the methods differ."""
-    from amp_lessons.fp8 import plot_scaling_errors, scaling_errors
-
-    rows = scaling_errors(fp8_tensors)
-    ax = plot_scaling_errors(rows)
-    (lost,) = [a for a in ax.figure.axes if a is not ax]
-    assert ax.get_yscale() == "log" and lost.get_yscale() == "log"
     bottom = lost.get_ylim()[0]
     for r in rows:
-        (bar,) = [
-            p
-            for p in named_artists(ax)[r["method"] + " lost"]
-            if p in lost.patches
-            and abs(
-                p.get_x()
-                + p.get_width() / 2
-                - (
-                    list(fp8_tensors).index(r["tensor"])
-                    - 0.4
-                    + 0.8 / 5 * (list(dict.fromkeys(x["method"] for x in rows)).index(r["method"]) + 0.5)
-                )
-            )
-            < 1e-9
-        ]
+        x = list(fp8_tensors).index(r["tensor"]) - 0.4 + 0.8 / 5 * (SCALING_METHODS.index(r["method"]) + 0.5)
+        named = named_artists(ax)[r["method"] + " lost"]
+        (bar,) = [p for p in named if p in lost.patches and abs(p.get_x() + p.get_width() / 2 - x) < 1e-9]
         share = r["flushed"] + r["saturated"]
         top = bar.get_y() + bar.get_height()
         if share > 0:
@@ -93,4 +69,6 @@ def test_plot_scaling_errors_shows_what_the_methods_change(fp8_tensors):
     # the weight gradients without scaling lose most values; with per-tensor scaling almost none
     by = {(r["tensor"], r["method"]): r["flushed"] + r["saturated"] for r in rows}
     assert by[("weight gradients", "no scaling")] > 100 * by[("weight gradients", "per-tensor")]
+    ax = plot_scaling_errors([dict(rows[0], **{"relative error": math.inf})] + rows[1:])
+    assert any(t.get_text() == "inf" for t in ax.texts)
     plt.close("all")

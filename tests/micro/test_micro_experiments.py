@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from amp_lessons.formats import get_format, quantize
-from amp_lessons.micro.key_code import MX_ELEMENTS, mx_block_quantize, round_to_element
+from amp_lessons.micro.key_code import MX_ELEMENTS, round_to_element
 from tests.faces import internals
 
 micro = internals("micro")
@@ -144,16 +144,6 @@ def test_round_to_element_against_the_format_table_exhaustively(fmt):
     for v, g, s in zip(x.tolist(), got.tolist(), sat.tolist()):
         want, want_sat = _table_round(v, fmt)
         assert (g, s) == (want, want_sat), (fmt, v, g, s, want, want_sat)
-
-
-def test_the_package_quantizer_is_the_lessons_key_code():
-    """mx_quantize packs what the lesson's mx_block_quantize returns (no second copy of the rule in the package)."""
-    x = torch.from_numpy(hard_blocks(seed=4))
-    for fmt in MX_ELEMENTS:
-        values, elements, k, saturated = mx_block_quantize(x, fmt)
-        q = micro.mx_quantize(x, fmt, "floor")
-        assert torch.equal(q.values.nan_to_num(), values.nan_to_num()) and torch.equal(q.clipped, saturated)
-        assert torch.equal(q.scale_codes, (k + 127).int())
 
 
 def test_a_nan_block_gets_the_nan_scale():
@@ -323,11 +313,11 @@ def test_tiny_updates():
 
 
 def test_train_low_precision_small():
-    res = micro.train_low_precision(steps=60, lr=3e-4, hidden=16)
+    res = micro.train_low_precision(steps=25, lr=3e-4, hidden=16)
     assert set(res) == set(micro.UPDATE_METHODS)
     for m, v in res.items():
         assert isinstance(v, micro.LowPrecisionRun) and v.method == m
-        assert len(v.loss) == 60 and v.loss[-1] < v.loss[0]
+        assert len(v.loss) == 25 and v.loss[-1] < v.loss[0]
     assert res["round to nearest"].never_moved > 0.2 > res["stochastic rounding"].never_moved
     assert res["Kahan"].bytes_per_parameter == res["fp32 master"].bytes_per_parameter == 4
 
