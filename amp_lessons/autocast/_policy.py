@@ -124,11 +124,8 @@ class Sampler:
             return _float_sample((n, n), d, self.device).reshape(shape)
         return _float_sample(tuple(shape), d, self.device)
 
-    def long(self, shape, value=0) -> torch.Tensor:
-        return torch.full(tuple(shape), value, dtype=torch.long, device=self.device)
-
-    def int32(self, shape, value=1) -> torch.Tensor:
-        return torch.full(tuple(shape), value, dtype=torch.int32, device=self.device)
+    def long(self, shape, value=0, dtype=torch.long) -> torch.Tensor:
+        return torch.full(tuple(shape), value, dtype=dtype, device=self.device)
 
 
 def generic_sample(schema, sampler: Sampler, s: int, r: int, variant: dict):
@@ -146,7 +143,7 @@ def generic_sample(schema, sampler: Sampler, s: int, r: int, variant: dict):
             if name in _INDEX_NAMES:
                 v = sampler.long(shape if variant["index_full"] else (s,))
             elif name in _PIVOT_NAMES:
-                v = sampler.int32(shape[:-1])
+                v = sampler.long(shape[:-1], 1, torch.int32)
             elif name in ("target", "targets") and variant["target"] != "float":
                 v = sampler.long(shape[:-1] if variant["target"] == "long_batch" else shape)
             elif name in variant["vectors"]:
@@ -231,12 +228,17 @@ VARIANTS = tuple(
 _COMPLEX_PARTS = {torch.complex32: torch.float16, torch.complex64: torch.float32, torch.complex128: torch.float64}
 
 
+def first_float(out):
+    """The first floating or complex tensor of ``out``, or None."""
+    return next(
+        (t for t in tree_leaves(out) if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())), None
+    )
+
+
 def result_dtype(out):
     """The dtype of the first floating (complex: its real part) output tensor."""
-    for t in tree_leaves(out):
-        if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
-            return _COMPLEX_PARTS.get(t.dtype, t.dtype)
-    return None
+    t = first_float(out)
+    return None if t is None else _COMPLEX_PARTS.get(t.dtype, t.dtype)
 
 
 class _FirstCasts(TorchDispatchMode):
@@ -273,20 +275,15 @@ def measure(qualified: str, device: str, low: torch.dtype) -> str | None:
         with mode or contextlib.nullcontext():
             return op(*args, **kwargs), sampler.n_float
 
-    builds = []
-    if qualified in SAMPLES:
-        builds.append(SAMPLES[qualified])
-    else:
-        for s, r in SHAPES:
-            for variant in VARIANTS:
-                builds.append(
-                    functools.partial(
-                        lambda sampler, s, r, variant: generic_sample(schema, sampler, s, r, variant),
-                        s=s,
-                        r=r,
-                        variant=variant,
-                    )
-                )
+    builds = (
+        [SAMPLES[qualified]]
+        if qualified in SAMPLES
+        else [
+            functools.partial(generic_sample, schema, s=s, r=r, variant=variant)
+            for s, r in SHAPES
+            for variant in VARIANTS
+        ]
+    )
     for build in builds:
         try:
             out_a, n_float = call([fp32], build)
@@ -412,22 +409,18 @@ def classify(device_type: str) -> tuple[dict[str, str], dict[str, str]]:
     return table, sources
 
 
-# CPU ops whose samples run only on some CPUs (mkldnn_rnn_layer needs AVX512), with their class in
-# https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.cpp
-_CPU_LISTED = {"mkldnn_rnn_layer": "lower_precision"}
-# CUDA ops registered outside autocast_mode.h that fake tensors cannot run (a CUDA build only):
+# Ops no sample can call here, with their class: a CPU op whose samples need AVX512, in
+# https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.cpp, and a CUDA op registered outside
+# autocast_mode.h that fake tensors cannot run (a CUDA build only), in
 # https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cudnn/AutocastRNN.cpp
-_CUDA_LISTED = {"_cudnn_rnn": "lower_precision"}
+_LISTED = {"cpu": {"mkldnn_rnn_layer": "lower_precision"}, "cuda": {"_cudnn_rnn": "lower_precision"}}
 
 
 def _fallback(name: str, device_type: str) -> str | None:
     """The class of an op neither the header nor a sample gave: the listed ones, the header's for the same name,
     the other device type's, or the header's for the longest op name inside this one."""
-
-    if device_type == "cpu" and name in _CPU_LISTED:
-        return _CPU_LISTED[name]
-    if device_type == "cuda" and name in _CUDA_LISTED:
-        return _CUDA_LISTED[name]
+    if name in _LISTED[device_type]:
+        return _LISTED[device_type][name]
     header = {base(q): p for q, p in sorted(header_policies().items())}
     if name in header:
         return header[name]
