@@ -27,29 +27,16 @@ def t5():
     return model, x, y
 
 
-def test_tensor_stats_use_the_formats_engine_thresholds():
+def test_tensor_stats_count_finite_values_only_and_what_float32_flushes():
+    """The class fractions are the formats engine's (tests/test_one_vocabulary.py); here what tensor_stats adds."""
     f16 = get_format("fp16")
-    x = torch.tensor(
-        [0.0, f16.underflow_threshold, 1e-6, 1.0, f16.max, f16.overflow_threshold, 1e6, math.inf, math.nan],
-        dtype=torch.float64,
-    )
+    x = torch.tensor([0.0, f16.underflow_threshold, 1.0, 1e6, math.inf, math.nan], dtype=torch.float64)
     s = debug.tensor_stats(x, ("fp16", "bf16"))
-    assert s.nonfinite == 2 and s.numel == 9
-    fr = s.fractions["fp16"]
-    # 7 finite values: the tie at the overflow threshold rounds up (overflows), 1e6 overflows
-    assert fr["inf"] == s.overflow("fp16") == 2 / 7
-    assert fr["flushed"] == 1 / 7  # the underflow threshold itself rounds to zero (tie to even)
-    assert fr["subnormal"] == 1 / 7  # 1e-6 < 6.1e-5
-    assert fr["zero"] == 1 / 7 and fr["normal"] == 2 / 7 and fr["saturated"] == fr["nan"] == 0.0
-    assert s.fractions["bf16"] == {**dict.fromkeys(CLASSES, 0.0), "zero": 1 / 7, "normal": 6 / 7}
+    assert s.nonfinite == 2 and s.numel == 6 and s.absmax == 1e6 and s.absmin_nonzero == f16.underflow_threshold
+    assert s.fractions["bf16"] == {**dict.fromkeys(CLASSES, 0.0), "zero": 1 / 4, "normal": 3 / 4}
     tiny = debug.tensor_stats(torch.tensor([1e-60, 0.0], dtype=torch.float64), "fp16")  # float32 flushes 1e-60
     assert tiny.fractions["fp16"]["flushed"] == tiny.fractions["fp16"]["zero"] == 0.5
     assert debug.tensor_stats(torch.arange(3), ("fp16",)) is None  # no floating tensor
-    assert s.absmax == 1e6 and s.absmin_nonzero == f16.underflow_threshold
-    # the fractions agree with a real fp16 cast
-    finite = x[torch.isfinite(x)]
-    h = finite.to(torch.float16)
-    assert int(torch.isinf(h).sum()) == 2 and int(((h == 0) & (finite != 0)).sum()) == 1
 
 
 def test_the_known_first_overflowing_layer_is_found_in_fp32_and_in_fp16(t5):
@@ -172,12 +159,8 @@ def test_triage_measures_and_explains(triage):
     assert t.speedup == t.fp32_step_s / t.amp_step_s and t.fp32_step_s == statistics.median(t.fp32_times_s)
     assert 0 < t.matmul_share_fp32 <= 1 and 0 <= t.cast_share <= 1 and t.threads == 1
     assert t.casts >= 4  # two weights and two activations cast to bf16 in forward, at least
-    assert t.odd_dims == ["'2' (out_features=10)"]
-    assert t.tf32_baseline is False and t.batch_time_ratio > 0
-    assert len(t.model_rate_ratios) == len(t.rate_ratios) == 2
-    names = [f[0] for f in t.findings]
-    assert names[0] == "low-precision matmuls not faster" and len(names) == 6
-    assert t.outcome in ("no verdict", "faster", "not faster", "slower")
+    assert t.odd_dims == ["'2' (out_features=10)"] and t.tf32_baseline is False
+    assert len(t.model_rate_ratios) == len(t.rate_ratios) == 2 and len(t.findings) == 6
     # the bound is Amdahl's: infinitely fast matmuls; the prediction uses the rate the model's matmuls ran at
     p, r = t.matmul_share_fp32, t.model_rate_ratio
     assert t.amdahl_bound == pytest.approx(1 / (1 - p)) and t.amdahl_bound >= 1.0
@@ -185,12 +168,9 @@ def test_triage_measures_and_explains(triage):
     assert t.predicted_speedup <= t.amdahl_bound
     share = next(e for n, _, e in t.findings if n == "matmuls are a small share")
     assert f"at most {t.amdahl_bound:.2g}x faster" in share and f"{t.predicted_speedup:.2g}x predicted" in share
-    # the matmul finding reads the model's own matmuls, and cites the 256^3 probe and the device probe
-    assert t.findings[0][1] == (t.model_rate_ratio < 1.0)
-    assert f"{t.model_rate_ratio:.2g}x their fp32 speed" in t.findings[0][2] and "256^3" in t.findings[0][2]
-    # on the CPU the dimensions are named, and not held against it: tiles are a GPU matter
-    dims = next(f for f in t.findings if f[0] == "dimensions not multiples of 8")
-    assert dims[1] is False and "GPU matter" in dims[2]
+    # the matmul finding reads the model's own matmuls; on the CPU the dimensions are not held against it
+    assert t.findings[0][1] == (t.model_rate_ratio < 1.0) and f"{t.model_rate_ratio:.2g}x their" in t.findings[0][2]
+    assert t.findings[4][:2] == ("dimensions not multiples of 8", False) and "GPU matter" in t.findings[4][2]
 
 
 def test_triage_times_with_one_thread_in_interleaved_rounds_and_puts_the_threads_back():
@@ -234,28 +214,24 @@ def test_triage_restores_grads():
 
 
 @pytest.mark.parametrize(
-    "setting, param, act, grad, state, total",
+    "setting, param, act, total",
     [
-        ("fp32", torch.float32, torch.float32, torch.float32, torch.float32, 16),
-        ("pure bf16", torch.bfloat16, torch.bfloat16, torch.bfloat16, torch.bfloat16, 8),
-        ("pure fp16", torch.float16, torch.float16, torch.float16, torch.float16, 8),
+        ("fp32", torch.float32, torch.float32, 16),
+        ("pure bf16", torch.bfloat16, torch.bfloat16, 8),
+        ("pure fp16", torch.float16, torch.float16, 8),
+        ("autocast bf16", torch.float32, torch.bfloat16, None),
+        ("autocast fp16", torch.float32, torch.float16, None),
     ],
 )
-def test_dtype_map_of_plain_settings(t5, setting, param, act, grad, state, total):
+def test_dtype_map(t5, setting, param, act, total):
     model, x, y = t5
     m = debug.dtype_map(model, x, loss_fn=lambda o: o.float().square().mean(), setting=setting)
-    assert set(m.parameters.values()) == {param} and set(m.gradients.values()) == {grad}
-    assert m.activations["block0.wo"] == act
-    assert {s["exp_avg"] for s in m.optimizer_states.values()} == {state}
-    assert m.total_bytes_per_parameter == total
-
-
-@pytest.mark.parametrize("setting, low", [("autocast bf16", torch.bfloat16), ("autocast fp16", torch.float16)])
-def test_dtype_map_under_autocast_counts_the_weight_copies(t5, setting, low):
-    model, x, y = t5
-    m = debug.dtype_map(model, x, loss_fn=lambda o: o.float().square().mean(), setting=setting)
-    assert set(m.parameters.values()) == {torch.float32} and set(m.gradients.values()) == {torch.float32}
-    assert m.activations["block0.wo"] == low and m.activations["norm0"] in (low, torch.float32)
+    assert set(m.parameters.values()) == set(m.gradients.values()) == {param} and m.activations["block0.wo"] == act
+    assert {s["exp_avg"] for s in m.optimizer_states.values()} == {param}
+    if total is not None:
+        assert m.total_bytes_per_parameter == total
+        return
+    assert m.activations["norm0"] in (act, torch.float32)
     # every Linear weight and bias is cast once to 2 bytes: all parameters except the LayerNorms'
     n = sum(p.numel() for p in model.parameters())
     cast = sum(p.numel() for mod in model.modules() if isinstance(mod, nn.Linear) for p in mod.parameters())
