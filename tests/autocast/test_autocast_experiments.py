@@ -160,45 +160,31 @@ def _last(trace, name):
     return trace.named(name)[-1]
 
 
-def test_fake_cuda_trace_reproduces_the_cuda_facts():
-    x = torch.randn(4, 8)
-    lin = torch.nn.Linear(8, 4)
-    t = A.trace(lambda m, x: m(x), lin, x, device_type="cuda")
-    assert t.fake and t.device_type == "cuda" and t.dtype == torch.float16
-    assert t.output.dtype == torch.float16 and t.output.device.type == "cuda"
-    assert "CUDA autocast policy previewed with fake CUDA tensors" in repr(t)
-
-    assert A.trace(torch.softmax, x.half(), -1, device_type="cuda").output.dtype == torch.float32
-    t = A.trace(lambda a, b: torch.cat([a, b]), x.half(), x, device_type="cuda")
-    assert t.output.dtype == torch.float32
-    with pytest.raises(RuntimeError, match="unsafe to autocast"):
-        A.trace(lambda p, y: F.binary_cross_entropy(p, y), x.sigmoid(), x.sigmoid(), device_type="cuda")
-    # the global CUDA autocast switches are back where they were, even after the error
-    assert not torch.is_autocast_enabled("cuda")
-    assert torch.is_autocast_cache_enabled()
-
-
 def test_fake_cuda_trace_records_the_inserted_casts():
     x = torch.randn(4, 8)
     t = A.trace(lambda m, x: F.layer_norm(m(x), (4,)), torch.nn.Linear(8, 4), x, device_type="cuda")
-    names = [op.name for op in t.ops]
-    casts = t.casts
-    assert [(c.in_dtypes[0], c.out_dtypes[0]) for c in casts] == [(torch.float32, torch.float16)] * 3 + [
-        (torch.float16, torch.float32)
-    ]
+    assert t.fake and t.device_type == "cuda" and t.dtype == torch.float16 and t.output.device.type == "cuda"
+    assert "CUDA autocast policy previewed with fake CUDA tensors" in repr(t)
+    casts = [(c.in_dtypes[0], c.out_dtypes[0]) for c in t.casts]
+    assert casts == [(torch.float32, torch.float16)] * 3 + [(torch.float16, torch.float32)]
     assert t.weight_casts == 2  # weight and bias; the input's cast is not a weight cast
+    names = [op.name for op in t.ops]
     assert names.index("addmm") < names.index("native_layer_norm")
     assert _last(t, "addmm").in_dtypes == (torch.float16,) * 3
     assert _last(t, "native_layer_norm").in_dtypes[0] == torch.float32
+    # cat(fp16, fp32) is on no CUDA list: fp32 by type promotion
+    assert A.trace(lambda a, b: torch.cat([a, b]), x.half(), x, device_type="cuda").output.dtype == torch.float32
+    with pytest.raises(RuntimeError, match="unsafe to autocast"):
+        A.trace(lambda p, y: F.binary_cross_entropy(p, y), x.sigmoid(), x.sigmoid(), device_type="cuda")
+    # the global CUDA autocast switches are back where they were, even after the error
+    assert not torch.is_autocast_enabled("cuda") and torch.is_autocast_cache_enabled()
 
 
 def test_cpu_trace_reproduces_the_cpu_facts():
     a, b = torch.randn(4, 8), torch.randn(8, 3)
     t = A.trace(torch.mm, a, b)
-    assert not t.fake and t.output.dtype == torch.bfloat16
+    assert not t.fake and t.output.dtype == torch.bfloat16 and "CPU autocast, measured on this machine" in repr(t)
     assert len(t.casts) == 2 and _last(t, "mm").in_dtypes == (torch.bfloat16, torch.bfloat16)
-    assert "CPU autocast, measured on this machine" in repr(t)
-
     t = A.trace(lambda x: F.layer_norm(x, (8,)), a.bfloat16())
     assert t.output.dtype == torch.bfloat16 and t.casts == []  # layer_norm is on no CPU list
 
