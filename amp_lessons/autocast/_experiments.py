@@ -55,6 +55,14 @@ def _check_device_type(device_type, what: str = "device_type") -> str:
     return device_type
 
 
+def _check_call(fn, device_type, dtype) -> tuple[str, torch.dtype]:
+    """``trace``'s and ``profile_tree``'s common arguments, checked: (device_type, dtype)."""
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {fn!r}")
+    device_type = _check_device_type(device_type)
+    return device_type, _check_dtype(dtype, device_type)
+
+
 def _check_dtype(dtype, device_type: str) -> torch.dtype:
     if dtype is None:
         return _DEFAULT_DTYPES[device_type]
@@ -223,10 +231,7 @@ def trace(fn, *args, device_type: str = "cpu", dtype=None, fake=None, backward: 
     ``fake=False``); otherwise (or ``fake=True``) it previews the CUDA policy on fake CUDA copies of ``args``,
     ``kwargs`` and a module ``fn`` (:func:`fake_cuda`), under ``torch.no_grad()`` without the cast cache, so pass
     every tensor ``fn`` uses as an argument, not through a closure; ``backward=True`` is refused there."""
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {fn!r}")
-    device_type = _check_device_type(device_type)
-    dtype = _check_dtype(dtype, device_type)
+    device_type, dtype = _check_call(fn, device_type, dtype)
     if fake not in (None, True, False):
         raise ValueError(f"fake must be None (automatic), True or False, got {fake!r}")
     if not isinstance(backward, bool):
@@ -351,10 +356,7 @@ def profile_tree(fn, *args, device_type: str = "cpu", dtype=None, trace_dir=None
     ``torch.profiler`` and return its CPU op tree (:class:`ProfileTree`: shapes, dtypes, self and total times;
     autocast's casts appear as ``aten::to`` children). The Chrome trace is written to a new file in ``trace_dir``
     (default: a new temporary folder). ``device_type="cuda"`` needs a GPU."""
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {fn!r}")
-    device_type = _check_device_type(device_type)
-    dtype = _check_dtype(dtype, device_type)
+    device_type, dtype = _check_call(fn, device_type, dtype)
     if device_type == "cuda" and not torch.cuda.is_available():
         raise RuntimeError(
             "profile_tree(device_type='cuda') times real CUDA kernels, and torch sees no GPU here; "

@@ -51,28 +51,21 @@ _HEADER_MACROS = {
 def parse_header(text: str) -> dict[str, str]:
     """``{"aten::name.overload": policy}`` from the ``#define AT_FORALL_X(_)`` macros of ``ATen/autocast_mode.h``."""
     out: dict[str, str] = {}
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        m = re.match(r"\s*#\s*define\s+(AT_FORALL_\w+)\s*\(_\)", lines[i])
-        if not m or m.group(1) not in _HEADER_MACROS:
-            i += 1
+    macros = re.findall(
+        r"^[ \t]*#[ \t]*define[ \t]+(AT_FORALL_\w+)[ \t]*\(_\)[^\n]*\\\s*?\n((?:[^\n]*\\[ \t\r]*\n)*[^\n]*)", text, re.M
+    )
+    for macro, body in macros:
+        if macro not in _HEADER_MACROS:
             continue
-        body = [lines[i]]
-        while body[-1].rstrip().endswith("\\") and i + 1 < len(lines):
-            i += 1
-            body.append(lines[i])
-        i += 1
-        policy = _HEADER_MACROS[m.group(1)]
-        macro_body = " ".join(line.rstrip().rstrip("\\") for line in body[1:])
-        if m.group(1) == "AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE":
+        body = " ".join(line.rstrip().rstrip("\\") for line in body.splitlines())
+        if macro == "AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE":
             for qualified, how in re.findall(
-                r'"(\w+(?:\.\w+)?)"[^"]*?\b(fp32\w*|lower_precision\w*|promote)\s*\)', macro_body
+                r'"(\w+(?:\.\w+)?)"[^"]*?\b(fp32\w*|lower_precision\w*|promote)\s*\)', body
             ):
                 out[f"aten::{qualified}"] = "lower_precision" if how == "lower_precision_fp" else how
             continue
-        for name, overload in re.findall(r"(?<![\w)])_\(\s*(\w+)\s*(?:,\s*(\w+)\s*)?\)", macro_body):
-            out[f"aten::{name}" + (f".{overload}" if overload else "")] = policy
+        for name, overload in re.findall(r"(?<![\w)])_\(\s*(\w+)\s*(?:,\s*(\w+)\s*)?\)", body):
+            out[f"aten::{name}" + (f".{overload}" if overload else "")] = _HEADER_MACROS[macro]
     return out
 
 
