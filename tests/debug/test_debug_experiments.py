@@ -61,28 +61,28 @@ def test_the_known_first_overflowing_layer_is_found_in_fp32_and_in_fp16(t5):
     assert "would overflow fp16: block1.wo" in tr32.summary()
 
 
-@pytest.mark.parametrize("bad_block", [0, 2])
-def test_the_bad_block_moves_with_the_argument(bad_block):
-    model = debug.t5_like_model(bad_block=bad_block)
-    x, _ = debug.t5_like_batch()
-    assert debug.trace_overflow(model, x, autocast="fp16").first_nonfinite().label == f"block{bad_block}.wo"
-    assert debug.trace_overflow(debug.t5_like_model(bad_block=None), x, autocast="fp16").first_nonfinite() is None
-
-
-def test_bf16_autocast_stays_finite_where_fp16_does_not(t5):
-    model, x, y = t5
-    tr = debug.trace_overflow(model, x, loss_fn=mse(y), autocast=torch.bfloat16)
-    assert tr.first_nonfinite() is None and tr.record("block1.wo").output.dtype == "bfloat16"
-
-
-def test_keep_fp32_fixes_the_layer_and_leaves_the_rest_in_fp16(t5):
-    model, x, y = t5
+def _kept_fp32():
     fixed = debug.t5_like_model()
     fixed.block1.wo = debug.KeepFP32(fixed.block1.wo)
-    tr = debug.trace_overflow(fixed, x, loss_fn=mse(y), autocast="fp16")
-    assert tr.first_nonfinite() is None and math.isfinite(tr.loss)
-    assert tr.record("block1.wo").output.dtype == "float32"
-    assert tr.record("block0.wo").output.dtype == "float16" and tr.record("head").output.dtype == "float16"
+    return fixed
+
+
+@pytest.mark.parametrize(
+    "model, autocast, first, dtypes",
+    [
+        (lambda: debug.t5_like_model(bad_block=0), "fp16", "block0.wo", {}),  # the bad block moves with the argument
+        (lambda: debug.t5_like_model(bad_block=2), "fp16", "block2.wo", {}),
+        (lambda: debug.t5_like_model(bad_block=None), "fp16", None, {}),
+        (debug.t5_like_model, torch.bfloat16, None, {"block1.wo": "bfloat16"}),  # bf16 stays finite
+        # KeepFP32 fixes the layer and leaves the rest in fp16
+        (_kept_fp32, "fp16", None, {"block1.wo": "float32", "block0.wo": "float16", "head": "float16"}),
+    ],
+)
+def test_where_the_first_inf_comes(model, autocast, first, dtypes):
+    x, y = debug.t5_like_batch()
+    tr = debug.trace_overflow(model(), x, loss_fn=mse(y), autocast=autocast)
+    assert (tr.first_nonfinite() and tr.first_nonfinite().label) == first and math.isfinite(tr.loss) == (first is None)
+    assert {name: tr.record(name).output.dtype for name in dtypes} == dtypes
 
 
 def test_gradients_are_traced_in_backward_order_and_grads_are_restored(t5):
