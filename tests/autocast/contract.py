@@ -13,7 +13,7 @@ def _bce_starter(z, y):
 
 
 def _counting(condition):
-    """count_casts(work, *args) on a TorchDispatchMode that counts the ops ``condition(func)`` holds for."""
+    """count_casts(work, *args) on a TorchDispatchMode that counts the ops ``condition(func, args, out)`` holds for."""
 
     class Counter(TorchDispatchMode):
         def __init__(self):
@@ -22,7 +22,7 @@ def _counting(condition):
 
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
-            self.casts += condition(func)
+            self.casts += bool(condition(func, args, out))
             return out
 
     def count_casts(work, *args):
@@ -33,8 +33,8 @@ def _counting(condition):
     return count_casts
 
 
-_count_casts_starter = _counting(lambda func: False)  # the notebook's starter: counts nothing yet
-_count_every_copy = _counting(lambda func: func is torch.ops.aten._to_copy.default)  # whatever its dtypes
+_count_casts_starter = _counting(lambda f, a, o: False)  # the notebook's starter: counts nothing yet
+_count_every_copy = _counting(lambda f, a, o: f is torch.ops.aten._to_copy.default)  # whatever its dtypes
 
 
 def _count_with_the_course_tracer(work, *args):

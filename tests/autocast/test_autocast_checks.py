@@ -7,10 +7,10 @@ import contextlib
 import pytest
 import torch
 import torch.nn.functional as F
-from torch.utils._python_dispatch import TorchDispatchMode
 
 from amp_lessons import autocast
 from amp_lessons.autocast import _experiments
+from tests.autocast.contract import _counting
 from tests.test_checks import assert_not_yet, assert_your_turn, reveals, solution
 
 STARTER = dict.fromkeys(solution("04").DTYPE_PREDICTIONS, "...")
@@ -74,20 +74,12 @@ def test_bce_fix_tails_and_a_hand_written_logits_form():
 
 
 def _counter(condition, *, reset: bool = True):
-    """count_casts(work, *args) built on a TorchDispatchMode that counts the ops for which condition(func, args, out)."""
-    total = [0]
-
-    class Counter(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            total[0] += bool(condition(func, args, out))
-            return out
+    """count_casts(work, *args) counting the ops for which condition(func, args, out); without ``reset`` the count
+    carries over from call to call."""
+    count, total = _counting(condition), [0]
 
     def count_casts(work, *args):
-        if reset:
-            total[0] = 0
-        with Counter():
-            work(*args)
+        total[0] = count(work, *args) + (0 if reset else total[0])
         return total[0]
 
     return count_casts
@@ -169,19 +161,11 @@ def test_cast_counter_your_turn_and_a_right_count():
 
 
 def test_the_cast_counts_the_lesson_shows():
-    """The solution's counter on the lesson's cases: a weight used three times in one region is cast once (3 inputs
-    + weight + bias = 5), in three regions three times (9); one region around two SGD steps casts the weights once
-    (2 + 2 inputs = 4), one region per step twice (6); and the stale cast: both steps' outputs equal bit for bit."""
+    """The solution's counter on the lesson's training loop: one region around two SGD steps casts the weights once
+    (2 + 2 inputs = 4), one region per step twice (6); and the stale cast: both steps' outputs equal bit for bit.
+    (One region around three calls: 5 casts, three regions: 9, are test_autocast_experiments' trace counts.)"""
     count = solution("04").count_casts
     lin, x = torch.nn.Linear(16, 16), torch.randn(4, 16)
-
-    def calls(regions):
-        for _ in range(regions):
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                for _ in range(3 // regions):
-                    lin(x)
-
-    assert count(calls, 1) == 5 and count(calls, 3) == 9
     outs = {}
 
     def steps(one_region):

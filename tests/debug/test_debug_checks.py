@@ -4,6 +4,7 @@ no answer makes a checker raise."""
 import pytest
 import torch
 
+from tests.debug.contract import _hooked
 from tests.faces import internals
 from tests.test_checks import assert_not_yet, assert_your_turn, reveals, solution
 
@@ -102,31 +103,6 @@ def test_the_tracer_names_a_dtype_mismatch_inside_the_model_not_the_inputs():
     # inputs of the wrong dtype for the first layer are still the inputs' fault
     with pytest.raises(ValueError, match="inputs do not fit the model: .*float16.*first layer"):
         debug.trace_overflow(torch.nn.Linear(8, 2), torch.randn(2, 8).half())
-
-
-def _hooked(test, *, inputs=False, cleanup=True):
-    """An answer that hooks every module's output (its inputs, with ``inputs``) and returns the first name
-    ``test(tensors)`` flags; without ``cleanup`` it removes its hooks only when the model returns."""
-
-    def answer(model, x):
-        found = []
-        handles = [
-            m.register_forward_pre_hook(lambda m, a, n=n: found.append(n) if test(a) else None)
-            if inputs
-            else m.register_forward_hook(lambda m, a, out, n=n: found.append(n) if test(out) else None)
-            for n, m in model.named_modules()
-        ]
-        try:
-            model(x)
-        finally:
-            if cleanup:
-                for h in handles:
-                    h.remove()
-        for h in handles:
-            h.remove()
-        return found[0] if found else None
-
-    return answer
 
 
 def _tensors(out):
