@@ -61,6 +61,8 @@ def test_policy_table_matches_the_hand_checked_sample(device_type, sample):
         for name in names:
             assert table.get(name) == policy, (device_type, name, table.get(name), policy)
             assert A.policy_of(name, device_type) == policy
+    for name in ("aten::mm", "aten.mm.default", torch.ops.aten.mm, torch.ops.aten.mm.default, "mm.out"):
+        assert A.policy_of(name, device_type) == "lower_precision"  # every spelling of an op
 
 
 @pytest.mark.parametrize("device_type", A.DEVICE_TYPES)
@@ -147,13 +149,6 @@ def test_measurement_agrees_with_the_header():
     # a measurement sees the output dtype: the three policies that give fp32 outputs look alike
     fp32_output = {"fp32", "fp32_set_opt_dtype", "fp32_append_dtype"}
     assert measured == {op: "fp32" if header[op] in fp32_output else header[op] for op in ops}
-
-
-def test_policy_of_accepts_several_spellings():
-    for name in ("mm", "aten::mm", "aten.mm.default", torch.ops.aten.mm, torch.ops.aten.mm.default):
-        assert A.policy_of(name, "cpu") == "lower_precision"
-    assert A.policy_of("conv_transpose2d.input", "cuda") == "lower_precision"
-    assert A.policy_of("add", "cuda") is None
 
 
 def _last(trace, name):
@@ -342,20 +337,15 @@ def test_profile_tree_of_an_autocast_matmul(tmp_path):
     a, b = torch.randn(8, 16), torch.randn(16, 32)
     tree = A.profile_tree(torch.matmul, a, b, trace_dir=tmp_path / "traces")
     top = tree.roots[0]
-    assert top.name == "aten::matmul" and top.input_shapes == [[8, 16], [16, 32]]
-    assert top.input_dtypes == ["float", "float"]
     names = [c.name for c in top.children]
     assert names.count("aten::to") == 2 and names[-1] == "aten::matmul"
     to_copy = top.children[0].children[0]
     assert to_copy.name == "aten::_to_copy" and "aten::copy_" in [c.name for c in to_copy.children]
-    inner = top.children[-1]
-    mm = inner.children[0]
-    assert mm.name == "aten::mm" and mm.input_dtypes == ["BFloat16", "BFloat16"]
     # times: the total includes the children, self does not
     assert top.total_us >= sum(c.total_us for c in top.children) - 1e-6
     assert abs(top.self_us - (top.total_us - sum(c.total_us for c in top.children))) < 1e-6
-    text = repr(tree)
-    assert "aten::matmul  [[8, 16], [16, 32]]  [float, float]  (self " in text
+    text = repr(tree)  # the root, and the matmul's mm two levels down
+    assert text.splitlines()[1].startswith("aten::matmul  [[8, 16], [16, 32]]  [float, float]  (self ")
     assert "\n    aten::mm  [[8, 16], [16, 32]]  [BFloat16, BFloat16]  (self " in text
     # the Chrome trace was written where asked, and is JSON
     assert os.path.dirname(tree.chrome_trace) == str(tmp_path / "traces")
