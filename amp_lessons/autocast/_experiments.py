@@ -141,18 +141,8 @@ class _Recorder(TorchDispatchMode):
         name = func.__name__.split(".")[0]
         if func.namespace != "aten":
             name = f"{func.namespace}::{name}"
-        self.ops.append(
-            OpRecord(
-                self.phase,
-                name,
-                tuple(t.dtype for t in ins),
-                tuple(tuple(t.shape) for t in ins),
-                tuple(t.dtype for t in outs),
-                tuple(tuple(t.shape) for t in outs),
-                is_cast,
-                is_weight_cast,
-            )
-        )
+        layout = [(tuple(t.dtype for t in ts), tuple(tuple(t.shape) for t in ts)) for ts in (ins, outs)]
+        self.ops.append(OpRecord(self.phase, name, *layout[0], *layout[1], is_cast, is_weight_cast))
         return out
 
 

@@ -252,11 +252,8 @@ class _FirstCasts(TorchDispatchMode):
 
 
 def measure(qualified: str, device: str, low: torch.dtype) -> str | None:
-    """The autocast class of one op overload under the entered autocast of ``device`` (None if no sample worked).
-
-    A: all floating inputs fp32; B: all ``low``; C: the first ``low``, the rest fp32. lower_precision: A returns
-    ``low``; fp32: B returns fp32; promote: C returns fp32, B ``low``; banned: "unsafe to autocast". Ops without a
-    floating output are classified by the casts autocast inserts before them."""
+    """The autocast class of one op overload under the entered autocast of ``device`` (None if no sample worked),
+    from its output dtype on fp32, ``low`` and mixed inputs, or else from the casts autocast puts before it."""
     name, _, overload = qualified.partition(".")
     schema = torch._C._get_schema(name, overload)
     op = getattr(getattr(torch.ops.aten, name.split("::", 1)[1]), overload or "default")
