@@ -1,6 +1,7 @@
 """Tests of amp_lessons.debug._experiments: the tracer, the triage and the dtype map, on small models
 including ones built to fail at a known layer."""
 
+import itertools
 import math
 import statistics
 import warnings
@@ -166,8 +167,10 @@ def test_triage_measures_and_explains(triage):
 
 def test_triage_times_with_one_thread_in_interleaved_rounds_and_puts_the_threads_back():
     """Each round times fp32, autocast and twice the batch (autocast first in odd rounds), then profiles one fp32
-    and one autocast step of three calls each; every call sees one torch thread; the caller's count comes back."""
+    and one autocast step of three calls each; every call sees one torch thread; the caller's count and the model's
+    .grad come back."""
     model = nn.Linear(8, 8)
+    model.weight.grad = torch.ones_like(model.weight)
     seen = []
 
     def loss_fn(out):
@@ -182,12 +185,8 @@ def test_triage_times_with_one_thread_in_interleaved_rounds_and_puts_the_threads
     finally:
         torch.set_num_threads(before)
     assert {threads for *_, threads in seen} == {1} and t.threads == 1
-    runs = []  # (dtype, batch, calls) of each run of equal calls
-    for dtype, batch, _ in seen:
-        if runs and runs[-1][:2] == (dtype, batch):
-            runs[-1] = (dtype, batch, runs[-1][2] + 1)
-        else:
-            runs.append((dtype, batch, 1))
+    # (dtype, batch, calls) of each run of equal calls
+    runs = [(*key, len(list(calls))) for key, calls in itertools.groupby((dtype, batch) for dtype, batch, _ in seen)]
     f32, b16 = torch.float32, torch.bfloat16
     # round 0: 2 warm-up + 2 timed calls each, profiles of 3; round 1: 1 warm-up + 2 timed, autocast first (its
     # timed calls join the profile of round 0's autocast step)
@@ -195,12 +194,6 @@ def test_triage_times_with_one_thread_in_interleaved_rounds_and_puts_the_threads
                     (f32, 4, 3), (b16, 4, 3)]  # fmt: skip
     kept = debug.why_not_faster(model, torch.randn(4, 8), loss_fn=lambda o: o.float().sum(), repeats=1, threads=None)
     assert kept.threads is None
-
-
-def test_triage_restores_grads():
-    model = nn.Linear(8, 8)
-    model.weight.grad = torch.ones_like(model.weight)
-    debug.why_not_faster(model, torch.randn(4, 8), loss_fn=lambda o: o.float().sum(), repeats=1, rounds=1)
     assert torch.equal(model.weight.grad, torch.ones_like(model.weight)) and model.bias.grad is None
 
 
