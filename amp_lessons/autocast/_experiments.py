@@ -20,7 +20,7 @@ from torch.utils._pytree import tree_leaves
 from .._runtime import quiet_fd2
 from .._validate import count, is_int, path_or_none, sequence
 from ..timing import time_fn
-from ._policy import SOURCES, classify, cuda_autocast_on_fake, is_cast_op
+from ._policy import SOURCES, classify, cuda_autocast_on_fake, first_float, is_cast_op
 from ._records import CastCost, OpRecord, ProfileNode, ProfileTree, Trace, bare_op_name, dtype_name
 
 __all__ = [
@@ -53,6 +53,14 @@ def _check_device_type(device_type, what: str = "device_type") -> str:
     if not isinstance(device_type, str) or device_type not in DEVICE_TYPES:
         raise ValueError(f"{what} must be 'cpu' or 'cuda', got {device_type!r}")
     return device_type
+
+
+def _check_call(fn, device_type, dtype) -> tuple[str, torch.dtype]:
+    """``trace``'s and ``profile_tree``'s common arguments, checked: (device_type, dtype)."""
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {fn!r}")
+    device_type = _check_device_type(device_type)
+    return device_type, _check_dtype(dtype, device_type)
 
 
 def _check_dtype(dtype, device_type: str) -> torch.dtype:
@@ -133,18 +141,8 @@ class _Recorder(TorchDispatchMode):
         name = func.__name__.split(".")[0]
         if func.namespace != "aten":
             name = f"{func.namespace}::{name}"
-        self.ops.append(
-            OpRecord(
-                self.phase,
-                name,
-                tuple(t.dtype for t in ins),
-                tuple(tuple(t.shape) for t in ins),
-                tuple(t.dtype for t in outs),
-                tuple(tuple(t.shape) for t in outs),
-                is_cast,
-                is_weight_cast,
-            )
-        )
+        layout = [(tuple(t.dtype for t in ts), tuple(tuple(t.shape) for t in ts)) for ts in (ins, outs)]
+        self.ops.append(OpRecord(self.phase, name, *layout[0], *layout[1], is_cast, is_weight_cast))
         return out
 
 
@@ -188,59 +186,29 @@ def fake_cuda(obj, mode=None):
     return _convert(obj, mode, {})
 
 
-def _existing_fake_mode(tree):
+def _tensors_in(tree):
+    """(what, tensor) for the tensors of ``tree`` and the parameters and buffers of its modules."""
     for leaf in tree_leaves(tree):
-        if isinstance(leaf, FakeTensor):
-            return leaf.fake_mode
-        if isinstance(leaf, torch.nn.Module):
-            for t in (*leaf.parameters(), *leaf.buffers()):
-                if isinstance(t, FakeTensor):
-                    return t.fake_mode
-    return None
-
-
-def _check_devices(tree, device_type: str) -> None:
-    def tensors_of(leaf):
         if isinstance(leaf, torch.Tensor):
             yield "a tensor argument", leaf
         elif isinstance(leaf, torch.nn.Module):
             for n, t in (*leaf.named_parameters(), *leaf.named_buffers()):
                 yield f"{type(leaf).__name__}.{n}", t
 
-    for leaf in tree_leaves(tree):
-        for what, t in tensors_of(leaf):
-            if isinstance(t, FakeTensor):
-                raise ValueError(f"{what} is a fake tensor, but fake=False: pass real tensors, or fake=True")
-            if t.device.type != device_type and t.dim() > 0:
-                hint = (
-                    " (move them with .cuda(), or preview the CUDA policy with fake=True)"
-                    if device_type == "cuda"
-                    else " (move them with .cpu())"
-                )
-                raise ValueError(
-                    f"{what} is on {t.device}, but device_type={device_type!r} runs autocast "
-                    f"on {device_type} tensors{hint}"
-                )
 
-
-def _all_real_cuda(tree) -> bool:
-    for leaf in tree_leaves(tree):
-        if isinstance(leaf, torch.nn.Module):
-            tensors = [*leaf.parameters(), *leaf.buffers()]
-        elif isinstance(leaf, torch.Tensor):
-            tensors = [leaf]
-        else:
-            continue
-        if any(isinstance(t, FakeTensor) or t.device.type != "cuda" for t in tensors):
-            return False
-    return True
-
-
-def _first_output_tensor(out):
-    for t in tree_leaves(out):
-        if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
-            return t
-    return None
+def _check_devices(tree, device_type: str) -> None:
+    for what, t in _tensors_in(tree):
+        if isinstance(t, FakeTensor):
+            raise ValueError(f"{what} is a fake tensor, but fake=False: pass real tensors, or fake=True")
+        if t.device.type != device_type and t.dim() > 0:
+            hint = (
+                " (move them with .cuda(), or preview the CUDA policy with fake=True)"
+                if device_type == "cuda"
+                else " (move them with .cpu())"
+            )
+            raise ValueError(
+                f"{what} is on {t.device}, but device_type={device_type!r} runs autocast on {device_type} tensors{hint}"
+            )
 
 
 def trace(fn, *args, device_type: str = "cpu", dtype=None, fake=None, backward: bool = False, **kwargs) -> Trace:
@@ -253,10 +221,7 @@ def trace(fn, *args, device_type: str = "cpu", dtype=None, fake=None, backward: 
     ``fake=False``); otherwise (or ``fake=True``) it previews the CUDA policy on fake CUDA copies of ``args``,
     ``kwargs`` and a module ``fn`` (:func:`fake_cuda`), under ``torch.no_grad()`` without the cast cache, so pass
     every tensor ``fn`` uses as an argument, not through a closure; ``backward=True`` is refused there."""
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {fn!r}")
-    device_type = _check_device_type(device_type)
-    dtype = _check_dtype(dtype, device_type)
+    device_type, dtype = _check_call(fn, device_type, dtype)
     if fake not in (None, True, False):
         raise ValueError(f"fake must be None (automatic), True or False, got {fake!r}")
     if not isinstance(backward, bool):
@@ -270,7 +235,12 @@ def trace(fn, *args, device_type: str = "cpu", dtype=None, fake=None, backward: 
             )
         fake = False
     elif fake is None:
-        fake = not (has_cuda and _all_real_cuda((fn, args, kwargs)))
+        fake = not (
+            has_cuda
+            and all(
+                not isinstance(t, FakeTensor) and t.device.type == "cuda" for _, t in _tensors_in((fn, args, kwargs))
+            )
+        )
     elif not fake and not has_cuda:
         raise RuntimeError(
             "device_type='cuda' with fake=False needs a CUDA GPU, and torch sees none here; "
@@ -293,7 +263,7 @@ def _trace_real(fn, args, kwargs, device_type, dtype, backward) -> Trace:
         with torch.autocast(device_type, dtype=dtype):
             out = fn(*args, **kwargs)
         if backward:
-            root = _first_output_tensor(out)
+            root = first_float(out)
             if root is None or not root.requires_grad:
                 raise ValueError(
                     "backward=True, but fn's output has no floating tensor that requires grad: "
@@ -309,7 +279,8 @@ def _trace_real(fn, args, kwargs, device_type, dtype, backward) -> Trace:
 
 
 def _trace_fake(fn, args, kwargs, dtype) -> Trace:
-    mode = _existing_fake_mode((fn, args, kwargs)) or FakeTensorMode()
+    fakes = (t.fake_mode for _, t in _tensors_in((fn, args, kwargs)) if isinstance(t, FakeTensor))
+    mode = next(fakes, None) or FakeTensorMode()
     memo: dict = {}
     fn_c = _convert(fn, mode, memo) if isinstance(fn, torch.nn.Module) else fn
     args_c, kwargs_c = _convert(args, mode, memo), _convert(kwargs, mode, memo)
@@ -375,10 +346,7 @@ def profile_tree(fn, *args, device_type: str = "cpu", dtype=None, trace_dir=None
     ``torch.profiler`` and return its CPU op tree (:class:`ProfileTree`: shapes, dtypes, self and total times;
     autocast's casts appear as ``aten::to`` children). The Chrome trace is written to a new file in ``trace_dir``
     (default: a new temporary folder). ``device_type="cuda"`` needs a GPU."""
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {fn!r}")
-    device_type = _check_device_type(device_type)
-    dtype = _check_dtype(dtype, device_type)
+    device_type, dtype = _check_call(fn, device_type, dtype)
     if device_type == "cuda" and not torch.cuda.is_available():
         raise RuntimeError(
             "profile_tree(device_type='cuda') times real CUDA kernels, and torch sees no GPU here; "
@@ -433,9 +401,7 @@ def cast_cost(size=(4096, 1024), repeats: int = 20, *, device: str = "cpu") -> C
     where layer_norm is an fp32 op; no on the CPU). Returns a :class:`CastCost`; CPU times are noisy."""
     rows, features = _check_size(size)
     count(repeats, "repeats", 1, 10_000, "timed calls of each of four ops")
-    if device not in DEVICE_TYPES:
-        raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
-    if device == "cuda" and not torch.cuda.is_available():
+    if _check_device_type(device, "device") == "cuda" and not torch.cuda.is_available():
         raise RuntimeError("cast_cost(device='cuda') needs a CUDA GPU, and torch sees none here; use device='cpu'")
     g = torch.Generator().manual_seed(0)
     x32 = torch.randn(rows, features, generator=g).to(device)

@@ -51,28 +51,21 @@ _HEADER_MACROS = {
 def parse_header(text: str) -> dict[str, str]:
     """``{"aten::name.overload": policy}`` from the ``#define AT_FORALL_X(_)`` macros of ``ATen/autocast_mode.h``."""
     out: dict[str, str] = {}
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        m = re.match(r"\s*#\s*define\s+(AT_FORALL_\w+)\s*\(_\)", lines[i])
-        if not m or m.group(1) not in _HEADER_MACROS:
-            i += 1
+    macros = re.findall(
+        r"^[ \t]*#[ \t]*define[ \t]+(AT_FORALL_\w+)[ \t]*\(_\)[^\n]*\\\s*?\n((?:[^\n]*\\[ \t\r]*\n)*[^\n]*)", text, re.M
+    )
+    for macro, body in macros:
+        if macro not in _HEADER_MACROS:
             continue
-        body = [lines[i]]
-        while body[-1].rstrip().endswith("\\") and i + 1 < len(lines):
-            i += 1
-            body.append(lines[i])
-        i += 1
-        policy = _HEADER_MACROS[m.group(1)]
-        macro_body = " ".join(line.rstrip().rstrip("\\") for line in body[1:])
-        if m.group(1) == "AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE":
+        body = " ".join(line.rstrip().rstrip("\\") for line in body.splitlines())
+        if macro == "AT_FORALL_DIFFERENT_REDISPATCH_SIGNATURE":
             for qualified, how in re.findall(
-                r'"(\w+(?:\.\w+)?)"[^"]*?\b(fp32\w*|lower_precision\w*|promote)\s*\)', macro_body
+                r'"(\w+(?:\.\w+)?)"[^"]*?\b(fp32\w*|lower_precision\w*|promote)\s*\)', body
             ):
                 out[f"aten::{qualified}"] = "lower_precision" if how == "lower_precision_fp" else how
             continue
-        for name, overload in re.findall(r"(?<![\w)])_\(\s*(\w+)\s*(?:,\s*(\w+)\s*)?\)", macro_body):
-            out[f"aten::{name}" + (f".{overload}" if overload else "")] = policy
+        for name, overload in re.findall(r"(?<![\w)])_\(\s*(\w+)\s*(?:,\s*(\w+)\s*)?\)", body):
+            out[f"aten::{name}" + (f".{overload}" if overload else "")] = _HEADER_MACROS[macro]
     return out
 
 
@@ -124,11 +117,8 @@ class Sampler:
             return _float_sample((n, n), d, self.device).reshape(shape)
         return _float_sample(tuple(shape), d, self.device)
 
-    def long(self, shape, value=0) -> torch.Tensor:
-        return torch.full(tuple(shape), value, dtype=torch.long, device=self.device)
-
-    def int32(self, shape, value=1) -> torch.Tensor:
-        return torch.full(tuple(shape), value, dtype=torch.int32, device=self.device)
+    def long(self, shape, value=0, dtype=torch.long) -> torch.Tensor:
+        return torch.full(tuple(shape), value, dtype=dtype, device=self.device)
 
 
 def generic_sample(schema, sampler: Sampler, s: int, r: int, variant: dict):
@@ -146,7 +136,7 @@ def generic_sample(schema, sampler: Sampler, s: int, r: int, variant: dict):
             if name in _INDEX_NAMES:
                 v = sampler.long(shape if variant["index_full"] else (s,))
             elif name in _PIVOT_NAMES:
-                v = sampler.int32(shape[:-1])
+                v = sampler.long(shape[:-1], 1, torch.int32)
             elif name in ("target", "targets") and variant["target"] != "float":
                 v = sampler.long(shape[:-1] if variant["target"] == "long_batch" else shape)
             elif name in variant["vectors"]:
@@ -231,12 +221,17 @@ VARIANTS = tuple(
 _COMPLEX_PARTS = {torch.complex32: torch.float16, torch.complex64: torch.float32, torch.complex128: torch.float64}
 
 
+def first_float(out):
+    """The first floating or complex tensor of ``out``, or None."""
+    return next(
+        (t for t in tree_leaves(out) if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex())), None
+    )
+
+
 def result_dtype(out):
     """The dtype of the first floating (complex: its real part) output tensor."""
-    for t in tree_leaves(out):
-        if isinstance(t, torch.Tensor) and (t.is_floating_point() or t.is_complex()):
-            return _COMPLEX_PARTS.get(t.dtype, t.dtype)
-    return None
+    t = first_float(out)
+    return None if t is None else _COMPLEX_PARTS.get(t.dtype, t.dtype)
 
 
 class _FirstCasts(TorchDispatchMode):
@@ -257,11 +252,8 @@ class _FirstCasts(TorchDispatchMode):
 
 
 def measure(qualified: str, device: str, low: torch.dtype) -> str | None:
-    """The autocast class of one op overload under the entered autocast of ``device`` (None if no sample worked).
-
-    A: all floating inputs fp32; B: all ``low``; C: the first ``low``, the rest fp32. lower_precision: A returns
-    ``low``; fp32: B returns fp32; promote: C returns fp32, B ``low``; banned: "unsafe to autocast". Ops without a
-    floating output are classified by the casts autocast inserts before them."""
+    """The autocast class of one op overload under the entered autocast of ``device`` (None if no sample worked),
+    from its output dtype on fp32, ``low`` and mixed inputs, or else from the casts autocast puts before it."""
     name, _, overload = qualified.partition(".")
     schema = torch._C._get_schema(name, overload)
     op = getattr(getattr(torch.ops.aten, name.split("::", 1)[1]), overload or "default")
@@ -273,20 +265,15 @@ def measure(qualified: str, device: str, low: torch.dtype) -> str | None:
         with mode or contextlib.nullcontext():
             return op(*args, **kwargs), sampler.n_float
 
-    builds = []
-    if qualified in SAMPLES:
-        builds.append(SAMPLES[qualified])
-    else:
-        for s, r in SHAPES:
-            for variant in VARIANTS:
-                builds.append(
-                    functools.partial(
-                        lambda sampler, s, r, variant: generic_sample(schema, sampler, s, r, variant),
-                        s=s,
-                        r=r,
-                        variant=variant,
-                    )
-                )
+    builds = (
+        [SAMPLES[qualified]]
+        if qualified in SAMPLES
+        else [
+            functools.partial(generic_sample, schema, s=s, r=r, variant=variant)
+            for s, r in SHAPES
+            for variant in VARIANTS
+        ]
+    )
     for build in builds:
         try:
             out_a, n_float = call([fp32], build)
@@ -412,22 +399,18 @@ def classify(device_type: str) -> tuple[dict[str, str], dict[str, str]]:
     return table, sources
 
 
-# CPU ops whose samples run only on some CPUs (mkldnn_rnn_layer needs AVX512), with their class in
-# https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.cpp
-_CPU_LISTED = {"mkldnn_rnn_layer": "lower_precision"}
-# CUDA ops registered outside autocast_mode.h that fake tensors cannot run (a CUDA build only):
+# Ops no sample can call here, with their class: a CPU op whose samples need AVX512, in
+# https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/autocast_mode.cpp, and a CUDA op registered outside
+# autocast_mode.h that fake tensors cannot run (a CUDA build only), in
 # https://github.com/pytorch/pytorch/blob/main/aten/src/ATen/native/cudnn/AutocastRNN.cpp
-_CUDA_LISTED = {"_cudnn_rnn": "lower_precision"}
+_LISTED = {"cpu": {"mkldnn_rnn_layer": "lower_precision"}, "cuda": {"_cudnn_rnn": "lower_precision"}}
 
 
 def _fallback(name: str, device_type: str) -> str | None:
     """The class of an op neither the header nor a sample gave: the listed ones, the header's for the same name,
     the other device type's, or the header's for the longest op name inside this one."""
-
-    if device_type == "cpu" and name in _CPU_LISTED:
-        return _CPU_LISTED[name]
-    if device_type == "cuda" and name in _CUDA_LISTED:
-        return _CUDA_LISTED[name]
+    if name in _LISTED[device_type]:
+        return _LISTED[device_type][name]
     header = {base(q): p for q, p in sorted(header_policies().items())}
     if name in header:
         return header[name]

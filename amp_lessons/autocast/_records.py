@@ -98,10 +98,10 @@ def _signature(op) -> str:
     return f"{op.name}({ins}) -> {outs}"
 
 
-_HEADERS = {
-    ("cpu", False): "CPU autocast, measured on this machine",
-    ("cuda", True): "CUDA autocast policy previewed with fake CUDA tensors",
-}
+def _where(device_type: str, fake: bool, device_name) -> str:
+    if device_type == "cpu":
+        return "CPU autocast, measured on this machine"
+    return "CUDA autocast policy previewed with fake CUDA tensors" if fake else f"CUDA autocast on {device_name}"
 
 
 @dataclass
@@ -127,8 +127,7 @@ class Trace:
 
     @property
     def header(self) -> str:
-        where = _HEADERS.get((self.device_type, self.fake)) or f"CUDA autocast on {self.device_name}"
-        text = f"{where} (autocast dtype {dtype_name(self.dtype)})"
+        text = f"{_where(self.device_type, self.fake, self.device_name)} (autocast dtype {dtype_name(self.dtype)})"
         if self.fake:
             text += "; no autograd, so no weight-cast cache: every call casts its weights"
         return text
@@ -229,15 +228,16 @@ def _us(x: float) -> str:
     return f"{x:.0f} us" if x >= 10 else f"{x:.1f} us"
 
 
+@dataclass(repr=False)
 class ProfileTree:
     """The CPU op tree :func:`profile_tree` recorded: ``roots`` (:class:`ProfileNode` s, children nested) and
     ``chrome_trace``, the exported trace's path (open it in https://ui.perfetto.dev)."""
 
-    def __init__(
-        self, roots: list, chrome_trace: str, device_type: str, dtype: torch.dtype, device_name: str | None = None
-    ):
-        self.roots, self.chrome_trace = roots, chrome_trace
-        self.device_type, self.dtype, self.device_name = device_type, dtype, device_name
+    roots: list
+    chrome_trace: str
+    device_type: str
+    dtype: torch.dtype
+    device_name: str | None = None
 
     def walk(self):
         """Every node with its depth, depth first, in time order."""
@@ -248,11 +248,7 @@ class ProfileTree:
             stack.extend((depth + 1, c) for c in reversed(node.children))
 
     def __repr__(self) -> str:
-        where = (
-            "CPU autocast, measured on this machine"
-            if self.device_type == "cpu"
-            else f"CUDA autocast on {self.device_name}"
-        )
+        where = _where(self.device_type, False, self.device_name)
         lines = [
             f"{where} (autocast dtype {dtype_name(self.dtype)}); torch.profiler CPU ops; times vary from run to run"
         ]

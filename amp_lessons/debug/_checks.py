@@ -22,67 +22,38 @@ from .key_code import KeepFP32  # the lesson's own wrapper (and the checked one,
 __all__ = ["check_first_bad_layer", "check_fp16_fix", "check_nonfinite_hook"]
 
 
-class _Scale(nn.Module):
+class _Fn(nn.Module):
+    """A module whose forward is ``fn(self, x)``, with ``children`` as its submodules."""
+
+    def __init__(self, fn, **children):
+        super().__init__()
+        self.fn = fn
+        for name, child in children.items():
+            self.add_module(name, child)
+
+    def forward(self, x):
+        return self.fn(self, x)
+
+
+def _scale(factor: float) -> _Fn:
     """x times a constant: 1e39 makes every non-zero float32 value inf."""
-
-    def __init__(self, factor: float):
-        super().__init__()
-        self.factor = factor
-
-    def forward(self, x):
-        return x * self.factor
+    return _Fn(lambda m, x: x * factor)
 
 
-class _Pair(nn.Module):
-    """Returns a tuple, as attention modules do: (the values, their exp, which overflows beyond about 88)."""
-
-    def forward(self, x):
-        return x.tanh(), torch.exp(x * 100)
-
-
-class _First(nn.Module):
-    def forward(self, pair):
-        return pair[0]
-
-
-class _Root(nn.Module):
+def _root() -> _Fn:
     """The square root of its input: NaN, not inf, for a negative value."""
-
-    def forward(self, x):
-        return torch.sqrt(x)
+    return _Fn(lambda m, x: torch.sqrt(x))
 
 
-class _Twice(nn.Module):
-    """One Linear called twice, as a weight-tied layer is: ``fc(fc(x) * factor)``."""
-
-    def __init__(self, fc: nn.Linear, factor: float):
-        super().__init__()
-        self.fc, self.factor = fc, factor
-
-    def forward(self, x):
-        return self.fc(self.fc(x) * self.factor)
+def _retry(m, x):
+    """fc on its input times 1e39 (inf), then again on the input where that gave inf/NaN."""
+    first = m.fc(x * 1e39)
+    return torch.where(torch.isfinite(first), first, m.fc(x))
 
 
-class _Retry(nn.Module):
-    """One Linear called on its input scaled by ``factor`` (inf), then again where that gave inf/NaN."""
-
-    def __init__(self, fc: nn.Linear, factor: float):
-        super().__init__()
-        self.fc, self.factor = fc, factor
-
-    def forward(self, x):
-        first = self.fc(x * self.factor)
-        return torch.where(torch.isfinite(first), first, self.fc(x))
-
-
-class _Raises(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = nn.Linear(8, 8)
-
-    def forward(self, x):
-        self.fc(x)
-        raise RuntimeError("the model's own error, raised after fc ran")
+def _raise_after(m, x):
+    m.fc(x)
+    raise RuntimeError("the model's own error, raised after fc ran")
 
 
 def _linear(n_in: int, n_out: int, g: torch.Generator, gain: float = 1.0) -> nn.Linear:
@@ -111,30 +82,38 @@ def _hook_cases() -> list[tuple[str, nn.Module, torch.Tensor, str | None, str]]:
     g = torch.Generator().manual_seed(0)
     x = torch.randn(4, 8, generator=g)
     later = nn.Sequential(
-        OrderedDict(embed=_linear(8, 16, g), act=nn.ReLU(), grow=_Scale(1e30), wide=_linear(16, 16, g, 1e10),
+        OrderedDict(embed=_linear(8, 16, g), act=nn.ReLU(), grow=_scale(1e30), wide=_linear(16, 16, g, 1e10),
                     head=_linear(16, 4, g))
     )  # fmt: skip
     nested = nn.Sequential(
         OrderedDict(
             stem=_linear(8, 16, g),
-            block=nn.Sequential(OrderedDict(fc=_linear(16, 16, g), boom=_Scale(1e39), norm=nn.LayerNorm(16))),
+            block=nn.Sequential(OrderedDict(fc=_linear(16, 16, g), boom=_scale(1e39), norm=nn.LayerNorm(16))),
             head=_linear(16, 4, g),
         )
     )
-    pair = nn.Sequential(OrderedDict(proj=_linear(8, 16, g), attn=_Pair(), pick=_First(), head=_linear(16, 4, g)))
+    pair = nn.Sequential(
+        OrderedDict(
+            proj=_linear(8, 16, g),
+            attn=_Fn(lambda m, x: (x.tanh(), torch.exp(x * 100))),
+            pick=_Fn(lambda m, p: p[0]),
+            head=_linear(16, 4, g),
+        )
+    )
     half = nn.Sequential(
         OrderedDict(a=_linear(8, 32, g), b=_linear(32, 32, g, 5e4), c=_linear(32, 4, g))
     ).half()  # b's outputs reach about 1e5, beyond fp16's 65504
-    root = nn.Sequential(OrderedDict(fc=_linear(8, 8, g), root=_Root(), head=_linear(8, 4, g)))
+    root = nn.Sequential(OrderedDict(fc=_linear(8, 8, g), root=_root(), head=_linear(8, 4, g)))
     fine = nn.Sequential(OrderedDict(fc=_linear(8, 16, g), act=nn.ReLU(), head=_linear(16, 4, g)))
     # a module called twice: its first output about 1e15 (times 1e10, finite), its second about 1e40, inf
-    twice = nn.Sequential(OrderedDict(embed=_linear(8, 16, g), rnn=_Twice(_linear(16, 16, g, 1e15), 1e10),
+    twice = nn.Sequential(OrderedDict(embed=_linear(8, 16, g),
+                                      rnn=_Fn(lambda m, x: m.fc(m.fc(x) * 1e10), fc=_linear(16, 16, g, 1e15)),
                                       head=_linear(16, 4, g)))  # fmt: skip
-    retry = nn.Sequential(OrderedDict(embed=_linear(8, 16, g), retry=_Retry(_linear(16, 16, g), 1e39),
+    retry = nn.Sequential(OrderedDict(embed=_linear(8, 16, g), retry=_Fn(_retry, fc=_linear(16, 16, g)),
                                       head=_linear(16, 4, g)))  # fmt: skip
     # bf16 keeps fp32's range: b's outputs (about 1e6) are finite there; the square root of a negative is NaN
     wide_bf16 = nn.Sequential(
-        OrderedDict(a=_linear(8, 32, g), b=_linear(32, 32, g, 1e6), root=_Root(), c=_linear(32, 4, g))
+        OrderedDict(a=_linear(8, 32, g), b=_linear(32, 32, g, 1e6), root=_root(), c=_linear(32, 4, g))
     ).bfloat16()
     return [
         ("a model whose overflow comes in a later layer", later, x, "wide", ""),
@@ -234,7 +213,7 @@ def check_nonfinite_hook(fn) -> CheckResult:
             "in the order the hooks fire",
             hide=hide,
         )
-    raises = _Raises()
+    raises = _Fn(_raise_after, fc=nn.Linear(8, 8))
     with _calls_to_tracer() as used:
         call_learner(fn, raises, torch.randn(2, 8))
     if used:

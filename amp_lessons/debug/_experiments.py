@@ -30,23 +30,6 @@ __all__ = ["PRECISION_SETTINGS", "dtype_map", "tensor_stats", "trace_overflow", 
 _AUTOCAST_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
-def _check_model(model) -> nn.Module:
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__} {model!r:.60}")
-    return model
-
-
-def _check_inputs(inputs) -> tuple:
-    if isinstance(inputs, torch.Tensor):
-        return (inputs,)
-    if isinstance(inputs, (tuple, list)) and any(isinstance(t, torch.Tensor) for t in inputs):
-        return tuple(inputs)
-    raise TypeError(
-        f"inputs must be a tensor or a tuple/list of the model's positional arguments holding at least one "
-        f"tensor, got {type(inputs).__name__}"
-    )
-
-
 def _check_autocast(dtype, what: str = "autocast", *, none: bool = True) -> torch.dtype | None:
     """None (no autocast, where ``none``), torch.float16/torch.bfloat16, or 'fp16'/'bf16'."""
     if dtype is None and none:
@@ -71,14 +54,22 @@ def _device_type(model: nn.Module, inputs: tuple, device_type) -> str:
     return "cpu"
 
 
-def _check_loss_fn(loss_fn, required: bool):
-    if loss_fn is None and not required:
-        return None
-    if not callable(loss_fn):
+def _check_run(model, inputs, loss_fn, device_type, *, loss_required: bool = True) -> tuple:
+    """The arguments every tool takes, checked: (the inputs as a tuple, loss_fn, the device type)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__} {model!r:.60}")
+    if isinstance(inputs, torch.Tensor):
+        inputs = (inputs,)
+    elif not (isinstance(inputs, (tuple, list)) and any(isinstance(t, torch.Tensor) for t in inputs)):
+        raise TypeError(
+            f"inputs must be a tensor or a tuple/list of the model's positional arguments holding at least one "
+            f"tensor, got {type(inputs).__name__}"
+        )
+    if not callable(loss_fn) and (loss_fn is not None or loss_required):
         raise TypeError(
             f"loss_fn must be a callable taking the model's output and returning a scalar loss, got {loss_fn!r}"
         )
-    return loss_fn
+    return tuple(inputs), loss_fn, _device_type(model, tuple(inputs), device_type)
 
 
 def _floats(tree) -> list[torch.Tensor]:
@@ -145,11 +136,8 @@ def trace_overflow(
     ``torch.autocast(device_type, dtype)``). ``formats``: the formats whose class fractions are computed for each
     output. Run it in fp32 to ask where fp16 would overflow. The model's ``.grad`` are restored and every hook is
     removed, also when the model raises."""
-    model = _check_model(model)
-    args = _check_inputs(inputs)
+    args, loss_fn, dev = _check_run(model, inputs, loss_fn, device_type, loss_required=False)
     dtype = _check_autocast(autocast)
-    dev = _device_type(model, args, device_type)
-    loss_fn = _check_loss_fn(loss_fn, required=False)
     many = isinstance(formats, (tuple, list))
     fmts = tuple(
         get_format(f, what=f"formats[{i}]" if many else "formats").name
@@ -323,11 +311,8 @@ def why_not_faster(
     along ``batch_dim``; overhead-bound below ``launch_ratio``), interleaved, with ``threads`` torch threads on the
     CPU (None: as set); every figure is a median, and there is no verdict where the runs contradict each other.
     The model's ``.grad`` are restored. Keep the model small on a CPU without bf16/fp16 instructions."""
-    model = _check_model(model)
-    args = _check_inputs(inputs)
-    loss_fn = _check_loss_fn(loss_fn, required=True)
+    args, loss_fn, dev = _check_run(model, inputs, loss_fn, device_type)
     low = _check_autocast(dtype, "dtype", none=False)  # the autocast dtype to compare with fp32
-    dev = _device_type(model, args, device_type)
     repeats = count(repeats, "repeats", 1, 1_000, "timed steps of each setting in each round")
     rounds = count(rounds, "rounds", 1, 100, "rounds of timed steps")
     if threads is not None:
@@ -438,14 +423,11 @@ def dtype_map(
     ``optimizer`` (a class taking ``(params, lr=...)``): the :class:`DtypeMap` of every parameter, module output,
     gradient and optimizer state, and the bytes per parameter, autocast's weight copies counted from its casts."""
 
-    model = _check_model(model)
-    args = _check_inputs(inputs)
-    loss_fn = _check_loss_fn(loss_fn, required=True)
+    args, loss_fn, dev = _check_run(model, inputs, loss_fn, device_type)
     if not isinstance(setting, str) or setting not in PRECISION_SETTINGS:
         raise ValueError(f"setting={setting!r} is not allowed: use one of {list(PRECISION_SETTINGS)}")
     if not (isinstance(optimizer, type) and issubclass(optimizer, torch.optim.Optimizer)):
         raise TypeError(f"optimizer must be a torch.optim.Optimizer class such as torch.optim.Adam, got {optimizer!r}")
-    dev = _device_type(model, args, device_type)
     amp, cast_to = PRECISION_SETTINGS[setting]
     m = copy.deepcopy(model).to(cast_to)
     args = tuple(a.to(cast_to) if isinstance(a, torch.Tensor) and a.is_floating_point() else a for a in args)

@@ -89,12 +89,8 @@ class OverflowTrace:
         if kind == "output":
             return next((r for r in self.records if r.output is not None and r.output.has_nonfinite), None)
         if kind == "grad":
-            by_label = {r.label: r for r in self.records}
-            for label in self.grad_order:
-                r = by_label[label]
-                if r.grad is not None and r.grad.has_nonfinite:
-                    return r
-            return None
+            grads = {r.label: r for r in self.records if r.grad is not None and r.grad.has_nonfinite}
+            return next((grads[label] for label in self.grad_order if label in grads), None)
         raise ValueError(f"kind={kind!r} is not allowed: use 'output' or 'grad'")
 
     def first_overflow(self, fmt="fp16") -> ModuleRecord | None:

@@ -12,42 +12,29 @@ def _bce_starter(z, y):
     return F.binary_cross_entropy(torch.sigmoid(z), y)
 
 
-class _StarterCounter(TorchDispatchMode):
-    """The notebook's starter: a mode that runs every op and counts nothing yet."""
+def _counting(condition):
+    """count_casts(work, *args) on a TorchDispatchMode that counts the ops ``condition(func, args, out)`` holds for."""
 
-    def __init__(self):
-        super().__init__()
-        self.casts = 0
+    class Counter(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.casts = 0
 
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        # YOUR CODE: add 1 to self.casts when func is a cast to a 16-bit float dtype
-        return out
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            self.casts += bool(condition(func, args, out))
+            return out
 
+    def count_casts(work, *args):
+        with Counter() as counter:
+            work(*args)
+        return counter.casts
 
-def _count_casts_starter(work, *args):
-    with _StarterCounter() as counter:
-        work(*args)
-    return counter.casts
-
-
-class _EveryCopy(TorchDispatchMode):
-    """A naive counter: every aten._to_copy, whatever its dtypes."""
-
-    def __init__(self):
-        super().__init__()
-        self.casts = 0
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        self.casts += func is torch.ops.aten._to_copy.default
-        return out
+    return count_casts
 
 
-def _count_every_copy(work, *args):
-    with _EveryCopy() as counter:
-        work(*args)
-    return counter.casts
+_count_casts_starter = _counting(lambda f, a, o: False)  # the notebook's starter: counts nothing yet
+_count_every_copy = _counting(lambda f, a, o: f is torch.ops.aten._to_copy.default)  # whatever its dtypes
 
 
 def _count_with_the_course_tracer(work, *args):

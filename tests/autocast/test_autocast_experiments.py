@@ -61,6 +61,8 @@ def test_policy_table_matches_the_hand_checked_sample(device_type, sample):
         for name in names:
             assert table.get(name) == policy, (device_type, name, table.get(name), policy)
             assert A.policy_of(name, device_type) == policy
+    for name in ("aten::mm", "aten.mm.default", torch.ops.aten.mm, torch.ops.aten.mm.default, "mm.out"):
+        assert A.policy_of(name, device_type) == "lower_precision"  # every spelling of an op
 
 
 @pytest.mark.parametrize("device_type", A.DEVICE_TYPES)
@@ -81,14 +83,8 @@ def test_tables_list_exactly_the_ops_with_an_autocast_kernel(device_type):
     assert all(names == sorted(names) for names in groups.values())
     assert sorted(n for names in groups.values() for n in names) == sorted(table)
     assert all(table[n] == p for p, names in groups.items() for n in names)
-
-
-def test_cpu_table_does_not_depend_on_the_cpus_kernels():
-    # mkldnn_rnn_layer runs under bf16 autocast only where oneDNN has a bf16 RNN for the CPU (AVX512);
-    # its class is the same on every CPU, and its source says how it was found here
-    assert A.policy_table("cpu")["mkldnn_rnn_layer"] == "lower_precision"
-    assert A.policy_sources("cpu")["mkldnn_rnn_layer"] in ("measured", "fallback")
-    assert len(A.policy_groups("cpu")["lower_precision"]) == 21
+    A.policy_table(device_type)["mm"] = "nonsense"  # the returned dicts are copies
+    assert A.policy_table(device_type)["mm"] == "lower_precision"
 
 
 def test_sources():
@@ -98,9 +94,10 @@ def test_sources():
     assert "header" not in cpu.values()  # the CPU lists are in a .cpp the wheel does not ship
     assert cpu["mm"] == cpu["cat"] == cpu["mse_loss"] == "measured"
     assert list(cpu.values()).count("measured") >= 0.9 * len(cpu)
-    # the returned dicts are copies
-    A.policy_table("cpu")["mm"] = "nonsense"
-    assert A.policy_table("cpu")["mm"] == "lower_precision"
+    # mkldnn_rnn_layer runs under bf16 autocast only where oneDNN has a bf16 RNN for the CPU (AVX512): its class is
+    # the same on every CPU, and its source says how it was found here
+    assert A.policy_table("cpu")["mkldnn_rnn_layer"] == "lower_precision" and cpu["mkldnn_rnn_layer"] != "header"
+    assert len(A.policy_groups("cpu")["lower_precision"]) == 21
 
 
 def test_header_parser():
@@ -154,64 +151,37 @@ def test_measurement_agrees_with_the_header():
     assert measured == {op: "fp32" if header[op] in fp32_output else header[op] for op in ops}
 
 
-def test_policy_of_accepts_several_spellings():
-    for name in ("mm", "aten::mm", "aten.mm.default", torch.ops.aten.mm, torch.ops.aten.mm.default):
-        assert A.policy_of(name, "cpu") == "lower_precision"
-    assert A.policy_of("conv_transpose2d.input", "cuda") == "lower_precision"
-    assert A.policy_of("add", "cuda") is None
-
-
 def _last(trace, name):
     return trace.named(name)[-1]
-
-
-def test_fake_cuda_trace_reproduces_the_cuda_facts():
-    x = torch.randn(4, 8)
-    lin = torch.nn.Linear(8, 4)
-    t = A.trace(lambda m, x: m(x), lin, x, device_type="cuda")
-    assert t.fake and t.device_type == "cuda" and t.dtype == torch.float16
-    assert t.output.dtype == torch.float16 and t.output.device.type == "cuda"
-    assert "CUDA autocast policy previewed with fake CUDA tensors" in repr(t)
-
-    for fn in (lambda x: F.layer_norm(x, (8,)), lambda x: torch.softmax(x, -1), torch.exp, torch.sum):
-        out = A.trace(fn, x.half(), device_type="cuda").output
-        assert out.dtype == torch.float32
-    t = A.trace(lambda a, b: torch.cat([a, b]), x.half(), x, device_type="cuda")
-    assert t.output.dtype == torch.float32
-    with pytest.raises(RuntimeError, match="unsafe to autocast"):
-        A.trace(lambda p, y: F.binary_cross_entropy(p, y), x.sigmoid(), x.sigmoid(), device_type="cuda")
-    # the global CUDA autocast switches are back where they were, even after the error
-    assert not torch.is_autocast_enabled("cuda")
-    assert torch.is_autocast_cache_enabled()
 
 
 def test_fake_cuda_trace_records_the_inserted_casts():
     x = torch.randn(4, 8)
     t = A.trace(lambda m, x: F.layer_norm(m(x), (4,)), torch.nn.Linear(8, 4), x, device_type="cuda")
-    names = [op.name for op in t.ops]
-    casts = t.casts
-    assert [(c.in_dtypes[0], c.out_dtypes[0]) for c in casts] == [(torch.float32, torch.float16)] * 3 + [
-        (torch.float16, torch.float32)
-    ]
+    assert t.fake and t.device_type == "cuda" and t.dtype == torch.float16 and t.output.device.type == "cuda"
+    assert "CUDA autocast policy previewed with fake CUDA tensors" in repr(t)
+    casts = [(c.in_dtypes[0], c.out_dtypes[0]) for c in t.casts]
+    assert casts == [(torch.float32, torch.float16)] * 3 + [(torch.float16, torch.float32)]
     assert t.weight_casts == 2  # weight and bias; the input's cast is not a weight cast
+    names = [op.name for op in t.ops]
     assert names.index("addmm") < names.index("native_layer_norm")
     assert _last(t, "addmm").in_dtypes == (torch.float16,) * 3
     assert _last(t, "native_layer_norm").in_dtypes[0] == torch.float32
+    # cat(fp16, fp32) is on no CUDA list: fp32 by type promotion
+    assert A.trace(lambda a, b: torch.cat([a, b]), x.half(), x, device_type="cuda").output.dtype == torch.float32
+    with pytest.raises(RuntimeError, match="unsafe to autocast"):
+        A.trace(lambda p, y: F.binary_cross_entropy(p, y), x.sigmoid(), x.sigmoid(), device_type="cuda")
+    # the global CUDA autocast switches are back where they were, even after the error
+    assert not torch.is_autocast_enabled("cuda") and torch.is_autocast_cache_enabled()
 
 
 def test_cpu_trace_reproduces_the_cpu_facts():
     a, b = torch.randn(4, 8), torch.randn(8, 3)
     t = A.trace(torch.mm, a, b)
-    assert not t.fake and t.output.dtype == torch.bfloat16
+    assert not t.fake and t.output.dtype == torch.bfloat16 and "CPU autocast, measured on this machine" in repr(t)
     assert len(t.casts) == 2 and _last(t, "mm").in_dtypes == (torch.bfloat16, torch.bfloat16)
-    assert "CPU autocast, measured on this machine" in repr(t)
-
     t = A.trace(lambda x: F.layer_norm(x, (8,)), a.bfloat16())
     assert t.output.dtype == torch.bfloat16 and t.casts == []  # layer_norm is on no CPU list
-
-    p, y = a.sigmoid(), torch.rand(4, 8)
-    t = A.trace(F.binary_cross_entropy, p.bfloat16(), y)  # fp32 on the CPU, not banned
-    assert t.output.dtype == torch.float32
 
 
 def test_weight_casts_are_cached_per_autocast_region():
@@ -343,13 +313,11 @@ def test_autograd_adds_only_detach_to_a_forward_pass():
 
 def test_forward_differences_ignore_bookkeeping_and_report_real_differences():
     """The comparison lesson 04 asserts on a GPU (a real CUDA trace with autograd against the fake preview without),
-    run here on the CPU: the real CPU trace with autograd agrees with itself under no_grad although it holds one
-    detach more; with detach ops inserted it still agrees; a changed dtype, a missing op or a cast are reported."""
+    run here on the CPU: with detach ops inserted a trace still agrees; a changed dtype, a missing op or a cast are
+    reported."""
     model, x, y = _lesson_model()
     real = A.trace(_lesson_step, model, x, y, backward=True)
     plain = A.trace(_no_grad_step, model, x, y)
-    assert [op.name for op in real.ops if op.phase == "forward"].count("detach") == 1
-    assert "detach" not in [op.name for op in plain.ops] and real.forward_differences(plain) == []
     detach = records.OpRecord("forward", "detach", (torch.float32,), ((8, 4),), (torch.float32,), ((8, 4),), False)
     padded = records.Trace([detach, *plain.ops, detach], "cpu", torch.bfloat16, False)
     assert padded.forward_differences(plain) == [] and len(padded.forward_ops()) == len(plain.ops)
@@ -369,20 +337,15 @@ def test_profile_tree_of_an_autocast_matmul(tmp_path):
     a, b = torch.randn(8, 16), torch.randn(16, 32)
     tree = A.profile_tree(torch.matmul, a, b, trace_dir=tmp_path / "traces")
     top = tree.roots[0]
-    assert top.name == "aten::matmul" and top.input_shapes == [[8, 16], [16, 32]]
-    assert top.input_dtypes == ["float", "float"]
     names = [c.name for c in top.children]
     assert names.count("aten::to") == 2 and names[-1] == "aten::matmul"
     to_copy = top.children[0].children[0]
     assert to_copy.name == "aten::_to_copy" and "aten::copy_" in [c.name for c in to_copy.children]
-    inner = top.children[-1]
-    mm = inner.children[0]
-    assert mm.name == "aten::mm" and mm.input_dtypes == ["BFloat16", "BFloat16"]
     # times: the total includes the children, self does not
     assert top.total_us >= sum(c.total_us for c in top.children) - 1e-6
     assert abs(top.self_us - (top.total_us - sum(c.total_us for c in top.children))) < 1e-6
-    text = repr(tree)
-    assert "aten::matmul  [[8, 16], [16, 32]]  [float, float]  (self " in text
+    text = repr(tree)  # the root, and the matmul's mm two levels down
+    assert text.splitlines()[1].startswith("aten::matmul  [[8, 16], [16, 32]]  [float, float]  (self ")
     assert "\n    aten::mm  [[8, 16], [16, 32]]  [BFloat16, BFloat16]  (self " in text
     # the Chrome trace was written where asked, and is JSON
     assert os.path.dirname(tree.chrome_trace) == str(tmp_path / "traces")
@@ -391,12 +354,9 @@ def test_profile_tree_of_an_autocast_matmul(tmp_path):
 
 
 def test_profile_tree_layer_norm_and_default_folder():
-    ln = torch.nn.LayerNorm(32)
-    tree = A.profile_tree(ln, torch.randn(8, 32).bfloat16())
-    assert tree.roots[0].name == "aten::layer_norm"
+    tree = A.profile_tree(torch.nn.LayerNorm(32), torch.randn(8, 32).bfloat16())
     assert tree.roots[0].input_dtypes == ["BFloat16", "float", "float"]  # CPU autocast: no upcast
-    assert "_to_copy" not in repr(tree)
-    assert os.path.isfile(tree.chrome_trace)
+    assert "_to_copy" not in repr(tree) and os.path.isfile(tree.chrome_trace)
 
 
 def test_cast_cost():

@@ -15,7 +15,7 @@ OPS = {
 }
 
 
-def test_output_dtypes_follow_the_policies():
+def test_output_dtypes_follow_the_policies_and_plot_one_cell_each():
     t = autocast.output_dtypes(OPS, torch.ones(8, 16), torch.ones(16, 4))
     assert t["mm"] == {"cpu": "bfloat16", "cuda": "float16"}
     assert t["sum"] == {"cpu": "bfloat16", "cuda": "float32"}  # sum: on no CPU list, fp32_set_opt_dtype on CUDA
@@ -24,11 +24,7 @@ def test_output_dtypes_follow_the_policies():
     assert autocast.output_dtypes({"mm": OPS["mm"]}, torch.ones(2, 2), torch.ones(2, 2), device_types="cpu") == {
         "mm": {"cpu": "bfloat16"}
     }
-
-
-def test_plot_output_dtypes_draws_one_cell_per_op_and_device():
-    t = autocast.output_dtypes(OPS, torch.ones(8, 16), torch.ones(16, 4))
-    ax = autocast.plot_output_dtypes(t)
+    ax = autocast.plot_output_dtypes(t)  # one cell per op and device
     cells = named_artists(ax)
     assert "mm|cpu|bfloat16" in cells and "bce|cuda|error" in cells and len(cells) == 8
     assert all(cells[k] in ax.patches for k in cells)

@@ -1,6 +1,8 @@
 """Lesson 08's rows of the exercise-checker contract (tests/test_checker_contract.py): one per checker of
 ``amp_lessons.debug._checks``, keyed by its name."""
 
+import torch
+
 from tests.checker_rows import Row
 
 
@@ -14,23 +16,33 @@ def _starter_hook(model, x):
     """Exercise 1's starter: the body is ``...``."""
 
 
-def _first_input_with_inf(model, x):
-    """A wrong answer: the inputs checked instead of the outputs, with a forward pre-hook."""
-    import torch
+def _hooked(test, *, inputs=False, cleanup=True):
+    """A naive answer that hooks every module's output (its inputs, with ``inputs``) and returns the first name
+    ``test(tensors)`` flags; without ``cleanup`` it removes its hooks only when the model returns."""
 
-    found = []
-    handles = [
-        m.register_forward_pre_hook(
-            lambda m, args, n=n: found.append(n) if any(not torch.isfinite(a).all() for a in args) else None
-        )
-        for n, m in model.named_modules()
-    ]
-    try:
-        model(x)
-    finally:
+    def answer(model, x):
+        found = []
+        handles = [
+            m.register_forward_pre_hook(lambda m, a, n=n: found.append(n) if test(a) else None)
+            if inputs
+            else m.register_forward_hook(lambda m, a, out, n=n: found.append(n) if test(out) else None)
+            for n, m in model.named_modules()
+        ]
+        try:
+            model(x)
+        finally:
+            if cleanup:
+                for h in handles:
+                    h.remove()
         for h in handles:
             h.remove()
-    return found[0] if found else None
+        return found[0] if found else None
+
+    return answer
+
+
+# a wrong answer: the inputs checked instead of the outputs, with a forward pre-hook
+_first_input_with_inf = _hooked(lambda args: any(not torch.isfinite(a).all() for a in args), inputs=True)
 
 
 ROWS: dict[str, Row] = {

@@ -4,6 +4,7 @@ no answer makes a checker raise."""
 import pytest
 import torch
 
+from tests.debug.contract import _hooked
 from tests.faces import internals
 from tests.test_checks import assert_not_yet, assert_your_turn, reveals, solution
 
@@ -13,7 +14,7 @@ debug = internals("debug")
 def test_first_bad_layer_checker():
     model, x, _ = debug.broken_training_setup(3)
     want = debug.trace_overflow(model, x, autocast=torch.float16).first_nonfinite().label
-    assert debug.check_first_bad_layer(want)
+    assert want == BAD and debug.check_first_bad_layer(want)
     block = want.split(".")[0]
     assert "container" in debug.check_first_bad_layer(block).message
     assert "earlier module" in debug.check_first_bad_layer("head").message
@@ -25,42 +26,7 @@ def test_first_bad_layer_checker():
         assert not reveals(debug.check_first_bad_layer(wrong).message, want)
 
 
-def test_fp16_fix_checker():
-    model, x, _ = debug.broken_training_setup(3)
-    bad = debug.trace_overflow(model, x, autocast=torch.float16).first_nonfinite().label
-    block, layer = bad.split(".")
-
-    def keep(m):
-        getattr(m, block).__setattr__(layer, debug.KeepFP32(getattr(getattr(m, block), layer)))
-
-    assert debug.check_fp16_fix(keep, own_wrapper=False)  # in place, returning None
-    # the exercise asks for the learner's own wrapper: the lesson's (exported, and checked) is refused
-    from amp_lessons.debug import key_code
-
-    for wrapper in (key_code.KeepFP32, debug.KeepFP32):
-
-        def keep_with(m, wrapper=wrapper):
-            getattr(m, block).__setattr__(layer, wrapper(getattr(getattr(m, block), layer)))
-
-        own = debug.check_fp16_fix(keep_with)
-        assert not own and "write the wrapper yourself" in own.message and "enabled=False" in own.message
-    assert (
-        "Linear layers still run in fp16"
-        in debug.check_fp16_fix(lambda m: debug.KeepFP32(m), own_wrapper=False).message
-    )
-    r = debug.check_fp16_fix(lambda m: m)
-    assert_your_turn(r)
-    assert "still produces inf/NaN" in r.message and bad not in r.message  # never names the answer of exercise 1
-    r = debug.check_fp16_fix(lambda m: m.embed.__setattr__("weight", m.embed.weight))  # a change that fixes nothing
-    assert_your_turn(r)
-
-    def drop(m):  # finite, but a different model: the block's output is its bias alone
-        with torch.no_grad():
-            getattr(m, block).wo.weight.zero_()
-        return m
-
-    assert "away from the fp32" in debug.check_fp16_fix(drop).message
-    assert "must return the model" in debug.check_fp16_fix(lambda m: 3).message
+BAD = "block4.wo"  # broken_training_setup(3)'s first layer to overflow fp16 (test_first_bad_layer_checker)
 
 
 class NoCast(torch.nn.Module):
@@ -71,39 +37,47 @@ class NoCast(torch.nn.Module):
         self.layer, self.dtype = layer, dtype
 
     def forward(self, x):
-        if self.dtype is None:
-            with torch.autocast("cpu", enabled=False):
-                return self.layer(x)
-        with torch.autocast("cpu", dtype=self.dtype):
+        with torch.autocast("cpu", dtype=self.dtype or torch.float16, enabled=self.dtype is not None):
             return self.layer(x)
 
 
 def _wrap(wrapper, **kw):
-    model, x, _ = debug.broken_training_setup(3)
-    bad = debug.trace_overflow(model, x, autocast=torch.float16).first_nonfinite().label
-    block, layer = bad.split(".")
+    """fix(model): the layer that overflows wrapped in ``wrapper``, in place."""
+    return lambda m: m.get_submodule("block4").__setattr__("wo", wrapper(m.get_submodule(BAD), **kw))
 
-    def fix(m):
-        getattr(m, block).__setattr__(layer, wrapper(getattr(getattr(m, block), layer), **kw))
+
+def test_fp16_fix_checker():
+    assert debug.check_fp16_fix(_wrap(debug.KeepFP32), own_wrapper=False)  # in place, returning None
+    # the exercise asks for the learner's own wrapper: the lesson's (exported, and checked) is refused
+    from amp_lessons.debug import key_code
+
+    for wrapper in (key_code.KeepFP32, debug.KeepFP32):
+        own = debug.check_fp16_fix(_wrap(wrapper))
+        assert not own and "write the wrapper yourself" in own.message and "enabled=False" in own.message
+    r = debug.check_fp16_fix(lambda m: debug.KeepFP32(m), own_wrapper=False)
+    assert "Linear layers still run in fp16" in r.message
+    r = debug.check_fp16_fix(lambda m: m)
+    assert_your_turn(r)
+    assert "still produces inf/NaN" in r.message and BAD not in r.message  # never names the answer of exercise 1
+    r = debug.check_fp16_fix(lambda m: m.embed.__setattr__("weight", m.embed.weight))  # a change that fixes nothing
+    assert_your_turn(r)
+
+    def drop(m):  # finite, but a different model: the block's output is its bias alone
+        with torch.no_grad():
+            m.get_submodule(BAD).weight.zero_()
         return m
 
-    return fix, bad
-
-
-def test_a_wrapper_that_does_not_cast_its_input_is_told_to_cast_it():
-    fix, bad = _wrap(NoCast)
-    r = debug.check_fp16_fix(fix)
+    assert "away from the fp32" in debug.check_fp16_fix(drop).message
+    assert "must return the model" in debug.check_fp16_fix(lambda m: 3).message
+    # autocast switched off, the input not cast: told to cast it
+    r = debug.check_fp16_fix(_wrap(NoCast))
     assert_not_yet(r)
     assert "dtype mismatch (symptom S8)" in r.message and "cast the input to float32 (x.float())" in r.message
-    assert "inputs do not fit" not in r.message and "first layer" not in r.message
-    assert "its input is float16 but its weight is float32" in r.message
-
-
-def test_a_bf16_region_is_not_the_fp32_the_task_asks_for():
-    fix, bad = _wrap(NoCast, dtype=torch.bfloat16)
-    r = debug.check_fp16_fix(fix)
+    assert "its input is float16 but its weight is float32" in r.message and "inputs do not fit" not in r.message
+    # a bf16 region is not the fp32 the task asks for
+    r = debug.check_fp16_fix(_wrap(NoCast, dtype=torch.bfloat16))
     assert_not_yet(r)
-    assert "runs in bfloat16 under fp16 autocast, not in float32" in r.message and not reveals(r.message, bad)
+    assert "runs in bfloat16 under fp16 autocast, not in float32" in r.message and not reveals(r.message, BAD)
 
 
 def test_the_tracer_names_a_dtype_mismatch_inside_the_model_not_the_inputs():
@@ -129,66 +103,20 @@ def test_the_tracer_names_a_dtype_mismatch_inside_the_model_not_the_inputs():
     # inputs of the wrong dtype for the first layer are still the inputs' fault
     with pytest.raises(ValueError, match="inputs do not fit the model: .*float16.*first layer"):
         debug.trace_overflow(torch.nn.Linear(8, 2), torch.randn(2, 8).half())
-    with pytest.raises(ValueError, match="inputs do not fit the model: .*\\(2, 7\\) float32"):
-        debug.trace_overflow(torch.nn.Linear(8, 2), torch.randn(2, 7))
-
-
-def _hooked(test, *, inputs=False, cleanup=True):
-    """An answer that hooks every module's output (its inputs, with ``inputs``) and returns the first name
-    ``test(tensors)`` flags; without ``cleanup`` it removes its hooks only when the model returns."""
-
-    def answer(model, x):
-        found = []
-        handles = [
-            m.register_forward_pre_hook(lambda m, a, n=n: found.append(n) if test(a) else None)
-            if inputs
-            else m.register_forward_hook(lambda m, a, out, n=n: found.append(n) if test(out) else None)
-            for n, m in model.named_modules()
-        ]
-        try:
-            model(x)
-        finally:
-            if cleanup:
-                for h in handles:
-                    h.remove()
-        for h in handles:
-            h.remove()
-        return found[0] if found else None
-
-    return answer
 
 
 def _tensors(out):
     return [out] if isinstance(out, torch.Tensor) else [t for t in out if isinstance(t, torch.Tensor)]
 
 
-def test_the_hook_exercises_models_break_naive_answers_where_the_tracer_says():
-    from amp_lessons.debug._checks import _hook_cases
-
-    for what, model, x, want, _ in _hook_cases():
-        assert all(torch.isfinite(p).all() for p in model.parameters()), what  # the weights are finite
-        first = debug.trace_overflow(model, x).first_nonfinite()
-        assert (None if first is None else first.name) == want, what  # a layer called twice: its name, any call
+def _not_finite(out):
+    return not all(torch.isfinite(t).all() for t in _tensors(out))
 
 
-def test_hook_checker():
-    s = solution("08")
-    assert debug.check_nonfinite_hook(s.first_nonfinite_module)
-    assert_your_turn(debug.check_nonfinite_hook(...))
-    assert_your_turn(debug.check_nonfinite_hook(lambda model, x: None))
-    # torch.isfinite on a tuple output raises: the hint says outputs can be tuples
-    r = debug.check_nonfinite_hook(_hooked(lambda out: not torch.isfinite(out).all()))
-    assert_not_yet(r)
-    assert "returns a tuple" in r.message and "TypeError" in r.message and "look at every floating tensor" in r.message
-    # inf only: a NaN is missed
-    r = debug.check_nonfinite_hook(_hooked(lambda out: any(torch.isinf(t).any() for t in _tensors(out))))
-    assert "NaN counts too" in r.message
-    # the first tensor of a tuple only
-    r = debug.check_nonfinite_hook(_hooked(lambda out: not torch.isfinite(_tensors(out)[0]).all()))
-    assert "tuple" in r.message and not reveals(r.message, "attn")
-    # the order of named_modules() instead of the order the hooks fire: the model itself, then the container
+def _by_name(skip_model=False):
+    """The order of named_modules() instead of the order the hooks fire (the model itself, then the container)."""
 
-    def by_name(model, x, skip_model=False):
+    def answer(model, x):
         outs = {}
         handles = [
             m.register_forward_hook(lambda m, a, o, n=n: outs.__setitem__(n, o)) for n, m in model.named_modules()
@@ -198,39 +126,10 @@ def test_hook_checker():
         finally:
             for h in handles:
                 h.remove()
-        bad = [
-            n
-            for n, _ in model.named_modules()
-            if n in outs and not all(torch.isfinite(t).all() for t in _tensors(outs[n]))
-        ]
-        bad = [n for n in bad if n or not skip_model]
+        bad = [n for n, _ in model.named_modules() if n in outs and _not_finite(outs[n]) and (n or not skip_model)]
         return bad[0] if bad else None
 
-    assert "the model itself" in debug.check_nonfinite_hook(by_name).message
-    r = debug.check_nonfinite_hook(lambda m, x: by_name(m, x, skip_model=True))
-    assert "a container" in r.message and not reveals(r.message, "block.boom")
-
-    def not_finite(out):
-        return not all(torch.isfinite(t).all() for t in _tensors(out))
-
-    # the inputs instead of the outputs
-    inputs = _hooked(not_finite, inputs=True)
-    assert "an earlier module's output already held inf/NaN" in debug.check_nonfinite_hook(inputs).message
-    # a name where no output holds inf/NaN
-    assert "return None" in debug.check_nonfinite_hook(lambda m, x: s.first_nonfinite_module(m, x) or "head").message
-    # hooks left behind, after a normal call and when the model raises
-    left = debug.check_nonfinite_hook(lambda m, x: (m.register_forward_hook(lambda *a: None), "wide")[1])
-    assert "1 hook is still on the model" in left.message
-
-    assert "when the model raises" in debug.check_nonfinite_hook(_hooked(not_finite, cleanup=False)).message
-
-    # the package's tracer is refused, however it is reached
-    def tracer(model, x):
-        first = debug.trace_overflow(model, x).first_nonfinite()
-        return None if first is None else first.label
-
-    assert "write the hook yourself" in debug.check_nonfinite_hook(tracer).message
-    assert "not a module name" in debug.check_nonfinite_hook(lambda m, x: (m(x), "nope")[1]).message
+    return answer
 
 
 def _keeping(per_name):
@@ -240,10 +139,10 @@ def _keeping(per_name):
     def answer(model, x):
         verdicts = {}
 
-        def hook(m, args, out, name):
-            per_name(verdicts, name, not all(torch.isfinite(t).all() for t in _tensors(out)))
+        def hook(name, out):  # returns None: the output is kept
+            per_name(verdicts, name, _not_finite(out))
 
-        handles = [m.register_forward_hook(lambda m, a, o, n=n: hook(m, a, o, n)) for n, m in model.named_modules()]
+        handles = [m.register_forward_hook(lambda m, a, o, n=n: hook(n, o)) for n, m in model.named_modules()]
         try:
             model(x)
         finally:
@@ -254,31 +153,57 @@ def _keeping(per_name):
     return answer
 
 
-def test_a_hook_that_keeps_one_call_per_module_is_refused():
-    """A layer called twice in one forward pass: keeping only its first call misses an inf on the second, keeping
-    only its last call misses an inf on the first."""
-    first_call = _keeping(lambda v, n, bad: v.setdefault(n, bad))
-    last_call = _keeping(lambda v, n, bad: v.__setitem__(n, bad))
-    for answer, case in ((first_call, "finite the first time"), (last_call, "inf the first time only")):
-        r = debug.check_nonfinite_hook(answer)
-        assert_not_yet(r)
-        assert case in r.message and "its hook fires at every call" in r.message, r.message
-        assert not reveals(r.message, "rnn.fc") and not reveals(r.message, "retry.fc")
+def _tracer(model, x):
+    first = debug.trace_overflow(model, x).first_nonfinite()
+    return None if first is None else first.label
 
 
-def test_a_hook_that_cannot_read_bf16_or_an_empty_output_is_refused():
+def _numpy_test(out):
     import numpy as np
 
-    # numpy has no bf16: a fine answer on fp32 and fp16 outputs fails on a bf16 model
-    numpy_answer = _hooked(lambda out: any(not np.isfinite(t.detach().numpy()).all() for t in _tensors(out)))
-    r = debug.check_nonfinite_hook(numpy_answer)
+    return any(not np.isfinite(t.detach().numpy()).all() for t in _tensors(out))
+
+
+_REUSED = "its hook fires at every call"
+
+
+@pytest.mark.parametrize(
+    "answer, says, hidden",
+    [
+        # torch.isfinite on a tuple output raises: the hint says outputs can be tuples
+        (_hooked(lambda out: not torch.isfinite(out).all()),
+         ["returns a tuple", "TypeError", "look at every floating tensor"], ()),
+        (_hooked(lambda out: any(torch.isinf(t).any() for t in _tensors(out))), ["NaN counts too"], ()),  # inf only
+        (_hooked(lambda out: not torch.isfinite(_tensors(out)[0]).all()), ["tuple"], ("attn",)),  # a tuple's first
+        (_by_name(), ["the model itself"], ()),
+        (_by_name(skip_model=True), ["a container"], ("block.boom",)),
+        (_hooked(_not_finite, inputs=True), ["an earlier module's output already held inf/NaN"], ()),
+        (lambda m, x: solution("08").first_nonfinite_module(m, x) or "head", ["return None"], ()),
+        (lambda m, x: (m.register_forward_hook(lambda *a: None), "wide")[1], ["1 hook is still on the model"], ()),
+        (_hooked(_not_finite, cleanup=False), ["when the model raises"], ()),
+        (_tracer, ["write the hook yourself"], ()),  # the package's tracer is refused, however it is reached
+        (lambda m, x: (m(x), "nope")[1], ["not a module name"], ()),
+        # a layer called twice: keeping only its first call misses an inf on the second, only its last the first
+        (_keeping(lambda v, n, bad: v.setdefault(n, bad)), ["finite the first time", _REUSED], ("rnn.fc", "retry.fc")),
+        (_keeping(lambda v, n, bad: v.__setitem__(n, bad)), ["inf the first time only", _REUSED],
+         ("rnn.fc", "retry.fc")),
+        # numpy has no bf16: a fine answer on fp32 and fp16 outputs fails on a bf16 model
+        (_hooked(_numpy_test), ["bf16 model", "not with numpy"], ()),
+        # .max() of an empty output raises; torch.isfinite(t).all() is True for it
+        (_hooked(lambda out: any(not torch.isfinite(t.abs().max()) for t in _tensors(out))),
+         ["empty batch", "torch.isfinite(t).all() is True"], ()),
+        # a threshold at fp16's largest value flags finite outputs
+        (_hooked(lambda out: any(bool((t.float().abs() > 65504).any() | t.isnan().any()) for t in _tensors(out))),
+         [], ()),
+    ],
+)  # fmt: skip
+def test_hook_checker_refuses_naive_answers(answer, says, hidden):
+    r = debug.check_nonfinite_hook(answer)
     assert_not_yet(r)
-    assert "bf16 model" in r.message and "not with numpy" in r.message
-    # .max() of an empty output raises; torch.isfinite(t).all() is True for it
-    max_answer = _hooked(lambda out: any(not torch.isfinite(t.abs().max()) for t in _tensors(out)))
-    r = debug.check_nonfinite_hook(max_answer)
-    assert_not_yet(r)
-    assert "empty batch" in r.message and "torch.isfinite(t).all() is True" in r.message
-    # a threshold at fp16's largest value flags finite outputs
-    threshold = _hooked(lambda out: any(bool((t.float().abs() > 65504).any() | t.isnan().any()) for t in _tensors(out)))
-    assert_not_yet(debug.check_nonfinite_hook(threshold))
+    assert all(s in r.message for s in says), r.message
+    assert not any(reveals(r.message, h) for h in hidden), r.message
+
+
+def test_hook_checker_your_turn():
+    assert_your_turn(debug.check_nonfinite_hook(...))
+    assert_your_turn(debug.check_nonfinite_hook(lambda model, x: None))
