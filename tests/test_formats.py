@@ -43,7 +43,7 @@ CUSTOM = [
     FloatFormat("e6m9fn", 6, 9, "fn"),
     FloatFormat("e1m2fn", 1, 2, "fn"),
     FloatFormat("e1m3", 1, 3, "finite"),
-    FloatFormat("e7m12fnuz", 7, 12, "fnuz"),
+    FloatFormat("e7m8fnuz", 7, 8, "fnuz"),
     FloatFormat("e8m0fn", 8, 0, "fn"),
     FloatFormat("e2m0fn", 2, 0, "fn"),
 ]
