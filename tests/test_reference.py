@@ -51,7 +51,7 @@ def no_cuda(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
 
 
-def test_provenance_of_measured_and_published():
+def test_provenance_and_label_of_measured_and_published():
     assert rec().provenance == (
         "measured on NVIDIA H100 80GB HBM3 (sm 9.0), torch 2.11.0, CUDA 12.8, 2026-11-21, "
         "by `python -m amp_lessons.reference record`"
@@ -68,6 +68,14 @@ def test_provenance_of_measured_and_published():
     )
     assert original.provenance.endswith("; not stated: capability, torch, cuda, date (not measured by this course)")
     assert docs.published and original.published and not rec().published
+    r = rec(command="", commit="fcfc7cd", method="a minimal loop timed with CUDA events", torch="2.11.0+cu130")
+    assert r.provenance == (
+        "measured on NVIDIA H100 80GB HBM3 (sm 9.0), torch 2.11.0+cu130, CUDA 12.8, 2026-11-21 at course commit "
+        "fcfc7cd; method: a minimal loop timed with CUDA events"
+    )
+    assert r.label == "recorded on NVIDIA H100 80GB HBM3, torch 2.11, 2026-11-21"
+    assert rec(torch="").label == "recorded on NVIDIA H100 80GB HBM3, torch version unknown, 2026-11-21"
+    assert PUBLISHED[0].label == "NVIDIA A100 (GA100) (published)"
 
 
 def test_published_tf32_figures_are_two_separate_records():
@@ -212,17 +220,6 @@ def test_records_written_before_commit_and_method_existed_still_load(tmp_path):
     p.write_text(json.dumps({"records": [old]}), encoding="utf-8")
     (r,) = load(p)
     assert r == rec() and r.commit == "" and r.method == ""
-
-
-def test_provenance_and_label_name_commit_and_method():
-    r = rec(command="", commit="fcfc7cd", method="a minimal loop timed with CUDA events", torch="2.11.0+cu130")
-    assert r.provenance == (
-        "measured on NVIDIA H100 80GB HBM3 (sm 9.0), torch 2.11.0+cu130, CUDA 12.8, 2026-11-21 at course commit "
-        "fcfc7cd; method: a minimal loop timed with CUDA events"
-    )
-    assert r.label == "recorded on NVIDIA H100 80GB HBM3, torch 2.11, 2026-11-21"
-    assert rec(torch="").label == "recorded on NVIDIA H100 80GB HBM3, torch version unknown, 2026-11-21"
-    assert PUBLISHED[0].label == "NVIDIA A100 (GA100) (published)"
 
 
 def test_course_commit_is_a_hash_or_empty():

@@ -139,12 +139,10 @@ def test_limits_on_work_are_derived_from_this_machine(monkeypatch):
     from amp_lessons import device
 
     # memory: an eighth of this machine's memory, never more than 2 GiB (the budget is device's)
-    assert device.MAX_TENSOR_BYTES == min(2 * 1024**3, device.machine_memory_bytes() // 8) > 0
     with pytest.raises(ValueError, match=r"an eighth of this machine's .* of memory"):
         v.allocation(device.MAX_TENSOR_BYTES // 4 + 1, "x")
     v.allocation(device.MAX_TENSOR_BYTES // 4, "x")  # exactly the limit: allowed
     # time: the measured rate turns FLOPs into seconds; a call estimated over the budget is refused with its estimate
-    assert device.machine_flops() > 1e6
     monkeypatch.setattr(v, "machine_flops", lambda: 1e9)  # a machine of 1 GFLOP/s (the name count reads)
     assert v.count(1000, "steps", 1, 10**6, flops_each=1e9) == 1000  # 1000 s: under the 30-minute budget
     with pytest.raises(ValueError, match=r"steps=2000 .*nothing over about 30 minutes here; .*about 33 minutes here"):
