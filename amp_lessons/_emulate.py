@@ -50,6 +50,19 @@ def _round_subnormal_(mag: torch.Tensor, f, rounding: str) -> torch.Tensor:
     return q.mul_(math.ldexp(1.0, f.emin - f.mantissa_bits)).view(torch.int32)
 
 
+def _overflow_(r: torch.Tensor, a: torch.Tensor, f, rounding: str, overflow: str) -> None:
+    """Rounded magnitudes ``r`` above max (inf inputs included) become the ``overflow`` target, in place; IEEE 754:
+    rounding toward zero never turns a finite value into inf, it gives max."""
+    max_bits = _f32_bits(f.max)
+    over = r > max_bits
+    target = {"inf": _INF_BITS, "saturate": max_bits, "nan": _NAN_BITS}[overflow]
+    if rounding == "toward_zero" and target != max_bits:
+        r.masked_fill_(over & (a == _INF_BITS), target)
+        r.masked_fill_(over & (a < _INF_BITS), max_bits)
+    else:
+        r.masked_fill_(over, target)
+
+
 def _emulate_scale_block(x: torch.Tensor, out: torch.Tensor, f, rounding: str, overflow: str):
     """The 'fnu' encoding: round positive values to a power of two ``2**emin .. max`` (below float32's normals the
     two candidates are compared by value); no zero (underflow gives the smallest value); zero, negatives and NaN
@@ -66,22 +79,12 @@ def _emulate_scale_block(x: torch.Tensor, out: torch.Tensor, f, rounding: str, o
         up = {"nearest_even": v > mid, "nearest_away": v >= mid, "toward_zero": torch.zeros_like(sub)}[rounding]
         r = torch.where(sub, torch.where(up, high, low), r)
     r.clamp_(min=low)  # no zero: underflow gives the smallest value
-    max_bits = _f32_bits(f.max)
-    over = r > max_bits
-    target = {"saturate": max_bits, "nan": _NAN_BITS}[overflow]
-    if rounding == "toward_zero" and target != max_bits:
-        r.masked_fill_(over & (a == _INF_BITS), target)
-        r.masked_fill_(over & (a < _INF_BITS), max_bits)
-    else:
-        r.masked_fill_(over, target)
+    _overflow_(r, a, f, rounding, overflow)
     r.masked_fill_((bits < 0) | (a == 0) | (a > _INF_BITS), _NAN_BITS)  # negatives, zeros, NaN: NaN
     out.view(torch.int32).copy_(r)
 
 
 def _emulate_block(x: torch.Tensor, out: torch.Tensor, f, rounding: str, overflow: str):
-    if f.encoding == "fnu":
-        _emulate_scale_block(x, out, f, rounding, overflow)
-        return
     bits = x.view(torch.int32)
     a = bits & _ABS_MASK
     r = _round_bits_(a, 23 - f.mantissa_bits, rounding)
@@ -89,16 +92,7 @@ def _emulate_block(x: torch.Tensor, out: torch.Tensor, f, rounding: str, overflo
     if f.emin - f.mantissa_bits > -149:  # the format has subnormals float32 rounding can miss
         small = a < min_normal_bits
         r = torch.where(small, _round_subnormal_(a.view(torch.float32), f, rounding), r)
-    # overflow: a rounded magnitude above max (inf inputs included)
-    max_bits = _f32_bits(f.max)
-    over = r > max_bits
-    target = {"inf": _INF_BITS, "saturate": max_bits, "nan": _NAN_BITS}[overflow]
-    if rounding == "toward_zero" and target != max_bits:
-        # IEEE 754: rounding toward zero never turns a finite value into inf; it gives max
-        r.masked_fill_(over & (a == _INF_BITS), target)
-        r.masked_fill_(over & (a < _INF_BITS), max_bits)
-    else:
-        r.masked_fill_(over, target)
+    _overflow_(r, a, f, rounding, overflow)
     sign = bits & _SIGN_BITS
     if not f.has_negative_zero:  # fnuz: zero is unsigned
         sign.masked_fill_(r == 0, 0)
@@ -111,8 +105,9 @@ def quantize_emulated(x: torch.Tensor, f, rounding: str, overflow: str) -> torch
     """``x`` (float32) rounded to format ``f`` bit by bit, block by block: a new float32 tensor of ``x``'s shape."""
     flat = x.contiguous().view(-1)
     out = torch.empty_like(flat)
+    block = _emulate_scale_block if f.encoding == "fnu" else _emulate_block
     for start in range(0, flat.numel(), _CHUNK):
-        _emulate_block(flat[start : start + _CHUNK], out[start : start + _CHUNK], f, rounding, overflow)
+        block(flat[start : start + _CHUNK], out[start : start + _CHUNK], f, rounding, overflow)
     return out.view(x.shape)
 
 
@@ -124,20 +119,15 @@ def _f32_bits(value: float) -> int:
 @lru_cache(maxsize=None)
 def torch_cast_overflow(dtype: torch.dtype) -> str:
     """What the installed torch's cast does with an overflowing finite value (it changed across versions)."""
-    big = torch.tensor([float.fromhex("0x1.fffffep127"), -float.fromhex("0x1.fffffep127")]).to(dtype).float()
-    if torch.isinf(big).all():
-        return "inf"
-    if torch.isnan(big).all():
-        return "nan"
-    return "saturate"
+    return _cast_gives([float.fromhex("0x1.fffffep127"), -float.fromhex("0x1.fffffep127")], dtype)
 
 
 @lru_cache(maxsize=None)
 def torch_cast_infinity(dtype: torch.dtype) -> str:
     """What the installed torch's cast does with +-inf."""
-    out = torch.tensor([math.inf, -math.inf]).to(dtype).float()
-    if torch.isinf(out).all():
-        return "inf"
-    if torch.isnan(out).all():
-        return "nan"
-    return "saturate"
+    return _cast_gives([math.inf, -math.inf], dtype)
+
+
+def _cast_gives(values: list[float], dtype: torch.dtype) -> str:
+    out = torch.tensor(values).to(dtype).float()
+    return "inf" if torch.isinf(out).all() else "nan" if torch.isnan(out).all() else "saturate"

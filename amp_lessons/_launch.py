@@ -73,21 +73,23 @@ def fork_runs_backward() -> bool:
     (https://github.com/pytorch/pytorch/wiki/Autograd-and-Fork)."""
     if "fork" not in multiprocessing.get_all_start_methods():
         return False
-    return _probe_fork()
-
-
-def _probe_fork() -> bool:
-    ctx = multiprocessing.get_context("fork")
-    with warnings.catch_warnings():
-        warnings.filterwarnings(
-            "ignore", message=r".*use of fork\(\) may lead to deadlocks", category=DeprecationWarning
-        )
-        p = ctx.Process(target=_backward_and_exit, daemon=True)
+    with _fork_warning_off():
+        p = multiprocessing.get_context("fork").Process(target=_backward_and_exit, daemon=True)
         p.start()
     p.join(60)
     if p.exitcode is None:
         _stop([p])
     return p.exitcode == 0
+
+
+@contextlib.contextmanager
+def _fork_warning_off():
+    """Python's DeprecationWarning that fork() in a threaded process may deadlock, silenced."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message=r".*use of fork\(\) may lead to deadlocks", category=DeprecationWarning
+        )
+        yield
 
 
 def loopback_interface() -> tuple[str | None, bool | None]:
@@ -112,17 +114,6 @@ def check_world_size(world_size, limit: int = MAX_WORLD_SIZE) -> int:
     return n
 
 
-def _check_timeout(timeout) -> float:
-    t = positive(timeout, "timeout")
-    if t > MAX_TIMEOUT_S:
-        raise ValueError(f"timeout={timeout!r} is not allowed: at most {MAX_TIMEOUT_S:.0f} seconds")
-    return t
-
-
-def _no_cuda() -> bool:
-    return False
-
-
 def _worker(fn, rank: int, world_size: int, args: tuple, workdir: str, timeout: float, ifname: str | None):
     """One rank: log to a file, one thread, join the gloo group, run ``fn``, wait for every rank, leave."""
     log = open(os.path.join(workdir, f"rank{rank}.log"), "w", buffering=1)  # noqa: SIM115 - lives until exit
@@ -133,7 +124,7 @@ def _worker(fn, rank: int, world_size: int, args: tuple, workdir: str, timeout: 
     try:
         torch.set_num_threads(1)
         if torch.cuda._is_in_bad_fork():  # CPU code that asks for CUDA (Adam.step) must not touch it here
-            torch.cuda.is_available = _no_cuda
+            torch.cuda.is_available = lambda: False
         if ifname is not None:
             os.environ["GLOO_SOCKET_IFNAME"] = ifname  # gloo binds to the loopback interface only
         dist.init_process_group(
@@ -229,7 +220,9 @@ def run_group(
     worker that torch refuses a backward pass raises ForkUnsafe.
     """
     world_size = check_world_size(world_size)
-    timeout = _check_timeout(timeout)
+    if (seconds := positive(timeout, "timeout")) > MAX_TIMEOUT_S:
+        raise ValueError(f"timeout={timeout!r} is not allowed: at most {MAX_TIMEOUT_S:.0f} seconds")
+    timeout = seconds
     if not callable(fn):
         raise TypeError(f"fn must be a function fn(rank, world_size, *args), got {type(fn).__name__}")
     if not isinstance(args, tuple):
@@ -263,10 +256,7 @@ def run_group(
     with tempfile.TemporaryDirectory(prefix="amp-group-") as workdir:
         procs = []
         try:
-            with warnings.catch_warnings():
-                warnings.filterwarnings(
-                    "ignore", message=r".*use of fork\(\) may lead to deadlocks", category=DeprecationWarning
-                )
+            with _fork_warning_off():
                 for rank in range(world_size):
                     p = ctx.Process(
                         target=_worker, args=(fn, rank, world_size, args, workdir, timeout, ifname), daemon=True

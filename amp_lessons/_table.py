@@ -115,7 +115,10 @@ def text_table(
 
 class TableRecord:
     """A result shown as a small table: a subclass defines ``_table()`` -> ``(header, rows, title, notes)`` (and
-    optionally ``_marked()``, rows to highlight) and gets ``_repr_html_``, ``__repr__`` and ``__str__``."""
+    optionally ``_marked()``, rows to highlight; ``_row_headers``: first cells as headers) and gets ``_repr_html_``,
+    ``__repr__`` and ``__str__``."""
+
+    _row_headers = False
 
     def _table(self) -> tuple:
         raise NotImplementedError
@@ -125,7 +128,7 @@ class TableRecord:
 
     def _repr_html_(self) -> str:
         header, rows, title, notes = self._table()
-        return html_table(header, rows, title=title, notes=notes, marked=self._marked())
+        return html_table(header, rows, title=title, notes=notes, marked=self._marked(), row_headers=self._row_headers)
 
     def __str__(self) -> str:
         header, rows, title, notes = self._table()

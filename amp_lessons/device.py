@@ -20,7 +20,7 @@ import torch
 
 from ._machine import MAX_TENSOR_BYTES, WORK_BUDGET_S, machine_flops, machine_memory_bytes
 from ._table import html_table
-from ._validate import count, flag, int_at_least
+from ._validate import count, flag, int_at_least, is_int
 
 __all__ = [
     "MAX_TENSOR_BYTES", "WORK_BUDGET_S", "CPUInfo", "DeviceReport", "GPUInfo", "MPSInfo", "cpu_info",
@@ -98,14 +98,9 @@ class GPUInfo:
         cap = self.capability
         if not isinstance(self.name, str) or not self.name:
             raise TypeError(f"name must be a non-empty str, got {self.name!r}")
-        if not (
-            isinstance(cap, tuple)
-            and len(cap) == 2
-            and all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in cap)
-        ):
+        if not (isinstance(cap, tuple) and len(cap) == 2 and all(is_int(v, 0) for v in cap)):
             raise ValueError(f"capability must be a (major, minor) tuple of ints >= 0, got {cap!r}")
-        if isinstance(self.memory_bytes, bool) or not isinstance(self.memory_bytes, int) or self.memory_bytes < 0:
-            raise ValueError(f"memory_bytes must be an int >= 0, got {self.memory_bytes!r}")
+        int_at_least(self.memory_bytes, "memory_bytes", 0)
         int_at_least(self.multiprocessors, "multiprocessors", 0)
         if not isinstance(self.rocm, bool):
             raise TypeError(f"rocm must be True (AMD GPU, ROCm) or False (NVIDIA GPU, CUDA), got {self.rocm!r}")

@@ -61,16 +61,20 @@ def record_timing_check(device: str = "cuda", size: int = 8192) -> dict:
         out["percent_of_spec_peak"] = t.percent_of_peak
     if d.type != "cuda":  # do_bench times GPU work only (with a CUDA build it imports, and fails without a GPU)
         out["do_bench"] = "do_bench times GPU work: no comparison on the CPU"
-        return out
+    elif (s := _do_bench_s(lambda: a @ b, out)) is not None:
+        out["do_bench_time_s"] = s
+        out["time_fn_over_do_bench"] = t.median_s / s
+    return out
+
+
+def _do_bench_s(fn, out: dict) -> float | None:
+    """Triton's ``do_bench`` median of ``fn`` in seconds; None, with a note in ``out``, where triton is missing."""
     try:
         from triton.testing import do_bench
     except ImportError:
         out["do_bench"] = "triton not installed: no comparison"
-        return out
-    ms = do_bench(lambda: a @ b, return_mode="median")
-    out["do_bench_time_s"] = ms / 1e3
-    out["time_fn_over_do_bench"] = t.median_s / (ms / 1e3)
-    return out
+        return None
+    return do_bench(fn, return_mode="median") / 1e3
 
 
 def record_matmul_throughput(device: str = "cuda", size: int = 8192) -> dict:
@@ -88,17 +92,10 @@ def record_matmul_throughput(device: str = "cuda", size: int = 8192) -> dict:
         out[f"{k}_tflops"] = r["tflops"]
         if r["percent_of_peak"] is not None:
             out[f"{k}_percent_of_spec_peak"] = r["percent_of_peak"]
-    if d.type == "cuda":
-        try:
-            from triton.testing import do_bench
-        except ImportError:
-            out["do_bench"] = "triton not installed: no comparison"
-        else:
-            fn, _ = matmul_fn("bf16", size, d)
-            ms = do_bench(fn, return_mode="median")
-            out["bf16_do_bench_time_s"] = ms / 1e3
-            if "bf16_time_s" in out:
-                out["time_fn_over_do_bench"] = out["bf16_time_s"] / (ms / 1e3)
+    if d.type == "cuda" and (s := _do_bench_s(matmul_fn("bf16", size, d)[0], out)) is not None:
+        out["bf16_do_bench_time_s"] = s
+        if "bf16_time_s" in out:
+            out["time_fn_over_do_bench"] = out["bf16_time_s"] / s
     return out
 
 

@@ -28,12 +28,12 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 import torch
 
-from ._table import TableRecord, html_table, text_table
+from ._table import TableRecord
 from ._validate import path_or_none, sequence
 from .recorders import (
     record_fp8_scaled_mm,
@@ -59,19 +59,6 @@ NO_CUDA_MESSAGE = (
     "the lessons show the published figures meanwhile"
 )
 
-_FIELDS = (
-    "experiment",
-    "device",
-    "capability",
-    "torch",
-    "cuda",
-    "date",
-    "command",
-    "results",
-    "source",
-    "commit",
-    "method",
-)
 _OPTIONAL = ("commit", "method")  # absent from files written before they existed: read as ""
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _CAPABILITY = re.compile(r"\d+\.\d+")
@@ -96,7 +83,7 @@ class Record:
     method: str = ""  # how it was measured, in words, when no command of the course produced it
 
     def __post_init__(self):
-        problem = _record_problem(_asdict(self))
+        problem = _record_problem(asdict(self))
         if problem:
             raise ValueError(f"invalid Record: {problem}")
 
@@ -134,11 +121,10 @@ class Record:
         return ", ".join([f"recorded on {self.device}", torch_text] + ([self.date] if self.date else []))
 
     def to_dict(self) -> dict:
-        return _asdict(self)
+        return asdict(self)
 
 
-def _asdict(r: Record) -> dict:
-    return {f.name: getattr(r, f.name) for f in fields(r)}
+_FIELDS = tuple(f.name for f in fields(Record))
 
 
 def _value_problem(v, *, nested: bool) -> str | None:
@@ -278,10 +264,6 @@ def _sorted_dict(v):
     return {k: _sorted_dict(v[k]) for k in sorted(v)} if isinstance(v, dict) else v
 
 
-def _sort_key(r: Record):
-    return (r.experiment, r.device, r.torch, r.cuda, r.date, r.command, r.source)
-
-
 def save(records: Iterable[Record], path=None) -> Path:
     """Write ``records`` to ``path`` (default: the shipped file), sorted and in a fixed layout, so that
     saving the same records twice gives the same bytes."""
@@ -293,7 +275,8 @@ def save(records: Iterable[Record], path=None) -> Path:
             raise TypeError(f"records[{i}] must be a reference.Record, got {r!r}")
     if not records:
         raise ValueError("records is empty: saving it would write a file without any reference; give the records")
-    body = {"records": [{**r.to_dict(), "results": _sorted_dict(r.results)} for r in sorted(records, key=_sort_key)]}
+    records.sort(key=lambda r: (r.experiment, r.device, r.torch, r.cuda, r.date, r.command, r.source))
+    body = {"records": [{**r.to_dict(), "results": _sorted_dict(r.results)} for r in records]}
     text = json.dumps(body, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
     p.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=p.name, suffix=".tmp", dir=p.parent)
@@ -406,21 +389,22 @@ def _fmt(key: str, v) -> str:
     return str(v)
 
 
-def _column_title(i: int, r: Record) -> str:
-    return f"{r.device} [{i}] (published)" if r.source else f"{r.label} [{i}]"
-
-
 @dataclass(frozen=True, repr=False)
-class Comparison:
+class Comparison(TableRecord):
     """This machine's results next to every reference of one experiment (a table)."""
 
     experiment: str
     label: str
     this_machine: dict
     references: tuple[Record, ...]
+    _row_headers = True
 
     def header(self) -> list[str]:
-        return [self.label] + [_column_title(i, r) for i, r in enumerate(self.references, 1)]
+        titles = [
+            f"{r.device} [{i}] (published)" if r.source else f"{r.label} [{i}]"
+            for i, r in enumerate(self.references, 1)
+        ]
+        return [self.label, *titles]
 
     def rows(self) -> list[tuple[str, list[str]]]:
         keys = list(self.this_machine)
@@ -436,19 +420,9 @@ class Comparison:
             return [f"no reference recorded yet for {self.experiment}: run `{CLI} record` on a CUDA GPU"]
         return [f"[{i}] {r.provenance}" for i, r in enumerate(self.references, 1)]
 
-    def _table(self) -> tuple[list[str], list[list[str]]]:
-        return ["", *self.header()], [[k, *cells] for k, cells in self.rows()]
-
-    def __str__(self) -> str:
-        header, rows = self._table()
-        return text_table(header, rows, title=f"{self.experiment}: this machine vs reference", notes=self.notes())
-
-    __repr__ = __str__
-
-    def _repr_html_(self) -> str:
-        header, rows = self._table()
-        title = f"{self.experiment}: this machine vs reference"
-        return html_table(header, rows, title=title, notes=self.notes(), row_headers=True)
+    def _table(self) -> tuple:
+        rows = [[k, *cells] for k, cells in self.rows()]
+        return ["", *self.header()], rows, f"{self.experiment}: this machine vs reference", self.notes()
 
 
 def compare(experiment: str, this_machine: Mapping, label: str, *, path=None, published: bool = True) -> Comparison:

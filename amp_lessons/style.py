@@ -324,11 +324,16 @@ def _behind(text, patches):
     return None
 
 
-def _keep(artist, name: str, value) -> None:
-    """Remember an artist's own colour before fit_colors changes it (recolor gives it back)."""
+def _fit(artist, name: str, back, need: float, below: float | None = None) -> None:
+    """Lighten an artist's colour ``name`` whose contrast with ``back`` is under ``below`` (default ``need``) until it
+    reaches ``need``, remembering its own colour (recolor gives it back)."""
+    color = matplotlib.colors.to_rgba(getattr(artist, f"get_{name}")())
+    if _contrast(color[:3], back) >= (need if below is None else below):
+        return
     if getattr(artist, "_amp_original", None) is None:
         artist._amp_original = {}
-    artist._amp_original.setdefault(name, value)
+    artist._amp_original.setdefault(name, color)
+    getattr(artist, f"set_{name}")(_readable(color, back, need))
 
 
 def _figure(fig) -> None:
@@ -344,35 +349,24 @@ def fit_colors(fig) -> None:
         return
     to_rgba = matplotlib.colors.to_rgba
     background = to_rgba(fig.get_facecolor())[:3]
-    for ax in fig.axes:
-        face = to_rgba(ax.get_facecolor())
-        back = face[:3] if face[3] > 0.5 else background
-        for line in ax.get_lines():
-            color = to_rgba(line.get_color())
-            if _contrast(color[:3], back) < 3:
-                _keep(line, "color", color)
-                line.set_color(_readable(color, back, 3))
     patches = [p for ax in fig.axes for p in [*ax.patches, *ax.artists] if isinstance(p, matplotlib.patches.Patch)]
     handles = [h for ax in fig.axes if ax.get_legend() for h in ax.get_legend().legend_handles]
-    for p in [*patches, *(h for h in handles if isinstance(h, matplotlib.patches.Patch))]:
-        face = to_rgba(p.get_facecolor())
-        if face[3] >= 0.5 and _contrast(face[:3], background) < 1.5:  # a black bar: lightened until it shows
-            _keep(p, "facecolor", face)
-            p.set_facecolor(_readable(face, background, 3))
+    for ax in fig.axes:
+        face = to_rgba(ax.get_facecolor())
+        for line in ax.get_lines():
+            _fit(line, "color", face[:3] if face[3] > 0.5 else background, 3)
     for h in handles:
-        if isinstance(h, matplotlib.lines.Line2D) and _contrast(to_rgba(h.get_color())[:3], background) < 3:
-            _keep(h, "color", to_rgba(h.get_color()))
-            h.set_color(_readable(to_rgba(h.get_color()), background, 3))
+        if isinstance(h, matplotlib.lines.Line2D):
+            _fit(h, "color", background, 3)
+    for p in [*patches, *(h for h in handles if isinstance(h, matplotlib.patches.Patch))]:
+        if to_rgba(p.get_facecolor())[3] >= 0.5:  # a black bar: lightened until it shows
+            _fit(p, "facecolor", background, 3, below=1.5)
     for text in fig.findobj(matplotlib.text.Text):
         if not text.get_text():
             continue
         box = text.get_bbox_patch()
         behind = to_rgba(box.get_facecolor()) if box is not None else _behind(text, patches)
-        back = behind[:3] if behind is not None and behind[3] > 0.5 else background
-        color = to_rgba(text.get_color())
-        if _contrast(color[:3], back) < 4.5:
-            _keep(text, "color", color)
-            text.set_color(_readable(color, back, 4.5))
+        _fit(text, "color", behind[:3] if behind is not None and behind[3] > 0.5 else background, 4.5)
 
 
 @contextlib.contextmanager

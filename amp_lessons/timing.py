@@ -250,14 +250,14 @@ class Timing:
         how = self.method + (", L2 flushed" if self.l2_flushed else "")
         if self.calls_per_run > 1:
             how += f", {self.calls_per_run} calls a run"
-        runs = "run" if len(self.times_s) == 1 else "runs"
-        text = f"median {format_seconds(self.median_s)} over {len(self.times_s)} {runs} on {self.device} ({how})"
-        if len(self.times_s) > 1:
-            text = text.replace(
-                f" over {len(self.times_s)}",
-                f" (IQR {format_seconds(self.iqr_s)}; min {format_seconds(self.min_s)}, max "
-                f"{format_seconds(self.max_s)}) over {len(self.times_s)}",
-            )
+        n = len(self.times_s)
+        spread = (
+            f" (IQR {format_seconds(self.iqr_s)}; min {format_seconds(self.min_s)}, max {format_seconds(self.max_s)})"
+        )
+        runs = "run" if n == 1 else "runs"
+        text = (
+            f"median {format_seconds(self.median_s)}{spread if n > 1 else ''} over {n} {runs} on {self.device} ({how})"
+        )
         rate = self.tflops
         if rate is None:
             return text
@@ -286,6 +286,12 @@ def matmul_flops(m: int, k: int, n: int) -> float:
 
 def _l2_flush_buffer(device: torch.device) -> torch.Tensor:
     return torch.empty(L2_FLUSH_BYTES, dtype=torch.uint8, device=device)
+
+
+def _call_s(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
 
 
 def _benchmark():
@@ -335,17 +341,9 @@ def time_fn(
     dev = parse_device(device, require_available=False)
 
     if dev.type == "cpu":
-        fastest = math.inf
-        for _ in range(warmup):
-            t0 = time.perf_counter()
-            fn()
-            fastest = min(fastest, time.perf_counter() - t0)
+        fastest = min((_call_s(fn) for _ in range(warmup)), default=math.inf)
         if block_s is None or not 0 < fastest < block_s:  # one call a run
-            times = []
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                fn()
-                times.append(time.perf_counter() - t0)
+            times = [_call_s(fn) for _ in range(repeats)]
             method, number = "perf_counter", 1
         else:
             number = min(MAX_BLOCK_CALLS, math.ceil(block_s / fastest))

@@ -157,7 +157,7 @@ def test_the_fork_probe_runs_a_backward_pass_in_a_forked_child(monkeypatch):
         [sys.executable, "-c", fresh], check=True, timeout=patience(120), cwd=Path(__file__).resolve().parents[1]
     )
     monkeypatch.setattr(_launch, "_backward_and_exit", lambda: os._exit(1))
-    assert _launch._probe_fork() is False and _launch.fork_runs_backward() is False
+    assert _launch.fork_runs_backward() is False
 
 
 def test_where_fork_breaks_autograd_importable_functions_are_spawned(monkeypatch):

@@ -51,7 +51,7 @@ def no_cuda(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
 
 
-def test_provenance_of_measured_and_published():
+def test_provenance_and_label_of_measured_and_published():
     assert rec().provenance == (
         "measured on NVIDIA H100 80GB HBM3 (sm 9.0), torch 2.11.0, CUDA 12.8, 2026-11-21, "
         "by `python -m amp_lessons.reference record`"
@@ -68,6 +68,14 @@ def test_provenance_of_measured_and_published():
     )
     assert original.provenance.endswith("; not stated: capability, torch, cuda, date (not measured by this course)")
     assert docs.published and original.published and not rec().published
+    r = rec(command="", commit="fcfc7cd", method="a minimal loop timed with CUDA events", torch="2.11.0+cu130")
+    assert r.provenance == (
+        "measured on NVIDIA H100 80GB HBM3 (sm 9.0), torch 2.11.0+cu130, CUDA 12.8, 2026-11-21 at course commit "
+        "fcfc7cd; method: a minimal loop timed with CUDA events"
+    )
+    assert r.label == "recorded on NVIDIA H100 80GB HBM3, torch 2.11, 2026-11-21"
+    assert rec(torch="").label == "recorded on NVIDIA H100 80GB HBM3, torch version unknown, 2026-11-21"
+    assert PUBLISHED[0].label == "NVIDIA A100 (GA100) (published)"
 
 
 def test_published_tf32_figures_are_two_separate_records():
@@ -76,23 +84,11 @@ def test_published_tf32_figures_are_two_separate_records():
     docs, original = [r for r in PUBLISHED if r.experiment == "tf32_matmul"]
     where = ("device", "capability", "torch", "cuda", "date", "command")
     assert [getattr(docs, k) for k in where] == ["NVIDIA A100 (GA100)", "8.0", "", "", "", ""]
-    assert docs.results == {
-        "shape": "10240x10240 @ 10240x10240",
-        "tf32_time_s": 0.016,
-        "fp32_time_s": 0.11,
-        "tf32_max_error": 0.1747,
-        "fp32_max_error": 0.0031,
-        "tf32_rel_error": 0.0022,
-        "fp32_rel_error": 0.000039,
-    }
+    assert docs.results["shape"] == "10240x10240 @ 10240x10240"  # its figures: test_cli_show_published
     assert docs.source.startswith("PyTorch docs") and "https://pytorch.org/docs/stable/notes/cuda.html" in docs.source
     assert [getattr(original, k) for k in where] == ["unknown GPU", "", "", "", "", ""]
-    assert original.results == {
-        "shape": "10240x51200 @ 51200x10240",
-        "tf32_rel_error": 0.0024,
-        "fp32_rel_error": 8.8293e-05,
-    }
-    assert not any(k.endswith("_time_s") for k in original.results)  # it recorded no timings
+    assert set(original.results) == {"shape", "tf32_rel_error", "fp32_rel_error"}  # it recorded no timings
+    assert (original.results["shape"], original.results["tf32_rel_error"]) == ("10240x51200 @ 51200x10240", 0.0024)
 
 
 def _shape_mkn(shape: str) -> tuple[int, int, int]:
@@ -214,17 +210,6 @@ def test_records_written_before_commit_and_method_existed_still_load(tmp_path):
     assert r == rec() and r.commit == "" and r.method == ""
 
 
-def test_provenance_and_label_name_commit_and_method():
-    r = rec(command="", commit="fcfc7cd", method="a minimal loop timed with CUDA events", torch="2.11.0+cu130")
-    assert r.provenance == (
-        "measured on NVIDIA H100 80GB HBM3 (sm 9.0), torch 2.11.0+cu130, CUDA 12.8, 2026-11-21 at course commit "
-        "fcfc7cd; method: a minimal loop timed with CUDA events"
-    )
-    assert r.label == "recorded on NVIDIA H100 80GB HBM3, torch 2.11, 2026-11-21"
-    assert rec(torch="").label == "recorded on NVIDIA H100 80GB HBM3, torch version unknown, 2026-11-21"
-    assert PUBLISHED[0].label == "NVIDIA A100 (GA100) (published)"
-
-
 def test_course_commit_is_a_hash_or_empty():
     commit = reference._course_commit()
     assert commit == "" or re.fullmatch(r"[0-9a-f]{7,40}", commit)
@@ -276,7 +261,6 @@ def test_shipped_file_holds_only_real_recordings():
     for r in everything:  # every record: its GPU, compute capability, torch, CUDA, day, course commit and how
         assert all(getattr(r, k) for k in PROVENANCE) and (r.command or r.method) and not r.source, r.experiment
     for r in records:
-        assert (r.command or r.method) and r.date and not r.source, r
         # every shipped record says where it comes from: the GPU, torch 2.11, the day and the course commit
         assert [getattr(r, k) for k in PROVENANCE] == [H100, "9.0", "2.11.0+cu130", "13.0", "2026-11-23", "fcfc7cd"]
         assert r.label == "recorded on NVIDIA H100 80GB HBM3, torch 2.11, 2026-11-23"
@@ -288,8 +272,6 @@ def test_shipped_file_holds_only_real_recordings():
         assert (r.command == "python -m amp_lessons.reference record", r.method == "") == (
             (True, True) if r.experiment in RECORDER else (False, False)
         ), r.experiment
-    text = reference.DEFAULT_PATH.read_text(encoding="utf-8")
-    assert text.endswith("\n")
 
 
 def test_shipped_file_is_saved_canonically(tmp_path):

@@ -64,15 +64,6 @@ def test_projector_mode_raises_explorer_resolution_and_type_and_switches_back():
         assert not projector_mode() and explorer_dpi() == 80 and plt.rcParams["font.size"] == 11
 
 
-@pytest.mark.parametrize("bad", [1, "yes", None])
-def test_use_style_refuses_a_projector_that_is_not_a_bool(bad):
-    from amp_lessons.style import projector_mode
-
-    with pytest.raises(TypeError, match="projector must be True or False"):
-        use_style(projector=bad)
-    assert projector_mode() is False  # a refused call changes nothing
-
-
 def test_style_context_undoes_the_style_but_keeps_interactive_mode():
     """What a backend switches on while a course plot draws (the inline backend, loaded by the first figure of a
     session, turns interactive mode on) stays on: otherwise no later figure would be shown."""
