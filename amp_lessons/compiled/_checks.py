@@ -16,7 +16,7 @@ from .. import _validate
 from .._exercise import attempt, calls_seen, correct, exercise, finish, hint_list, not_yet, your_turn
 from ..checks import CheckResult, call_learner
 from . import _experiments as experiments
-from ._experiments import _import_inductor, inductor_status, make_inputs
+from ._experiments import import_inductor, inductor_status, make_inputs
 from .key_code import chain
 
 __all__ = [
@@ -77,7 +77,7 @@ def _fresh(fn):
 def _kernel_outputs(seed: int) -> tuple:
     """For each input pair of ``seed``: (h, g, eager, Inductor's output, Inductor's output with
     ``emulate_precision_casts=True``), cached for the process."""
-    _import_inductor()
+    import_inductor()
     out = []
     with torch.no_grad():
         plain = torch.compile(_fresh(chain), dynamic=False, options={"emulate_precision_casts": False})
@@ -230,7 +230,7 @@ def check_fused_chain(fn, seed: int = 0) -> CheckResult:
 def _inductor_compiles():
     """The setting of ``emulate_precision_casts`` each time Inductor compiles a graph in the block, read in
     ``compile_fx`` (with ``options=`` applied), not in the traced code, where Dynamo would guard on it."""
-    compile_fx, config = _import_inductor()
+    compile_fx, config = import_inductor()
     seen, depth, original = [], [], compile_fx.compile_fx
 
     def spy(gm, example_inputs, *args, **kwargs):
@@ -309,7 +309,7 @@ def check_compile_matching_eager(fn, seed: int = 0) -> CheckResult:
     ok, why = inductor_status()
     if not ok:
         return not_yet(why)
-    _, config = _import_inductor()
+    _, config = import_inductor()
     before = config.emulate_precision_casts
     inputs = [make_inputs("chain", seed + i, rows=_ROWS, width=w) for i, w in enumerate((_WIDTHS[0],) + _WIDTHS)]
     # the last pair as 2 x 8 x 74: a tensor of another rank fails a guard whatever Dynamo made dynamic before

@@ -100,7 +100,7 @@ def torch_logs():
         lines += [_LOG_PREFIX.sub("", line) for line in buffer.getvalue().splitlines()]
 
 
-def _import_inductor():
+def import_inductor():
     with warnings.catch_warnings():  # torch.utils.mkldnn's TorchScript deprecation warning: torch's, not the learner's
         warnings.simplefilter("ignore", DeprecationWarning)
         import torch._inductor.compile_fx
@@ -112,7 +112,7 @@ def _require_inductor() -> None:
     ok, why = inductor_status()
     if not ok:
         raise InductorUnavailable(why)
-    _import_inductor()
+    import_inductor()
 
 
 def _check_workload(name) -> str:
@@ -272,7 +272,7 @@ def captured_graph(name: str, inputs: tuple | None = None) -> CapturedGraph:
 
     name = _check_workload(name)
     args = make_inputs(name) if inputs is None else _check_inputs(inputs, name)
-    _import_inductor()
+    import_inductor()
     aten = GraphRecorder()
     dynamo = GraphRecorder(then=aot_autograd(fw_compiler=aten))
     torch._dynamo.reset()  # trace afresh, whatever was compiled before
