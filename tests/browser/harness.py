@@ -207,8 +207,9 @@ class Server:
         sep = "&" if "?" in path else "?"
         return f"{self.base}{path}{sep}token={self.token}"
 
-    def api(self, method: str, path: str):
-        req = urllib.request.Request(self.url(path), method=method)
+    def api(self, method: str, path: str, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url(path), data=data, method=method)
         with urllib.request.urlopen(req, timeout=30) as r:
             body = r.read()
         return json.loads(body) if body else None
@@ -301,20 +302,25 @@ _SIGNATURE_JS = """
   [...root.querySelectorAll('.widget-html-content, .widget-readout')].map(e => e.innerText)])
 """
 _TEXT_JS = "(root) => root.innerText"
+_NEXT_FRAMES_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
 
 
 class DemoDriver:
     """Moves every control of one demo and records what the demo redraws.
 
-    ``root`` is the element holding the demo's widgets. Each action waits until the demo has redrawn
-    and then stayed quiet (or, for an action that changes nothing, until ``no_change_s`` passed).
+    ``root`` is the element holding the demo's widgets. Each action waits until the demo has redrawn and settled.
+    Given the page's ``kernel`` (:class:`KernelMessages`), settled means: the kernel has answered (status idle) every
+    widget message the action sent, and two frames have rendered since. An action that sends none, and a demo driven
+    without ``kernel``, waits until the demo has redrawn and then stayed quiet for ``QUIET_S`` (or, when it changes
+    nothing, until ``no_change_s`` passed).
     """
 
     QUIET_S = 0.4
 
-    def __init__(self, page, root, name: str, no_change_s: float = 4.0):
+    def __init__(self, page, root, name: str, no_change_s: float = 4.0, kernel: KernelMessages | None = None):
         self.page, self.root, self.name = page, root, name
         self.no_change_s = no_change_s
+        self.kernel = kernel
         self.latencies_ms: list[float] = []
         self.changes = 0
         self.actions: list[str] = []
@@ -329,11 +335,22 @@ class DemoDriver:
     def text(self) -> str:
         return self.root.evaluate(_TEXT_JS)
 
-    def _settle(self) -> dict:
+    def _answered(self, sent_before: int) -> bool:
+        """The action sent widget messages, the kernel has answered each, and two frames have rendered since."""
+        k = self.kernel
+        if k is None or k.sent == sent_before or k.pending:
+            return False
+        sent = k.sent
+        self.page.evaluate(_NEXT_FRAMES_JS)
+        return k.sent == sent and not k.pending
+
+    def _settle(self, sent_before: int) -> dict:
         deadline = time.monotonic() + 60.0
         while True:
+            if self._answered(sent_before):
+                return self.root.evaluate(_STATE_JS)
             s = self.root.evaluate(_STATE_JS)
-            if s["t0"] is not None:
+            if s["t0"] is not None and (self.kernel is None or self.kernel.sent == sent_before):
                 waited = (s["now"] - s["t0"]) / 1000
                 if s["first"] is None and waited > self.no_change_s:
                     return s
@@ -348,8 +365,9 @@ class DemoDriver:
         self.root.evaluate(_RESET_JS)
         before = self.signature()
         self.actions.append(description)
+        sent_before = self.kernel.sent if self.kernel is not None else 0
         action()
-        s = self._settle()
+        s = self._settle(sent_before)
         changed = self.signature() != before
         if changed:
             self.changes += 1
@@ -460,17 +478,33 @@ class KernelMessages:
     _ERROR = re.compile(rb'"msg_type":\s*"error"')
     _STDERR = re.compile(rb'"msg_type":\s*"stream"')
     _EVALUE = re.compile(rb'"(ename|evalue)":\s*"((?:[^"\\]|\\.)*)"')
+    _COMM_MSG = re.compile(rb'"msg_type":\s*"comm_msg"')
+    _IDLE = re.compile(rb'"execution_state":\s*"idle"')
+    _MSG_ID = re.compile(rb'"msg_id":\s*"([^"]+)"')
 
     def __init__(self, page):
         self.errors: list[str] = []
         self.stderr: list[str] = []
+        # the widget messages (comm_msg) the page has sent: how many, and the ids of those the kernel has not yet
+        # answered with its status idle (whose parent header names the message)
+        self.sent = 0
+        self.pending: set[bytes] = set()
         page.on("websocket", self._on_websocket)
 
     def _on_websocket(self, ws) -> None:
         ws.on("framereceived", self._on_frame)
+        ws.on("framesent", self._on_sent)
+
+    def _on_sent(self, payload) -> None:
+        data = payload if isinstance(payload, bytes) else payload.encode("utf-8", "replace")
+        if self._COMM_MSG.search(data):
+            self.pending.update(self._MSG_ID.findall(data))
+            self.sent += 1
 
     def _on_frame(self, payload) -> None:
         data = payload if isinstance(payload, bytes) else payload.encode("utf-8", "replace")
+        if self.pending and self._IDLE.search(data):
+            self.pending.difference_update(self._MSG_ID.findall(data))
         if self._ERROR.search(data):
             parts = {k.decode(): v.decode("utf-8", "replace") for k, v in self._EVALUE.findall(data)}
             self.errors.append(f"{parts.get('ename', '?')}: {parts.get('evalue', '?')}")
