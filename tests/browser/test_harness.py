@@ -62,6 +62,9 @@ def test_kernel_messages_know_which_widget_messages_the_kernel_has_answered():
     km._on_frame(_frame("status", {"execution_state": "idle"}, msg_id="s3", parent={"msg_id": "a"}))
     km._on_frame(json.dumps({"parent_header": {"msg_id": "b"}, "content": {"execution_state": "idle"}}))
     assert (km.sent, km.pending) == (2, set())
+    km._on_frame(_frame("status", {"execution_state": "idle"}, msg_id="s4", parent={"msg_id": "d"}))
+    km._on_sent(_frame("comm_msg", {}, msg_id="d"))  # its answer read first
+    assert (km.sent, km.pending) == (3, set())
 
 
 def test_remote_requests_flag_everything_off_this_machine():
