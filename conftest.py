@@ -17,6 +17,7 @@ fails, naming the figure.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections import defaultdict
 
@@ -106,7 +107,11 @@ def pytest_configure(config):
         os.environ.pop("MPLBACKEND", None)
     # Plots take the colours of JupyterLab's theme setting (amp_lessons.style.lab_theme): the suite and its kernels
     # read an empty settings folder, so a developer's dark JupyterLab does not change what the tests draw.
-    os.environ["JUPYTERLAB_SETTINGS_DIR"] = tempfile.mkdtemp(prefix="amp-lab-settings-")
+    os.environ["JUPYTERLAB_SETTINGS_DIR"] = config._amp_lab_settings = tempfile.mkdtemp(prefix="amp-lab-settings-")
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(getattr(config, "_amp_lab_settings", ""), ignore_errors=True)
 
 
 def pytest_ignore_collect(collection_path, config):

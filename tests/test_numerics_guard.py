@@ -7,6 +7,11 @@ process's, so this test's own guard also checks that the inner guard put every o
 import shutil
 from pathlib import Path
 
+# The inner tests' matmul precision setting imports torch._dynamo. Imported here first, it stays when pytester takes
+# back the modules the inner run imported; dropped, a later import in this worker would register torch's operator
+# libraries a second time (RuntimeError: "Only a single TORCH_LIBRARY can be used to register the namespace").
+import torch._dynamo  # noqa: F401
+
 LEAKY = """import torch
 
 

@@ -207,8 +207,9 @@ class Server:
         sep = "&" if "?" in path else "?"
         return f"{self.base}{path}{sep}token={self.token}"
 
-    def api(self, method: str, path: str):
-        req = urllib.request.Request(self.url(path), method=method)
+    def api(self, method: str, path: str, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.url(path), data=data, method=method)
         with urllib.request.urlopen(req, timeout=30) as r:
             body = r.read()
         return json.loads(body) if body else None
@@ -272,19 +273,19 @@ class ConsoleLog:
 # Driving one interactive demo (an output area holding widgets), in JupyterLab or Voilà alike.
 
 # Watches a demo's output for redraws: the time of the first change of any kind and of the first
-# new picture (an <img> whose src changes) after the control was touched (keydown/input/click).
+# new picture (an <img> whose src changes) after the control was touched (keydown/pointerdown/input/click): a
+# dragged slider redraws while it moves, before the click that ends the drag.
 _WATCH_JS = """
 (root) => {
-  const w = root.__amp = {t0: null, first: null, img: null, last: null, count: 0};
+  const w = root.__amp = {t0: null, first: null, img: null};
   const start = () => { if (w.t0 === null) w.t0 = performance.now(); };
-  for (const ev of ['keydown', 'change', 'click', 'input']) root.addEventListener(ev, start, true);
+  for (const ev of ['keydown', 'pointerdown', 'change', 'click', 'input']) root.addEventListener(ev, start, true);
   new MutationObserver(records => {
     const now = performance.now();
     if (w.t0 === null) return;  // a late redraw of the previous action, before this one began: not this one's
     for (const r of records) {
       if (r.target.closest && r.target.closest('.widget-slider, .widget-dropdown, .widget-text')) continue;
       if (r.type === 'attributes' && r.attributeName !== 'src') continue;
-      w.count += 1; w.last = now;
       if (w.first === null) w.first = now;
       if (w.img === null && r.type === 'attributes' && r.target.tagName === 'IMG') w.img = now;
     }
@@ -293,7 +294,7 @@ _WATCH_JS = """
   return true;
 }
 """
-_RESET_JS = "(root) => { Object.assign(root.__amp, {t0: null, first: null, img: null, last: null, count: 0}); }"
+_RESET_JS = "(root) => { Object.assign(root.__amp, {t0: null, first: null, img: null}); }"
 _STATE_JS = "(root) => Object.assign({now: performance.now()}, root.__amp)"
 _SIGNATURE_JS = """
 (root) => JSON.stringify([
@@ -301,19 +302,19 @@ _SIGNATURE_JS = """
   [...root.querySelectorAll('.widget-html-content, .widget-readout')].map(e => e.innerText)])
 """
 _TEXT_JS = "(root) => root.innerText"
+_NEXT_FRAMES_JS = "() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(() => r(true))))"
 
 
 class DemoDriver:
     """Moves every control of one demo and records what the demo redraws.
 
-    ``root`` is the element holding the demo's widgets. Each action waits until the demo has redrawn
-    and then stayed quiet (or, for an action that changes nothing, until ``no_change_s`` passed).
+    ``root`` is the element holding the demo's widgets; ``kernel`` the page's :class:`KernelMessages`. Each action
+    waits until the kernel has answered (status idle) every widget message the action sent and two frames have
+    rendered since; an action that sends none within ``no_change_s`` changed nothing the kernel draws.
     """
 
-    QUIET_S = 0.4
-
-    def __init__(self, page, root, name: str, no_change_s: float = 4.0):
-        self.page, self.root, self.name = page, root, name
+    def __init__(self, page, root, name: str, kernel: KernelMessages, no_change_s: float = 4.0):
+        self.page, self.root, self.name, self.kernel = page, root, name, kernel
         self.no_change_s = no_change_s
         self.latencies_ms: list[float] = []
         self.changes = 0
@@ -329,27 +330,31 @@ class DemoDriver:
     def text(self) -> str:
         return self.root.evaluate(_TEXT_JS)
 
-    def _settle(self) -> dict:
-        deadline = time.monotonic() + 60.0
+    def _settle(self, sent_before: int) -> dict:
+        k, start = self.kernel, time.monotonic()
         while True:
-            s = self.root.evaluate(_STATE_JS)
-            if s["t0"] is not None:
-                waited = (s["now"] - s["t0"]) / 1000
-                if s["first"] is None and waited > self.no_change_s:
-                    return s
-                if s["last"] is not None and (s["now"] - s["last"]) / 1000 > self.QUIET_S:
-                    return s
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{self.name}: no redraw settled within 60 s after {self.actions[-1]}")
-            time.sleep(0.05)
+            if k.sent > sent_before and not k.pending:
+                sent = k.sent
+                self.page.evaluate(_NEXT_FRAMES_JS)
+                if k.sent == sent and not k.pending:
+                    return self.root.evaluate(_STATE_JS)
+            elif k.sent == sent_before and time.monotonic() - start > self.no_change_s:
+                return self.root.evaluate(_STATE_JS)
+            if time.monotonic() - start > 60.0:
+                raise AssertionError(
+                    f"{self.name}: the kernel did not answer within 60 s after {self.actions[-1]} (widget messages "
+                    f"sent: {k.sent}, {k.sent - sent_before} of them by this action; unanswered: {len(k.pending)})"
+                )
+            self.page.wait_for_timeout(50)  # (a playwright call: the page's websocket frames are read meanwhile)
 
     def act(self, description: str, action, measure: bool = False) -> bool:
         """Run ``action`` (touches a control); True when the demo's pictures/readouts changed."""
         self.root.evaluate(_RESET_JS)
         before = self.signature()
         self.actions.append(description)
+        sent_before = self.kernel.sent
         action()
-        s = self._settle()
+        s = self._settle(sent_before)
         changed = self.signature() != before
         if changed:
             self.changes += 1
@@ -460,17 +465,39 @@ class KernelMessages:
     _ERROR = re.compile(rb'"msg_type":\s*"error"')
     _STDERR = re.compile(rb'"msg_type":\s*"stream"')
     _EVALUE = re.compile(rb'"(ename|evalue)":\s*"((?:[^"\\]|\\.)*)"')
+    _COMM_MSG = re.compile(rb'"msg_type":\s*"comm_msg"')
+    _IDLE = re.compile(rb'"execution_state":\s*"idle"')
+    _MSG_ID = re.compile(rb'"msg_id":\s*"([^"]+)"')
 
     def __init__(self, page):
         self.errors: list[str] = []
         self.stderr: list[str] = []
+        # the widget messages (comm_msg) the page has sent: how many, their ids, and the ids of the messages the kernel
+        # has answered with its status idle (whose parent header names the message; its frame may come first)
+        self.sent = 0
+        self._sent_ids: set[bytes] = set()
+        self._answered: set[bytes] = set()
         page.on("websocket", self._on_websocket)
+
+    @property
+    def pending(self) -> set[bytes]:
+        """The ids of the widget messages sent that the kernel has not answered yet."""
+        return self._sent_ids - self._answered
 
     def _on_websocket(self, ws) -> None:
         ws.on("framereceived", self._on_frame)
+        ws.on("framesent", self._on_sent)
+
+    def _on_sent(self, payload) -> None:
+        data = payload if isinstance(payload, bytes) else payload.encode("utf-8", "replace")
+        if self._COMM_MSG.search(data):
+            self._sent_ids.update(self._MSG_ID.findall(data))
+            self.sent += 1
 
     def _on_frame(self, payload) -> None:
         data = payload if isinstance(payload, bytes) else payload.encode("utf-8", "replace")
+        if self._IDLE.search(data):
+            self._answered.update(self._MSG_ID.findall(data))
         if self._ERROR.search(data):
             parts = {k.decode(): v.decode("utf-8", "replace") for k, v in self._EVALUE.findall(data)}
             self.errors.append(f"{parts.get('ename', '?')}: {parts.get('evalue', '?')}")

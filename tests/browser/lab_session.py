@@ -257,7 +257,7 @@ def exercise_demo(page, root, stem: str, i: int, explorer: str, kernel, figure, 
     root.screenshot(path=shot)
     if os.environ.get("AMP_COURSE_UPDATE_IMGS") == "1" and (stem, i) in README_SHOTS:
         shutil.copyfile(shot, harness.REPO / "imgs" / README_SHOTS[(stem, i)])
-    demo = harness.DemoDriver(page, root, name)
+    demo = harness.DemoDriver(page, root, name, kernel=kernel)
     root.evaluate(_FAILURE_WATCH_JS)
     demo.exercise_sliders(latency_moves=5)
     demo.exercise_dropdowns(measure=not demo.latencies_ms)
@@ -281,6 +281,13 @@ def set_theme(page, theme: str) -> None:
     page.evaluate(_THEME_JS, theme)
     page.wait_for_function(_THEME_READY_JS, arg=theme, timeout=30_000, polling=100)
     page.evaluate(_NEXT_FRAMES_JS)  # the stylesheet swap painted: two frames rendered after it applies
+
+
+def light_for_the_next_page(lab_server) -> None:
+    """JupyterLab's theme setting back to Light through the server's settings API, so that the next page opens light
+    instead of switching (each test still checks that its page is light, and switches it if not)."""
+    raw = json.dumps({"theme": LIGHT})
+    lab_server.api("PUT", "/lab/api/settings/@jupyterlab/apputils-extension:themes", {"raw": raw})
 
 
 def check_contrast(page, panel, notebook: str, theme: str) -> dict:
@@ -406,7 +413,6 @@ def check_notebook_in_jupyterlab(notebook, browser, lab_server, figure) -> None:
         contrast[DARK] = [check_contrast(page, panel, notebook, DARK)]
         if stem in DARK_SHOTS:
             save_dark_shot(page, panel, demos, stem, *DARK_SHOTS[stem])
-        set_theme(page, LIGHT)
         failures = []
         for theme, results in contrast.items():
             worst = min((r["worst"] for r in results), key=lambda w: w["ratio"])
@@ -438,6 +444,7 @@ def check_notebook_in_jupyterlab(notebook, browser, lab_server, figure) -> None:
         assert not late, f"{notebook}:\n" + "\n".join(late)
     finally:
         page.close()
+        light_for_the_next_page(lab_server)
         for session in lab_server.api("GET", "/api/sessions") or []:
             lab_server.api("DELETE", f"/api/sessions/{session['id']}")
 
@@ -503,7 +510,7 @@ def check_plots_follow_the_lab_theme(notebook, browser, lab_server) -> None:
         page.locator(_EXPLORER_PICTURES).first.scroll_into_view_if_needed()
         page.screenshot(path=artifact(f"{stem}-light-after-use-style.png"))
     finally:
-        set_theme(page, LIGHT)
         page.close()
+        light_for_the_next_page(lab_server)
         for session in lab_server.api("GET", "/api/sessions") or []:
             lab_server.api("DELETE", f"/api/sessions/{session['id']}")

@@ -26,15 +26,19 @@ def test_chromium_override_must_exist(monkeypatch, tmp_path):
     assert harness.find_chromium() == str(exe)
 
 
-def _frame(msg_type, content):
+class NoPage:
+    def on(self, event, handler):
+        pass
+
+
+def _frame(msg_type, content, msg_id="1", parent=None):
     # a v1 kernel-protocol frame: binary offsets, then the channel and JSON parts
-    header = json.dumps({"msg_type": msg_type, "msg_id": "1"}).encode()
-    return b"\x00" * 16 + b"iopub" + header + b"{}" + b"{}" + json.dumps(content).encode()
+    header = json.dumps({"msg_type": msg_type, "msg_id": msg_id}).encode()
+    return b"\x00" * 16 + b"iopub" + header + json.dumps(parent or {}).encode() + b"{}" + json.dumps(content).encode()
 
 
 def test_kernel_messages_pick_out_errors_and_stderr():
-    km = harness.KernelMessages.__new__(harness.KernelMessages)
-    km.errors, km.stderr = [], []
+    km = harness.KernelMessages(NoPage())
     km._on_frame(_frame("error", {"ename": "ValueError", "evalue": 'boom "at" max', "traceback": []}))
     km._on_frame(_frame("stream", {"name": "stderr", "text": "a warning\n"}))
     km._on_frame(_frame("stream", {"name": "stdout", "text": "fine\n"}))
@@ -44,6 +48,23 @@ def test_kernel_messages_pick_out_errors_and_stderr():
     assert errors == ['ValueError: boom \\"at\\" max', "KeyError: k"]
     assert stderr == ["a warning\\n"]
     assert km.take() == ([], [])
+
+
+def test_kernel_messages_know_which_widget_messages_the_kernel_has_answered():
+    km = harness.KernelMessages(NoPage())
+    km._on_sent(_frame("comm_msg", {"data": {"method": "update"}}, msg_id="a"))
+    km._on_sent(json.dumps({"header": {"msg_type": "comm_msg", "msg_id": "b"}, "content": {}}))
+    km._on_sent(_frame("kernel_info_request", {}, msg_id="c"))  # not a widget's message
+    assert (km.sent, km.pending) == (2, {b"a", b"b"})
+    km._on_frame(_frame("status", {"execution_state": "busy"}, msg_id="s1", parent={"msg_id": "a"}))
+    km._on_frame(_frame("status", {"execution_state": "idle"}, msg_id="s2", parent={"msg_id": "c"}))
+    assert km.pending == {b"a", b"b"}
+    km._on_frame(_frame("status", {"execution_state": "idle"}, msg_id="s3", parent={"msg_id": "a"}))
+    km._on_frame(json.dumps({"parent_header": {"msg_id": "b"}, "content": {"execution_state": "idle"}}))
+    assert (km.sent, km.pending) == (2, set())
+    km._on_frame(_frame("status", {"execution_state": "idle"}, msg_id="s4", parent={"msg_id": "d"}))
+    km._on_sent(_frame("comm_msg", {}, msg_id="d"))  # its answer read first
+    assert (km.sent, km.pending) == (3, set())
 
 
 def test_remote_requests_flag_everything_off_this_machine():
