@@ -355,6 +355,13 @@ class Explorer:
                 raise ValueError(f"{name}={value!r} is not one of {listed}")
         return value
 
+    @classmethod
+    def opened_at(cls, controls: dict, **values) -> dict:
+        """``controls`` (name -> widget), each set to its value in ``values`` once :meth:`checked` takes it."""
+        for name, value in values.items():
+            controls[name].value = cls.checked(controls[name], name, value)
+        return controls
+
     def set(self, *values, **named) -> None:
         """Set several controls (by position or name; ``None`` leaves one as it is), all checked first, then redraw
         once."""

@@ -45,9 +45,7 @@ class ReductionExplorer(Explorer):
         )  # fmt: skip
         controls = dict(world_size=self.ranks_slider, fmt=self.format_buttons, order=self.order_buttons,
                         log10_scale=self.scale_slider)  # fmt: skip
-        given = dict(world_size=world_size, fmt=fmt, order=order, log10_scale=log10_scale)
-        for what, value in given.items():
-            controls[what].value = self.checked(controls[what], what, value)
+        self.opened_at(controls, world_size=world_size, fmt=fmt, order=order, log10_scale=log10_scale)
         rows = widgets.VBox(
             [widgets.HBox([self.ranks_slider, self.scale_slider]), widgets.HBox([self.format_buttons]),
              widgets.HBox([self.order_buttons])]

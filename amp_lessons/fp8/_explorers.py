@@ -63,9 +63,12 @@ class Fp8ScalingExplorer(Explorer):
         )
         self.block_box = widgets.Dropdown(options=self.BLOCKS, description="blocks")
         self.fmt_box = widgets.ToggleButtons(options=list(self.FORMATS), description="format")
-        controls = {"exponent": self.slider, "block": self.block_box, "fmt": self.fmt_box}
-        for what, value in {"exponent": exponent, "block": block, "fmt": fmt}.items():
-            controls[what].value = self.checked(controls[what], what, value)
+        controls = self.opened_at(
+            {"exponent": self.slider, "block": self.block_box, "fmt": self.fmt_box},
+            exponent=exponent,
+            block=block,
+            fmt=fmt,
+        )
         self.stats = None  # the shown CastStats
         self._n = self.x.numel()
         self._lo = math.floor(bottom) + self.min_exponent - 2

@@ -48,9 +48,12 @@ class RecipeExplorer(Explorer):
         self.step_slider = widgets.IntSlider(
             min=0, max=STEPS - 1, description="training step", style=style, layout=widgets.Layout(width="420px")
         )
-        controls = {"kind": self.kind_box, "recipe": self.recipe_box, "step": self.step_slider}
-        for what, value in {"kind": kind, "recipe": recipe, "step": step}.items():
-            controls[what].value = self.checked(controls[what], what, value)
+        controls = self.opened_at(
+            {"kind": self.kind_box, "recipe": self.recipe_box, "step": self.step_slider},
+            kind=kind,
+            recipe=recipe,
+            step=step,
+        )
         self.stats = None  # the shown RecipeStats
         self._pic = self._picture()
         super().__init__(controls, [widgets.HBox([self.kind_box, self.recipe_box]), self.step_slider])
