@@ -11,9 +11,12 @@ The base, which every lesson uses and which imports no lesson topic:
   ``_launch`` (process groups), ``_table`` (tables), ``_draw`` (plot helpers), ``_explorer`` (what every explorer
   shares), ``_exercise`` (how every checker answers)
 
-One folder per lesson topic, each with ``records`` (frozen results), ``experiments`` (data only, no drawing),
-``models``, ``plots``, ``explorers`` and ``checks`` as the lesson needs them, and ``support`` (its ``LESSON`` and
-what it runs where); ``from amp_lessons import fp16`` gives all of a topic:
+One folder per lesson topic. Its face, ``amp_lessons.<topic>`` (its ``__init__.py``), gives exactly the names its
+lesson, the presenter and the instructors' solutions call; behind it sit private modules (``_records``: frozen
+results; ``_experiments``: data only, no drawing; ``_models``, ``_plots``, ``_explorers``, ``_checks`` as the lesson
+needs them; ``_support``: its ``LESSON`` and what it runs where) and ``key_code`` (its exported cells).
+
+The topics, a face each:
 
 - :mod:`amp_lessons.bits` (01), :mod:`amp_lessons.tf32` (02), :mod:`amp_lessons.fp16` (03),
   :mod:`amp_lessons.autocast` (04), :mod:`amp_lessons.scaling` (05), :mod:`amp_lessons.e2e` (06),

@@ -140,7 +140,7 @@ def render() -> dict[Path, str]:
     out[contributing] = text[: m.start(1)] + layout_lines() + text[m.end(1) :]
     init = ROOT / "amp_lessons" / "__init__.py"
     text = init.read_text(encoding="utf-8")
-    m = re.search(r"gives all of a topic:\n\n(.*?)\n\n\(the lesson registry", text, re.S)
+    m = re.search(r"The topics, a face each:\n\n(.*?)\n\n\(the lesson registry", text, re.S)
     if m is None:
         raise SystemExit("amp_lessons/__init__.py: the docstring lost its list of topics")
     out[init] = text[: m.start(1)] + docstring_topics() + text[m.end(1) :]

@@ -1,7 +1,8 @@
 """Lesson 04, autocast policies: which op runs in which dtype, traced and profiled, and the cost of casts.
 
-`from amp_lessons import autocast` gives every public name of the topic's modules: :mod:`.records`,
-:mod:`.experiments`, :mod:`.plots`, :mod:`.checks`, :mod:`.support`."""
+`from amp_lessons import autocast` gives the names its lesson, the presenter and the instructors' solutions call (its
+``__all__``, which tests/test_structure.py holds equal to those calls); the modules behind it are private:
+``_checks``, ``_experiments``, ``_plots``, ``_policy``, ``_records``, ``_support``."""
 
 from ._checks import check_bce_fix, check_cast_counter, check_dtype_predictions
 from ._experiments import (

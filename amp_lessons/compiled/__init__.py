@@ -1,8 +1,9 @@
 """Lesson 11, torch.compile and mixed precision: the graph Dynamo captures of an autocast region, the casts that
 survive in Inductor's generated code, compiled bf16 numerics against eager and fp64, and step times.
 
-`from amp_lessons import compiled` gives every public name of the topic's modules: :mod:`.experiments`,
-:mod:`.plots`, :mod:`.checks`, :mod:`.support`."""
+`from amp_lessons import compiled` gives the names its lesson, the presenter and the instructors' solutions call (its
+``__all__``, which tests/test_structure.py holds equal to those calls); the modules behind it are private:
+``_checks``, ``_experiments``, ``_plots``, ``_support``."""
 
 from ._checks import (
     check_compile_matching_eager,

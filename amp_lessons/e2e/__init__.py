@@ -1,7 +1,9 @@
 """Lesson 06, AMP end to end: the AMP training step, throughput by dtype, memory, inference.
 
-`from amp_lessons import e2e` gives every public name of the topic's modules: :mod:`.records`, :mod:`.models`,
-:mod:`.experiments`, :mod:`.plots`, :mod:`.checks`, :mod:`.support`."""
+`from amp_lessons import e2e` gives the names its lesson, the presenter and the instructors' solutions call (its
+``__all__``, which tests/test_structure.py holds equal to those calls); the modules behind it are private:
+``_checks``, ``_common``, ``_experiments``, ``_models``, ``_plots``, ``_records``, ``_support``, ``_tables``,
+``_training``."""
 
 from ._checks import (
     check_accumulated_amp_step,

@@ -1,7 +1,8 @@
 """Lesson 07, fp8: fp8 casts and scaling (per-tensor, delayed, block-wise), torch._scaled_mm, an fp8 linear layer.
 
-`from amp_lessons import fp8` gives every public name of the topic's modules: :mod:`.records`, :mod:`.models`,
-:mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
+`from amp_lessons import fp8` gives the names its lesson, the presenter and the instructors' solutions call (its
+``__all__``, which tests/test_structure.py holds equal to those calls); the modules behind it are private:
+``_checked``, ``_checks``, ``_experiments``, ``_explorers``, ``_models``, ``_plots``, ``_records``, ``_support``."""
 
 from ._checks import (
     check_amax_scale,

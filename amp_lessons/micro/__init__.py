@@ -1,8 +1,9 @@
 """Below 8 bits and below bf16: MX and NVFP4 block scales, fp8 scaling recipes and fp4 quantizers side by side,
 stochastic rounding and Kahan-compensated bf16 updates.
 
-`from amp_lessons import micro` gives every public name of the topic's modules: :mod:`.records`,
-:mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
+`from amp_lessons import micro` gives the names its lesson, the presenter and the instructors' solutions call (its
+``__all__``, which tests/test_structure.py holds equal to those calls); the modules behind it are private:
+``_checks``, ``_experiments``, ``_explorers``, ``_plots``, ``_records``, ``_support``."""
 
 from ._checks import (
     check_rceil_shared_exponent,

@@ -1,7 +1,8 @@
 """Lesson 05, loss scaling: static and dynamic scalers written out, against torch.amp.GradScaler.
 
-`from amp_lessons import scaling` gives every public name of the topic's modules: :mod:`.records`,
-:mod:`.experiments`, :mod:`.plots`, :mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
+`from amp_lessons import scaling` gives the names its lesson, the presenter and the instructors' solutions call (its
+``__all__``, which tests/test_structure.py holds equal to those calls); the modules behind it are private:
+``_checked``, ``_checks``, ``_experiments``, ``_explorers``, ``_plots``, ``_records``, ``_support``."""
 
 from ._checks import check_scaler_update, check_smallest_scale
 from ._experiments import (

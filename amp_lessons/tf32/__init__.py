@@ -1,7 +1,8 @@
 """Lesson 02, TF32: emulated and real TF32 matmuls, their errors against fp64, their speed.
 
-`from amp_lessons import tf32` gives every public name of the topic's modules: :mod:`.experiments`, :mod:`.plots`,
-:mod:`.explorers`, :mod:`.checks`, :mod:`.support`."""
+`from amp_lessons import tf32` gives the names its lesson, the presenter and the instructors' solutions call (its
+``__all__``, which tests/test_structure.py holds equal to those calls); the modules behind it are private:
+``_checks``, ``_experiments``, ``_explorers``, ``_plots``, ``_support``."""
 
 from ._checks import (
     check_error_ratio,
