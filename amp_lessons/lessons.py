@@ -11,21 +11,11 @@ This module sits above the topics: it imports them, and no topic imports it.
 from __future__ import annotations
 
 import argparse
+import importlib
 from pathlib import Path
 
 from ._validate import int_in
-from .autocast import _support as autocast
-from .bits import _support as bits
-from .compiled import _support as compiled
 from .course import Lesson, LessonSupport, Runs, Schedule, WhatRunsWhere, check_report
-from .debug import _support as debug
-from .distributed import _support as distributed
-from .e2e import _support as e2e
-from .fp8 import _support as fp8
-from .fp16 import _support as fp16
-from .micro import _support as micro
-from .scaling import _support as scaling
-from .tf32 import _support as tf32
 
 __all__ = [
     "DAY_TWO",
@@ -46,14 +36,27 @@ START_HERE = Lesson(
     shows="the plan, your machine's hardware report, what runs natively / emulated / as reference",
 )
 
-#: The topics in lesson order (01..11), each by the module that declares its lesson: a new lesson is one more
-#: topic here.
-_TOPICS_IN_ORDER = (bits, tf32, fp16, autocast, scaling, e2e, fp8, debug, distributed, micro, compiled)
+#: The topics in lesson order (01..11), by name: ``amp_lessons.<topic>._support`` declares each one's lesson. A new
+#: lesson is one more name here.
+_TOPICS_IN_ORDER = (
+    "bits",
+    "tf32",
+    "fp16",
+    "autocast",
+    "scaling",
+    "e2e",
+    "fp8",
+    "debug",
+    "distributed",
+    "micro",
+    "compiled",
+)
 
-LESSONS: tuple[Lesson, ...] = (START_HERE, *(topic.LESSON for topic in _TOPICS_IN_ORDER))
+_TOPIC = {name: importlib.import_module(f"{__package__}.{name}._support") for name in _TOPICS_IN_ORDER}
+
+LESSONS: tuple[Lesson, ...] = (START_HERE, *(topic.LESSON for topic in _TOPIC.values()))
 """The lessons in order."""
 
-_TOPIC = {topic.__name__.split(".")[1]: topic for topic in _TOPICS_IN_ORDER}
 for _name, _topic in _TOPIC.items():
     if _topic.LESSON.topic != _name:
         raise ImportError(f"amp_lessons.{_name}.LESSON names the topic {_topic.LESSON.topic!r}, not {_name!r}")
