@@ -38,6 +38,15 @@ FIGURE_KEY = "amp-figure"
 # pytester: a test of the suite's own hooks runs an inner pytest in its process (no second torch import)
 pytest_plugins = ("pytester",)
 
+# The suite runs one xdist worker per core, and each worker's torch (and each nbval kernel's) keeps an OpenMP pool of
+# one thread per core: the processes share the cores. Under OpenMP's default wait policy a thread that waits at a
+# parallel region's barrier spins, while the partner it waits for is descheduled by another process's spinning
+# thread; the small-tensor work of the tests then runs several times slower (lesson 10's training cell: 0.8 s alone,
+# 12-18 s beside a second worker). Passive waiting (the OpenMP standard's OMP_WAIT_POLICY, read by libgomp and
+# LLVM's libomp when they start, so set here before the workers and kernels start) decides only how an idle thread
+# waits, never what a computation gives; a setting in the environment wins.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 _durations: dict[str, float] = defaultdict(float)
 _peak_rss: dict[str, int] = {}
 _figures: dict[str, dict[str, tuple[float, str]]] = defaultdict(dict)
