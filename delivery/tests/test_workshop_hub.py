@@ -84,11 +84,13 @@ def test_the_kernel_spec_points_at_the_course_venv_and_the_wrapper():
 
 
 def test_a_kernel_over_its_cap_gets_an_error_and_lives_on(monkeypatch):
-    """The wrapper's cap in a real kernel: a 4 GiB tensor under a 1 GiB cap fails in the cell, the next cell runs."""
+    """The wrapper's cap in a real kernel: a 4 GiB tensor under a 1 GiB cap fails in the cell, the next cell runs;
+    its OpenMP threads wait passively, whatever the server's environment said."""
     from jupyter_client.manager import start_new_kernel
 
     monkeypatch.setenv("JUPYTER_PATH", str(WORKSHOP / "jupyter"))  # the workshop's "python3" comes first
     monkeypatch.setenv("AMP_KERNEL_MEMORY_LIMIT", "1G")
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     km, kc = start_new_kernel(kernel_name="python3")
     try:
         outputs = []
@@ -104,6 +106,7 @@ def test_a_kernel_over_its_cap_gets_an_error_and_lives_on(monkeypatch):
 
         assert run("import resource; print(resource.getrlimit(resource.RLIMIT_DATA))")["status"] == "ok"
         assert f"({2**30}, {2**30})" in outputs[-1]
+        assert run("import os; print(os.environ['OMP_WAIT_POLICY'])")["status"] == "ok" and outputs[-1] == "PASSIVE\n"
         # torch.empty asks for the whole 4 GiB at once: refused before any page is touched, so the test is cheap
         reply = run("import torch; x = torch.empty(2**30, dtype=torch.float32)")
         assert reply["status"] == "error" and "can't allocate memory" in reply["evalue"]

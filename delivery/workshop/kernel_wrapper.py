@@ -16,6 +16,11 @@ each learner's server (``delivery/workshop/jupyterhub_config.py``):
 * ``AMP_KERNEL_GPU_FRACTION`` (unset by default): read by ``kernel_startup.py``, which calls
   ``torch.cuda.set_per_process_memory_fraction`` with it in each kernel where CUDA is available.
 
+and always ``OMP_WAIT_POLICY=PASSIVE``: the learners' kernels share the server's cores, and under OpenMP's default
+policy a thread waiting at a barrier spins, while the partner it waits for is descheduled by another kernel's
+spinning thread (``make bench-hub`` measures the room with it). It decides how an idle thread waits, never what a
+cell computes.
+
 Standard library only: it runs in the course's environment before anything else.
 """
 
@@ -85,6 +90,7 @@ def main(argv: list[str]) -> None:
         os.environ["AMP_KERNEL_MEMORY_LIMIT_BYTES"] = str(limit)
     if os.environ.get("AMP_KERNEL_THREADS"):
         os.environ["OMP_NUM_THREADS"] = os.environ["AMP_KERNEL_THREADS"]
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
     os.execv(cmd[0], cmd)
 
 
