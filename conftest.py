@@ -25,7 +25,7 @@ import pytest
 from nbval.plugin import NbCellError
 
 from tests.kernel_memory import peak_memory_bytes
-from tests.nbval_guard import KernelGuard
+from tests.nbval_guard import KernelGuard, start_new_kernel
 
 NOTEBOOK_BUDGET_S = 30.0
 SUITE_BUDGET_S = 120.0
@@ -34,6 +34,7 @@ KERNEL_MEMORY_LIMIT_BYTES = 3 * 1024**3
 # Figures travel from xdist workers to the controller in report.user_properties, as
 # ("amp-figure", (section, label, value, unit)) pairs.
 FIGURE_KEY = "amp-figure"
+RESTART_KEY = "amp-kernel-start-deaths"  # (notebook, [how each earlier start of its kernel ended])
 
 # pytester: a test of the suite's own hooks runs an inner pytest in its process (no second torch import)
 pytest_plugins = ("pytester",)
@@ -50,6 +51,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 _durations: dict[str, float] = defaultdict(float)
 _peak_rss: dict[str, int] = {}
 _figures: dict[str, dict[str, tuple[float, str]]] = defaultdict(dict)
+_start_deaths: dict[str, list[str]] = {}
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -110,6 +112,11 @@ _FORCED_BACKEND = os.environ.get("MPLBACKEND", "")
 
 
 def pytest_configure(config):
+    # nbval's RunningKernel starts its kernel with nbval.kernel.start_new_kernel; tests/nbval_guard.py's keeps the
+    # kernel's stderr and starts again a kernel that ends before its first reply
+    import nbval.kernel
+
+    nbval.kernel.start_new_kernel = start_new_kernel
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistDistMode(), "amp-xdist-dist-mode")
     if _FORCED_BACKEND and "inline" not in _FORCED_BACKEND:
@@ -198,6 +205,10 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     if call.when != "call" or not item.nodeid.split("::", 1)[0].endswith(".ipynb"):
         return
+    deaths = getattr(getattr(getattr(item.parent, "kernel", None), "km", None), "_amp_start_deaths", None)
+    if deaths and not getattr(item.parent, "_amp_deaths_told", False):
+        report.user_properties.append((RESTART_KEY, (item.nodeid.split("::", 1)[0], list(deaths))))
+        item.parent._amp_deaths_told = True
     if report.failed and _is_notebook_cell(item):
         first_line = str(call.excinfo.value).strip().splitlines() if call.excinfo else []
         _kernel_guard(item).last_failure = f"Cell {item.cell_num} failed: {first_line[0] if first_line else '?'}"
@@ -221,6 +232,8 @@ def pytest_runtest_logreport(report):
     for key, value in report.user_properties:
         if key == "kernel-peak-rss":
             _peak_rss[path] = max(_peak_rss.get(path, 0), value)
+        elif key == RESTART_KEY:
+            _start_deaths[value[0]] = value[1]
         elif key == FIGURE_KEY:
             section, label, number, unit = value
             _figures[section][label] = (number, unit)
@@ -246,6 +259,11 @@ def pytest_terminal_summary(terminalreporter):
             f"{total:7.1f} s  all notebooks (sum over workers){flag}; "
             f"memory limit {KERNEL_MEMORY_LIMIT_BYTES / 2**30:.0f} GiB per kernel"
         )
+    if _start_deaths:
+        tr.section("notebook kernels started again: each ended before its first reply (tests/nbval_guard.py)")
+        for path, deaths in sorted(_start_deaths.items()):
+            for death in deaths:
+                tr.write_line(f"{path}: {death}")
     for section, rows in sorted(_figures.items()):
         tr.section(section)
         for label, (number, unit) in sorted(rows.items()):

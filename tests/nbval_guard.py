@@ -14,7 +14,9 @@ cells before it, and the symptom is then only a ``NameError``:
 nbval itself never restarts a kernel (it uses jupyter_client's plain ``KernelManager``, whose restarter does
 nothing), but a kernel that dies while a cell runs leaves nbval waiting for the reply until the cell timeout
 (2000 s by default), and one that dies between cells fails the next cell with "Kernel dead on test start"
-without the exit status. The guard watches the kernel while nbval waits and names the exit status.
+without the exit status. The guard watches the kernel while nbval waits and names the exit status, with the
+last lines the kernel wrote to its stderr (:func:`start_new_kernel` keeps them; nbval sends them to /dev/null).
+A kernel that ends before it first replies, before any cell, is started again (:func:`start_new_kernel`).
 
 :class:`KernelGuard` keeps, per notebook collector, the kernel's pid and the cells it ran; ``check`` is called
 before each cell runs and returns the reason this cell cannot run in this kernel, or None. Once a notebook's
@@ -24,17 +26,27 @@ Sources (the versions pinned here: nbval 0.11, pytest-xdist 3.8, jupyter_client 
 https://github.com/pytest-dev/pytest-xdist/blob/master/src/xdist/plugin.py (``-n`` without ``--dist`` is ``load``),
 https://github.com/pytest-dev/pytest-xdist/blob/master/src/xdist/scheduler/loadscope.py (``remove_node`` re-queues),
 https://github.com/computationalmodelling/nbval/blob/master/nbval/plugin.py (``IPyNbCell.runtest``, the timeouts),
-https://github.com/jupyter/jupyter_client/blob/main/jupyter_client/manager.py (``start_restarter`` does nothing).
+https://github.com/jupyter/jupyter_client/blob/main/jupyter_client/manager.py (``start_restarter`` does nothing),
+https://github.com/jupyter/jupyter_client/issues/487 (the race of a kernel's ports; ``LocalPortCache`` in
+jupyter_client/connect.py guards against it within one process only),
+https://github.com/ipython/ipykernel/blob/main/ipykernel/kernelapp.py (``_bind_socket``: a given port is tried once).
 """
 
 from __future__ import annotations
 
+import os
 import signal
+import tempfile
 import time
+import weakref
 from queue import Empty
 
+from jupyter_client.manager import KernelManager
+from nbval.kernel import NbvalKernelspecManager
 from nbval.plugin import NbCellError
 
+START_TRIES = 2  # a kernel that ends before its first reply is started again, once
+STDERR_LINES = 15  # how much of a dead kernel's stderr a failure quotes
 POLL_S = 1.0  # how often the wait for a kernel's reply checks that the kernel is alive
 SPLITTING = ("load", "worksteal", "loadgroup")  # pytest-xdist modes that hand out single items, not files
 SPLIT_WHY = (
@@ -57,6 +69,59 @@ def exit_status(returncode: int) -> str:
         hint = " (the out-of-memory killer, or another process, killed it)" if -returncode == signal.SIGKILL else ""
         return f"signal {-returncode} ({name}){hint}"
     return f"exit code {returncode}"
+
+
+def _stderr_tail(err) -> str:
+    """The last lines a kernel wrote to its stderr file, indented; read with pread, which leaves the offset that
+    the kernel shares with this file object alone."""
+    if err is None or err.closed:
+        return ""
+    text = os.pread(err.fileno(), os.fstat(err.fileno()).st_size, 0).decode(errors="replace").strip()
+    lines = text.splitlines()[-STDERR_LINES:] or ["(nothing)"]
+    return "; its stderr ends:\n" + "\n".join(f"    {line}" for line in lines)
+
+
+def start_new_kernel(startup_timeout=60, kernel_name="python", stderr=None, tries=START_TRIES, **kwargs):
+    """nbval's ``start_new_kernel`` (nbval/kernel.py, which the root conftest.py replaces with this), with two changes.
+
+    * The kernel's stderr goes to a temporary file, not to the /dev/null that nbval's ``RunningKernel`` passes
+      (``stderr``, closed here): when a kernel ends, the failure quotes what it wrote last.
+    * A kernel process that ends before its first reply to ``kernel_info`` ("Kernel died before replying to
+      kernel_info") is started again, up to ``tries`` starts in all. No cell has run in it, so nothing of the
+      notebook is retried. Each such death is kept as ``km._amp_start_deaths`` (its exit status and stderr), and
+      the conftest.py reports it in pytest's summary. One known cause is a race of the kernel's ports: jupyter_client
+      picks five free ports by binding each to port 0 and letting it go, and the kernel, which binds them a second
+      later, exits if another process took one meanwhile (jupyter_client issue 487; its ``LocalPortCache`` keeps
+      the kernels of one process apart, not those of two pytest-xdist workers, and ipykernel's ``_bind_socket``
+      tries a given port once). A kernel that is alive but silent for ``startup_timeout`` is not started again.
+    """
+    if stderr is not None:
+        stderr.close()
+    deaths: list[str] = []
+    for _ in range(tries):
+        err = tempfile.TemporaryFile()  # the kernel's stderr, closed with its manager
+        km = KernelManager(kernel_name=kernel_name, kernel_spec_manager=NbvalKernelspecManager())
+        km.start_kernel(stderr=err, **kwargs)
+        kc = km.client()
+        kc.start_channels()
+        try:
+            kc.wait_for_ready(timeout=startup_timeout)
+        except RuntimeError as e:
+            process = getattr(km.provisioner, "process", None)
+            returncode = None if process is None else process.poll()
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+            how = "is alive" if returncode is None else f"ended with {exit_status(returncode)}"
+            death = f"{e} (the kernel {how}){_stderr_tail(err)}"
+            err.close()
+            if returncode is None:
+                raise RuntimeError(death) from e
+            deaths.append(death)
+            continue
+        weakref.finalize(km, err.close)
+        km._amp_stderr, km._amp_start_deaths = err, deaths
+        return km, kc
+    raise RuntimeError(f"the kernel ended before its first reply at each of {tries} starts:\n" + "\n".join(deaths))
 
 
 def kernel_process(kernel):
@@ -86,7 +151,7 @@ def watch_kernel(kernel, poll_s: float = POLL_S) -> None:
                     raise KernelDied(
                         cell_num,
                         f"the notebook's kernel (pid {process.pid}) ended with {exit_status(returncode)} "
-                        f"while this cell ran",
+                        f"while this cell ran{_stderr_tail(getattr(kernel.km, '_amp_stderr', None))}",
                         source,
                     ) from None
                 if deadline is not None and time.monotonic() >= deadline:
@@ -148,7 +213,9 @@ class KernelGuard:
         if returncode is not None:
             after = f"(the last cell it ran: Cell {self.ran[-1]})" if self.ran else "before its first cell"
             return self._break(
-                cell, f"the notebook's kernel (pid {process.pid}) ended with {exit_status(returncode)} {after}"
+                cell,
+                f"the notebook's kernel (pid {process.pid}) ended with {exit_status(returncode)} {after}"
+                f"{_stderr_tail(getattr(kernel.km, '_amp_stderr', None))}",
             )
         if self.pid is None:
             self.pid = process.pid

@@ -20,8 +20,9 @@ from pathlib import Path
 from queue import Empty
 
 import pytest
+from nbval.kernel import CURRENT_ENV_KERNEL_NAME
 
-from tests.nbval_guard import KernelDied, KernelGuard, exit_status, watch_kernel
+from tests.nbval_guard import KernelDied, KernelGuard, exit_status, start_new_kernel, watch_kernel
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -137,6 +138,54 @@ def test_watched_kernel_still_times_out_while_the_process_lives():
     assert 2 <= kernel.calls <= 6  # waited in slices, checking the process in between
 
 
+# -- kernels that end before their first reply ----------------------------------------------------------------
+
+# Put on a kernel's PYTHONPATH, this makes the first N kernels started (N read from the file AMP_TEST_DEATHS names)
+# write a line to stderr and exit with code 3 before ipykernel starts; every later one starts normally.
+DYING_SITE = """
+import os, sys
+if "ipykernel_launcher" in sys.orig_argv and os.environ.get("AMP_TEST_DEATHS"):
+    with open(os.environ["AMP_TEST_DEATHS"]) as f:
+        left = int(f.read())
+    if left > 0:
+        with open(os.environ["AMP_TEST_DEATHS"], "w") as f:
+            f.write(str(left - 1))
+        sys.stderr.write(f"made to end before ipykernel starts, {left - 1} such starts left\\n")
+        os._exit(3)
+"""
+
+
+def _dying(tmp_path: Path, deaths: int) -> dict[str, str]:
+    """An environment whose next ``deaths`` kernels end at start (DYING_SITE)."""
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "sitecustomize.py").write_text(DYING_SITE)
+    (tmp_path / "deaths").write_text(str(deaths))
+    path = os.pathsep.join(filter(None, [str(tmp_path / "site"), str(ROOT), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, "AMP_TEST_DEATHS": str(tmp_path / "deaths")}
+
+
+def test_a_kernel_that_ends_before_its_first_reply_is_started_again_and_the_death_kept(tmp_path):
+    km, kc = start_new_kernel(kernel_name=CURRENT_ENV_KERNEL_NAME, env=_dying(tmp_path, 1), cwd=str(tmp_path))
+    try:
+        reply = kc.execute_interactive("print(6 * 7)", timeout=60)
+        assert reply["content"]["status"] == "ok"
+        [death] = km._amp_start_deaths
+        assert "Kernel died before replying to kernel_info (the kernel ended with exit code 3)" in death, death
+        assert "made to end before ipykernel starts, 0 such starts left" in death, death
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+
+
+def test_a_kernel_that_ends_before_its_first_reply_at_each_start_fails_quoting_each_death(tmp_path):
+    with pytest.raises(RuntimeError, match="ended before its first reply at each of 2 starts") as info:
+        start_new_kernel(kernel_name=CURRENT_ENV_KERNEL_NAME, env=_dying(tmp_path, 5), cwd=str(tmp_path))
+    message = str(info.value)
+    assert message.count("the kernel ended with exit code 3") == 2, message
+    assert "4 such starts left" in message and "3 such starts left" in message, message
+    assert (tmp_path / "deaths").read_text() == "3"  # two starts, no third
+
+
 # -- pytest with nbval on real kernels ------------------------------------------------------------------------
 
 
@@ -154,13 +203,13 @@ def _notebook(path: Path, sources: list[str]) -> None:
     path.write_text(json.dumps(nb))
 
 
-def _pytest(tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess, str]:
+def _pytest(tmp_path: Path, *args: str, env: dict[str, str] | None = None) -> tuple[subprocess.CompletedProcess, str]:
     # the notebooks live outside the repository, so its root conftest.py is loaded as a plugin (-p conftest)
     cmd = [
         sys.executable, "-m", "pytest", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(tmp_path),
         "-p", "conftest", "-p", "no:cacheprovider", "-p", "no:benchmark", "-q", "-rf", "--color=no", *args,
     ]  # fmt: skip
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    env = env or {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
     return proc, proc.stdout + proc.stderr
 
@@ -216,3 +265,15 @@ def test_a_kernel_killed_during_a_cell_fails_it_in_seconds(loadfile_run):
     assert _counts(out) == {"passed": 31, "failed": 3}, out
     assert "ended with signal 9 (SIGKILL)" in out and "while this cell ran" in out, out
     assert "NameError" not in out, out
+
+
+@pytest.mark.slow
+def test_a_notebook_whose_kernel_ended_at_start_runs_and_the_summary_says_so(tmp_path):
+    _notebook(tmp_path / "a.ipynb", WHOLE)
+    proc, out = _pytest(tmp_path, str(tmp_path / "a.ipynb"), env=_dying(tmp_path, 1))
+    assert proc.returncode == 0 and _counts(out) == {"passed": 15}, out
+    assert "notebook kernels started again: each ended before its first reply" in out, out
+    [line] = [line for line in out.splitlines() if "Kernel died before replying" in line]
+    assert line.endswith("a.ipynb: Kernel died before replying to kernel_info (the kernel ended with exit code 3); "
+                         "its stderr ends:"), line  # fmt: skip
+    assert "made to end before ipykernel starts, 0 such starts left" in out, out
