@@ -24,8 +24,9 @@ from collections import defaultdict
 import pytest
 from nbval.plugin import NbCellError
 
+from tests import nbval_guard
 from tests.kernel_memory import peak_memory_bytes
-from tests.nbval_guard import KernelGuard, start_new_kernel
+from tests.nbval_guard import KernelGuard
 
 NOTEBOOK_BUDGET_S = 30.0
 SUITE_BUDGET_S = 120.0
@@ -34,7 +35,7 @@ KERNEL_MEMORY_LIMIT_BYTES = 3 * 1024**3
 # Figures travel from xdist workers to the controller in report.user_properties, as
 # ("amp-figure", (section, label, value, unit)) pairs.
 FIGURE_KEY = "amp-figure"
-RESTART_KEY = "amp-kernel-start-deaths"  # (notebook, [how each earlier start of its kernel ended])
+RESTART_KEY = "amp-kernel-start-death"  # (notebook, how an earlier start of its kernel ended), one per death
 
 # pytester: a test of the suite's own hooks runs an inner pytest in its process (no second torch import)
 pytest_plugins = ("pytester",)
@@ -51,7 +52,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 _durations: dict[str, float] = defaultdict(float)
 _peak_rss: dict[str, int] = {}
 _figures: dict[str, dict[str, tuple[float, str]]] = defaultdict(dict)
-_start_deaths: dict[str, list[str]] = {}
+_start_deaths: dict[str, list[str]] = defaultdict(list)
 
 
 @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -112,11 +113,9 @@ _FORCED_BACKEND = os.environ.get("MPLBACKEND", "")
 
 
 def pytest_configure(config):
-    # nbval's RunningKernel starts its kernel with nbval.kernel.start_new_kernel; tests/nbval_guard.py's keeps the
-    # kernel's stderr and starts again a kernel that ends before its first reply
-    import nbval.kernel
-
-    nbval.kernel.start_new_kernel = start_new_kernel
+    # nbval's kernels start through tests/nbval_guard.py's start_new_kernel, which keeps each kernel's stderr and
+    # starts again a kernel that ends before its first reply
+    nbval_guard.pytest_configure(config)
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(_XdistDistMode(), "amp-xdist-dist-mode")
     if _FORCED_BACKEND and "inline" not in _FORCED_BACKEND:
@@ -207,7 +206,8 @@ def pytest_runtest_makereport(item, call):
         return
     deaths = getattr(getattr(getattr(item.parent, "kernel", None), "km", None), "_amp_start_deaths", None)
     if deaths and not getattr(item.parent, "_amp_deaths_told", False):
-        report.user_properties.append((RESTART_KEY, (item.nodeid.split("::", 1)[0], list(deaths))))
+        # on the item, so that its teardown report carries them: the summary's and JUnit XML's (make test-load)
+        item.user_properties.extend((RESTART_KEY, (item.nodeid.split("::", 1)[0], death)) for death in deaths)
         item.parent._amp_deaths_told = True
     if report.failed and _is_notebook_cell(item):
         first_line = str(call.excinfo.value).strip().splitlines() if call.excinfo else []
@@ -233,7 +233,7 @@ def pytest_runtest_logreport(report):
         if key == "kernel-peak-rss":
             _peak_rss[path] = max(_peak_rss.get(path, 0), value)
         elif key == RESTART_KEY:
-            _start_deaths[value[0]] = value[1]
+            _start_deaths[value[0]].append(value[1])
         elif key == FIGURE_KEY:
             section, label, number, unit = value
             _figures[section][label] = (number, unit)

@@ -41,6 +41,7 @@ import time
 import weakref
 from queue import Empty
 
+import nbval.kernel
 from jupyter_client.manager import KernelManager
 from nbval.kernel import NbvalKernelspecManager
 from nbval.plugin import NbCellError
@@ -72,56 +73,69 @@ def exit_status(returncode: int) -> str:
 
 
 def _stderr_tail(err) -> str:
-    """The last lines a kernel wrote to its stderr file, indented; read with pread, which leaves the offset that
-    the kernel shares with this file object alone."""
+    """The last lines a kernel wrote to its stderr file (of its last 64 KiB), indented; read with pread, which
+    leaves alone the file offset that the kernel shares with this file object."""
     if err is None or err.closed:
         return ""
-    text = os.pread(err.fileno(), os.fstat(err.fileno()).st_size, 0).decode(errors="replace").strip()
+    size = os.fstat(err.fileno()).st_size
+    text = os.pread(err.fileno(), min(size, 65536), max(0, size - 65536)).decode(errors="replace").strip()
     lines = text.splitlines()[-STDERR_LINES:] or ["(nothing)"]
     return "; its stderr ends:\n" + "\n".join(f"    {line}" for line in lines)
 
 
 def start_new_kernel(startup_timeout=60, kernel_name="python", stderr=None, tries=START_TRIES, **kwargs):
-    """nbval's ``start_new_kernel`` (nbval/kernel.py, which the root conftest.py replaces with this), with two changes.
+    """nbval's ``start_new_kernel`` (nbval/kernel.py; :func:`pytest_configure` puts this in its place), changed twice.
 
-    * The kernel's stderr goes to a temporary file, not to the /dev/null that nbval's ``RunningKernel`` passes
-      (``stderr``, closed here): when a kernel ends, the failure quotes what it wrote last.
+    * The kernel's stderr goes to a temporary file, not to the /dev/null that nbval's ``RunningKernel`` opens and
+      passes as ``stderr`` (closed here): when a kernel ends, the failure quotes what it wrote last. The file is
+      closed when its kernel manager is collected, at the latest when pytest exits.
     * A kernel process that ends before its first reply to ``kernel_info`` ("Kernel died before replying to
       kernel_info") is started again, up to ``tries`` starts in all. No cell has run in it, so nothing of the
-      notebook is retried. Each such death is kept as ``km._amp_start_deaths`` (its exit status and stderr), and
-      the conftest.py reports it in pytest's summary. One known cause is a race of the kernel's ports: jupyter_client
-      picks five free ports by binding each to port 0 and letting it go, and the kernel, which binds them a second
-      later, exits if another process took one meanwhile (jupyter_client issue 487; its ``LocalPortCache`` keeps
-      the kernels of one process apart, not those of two pytest-xdist workers, and ipykernel's ``_bind_socket``
-      tries a given port once). A kernel that is alive but silent for ``startup_timeout`` is not started again.
+      notebook is retried. Each such death is kept in ``km._amp_start_deaths`` (its exit status and stderr), and
+      the root conftest.py reports it in pytest's summary and in JUnit XML. One known cause is a race of the
+      kernel's ports: jupyter_client picks five free ports by binding each to port 0 and letting it go, and the
+      kernel, which binds them a second later, exits if another process took one meanwhile (jupyter_client issue
+      487; its ``LocalPortCache`` keeps the kernels of one process apart, not those of two pytest-xdist workers,
+      and ipykernel's ``_bind_socket`` tries a given port once). A kernel that is alive but silent for
+      ``startup_timeout`` is not started again.
     """
-    if stderr is not None:
+    if getattr(stderr, "name", None) == os.devnull:
         stderr.close()
     deaths: list[str] = []
     for _ in range(tries):
-        err = tempfile.TemporaryFile()  # the kernel's stderr, closed with its manager
+        err = tempfile.TemporaryFile()
         km = KernelManager(kernel_name=kernel_name, kernel_spec_manager=NbvalKernelspecManager())
-        km.start_kernel(stderr=err, **kwargs)
-        kc = km.client()
-        kc.start_channels()
+        kc = None
         try:
+            km.start_kernel(stderr=err, **kwargs)
+            kc = km.client()
+            kc.start_channels()
             kc.wait_for_ready(timeout=startup_timeout)
-        except RuntimeError as e:
+        except BaseException as e:
             process = getattr(km.provisioner, "process", None)
             returncode = None if process is None else process.poll()
-            kc.stop_channels()
-            km.shutdown_kernel(now=True)
-            how = "is alive" if returncode is None else f"ended with {exit_status(returncode)}"
-            death = f"{e} (the kernel {how}){_stderr_tail(err)}"
+            if kc is not None:
+                kc.stop_channels()
+            if km.has_kernel:
+                km.shutdown_kernel(now=True)
+            tail = _stderr_tail(err)
             err.close()
-            if returncode is None:
-                raise RuntimeError(death) from e
-            deaths.append(death)
+            if not isinstance(e, RuntimeError) or returncode is None:
+                if isinstance(e, RuntimeError):  # alive but silent: not started again
+                    raise RuntimeError(f"{e} (the kernel is alive){tail}") from e
+                raise
+            deaths.append(f"{e} (the kernel ended with {exit_status(returncode)}){tail}")
             continue
         weakref.finalize(km, err.close)
         km._amp_stderr, km._amp_start_deaths = err, deaths
         return km, kc
     raise RuntimeError(f"the kernel ended before its first reply at each of {tries} starts:\n" + "\n".join(deaths))
+
+
+def pytest_configure(config) -> None:
+    """Put :func:`start_new_kernel` in nbval's place (its ``RunningKernel`` looks the name up at each start): the
+    root conftest.py calls this, and a run outside the repository loads this module as a plugin (``-p``)."""
+    nbval.kernel.start_new_kernel = start_new_kernel
 
 
 def kernel_process(kernel):
@@ -214,8 +228,8 @@ class KernelGuard:
             after = f"(the last cell it ran: Cell {self.ran[-1]})" if self.ran else "before its first cell"
             return self._break(
                 cell,
-                f"the notebook's kernel (pid {process.pid}) ended with {exit_status(returncode)} {after}"
-                f"{_stderr_tail(getattr(kernel.km, '_amp_stderr', None))}",
+                f"the notebook's kernel (pid {process.pid}) ended with {exit_status(returncode)} {after}",
+                _stderr_tail(getattr(kernel.km, "_amp_stderr", None)),
             )
         if self.pid is None:
             self.pid = process.pid
@@ -236,6 +250,7 @@ class KernelGuard:
         kernel._amp_cell = (cell, source)
         return None
 
-    def _break(self, cell: int, reason: str) -> str:
+    def _break(self, cell: int, reason: str, stderr: str = "") -> str:
+        """Keep ``reason`` for every later cell; this cell's failure also quotes the kernel's ``stderr``."""
         self.broken = f"{reason} (found at Cell {cell})"
-        return reason
+        return reason + stderr

@@ -10,6 +10,7 @@ as the whole ones, beside them).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -141,9 +142,10 @@ def test_watched_kernel_still_times_out_while_the_process_lives():
 # -- kernels that end before their first reply ----------------------------------------------------------------
 
 # Put on a kernel's PYTHONPATH, this makes the first N kernels started (N read from the file AMP_TEST_DEATHS names)
-# write a line to stderr and exit with code 3 before ipykernel starts; every later one starts normally.
+# write a line to stderr and, before ipykernel starts, exit with code 3 (or, with AMP_TEST_HANG set, stay silent a
+# minute); every later one starts normally.
 DYING_SITE = """
-import os, sys
+import os, sys, time
 if "ipykernel_launcher" in sys.orig_argv and os.environ.get("AMP_TEST_DEATHS"):
     with open(os.environ["AMP_TEST_DEATHS"]) as f:
         left = int(f.read())
@@ -151,17 +153,21 @@ if "ipykernel_launcher" in sys.orig_argv and os.environ.get("AMP_TEST_DEATHS"):
         with open(os.environ["AMP_TEST_DEATHS"], "w") as f:
             f.write(str(left - 1))
         sys.stderr.write(f"made to end before ipykernel starts, {left - 1} such starts left\\n")
+        sys.stderr.flush()
+        if os.environ.get("AMP_TEST_HANG"):
+            time.sleep(60)
         os._exit(3)
 """
 
 
-def _dying(tmp_path: Path, deaths: int) -> dict[str, str]:
-    """An environment whose next ``deaths`` kernels end at start (DYING_SITE)."""
+def _dying(tmp_path: Path, deaths: int, hang: bool = False) -> dict[str, str]:
+    """An environment whose next ``deaths`` kernels end at start, or hang there (DYING_SITE)."""
     (tmp_path / "site").mkdir()
     (tmp_path / "site" / "sitecustomize.py").write_text(DYING_SITE)
     (tmp_path / "deaths").write_text(str(deaths))
     path = os.pathsep.join(filter(None, [str(tmp_path / "site"), str(ROOT), os.environ.get("PYTHONPATH")]))
-    return {**os.environ, "PYTHONPATH": path, "AMP_TEST_DEATHS": str(tmp_path / "deaths")}
+    env = {**os.environ, "PYTHONPATH": path, "AMP_TEST_DEATHS": str(tmp_path / "deaths")}
+    return {**env, "AMP_TEST_HANG": "1"} if hang else env
 
 
 def test_a_kernel_that_ends_before_its_first_reply_is_started_again_and_the_death_kept(tmp_path):
@@ -184,6 +190,14 @@ def test_a_kernel_that_ends_before_its_first_reply_at_each_start_fails_quoting_e
     assert message.count("the kernel ended with exit code 3") == 2, message
     assert "4 such starts left" in message and "3 such starts left" in message, message
     assert (tmp_path / "deaths").read_text() == "3"  # two starts, no third
+
+
+def test_a_kernel_alive_but_silent_at_start_is_not_started_again(tmp_path):
+    env = _dying(tmp_path, 5, hang=True)
+    with pytest.raises(RuntimeError, match=r"\(the kernel is alive\); its stderr ends:") as info:
+        start_new_kernel(startup_timeout=3, kernel_name=CURRENT_ENV_KERNEL_NAME, env=env, cwd=str(tmp_path))
+    assert "4 such starts left" in str(info.value), info.value
+    assert (tmp_path / "deaths").read_text() == "4"  # one start
 
 
 # -- pytest with nbval on real kernels ------------------------------------------------------------------------
@@ -263,15 +277,20 @@ def test_a_kernel_killed_during_a_cell_fails_it_in_seconds(loadfile_run):
     assert seconds < 120, out  # nbval alone waits for the reply until its 2000 s cell timeout
     assert _failed(out) == [f"killed.ipynb::Cell {i}" for i in (1, 2, 3)], out
     assert _counts(out) == {"passed": 31, "failed": 3}, out
-    assert "ended with signal 9 (SIGKILL)" in out and "while this cell ran" in out, out
+    assert "ended with signal 9 (SIGKILL)" in out and "while this cell ran; its stderr ends:" in out, out
     assert "NameError" not in out, out
 
 
 @pytest.mark.slow
-def test_a_notebook_whose_kernel_ended_at_start_runs_and_the_summary_says_so(tmp_path):
+def test_a_notebook_whose_kernel_ended_at_start_runs_and_the_summary_and_junit_say_so(tmp_path):
     _notebook(tmp_path / "a.ipynb", WHOLE)
-    proc, out = _pytest(tmp_path, str(tmp_path / "a.ipynb"), env=_dying(tmp_path, 1))
+    junit = tmp_path / "junit.xml"
+    proc, out = _pytest(tmp_path, "-n", "2", f"--junitxml={junit}", str(tmp_path / "a.ipynb"), env=_dying(tmp_path, 1))
     assert proc.returncode == 0 and _counts(out) == {"passed": 15}, out
+    spec = importlib.util.spec_from_file_location("load_test", ROOT / "delivery" / "load" / "load_test.py")
+    load_test = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(load_test)
+    assert dict(load_test.restarted_kernels(junit)) == {"a.ipynb": 1}, junit.read_text()
     assert "notebook kernels started again: each ended before its first reply" in out, out
     [line] = [line for line in out.splitlines() if "Kernel died before replying" in line]
     assert line.endswith("a.ipynb: Kernel died before replying to kernel_info (the kernel ended with exit code 3); "

@@ -146,11 +146,24 @@ def classify(message: str) -> str:
     return "other"
 
 
+def _notebook(case: ET.Element) -> str:
+    return re.sub(r"/ipynb$", ".ipynb", case.get("classname", "").replace(".", "/"))
+
+
+def restarted_kernels(path: Path) -> Counter[str]:
+    """{notebook: kernel starts that ended before the first reply and were started again} from pytest's JUnit XML
+    (the root conftest.py's amp-kernel-start-death properties; tests/nbval_guard.py starts them again)."""
+    deaths: Counter[str] = Counter()
+    for case in ET.parse(path).getroot().iter("testcase"):
+        deaths[_notebook(case)] += sum(p.get("name") == "amp-kernel-start-death" for p in case.iter("property"))
+    return +deaths
+
+
 def read_junit(path: Path) -> dict[str, list[tuple[str, str, str, float]]]:
     """{notebook: [(cell, outcome, message, seconds)]} from pytest's JUnit XML."""
     cells: dict[str, list[tuple[str, str, str, float]]] = defaultdict(list)
     for case in ET.parse(path).getroot().iter("testcase"):
-        notebook = re.sub(r"/ipynb$", ".ipynb", case.get("classname", "").replace(".", "/"))
+        notebook = _notebook(case)
         name = case.get("name", "")
         seconds = float(case.get("time", "0") or 0)
         outcome, message = "passed", ""
@@ -176,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
         "--pytest-args",
         default="",
         help="extra pytest arguments, one string: e.g. '--dist load' (a control that splits notebooks), "
-        "'--noconftest' (without the root conftest.py's scheduling and kernel guard)",
+        "'--noconftest' (without the root conftest.py's scheduling, kernel guard and kernel start, which starts "
+        "again a kernel that ends before its first reply)",
     )
     args = ap.parse_args(argv)
 
@@ -199,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             wall = time.perf_counter() - t0
             load.stop()
         cells = read_junit(junit) if junit.exists() else {}
+        restarted = restarted_kernels(junit) if junit.exists() else Counter()
 
     print(f"\n== nbval under load: {wall:.0f} s wall; {load.waves} waves of learner kernels: {dict(load.outcomes)}")
     totals: Counter[str] = Counter()
@@ -217,6 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"total: {totals['passed']} passed, {totals['failed']} failed, {totals['skipped']} skipped; failures by kind: {dict(kinds)}"
     )
+    print(f"notebook kernels that ended before their first reply and were started again: {dict(restarted)}")
     slowest = sorted(((sec, f"{nb}::{name}") for nb, rows in cells.items() for name, _, _, sec in rows), reverse=True)
     print(
         "slowest cells (kernel start included in a notebook's first):",
