@@ -26,7 +26,7 @@ from nbval.plugin import NbCellError
 
 from tests import nbval_guard
 from tests.kernel_memory import peak_memory_bytes
-from tests.nbval_guard import KernelGuard
+from tests.nbval_guard import KernelGuard, kernel_process
 
 NOTEBOOK_BUDGET_S = 30.0
 SUITE_BUDGET_S = 120.0
@@ -191,28 +191,21 @@ def pytest_runtest_call(item):
         raise NbCellError(item.cell_num, reason, item.cell.source)
 
 
-def _nbval_kernel_pid(item) -> int | None:
-    kernel = getattr(getattr(item, "parent", None), "kernel", None)
-    km = getattr(kernel, "km", None)
-    process = getattr(getattr(km, "provisioner", None), "process", None)
-    return getattr(process, "pid", None)
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     if call.when != "call" or not item.nodeid.split("::", 1)[0].endswith(".ipynb"):
         return
-    deaths = getattr(getattr(getattr(item.parent, "kernel", None), "km", None), "_amp_start_deaths", None)
-    if deaths and not getattr(item.parent, "_amp_deaths_told", False):
-        # on the item, so that its teardown report carries them: the summary's and JUnit XML's (make test-load)
+    kernel = getattr(item.parent, "kernel", None)
+    deaths = getattr(getattr(kernel, "km", None), "_amp_start_deaths", None)
+    if deaths:  # on the item, so that its teardown report carries them: the summary's and JUnit XML's (make test-load)
         item.user_properties.extend((RESTART_KEY, (item.nodeid.split("::", 1)[0], death)) for death in deaths)
-        item.parent._amp_deaths_told = True
+        deaths.clear()
     if report.failed and _is_notebook_cell(item):
         first_line = str(call.excinfo.value).strip().splitlines() if call.excinfo else []
         _kernel_guard(item).last_failure = f"Cell {item.cell_num} failed: {first_line[0] if first_line else '?'}"
-    pid = _nbval_kernel_pid(item)
+    pid = getattr(kernel_process(kernel), "pid", None)
     peak = peak_memory_bytes(pid) if pid else None
     if peak is None:
         return

@@ -92,7 +92,7 @@ def start_new_kernel(startup_timeout=60, kernel_name="python", stderr=None, trie
     * A kernel process that ends before its first reply to ``kernel_info`` ("Kernel died before replying to
       kernel_info") is started again, up to ``tries`` starts in all. No cell has run in it, so nothing of the
       notebook is retried. Each such death is kept in ``km._amp_start_deaths`` (its exit status and stderr), and
-      the root conftest.py reports it in pytest's summary and in JUnit XML. One known cause is a race of the
+      the root conftest.py reports it (and empties the list) in pytest's summary and in JUnit XML. One known cause is a race of the
       kernel's ports: jupyter_client picks five free ports by binding each to port 0 and letting it go, and the
       kernel, which binds them a second later, exits if another process took one meanwhile (jupyter_client issue
       487; its ``LocalPortCache`` keeps the kernels of one process apart, not those of two pytest-xdist workers,
@@ -120,15 +120,15 @@ def start_new_kernel(startup_timeout=60, kernel_name="python", stderr=None, trie
                 km.shutdown_kernel(now=True)
             tail = _stderr_tail(err)
             err.close()
-            if not isinstance(e, RuntimeError) or returncode is None:
-                if isinstance(e, RuntimeError):  # alive but silent: not started again
-                    raise RuntimeError(f"{e} (the kernel is alive){tail}") from e
+            if not isinstance(e, RuntimeError):
                 raise
+            if returncode is None:  # alive but silent: not started again
+                raise RuntimeError(f"{e} (the kernel is alive){tail}") from e
             deaths.append(f"{e} (the kernel ended with {exit_status(returncode)}){tail}")
-            continue
-        weakref.finalize(km, err.close)
-        km._amp_stderr, km._amp_start_deaths = err, deaths
-        return km, kc
+        else:
+            weakref.finalize(km, err.close)
+            km._amp_stderr, km._amp_start_deaths = err, deaths
+            return km, kc
     raise RuntimeError(f"the kernel ended before its first reply at each of {tries} starts:\n" + "\n".join(deaths))
 
 
