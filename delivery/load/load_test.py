@@ -62,8 +62,9 @@ def _learner(barrier, busy_s: float, results) -> None:  # pragma: no cover - chi
     barrier.wait()
     km = KernelManager(kernel_name="python3")
     outcome = "ready"
+    err = tempfile.TemporaryFile()  # the kernel's stderr: a failure's outcome ends with its last line
     try:
-        km.start_kernel(stderr=subprocess.DEVNULL)
+        km.start_kernel(stderr=err)
         kc = km.client()
         kc.start_channels()
         try:
@@ -79,6 +80,11 @@ def _learner(barrier, busy_s: float, results) -> None:  # pragma: no cover - chi
             km.shutdown_kernel(now=True)
         except Exception:
             pass
+    if outcome != "ready":
+        err.seek(0)
+        last = err.read().decode(errors="replace").strip().splitlines()[-1:]
+        outcome += f" (its stderr's last line: {last[0] if last else 'none'})"
+    err.close()
     results.put(outcome)
 
 
